@@ -1,0 +1,112 @@
+# diagport - one Makefile. Targets a newcomer guesses:
+#   make            build ./diagport (installs missing Debian packages first)
+#   make test       build, install test prerequisites, run every test; ends "N passed, N failed"
+#   make demo       inject the example workloads and show what changed
+#   make bench      run the benchmarks under bench/ (they measure, they do not gate)
+#   make lint       clang-tidy and cppcheck over the sources
+#   make fuzz       build the libFuzzer targets under tests/fuzz/ and run each briefly
+#   make clean
+# Switches: SANITIZER=address|undefined|address,undefined   WERROR=1 (on in CI)
+
+CC       ?= cc
+PKGS     := jansson yaml-0.1 libcurl libseccomp libmicrohttpd gnutls
+BUILD    := build
+VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+WARN     := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+            -Wno-unused-parameter -Wvla
+ifeq ($(CI),true)
+WERROR   ?= 1
+endif
+ifeq ($(WERROR),1)
+WARN     += -Werror
+endif
+
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' $(WARN) -I. -Icommon \
+            -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
+LDFLAGS  += -pie -Wl,-z,relro,-z,now
+ifneq ($(SANITIZER),)
+CFLAGS   += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -O1
+LDFLAGS  += -fsanitize=$(SANITIZER)
+BUILD    := build-$(subst $(comma),-,$(SANITIZER))
+endif
+comma := ,
+
+COMMON_SRC := $(wildcard common/*.c)
+COMP_SRC   := $(wildcard injector/*.c webhook/*.c launcher/*.c fleet/*.c)
+COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
+COMP_OBJ   := $(COMP_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+LIBDP      := $(BUILD)/libdiagport.a
+
+PREREQ_STAMP := $(BUILD)/.prereqs-$(shell cat scripts/prereqs.sh 2>/dev/null | cksum | cut -d' ' -f1)
+
+.PHONY: all prereqs test demo bench lint fuzz clean unit
+all: diagport
+
+$(PREREQ_STAMP):
+	@mkdir -p $(BUILD)
+	@scripts/prereqs.sh build
+	@touch $@
+
+prereqs:
+	@scripts/prereqs.sh build
+
+# Objects depend on the prerequisites having been checked (order-only).
+$(BUILD)/%.o: %.c | $(PREREQ_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBDP): $(COMMON_OBJ) $(COMP_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/diagport: $(BUILD)/main.o $(LIBDP)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIBDP) $(PKG_LIBS)
+
+diagport: $(BUILD)/diagport
+	@cp $< $@
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/t.h $(LIBDP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBDP) $(PKG_LIBS)
+
+unit: $(UNIT_BIN)
+
+test: diagport $(UNIT_BIN)
+	@scripts/prereqs.sh test
+	@BUILD=$(BUILD) tests/run
+
+demo: diagport
+	@scripts/demo.sh
+
+bench: diagport
+	@scripts/prereqs.sh bench
+	@bench/run.sh
+
+lint:
+	@scripts/prereqs.sh lint
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --inline-suppr \
+		-I common $(COMMON_SRC) $(COMP_SRC) main.c
+	clang-tidy --quiet $(COMMON_SRC) $(COMP_SRC) main.c -- $(CFLAGS) $(PKG_CFLAGS)
+
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Icommon -fsanitize=fuzzer,address,undefined
+build-fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(COMP_SRC) | $(PREREQ_STAMP)
+	@scripts/prereqs.sh fuzz
+	@mkdir -p build-fuzz
+	clang-14 $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_SRC) $(COMP_SRC) $(PKG_LIBS)
+fuzz: $(FUZZ_BIN)
+	@for f in $(FUZZ_BIN); do echo "== $$f"; mkdir -p build-fuzz/corpus-$$(basename $$f); \
+		$$f -max_total_time=$${FUZZ_SECONDS:-30} -max_len=65536 build-fuzz/corpus-$$(basename $$f) tests/fuzz/seeds || exit 1; done
+
+clean:
+	rm -rf build build-* diagport
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,152 @@
+/*
+ * buf.c - growable byte buffer with a cap (see buf.h).
+ */
+#include "buf.h"
+
+#include "errors.h"
+#include "mem.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void buf_init(struct buf *b, size_t cap)
+{
+	b->data = NULL;
+	b->len = 0;
+	b->alloc = 0;
+	b->cap = cap ? cap : SIZE_MAX - 1;
+}
+
+void buf_free(struct buf *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = b->alloc = 0;
+}
+
+void buf_reset(struct buf *b)
+{
+	b->len = 0;
+	if (b->data)
+		b->data[0] = '\0';
+}
+
+static int reserve(struct buf *b, size_t n)
+{
+	size_t want, a;
+
+	if (n > b->cap - b->len)
+		return DP_ETOOBIG;
+	want = b->len + n + 1;
+	if (want <= b->alloc)
+		return 0;
+	a = b->alloc ? b->alloc : 64;
+	while (a < want)
+		a = a > SIZE_MAX / 2 ? want : a * 2;
+	b->data = mem_realloc(b->data, a);
+	b->alloc = a;
+	return 0;
+}
+
+int buf_append(struct buf *b, const void *p, size_t n)
+{
+	if (reserve(b, n) != 0)
+		return DP_ETOOBIG;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+int buf_puts(struct buf *b, const char *s)
+{
+	return buf_append(b, s, strlen(s));
+}
+
+int buf_putc(struct buf *b, char c)
+{
+	return buf_append(b, &c, 1);
+}
+
+int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
+{
+	va_list cp;
+	int n;
+
+	va_copy(cp, ap);
+	n = vsnprintf(NULL, 0, fmt, cp);
+	va_end(cp);
+	if (n < 0)
+		return DP_EINTERNAL;
+	if (reserve(b, (size_t)n) != 0)
+		return DP_ETOOBIG;
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	b->len += (size_t)n;
+	return 0;
+}
+
+int buf_printf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	va_start(ap, fmt);
+	rc = buf_vprintf(b, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+char *buf_steal(struct buf *b, size_t *len)
+{
+	char *p;
+
+	if (b->data == NULL)
+		buf_append(b, "", 0);
+	p = b->data;
+	if (len)
+		*len = b->len;
+	b->data = NULL;
+	b->len = b->alloc = 0;
+	return p;
+}
+
+int buf_read_fd(struct buf *b, int fd)
+{
+	char tmp[65536];
+
+	for (;;) {
+		ssize_t n = read(fd, tmp, sizeof(tmp));
+
+		if (n == 0)
+			return 0;
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return DP_EIO;
+		}
+		if (buf_append(b, tmp, (size_t)n) != 0)
+			return DP_ETOOBIG;
+	}
+}
+
+int buf_write_fd(const struct buf *b, int fd)
+{
+	size_t off = 0;
+
+	while (off < b->len) {
+		ssize_t n = write(fd, b->data + off, b->len - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return DP_EIO;
+		}
+		off += (size_t)n;
+	}
+	return 0;
+}

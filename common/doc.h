@@ -1,0 +1,162 @@
+/*
+ * doc.h - an ordered document tree that keeps what it was given.
+ *
+ * diagport edits people's documents (Kubernetes manifests, ECS task
+ * definitions, CloudFormation templates) and must hand back everything it did
+ * not change exactly as it came: key order, unknown fields, the exact text of
+ * numbers (big integers, precise floats), YAML scalar styles and tags (`!Ref`).
+ * A doc_node is that document, not a model of it.
+ *
+ * Ownership, in one sentence: every node belongs to exactly one parent (a root
+ * belongs to whoever made or read it); functions that put a node into a
+ * collection *steal* it, lookups return *borrowed* pointers, and doc_free()
+ * frees a node and everything under it.
+ *
+ * Scalars keep their source text in `text`: a string's decoded UTF-8 value, a
+ * number's lexeme as written ("1e400", "0x1F" in YAML), "true"/"yes"/"null" as
+ * written. `type` is what the text means (YAML plain scalars are resolved
+ * when read: YAML 1.2 core schema plus the YAML 1.1 booleans yes/no/on/off/y/n
+ * that Kubernetes' YAML reader accepts). Nodes made in memory have line 0.
+ */
+#ifndef DP_DOC_H
+#define DP_DOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "errors.h"
+
+enum doc_type { DOC_NULL, DOC_BOOL, DOC_NUMBER, DOC_STRING, DOC_MAP, DOC_SEQ };
+
+/* How a node was written (YAML); DOC_STYLE_ANY lets the writer choose. */
+enum doc_style {
+	DOC_STYLE_ANY = 0,
+	DOC_STYLE_PLAIN,
+	DOC_STYLE_SINGLE,
+	DOC_STYLE_DOUBLE,
+	DOC_STYLE_LITERAL,
+	DOC_STYLE_FOLDED,
+	DOC_STYLE_FLOW, /* collections written as [..] / {..} */
+};
+
+struct doc_node {
+	enum doc_type type;
+	enum doc_style style;
+	uint32_t line, col; /* 1-based source position; 0 when made in memory */
+	char *tag;          /* YAML tag as written ("!Ref", "tag:yaml.org,2002:str"), or NULL */
+	char *text;         /* scalars: NUL-terminated text (see above); NULL for collections */
+	size_t len;         /* scalars: bytes in text (a JSON string may hold \u0000) */
+	size_t n;           /* collections: number of items (pairs for a map) */
+	size_t alloc;
+	struct doc_node **keys; /* maps: key nodes (scalars), parallel to vals */
+	struct doc_node **vals; /* maps: values; seqs: items */
+};
+
+/* ---- making nodes (each returns a new node the caller owns) ---- */
+struct doc_node *doc_map(void);
+struct doc_node *doc_seq(void);
+struct doc_node *doc_str(const char *s);              /* DOC_STRING */
+struct doc_node *doc_strn(const char *s, size_t len);
+struct doc_node *doc_num(const char *lexeme);         /* DOC_NUMBER with this exact text */
+struct doc_node *doc_int(long long v);                /* DOC_NUMBER */
+struct doc_node *doc_bool(bool v);
+struct doc_node *doc_null(void);
+/* A scalar of any type with exact text (used by readers). */
+struct doc_node *doc_scalar(enum doc_type type, const char *text, size_t len);
+struct doc_node *doc_copy(const struct doc_node *n);  /* deep copy, positions kept */
+void doc_free(struct doc_node *n);                    /* accepts NULL */
+
+/* ---- reading (all borrowed; NULL when absent or of another type) ---- */
+/* The value under key `k` of map m (NULL if m is not a map or has no such key). */
+struct doc_node *doc_get(const struct doc_node *m, const char *k);
+/* Index of key k in map m, or -1. */
+long doc_find(const struct doc_node *m, const char *k);
+/* Follow a path of keys separated by '/', e.g. "spec/template/spec". */
+struct doc_node *doc_path(const struct doc_node *m, const char *path);
+/* The text of a DOC_STRING node, or NULL (for any other type, or NULL n). */
+const char *doc_strval(const struct doc_node *n);
+/* String value of map m's key k if it is a string, else NULL. */
+const char *doc_get_str(const struct doc_node *m, const char *k);
+bool doc_is(const struct doc_node *n, enum doc_type t);
+/* Deep equality of meaning: type, text (numbers compared by text), tags, order. */
+bool doc_equal(const struct doc_node *a, const struct doc_node *b);
+
+/* ---- changing (steal the node given) ---- */
+/* Set m[k] = v: replaces in place when k exists (the old value is freed), else appends. */
+void doc_set(struct doc_node *m, const char *k, struct doc_node *v);
+/* Insert key k at index i (0..n); k must not exist. */
+void doc_insert_at(struct doc_node *m, size_t i, const char *k, struct doc_node *v);
+/* Remove m[k] and free it; returns true when it was there. */
+bool doc_del(struct doc_node *m, const char *k);
+/* The map under m[k], created (appended) when absent. NULL when m[k] exists but is not a map. */
+struct doc_node *doc_get_or_add_map(struct doc_node *m, const char *k, bool *created);
+struct doc_node *doc_get_or_add_seq(struct doc_node *m, const char *k, bool *created);
+void doc_push(struct doc_node *s, struct doc_node *v);            /* append to seq */
+void doc_insert(struct doc_node *s, size_t i, struct doc_node *v); /* insert into seq at i */
+void doc_remove(struct doc_node *s, size_t i);                    /* remove seq item i and free it */
+/* Detach and return seq item i (the caller owns it). */
+struct doc_node *doc_take(struct doc_node *s, size_t i);
+/* Replace a scalar's text (keeps type, style, tag, position). */
+void doc_set_text(struct doc_node *n, const char *text);
+
+/* ---- streams and I/O ---- */
+enum doc_format { DOC_JSON, DOC_YAML };
+
+/* What came in: one or more documents, and how they were written. */
+struct doc_stream {
+	enum doc_format format;
+	struct doc_node **docs; /* owned */
+	size_t n;
+	int json_indent;        /* JSON: indent width seen in the input (0 = compact) */
+	bool yaml_explicit_start; /* YAML: the first document began with "---" */
+	const char *name;       /* for messages: the file name, or "<stdin>"; borrowed */
+};
+
+/* Caps on untrusted input, checked before the bytes are used. */
+struct doc_limits {
+	size_t max_bytes; /* whole input */
+	size_t max_depth; /* nesting */
+	size_t max_nodes; /* nodes in the whole stream, aliases expanded */
+};
+extern const struct doc_limits doc_default_limits; /* 64 MiB, depth 256, 16M nodes */
+
+/*
+ * Parse `len` bytes as JSON (a value, or several separated by whitespace) or
+ * YAML (a stream of documents). `name` names the input in messages (borrowed,
+ * must outlive s). On failure returns DP_ESYNTAX / DP_ETOOBIG with em holding
+ * "NAME:LINE:COL: what is wrong", and *s is untouched.
+ * YAML anchors and aliases are expanded (counted against max_nodes); duplicate
+ * map keys are a syntax error in both formats.
+ */
+int doc_read_json(const char *bytes, size_t len, const char *name,
+		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
+int doc_read_yaml(const char *bytes, size_t len, const char *name,
+		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
+/* Pick the reader by the first non-blank byte ('{' or '[' = JSON), then parse. */
+int doc_read(const char *bytes, size_t len, const char *name,
+	     const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
+void doc_stream_free(struct doc_stream *s); /* frees the docs; s may be reused */
+
+/*
+ * Write one node as JSON to out: `indent` spaces per level (0 = compact, no
+ * spaces). Numbers are written as their text when it is valid JSON, else
+ * converted (YAML 0x1F, 1_000, .5, +1); YAML booleans and nulls as JSON ones.
+ * A node with a tag fails with DP_EUNSUPPORTED (convert tags first). Ends
+ * with a newline when indent > 0.
+ */
+int doc_write_json(struct buf *out, const struct doc_node *n, int indent, struct err_msg *em);
+/*
+ * Write documents as a YAML stream (block style, 2-space indent, no line
+ * folding, UTF-8). Scalars keep their style where YAML allows it; a string
+ * with DOC_STYLE_ANY is plain when that reads back as the same string, else
+ * double-quoted. Tags are written as given. Documents after the first are
+ * preceded by "---"; the first too when explicit_start.
+ */
+int doc_write_yaml(struct buf *out, struct doc_node *const *docs, size_t n, bool explicit_start,
+		   struct err_msg *em);
+/* Write the stream in `fmt` (JSON: one value per document, each followed by a newline). */
+int doc_write(struct buf *out, const struct doc_stream *s, enum doc_format fmt, struct err_msg *em);
+
+#endif

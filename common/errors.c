@@ -1,0 +1,63 @@
+/*
+ * errors.c - text for error codes, and the message helpers of errors.h.
+ */
+#include "errors.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *err_str(int code)
+{
+	switch (code) {
+	case DP_OK: return "success";
+	case DP_EINVAL: return "invalid arguments";
+	case DP_ESYNTAX: return "syntax error";
+	case DP_ETOOBIG: return "input too large";
+	case DP_EIO: return "input/output error";
+	case DP_EREFUSED: return "refused by the injection rules";
+	case DP_EUNSUPPORTED: return "unsupported input";
+	case DP_ENOTFOUND: return "not found";
+	case DP_EINTERNAL: return "internal error";
+	}
+	return "unknown error";
+}
+
+int err_set(struct err_msg *e, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (e == NULL)
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(e->text, sizeof(e->text), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+void err_prefix(struct err_msg *e, const char *fmt, ...)
+{
+	char head[512], old[sizeof(e->text)];
+	va_list ap;
+
+	if (e == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(head, sizeof(head), fmt, ap);
+	va_end(ap);
+	memcpy(old, e->text, sizeof(old));
+	snprintf(e->text, sizeof(e->text), "%s: %s", head, old);
+}
+
+void err_fatal(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "diagport: fatal: %s:%d: ", file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}

@@ -1,0 +1,52 @@
+/*
+ * main.c - the diagport binary: picks the subcommand and calls into its
+ * component. Argument parsing for each subcommand lives with the component
+ * (injector/cli.c, ...); nothing here but dispatch.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "injector/cli.h"
+#include "mem.h"
+
+struct subcommand {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct subcommand subcommands[] = {
+	{ "inject", inj_cli_inject, "add diagnostics to Kubernetes objects, ECS task definitions, CloudFormation templates" },
+	{ "uninject", inj_cli_uninject, "remove exactly what inject added" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: diagport COMMAND [ARGS...]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		fprintf(f, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+	fprintf(f, "\n`diagport COMMAND --help` describes a command. Version %s.\n", DP_VERSION);
+}
+
+int main(int argc, char **argv)
+{
+	mem_install();
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+		printf("diagport %s\n", DP_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		if (strcmp(argv[1], subcommands[i].name) == 0)
+			return subcommands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "diagport: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
