@@ -1,0 +1,55 @@
+/*
+ * t.h - the unit-test harness: each tests/unit/test_*.c is one program whose
+ * main() calls T_RUN(fn) for each case. A case stops at its first failed check.
+ * Every case prints one line, "PASS unit/<file>/<case>" or
+ * "FAIL unit/<file>/<case>: <file>:<line>: <what>", which tests/run counts.
+ * The program exits 1 when any case failed.
+ */
+#ifndef DP_T_H
+#define DP_T_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int t_failed_cases;
+static char t_why[2048];
+static const char *t_file_name;
+
+#define T_FAIL(...)                                                                      \
+	do {                                                                             \
+		int t_n_ = snprintf(t_why, sizeof(t_why), "%s:%d: ", __FILE__, __LINE__); \
+		snprintf(t_why + t_n_, sizeof(t_why) - (size_t)t_n_, __VA_ARGS__);      \
+		return;                                                                  \
+	} while (0)
+
+#define T_CHECK(cond)                                                                    \
+	do {                                                                             \
+		if (!(cond))                                                             \
+			T_FAIL("%s", #cond);                                             \
+	} while (0)
+
+#define T_STREQ(a, b)                                                                    \
+	do {                                                                             \
+		const char *t_a_ = (a), *t_b_ = (b);                                     \
+		if (t_a_ == NULL || t_b_ == NULL || strcmp(t_a_, t_b_) != 0)             \
+			T_FAIL("%s == %s (\"%s\" vs \"%s\")", #a, #b,                    \
+			       t_a_ ? t_a_ : "(null)", t_b_ ? t_b_ : "(null)");           \
+	} while (0)
+
+#define T_RUN(fn)                                                                        \
+	do {                                                                             \
+		t_why[0] = '\0';                                                         \
+		fn();                                                                    \
+		if (t_why[0]) {                                                          \
+			printf("FAIL unit/%s/%s: %s\n", t_file_name, #fn, t_why);        \
+			t_failed_cases++;                                                \
+		} else {                                                                 \
+			printf("PASS unit/%s/%s\n", t_file_name, #fn);                   \
+		}                                                                        \
+		fflush(stdout);                                                          \
+	} while (0)
+
+#define T_BEGIN(name) (t_file_name = (name))
+#define T_END() return t_failed_cases ? 1 : 0
+
+#endif
