@@ -1,0 +1,313 @@
+/*
+ * agent.c - the capture agent container, as Kubernetes and ECS spell it.
+ *
+ * Two flavours: diagport's own agent (`diagport launch`) and dotnet-monitor,
+ * configured the way its documentation shows for a sidecar in Listen mode.
+ * Secure by default: without a token the diagport agent listens on loopback
+ * only (reachable through kubectl port-forward or ECS Exec); with a token it
+ * serves the pod network and requires it. Probes run `/diagport health`, so
+ * they need no shell and work while the agent listens on loopback.
+ */
+#include "inj_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem.h"
+
+#define MONITOR_IMAGE "mcr.microsoft.com/dotnet/monitor:8"
+#define MONITOR_METRICS_PORT 52325
+#define TOKEN_FILE INJ_AUTH_DIR "/token"
+
+const char *inj_default_image(enum inj_flavour f)
+{
+	return f == INJ_FLAVOUR_DOTNET_MONITOR ? MONITOR_IMAGE : "ghcr.io/diagport/diagport:" DP_VERSION;
+}
+
+struct res { const char *cpu, *mem, *limit, *cpu_limit; };
+
+static struct res resources(const struct inj_opts *o)
+{
+	struct res r;
+	bool mon = o->flavour == INJ_FLAVOUR_DOTNET_MONITOR;
+
+	/* dotnet-monitor's figures are the ones its documentation recommends. */
+	r.cpu = o->cpu_request ? o->cpu_request : mon ? "50m" : "10m";
+	r.mem = o->mem_request ? o->mem_request : mon ? "32Mi" : "16Mi";
+	r.limit = o->mem_limit ? o->mem_limit : mon ? "256Mi" : "64Mi";
+	r.cpu_limit = mon ? "250m" : NULL;
+	return r;
+}
+
+static struct doc_node *strs(const char *const *v)
+{
+	struct doc_node *s = doc_seq();
+
+	for (; *v; v++)
+		doc_push(s, doc_str(*v));
+	return s;
+}
+
+static struct doc_node *pair(const char *k1, struct doc_node *v1, const char *k2, struct doc_node *v2)
+{
+	struct doc_node *m = doc_map();
+
+	doc_set(m, k1, v1);
+	if (k2)
+		doc_set(m, k2, v2);
+	return m;
+}
+
+/* `launch` arguments of the diagport agent. */
+static struct doc_node *launch_args(const struct inj_opts *o)
+{
+	struct doc_node *a = doc_seq();
+	char url[64];
+	bool open = o->auth_secret || o->no_auth;
+
+	snprintf(url, sizeof(url), "http://%s:%d", open ? "+" : "127.0.0.1", o->port);
+	doc_push(a, doc_str("launch"));
+	doc_push(a, doc_str("--socket"));
+	doc_push(a, doc_str(INJ_SOCKET));
+	doc_push(a, doc_str("--dumps"));
+	doc_push(a, doc_str(INJ_DUMPS_DIR));
+	doc_push(a, doc_str("--urls"));
+	doc_push(a, doc_str(url));
+	if (o->auth_secret) {
+		doc_push(a, doc_str("--auth-token-file"));
+		doc_push(a, doc_str(TOKEN_FILE));
+	}
+	if (o->no_auth)
+		doc_push(a, doc_str("--no-auth"));
+	if (o->dumps_limit) {
+		doc_push(a, doc_str("--dumps-limit"));
+		doc_push(a, doc_str(o->dumps_limit));
+	}
+	return a;
+}
+
+static struct doc_node *health_cmd(const struct inj_opts *o, bool ecs)
+{
+	struct doc_node *a = doc_seq();
+
+	if (ecs)
+		doc_push(a, doc_str("CMD"));
+	doc_push(a, doc_str("/diagport"));
+	doc_push(a, doc_str("health"));
+	if (o->port != INJ_DEFAULT_PORT) {
+		char p[16];
+
+		snprintf(p, sizeof(p), "%d", o->port);
+		doc_push(a, doc_str("--port"));
+		doc_push(a, doc_str(p));
+	}
+	return a;
+}
+
+/* dotnet-monitor's settings, as its Kubernetes documentation gives them, on our fixed paths. */
+static void monitor_env(struct doc_node *env, const struct inj_opts *o, const char *nk, const char *vk)
+{
+	char urls[64], metrics[64];
+	const char *const kv[][2] = {
+		{ "DOTNETMONITOR_DiagnosticPort__ConnectionMode", "Listen" },
+		{ "DOTNETMONITOR_DiagnosticPort__EndpointName", INJ_SOCKET },
+		{ "DOTNETMONITOR_Storage__DumpTempFolder", INJ_DUMPS_DIR },
+		{ "DOTNETMONITOR_Urls", urls },
+		{ "DOTNETMONITOR_Metrics__Endpoints", metrics },
+	};
+
+	snprintf(urls, sizeof(urls), "http://+:%d", o->port);
+	snprintf(metrics, sizeof(metrics), "http://+:%d", MONITOR_METRICS_PORT);
+	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
+		doc_push(env, pair(nk, doc_str(kv[i][0]), vk, doc_str(kv[i][1])));
+}
+
+static struct doc_node *k8s_probe(const struct inj_opts *o, int period, int failures)
+{
+	struct doc_node *p = doc_map();
+
+	if (o->flavour == INJ_FLAVOUR_DOTNET_MONITOR)
+		doc_set(p, "tcpSocket", pair("port", doc_int(o->port), NULL, NULL));
+	else
+		doc_set(p, "exec", pair("command", health_cmd(o, false), NULL, NULL));
+	doc_set(p, "periodSeconds", doc_int(period));
+	doc_set(p, "failureThreshold", doc_int(failures));
+	return p;
+}
+
+static struct doc_node *port_k8s(const char *name, int port)
+{
+	struct doc_node *p = doc_map();
+
+	doc_set(p, "name", doc_str(name));
+	doc_set(p, "containerPort", doc_int(port));
+	doc_set(p, "protocol", doc_str("TCP"));
+	return p;
+}
+
+struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_user *u)
+{
+	struct doc_node *a = doc_map(), *ports = doc_seq(), *res = doc_map(), *sc = doc_map(), *mounts = doc_seq();
+	struct doc_node *req = doc_map(), *lim = doc_map();
+	bool mon = o->flavour == INJ_FLAVOUR_DOTNET_MONITOR;
+	struct res r = resources(o);
+
+	doc_set(a, "name", doc_str(INJ_AGENT_NAME));
+	doc_set(a, "image", doc_str(o->image ? o->image : inj_default_image(o->flavour)));
+	if (mon) {
+		const char *const args[] = { "collect", o->no_auth ? "--no-auth" : NULL, NULL };
+		struct doc_node *env = doc_seq();
+
+		doc_set(a, "args", strs(args));
+		monitor_env(env, o, "name", "value");
+		if (o->auth_secret) {
+			const char *const keys[] = { "Subject", "PublicKey" };
+
+			for (int i = 0; i < 2; i++) {
+				char *n = mem_printf("DOTNETMONITOR_Authentication__MonitorApiKey__%s", keys[i]);
+				struct doc_node *ref = pair("name", doc_str(o->auth_secret), "key", doc_str(keys[i]));
+
+				doc_push(env, pair("name", doc_str(n), "valueFrom", pair("secretKeyRef", ref, NULL, NULL)));
+				free(n);
+			}
+		}
+		doc_set(a, "env", env);
+	} else {
+		const char *const cmd[] = { "/diagport", NULL };
+
+		doc_set(a, "command", strs(cmd));
+		doc_set(a, "args", launch_args(o));
+	}
+	if (o->sidecar == INJ_SIDECAR_NATIVE)
+		doc_set(a, "restartPolicy", doc_str("Always"));
+	doc_push(ports, port_k8s("diag-http", o->port));
+	if (mon)
+		doc_push(ports, port_k8s("diag-metrics", MONITOR_METRICS_PORT));
+	doc_set(a, "ports", ports);
+	doc_set(a, "startupProbe", k8s_probe(o, 1, 30));
+	doc_set(a, "livenessProbe", k8s_probe(o, 10, 3));
+	doc_set(req, "cpu", doc_str(r.cpu));
+	doc_set(req, "memory", doc_str(r.mem));
+	if (r.cpu_limit)
+		doc_set(lim, "cpu", doc_str(r.cpu_limit));
+	doc_set(lim, "memory", doc_str(r.limit));
+	doc_set(res, "requests", req);
+	doc_set(res, "limits", lim);
+	doc_set(a, "resources", res);
+	doc_set(sc, "runAsNonRoot", doc_bool(true));
+	doc_set(sc, "runAsUser", doc_int(u->uid));
+	doc_set(sc, "runAsGroup", doc_int(u->gid));
+	doc_set(sc, "readOnlyRootFilesystem", doc_bool(true));
+	doc_set(sc, "allowPrivilegeEscalation", doc_bool(false));
+	{
+		const char *const all[] = { "ALL", NULL };
+
+		doc_set(sc, "capabilities", pair("drop", strs(all), NULL, NULL));
+	}
+	doc_set(sc, "seccompProfile", pair("type", doc_str("RuntimeDefault"), NULL, NULL));
+	doc_set(a, "securityContext", sc);
+	doc_push(mounts, pair("name", doc_str(INJ_VOL_DIAG), "mountPath", doc_str(INJ_DIAG_DIR)));
+	doc_push(mounts, pair("name", doc_str(INJ_VOL_DUMPS), "mountPath", doc_str(INJ_DUMPS_DIR)));
+	if (o->auth_secret && !mon) {
+		struct doc_node *m = pair("name", doc_str(INJ_VOL_AUTH), "mountPath", doc_str(INJ_AUTH_DIR));
+
+		doc_set(m, "readOnly", doc_bool(true));
+		doc_push(mounts, m);
+	}
+	doc_set(a, "volumeMounts", mounts);
+	return a;
+}
+
+int inj_agent_mem_mib(const struct inj_opts *o, long long *reservation, long long *limit, struct err_msg *em)
+{
+	struct res r = resources(o);
+	long long req, lim;
+
+	if (inj_quantity(r.mem, false, &req) != 0 || inj_quantity(r.limit, false, &lim) != 0)
+		return err_set(em, DP_EINVAL, "agent memory %s / %s is not a quantity", r.mem, r.limit);
+	*reservation = (req + (1 << 20) - 1) >> 20;
+	*limit = (lim + (1 << 20) - 1) >> 20;
+	return 0;
+}
+
+/* ECS fields are built in camelCase; CloudFormation's PascalCase is the same with a capital. */
+struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_user *u, bool pascal)
+{
+	struct doc_node *a = doc_map(), *ports = doc_seq(), *mounts = doc_seq(), *pm;
+	bool mon = o->flavour == INJ_FLAVOUR_DOTNET_MONITOR;
+	struct res r = resources(o);
+	long long res_mib = 0, lim_mib = 0, cpu = 0;
+
+	inj_agent_mem_mib(o, &res_mib, &lim_mib, NULL);
+	inj_quantity(r.cpu, true, &cpu);
+	doc_set(a, "name", doc_str(INJ_AGENT_NAME));
+	doc_set(a, "image", doc_str(o->image ? o->image : inj_default_image(o->flavour)));
+	doc_set(a, "essential", doc_bool(false));
+	if (mon) {
+		const char *const args[] = { "collect", o->no_auth ? "--no-auth" : NULL, NULL };
+		struct doc_node *env = doc_seq();
+
+		doc_set(a, "command", strs(args));
+		monitor_env(env, o, "name", "value");
+		doc_set(a, "environment", env);
+		if (o->auth_secret) {
+			struct doc_node *sec = doc_seq();
+			const char *const keys[] = { "Subject", "PublicKey" };
+
+			/* Secrets Manager JSON keys: ARN:json-key:version-stage:version-id */
+			for (int i = 0; i < 2; i++) {
+				char *n = mem_printf("DOTNETMONITOR_Authentication__MonitorApiKey__%s", keys[i]);
+				char *v = mem_printf("%s:%s::", o->auth_secret, keys[i]);
+
+				doc_push(sec, pair("name", doc_str(n), "valueFrom", doc_str(v)));
+				free(n);
+				free(v);
+			}
+			doc_set(a, "secrets", sec);
+		}
+	} else {
+		const char *const ep[] = { "/diagport", NULL };
+
+		doc_set(a, "entryPoint", strs(ep));
+		doc_set(a, "command", launch_args(o));
+		if (o->auth_secret) {
+			struct doc_node *sec = doc_seq();
+
+			doc_push(sec, pair("name", doc_str("DIAGPORT_AUTH_TOKEN"), "valueFrom", doc_str(o->auth_secret)));
+			doc_set(a, "secrets", sec);
+		}
+	}
+	pm = doc_map();
+	doc_set(pm, "containerPort", doc_int(o->port));
+	doc_set(pm, "protocol", doc_str("tcp"));
+	doc_set(pm, "name", doc_str("diag-http"));
+	doc_push(ports, pm);
+	doc_set(a, "portMappings", ports);
+	if (!mon) {
+		struct doc_node *hc = doc_map();
+
+		doc_set(hc, "command", health_cmd(o, true));
+		doc_set(hc, "interval", doc_int(5));
+		doc_set(hc, "timeout", doc_int(2));
+		doc_set(hc, "retries", doc_int(3));
+		doc_set(hc, "startPeriod", doc_int(5));
+		doc_set(a, "healthCheck", hc);
+	}
+	doc_set(a, "cpu", doc_int((cpu * 1024 + 999) / 1000));
+	doc_set(a, "memoryReservation", doc_int(res_mib));
+	doc_set(a, "memory", doc_int(lim_mib));
+	doc_set(a, "user", doc_str(u->ecs_user));
+	doc_set(a, "readonlyRootFilesystem", doc_bool(true));
+	{
+		const char *const all[] = { "ALL", NULL };
+
+		doc_set(a, "linuxParameters", pair("capabilities", pair("drop", strs(all), NULL, NULL), NULL, NULL));
+	}
+	doc_push(mounts, pair("sourceVolume", doc_str(INJ_VOL_DIAG), "containerPath", doc_str(INJ_DIAG_DIR)));
+	doc_push(mounts, pair("sourceVolume", doc_str(INJ_VOL_DUMPS), "containerPath", doc_str(INJ_DUMPS_DIR)));
+	doc_set(a, "mountPoints", mounts);
+	if (pascal)
+		inj_pascalize(a);
+	return a;
+}

@@ -1,0 +1,318 @@
+/*
+ * cli.c - the command line of inject and uninject: parse arguments, read the
+ * whole input (with a cap), run the rules on every document, and only when
+ * all of them succeeded write the result: to stdout, or with --in-place to a
+ * temporary file beside the input that is renamed over it. On any error
+ * nothing is written and the input is untouched.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "doc.h"
+#include "inj.h"
+#include "mem.h"
+
+enum { EX_OK = 0, EX_REFUSED = 1, EX_USAGE = 2, EX_SYNTAX = 3, EX_TOOBIG = 4, EX_IO = 5, EX_INTERNAL = 70 };
+
+struct args {
+	const char *kind;   /* k8s, ecs, cfn, or NULL to detect */
+	const char *file;   /* NULL or "-" = stdin */
+	int out_fmt;        /* -1 = same as input */
+	bool in_place, all;
+	size_t max_input;
+	struct inj_opts opts;
+};
+
+static int exit_code(int rc)
+{
+	switch (rc) {
+	case 0: return EX_OK;
+	case DP_EREFUSED: case DP_EUNSUPPORTED: return EX_REFUSED;
+	case DP_EINVAL: return EX_USAGE;
+	case DP_ESYNTAX: return EX_SYNTAX;
+	case DP_ETOOBIG: return EX_TOOBIG;
+	case DP_EIO: return EX_IO;
+	}
+	return EX_INTERNAL;
+}
+
+static void usage(FILE *f, const char *cmd)
+{
+	bool in = strcmp(cmd, "inject") == 0;
+
+	fprintf(f,
+		"usage: diagport %s [k8s|ecs|cfn] [OPTIONS] [-f FILE | FILE | -]\n\n"
+		"%s\n\n"
+		"  k8s|ecs|cfn            the kind of document (detected when not given)\n"
+		"  -f, --filename FILE    read FILE ('-' or none: standard input)\n"
+		"  -o, --output json|yaml write this format (default: the input's)\n"
+		"  -i, --in-place         replace FILE atomically instead of writing to stdout\n"
+		"      --max-input BYTES  refuse inputs larger than this (default 64 MiB)\n",
+		cmd,
+		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
+		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
+		     "CloudFormation Metadata.diagport) override these options."
+		   : "Removes exactly what inject added, as its status record lists it.");
+	if (!in)
+		return;
+	fprintf(f,
+		"      --mode suspend|nosuspend    the app waits for the agent at start (default nosuspend)\n"
+		"      --containers A,B            app containers to inject (default: all)\n"
+		"      --ptrace true|false, --no-ptrace   add SYS_PTRACE (default true)\n"
+		"      --image IMAGE               agent image\n"
+		"      --port N                    agent HTTP port (default 52323)\n"
+		"      --resources cpu=Q,memory=Q,memory-limit=Q   agent resources\n"
+		"      --dumps-size-limit Q        size limit of the dumps volume (e.g. 2Gi)\n"
+		"      --sidecar native|container  Kubernetes: native sidecar (1.29+) or regular container\n"
+		"      --flavour diagport|dotnet-monitor   which agent\n"
+		"      --auth-secret NAME|ARN      token Secret: the agent serves the pod network with it\n"
+		"      --no-auth                   serve the pod network without authentication (explicit)\n"
+		"      --all                       CloudFormation: every task definition, not only opted-in ones\n"
+		"\nExit status: 0 done, 1 refused by the rules, 2 usage, 3 unreadable input,\n"
+		"4 input too large, 5 I/O error.\n");
+}
+
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	static const struct option longopts[] = {
+		{ "filename", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
+		{ "in-place", no_argument, NULL, 'i' }, { "help", no_argument, NULL, 'h' },
+		{ "all", no_argument, NULL, 'A' }, { "max-input", required_argument, NULL, 'X' },
+		{ "no-ptrace", no_argument, NULL, 'P' }, { "no-auth", no_argument, NULL, 'N' },
+		{ "mode", required_argument, NULL, 1 }, { "containers", required_argument, NULL, 1 },
+		{ "ptrace", required_argument, NULL, 1 }, { "image", required_argument, NULL, 1 },
+		{ "port", required_argument, NULL, 1 }, { "resources", required_argument, NULL, 1 },
+		{ "dumps-size-limit", required_argument, NULL, 1 }, { "sidecar", required_argument, NULL, 1 },
+		{ "flavour", required_argument, NULL, 1 }, { "flavor", required_argument, NULL, 1 },
+		{ "auth-secret", required_argument, NULL, 1 },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool inject = strcmp(argv[0], "inject") == 0;
+	struct err_msg em;
+	int ch, idx;
+
+	memset(a, 0, sizeof(*a));
+	a->out_fmt = -1;
+	a->max_input = doc_default_limits.max_bytes;
+	inj_opts_init(&a->opts);
+	optind = 1;
+	opterr = 0;
+	/* GNU getopt permutes: options may come before or after the kind and the file. */
+	while ((ch = getopt_long(argc, argv, "f:o:ih", longopts, &idx)) != -1) {
+		if (!inject && (ch == 1 || ch == 'A' || ch == 'P' || ch == 'N')) {
+			fprintf(stderr, "diagport: uninject takes no injection options ('%s')\n", argv[optind - 1]);
+			return DP_EINVAL;
+		}
+		switch (ch) {
+		case 'f':
+			if (a->file) {
+				fprintf(stderr, "diagport: more than one input given\n");
+				return DP_EINVAL;
+			}
+			a->file = optarg;
+			break;
+		case 'o':
+			if (strcmp(optarg, "json") == 0) {
+				a->out_fmt = DOC_JSON;
+			} else if (strcmp(optarg, "yaml") == 0) {
+				a->out_fmt = DOC_YAML;
+			} else {
+				fprintf(stderr, "diagport: -o takes json or yaml, not '%s'\n", optarg);
+				return DP_EINVAL;
+			}
+			break;
+		case 'i': a->in_place = true; break;
+		case 'h': usage(stdout, argv[0]); exit(0);
+		case 'A': a->all = true; break;
+		case 'X': {
+			char *end;
+			unsigned long long v = strtoull(optarg, &end, 10);
+
+			if (*end != '\0' || v == 0) {
+				fprintf(stderr, "diagport: --max-input takes a number of bytes, not '%s'\n", optarg);
+				return DP_EINVAL;
+			}
+			a->max_input = (size_t)v;
+			break;
+		}
+		case 'P': inj_opts_set(&a->opts, "ptrace", "false", NULL); break;
+		case 'N': inj_opts_set(&a->opts, "auth", "none", NULL); break;
+		case 1:
+			if (inj_opts_set(&a->opts, longopts[idx].name, optarg, &em) != 0) {
+				fprintf(stderr, "diagport: --%s\n", em.text);
+				return DP_EINVAL;
+			}
+			break;
+		default:
+			fprintf(stderr, "diagport: unknown option or missing value: '%s'\n", argv[optind - 1]);
+			usage(stderr, argv[0]);
+			return DP_EINVAL;
+		}
+	}
+	for (; optind < argc; optind++) {
+		const char *w = argv[optind];
+
+		if (strcmp(w, "k8s") == 0 || strcmp(w, "ecs") == 0 || strcmp(w, "cfn") == 0) {
+			if (a->kind) {
+				fprintf(stderr, "diagport: the kind is given twice ('%s' and '%s')\n", a->kind, w);
+				return DP_EINVAL;
+			}
+			a->kind = w;
+		} else if (a->file) {
+			fprintf(stderr, "diagport: more than one input given ('%s' and '%s')\n", a->file, w);
+			return DP_EINVAL;
+		} else {
+			a->file = w;
+		}
+	}
+	if (a->in_place && (a->file == NULL || strcmp(a->file, "-") == 0)) {
+		fprintf(stderr, "diagport: --in-place needs a file (-f FILE)\n");
+		return DP_EINVAL;
+	}
+	if (a->opts.auth_secret && a->opts.no_auth) {
+		fprintf(stderr, "diagport: --auth-secret and --no-auth contradict each other; give one\n");
+		return DP_EINVAL;
+	}
+	return 0;
+}
+
+static int read_input(const struct args *a, struct buf *in, struct err_msg *em)
+{
+	const char *name = a->file && strcmp(a->file, "-") != 0 ? a->file : NULL;
+	int fd = name ? open(name, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
+	int rc;
+
+	if (fd < 0)
+		return err_set(em, DP_EIO, "%s: cannot open: %s", name, strerror(errno));
+	buf_init(in, a->max_input);
+	rc = buf_read_fd(in, fd);
+	if (rc == DP_EIO)
+		err_set(em, DP_EIO, "%s: cannot read: %s", name ? name : "<stdin>", strerror(errno));
+	else if (rc == DP_ETOOBIG)
+		err_set(em, DP_ETOOBIG, "%s: input is larger than %zu bytes (--max-input)", name ? name : "<stdin>",
+			a->max_input);
+	if (name)
+		close(fd);
+	return rc;
+}
+
+static int run_doc(const struct args *a, bool inject, struct doc_node **doc, size_t index,
+		   const struct inj_ctx *c, struct err_msg *em)
+{
+	const char *kind = a->kind ? a->kind : inj_detect(*doc);
+
+	if (kind == NULL)
+		return err_set(em, DP_ESYNTAX,
+			       "%s:%u:%u: document %zu is not a Kubernetes object, an ECS task definition or a "
+			       "CloudFormation template; name the kind (diagport %s k8s|ecs|cfn)",
+			       c->file, (*doc)->line, (*doc)->col, index + 1, inject ? "inject" : "uninject");
+	if (!doc_is(*doc, DOC_MAP))
+		return err_set(em, DP_ESYNTAX, "%s:%u:%u: document %zu is not a map", c->file, (*doc)->line,
+			       (*doc)->col, index + 1);
+	if (strcmp(kind, "k8s") == 0)
+		return inject ? inj_k8s_object(*doc, c, em) : uninj_k8s_object(*doc, c, em);
+	if (strcmp(kind, "ecs") == 0)
+		return inject ? inj_ecs_taskdef(doc, c, em) : uninj_ecs_taskdef(doc, c, em);
+	return inject ? inj_cfn_template(*doc, c, em) : uninj_cfn_template(*doc, c, em);
+}
+
+/* Write out to path atomically: a temporary file beside it, fsync, same mode, rename. */
+static int replace_file(const char *path, const struct buf *out, struct err_msg *em)
+{
+	char *tmp = mem_printf("%s.diagport-XXXXXX", path);
+	struct stat st;
+	int fd = mkstemp(tmp), rc = 0;
+
+	if (fd < 0) {
+		rc = err_set(em, DP_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
+		goto out;
+	}
+	if (stat(path, &st) == 0)
+		(void)fchmod(fd, st.st_mode & 07777);
+	if (buf_write_fd(out, fd) != 0 || fsync(fd) != 0) {
+		rc = err_set(em, DP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	if (close(fd) != 0 || rename(tmp, path) != 0) {
+		rc = err_set(em, DP_EIO, "%s: cannot replace: %s", path, strerror(errno));
+		unlink(tmp);
+	}
+out:
+	free(tmp);
+	return rc;
+}
+
+static int run(int argc, char **argv, bool inject)
+{
+	struct args a;
+	struct buf in, out;
+	struct doc_stream s;
+	struct doc_limits lim = doc_default_limits;
+	struct inj_report report = { 0 };
+	struct inj_ctx c;
+	struct err_msg em = { "" };
+	int rc, fmt;
+
+	if ((rc = parse_args(argc, argv, &a)) != 0) {
+		inj_opts_free(&a.opts);
+		return EX_USAGE;
+	}
+	memset(&s, 0, sizeof(s));
+	buf_init(&out, 0);
+	c = (struct inj_ctx){ .file = a.file && strcmp(a.file, "-") != 0 ? a.file : "<stdin>",
+			      .base = &a.opts, .all = a.all, .report = &report };
+	lim.max_bytes = a.max_input;
+	if ((rc = read_input(&a, &in, &em)) != 0)
+		goto out;
+	if ((rc = doc_read(in.data ? in.data : "", in.len, c.file, &lim, &s, &em)) != 0)
+		goto out;
+	for (size_t i = 0; i < s.n; i++)
+		if ((rc = run_doc(&a, inject, &s.docs[i], i, &c, &em)) != 0)
+			goto out;
+	fmt = a.out_fmt >= 0 ? a.out_fmt : (int)s.format;
+	if (fmt == DOC_JSON && s.format == DOC_YAML)
+		for (size_t i = 0; i < s.n; i++)
+			if ((rc = inj_cfn_expand_tags(s.docs[i], c.file, &em)) != 0)
+				goto out;
+	if (fmt == DOC_JSON && s.format == DOC_YAML)
+		s.json_indent = 2;
+	if ((rc = doc_write(&out, &s, (enum doc_format)fmt, &em)) != 0)
+		goto out;
+	if (a.in_place) {
+		rc = replace_file(a.file, &out, &em);
+	} else if (buf_write_fd(&out, STDOUT_FILENO) != 0) {
+		rc = err_set(&em, DP_EIO, "cannot write to standard output: %s", strerror(errno));
+	}
+out:
+	for (size_t i = 0; i < report.nwarn; i++)
+		fprintf(stderr, "diagport: warning: %s\n", report.warnings[i]);
+	if (rc != 0)
+		fprintf(stderr, "diagport: %s\n", em.text[0] ? em.text : err_str(rc));
+	inj_report_free(&report);
+	doc_stream_free(&s);
+	buf_free(&in);
+	buf_free(&out);
+	inj_opts_free(&a.opts);
+	return exit_code(rc);
+}
+
+int inj_cli_inject(int argc, char **argv)
+{
+	return run(argc, argv, true);
+}
+
+int inj_cli_uninject(int argc, char **argv)
+{
+	return run(argc, argv, false);
+}

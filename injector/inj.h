@@ -1,0 +1,125 @@
+/*
+ * inj.h - the injection rules, written once, for every front-end.
+ *
+ * inject adds to a workload what a .NET process needs for diagnostics from a
+ * sidecar: two shared volumes (socket and dumps), DOTNET_DiagnosticPorts on
+ * the app containers, SYS_PTRACE, and the capture agent container; it records
+ * exactly what it added in a status record (diagport.dev/status), so that
+ * injecting again is a no-op and uninject removes exactly that.
+ *
+ * The same rules serve Kubernetes pod specs, ECS task definitions (API JSON,
+ * camelCase) and CloudFormation AWS::ECS::TaskDefinition resources
+ * (PascalCase); the CLI, the admission webhook and the CloudFormation macro
+ * all call these functions. Every function edits the document in place and
+ * touches nothing it does not add. On failure (a negative DP_E* code) `em`
+ * names the file, line, object and field, and the document may be partly
+ * edited: callers work on a copy or discard it.
+ */
+#ifndef DP_INJ_H
+#define DP_INJ_H
+
+#include <stdbool.h>
+
+#include "doc.h"
+#include "errors.h"
+
+/* Fixed names (../shared/DESIGN.md, "Fixed names and defaults"). */
+#define INJ_AGENT_NAME "diagport-agent"
+#define INJ_VOL_DIAG "diagport-diag"
+#define INJ_VOL_DUMPS "diagport-dumps"
+#define INJ_VOL_AUTH "diagport-auth"
+#define INJ_DIAG_DIR "/diag"
+#define INJ_DUMPS_DIR "/dumps"
+#define INJ_AUTH_DIR "/etc/diagport/auth"
+#define INJ_SOCKET "/diag/port"
+#define INJ_ENV "DOTNET_DiagnosticPorts"
+#define INJ_PREFIX "diagport.dev/"
+#define INJ_STATUS_KEY "diagport.dev/status"
+#define INJ_DEFAULT_PORT 52323
+#define INJ_DEFAULT_UID 1654
+
+enum inj_mode { INJ_NOSUSPEND = 0, INJ_SUSPEND };
+enum inj_flavour { INJ_FLAVOUR_DIAGPORT = 0, INJ_FLAVOUR_DOTNET_MONITOR };
+enum inj_sidecar { INJ_SIDECAR_NATIVE = 0, INJ_SIDECAR_CONTAINER };
+
+/*
+ * Options. Layered: built-in defaults, then the command line (or the
+ * webhook's configuration), then the workload's own settings (annotations,
+ * ECS tags, CloudFormation Metadata.diagport), each layer overriding the one
+ * before for the options it sets. Strings are owned by the struct.
+ */
+struct inj_opts {
+	int inject;               /* -1 unset, 0 opt out, 1 opt in */
+	enum inj_mode mode;
+	char *containers;         /* comma-separated app container names; NULL = all */
+	bool ptrace;
+	char *image;              /* NULL = the flavour's default image */
+	int port;
+	char *cpu_request;        /* Kubernetes quantities; NULL = flavour default */
+	char *mem_request;
+	char *mem_limit;
+	char *dumps_limit;        /* size limit of the dumps volume; NULL = none */
+	enum inj_sidecar sidecar;
+	enum inj_flavour flavour;
+	char *auth_secret;        /* Secret name (k8s) or ARN (ECS/CFN); NULL = none */
+	bool no_auth;             /* authentication explicitly turned off */
+};
+
+void inj_opts_init(struct inj_opts *o);                 /* the built-in defaults */
+void inj_opts_copy(struct inj_opts *dst, const struct inj_opts *src); /* dst is initialised anew */
+void inj_opts_free(struct inj_opts *o);
+/*
+ * Set one option by its annotation name without the prefix ("mode",
+ * "containers", "ptrace", "image", "port", "resources", "dumps-size-limit",
+ * "sidecar", "flavour", "auth-secret", "auth", "inject"). DP_EINVAL with a
+ * message naming the option and the accepted values when the value is bad;
+ * DP_ENOTFOUND when the name is not an option.
+ */
+int inj_opts_set(struct inj_opts *o, const char *name, const char *value, struct err_msg *em);
+/* The list of option names, for messages and docs ("mode, containers, ..."). */
+const char *inj_opts_names(void);
+
+/* What a run did, for the person or the webhook's response. */
+struct inj_report {
+	char **warnings;   /* owned strings */
+	size_t nwarn;
+	int injected;      /* workloads changed */
+	int skipped;       /* workloads opted out or already as asked */
+	int passed;        /* objects that are not workloads */
+};
+void inj_report_free(struct inj_report *r);
+void inj_report_warn(struct inj_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Where the document came from, for messages. */
+struct inj_ctx {
+	const char *file;          /* "deploy.yaml", "<stdin>" */
+	const struct inj_opts *base; /* defaults + command line; borrowed */
+	bool all;                  /* CloudFormation: rewrite every task definition (--all) */
+	struct inj_report *report; /* may be NULL */
+};
+
+/* Kubernetes: one object of any kind (List items recursed; kinds without a pod template pass). */
+int inj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
+int uninj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
+/* Kubernetes: a bare pod (metadata + spec), as the webhook sees it. */
+int inj_k8s_pod(struct doc_node *pod, const struct inj_ctx *c, struct err_msg *em);
+
+/*
+ * ECS: a task definition as register-task-definition input, or as
+ * describe-task-definition output ({"taskDefinition": {...}, "tags": [...]}),
+ * which is turned into register input first (read-only fields removed), so
+ * *doc may be replaced.
+ */
+int inj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err_msg *em);
+int uninj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err_msg *em);
+
+/* CloudFormation: every AWS::ECS::TaskDefinition that opts in (or all, with c->all). */
+int inj_cfn_template(struct doc_node *tpl, const struct inj_ctx *c, struct err_msg *em);
+int uninj_cfn_template(struct doc_node *tpl, const struct inj_ctx *c, struct err_msg *em);
+/* Rewrite YAML short-form intrinsics (!Ref x, !GetAtt a.b, ...) into their JSON form, in place. */
+int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em);
+
+/* Which kind of document this is: "k8s", "ecs", "cfn", or NULL when it cannot tell. */
+const char *inj_detect(const struct doc_node *doc);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * inj_int.h - what the injector's files share among themselves: the dialect
+ * table that lets one set of container rules serve Kubernetes, ECS and
+ * CloudFormation, the status record, and message helpers. Not for other
+ * components: they use inj.h.
+ */
+#ifndef DP_INJ_INT_H
+#define DP_INJ_INT_H
+
+#include "inj.h"
+
+/*
+ * The field names one platform uses for the things the rules touch. ECS and
+ * CloudFormation are the same model in camelCase and PascalCase.
+ */
+struct inj_dialect {
+	const char *platform;      /* "Kubernetes", "ECS", "CloudFormation" */
+	const char *c_name;        /* a container's name */
+	const char *c_env;         /* a container's environment list */
+	const char *e_name, *e_value;
+	const char *e_value_from;  /* k8s: env[].valueFrom; NULL elsewhere */
+	const char *c_secrets;     /* ECS: secrets[] (name/valueFrom); NULL for k8s */
+	const char *c_mounts;      /* volume mounts list */
+	const char *m_volume, *m_path, *m_readonly;
+	const char *caps[3];       /* path to the capability add list */
+	const char *v_name;        /* a volume's name */
+	bool pascal;               /* keys of what we build are PascalCase */
+};
+
+extern const struct inj_dialect inj_k8s_dialect, inj_ecs_dialect, inj_cfn_dialect;
+
+/*
+ * The status record: what inject added, kept on the workload as a string so
+ * that it fits a Kubernetes annotation, an ECS tag value (<= 256 characters
+ * from [A-Za-z0-9 _.:/=+-@]) and CloudFormation metadata alike:
+ *
+ *   v1 mode=nosuspend flavour=diagport sidecar=native +VIA app:MElP123 web:MeP
+ *
+ * "+FLAGS" are workload flags, "NAME:FLAGS" one per app container. The flag
+ * letters are in status.c.
+ */
+#define INJ_MAX_CONTAINERS 64
+struct inj_cstat {
+	char name[256];
+	char flags[24];
+};
+struct inj_status {
+	char wflags[24];              /* workload flags */
+	struct inj_cstat c[INJ_MAX_CONTAINERS];
+	size_t n;
+};
+/* Flag helpers on a flags string. */
+bool inj_flag(const char *flags, char f);
+void inj_flag_add(char *flags, size_t size, char f);
+
+/* Render (a new string) and parse a status record. */
+char *inj_status_format(const struct inj_status *st, const struct inj_opts *o);
+int inj_status_parse(const char *text, struct inj_status *st, struct err_msg *em);
+
+/* Message with position: "FILE:LINE:COL: WHAT: message" (position left out when unknown). */
+int inj_fail(const struct inj_ctx *c, struct err_msg *em, const struct doc_node *at, int code,
+	     const char *what, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* A map's value for key k, checked to be a seq (or absent): DP_EUNSUPPORTED naming the field otherwise. */
+int inj_seq_field(const struct inj_ctx *c, struct doc_node *m, const char *k, const char *what,
+		  struct doc_node **out, struct err_msg *em);
+int inj_map_field(const struct inj_ctx *c, struct doc_node *m, const char *k, const char *what,
+		  struct doc_node **out, struct err_msg *em);
+/* "Fn::If" / "Ref" / "!Sub" when n is a CloudFormation intrinsic function, else NULL. */
+const char *inj_intrinsic(const struct doc_node *n);
+/* Index of the item of seq s whose key `k` has string value v, or -1. */
+long inj_seq_find(const struct doc_node *s, const char *k, const char *v);
+/* A scalar's text as an option value ("true" for a bool, "3" for a number), or NULL. */
+const char *inj_scalar_text(const struct doc_node *n);
+
+/* The common per-container rules (rules.c). `what` names the container for messages. */
+int inj_container(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctr,
+		  const struct inj_opts *o, const char *what, struct inj_cstat *cs, struct err_msg *em);
+int uninj_container(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctr,
+		    const struct inj_cstat *cs, const char *what, struct err_msg *em);
+/* Refuse when a name the rules add is already used by something that is not ours. */
+int inj_check_collisions(const struct inj_ctx *c, const struct inj_dialect *d,
+			 struct doc_node *volumes, struct doc_node *const *ctr_lists, size_t nlists,
+			 const char *what, struct err_msg *em);
+/* Selected app containers: indices into ctrs per o->containers (all when NULL). */
+int inj_select(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctrs,
+	       const struct inj_opts *o, const char *what, bool *sel, struct err_msg *em);
+/* The DOTNET_DiagnosticPorts entry the rules add for this mode. */
+const char *inj_port_value(enum inj_mode m);
+
+/* The agent container (agent.c). */
+struct inj_agent_user { long long uid, gid; char *ecs_user; /* ECS "uid:gid" text; owned */ };
+struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_user *u);
+struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_user *u, bool pascal);
+/* Memory of the agent in MiB (ECS), from the options: reservation and hard limit. */
+int inj_agent_mem_mib(const struct inj_opts *o, long long *reservation, long long *limit, struct err_msg *em);
+/* Parse a Kubernetes quantity into bytes (memory) or millicores (cpu). */
+int inj_quantity(const char *s, bool cpu, long long *out);
+const char *inj_default_image(enum inj_flavour f);
+
+/* Options from a workload's annotations / tags / metadata, layered over base into *o (initialised here). */
+int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *map,
+		      bool prefixed, const char *what, struct inj_opts *o, struct err_msg *em);
+int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct doc_node *tags,
+		       const char *kkey, const char *vkey, const char *what, struct err_msg *em);
+/* Recheck options that depend on each other (auth with flavour, ...). */
+int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em);
+
+/* The task-definition rules shared by ECS (camelCase) and CloudFormation (PascalCase), ecs.c. */
+int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *td,
+		const struct inj_opts *o, const char *what, struct inj_status *st, struct err_msg *em);
+int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *td,
+		  const struct inj_status *st, const char *what, struct err_msg *em);
+
+/* Capitalise the first letter of every key under n (the CloudFormation spelling of ECS fields). */
+void inj_pascalize(struct doc_node *n);
+
+#endif

@@ -1,0 +1,307 @@
+/*
+ * k8s.c - the Kubernetes front-end: finds the pod spec in every workload
+ * kind, layers the pod template's diagport.dev/ annotations over the
+ * command line's options, and applies the rules (rules.c) plus what is
+ * Kubernetes-only: emptyDir volumes, the agent as a native sidecar (an init
+ * container with restartPolicy Always, first in line) or a regular
+ * container, the agent's uid/gid, and the status annotation.
+ */
+#include "inj_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem.h"
+
+/* Where each workload kind keeps its pod template; NULL = the object is the pod. */
+static const struct { const char *kind, *template; } kinds[] = {
+	{ "Pod", NULL },
+	{ "Deployment", "spec/template" },
+	{ "StatefulSet", "spec/template" },
+	{ "DaemonSet", "spec/template" },
+	{ "ReplicaSet", "spec/template" },
+	{ "ReplicationController", "spec/template" },
+	{ "Job", "spec/template" },
+	{ "CronJob", "spec/jobTemplate/spec/template" },
+	{ "PodTemplate", "template" },
+};
+
+static char *describe(const struct doc_node *obj)
+{
+	const struct doc_node *md = doc_get(obj, "metadata");
+	const char *kind = doc_get_str(obj, "kind"), *ns = doc_get_str(md, "namespace");
+	const char *name = doc_get_str(md, "name");
+
+	if (name == NULL)
+		name = doc_get_str(md, "generateName");
+	return mem_printf("%s %s%s%s", kind ? kind : "object", ns ? ns : "", ns ? "/" : "", name ? name : "(unnamed)");
+}
+
+/* Effective uid/gid of a container (container level over pod level), or -1. */
+static long long sc_id(const struct doc_node *pod_sc, const struct doc_node *ctr, const char *k)
+{
+	const struct doc_node *v = doc_get(doc_get(ctr, "securityContext"), k);
+
+	if (!doc_is(v, DOC_NUMBER))
+		v = doc_get(pod_sc, k);
+	if (!doc_is(v, DOC_NUMBER))
+		return -1;
+	return strtoll(v->text, NULL, 10);
+}
+
+static void agent_user(const struct doc_node *spec, const struct doc_node *ctr, struct inj_agent_user *u)
+{
+	const struct doc_node *pod_sc = doc_get(spec, "securityContext");
+	long long uid = sc_id(pod_sc, ctr, "runAsUser"), gid = sc_id(pod_sc, ctr, "runAsGroup");
+
+	/* The agent never runs as root: an app running as root gets the .NET images' app user. */
+	if (uid <= 0)
+		uid = INJ_DEFAULT_UID;
+	if (gid <= 0)
+		gid = uid;
+	u->uid = uid;
+	u->gid = gid;
+	u->ecs_user = NULL;
+}
+
+static struct doc_node *volume(const char *name, const struct inj_opts *o)
+{
+	struct doc_node *v = doc_map(), *ed = doc_map();
+
+	doc_set(v, "name", doc_str(name));
+	if (strcmp(name, INJ_VOL_AUTH) == 0) {
+		doc_set(ed, "secretName", doc_str(o->auth_secret));
+		doc_set(v, "secret", ed);
+		return v;
+	}
+	if (strcmp(name, INJ_VOL_DUMPS) == 0 && o->dumps_limit)
+		doc_set(ed, "sizeLimit", doc_str(o->dumps_limit));
+	doc_set(v, "emptyDir", ed);
+	return v;
+}
+
+static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
+			const char *what, struct err_msg *em);
+
+static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
+		      const char *what, struct err_msg *em)
+{
+	struct doc_node *md, *ann, *ctrs, *inits, *vols, *lists[2];
+	struct inj_opts o;
+	struct inj_status st;
+	struct inj_agent_user u = { 0 };
+	bool *sel = NULL, first = true;
+	char *status;
+	int rc;
+
+	if ((rc = inj_map_field(c, holder, "metadata", what, &md, em)) != 0 ||
+	    (rc = inj_map_field(c, md, "annotations", what, &ann, em)) != 0)
+		return rc;
+	if (doc_get_str(ann, INJ_STATUS_KEY)) {
+		/* Already injected: take ours out, then apply the options as they are now. */
+		if ((rc = pod_uninject(c, holder, spec, what, em)) != 0)
+			return rc;
+		md = doc_get(holder, "metadata");
+		ann = doc_get(md, "annotations");
+	}
+	if ((rc = inj_opts_from_map(c, c->base, ann, true, what, &o, em)) != 0)
+		return rc;
+	if (o.inject == 0) {
+		if (c->report)
+			c->report->skipped++;
+		inj_opts_free(&o);
+		return 0;
+	}
+	memset(&st, 0, sizeof(st));
+	if ((rc = inj_opts_check(c, &o, what, em)) != 0 ||
+	    (rc = inj_seq_field(c, spec, "containers", what, &ctrs, em)) != 0 ||
+	    (rc = inj_seq_field(c, spec, "initContainers", what, &inits, em)) != 0 ||
+	    (rc = inj_seq_field(c, spec, "volumes", what, &vols, em)) != 0)
+		goto out;
+	if (ctrs == NULL || ctrs->n == 0) {
+		rc = inj_fail(c, em, spec, DP_EREFUSED, what, "the pod spec has no containers");
+		goto out;
+	}
+	lists[0] = ctrs;
+	lists[1] = inits;
+	sel = mem_array(ctrs->n, sizeof(bool));
+	if ((rc = inj_check_collisions(c, &inj_k8s_dialect, vols, lists, 2, what, em)) != 0 ||
+	    (rc = inj_select(c, &inj_k8s_dialect, ctrs, &o, what, sel, em)) != 0)
+		goto out;
+	for (size_t i = 0; i < ctrs->n; i++) {
+		struct doc_node *ctr = ctrs->vals[i];
+		const char *name = doc_get_str(ctr, "name");
+		char *cwhat;
+
+		if (!sel[i])
+			continue;
+		if (!doc_is(ctr, DOC_MAP) || name == NULL || st.n == INJ_MAX_CONTAINERS || strlen(name) >= sizeof(st.c[0].name)) {
+			rc = inj_fail(c, em, ctr, DP_EREFUSED, what, "containers[%zu] has no usable name", i);
+			goto out;
+		}
+		snprintf(st.c[st.n].name, sizeof(st.c[0].name), "%s", name);
+		cwhat = mem_printf("%s: container %s", what, name);
+		rc = inj_container(c, &inj_k8s_dialect, ctr, &o, cwhat, &st.c[st.n], em);
+		free(cwhat);
+		if (rc != 0)
+			goto out;
+		st.n++;
+		if (first)
+			agent_user(spec, ctr, &u);
+		first = false;
+	}
+	if (vols == NULL) {
+		vols = doc_seq();
+		doc_set(spec, "volumes", vols);
+		inj_flag_add(st.wflags, sizeof(st.wflags), 'V');
+	}
+	doc_push(vols, volume(INJ_VOL_DIAG, &o));
+	doc_push(vols, volume(INJ_VOL_DUMPS, &o));
+	if (o.auth_secret && o.flavour == INJ_FLAVOUR_DIAGPORT)
+		doc_push(vols, volume(INJ_VOL_AUTH, &o));
+	if (o.sidecar == INJ_SIDECAR_NATIVE) {
+		if (inits == NULL) {
+			inits = doc_seq();
+			doc_set(spec, "initContainers", inits);
+			inj_flag_add(st.wflags, sizeof(st.wflags), 'I');
+		}
+		doc_insert(inits, 0, inj_agent_k8s(&o, &u));
+	} else {
+		doc_push(ctrs, inj_agent_k8s(&o, &u));
+		inj_flag_add(st.wflags, sizeof(st.wflags), 'S');
+	}
+	if (md == NULL)
+		inj_flag_add(st.wflags, sizeof(st.wflags), 'T');
+	md = doc_get_or_add_map(holder, "metadata", NULL);
+	if (ann == NULL)
+		inj_flag_add(st.wflags, sizeof(st.wflags), 'A');
+	ann = doc_get_or_add_map(md, "annotations", NULL);
+	status = inj_status_format(&st, &o);
+	doc_set(ann, INJ_STATUS_KEY, doc_str(status));
+	free(status);
+	if (c->report)
+		c->report->injected++;
+out:
+	free(sel);
+	inj_opts_free(&o);
+	return rc;
+}
+
+static void remove_named(struct doc_node *list, const char *key, const char *name)
+{
+	for (size_t i = list ? list->n : 0; doc_is(list, DOC_SEQ) && i-- > 0;) {
+		const char *n = doc_get_str(list->vals[i], key);
+
+		if (n && strcmp(n, name) == 0)
+			doc_remove(list, i);
+	}
+}
+
+static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
+			const char *what, struct err_msg *em)
+{
+	struct doc_node *md = doc_get(holder, "metadata"), *ann = doc_get(md, "annotations");
+	struct doc_node *ctrs = doc_get(spec, "containers"), *vols = doc_get(spec, "volumes");
+	const char *text = doc_get_str(ann, INJ_STATUS_KEY);
+	struct inj_status st;
+	int rc;
+
+	if (text == NULL)
+		return 0;
+	if ((rc = inj_status_parse(text, &st, em)) != 0) {
+		struct err_msg inner = *em;
+
+		return inj_fail(c, em, doc_get(ann, INJ_STATUS_KEY), rc, what, "%s: %s", INJ_STATUS_KEY, inner.text);
+	}
+	remove_named(doc_get(spec, "initContainers"), "name", INJ_AGENT_NAME);
+	remove_named(ctrs, "name", INJ_AGENT_NAME);
+	if (inj_flag(st.wflags, 'I') && doc_is(doc_get(spec, "initContainers"), DOC_SEQ) &&
+	    doc_get(spec, "initContainers")->n == 0)
+		doc_del(spec, "initContainers");
+	remove_named(vols, "name", INJ_VOL_DIAG);
+	remove_named(vols, "name", INJ_VOL_DUMPS);
+	remove_named(vols, "name", INJ_VOL_AUTH);
+	if (inj_flag(st.wflags, 'V') && doc_is(vols, DOC_SEQ) && vols->n == 0)
+		doc_del(spec, "volumes");
+	for (size_t i = 0; i < st.n; i++) {
+		long k = inj_seq_find(ctrs, "name", st.c[i].name);
+		char *cwhat;
+
+		if (k < 0)
+			return inj_fail(c, em, ctrs, DP_EREFUSED, what,
+					"the status record names container %s, which is gone; remove the rest by hand",
+					st.c[i].name);
+		cwhat = mem_printf("%s: container %s", what, st.c[i].name);
+		rc = uninj_container(c, &inj_k8s_dialect, ctrs->vals[k], &st.c[i], cwhat, em);
+		free(cwhat);
+		if (rc != 0)
+			return rc;
+	}
+	doc_del(ann, INJ_STATUS_KEY);
+	if (inj_flag(st.wflags, 'A') && ann->n == 0)
+		doc_del(md, "annotations");
+	if (inj_flag(st.wflags, 'T') && md->n == 0)
+		doc_del(holder, "metadata");
+	return 0;
+}
+
+typedef int (*pod_fn)(const struct inj_ctx *, struct doc_node *, struct doc_node *, const char *, struct err_msg *);
+
+static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn, struct err_msg *em)
+{
+	const char *kind = doc_get_str(obj, "kind");
+	struct doc_node *items;
+	char *what;
+	int rc;
+
+	if (kind && strcmp(kind, "List") == 0 && doc_is(items = doc_get(obj, "items"), DOC_SEQ)) {
+		for (size_t i = 0; i < items->n; i++)
+			if ((rc = each_object(items->vals[i], c, fn, em)) != 0)
+				return rc;
+		return 0;
+	}
+	for (size_t k = 0; kind && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+		struct doc_node *holder, *spec;
+
+		if (strcmp(kind, kinds[k].kind) != 0)
+			continue;
+		what = describe(obj);
+		holder = kinds[k].template ? doc_path(obj, kinds[k].template) : obj;
+		spec = doc_get(holder, "spec");
+		if (!doc_is(holder, DOC_MAP) || !doc_is(spec, DOC_MAP))
+			rc = inj_fail(c, em, obj, DP_EREFUSED, what, "has no %s%sspec to inject into",
+				      kinds[k].template ? kinds[k].template : "", kinds[k].template ? "/" : "");
+		else
+			rc = fn(c, holder, spec, what, em);
+		free(what);
+		return rc;
+	}
+	if (c->report)
+		c->report->passed++;
+	return 0;
+}
+
+int inj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em)
+{
+	return each_object(obj, c, pod_inject, em);
+}
+
+int uninj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em)
+{
+	return each_object(obj, c, pod_uninject, em);
+}
+
+int inj_k8s_pod(struct doc_node *pod, const struct inj_ctx *c, struct err_msg *em)
+{
+	struct doc_node *spec = doc_get(pod, "spec");
+	char *what = describe(pod);
+	int rc;
+
+	if (!doc_is(spec, DOC_MAP))
+		rc = inj_fail(c, em, pod, DP_EREFUSED, what, "has no spec");
+	else
+		rc = pod_inject(c, pod, spec, what, em);
+	free(what);
+	return rc;
+}
