@@ -218,10 +218,10 @@ const char *inj_opts_names(void)
 int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em)
 {
 	if (o->auth_secret && o->no_auth)
-		return inj_fail(c, em, NULL, DP_EINVAL, what,
+		return inj_fail(c, em, NULL, DP_EREFUSED, what,
 				"auth-secret and auth=none contradict each other; give one");
 	if (o->flavour == INJ_FLAVOUR_DOTNET_MONITOR && !o->auth_secret && !o->no_auth)
-		return inj_fail(c, em, NULL, DP_EINVAL, what,
+		return inj_fail(c, em, NULL, DP_EREFUSED, what,
 				"flavour dotnet-monitor serves the pod network and needs authentication: "
 				"name a Secret with its API key (auth-secret, keys Subject and PublicKey) "
 				"or turn authentication off explicitly (auth=none / --no-auth)");
@@ -256,14 +256,14 @@ int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, cons
 			continue;
 		if (v == NULL) {
 			inj_opts_free(o);
-			return inj_fail(c, em, map->vals[i], DP_EINVAL, what, "%s%s must be a string", prefixed ? INJ_PREFIX : "", k);
+			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s must be a string", prefixed ? INJ_PREFIX : "", k);
 		}
 		rc = inj_opts_set(o, k, v, em);
 		if (rc != 0) {
 			struct err_msg inner = *em;
 
 			inj_opts_free(o);
-			return inj_fail(c, em, map->vals[i], DP_EINVAL, what, "%s%s: %s", prefixed ? INJ_PREFIX : "", k, inner.text);
+			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s: %s", prefixed ? INJ_PREFIX : "", k, inner.text);
 		}
 	}
 	return 0;
@@ -288,7 +288,7 @@ int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct
 
 			if (v == NULL)
 				snprintf(inner.text, sizeof(inner.text), "the tag has no string value");
-			return inj_fail(c, em, tags->vals[i], DP_EINVAL, what, "tag %s: %s", k, inner.text);
+			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: %s", k, inner.text);
 		}
 	}
 	return 0;

@@ -140,7 +140,7 @@ static int add_env(const struct inj_ctx *c, const struct inj_dialect *d, struct 
 	}
 	item = env->vals[i];
 	if (d->e_value_from && doc_get(item, d->e_value_from))
-		return inj_fail(c, em, doc_get(item, d->e_value_from), DP_EREFUSED, what,
+		return inj_fail(c, em, item->keys[doc_find(item, d->e_value_from)], DP_EREFUSED, what,
 				"%s[%ld] (%s) comes from %s, so diagport cannot append its port to it; set it as "
 				"a plain value, or leave this container out (containers option)",
 				d->c_env, i, INJ_ENV, d->e_value_from);
