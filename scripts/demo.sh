@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# make demo: inject the example workloads under examples/ and show what changed.
+# The "before" side is `diagport uninject` of the original (nothing to remove, so
+# it is the document exactly as diagport renders it), the "after" side is inject:
+# the diff is exactly what diagport adds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+D=./diagport
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+show() {
+  local title=$1; shift
+  local file=${*: -1}
+  printf '\n\033[1m== %s\033[0m\n$ diagport inject %s\n' "$title" "$*"
+  "$D" uninject "${@:1:1}" -f "$file" > "$W/before"
+  "$D" inject "$@" > "$W/after"
+  diff -u --label "$file" --label "$file (injected)" "$W/before" "$W/after" || true
+  "$D" inject "$@" | "$D" inject "${@:1:$#-1}" - | cmp -s - "$W/after" && echo "(injecting again changes nothing)"
+  "$D" inject "$@" | "$D" uninject "${@:1:1}" - | cmp -s - "$W/before" && echo "(uninject gives the original back)"
+}
+show "Kubernetes Deployment: native sidecar, app runs as uid 1000" k8s examples/k8s/deployment.yaml
+show "ECS describe-task-definition output → register input with the agent" ecs examples/ecs/taskdef.json
+show "CloudFormation template (YAML short-form tags kept), opted in by Metadata" cfn examples/cfn/template.yaml
+printf '\n\033[1m== A kubectl pipeline\033[0m\n'
+echo '$ kubectl create deployment web --image=mcr.microsoft.com/dotnet/samples:aspnetapp --dry-run=client -o yaml | diagport inject - | kubectl kustomize'
+mkdir -p "$W/kz"
+KUBECONFIG=/dev/null kubectl create deployment web --image=mcr.microsoft.com/dotnet/samples:aspnetapp --dry-run=client -o yaml \
+  | "$D" inject - > "$W/kz/web.yaml"
+printf 'resources:\n- web.yaml\n' > "$W/kz/kustomization.yaml"
+kubectl kustomize "$W/kz" | grep -E 'name: diagport|DOTNET_DiagnosticPorts|value: /diag|SYS_PTRACE|restartPolicy: Always' 
+printf '\n\033[1m== Bad input is refused with file, line and field; nothing is written\033[0m\n'
+printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    env:\n    - name: DOTNET_DiagnosticPorts\n      valueFrom: {secretKeyRef: {name: s, key: k}}\n' > "$W/bad.yaml"
+echo '$ diagport inject bad.yaml'
+set +e; "$D" inject "$W/bad.yaml" > "$W/out"; rc=$?; set -e
+echo "exit status $rc, $(wc -c < "$W/out") bytes on stdout"
