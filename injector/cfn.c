@@ -158,6 +158,7 @@ int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em
 	struct doc_node *inner, *wrap;
 	const char *name;
 	char *key;
+	bool getatt;
 	int rc;
 
 	if (n == NULL)
@@ -176,22 +177,20 @@ int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em
 		key = mem_strdup(name);
 	else
 		key = mem_printf("Fn::%s", name);
+	getatt = strcmp(name, "GetAtt") == 0; /* name points into the tag, freed below */
+	if (getatt && n->type == DOC_STRING && strchr(n->text, '.') == NULL) {
+		free(key);
+		return err_set(em, DP_ESYNTAX, "%s:%u:%u: !GetAtt %s: expected LogicalId.Attribute", file,
+			       n->line, n->col, n->text);
+	}
 	inner = doc_null();
 	swap(inner, n);
 	free(inner->tag);
 	inner->tag = NULL;
-	if (strcmp(name, "GetAtt") == 0 && inner->type == DOC_STRING) {
+	if (getatt && inner->type == DOC_STRING) {
 		const char *dot = strchr(inner->text, '.');
 		struct doc_node *pair = doc_seq();
 
-		if (dot == NULL) {
-			free(key);
-			rc = err_set(em, DP_ESYNTAX, "%s:%u:%u: !GetAtt %s: expected LogicalId.Attribute", file,
-				     inner->line, inner->col, inner->text);
-			swap(inner, n);
-			doc_free(inner);
-			return rc;
-		}
 		doc_push(pair, doc_strn(inner->text, (size_t)(dot - inner->text)));
 		doc_push(pair, doc_str(dot + 1));
 		pair->line = inner->line;

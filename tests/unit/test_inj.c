@@ -1,0 +1,183 @@
+/*
+ * test_inj.c - unit tests of the injector's pieces that are not easily seen
+ * through golden files: the status record, option parsing and layering,
+ * quantities, CloudFormation tag expansion, and document kind detection.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "t.h"
+#include "doc.h"
+#include "injector/inj.h"
+#include "injector/inj_int.h"
+#include "mem.h"
+
+static struct doc_node *parse(const char *text)
+{
+	struct doc_stream s;
+	struct err_msg em;
+	struct doc_node *n;
+
+	if (doc_read(text, strlen(text), "t", &doc_default_limits, &s, &em) != 0 || s.n != 1)
+		return NULL;
+	n = s.docs[0];
+	s.docs[0] = doc_null();
+	doc_stream_free(&s);
+	return n;
+}
+
+static void status_roundtrip(void)
+{
+	struct inj_status st = { .wflags = "VIA", .n = 2 }, back;
+	struct inj_opts o;
+	struct err_msg em;
+	char *text;
+
+	strcpy(st.c[0].name, "app");
+	strcpy(st.c[0].flags, "MElm123P");
+	strcpy(st.c[1].name, "worker_2");
+	strcpy(st.c[1].flags, "Me");
+	inj_opts_init(&o);
+	o.mode = INJ_SUSPEND;
+	text = inj_status_format(&st, &o);
+	T_STREQ(text, "v1 mode=suspend flavour=diagport sidecar=native +VIA app:MElm123P worker_2:Me");
+	T_CHECK(inj_status_parse(text, &back, &em) == 0);
+	T_STREQ(back.wflags, "VIA");
+	T_CHECK(back.n == 2);
+	T_STREQ(back.c[1].name, "worker_2");
+	T_STREQ(back.c[1].flags, "Me");
+	free(text);
+	T_CHECK(inj_status_parse("v2 +V a:M", &back, &em) == DP_EUNSUPPORTED);
+	T_CHECK(inj_status_parse("", &back, &em) == DP_EUNSUPPORTED);
+	T_CHECK(inj_status_parse("v1 what", &back, &em) == DP_EUNSUPPORTED);
+}
+
+static void options_parse(void)
+{
+	struct inj_opts o;
+	struct err_msg em;
+
+	inj_opts_init(&o);
+	T_CHECK(inj_opts_set(&o, "mode", "suspend", &em) == 0 && o.mode == INJ_SUSPEND);
+	T_CHECK(inj_opts_set(&o, "mode", "later", &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "'later' is not suspend or nosuspend") != NULL);
+	T_CHECK(inj_opts_set(&o, "port", "0", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "port", "65536", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "port", "9000", &em) == 0 && o.port == 9000);
+	T_CHECK(inj_opts_set(&o, "containers", "a,b-c", &em) == 0);
+	T_CHECK(inj_opts_set(&o, "containers", "a,,b", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "resources", "cpu=20m,memory=24Mi,memory-limit=1Gi", &em) == 0);
+	T_STREQ(o.mem_limit, "1Gi");
+	T_CHECK(inj_opts_set(&o, "resources", "gpu=1", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "resources", "memory=lots", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "flavor", "dotnet-monitor", &em) == 0 && o.flavour == INJ_FLAVOUR_DOTNET_MONITOR);
+	T_CHECK(inj_opts_set(&o, "image", "has space", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "nonsense", "x", &em) == DP_ENOTFOUND);
+	inj_opts_free(&o);
+}
+
+static void options_layering(void)
+{
+	struct inj_opts base, o;
+	struct inj_ctx c = { .file = "f.yaml" };
+	struct err_msg em;
+	struct doc_node *ann = parse("{\"diagport.dev/mode\": \"suspend\", \"other\": \"x\", \"diagport.dev/port\": \"7000\"}");
+
+	T_CHECK(ann != NULL);
+	inj_opts_init(&base);
+	inj_opts_set(&base, "image", "cli/image:1", NULL);
+	inj_opts_set(&base, "port", "6000", NULL);
+	c.base = &base;
+	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "Pod p", &o, &em) == 0);
+	T_CHECK(o.mode == INJ_SUSPEND);   /* from the annotation */
+	T_CHECK(o.port == 7000);          /* annotation over command line */
+	T_STREQ(o.image, "cli/image:1");  /* command line kept where the workload is silent */
+	inj_opts_free(&o);
+	doc_free(ann);
+	ann = parse("{\"diagport.dev/port\": \"x\"}");
+	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "Pod p", &o, &em) == DP_EREFUSED);
+	T_CHECK(strstr(em.text, "f.yaml:1:") == em.text);
+	T_CHECK(strstr(em.text, "Pod p: diagport.dev/port: option port") != NULL);
+	doc_free(ann);
+	inj_opts_free(&base);
+}
+
+static void quantities(void)
+{
+	long long v;
+
+	T_CHECK(inj_quantity("64Mi", false, &v) == 0 && v == 64LL << 20);
+	T_CHECK(inj_quantity("1Gi", false, &v) == 0 && v == 1LL << 30);
+	T_CHECK(inj_quantity("100M", false, &v) == 0 && v == 100000000);
+	T_CHECK(inj_quantity("10m", true, &v) == 0 && v == 10);
+	T_CHECK(inj_quantity("0.5", true, &v) == 0 && v == 500);
+	T_CHECK(inj_quantity("2", true, &v) == 0 && v == 2000);
+	T_CHECK(inj_quantity("-1", false, &v) != 0);
+	T_CHECK(inj_quantity("1Zi", false, &v) != 0);
+	T_CHECK(inj_quantity("", false, &v) != 0);
+}
+
+static void cfn_tags(void)
+{
+	struct doc_node *n = parse("a: !Ref X\nb: !GetAtt Role.Arn\nc: !If [C, !Sub 'x-${Y}', 2]\nd: !Condition Z\n");
+	struct buf out;
+	struct err_msg em;
+
+	T_CHECK(n != NULL);
+	T_CHECK(inj_cfn_expand_tags(n, "t", &em) == 0);
+	buf_init(&out, 0);
+	T_CHECK(doc_write_json(&out, n, 0, &em) == 0);
+	T_STREQ(out.data, "{\"a\":{\"Ref\":\"X\"},\"b\":{\"Fn::GetAtt\":[\"Role\",\"Arn\"]},"
+			  "\"c\":{\"Fn::If\":[\"C\",{\"Fn::Sub\":\"x-${Y}\"},2]},\"d\":{\"Condition\":\"Z\"}}");
+	buf_free(&out);
+	doc_free(n);
+	n = parse("a: !GetAtt NoDot\n");
+	T_CHECK(inj_cfn_expand_tags(n, "t", &em) == DP_ESYNTAX);
+	T_CHECK(strstr(em.text, "expected LogicalId.Attribute") != NULL);
+	doc_free(n);
+}
+
+static void detect(void)
+{
+	struct doc_node *k = parse("{\"apiVersion\":\"v1\",\"kind\":\"Pod\"}");
+	struct doc_node *e = parse("{\"family\":\"f\",\"containerDefinitions\":[]}");
+	struct doc_node *d = parse("{\"taskDefinition\":{\"containerDefinitions\":[]}}");
+	struct doc_node *f = parse("Resources:\n  A:\n    Type: AWS::S3::Bucket\n");
+	struct doc_node *x = parse("hello: world\n");
+
+	T_STREQ(inj_detect(k), "k8s");
+	T_STREQ(inj_detect(e), "ecs");
+	T_STREQ(inj_detect(d), "ecs");
+	T_STREQ(inj_detect(f), "cfn");
+	T_CHECK(inj_detect(x) == NULL);
+	doc_free(k);
+	doc_free(e);
+	doc_free(d);
+	doc_free(f);
+	doc_free(x);
+}
+
+static void intrinsic(void)
+{
+	struct doc_node *n = parse("a: !Sub x\nb: {\"Fn::If\": [c, 1, 2]}\nc: {\"Ref\": x, \"other\": 1}\nd: !!str 12\n");
+
+	T_STREQ(inj_intrinsic(doc_get(n, "a")), "!Sub");
+	T_STREQ(inj_intrinsic(doc_get(n, "b")), "Fn::If");
+	T_CHECK(inj_intrinsic(doc_get(n, "c")) == NULL);
+	T_CHECK(inj_intrinsic(doc_get(n, "d")) == NULL);
+	doc_free(n);
+}
+
+int main(void)
+{
+	mem_install();
+	T_BEGIN("inj");
+	T_RUN(status_roundtrip);
+	T_RUN(options_parse);
+	T_RUN(options_layering);
+	T_RUN(quantities);
+	T_RUN(cfn_tags);
+	T_RUN(detect);
+	T_RUN(intrinsic);
+	T_END();
+}
