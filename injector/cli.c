@@ -188,12 +188,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 static int read_input(const struct args *a, struct buf *in, struct err_msg *em)
 {
 	const char *name = a->file && strcmp(a->file, "-") != 0 ? a->file : NULL;
-	int fd = name ? open(name, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
-	int rc;
+	int fd, rc;
 
+	buf_init(in, a->max_input);
+	fd = name ? open(name, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
 	if (fd < 0)
 		return err_set(em, DP_EIO, "%s: cannot open: %s", name, strerror(errno));
-	buf_init(in, a->max_input);
 	rc = buf_read_fd(in, fd);
 	if (rc == DP_EIO)
 		err_set(em, DP_EIO, "%s: cannot read: %s", name ? name : "<stdin>", strerror(errno));
@@ -269,6 +269,7 @@ static int run(int argc, char **argv, bool inject)
 		return EX_USAGE;
 	}
 	memset(&s, 0, sizeof(s));
+	buf_init(&in, 0);
 	buf_init(&out, 0);
 	c = (struct inj_ctx){ .file = a.file && strcmp(a.file, "-") != 0 ? a.file : "<stdin>",
 			      .base = &a.opts, .all = a.all, .report = &report };
@@ -277,6 +278,10 @@ static int run(int argc, char **argv, bool inject)
 		goto out;
 	if ((rc = doc_read(in.data ? in.data : "", in.len, c.file, &lim, &s, &em)) != 0)
 		goto out;
+	if (s.n == 0) {
+		rc = err_set(&em, DP_ESYNTAX, "%s: no documents in the input", c.file);
+		goto out;
+	}
 	for (size_t i = 0; i < s.n; i++)
 		if ((rc = run_doc(&a, inject, &s.docs[i], i, &c, &em)) != 0)
 			goto out;

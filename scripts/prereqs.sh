@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# prereqs.sh MODE - install what MODE (build|test|bench|lint|fuzz) needs, and
+# nothing else. Called by every Makefile target before it does its work, so it
+# must be quiet and fast when everything is present: it only looks (dpkg-query,
+# command -v, a stamp file) and calls apt-get or npm when something is missing,
+# printing one line per thing it installs.
+#
+# Debian packages come from apt; the test validators' npm packages are
+# installed into tests/validate/node_modules from tests/validate/package.json
+# (exact versions, no lock file), re-installed whenever package.json changes.
+set -euo pipefail
+
+usage() {
+	echo "usage: scripts/prereqs.sh build|test|bench|lint|fuzz" >&2
+	exit 2
+}
+[ $# -eq 1 ] || usage
+mode=$1
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+build_pkgs=(pkg-config gcc make libjansson-dev libyaml-dev libcurl4-gnutls-dev
+	libseccomp-dev libmicrohttpd-dev libgnutls28-dev)
+test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind)
+bench_pkgs=(hyperfine jq wrk)
+lint_pkgs=(cppcheck clang-tidy)
+fuzz_pkgs=(clang-14 libclang-rt-14-dev)
+
+want=()
+want_npm=0
+case $mode in
+build) want=("${build_pkgs[@]}") ;;
+test) want=("${build_pkgs[@]}" "${test_pkgs[@]}"); want_npm=1 ;;
+bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}"); want_npm=1 ;;
+# lint and fuzz compile the sources too, so they need the build headers.
+lint) want=("${build_pkgs[@]}" "${lint_pkgs[@]}") ;;
+fuzz) want=("${build_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
+*) usage ;;
+esac
+
+as_root=()
+if [ "$(id -u)" -ne 0 ]; then
+	as_root=(sudo)
+fi
+
+installed() {
+	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+missing=()
+add_missing() {
+	local p
+	for p in "${missing[@]+"${missing[@]}"}"; do
+		[ "$p" = "$1" ] && return 0
+	done
+	missing+=("$1")
+}
+
+for p in "${want[@]}"; do
+	installed "$p" || add_missing "$p"
+done
+
+if [ "$mode" != build ] && [ "$mode" != lint ] && [ "$mode" != fuzz ]; then
+	# The tests call Debian's AWS CLI and Debian's python3 by absolute path:
+	# an `aws` or `python3` earlier on PATH may be another installation.
+	[ -x /usr/bin/aws ] || add_missing awscli
+	[ -x /usr/bin/python3 ] || add_missing python3
+	# kubectl may come from another vendor's package; Debian's is the fallback.
+	command -v kubectl >/dev/null 2>&1 || add_missing kubernetes-client
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		add_missing nodejs
+		add_missing npm
+	fi
+fi
+
+apt_log=
+apt_run() {
+	if ! DEBIAN_FRONTEND=noninteractive "${as_root[@]+"${as_root[@]}"}" "$@" >>"$apt_log" 2>&1 </dev/null; then
+		echo "prereqs: '$*' failed; its output:" >&2
+		tail -n 40 "$apt_log" >&2
+		exit 1
+	fi
+}
+
+if [ ${#missing[@]} -gt 0 ]; then
+	apt_log=$(mktemp)
+	trap 'rm -f "$apt_log"' EXIT
+	for p in "${missing[@]}"; do
+		echo "prereqs: installing $p (apt)"
+	done
+	apt_run apt-get update
+	apt_run apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+if [ "$want_npm" -eq 1 ]; then
+	dir=$root/tests/validate
+	stamp=$dir/node_modules/.diagport-stamp
+	sum="$(sha256sum <"$dir/package.json" | cut -d' ' -f1) node-$(node --version)"
+	if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sum" ]; then
+		echo "prereqs: installing tests/validate npm packages (npm)"
+		rm -rf "$dir/node_modules"
+		npm_log=$(mktemp)
+		if ! (cd "$dir" && npm install --no-package-lock --no-audit --no-fund \
+			--loglevel=error >"$npm_log" 2>&1 </dev/null); then
+			echo "prereqs: npm install in tests/validate failed; its output:" >&2
+			tail -n 40 "$npm_log" >&2
+			rm -f "$npm_log"
+			exit 1
+		fi
+		rm -f "$npm_log"
+		printf '%s\n' "$sum" >"$stamp"
+	fi
+fi
