@@ -38,7 +38,8 @@ int err_set(struct err_msg *e, int code, const char *fmt, ...)
 
 void err_prefix(struct err_msg *e, const char *fmt, ...)
 {
-	char head[512], old[sizeof(e->text)];
+	char head[512];
+	size_t hl, ol;
 	va_list ap;
 
 	if (e == NULL)
@@ -46,8 +47,17 @@ void err_prefix(struct err_msg *e, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(head, sizeof(head), fmt, ap);
 	va_end(ap);
-	memcpy(old, e->text, sizeof(old));
-	snprintf(e->text, sizeof(e->text), "%s: %s", head, old);
+	hl = strlen(head);
+	if (hl + 2 >= sizeof(e->text))
+		hl = sizeof(e->text) - 3;
+	ol = strnlen(e->text, sizeof(e->text) - 1);
+	if (hl + 2 + ol >= sizeof(e->text))
+		ol = sizeof(e->text) - 1 - hl - 2;
+	memmove(e->text + hl + 2, e->text, ol);
+	memcpy(e->text, head, hl);
+	e->text[hl] = ':';
+	e->text[hl + 1] = ' ';
+	e->text[hl + 2 + ol] = '\0';
 }
 
 void err_fatal(const char *file, int line, const char *fmt, ...)
