@@ -44,6 +44,12 @@ if jq -e 'type == "object" and has("taskDefinition")' "$file" >/dev/null 2>&1; t
 	input=$tmp/input.json
 fi
 
+# The CLI reads YAML as well (--cli-input-yaml); pick the flag by the first byte.
+flag=--cli-input-json
+if [ "$(tr -d ' \t\r\n' <"$input" | head -c 1)" != "{" ]; then
+	flag=--cli-input-yaml
+fi
+
 # No profile, config, proxy or endpoint from the caller's environment may
 # change where the request goes or which credentials sign it.
 rc=0
@@ -54,13 +60,13 @@ env -u AWS_PROFILE -u AWS_DEFAULT_PROFILE -u AWS_SESSION_TOKEN -u AWS_ENDPOINT_U
 	AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=x AWS_EC2_METADATA_DISABLED=true \
 	AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_MAX_ATTEMPTS=1 \
 	AWS_PAGER= NO_PROXY='*' \
-	"$aws" ecs register-task-definition --cli-input-json "file://$input" \
+	"$aws" ecs register-task-definition "$flag" "file://$input" \
 	--region us-east-1 --endpoint-url http://127.0.0.1:9 \
 	--cli-connect-timeout 2 --cli-read-timeout 2 \
 	>"$tmp/out" 2>"$tmp/err" </dev/null || rc=$?
 
 # The CLI exits 252 for input it rejects and 255 for a failed request.
-if [ "$rc" -eq 252 ] && grep -qE '^(Parameter validation failed:|Error parsing parameter .cli-input-json.: Invalid JSON)' "$tmp/err"; then
+if [ "$rc" -eq 252 ] && grep -qE '^(Parameter validation failed:|Error parsing parameter .cli-input-(json|yaml).: Invalid (JSON|YAML))' "$tmp/err"; then
 	echo "ecs-validate: $file: invalid:" >&2
 	cat "$tmp/err" >&2
 	exit 1
