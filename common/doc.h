@@ -82,6 +82,13 @@ const char *doc_get_str(const struct doc_node *m, const char *k);
 bool doc_is(const struct doc_node *n, enum doc_type t);
 /* Deep equality of meaning: type, text (numbers compared by text), tags, order. */
 bool doc_equal(const struct doc_node *a, const struct doc_node *b);
+/*
+ * Added for the readers: find a repeated key in map m (keys with the same
+ * text, whatever their type). True with *second = the index of the first
+ * repeat and *first = its earlier twin. Linear for small maps, a temporary
+ * hash set above 16 keys, so it stays O(n) on a 10,000-resource template.
+ */
+bool doc_dup_key(const struct doc_node *m, size_t *first, size_t *second);
 
 /* ---- changing (steal the node given) ---- */
 /* Set m[k] = v: replaces in place when k exists (the old value is freed), else appends. */

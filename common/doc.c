@@ -1,0 +1,501 @@
+/*
+ * doc.c - the document tree of doc.h: making, reading and changing nodes, deep
+ * copy and equality, duplicate-key detection for the readers, and the
+ * format-neutral entry points (doc_read picks JSON or YAML by the first
+ * non-blank byte; doc_write writes a stream in either format).
+ *
+ * Maps are arrays of key and value pointers in document order; lookups are a
+ * linear scan because the maps people edit are small. The one place that must
+ * not be quadratic is duplicate detection while reading (a CloudFormation
+ * template can hold 10,000 resources in one map), so doc_dup_key() switches
+ * to a temporary hash set above DUP_LINEAR keys.
+ */
+#include "doc.h"
+
+#include "mem.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DUP_LINEAR 16
+
+const struct doc_limits doc_default_limits = {
+	.max_bytes = (size_t)64 << 20,
+	.max_depth = 256,
+	.max_nodes = (size_t)16 << 20,
+};
+
+/* ---- making ---- */
+
+static struct doc_node *node_new(enum doc_type type)
+{
+	struct doc_node *n = mem_zalloc(sizeof(*n));
+
+	n->type = type;
+	return n;
+}
+
+struct doc_node *doc_map(void)
+{
+	return node_new(DOC_MAP);
+}
+
+struct doc_node *doc_seq(void)
+{
+	return node_new(DOC_SEQ);
+}
+
+struct doc_node *doc_scalar(enum doc_type type, const char *text, size_t len)
+{
+	struct doc_node *n;
+
+	if (type == DOC_MAP || type == DOC_SEQ)
+		DP_FATAL("doc_scalar called with a collection type");
+	n = node_new(type);
+	n->text = mem_alloc(len + 1);
+	if (len)
+		memcpy(n->text, text, len);
+	n->text[len] = '\0';
+	n->len = len;
+	return n;
+}
+
+struct doc_node *doc_str(const char *s)
+{
+	return doc_scalar(DOC_STRING, s, strlen(s));
+}
+
+struct doc_node *doc_strn(const char *s, size_t len)
+{
+	return doc_scalar(DOC_STRING, s, len);
+}
+
+struct doc_node *doc_num(const char *lexeme)
+{
+	return doc_scalar(DOC_NUMBER, lexeme, strlen(lexeme));
+}
+
+struct doc_node *doc_int(long long v)
+{
+	char tmp[32];
+	int k = snprintf(tmp, sizeof(tmp), "%lld", v);
+
+	return doc_scalar(DOC_NUMBER, tmp, (size_t)k);
+}
+
+struct doc_node *doc_bool(bool v)
+{
+	return v ? doc_scalar(DOC_BOOL, "true", 4) : doc_scalar(DOC_BOOL, "false", 5);
+}
+
+struct doc_node *doc_null(void)
+{
+	return doc_scalar(DOC_NULL, "null", 4);
+}
+
+struct doc_node *doc_copy(const struct doc_node *n)
+{
+	struct doc_node *c;
+
+	if (n == NULL)
+		return NULL;
+	c = mem_alloc(sizeof(*c));
+	*c = *n;
+	c->tag = n->tag ? mem_strdup(n->tag) : NULL;
+	if (n->text) {
+		c->text = mem_alloc(n->len + 1);
+		memcpy(c->text, n->text, n->len + 1);
+	}
+	c->keys = c->vals = NULL;
+	c->alloc = n->n;
+	if (n->n == 0)
+		return c;
+	c->vals = mem_array(n->n, sizeof(*c->vals));
+	if (n->type == DOC_MAP)
+		c->keys = mem_array(n->n, sizeof(*c->keys));
+	for (size_t i = 0; i < n->n; i++) {
+		if (c->keys)
+			c->keys[i] = doc_copy(n->keys[i]);
+		c->vals[i] = doc_copy(n->vals[i]);
+	}
+	return c;
+}
+
+void doc_free(struct doc_node *n)
+{
+	if (n == NULL)
+		return;
+	for (size_t i = 0; i < n->n; i++) {
+		if (n->keys)
+			doc_free(n->keys[i]);
+		doc_free(n->vals[i]);
+	}
+	free(n->keys);
+	free(n->vals);
+	free(n->tag);
+	free(n->text);
+	free(n);
+}
+
+/* ---- reading ---- */
+
+static bool key_is(const struct doc_node *key, const char *k, size_t klen)
+{
+	return key->text && key->len == klen && memcmp(key->text, k, klen) == 0;
+}
+
+static long find_n(const struct doc_node *m, const char *k, size_t klen)
+{
+	if (m == NULL || m->type != DOC_MAP)
+		return -1;
+	for (size_t i = 0; i < m->n; i++)
+		if (key_is(m->keys[i], k, klen))
+			return (long)i;
+	return -1;
+}
+
+long doc_find(const struct doc_node *m, const char *k)
+{
+	return find_n(m, k, strlen(k));
+}
+
+struct doc_node *doc_get(const struct doc_node *m, const char *k)
+{
+	long i = doc_find(m, k);
+
+	return i < 0 ? NULL : m->vals[i];
+}
+
+struct doc_node *doc_path(const struct doc_node *m, const char *path)
+{
+	const struct doc_node *cur = m;
+
+	while (cur && *path) {
+		const char *slash = strchr(path, '/');
+		size_t klen = slash ? (size_t)(slash - path) : strlen(path);
+		long i = find_n(cur, path, klen);
+
+		cur = i < 0 ? NULL : cur->vals[i];
+		path += klen;
+		if (*path == '/')
+			path++;
+	}
+	return (struct doc_node *)cur;
+}
+
+const char *doc_strval(const struct doc_node *n)
+{
+	return n && n->type == DOC_STRING ? n->text : NULL;
+}
+
+const char *doc_get_str(const struct doc_node *m, const char *k)
+{
+	return doc_strval(doc_get(m, k));
+}
+
+bool doc_is(const struct doc_node *n, enum doc_type t)
+{
+	return n && n->type == t;
+}
+
+static bool same_tag(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+bool doc_equal(const struct doc_node *a, const struct doc_node *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	if (a->type != b->type || !same_tag(a->tag, b->tag))
+		return false;
+	if (a->type != DOC_MAP && a->type != DOC_SEQ)
+		return a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++) {
+		if (a->type == DOC_MAP && !doc_equal(a->keys[i], b->keys[i]))
+			return false;
+		if (!doc_equal(a->vals[i], b->vals[i]))
+			return false;
+	}
+	return true;
+}
+
+/* FNV-1a over a key's text. */
+static uint64_t key_hash(const struct doc_node *k)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (size_t i = 0; i < k->len; i++)
+		h = (h ^ (unsigned char)k->text[i]) * 1099511628211ULL;
+	return h;
+}
+
+static bool same_key(const struct doc_node *a, const struct doc_node *b)
+{
+	return a->text && b->text && a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+}
+
+static bool dup_hashed(const struct doc_node *m, size_t *first, size_t *second)
+{
+	size_t cap = 64, mask;
+	size_t *slot; /* index + 1; 0 = empty */
+	bool found = false;
+
+	while (cap < m->n * 2)
+		cap *= 2;
+	mask = cap - 1;
+	slot = mem_array(cap, sizeof(*slot));
+	for (size_t j = 0; j < m->n && !found; j++) {
+		size_t h = (size_t)key_hash(m->keys[j]) & mask;
+
+		while (slot[h] && !same_key(m->keys[slot[h] - 1], m->keys[j]))
+			h = (h + 1) & mask;
+		if (slot[h]) {
+			*first = slot[h] - 1;
+			*second = j;
+			found = true;
+		}
+		slot[h] = j + 1;
+	}
+	free(slot);
+	return found;
+}
+
+bool doc_dup_key(const struct doc_node *m, size_t *first, size_t *second)
+{
+	if (m == NULL || m->type != DOC_MAP || m->n < 2)
+		return false;
+	if (m->n > DUP_LINEAR)
+		return dup_hashed(m, first, second);
+	for (size_t j = 1; j < m->n; j++)
+		for (size_t i = 0; i < j; i++)
+			if (same_key(m->keys[i], m->keys[j])) {
+				*first = i;
+				*second = j;
+				return true;
+			}
+	return false;
+}
+
+/* ---- changing ---- */
+
+static void need_type(const struct doc_node *n, enum doc_type t, const char *fn)
+{
+	if (n == NULL || n->type != t)
+		DP_FATAL("%s: node is not a %s", fn, t == DOC_MAP ? "map" : "sequence");
+}
+
+/* Room for one more item (and key, for maps). */
+static void grow(struct doc_node *c)
+{
+	size_t a;
+
+	if (c->n < c->alloc)
+		return;
+	a = c->alloc ? c->alloc * 2 : 4;
+	c->vals = mem_realloc(c->vals, a * sizeof(*c->vals));
+	if (c->type == DOC_MAP)
+		c->keys = mem_realloc(c->keys, a * sizeof(*c->keys));
+	c->alloc = a;
+}
+
+/* Put key node k (may be NULL for seqs) and v at index i, shifting the rest. */
+static void put_at(struct doc_node *c, size_t i, struct doc_node *k, struct doc_node *v)
+{
+	if (i > c->n || v == NULL)
+		DP_FATAL("doc: insert at %zu into a collection of %zu (value %p)", i, c->n, (void *)v);
+	grow(c);
+	memmove(c->vals + i + 1, c->vals + i, (c->n - i) * sizeof(*c->vals));
+	c->vals[i] = v;
+	if (c->type == DOC_MAP) {
+		memmove(c->keys + i + 1, c->keys + i, (c->n - i) * sizeof(*c->keys));
+		c->keys[i] = k;
+	}
+	c->n++;
+}
+
+/* Take item i out without freeing it; frees the key node of a map. */
+static struct doc_node *cut(struct doc_node *c, size_t i)
+{
+	struct doc_node *v = c->vals[i];
+
+	if (c->type == DOC_MAP) {
+		doc_free(c->keys[i]);
+		memmove(c->keys + i, c->keys + i + 1, (c->n - i - 1) * sizeof(*c->keys));
+	}
+	memmove(c->vals + i, c->vals + i + 1, (c->n - i - 1) * sizeof(*c->vals));
+	c->n--;
+	return v;
+}
+
+void doc_set(struct doc_node *m, const char *k, struct doc_node *v)
+{
+	long i;
+
+	need_type(m, DOC_MAP, "doc_set");
+	if (v == NULL)
+		DP_FATAL("doc_set: NULL value for key %s", k);
+	i = doc_find(m, k);
+	if (i >= 0) {
+		doc_free(m->vals[i]);
+		m->vals[i] = v;
+		return;
+	}
+	put_at(m, m->n, doc_str(k), v);
+}
+
+void doc_insert_at(struct doc_node *m, size_t i, const char *k, struct doc_node *v)
+{
+	need_type(m, DOC_MAP, "doc_insert_at");
+	if (doc_find(m, k) >= 0)
+		DP_FATAL("doc_insert_at: key %s already exists", k);
+	put_at(m, i, doc_str(k), v);
+}
+
+bool doc_del(struct doc_node *m, const char *k)
+{
+	long i = doc_find(m, k);
+
+	if (i < 0)
+		return false;
+	doc_free(cut(m, (size_t)i));
+	return true;
+}
+
+static struct doc_node *get_or_add(struct doc_node *m, const char *k, enum doc_type t,
+				   bool *created)
+{
+	struct doc_node *v;
+
+	need_type(m, DOC_MAP, "doc_get_or_add");
+	v = doc_get(m, k);
+	if (created)
+		*created = v == NULL;
+	if (v)
+		return v->type == t ? v : NULL;
+	v = node_new(t);
+	put_at(m, m->n, doc_str(k), v);
+	return v;
+}
+
+struct doc_node *doc_get_or_add_map(struct doc_node *m, const char *k, bool *created)
+{
+	return get_or_add(m, k, DOC_MAP, created);
+}
+
+struct doc_node *doc_get_or_add_seq(struct doc_node *m, const char *k, bool *created)
+{
+	return get_or_add(m, k, DOC_SEQ, created);
+}
+
+void doc_push(struct doc_node *s, struct doc_node *v)
+{
+	need_type(s, DOC_SEQ, "doc_push");
+	put_at(s, s->n, NULL, v);
+}
+
+void doc_insert(struct doc_node *s, size_t i, struct doc_node *v)
+{
+	need_type(s, DOC_SEQ, "doc_insert");
+	put_at(s, i, NULL, v);
+}
+
+struct doc_node *doc_take(struct doc_node *s, size_t i)
+{
+	need_type(s, DOC_SEQ, "doc_take");
+	if (i >= s->n)
+		DP_FATAL("doc_take: index %zu of %zu", i, s->n);
+	return cut(s, i);
+}
+
+void doc_remove(struct doc_node *s, size_t i)
+{
+	doc_free(doc_take(s, i));
+}
+
+void doc_set_text(struct doc_node *n, const char *text)
+{
+	size_t len;
+
+	if (n == NULL || n->type == DOC_MAP || n->type == DOC_SEQ)
+		DP_FATAL("doc_set_text: not a scalar");
+	len = strlen(text);
+	free(n->text);
+	n->text = mem_alloc(len + 1);
+	memcpy(n->text, text, len + 1);
+	n->len = len;
+}
+
+/* ---- streams ---- */
+
+void doc_stream_free(struct doc_stream *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		doc_free(s->docs[i]);
+	free(s->docs);
+	s->docs = NULL;
+	s->n = 0;
+}
+
+int doc_read(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+	     struct doc_stream *s, struct err_msg *em)
+{
+	size_t i = 0;
+
+	if (bytes == NULL)
+		bytes = "";
+	if (len >= 3 && memcmp(bytes, "\xEF\xBB\xBF", 3) == 0)
+		i = 3;
+	while (i < len && (bytes[i] == ' ' || bytes[i] == '\t' || bytes[i] == '\r' ||
+			   bytes[i] == '\n'))
+		i++;
+	if (i < len && (bytes[i] == '{' || bytes[i] == '['))
+		return doc_read_json(bytes, len, name, lim, s, em);
+	return doc_read_yaml(bytes, len, name, lim, s, em);
+}
+
+/*
+ * The writers' messages start with the node's "LINE:COL: " when it has a
+ * position; put the stream's name in front the way the readers do.
+ */
+static void name_message(struct err_msg *em, const char *name)
+{
+	char old[sizeof(em->text)];
+
+	if (em == NULL)
+		return;
+	memcpy(old, em->text, sizeof(old));
+	err_set(em, 0, "%s:%s%s", name ? name : "<input>",
+		old[0] >= '0' && old[0] <= '9' ? "" : " ", old);
+}
+
+int doc_write(struct buf *out, const struct doc_stream *s, enum doc_format fmt, struct err_msg *em)
+{
+	int rc, indent;
+
+	if (fmt == DOC_YAML) {
+		rc = doc_write_yaml(out, s->docs, s->n, s->yaml_explicit_start, em);
+		if (rc != 0)
+			name_message(em, s->name);
+		return rc;
+	}
+	indent = s->format == DOC_JSON ? s->json_indent : 2;
+	for (size_t i = 0; i < s->n; i++) {
+		rc = doc_write_json(out, s->docs[i], indent, em);
+		if (rc == 0 && indent == 0 && buf_putc(out, '\n') != 0)
+			rc = err_set(em, DP_ETOOBIG, "output is over the %zu-byte cap", out->cap);
+		if (rc != 0) {
+			name_message(em, s->name);
+			return rc;
+		}
+	}
+	return 0;
+}

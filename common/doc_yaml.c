@@ -1,0 +1,762 @@
+/*
+ * doc_yaml.c - the YAML reader and writer of doc.h, on libyaml.
+ *
+ * The reader walks libyaml's event stream (not its document API, which would
+ * build a second tree and lose nothing we need but cost memory) and builds
+ * doc_nodes that keep each scalar's style and tag as libyaml reports them.
+ * Plain scalars are resolved with the YAML 1.2 core schema plus the YAML 1.1
+ * booleans that Kubernetes accepts. Aliases are expanded into deep copies,
+ * each copy counted against max_nodes, so a "billion laughs" document fails
+ * on the cap instead of eating the machine. Empty documents (a trailing
+ * "---") are dropped.
+ *
+ * The writer feeds libyaml's emitter: block style, 2-space indent, no line
+ * folding, raw UTF-8. Scalars keep their style; a string the writer may style
+ * freely is plain only when reading it back would give the same string, so
+ * "true", "123" and "" come out quoted. Tags are written as given, which is
+ * what keeps CloudFormation's `!Ref X` and `!If [c, a, b]` intact.
+ */
+#include "doc.h"
+
+#include "mem.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#define STD_TAG "tag:yaml.org,2002:"
+
+/* ---- resolving plain scalars (shared by reader and writer) ---- */
+
+static bool text_is(const char *s, size_t len, const char *const *list)
+{
+	for (; *list; list++)
+		if (strlen(*list) == len && memcmp(s, *list, len) == 0)
+			return true;
+	return false;
+}
+
+static size_t span(const char *s, size_t len, const char *set)
+{
+	size_t i = 0;
+
+	while (i < len && s[i] && strchr(set, s[i]))
+		i++;
+	return i;
+}
+
+static bool is_int(const char *s, size_t len)
+{
+	size_t i = 0;
+
+	if (len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o'))
+		return span(s + 2, len - 2, s[1] == 'x' ? "0123456789abcdefABCDEF" : "01234567") ==
+		       len - 2;
+	if (i < len && (s[i] == '-' || s[i] == '+'))
+		i++;
+	return i < len && span(s + i, len - i, "0123456789") == len - i;
+}
+
+static bool is_float(const char *s, size_t len)
+{
+	static const char *const special[] = {
+		".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF", "-.inf", "-.Inf", "-.INF",
+		".nan", ".NaN", ".NAN", NULL
+	};
+	size_t i = 0, whole, frac = 0, exp;
+
+	if (text_is(s, len, special))
+		return true;
+	if (i < len && (s[i] == '-' || s[i] == '+'))
+		i++;
+	whole = span(s + i, len - i, "0123456789");
+	i += whole;
+	if (i < len && s[i] == '.') {
+		i++;
+		frac = span(s + i, len - i, "0123456789");
+		i += frac;
+	}
+	if (whole == 0 && frac == 0)
+		return false;
+	if (i < len && (s[i] == 'e' || s[i] == 'E')) {
+		i++;
+		if (i < len && (s[i] == '-' || s[i] == '+'))
+			i++;
+		exp = span(s + i, len - i, "0123456789");
+		if (exp == 0)
+			return false;
+		i += exp;
+	}
+	return i == len;
+}
+
+static enum doc_type resolve_plain(const char *s, size_t len)
+{
+	static const char *const nulls[] = { "~", "null", "Null", "NULL", NULL };
+	static const char *const bools[] = {
+		"true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES",
+		"no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N", NULL
+	};
+
+	if (len == 0 || text_is(s, len, nulls))
+		return DOC_NULL;
+	if (text_is(s, len, bools))
+		return DOC_BOOL;
+	if (is_int(s, len) || is_float(s, len))
+		return DOC_NUMBER;
+	return DOC_STRING;
+}
+
+/*
+ * Text that a YAML 1.1 reader (go-yaml v2, which Kubernetes uses) may take
+ * for something other than a string although our resolver does not:
+ * 1_000, 0b101, 1:20 (base 60), 2001-12-14, "=", "<<". Written quoted to be
+ * safe; quoting a string never changes what it reads back as.
+ */
+static bool yaml11_special(const char *s, size_t len)
+{
+	size_t i = 0;
+
+	if ((len == 1 && s[0] == '=') || (len == 2 && memcmp(s, "<<", 2) == 0))
+		return true;
+	if (i < len && (s[i] == '-' || s[i] == '+'))
+		i++;
+	if (i + 1 < len && s[i] == '.' && s[i + 1] >= '0' && s[i + 1] <= '9')
+		i++;
+	if (i >= len || s[i] < '0' || s[i] > '9')
+		return false;
+	if (len - i > 2 && s[i] == '0' && strchr("xXbBoO", s[i + 1]))
+		return span(s + i + 2, len - i - 2, "0123456789abcdefABCDEF_") == len - i - 2;
+	return span(s + i, len - i, "0123456789_:.eE+-") == len - i;
+}
+
+/* The type a standard tag gives; false for other tags. */
+static bool std_tag_type(const char *tag, enum doc_type *t)
+{
+	static const struct {
+		const char *name;
+		enum doc_type type;
+	} std[] = { { "str", DOC_STRING }, { "int", DOC_NUMBER }, { "float", DOC_NUMBER },
+		    { "bool", DOC_BOOL }, { "null", DOC_NULL } };
+
+	if (strncmp(tag, STD_TAG, strlen(STD_TAG)) != 0)
+		return false;
+	for (size_t i = 0; i < sizeof(std) / sizeof(std[0]); i++)
+		if (strcmp(tag + strlen(STD_TAG), std[i].name) == 0) {
+			*t = std[i].type;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * libyaml's emitter abbreviates a tag that starts with "!" or the standard
+ * prefix ("!Ref", "!!str") and writes ',', '[' and ']' in the short form
+ * as they are, but its scanner stops a short tag at those characters. Such
+ * a tag cannot come back; refuse it on reading rather than write what we
+ * cannot read.
+ */
+static bool tag_writable(const char *tag)
+{
+	const char *suffix = NULL;
+
+	if (tag[0] == '!' && tag[1])
+		suffix = tag + 1;
+	else if (strncmp(tag, STD_TAG, strlen(STD_TAG)) == 0 && tag[strlen(STD_TAG)])
+		suffix = tag + strlen(STD_TAG);
+	return suffix == NULL || strpbrk(suffix, ",[]") == NULL;
+}
+
+/* ---- reader state ---- */
+
+struct anchor {
+	char *name;
+	struct doc_node *node; /* borrowed from the tree being built */
+	bool done;             /* false while the anchored collection is still open */
+};
+
+struct yr {
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	bool have_ev;
+	const char *name, *bytes;
+	size_t len;
+	const struct doc_limits *lim;
+	size_t nodes, depth;
+	struct anchor *anchors; /* open addressing; name NULL = empty */
+	size_t anchor_cap, anchor_used;
+	struct err_msg *em;
+};
+
+static int parse_node(struct yr *r, struct doc_node **out, bool is_key);
+
+static int __attribute__((format(printf, 4, 5)))
+yr_err(struct yr *r, yaml_mark_t m, int code, const char *fmt, ...)
+{
+	char what[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	err_set(r->em, code, "%s:%zu:%zu: %s", r->name, m.line + 1, m.column + 1, what);
+	return code;
+}
+
+/* libyaml's own error, as "NAME:LINE:COL: problem (context)". */
+static int libyaml_err(struct yr *r)
+{
+	yaml_parser_t *p = &r->parser;
+	yaml_mark_t m = p->problem_mark;
+	const char *problem = p->problem ? p->problem : "YAML error";
+
+	if (p->error == YAML_MEMORY_ERROR)
+		DP_FATAL("libyaml ran out of memory");
+	if (p->error == YAML_READER_ERROR) {
+		size_t off = p->problem_offset < r->len ? p->problem_offset : r->len;
+		const char *nl;
+
+		m.line = m.column = 0;
+		for (const char *c = r->bytes; (nl = memchr(c, '\n', (size_t)(r->bytes + off - c)));
+		     c = nl + 1) {
+			m.line++;
+			m.column = off - (size_t)(nl + 1 - r->bytes);
+		}
+		if (m.line == 0)
+			m.column = off;
+		if (p->problem_value != -1)
+			return yr_err(r, m, DP_ESYNTAX, "%s (byte 0x%02X)", problem,
+				      (unsigned)p->problem_value & 0xFF);
+		return yr_err(r, m, DP_ESYNTAX, "%s", problem);
+	}
+	if (p->context)
+		return yr_err(r, m, DP_ESYNTAX, "%s (%s)", problem, p->context);
+	return yr_err(r, m, DP_ESYNTAX, "%s", problem);
+}
+
+static int next(struct yr *r)
+{
+	if (r->have_ev)
+		yaml_event_delete(&r->ev);
+	r->have_ev = yaml_parser_parse(&r->parser, &r->ev) != 0;
+	return r->have_ev ? 0 : libyaml_err(r);
+}
+
+static int count(struct yr *r, size_t more)
+{
+	if (more > r->lim->max_nodes - r->nodes)
+		return yr_err(r, r->ev.start_mark, DP_ETOOBIG, "more than %zu nodes (max_nodes)",
+			      r->lim->max_nodes);
+	r->nodes += more;
+	return 0;
+}
+
+/* ---- anchors: name -> node, a small open-addressing table ---- */
+
+static size_t anchor_slot(const struct yr *r, const char *name)
+{
+	size_t h = 5381;
+
+	for (const char *c = name; *c; c++)
+		h = h * 33 + (unsigned char)*c;
+	for (h &= r->anchor_cap - 1; r->anchors[h].name && strcmp(r->anchors[h].name, name);
+	     h = (h + 1) & (r->anchor_cap - 1))
+		;
+	return h;
+}
+
+static void anchors_clear(struct yr *r)
+{
+	for (size_t i = 0; i < r->anchor_cap; i++)
+		free(r->anchors[i].name);
+	free(r->anchors);
+	r->anchors = NULL;
+	r->anchor_cap = r->anchor_used = 0;
+}
+
+static void anchor_put(struct yr *r, const char *name, struct doc_node *n, bool done)
+{
+	struct anchor *a;
+
+	if (r->anchor_used * 2 >= r->anchor_cap) {
+		struct anchor *old = r->anchors;
+		size_t old_cap = r->anchor_cap;
+
+		r->anchor_cap = old_cap ? old_cap * 2 : 16;
+		r->anchors = mem_array(r->anchor_cap, sizeof(*r->anchors));
+		for (size_t i = 0; i < old_cap; i++)
+			if (old[i].name)
+				r->anchors[anchor_slot(r, old[i].name)] = old[i];
+		free(old);
+	}
+	a = &r->anchors[anchor_slot(r, name)];
+	if (a->name == NULL) {
+		a->name = mem_strdup(name);
+		r->anchor_used++;
+	}
+	a->node = n;
+	a->done = done;
+}
+
+static const struct anchor *anchor_get(const struct yr *r, const char *name)
+{
+	const struct anchor *a;
+
+	if (r->anchor_cap == 0)
+		return NULL;
+	a = &r->anchors[anchor_slot(r, name)];
+	return a->name ? a : NULL;
+}
+
+/* Nodes under n (n included), stopping once past `budget`. */
+static size_t subtree_size(const struct doc_node *n, size_t budget)
+{
+	size_t total = 1;
+
+	for (size_t i = 0; i < n->n && total <= budget; i++) {
+		if (n->type == DOC_MAP)
+			total += subtree_size(n->keys[i], budget - total);
+		if (total <= budget)
+			total += subtree_size(n->vals[i], budget - total);
+	}
+	return total;
+}
+
+/* ---- building nodes from events ---- */
+
+static int check_tag(struct yr *r, const yaml_char_t *tag)
+{
+	if (tag && !tag_writable((const char *)tag))
+		return yr_err(r, r->ev.start_mark, DP_EUNSUPPORTED,
+			      "YAML tag %s cannot be written back (',', '[' or ']' in a short tag)",
+			      (const char *)tag);
+	return 0;
+}
+
+static void stamp(struct doc_node *n, const yaml_event_t *ev, const yaml_char_t *tag)
+{
+	n->line = (uint32_t)ev->start_mark.line + 1;
+	n->col = (uint32_t)ev->start_mark.column + 1;
+	n->tag = tag ? mem_strdup((const char *)tag) : NULL;
+}
+
+static int parse_alias(struct yr *r, struct doc_node **out)
+{
+	const char *name = (const char *)r->ev.data.alias.anchor;
+	const struct anchor *a = anchor_get(r, name);
+	size_t budget = r->lim->max_nodes - r->nodes, size;
+
+	if (a == NULL)
+		return yr_err(r, r->ev.start_mark, DP_ESYNTAX, "alias *%s has no anchor", name);
+	if (!a->done)
+		return yr_err(r, r->ev.start_mark, DP_EUNSUPPORTED,
+			      "alias *%s refers to a node that contains it", name);
+	size = subtree_size(a->node, budget);
+	if (size > budget)
+		return yr_err(r, r->ev.start_mark, DP_ETOOBIG,
+			      "alias *%s expands past %zu nodes (max_nodes)", name, r->lim->max_nodes);
+	r->nodes += size;
+	*out = doc_copy(a->node);
+	return 0;
+}
+
+static enum doc_style scalar_style(yaml_scalar_style_t s)
+{
+	switch (s) {
+	case YAML_PLAIN_SCALAR_STYLE: return DOC_STYLE_PLAIN;
+	case YAML_SINGLE_QUOTED_SCALAR_STYLE: return DOC_STYLE_SINGLE;
+	case YAML_DOUBLE_QUOTED_SCALAR_STYLE: return DOC_STYLE_DOUBLE;
+	case YAML_LITERAL_SCALAR_STYLE: return DOC_STYLE_LITERAL;
+	case YAML_FOLDED_SCALAR_STYLE: return DOC_STYLE_FOLDED;
+	default: return DOC_STYLE_ANY;
+	}
+}
+
+static int parse_scalar(struct yr *r, struct doc_node **out)
+{
+	const yaml_event_t *ev = &r->ev;
+	const char *text = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+	const char *tag = (const char *)ev->data.scalar.tag;
+	enum doc_type t = DOC_STRING;
+	struct doc_node *n;
+	int rc;
+
+	if ((rc = count(r, 1)) != 0 || (rc = check_tag(r, ev->data.scalar.tag)) != 0)
+		return rc;
+	if (tag) {
+		if (!std_tag_type(tag, &t))
+			t = DOC_STRING;
+	} else if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
+		t = resolve_plain(text, len);
+	}
+	n = doc_scalar(t, text, len);
+	n->style = scalar_style(ev->data.scalar.style);
+	stamp(n, ev, ev->data.scalar.tag);
+	if (ev->data.scalar.anchor)
+		anchor_put(r, (const char *)ev->data.scalar.anchor, n, true);
+	*out = n;
+	return 0;
+}
+
+static int dup_check(struct yr *r, const struct doc_node *m)
+{
+	size_t a, b;
+	const struct doc_node *k;
+
+	if (!doc_dup_key(m, &a, &b))
+		return 0;
+	k = m->keys[b];
+	err_set(r->em, DP_ESYNTAX, "%s:%u:%u: duplicate key \"%s\" (lines %u and %u)", r->name,
+		k->line, k->col, k->text, m->keys[a]->line, k->line);
+	return DP_ESYNTAX;
+}
+
+/* One key: value pair into map m; the current event starts the key. */
+static int parse_pair(struct yr *r, struct doc_node *m)
+{
+	struct doc_node *k = NULL, *v = NULL;
+	yaml_mark_t at = r->ev.start_mark;
+	int rc;
+
+	if (r->ev.type == YAML_MAPPING_START_EVENT || r->ev.type == YAML_SEQUENCE_START_EVENT)
+		return yr_err(r, at, DP_EUNSUPPORTED, "a map key that is a collection is not supported");
+	if ((rc = parse_node(r, &k, true)) != 0)
+		return rc;
+	if (k->type == DOC_MAP || k->type == DOC_SEQ)
+		rc = yr_err(r, at, DP_EUNSUPPORTED, "a map key that is a collection is not supported");
+	else if (k->type == DOC_NULL && k->len == 0 && k->tag == NULL)
+		rc = yr_err(r, at, DP_EUNSUPPORTED, "a map key with no text is not supported");
+	if (rc == 0 && (rc = next(r)) == 0)
+		rc = parse_node(r, &v, false);
+	if (rc != 0) {
+		doc_free(k);
+		return rc;
+	}
+	if (m->n == m->alloc) {
+		m->alloc = m->alloc ? m->alloc * 2 : 4;
+		m->keys = mem_realloc(m->keys, m->alloc * sizeof(*m->keys));
+		m->vals = mem_realloc(m->vals, m->alloc * sizeof(*m->vals));
+	}
+	m->keys[m->n] = k;
+	m->vals[m->n++] = v;
+	return 0;
+}
+
+static int parse_collection(struct yr *r, struct doc_node **out)
+{
+	bool map = r->ev.type == YAML_MAPPING_START_EVENT;
+	yaml_event_type_t end = map ? YAML_MAPPING_END_EVENT : YAML_SEQUENCE_END_EVENT;
+	const yaml_char_t *anchor_ev = map ? r->ev.data.mapping_start.anchor
+					   : r->ev.data.sequence_start.anchor;
+	char *anchor = anchor_ev ? mem_strdup((const char *)anchor_ev) : NULL;
+	bool flow = map ? r->ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE
+			: r->ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
+	struct doc_node *c, *v;
+	int rc;
+
+	if ((rc = count(r, 1)) == 0 && ++r->depth > r->lim->max_depth)
+		rc = yr_err(r, r->ev.start_mark, DP_ETOOBIG,
+			    "nesting deeper than %zu levels (max_depth)", r->lim->max_depth);
+	if (rc == 0)
+		rc = check_tag(r, map ? r->ev.data.mapping_start.tag : r->ev.data.sequence_start.tag);
+	if (rc != 0) {
+		free(anchor);
+		return rc;
+	}
+	c = map ? doc_map() : doc_seq();
+	c->style = flow ? DOC_STYLE_FLOW : DOC_STYLE_ANY;
+	stamp(c, &r->ev, map ? r->ev.data.mapping_start.tag : r->ev.data.sequence_start.tag);
+	if (anchor)
+		anchor_put(r, anchor, c, false);
+	while ((rc = next(r)) == 0 && r->ev.type != end) {
+		if (map) {
+			rc = parse_pair(r, c);
+		} else if ((rc = parse_node(r, &v, false)) == 0) {
+			doc_push(c, v);
+		}
+		if (rc != 0)
+			break;
+	}
+	if (rc == 0 && map)
+		rc = dup_check(r, c);
+	if (rc != 0) {
+		doc_free(c);
+		free(anchor);
+		return rc;
+	}
+	r->depth--;
+	if (anchor) { /* unless an anchor of the same name inside took it over */
+		struct anchor *a = &r->anchors[anchor_slot(r, anchor)];
+
+		if (a->node == c)
+			a->done = true;
+		free(anchor);
+	}
+	*out = c;
+	return 0;
+}
+
+static int parse_node(struct yr *r, struct doc_node **out, bool is_key)
+{
+	switch (r->ev.type) {
+	case YAML_ALIAS_EVENT:
+		return parse_alias(r, out);
+	case YAML_SCALAR_EVENT:
+		return parse_scalar(r, out);
+	case YAML_SEQUENCE_START_EVENT:
+	case YAML_MAPPING_START_EVENT:
+		return parse_collection(r, out);
+	default:
+		return yr_err(r, r->ev.start_mark, DP_EINTERNAL, "unexpected YAML event %d%s",
+			      (int)r->ev.type, is_key ? " for a key" : "");
+	}
+}
+
+/* ---- reading a stream ---- */
+
+/* A document that held nothing: what a trailing "---" leaves behind. */
+static bool empty_document(const struct doc_node *n)
+{
+	return n->type == DOC_NULL && n->len == 0 && n->tag == NULL && n->style == DOC_STYLE_PLAIN;
+}
+
+/* The documents of the stream; the parser is positioned before STREAM-START. */
+static int read_documents(struct yr *r, struct doc_stream *s)
+{
+	struct doc_node *root;
+	bool explicit_start;
+	int rc;
+
+	if ((rc = next(r)) != 0)
+		return rc;
+	while ((rc = next(r)) == 0 && r->ev.type == YAML_DOCUMENT_START_EVENT) {
+		explicit_start = !r->ev.data.document_start.implicit;
+		anchors_clear(r);
+		if ((rc = next(r)) != 0 || (rc = parse_node(r, &root, false)) != 0)
+			return rc;
+		if (empty_document(root)) {
+			doc_free(root);
+		} else {
+			if (s->n == 0)
+				s->yaml_explicit_start = explicit_start;
+			if ((s->n & (s->n - 1)) == 0) /* 0, 1, 2, 4, ...: grow */
+				s->docs = mem_realloc(s->docs, (s->n ? s->n * 2 : 1) * sizeof(*s->docs));
+			s->docs[s->n++] = root;
+		}
+		if ((rc = next(r)) != 0)
+			return rc;
+	}
+	return rc;
+}
+
+int doc_read_yaml(const char *bytes, size_t len, const char *name,
+		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em)
+{
+	struct yr r = { .name = name ? name : "<input>", .bytes = bytes ? bytes : "", .len = len,
+			.em = em };
+	struct doc_stream got = { .format = DOC_YAML, .name = name };
+	int rc;
+
+	r.lim = lim ? lim : &doc_default_limits;
+	if (len > r.lim->max_bytes)
+		return err_set(em, DP_ETOOBIG, "%s: input is %zu bytes, over the %zu-byte cap (max_bytes)",
+			       r.name, len, r.lim->max_bytes);
+	if (!yaml_parser_initialize(&r.parser))
+		DP_FATAL("libyaml: cannot initialise a parser");
+	yaml_parser_set_input_string(&r.parser, (const unsigned char *)r.bytes, len);
+	rc = read_documents(&r, &got);
+	if (r.have_ev)
+		yaml_event_delete(&r.ev);
+	yaml_parser_delete(&r.parser);
+	anchors_clear(&r);
+	if (rc != 0) {
+		doc_stream_free(&got);
+		return rc;
+	}
+	*s = got;
+	return 0;
+}
+
+/* ---- writer ---- */
+
+struct yw {
+	yaml_emitter_t e;
+	struct buf *out;
+	int buf_rc;
+	struct err_msg *em;
+};
+
+static int write_out(void *data, unsigned char *bytes, size_t size)
+{
+	struct yw *w = data;
+
+	if (w->buf_rc == 0)
+		w->buf_rc = buf_append(w->out, bytes, size);
+	return w->buf_rc == 0;
+}
+
+/* Emit ev (made by an *_initialize call that returned `made`) for node n. */
+static int emit(struct yw *w, yaml_event_t *ev, int made, const struct doc_node *n)
+{
+	char where[32] = "";
+
+	if (n && n->line)
+		snprintf(where, sizeof(where), "%u:%u: ", n->line, n->col);
+	if (!made && n && n->tag && !tag_writable(n->tag))
+		return err_set(w->em, DP_EUNSUPPORTED,
+			       "%scannot write YAML tag %s (',', '[' or ']' in a short tag)", where,
+			       n->tag);
+	if (!made)
+		return err_set(w->em, DP_EUNSUPPORTED,
+			       "%scannot write as YAML: the text or tag is not valid UTF-8", where);
+	if (yaml_emitter_emit(&w->e, ev))
+		return 0;
+	if (w->buf_rc != 0)
+		return err_set(w->em, DP_ETOOBIG, "YAML output is over the %zu-byte cap", w->out->cap);
+	if (w->e.error == YAML_MEMORY_ERROR)
+		DP_FATAL("libyaml ran out of memory");
+	return err_set(w->em, DP_EUNSUPPORTED, "%scannot write as YAML: %s", where,
+		       w->e.problem ? w->e.problem : "emitter error");
+}
+
+/* An empty untagged null: libyaml can write it plain only in a block value. */
+static bool has_empty_null(const struct doc_node *n)
+{
+	if (n->type != DOC_MAP && n->type != DOC_SEQ)
+		return n->type == DOC_NULL && n->len == 0 && n->tag == NULL;
+	for (size_t i = 0; i < n->n; i++)
+		if ((n->type == DOC_MAP && has_empty_null(n->keys[i])) || has_empty_null(n->vals[i]))
+			return true;
+	return false;
+}
+
+static yaml_scalar_style_t choose_style(const struct doc_node *n)
+{
+	static const yaml_scalar_style_t map[] = {
+		[DOC_STYLE_ANY] = YAML_ANY_SCALAR_STYLE,
+		[DOC_STYLE_PLAIN] = YAML_PLAIN_SCALAR_STYLE,
+		[DOC_STYLE_SINGLE] = YAML_SINGLE_QUOTED_SCALAR_STYLE,
+		[DOC_STYLE_DOUBLE] = YAML_DOUBLE_QUOTED_SCALAR_STYLE,
+		[DOC_STYLE_LITERAL] = YAML_LITERAL_SCALAR_STYLE,
+		[DOC_STYLE_FOLDED] = YAML_FOLDED_SCALAR_STYLE,
+		[DOC_STYLE_FLOW] = YAML_ANY_SCALAR_STYLE,
+	};
+	yaml_scalar_style_t s = (unsigned)n->style < sizeof(map) / sizeof(map[0])
+					? map[n->style] : YAML_ANY_SCALAR_STYLE;
+
+	if (n->tag)
+		return s == YAML_ANY_SCALAR_STYLE ? YAML_PLAIN_SCALAR_STYLE : s;
+	if (n->type != DOC_STRING) /* untagged null/bool/number: only plain keeps the type */
+		return YAML_PLAIN_SCALAR_STYLE;
+	if (s != YAML_ANY_SCALAR_STYLE && s != YAML_PLAIN_SCALAR_STYLE)
+		return s;
+	if (resolve_plain(n->text, n->len) != DOC_STRING || yaml11_special(n->text, n->len))
+		return YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+	return YAML_PLAIN_SCALAR_STYLE;
+}
+
+/*
+ * How the collections under a node may be written: as their style says, all
+ * in flow (inside a flow collection), or all in block (under a flow
+ * collection that had to become block; deciding once keeps this linear).
+ */
+enum layout { AS_STYLED, ALL_FLOW, ALL_BLOCK };
+
+static int emit_node(struct yw *w, const struct doc_node *n, enum layout how);
+
+static int emit_scalar(struct yw *w, const struct doc_node *n)
+{
+	yaml_event_t ev;
+	int implicit = n->tag == NULL, made;
+
+	if (n->len > (size_t)INT32_MAX)
+		return err_set(w->em, DP_ETOOBIG, "a scalar of %zu bytes is too long for YAML", n->len);
+	made = yaml_scalar_event_initialize(&ev, NULL, (yaml_char_t *)n->tag, (yaml_char_t *)n->text,
+					    (int)n->len, implicit, implicit, choose_style(n));
+	return emit(w, &ev, made, n);
+}
+
+static int emit_collection(struct yw *w, const struct doc_node *n, enum layout how)
+{
+	bool map = n->type == DOC_MAP;
+	bool flow = how == ALL_FLOW;
+	yaml_char_t *tag = (yaml_char_t *)n->tag;
+	yaml_event_t ev;
+	int made, rc;
+
+	if (how == AS_STYLED && n->style == DOC_STYLE_FLOW) {
+		flow = !has_empty_null(n);
+		how = flow ? ALL_FLOW : ALL_BLOCK;
+	}
+	if (map)
+		made = yaml_mapping_start_event_initialize(&ev, NULL, tag, tag == NULL,
+			flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+	else
+		made = yaml_sequence_start_event_initialize(&ev, NULL, tag, tag == NULL,
+			flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
+	if ((rc = emit(w, &ev, made, n)) != 0)
+		return rc;
+	for (size_t i = 0; i < n->n; i++) {
+		if (map && (rc = emit_node(w, n->keys[i], how)) != 0)
+			return rc;
+		if ((rc = emit_node(w, n->vals[i], how)) != 0)
+			return rc;
+	}
+	made = map ? yaml_mapping_end_event_initialize(&ev) : yaml_sequence_end_event_initialize(&ev);
+	return emit(w, &ev, made, n);
+}
+
+static int emit_node(struct yw *w, const struct doc_node *n, enum layout how)
+{
+	if (n->tag && !tag_writable(n->tag))
+		return emit(w, NULL, 0, n);
+	if (n->type == DOC_MAP || n->type == DOC_SEQ)
+		return emit_collection(w, n, how);
+	return emit_scalar(w, n);
+}
+
+static int emit_stream(struct yw *w, struct doc_node *const *docs, size_t n, bool explicit_start)
+{
+	yaml_event_t ev;
+	int rc;
+
+	if ((rc = emit(w, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING), NULL)))
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		int implicit = i == 0 && !explicit_start; /* libyaml adds "---" after the first */
+
+		if ((rc = emit(w, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL,
+									   implicit), NULL)) ||
+		    (rc = emit_node(w, docs[i], AS_STYLED)) ||
+		    (rc = emit(w, &ev, yaml_document_end_event_initialize(&ev, 1), NULL)))
+			return rc;
+	}
+	return emit(w, &ev, yaml_stream_end_event_initialize(&ev), NULL);
+}
+
+int doc_write_yaml(struct buf *out, struct doc_node *const *docs, size_t n, bool explicit_start,
+		   struct err_msg *em)
+{
+	struct yw w = { .out = out, .em = em };
+	size_t mark = out->len;
+	int rc;
+
+	if (!yaml_emitter_initialize(&w.e))
+		DP_FATAL("libyaml: cannot initialise an emitter");
+	yaml_emitter_set_output(&w.e, write_out, &w);
+	yaml_emitter_set_indent(&w.e, 2);
+	yaml_emitter_set_width(&w.e, -1);
+	yaml_emitter_set_unicode(&w.e, 1);
+	yaml_emitter_set_encoding(&w.e, YAML_UTF8_ENCODING);
+	rc = emit_stream(&w, docs, n, explicit_start);
+	yaml_emitter_delete(&w.e);
+	if (rc != 0) {
+		out->len = mark;
+		if (out->data)
+			out->data[mark] = '\0';
+	}
+	return rc;
+}
