@@ -108,6 +108,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 	opterr = 0;
 	/* GNU getopt permutes: options may come before or after the kind and the file. */
 	while ((ch = getopt_long(argc, argv, "f:o:ih", longopts, &idx)) != -1) {
+		const char *arg = optarg ? optarg : ""; /* every option with a value requires one */
+
 		if (!inject && (ch == 1 || ch == 'A' || ch == 'P' || ch == 'N')) {
 			fprintf(stderr, "diagport: uninject takes no injection options ('%s')\n", argv[optind - 1]);
 			return DP_EINVAL;
@@ -118,15 +120,15 @@ static int parse_args(int argc, char **argv, struct args *a)
 				fprintf(stderr, "diagport: more than one input given\n");
 				return DP_EINVAL;
 			}
-			a->file = optarg;
+			a->file = arg;
 			break;
 		case 'o':
-			if (strcmp(optarg, "json") == 0) {
+			if (strcmp(arg, "json") == 0) {
 				a->out_fmt = DOC_JSON;
-			} else if (strcmp(optarg, "yaml") == 0) {
+			} else if (strcmp(arg, "yaml") == 0) {
 				a->out_fmt = DOC_YAML;
 			} else {
-				fprintf(stderr, "diagport: -o takes json or yaml, not '%s'\n", optarg);
+				fprintf(stderr, "diagport: -o takes json or yaml, not '%s'\n", arg);
 				return DP_EINVAL;
 			}
 			break;
@@ -135,10 +137,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'A': a->all = true; break;
 		case 'X': {
 			char *end;
-			unsigned long long v = strtoull(optarg, &end, 10);
+			unsigned long long v = strtoull(arg, &end, 10);
 
 			if (*end != '\0' || v == 0) {
-				fprintf(stderr, "diagport: --max-input takes a number of bytes, not '%s'\n", optarg);
+				fprintf(stderr, "diagport: --max-input takes a number of bytes, not '%s'\n", arg);
 				return DP_EINVAL;
 			}
 			a->max_input = (size_t)v;
@@ -147,7 +149,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'P': inj_opts_set(&a->opts, "ptrace", "false", NULL); break;
 		case 'N': inj_opts_set(&a->opts, "auth", "none", NULL); break;
 		case 1:
-			if (inj_opts_set(&a->opts, longopts[idx].name, optarg, &em) != 0) {
+			if (inj_opts_set(&a->opts, longopts[idx].name, arg, &em) != 0) {
 				fprintf(stderr, "diagport: --%s\n", em.text);
 				return DP_EINVAL;
 			}
@@ -193,7 +195,7 @@ static int read_input(const struct args *a, struct buf *in, struct err_msg *em)
 	buf_init(in, a->max_input);
 	fd = name ? open(name, O_RDONLY | O_CLOEXEC) : STDIN_FILENO;
 	if (fd < 0)
-		return err_set(em, DP_EIO, "%s: cannot open: %s", name, strerror(errno));
+		return err_set(em, DP_EIO, "%s: cannot open: %s", name ? name : "<stdin>", strerror(errno));
 	rc = buf_read_fd(in, fd);
 	if (rc == DP_EIO)
 		err_set(em, DP_EIO, "%s: cannot read: %s", name ? name : "<stdin>", strerror(errno));
@@ -264,7 +266,7 @@ static int run(int argc, char **argv, bool inject)
 	struct err_msg em = { "" };
 	int rc, fmt;
 
-	if ((rc = parse_args(argc, argv, &a)) != 0) {
+	if (parse_args(argc, argv, &a) != 0) {
 		inj_opts_free(&a.opts);
 		return EX_USAGE;
 	}

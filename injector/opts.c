@@ -141,7 +141,7 @@ static int set_resources(struct inj_opts *o, const char *v, struct err_msg *em)
 
 int inj_opts_set(struct inj_opts *o, const char *name, const char *v, struct err_msg *em)
 {
-	bool b;
+	bool b = false;
 
 	if (strcmp(name, "inject") == 0) {
 		if (parse_bool(v, &b) != 0 && strcmp(v, "enabled") != 0 && strcmp(v, "disabled") != 0)
