@@ -8,6 +8,7 @@
 #   make clean
 # Switches: SANITIZER=address|undefined|address,undefined   WERROR=1 (on in CI)
 
+comma    := ,
 CC       ?= cc
 PKGS     := jansson yaml-0.1 libcurl libseccomp libmicrohttpd gnutls
 BUILD    := build
@@ -34,7 +35,6 @@ CFLAGS   += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZER)
 BUILD    := build-$(subst $(comma),-,$(SANITIZER))
 endif
-comma := ,
 
 COMMON_SRC := $(wildcard common/*.c)
 COMP_SRC   := $(wildcard injector/*.c webhook/*.c launcher/*.c fleet/*.c)
@@ -97,14 +97,15 @@ lint:
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
-FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -g -O1 -I. -Icommon -fsanitize=fuzzer,address,undefined
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' -g -O1 -I. -Icommon -fsanitize=fuzzer,address,undefined
 build-fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(COMP_SRC) | $(PREREQ_STAMP)
 	@scripts/prereqs.sh fuzz
 	@mkdir -p build-fuzz
 	clang-14 $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_SRC) $(COMP_SRC) $(PKG_LIBS)
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do echo "== $$f"; mkdir -p build-fuzz/corpus-$$(basename $$f); \
-		$$f -max_total_time=$${FUZZ_SECONDS:-30} -max_len=65536 build-fuzz/corpus-$$(basename $$f) tests/fuzz/seeds || exit 1; done
+		seeds=tests/fuzz/seeds; [ -d tests/fuzz/seeds-$${f##*fuzz_} ] && seeds=tests/fuzz/seeds-$${f##*fuzz_}; \
+		$$f -max_total_time=$${FUZZ_SECONDS:-30} -max_len=65536 build-fuzz/corpus-$$(basename $$f) $$seeds || exit 1; done
 
 clean:
 	rm -rf build build-* diagport

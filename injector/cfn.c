@@ -71,10 +71,8 @@ static int uninj_resource(const struct inj_ctx *c, struct doc_node *res, const c
 	if ((rc = uninj_taskdef(c, &inj_cfn_dialect, props, &st, what, em)) != 0)
 		return rc;
 	doc_del(dmd, "status");
-	if (inj_flag(st.wflags, 'Y') && dmd->n == 0)
-		doc_del(md, "diagport");
-	if (inj_flag(st.wflags, 'X') && md->n == 0)
-		doc_del(res, "Metadata");
+	inj_prune(md, "diagport", st.wflags, 'Y');
+	inj_prune(res, "Metadata", st.wflags, 'X');
 	return 0;
 }
 
@@ -119,11 +117,9 @@ static int inj_resource(const struct inj_ctx *c, struct doc_node *res, const cha
 	    (rc = inj_taskdef(c, &inj_cfn_dialect, props, &o, what, &st, em)) != 0)
 		goto out;
 	if (md == NULL)
-		inj_flag_add(st.wflags, sizeof(st.wflags), 'X');
-	md = doc_get_or_add_map(res, "Metadata", NULL);
+		md = inj_create(res, "Metadata", DOC_MAP, st.wflags, sizeof(st.wflags), 'X');
 	if (dmd == NULL)
-		inj_flag_add(st.wflags, sizeof(st.wflags), 'Y');
-	dmd = doc_get_or_add_map(md, "diagport", NULL);
+		dmd = inj_create(md, "diagport", DOC_MAP, st.wflags, sizeof(st.wflags), 'Y');
 	status = inj_status_format(&st, &o);
 	doc_set(dmd, "status", doc_str(status));
 	free(status);

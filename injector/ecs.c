@@ -150,11 +150,8 @@ static int add_depends(const struct inj_ctx *c, const struct inj_dialect *d, str
 
 	if (rc != 0)
 		return rc;
-	if (deps == NULL) {
-		deps = doc_seq();
-		doc_set(ctr, K(d, "dependsOn", "DependsOn"), deps);
-		inj_flag_add(cs->flags, sizeof(cs->flags), 'd');
-	}
+	if (deps == NULL)
+		deps = inj_create(ctr, K(d, "dependsOn", "DependsOn"), DOC_SEQ, cs->flags, sizeof(cs->flags), 'd');
 	dep = doc_map();
 	doc_set(dep, K(d, "containerName", "ContainerName"), doc_str(INJ_AGENT_NAME));
 	doc_set(dep, K(d, "condition", "Condition"), doc_str(healthy ? "HEALTHY" : "START"));
@@ -192,8 +189,9 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 
 		if (!sel[i])
 			continue;
-		if (name == NULL || st->n == INJ_MAX_CONTAINERS || strlen(name) >= sizeof(st->c[0].name)) {
-			rc = inj_fail(c, em, ctr, DP_EREFUSED, what, "%s[%zu] has no usable %s", defs_key, i, d->c_name);
+		if (name == NULL || !inj_name_ok(name, strlen(name)) || st->n == INJ_MAX_CONTAINERS) {
+			rc = inj_fail(c, em, ctr, DP_EREFUSED, what,
+				      "%s[%zu] has no valid %s (letters, digits, '-', '_', '.'; at most 255)", defs_key, i, d->c_name);
 			goto out;
 		}
 		snprintf(st->c[st->n].name, sizeof(st->c[0].name), "%s", name);
@@ -208,11 +206,8 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 			u.ecs_user = ecs_user(d, ctr);
 		st->n++;
 	}
-	if (vols == NULL) {
-		vols = doc_seq();
-		doc_set(td, vols_key, vols);
-		inj_flag_add(st->wflags, sizeof(st->wflags), 'V');
-	}
+	if (vols == NULL)
+		vols = inj_create(td, vols_key, DOC_SEQ, st->wflags, sizeof(st->wflags), 'V');
 	v = doc_map();
 	doc_set(v, d->v_name, doc_str(INJ_VOL_DIAG));
 	doc_push(vols, v);
@@ -247,8 +242,7 @@ int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct d
 	remove_named(defs, d->c_name, INJ_AGENT_NAME);
 	remove_named(vols, d->v_name, INJ_VOL_DIAG);
 	remove_named(vols, d->v_name, INJ_VOL_DUMPS);
-	if (inj_flag(st->wflags, 'V') && doc_is(vols, DOC_SEQ) && vols->n == 0)
-		doc_del(td, vols_key);
+	inj_prune(td, vols_key, st->wflags, 'V');
 	for (size_t i = 0; i < st->n; i++) {
 		long k = inj_seq_find(defs, d->c_name, st->c[i].name);
 		struct doc_node *ctr, *deps;
@@ -267,8 +261,7 @@ int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct d
 		deps = doc_get(ctr, deps_key);
 		if (inj_flag(st->c[i].flags, 'D'))
 			remove_named(deps, K(d, "containerName", "ContainerName"), INJ_AGENT_NAME);
-		if (inj_flag(st->c[i].flags, 'd') && doc_is(deps, DOC_SEQ) && deps->n == 0)
-			doc_del(ctr, deps_key);
+		inj_prune(ctr, deps_key, st->c[i].flags, 'd');
 	}
 	return 0;
 }
@@ -331,8 +324,7 @@ int uninj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err
 	if ((rc = uninj_taskdef(c, &inj_ecs_dialect, td, &st, what, em)) != 0)
 		goto out;
 	doc_remove(tags, (size_t)t);
-	if (inj_flag(st.wflags, 'G') && tags->n == 0)
-		doc_del(td, "tags");
+	inj_prune(td, "tags", st.wflags, 'G');
 out:
 	free(what);
 	return rc;
@@ -363,11 +355,8 @@ int inj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err_m
 	}
 	if ((rc = inj_taskdef(c, &inj_ecs_dialect, td, &o, what, &st, em)) != 0)
 		goto out;
-	if (tags == NULL) {
-		tags = doc_seq();
-		doc_set(td, "tags", tags);
-		inj_flag_add(st.wflags, sizeof(st.wflags), 'G');
-	}
+	if (tags == NULL)
+		tags = inj_create(td, "tags", DOC_SEQ, st.wflags, sizeof(st.wflags), 'G');
 	status = inj_status_format(&st, &o);
 	if (strlen(status) > 256) {
 		rc = inj_fail(c, em, td, DP_EREFUSED, what,

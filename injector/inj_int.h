@@ -52,6 +52,14 @@ struct inj_status {
 /* Flag helpers on a flags string. */
 bool inj_flag(const char *flags, char f);
 void inj_flag_add(char *flags, size_t size, char f);
+/*
+ * Make m[k] a new empty map or seq, recording flag f: in place of a null
+ * that was there (flag "f."), or appended when k was absent. Returns the new
+ * collection (borrowed). The caller has checked that m[k] is absent or null.
+ */
+struct doc_node *inj_create(struct doc_node *m, const char *k, enum doc_type t, char *flags, size_t size, char f);
+/* The inverse: when flags has f and m[k] is an empty collection again, put back the null or delete k. */
+void inj_prune(struct doc_node *m, const char *k, const char *flags, char f);
 
 /* Render (a new string) and parse a status record. */
 char *inj_status_format(const struct inj_status *st, const struct inj_opts *o);
@@ -70,6 +78,8 @@ int inj_map_field(const struct inj_ctx *c, struct doc_node *m, const char *k, co
 const char *inj_intrinsic(const struct doc_node *n);
 /* Index of the item of seq s whose key `k` has string value v, or -1. */
 long inj_seq_find(const struct doc_node *s, const char *k, const char *v);
+/* A container name both platforms accept: 1-255 of [A-Za-z0-9._-] (what the status record can hold). */
+bool inj_name_ok(const char *s, size_t len);
 /* A scalar's text as an option value ("true" for a bool, "3" for a number), or NULL. */
 const char *inj_scalar_text(const struct doc_node *n);
 

@@ -95,16 +95,11 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 	char *status;
 	int rc;
 
-	if ((rc = inj_map_field(c, holder, "metadata", what, &md, em)) != 0 ||
+	/* Already injected? Take ours out first, then apply the options as they are now. */
+	if ((rc = pod_uninject(c, holder, spec, what, em)) != 0 ||
+	    (rc = inj_map_field(c, holder, "metadata", what, &md, em)) != 0 ||
 	    (rc = inj_map_field(c, md, "annotations", what, &ann, em)) != 0)
 		return rc;
-	if (doc_get_str(ann, INJ_STATUS_KEY)) {
-		/* Already injected: take ours out, then apply the options as they are now. */
-		if ((rc = pod_uninject(c, holder, spec, what, em)) != 0)
-			return rc;
-		md = doc_get(holder, "metadata");
-		ann = doc_get(md, "annotations");
-	}
 	if ((rc = inj_opts_from_map(c, c->base, ann, true, what, &o, em)) != 0)
 		return rc;
 	if (o.inject == 0) {
@@ -136,8 +131,9 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 
 		if (!sel[i])
 			continue;
-		if (!doc_is(ctr, DOC_MAP) || name == NULL || st.n == INJ_MAX_CONTAINERS || strlen(name) >= sizeof(st.c[0].name)) {
-			rc = inj_fail(c, em, ctr, DP_EREFUSED, what, "containers[%zu] has no usable name", i);
+		if (!doc_is(ctr, DOC_MAP) || name == NULL || !inj_name_ok(name, strlen(name)) || st.n == INJ_MAX_CONTAINERS) {
+			rc = inj_fail(c, em, ctr, DP_EREFUSED, what,
+				      "containers[%zu] has no valid name (letters, digits, '-', '_', '.'; at most 255)", i);
 			goto out;
 		}
 		snprintf(st.c[st.n].name, sizeof(st.c[0].name), "%s", name);
@@ -151,32 +147,24 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 			agent_user(spec, ctr, &u);
 		first = false;
 	}
-	if (vols == NULL) {
-		vols = doc_seq();
-		doc_set(spec, "volumes", vols);
-		inj_flag_add(st.wflags, sizeof(st.wflags), 'V');
-	}
+	if (vols == NULL)
+		vols = inj_create(spec, "volumes", DOC_SEQ, st.wflags, sizeof(st.wflags), 'V');
 	doc_push(vols, volume(INJ_VOL_DIAG, &o));
 	doc_push(vols, volume(INJ_VOL_DUMPS, &o));
 	if (o.auth_secret && o.flavour == INJ_FLAVOUR_DIAGPORT)
 		doc_push(vols, volume(INJ_VOL_AUTH, &o));
 	if (o.sidecar == INJ_SIDECAR_NATIVE) {
-		if (inits == NULL) {
-			inits = doc_seq();
-			doc_set(spec, "initContainers", inits);
-			inj_flag_add(st.wflags, sizeof(st.wflags), 'I');
-		}
+		if (inits == NULL)
+			inits = inj_create(spec, "initContainers", DOC_SEQ, st.wflags, sizeof(st.wflags), 'I');
 		doc_insert(inits, 0, inj_agent_k8s(&o, &u));
 	} else {
 		doc_push(ctrs, inj_agent_k8s(&o, &u));
 		inj_flag_add(st.wflags, sizeof(st.wflags), 'S');
 	}
 	if (md == NULL)
-		inj_flag_add(st.wflags, sizeof(st.wflags), 'T');
-	md = doc_get_or_add_map(holder, "metadata", NULL);
+		md = inj_create(holder, "metadata", DOC_MAP, st.wflags, sizeof(st.wflags), 'T');
 	if (ann == NULL)
-		inj_flag_add(st.wflags, sizeof(st.wflags), 'A');
-	ann = doc_get_or_add_map(md, "annotations", NULL);
+		ann = inj_create(md, "annotations", DOC_MAP, st.wflags, sizeof(st.wflags), 'A');
 	status = inj_status_format(&st, &o);
 	doc_set(ann, INJ_STATUS_KEY, doc_str(status));
 	free(status);
@@ -216,14 +204,11 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 	}
 	remove_named(doc_get(spec, "initContainers"), "name", INJ_AGENT_NAME);
 	remove_named(ctrs, "name", INJ_AGENT_NAME);
-	if (inj_flag(st.wflags, 'I') && doc_is(doc_get(spec, "initContainers"), DOC_SEQ) &&
-	    doc_get(spec, "initContainers")->n == 0)
-		doc_del(spec, "initContainers");
+	inj_prune(spec, "initContainers", st.wflags, 'I');
 	remove_named(vols, "name", INJ_VOL_DIAG);
 	remove_named(vols, "name", INJ_VOL_DUMPS);
 	remove_named(vols, "name", INJ_VOL_AUTH);
-	if (inj_flag(st.wflags, 'V') && doc_is(vols, DOC_SEQ) && vols->n == 0)
-		doc_del(spec, "volumes");
+	inj_prune(spec, "volumes", st.wflags, 'V');
 	for (size_t i = 0; i < st.n; i++) {
 		long k = inj_seq_find(ctrs, "name", st.c[i].name);
 		char *cwhat;
@@ -239,10 +224,8 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 			return rc;
 	}
 	doc_del(ann, INJ_STATUS_KEY);
-	if (inj_flag(st.wflags, 'A') && ann->n == 0)
-		doc_del(md, "annotations");
-	if (inj_flag(st.wflags, 'T') && md->n == 0)
-		doc_del(holder, "metadata");
+	inj_prune(md, "annotations", st.wflags, 'A');
+	inj_prune(holder, "metadata", st.wflags, 'T');
 	return 0;
 }
 

@@ -73,8 +73,7 @@ static int parse_bool(const char *v, bool *out)
 	return DP_EINVAL;
 }
 
-/* A DNS-label-like name (Kubernetes and ECS container and Secret names). */
-static bool name_ok(const char *s, size_t len)
+bool inj_name_ok(const char *s, size_t len)
 {
 	if (len == 0 || len > 255)
 		return false;
@@ -93,7 +92,7 @@ static int set_containers(struct inj_opts *o, const char *v, struct err_msg *em)
 	while (*p) {
 		size_t n = strcspn(p, ",");
 
-		if (!name_ok(p, n))
+		if (!inj_name_ok(p, n))
 			return err_set(em, DP_EINVAL,
 				       "option containers: '%.*s' is not a container name (expected a comma-separated list of names)",
 				       (int)n, p);

@@ -126,11 +126,8 @@ static int add_env(const struct inj_ctx *c, const struct inj_dialect *d, struct 
 						"set it as a plain value, or leave this container out (containers option)",
 						INJ_ENV, d->c_secrets);
 		}
-		if (env == NULL) {
-			env = doc_seq();
-			doc_set(ctr, d->c_env, env);
-			inj_flag_add(cs->flags, sizeof(cs->flags), 'l');
-		}
+		if (env == NULL)
+			env = inj_create(ctr, d->c_env, DOC_SEQ, cs->flags, sizeof(cs->flags), 'l');
 		item = doc_map();
 		doc_set(item, d->e_name, doc_str(INJ_ENV));
 		doc_set(item, d->e_value, doc_str(ours));
@@ -205,11 +202,9 @@ static int add_ptrace(const struct inj_ctx *c, const struct inj_dialect *d, stru
 		return 0;
 	cur = ctr;
 	for (int k = 0; k < 3; k++) {
-		if (lvl[k] == NULL) {
-			lvl[k] = k == 2 ? doc_seq() : doc_map();
-			doc_set(cur, d->caps[k], lvl[k]);
-			inj_flag_add(cs->flags, sizeof(cs->flags), (char)('1' + k));
-		}
+		if (lvl[k] == NULL)
+			lvl[k] = inj_create(cur, d->caps[k], k == 2 ? DOC_SEQ : DOC_MAP, cs->flags, sizeof(cs->flags),
+					    (char)('1' + k));
 		cur = lvl[k];
 	}
 	doc_push(lvl[2], doc_str("SYS_PTRACE"));
@@ -229,26 +224,14 @@ int inj_container(const struct inj_ctx *c, const struct inj_dialect *d, struct d
 		return rc;
 	if ((rc = add_env(c, d, ctr, env, o, what, cs, em)) != 0)
 		return rc;
-	if (mounts == NULL) {
-		mounts = doc_seq();
-		doc_set(ctr, d->c_mounts, mounts);
-		inj_flag_add(cs->flags, sizeof(cs->flags), 'm');
-	}
+	if (mounts == NULL)
+		mounts = inj_create(ctr, d->c_mounts, DOC_SEQ, cs->flags, sizeof(cs->flags), 'm');
 	doc_push(mounts, mount_node(d, INJ_VOL_DIAG, INJ_DIAG_DIR));
 	doc_push(mounts, mount_node(d, INJ_VOL_DUMPS, INJ_DUMPS_DIR));
 	inj_flag_add(cs->flags, sizeof(cs->flags), 'M');
 	if (o->ptrace)
 		return add_ptrace(c, d, ctr, what, cs, em);
 	return 0;
-}
-
-/* Delete m[k] when the status says we created it and it is now empty. */
-static void prune(struct doc_node *m, const char *k, const char *flags, char f)
-{
-	struct doc_node *v = doc_get(m, k);
-
-	if (v && inj_flag(flags, f) && (v->type == DOC_MAP || v->type == DOC_SEQ) && v->n == 0)
-		doc_del(m, k);
 }
 
 static int undo_env(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctr,
@@ -285,7 +268,7 @@ static int undo_env(const struct inj_ctx *c, const struct inj_dialect *d, struct
 					INJ_ENV, INJ_SOCKET);
 		}
 	}
-	prune(ctr, d->c_env, flags, 'l');
+	inj_prune(ctr, d->c_env, flags, 'l');
 	return 0;
 }
 
@@ -306,10 +289,10 @@ static void undo_ptrace(const struct inj_dialect *d, struct doc_node *ctr, const
 		}
 	}
 	if (l2)
-		prune(l2, d->caps[2], flags, '3');
+		inj_prune(l2, d->caps[2], flags, '3');
 	if (l1)
-		prune(l1, d->caps[1], flags, '2');
-	prune(ctr, d->caps[0], flags, '1');
+		inj_prune(l1, d->caps[1], flags, '2');
+	inj_prune(ctr, d->caps[0], flags, '1');
 }
 
 int uninj_container(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctr,
@@ -325,7 +308,7 @@ int uninj_container(const struct inj_ctx *c, const struct inj_dialect *d, struct
 			if (vol && (strcmp(vol, INJ_VOL_DIAG) == 0 || strcmp(vol, INJ_VOL_DUMPS) == 0))
 				doc_remove(mounts, i);
 		}
-		prune(ctr, d->c_mounts, cs->flags, 'm');
+		inj_prune(ctr, d->c_mounts, cs->flags, 'm');
 	}
 	if ((rc = undo_env(c, d, ctr, cs->flags, what, em)) != 0)
 		return rc;

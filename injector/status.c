@@ -18,6 +18,9 @@
  *   l  the env list was created
  *   P  SYS_PTRACE added                   1 2 3  capability path levels created
  *   D  dependsOn on the agent added (ECS) d  the dependsOn list was created
+ * A mark right after a "was created" letter means it replaced a null (such
+ * as `env:` with nothing under it), and which spelling: . "" _ null = ~
+ * - Null / NULL; uninject puts that null back.
  */
 #include "inj_int.h"
 
@@ -33,6 +36,20 @@ bool inj_flag(const char *flags, char f)
 	return strchr(flags, f) != NULL;
 }
 
+/* Insert c right after flag f (the "was null" mark). */
+static void inj_flag_add_after(char *flags, size_t size, char f, char c)
+{
+	char *p = strchr(flags, f);
+	size_t n = strlen(flags);
+
+	if (p == NULL || p[1] == c)
+		return;
+	if (n + 1 >= size)
+		DP_FATAL("status flags overflow");
+	memmove(p + 2, p + 1, n - (size_t)(p - flags));
+	p[1] = c;
+}
+
 void inj_flag_add(char *flags, size_t size, char f)
 {
 	size_t n = strlen(flags);
@@ -43,6 +60,46 @@ void inj_flag_add(char *flags, size_t size, char f)
 		DP_FATAL("status flags overflow");
 	flags[n] = f;
 	flags[n + 1] = '\0';
+}
+
+/*
+ * The spellings of a null that a created collection replaced, each with the
+ * mark that follows its flag letter (characters an ECS tag value allows).
+ */
+static const struct { char mark; const char *text; } null_marks[] = {
+	{ '.', "" }, { '_', "null" }, { '=', "~" }, { '-', "Null" }, { '/', "NULL" },
+};
+
+struct doc_node *inj_create(struct doc_node *m, const char *k, enum doc_type t, char *flags, size_t size, char f)
+{
+	struct doc_node *old = doc_get(m, k), *v = t == DOC_MAP ? doc_map() : doc_seq();
+	char mark = '_';
+
+	for (size_t i = 0; old && i < sizeof(null_marks) / sizeof(null_marks[0]); i++)
+		if (strcmp(old->text ? old->text : "", null_marks[i].text) == 0)
+			mark = null_marks[i].mark;
+	inj_flag_add(flags, size, f);
+	if (old)
+		inj_flag_add_after(flags, size, f, mark);
+	doc_set(m, k, v); /* replaces the null in place, else appends */
+	return v;
+}
+
+void inj_prune(struct doc_node *m, const char *k, const char *flags, char f)
+{
+	struct doc_node *v = doc_get(m, k);
+	const char *p = strchr(flags, f);
+
+	if (p == NULL || v == NULL || (v->type != DOC_MAP && v->type != DOC_SEQ) || v->n != 0)
+		return;
+	for (size_t i = 0; i < sizeof(null_marks) / sizeof(null_marks[0]); i++)
+		if (p[1] == null_marks[i].mark) {
+			struct doc_node *n = doc_scalar(DOC_NULL, null_marks[i].text, strlen(null_marks[i].text));
+
+			doc_set(m, k, n);
+			return;
+		}
+	doc_del(m, k);
 }
 
 char *inj_status_format(const struct inj_status *st, const struct inj_opts *o)

@@ -70,7 +70,7 @@ static int typed_field(const struct inj_ctx *c, struct doc_node *m, const char *
 {
 	struct doc_node *v = doc_get(m, k);
 
-	if (v == NULL || ((v->type == t || v->type == DOC_NULL) && !inj_intrinsic(v))) {
+	if (v == NULL || (v->type == t && !inj_intrinsic(v)) || (v->type == DOC_NULL && v->tag == NULL)) {
 		*out = v && v->type == t ? v : NULL;
 		return 0;
 	}
