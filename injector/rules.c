@@ -346,8 +346,18 @@ int inj_select(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_
 {
 	const char *p = o->containers;
 
-	for (size_t i = 0; i < ctrs->n; i++)
+	for (size_t i = 0; i < ctrs->n; i++) {
+		const char *a = doc_get_str(ctrs->vals[i], d->c_name);
+
 		sel[i] = p == NULL;
+		for (size_t k = 0; a && k < i; k++) {
+			const char *b = doc_get_str(ctrs->vals[k], d->c_name);
+
+			if (b && strcmp(a, b) == 0)
+				return inj_fail(c, em, ctrs->vals[i], DP_EREFUSED, what,
+						"two containers are named %s; %s requires unique names", a, d->platform);
+		}
+	}
 	while (p && *p) {
 		size_t n = strcspn(p, ",");
 		bool found = false;
