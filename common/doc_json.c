@@ -430,7 +430,7 @@ static int parse_object(struct jr *r, struct doc_node *m)
 
 static int parse_array(struct jr *r, struct doc_node *s)
 {
-	struct doc_node *v;
+	struct doc_node *v = NULL;
 	int rc;
 
 	r->p++;
@@ -517,7 +517,7 @@ int doc_read_json(const char *bytes, size_t len, const char *name,
 		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em)
 {
 	struct jr r = { .line = 1, .name = name ? name : "<input>", .em = em };
-	struct doc_node **docs = NULL, *v;
+	struct doc_node **docs = NULL, *v = NULL;
 	size_t n = 0, alloc = 0;
 	int indent = 0, rc = 0;
 

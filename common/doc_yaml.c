@@ -261,7 +261,7 @@ static size_t anchor_slot(const struct yr *r, const char *name)
 
 	for (const char *c = name; *c; c++)
 		h = h * 33 + (unsigned char)*c;
-	for (h &= r->anchor_cap - 1; r->anchors[h].name && strcmp(r->anchors[h].name, name);
+	for (h &= r->anchor_cap - 1; r->anchors[h].name && strcmp(r->anchors[h].name, name) != 0;
 	     h = (h + 1) & (r->anchor_cap - 1))
 		;
 	return h;
@@ -425,6 +425,8 @@ static int parse_pair(struct yr *r, struct doc_node *m)
 		return yr_err(r, at, DP_EUNSUPPORTED, "a map key that is a collection is not supported");
 	if ((rc = parse_node(r, &k, true)) != 0)
 		return rc;
+	if (k == NULL)
+		return DP_EINTERNAL;
 	if (k->type == DOC_MAP || k->type == DOC_SEQ)
 		rc = yr_err(r, at, DP_EUNSUPPORTED, "a map key that is a collection is not supported");
 	else if (k->type == DOC_NULL && k->len == 0 && k->tag == NULL)
@@ -454,7 +456,7 @@ static int parse_collection(struct yr *r, struct doc_node **out)
 	char *anchor = anchor_ev ? mem_strdup((const char *)anchor_ev) : NULL;
 	bool flow = map ? r->ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE
 			: r->ev.data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
-	struct doc_node *c, *v;
+	struct doc_node *c, *v = NULL;
 	int rc;
 
 	if ((rc = count(r, 1)) == 0 && ++r->depth > r->lim->max_depth)
@@ -520,13 +522,13 @@ static int parse_node(struct yr *r, struct doc_node **out, bool is_key)
 /* A document that held nothing: what a trailing "---" leaves behind. */
 static bool empty_document(const struct doc_node *n)
 {
-	return n->type == DOC_NULL && n->len == 0 && n->tag == NULL && n->style == DOC_STYLE_PLAIN;
+	return n == NULL || (n->type == DOC_NULL && n->len == 0 && n->tag == NULL && n->style == DOC_STYLE_PLAIN);
 }
 
 /* The documents of the stream; the parser is positioned before STREAM-START. */
 static int read_documents(struct yr *r, struct doc_stream *s)
 {
-	struct doc_node *root;
+	struct doc_node *root = NULL;
 	bool explicit_start;
 	int rc;
 
