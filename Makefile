@@ -83,6 +83,7 @@ test: diagport $(UNIT_BIN)
 	@BUILD=$(BUILD) tests/run
 
 demo: diagport
+	@scripts/prereqs.sh demo
 	@scripts/demo.sh
 
 bench: diagport

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# prereqs.sh MODE - install what MODE (build|test|bench|lint|fuzz) needs, and
+# prereqs.sh MODE - install what MODE (build|demo|test|bench|lint|fuzz) needs, and
 # nothing else. Called by every Makefile target before it does its work, so it
 # must be quiet and fast when everything is present: it only looks (dpkg-query,
 # command -v, a stamp file) and calls apt-get or npm when something is missing,
@@ -11,7 +11,7 @@
 set -euo pipefail
 
 usage() {
-	echo "usage: scripts/prereqs.sh build|test|bench|lint|fuzz" >&2
+	echo "usage: scripts/prereqs.sh build|demo|test|bench|lint|fuzz" >&2
 	exit 2
 }
 [ $# -eq 1 ] || usage
@@ -30,6 +30,8 @@ want=()
 want_npm=0
 case $mode in
 build) want=("${build_pkgs[@]}") ;;
+# the demo pipes through kubectl
+demo) want=("${build_pkgs[@]}") ;;
 test) want=("${build_pkgs[@]}" "${test_pkgs[@]}"); want_npm=1 ;;
 bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}"); want_npm=1 ;;
 # lint and fuzz compile the sources too, so they need the build headers.
@@ -60,7 +62,9 @@ for p in "${want[@]}"; do
 	installed "$p" || add_missing "$p"
 done
 
-if [ "$mode" != build ] && [ "$mode" != lint ] && [ "$mode" != fuzz ]; then
+if [ "$mode" = demo ]; then
+	command -v kubectl >/dev/null 2>&1 || add_missing kubernetes-client
+elif [ "$mode" != build ] && [ "$mode" != lint ] && [ "$mode" != fuzz ]; then
 	# The tests call Debian's AWS CLI and Debian's python3 by absolute path:
 	# an `aws` or `python3` earlier on PATH may be another installation.
 	[ -x /usr/bin/aws ] || add_missing awscli
