@@ -499,3 +499,26 @@ int doc_write(struct buf *out, const struct doc_stream *s, enum doc_format fmt, 
 	}
 	return 0;
 }
+
+int doc_dup_error(const struct doc_node *m, const char *name, struct err_msg *em)
+{
+	size_t a, b;
+	const struct doc_node *k;
+
+	if (!doc_dup_key(m, &a, &b))
+		return 0;
+	k = m->keys[b];
+	return err_set(em, DP_ESYNTAX, "%s:%u:%u: duplicate key \"%s\" (lines %u and %u)", name, k->line, k->col,
+		       k->text, m->keys[a]->line, k->line);
+}
+
+void doc_append_pair(struct doc_node *m, struct doc_node *k, struct doc_node *v)
+{
+	if (m->n == m->alloc) {
+		m->alloc = m->alloc ? m->alloc * 2 : 4;
+		m->keys = mem_realloc(m->keys, m->alloc * sizeof(*m->keys));
+		m->vals = mem_realloc(m->vals, m->alloc * sizeof(*m->vals));
+	}
+	m->keys[m->n] = k;
+	m->vals[m->n++] = v;
+}

@@ -89,12 +89,16 @@ bool doc_equal(const struct doc_node *a, const struct doc_node *b);
  * hash set above 16 keys, so it stays O(n) on a 10,000-resource template.
  */
 bool doc_dup_key(const struct doc_node *m, size_t *first, size_t *second);
+/* When map m has a duplicate key: fill em with "NAME:LINE:COL: duplicate key ..." and return DP_ESYNTAX; else 0. */
+int doc_dup_error(const struct doc_node *m, const char *name, struct err_msg *em);
 
 /* ---- changing (steal the node given) ---- */
 /* Set m[k] = v: replaces in place when k exists (the old value is freed), else appends. */
 void doc_set(struct doc_node *m, const char *k, struct doc_node *v);
 /* Insert key k at index i (0..n); k must not exist. */
 void doc_insert_at(struct doc_node *m, size_t i, const char *k, struct doc_node *v);
+/* Append the pair (key node k, value v) to map m, stealing both, without a duplicate check (readers check once per map). */
+void doc_append_pair(struct doc_node *m, struct doc_node *k, struct doc_node *v);
 /* Remove m[k] and free it; returns true when it was there. */
 bool doc_del(struct doc_node *m, const char *k);
 /* The map under m[k], created (appended) when absent. NULL when m[k] exists but is not a map. */

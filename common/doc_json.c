@@ -359,15 +359,7 @@ static int enter(struct jr *r)
 
 static int dup_check(struct jr *r, const struct doc_node *m)
 {
-	size_t a, b;
-	const struct doc_node *k;
-
-	if (!doc_dup_key(m, &a, &b))
-		return 0;
-	k = m->keys[b];
-	err_set(r->em, DP_ESYNTAX, "%s:%u:%u: duplicate key \"%s\" (lines %u and %u)", r->name,
-		k->line, k->col, k->text, m->keys[a]->line, k->line);
-	return DP_ESYNTAX;
+	return doc_dup_error(m, r->name, r->em);
 }
 
 /* One "key": value member of the object m; r->p is at the key. */
@@ -393,13 +385,7 @@ static int parse_member(struct jr *r, struct doc_node *m, bool after_comma)
 		doc_free(k);
 		return rc;
 	}
-	if (m->n == m->alloc) {
-		m->alloc = m->alloc ? m->alloc * 2 : 4;
-		m->keys = mem_realloc(m->keys, m->alloc * sizeof(*m->keys));
-		m->vals = mem_realloc(m->vals, m->alloc * sizeof(*m->vals));
-	}
-	m->keys[m->n] = k;
-	m->vals[m->n++] = v;
+	doc_append_pair(m, k, v);
 	return 0;
 }
 

@@ -403,15 +403,7 @@ static int parse_scalar(struct yr *r, struct doc_node **out)
 
 static int dup_check(struct yr *r, const struct doc_node *m)
 {
-	size_t a, b;
-	const struct doc_node *k;
-
-	if (!doc_dup_key(m, &a, &b))
-		return 0;
-	k = m->keys[b];
-	err_set(r->em, DP_ESYNTAX, "%s:%u:%u: duplicate key \"%s\" (lines %u and %u)", r->name,
-		k->line, k->col, k->text, m->keys[a]->line, k->line);
-	return DP_ESYNTAX;
+	return doc_dup_error(m, r->name, r->em);
 }
 
 /* One key: value pair into map m; the current event starts the key. */
@@ -437,13 +429,7 @@ static int parse_pair(struct yr *r, struct doc_node *m)
 		doc_free(k);
 		return rc;
 	}
-	if (m->n == m->alloc) {
-		m->alloc = m->alloc ? m->alloc * 2 : 4;
-		m->keys = mem_realloc(m->keys, m->alloc * sizeof(*m->keys));
-		m->vals = mem_realloc(m->vals, m->alloc * sizeof(*m->vals));
-	}
-	m->keys[m->n] = k;
-	m->vals[m->n++] = v;
+	doc_append_pair(m, k, v);
 	return 0;
 }
 

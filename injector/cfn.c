@@ -55,17 +55,13 @@ static int uninj_resource(const struct inj_ctx *c, struct doc_node *res, const c
 {
 	struct doc_node *md = doc_get(res, "Metadata"), *dmd = doc_get(md, "diagport");
 	struct doc_node *props = doc_get(res, "Properties");
-	const char *text = doc_get_str(dmd, "status");
 	struct inj_status st;
 	int rc;
 
-	if (text == NULL)
+	if (doc_get(dmd, "status") == NULL)
 		return 0;
-	if ((rc = inj_status_parse(text, &st, em)) != 0) {
-		struct err_msg inner = *em;
-
-		return inj_fail(c, em, doc_get(dmd, "status"), rc, what, "Metadata.diagport.status: %s", inner.text);
-	}
+	if ((rc = inj_status_load(c, doc_get(dmd, "status"), "Metadata.diagport.status", what, &st, em)) != 0)
+		return rc;
 	if (!doc_is(props, DOC_MAP))
 		return inj_fail(c, em, res, DP_EREFUSED, what, "has a status record but no Properties");
 	if ((rc = uninj_taskdef(c, &inj_cfn_dialect, props, &st, what, em)) != 0)

@@ -314,14 +314,8 @@ int uninj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err
 	if (t < 0)
 		return 0;
 	what = ecs_what(td);
-	rc = inj_status_parse(doc_get_str(tags->vals[t], "value") ? doc_get_str(tags->vals[t], "value") : "", &st, em);
-	if (rc != 0) {
-		struct err_msg inner = *em;
-
-		rc = inj_fail(c, em, tags->vals[t], rc, what, "tag %s: %s", INJ_STATUS_KEY, inner.text);
-		goto out;
-	}
-	if ((rc = uninj_taskdef(c, &inj_ecs_dialect, td, &st, what, em)) != 0)
+	if ((rc = inj_status_load(c, doc_get(tags->vals[t], "value"), "tag " INJ_STATUS_KEY, what, &st, em)) != 0 ||
+	    (rc = uninj_taskdef(c, &inj_ecs_dialect, td, &st, what, em)) != 0)
 		goto out;
 	doc_remove(tags, (size_t)t);
 	inj_prune(td, "tags", st.wflags, 'G');

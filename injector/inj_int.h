@@ -64,6 +64,9 @@ void inj_prune(struct doc_node *m, const char *k, const char *flags, char f);
 /* Render (a new string) and parse a status record. */
 char *inj_status_format(const struct inj_status *st, const struct inj_opts *o);
 int inj_status_parse(const char *text, struct inj_status *st, struct err_msg *em);
+/* Parse the status record held by node n (found at `field`), with a message naming where it is. */
+int inj_status_load(const struct inj_ctx *c, const struct doc_node *n, const char *field, const char *what,
+		    struct inj_status *st, struct err_msg *em);
 
 /* Message with position: "FILE:LINE:COL: WHAT: message" (position left out when unknown). */
 int inj_fail(const struct inj_ctx *c, struct err_msg *em, const struct doc_node *at, int code,

@@ -191,17 +191,13 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 {
 	struct doc_node *md = doc_get(holder, "metadata"), *ann = doc_get(md, "annotations");
 	struct doc_node *ctrs = doc_get(spec, "containers"), *vols = doc_get(spec, "volumes");
-	const char *text = doc_get_str(ann, INJ_STATUS_KEY);
 	struct inj_status st;
 	int rc;
 
-	if (text == NULL)
+	if (doc_get(ann, INJ_STATUS_KEY) == NULL)
 		return 0;
-	if ((rc = inj_status_parse(text, &st, em)) != 0) {
-		struct err_msg inner = *em;
-
-		return inj_fail(c, em, doc_get(ann, INJ_STATUS_KEY), rc, what, "%s: %s", INJ_STATUS_KEY, inner.text);
-	}
+	if ((rc = inj_status_load(c, doc_get(ann, INJ_STATUS_KEY), INJ_STATUS_KEY, what, &st, em)) != 0)
+		return rc;
 	remove_named(doc_get(spec, "initContainers"), "name", INJ_AGENT_NAME);
 	remove_named(ctrs, "name", INJ_AGENT_NAME);
 	inj_prune(spec, "initContainers", st.wflags, 'I');

@@ -102,6 +102,20 @@ void inj_prune(struct doc_node *m, const char *k, const char *flags, char f)
 	doc_del(m, k);
 }
 
+int inj_status_load(const struct inj_ctx *c, const struct doc_node *n, const char *field, const char *what,
+		    struct inj_status *st, struct err_msg *em)
+{
+	const char *text = doc_strval(n);
+	int rc = inj_status_parse(text ? text : "", st, em);
+
+	if (rc != 0) {
+		struct err_msg inner = *em;
+
+		rc = inj_fail(c, em, n, rc, what, "%s: %s", field, inner.text);
+	}
+	return rc;
+}
+
 char *inj_status_format(const struct inj_status *st, const struct inj_opts *o)
 {
 	struct buf b;
