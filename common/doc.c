@@ -514,11 +514,8 @@ int doc_dup_error(const struct doc_node *m, const char *name, struct err_msg *em
 
 void doc_append_pair(struct doc_node *m, struct doc_node *k, struct doc_node *v)
 {
-	if (m->n == m->alloc) {
-		m->alloc = m->alloc ? m->alloc * 2 : 4;
-		m->keys = mem_realloc(m->keys, m->alloc * sizeof(*m->keys));
-		m->vals = mem_realloc(m->vals, m->alloc * sizeof(*m->vals));
-	}
+	need_type(m, DOC_MAP, "doc_append_pair");
+	grow(m);
 	m->keys[m->n] = k;
 	m->vals[m->n++] = v;
 }
