@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "injector/cli.h"
+#include "launcher/cli.h"
 #include "mem.h"
 
 struct subcommand {
@@ -18,6 +19,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
 	{ "inject", inj_cli_inject, "add diagnostics to Kubernetes objects, ECS task definitions, CloudFormation templates" },
 	{ "uninject", inj_cli_uninject, "remove exactly what inject added" },
+	{ "launch", launch_cli, "the in-container agent: own the diagnostic port (and optionally start the app)" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,10 @@
+/*
+ * cli.h - `diagport launch`: the in-container agent. Returns the exit status
+ * (in init mode, the app's: its code, or 128+N when killed by signal N).
+ */
+#ifndef DP_LAUNCH_CLI_H
+#define DP_LAUNCH_CLI_H
+
+int launch_cli(int argc, char **argv);
+
+#endif
