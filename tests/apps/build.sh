@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# tests/apps/build.sh [OUTDIR] - builds the .NET apps diagport's tests attach
+# to, offline, into OUTDIR (default build/apps, relative to the repository):
+#
+#   OUTDIR/webapp/webapp.dll     run as: ASPNETCORE_URLS=http://127.0.0.1:PORT dotnet OUTDIR/webapp/webapp.dll
+#   OUTDIR/console/console.dll   run as: dotnet OUTDIR/console/console.dll [sleep N | exit N | signal]
+#
+# The apps reference no packages, so restore needs only the targeting packs
+# that ship with the SDK; tests/apps/NuGet.config clears every package source
+# so nothing reaches for the network. Intermediate files go to OUTDIR/.artifacts,
+# never next to the sources. An app whose dll is newer than every file of its
+# source directory (and this script and NuGet.config) is not rebuilt.
+#
+# Prints one line per app: "built NAME: PATH (Ns)" or "up to date NAME: PATH".
+# On a failed build, the build's output goes to stderr and the exit status is 1.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=${1:-$root/build/apps}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 \
+	DOTNET_SKIP_FIRST_TIME_EXPERIENCE=1 DOTNET_CLI_WORKLOAD_UPDATE_NOTIFY_DISABLE=1 \
+	DOTNET_GENERATE_ASPNET_CERTIFICATE=false DOTNET_CLI_USE_MSBUILD_SERVER=0 \
+	MSBUILDDISABLENODEREUSE=1
+
+command -v dotnet >/dev/null || { echo "build.sh: dotnet not found" >&2; exit 1; }
+
+# up_to_date APP DLL: true when DLL exists and no source is newer.
+up_to_date() {
+	[ -f "$2" ] || return 1
+	[ -z "$(find "$here/$1" "$here/NuGet.config" "$here/build.sh" \
+		-newer "$2" -type f -print -quit)" ]
+}
+
+build() {
+	local app=$1 dll=$out/$1/$1.dll log start
+	if up_to_date "$app" "$dll"; then
+		echo "up to date $app: $dll"
+		return 0
+	fi
+	log=$out/.artifacts/$app.log
+	mkdir -p "$out/.artifacts"
+	start=$SECONDS
+	# No build servers: nothing outlives the build holding our output open.
+	if ! dotnet build "$here/$app/$app.csproj" -c Release --nologo \
+		-o "$out/$app" --artifacts-path "$out/.artifacts" \
+		-nodeReuse:false -p:UseSharedCompilation=false \
+		-p:UseAppHost=false -p:TreatWarningsAsErrors=false \
+		>"$log" 2>&1; then
+		cat "$log" >&2
+		echo "build.sh: building $app failed" >&2
+		return 1
+	fi
+	# msbuild leaves the dll's old time when nothing changed: mark it fresh.
+	touch "$dll"
+	echo "built $app: $dll ($((SECONDS - start))s)"
+}
+
+build webapp
+build console

@@ -1,0 +1,143 @@
+// webapp - the ASP.NET Core app diagport's tests attach to.
+//
+// Each endpoint puts the runtime into a state that a dump, a stack listing or
+// a trace should show by name: threads waiting on a lock (LockContention.*),
+// a thread burning CPU (HotLoop.Spin), a heap growing with LeakedBuffer
+// objects. Work is started on dedicated threads and the request returns at
+// once, so a test can start the state and then attach while it lasts.
+//
+// It listens on ASPNETCORE_URLS (the tests pass http://127.0.0.1:PORT) and
+// prints "READY <pid>" on stdout once the server accepts connections.
+
+using System.Runtime.CompilerServices;
+
+var builder = WebApplication.CreateBuilder(args);
+// Only warnings and errors: stdout is read by the tests for the READY line.
+builder.Logging.SetMinimumLevel(LogLevel.Warning);
+var app = builder.Build();
+
+app.Lifetime.ApplicationStarted.Register(
+    () => Console.WriteLine($"READY {Environment.ProcessId}"));
+
+app.MapGet("/", () => "ok");
+
+app.MapGet("/pid", () => Environment.ProcessId.ToString());
+
+// Every count is capped so a typo cannot take the machine down.
+app.MapGet("/blocking-threads", (int? count, int? seconds) =>
+{
+    int n = count ?? 8, s = seconds ?? 300;
+    if (n < 1 || n > 256 || s < 1 || s > 3600)
+        return Results.Text("count must be 1..256, seconds 1..3600\n", statusCode: 400);
+    LockContention.Start(n, s);
+    return Results.Text($"started {n} threads blocked for {s} s\n");
+});
+
+app.MapGet("/high-cpu", (int? seconds) =>
+{
+    int s = seconds ?? 10;
+    if (s < 1 || s > 3600)
+        return Results.Text("seconds must be 1..3600\n", statusCode: 400);
+    HotLoop.Start(s);
+    return Results.Text($"spinning for {s} s\n");
+});
+
+app.MapGet("/memory-leak", (int? mb) =>
+{
+    int m = mb ?? 50;
+    if (m < 1 || m > 4096)
+        return Results.Text("mb must be 1..4096\n", statusCode: 400);
+    return Results.Text($"{LeakedBuffer.Retain(m)}\n");
+});
+
+app.Run();
+
+// One lock per request: a holder thread takes it and sleeps, N waiters block
+// in Monitor.Enter until the holder lets go after the given seconds.
+static class LockContention
+{
+    public static void Start(int waiters, int seconds)
+    {
+        var gate = new object();
+        var held = new ManualResetEventSlim();
+        var holder = new Thread(() => Hold(gate, held, seconds))
+            { IsBackground = true, Name = "lock-holder" };
+        holder.Start();
+        held.Wait();
+        for (int i = 0; i < waiters; i++)
+        {
+            var t = new Thread(() => Wait(gate))
+                { IsBackground = true, Name = $"lock-waiter-{i}" };
+            t.Start();
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Hold(object gate, ManualResetEventSlim held, int seconds)
+    {
+        lock (gate)
+        {
+            held.Set();
+            Thread.Sleep(TimeSpan.FromSeconds(seconds));
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Wait(object gate)
+    {
+        lock (gate)
+        {
+        }
+    }
+}
+
+static class HotLoop
+{
+    public static void Start(int seconds)
+    {
+        var t = new Thread(() => Spin(seconds))
+            { IsBackground = true, Name = "hot-loop" };
+        t.Start();
+    }
+
+    // Kept out of line so it appears as its own frame in samples and stacks.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static ulong Spin(int seconds)
+    {
+        var until = Environment.TickCount64 + seconds * 1000L;
+        ulong x = 0;
+        while (Environment.TickCount64 < until)
+        {
+            for (int i = 0; i < 100_000; i++)
+                x = x * 6364136223846793005UL + 1442695040888963407UL;
+        }
+        return x;
+    }
+}
+
+// 64 KiB each: below the large-object threshold, so they live (and are
+// counted) in the ordinary generations. Never freed.
+sealed class LeakedBuffer
+{
+    public const int Size = 64 * 1024;
+    static readonly List<LeakedBuffer> Retained = new();
+    readonly byte[] data = new byte[Size];
+
+    LeakedBuffer()
+    {
+        // Touch every page so the memory is resident, not just reserved.
+        for (int i = 0; i < data.Length; i += 4096)
+            data[i] = 1;
+    }
+
+    // Adds mb MiB; returns the total retained so far, in MiB.
+    public static long Retain(int mb)
+    {
+        lock (Retained)
+        {
+            for (int i = 0; i < mb * (1024 * 1024 / Size); i++)
+                Retained.Add(new LeakedBuffer());
+            return (long)Retained.Count * Size / (1024 * 1024);
+        }
+    }
+}
