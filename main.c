@@ -19,6 +19,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
 	{ "inject", inj_cli_inject, "add diagnostics to Kubernetes objects, ECS task definitions, CloudFormation templates" },
 	{ "uninject", inj_cli_uninject, "remove exactly what inject added" },
+	{ "health", health_cli, "exit 0 when the local agent is ready (for probes without a shell)" },
 	{ "launch", launch_cli, "the in-container agent: own the diagnostic port (and optionally start the app)" },
 };
 

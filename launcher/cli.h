@@ -6,5 +6,7 @@
 #define DP_LAUNCH_CLI_H
 
 int launch_cli(int argc, char **argv);
+/* `diagport health [--port N]`: 0 when the local agent answers /healthz. */
+int health_cli(int argc, char **argv);
 
 #endif

@@ -1,0 +1,51 @@
+/*
+ * httpd.h - the HTTP server every diagport daemon uses: libmicrohttpd,
+ * one daemon per listen URL, a thread per connection (a dump download may
+ * take minutes), caps on connections, header memory and idle time.
+ *
+ * A handler is called once per request and must answer with exactly one
+ * httpd_send* call. Request bodies are refused (413) until a route needs one.
+ */
+#ifndef DP_HTTPD_H
+#define DP_HTTPD_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "errors.h"
+
+struct httpd;
+struct httpd_req;
+
+typedef void (*httpd_handler)(void *ctx, struct httpd_req *r);
+
+struct httpd_config {
+	const char *urls;          /* "http://+:52323;http://127.0.0.1:52323" (dotnet-monitor's --urls form) */
+	unsigned max_connections;  /* 32 */
+	unsigned idle_timeout_s;   /* 30 */
+	size_t header_memory;      /* per-connection memory for headers, 32 KiB */
+};
+
+/* Parse the URLs and start listening. DP_EINVAL (a bad URL) or DP_EIO (bind) with em. */
+int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, struct httpd **out, struct err_msg *em);
+void httpd_free(struct httpd *d); /* stops listening; accepts NULL */
+/* True when every URL binds a loopback address (127.0.0.0/8, ::1, localhost). */
+bool httpd_urls_loopback_only(const char *urls);
+
+const char *httpd_method(const struct httpd_req *r);
+const char *httpd_path(const struct httpd_req *r);
+const char *httpd_query(const struct httpd_req *r, const char *key);   /* borrowed, or NULL */
+const char *httpd_header(const struct httpd_req *r, const char *name); /* borrowed, or NULL */
+
+int httpd_send(struct httpd_req *r, unsigned status, const char *ctype, const char *body, size_t len);
+/* Send a JSON value (stolen) as application/json. */
+int httpd_send_json(struct httpd_req *r, unsigned status, json_t *v);
+/* application/problem+json: {"type","title","status","detail"}. */
+int httpd_problem(struct httpd_req *r, unsigned status, const char *title, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/* Send size bytes of fd (stolen; closed when the response is done) with sendfile where possible. */
+int httpd_send_fd(struct httpd_req *r, unsigned status, const char *ctype, int fd, uint64_t size,
+		  const char *attachment_name);
+
+#endif

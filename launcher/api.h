@@ -1,0 +1,27 @@
+/*
+ * api.h - the agent's HTTP API (dotnet-monitor compatible routes, parameters
+ * and status codes; docs/agent.md). It serves what the diagnostic port
+ * (port.h) has attached.
+ */
+#ifndef DP_API_H
+#define DP_API_H
+
+#include "httpd.h"
+#include "port.h"
+
+struct api;
+
+struct api_config {
+	struct port *port;        /* borrowed */
+	const char *socket_path;  /* for /info */
+	const char *dumps_dir;    /* staging for dumps; must be shared with the app */
+	const char *token;        /* bearer token; NULL = no authentication (loopback or --no-auth) */
+};
+
+/* New API state (copies the strings; the token is wiped when freed). Removes staging leftovers in dumps_dir. */
+struct api *api_new(const struct api_config *cfg);
+void api_free(struct api *a);
+/* The httpd handler; ctx is the struct api. */
+void api_handle(void *ctx, struct httpd_req *r);
+
+#endif
