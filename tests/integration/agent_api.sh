@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# agent_api.sh - the agent's HTTP API against a real .NET runtime, spoken to
+# with real curl: dotnet-monitor's routes and status codes, authentication,
+# every dump type checked to be an ELF core with the process's thread count,
+# and the promise that dumps leave nothing behind, even when they fail.
+set -u
+cd "$(dirname "$0")/../.."
+D=$PWD/diagport
+B=${BUILD:-build}
+W=$(mktemp -d /tmp/dp-api.XXXXXX); chmod 755 "$W"; mkdir -m 1777 "$W/shared"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$W"; }
+trap cleanup EXIT
+pass() { echo "PASS integration/agent-api/$1"; }
+fail() { echo "FAIL integration/agent-api/$1: $2"; }
+check() { local name=$1; shift; if "$@" > /dev/null; then pass "$name"; else fail "$name" "${WHY:-check failed: $*}"; fi; WHY=; }
+WHY=
+wait_for() { local i; for ((i = 0; i < $3 * 20; i++)); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+APP="$B/apps/console/console.dll"
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+S=$W/shared/port
+P=$(free_port)
+U=http://127.0.0.1:$P
+
+# --- security defaults, before anything runs
+"$D" launch --socket "$W/x.sock" --urls "http://+:$(free_port)" 2> "$W/refuse.err"; rc=$?
+WHY="exit $rc: $(cat "$W/refuse.err")"; check refuses-network-without-token grep -q "no token is configured" "$W/refuse.err"
+
+printf 's3cret-token\n' > "$W/token"
+"$D" launch --socket "$S" --dumps "$W/shared" --urls "http://0.0.0.0:$P" --auth-token-file "$W/token" 2> "$W/agent.log" &
+AG=$!; PIDS+=($AG)
+DOTNET_DiagnosticPorts=$S,connect,suspend dotnet "$APP" > "$W/app.out" 2>&1 & PIDS+=($!)
+wait_for "$W/app.out" READY 15
+APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
+wait_for "$W/agent.log" '"event":"attached"' 10
+H=(-H "Authorization: Bearer s3cret-token")
+
+# --- probes open, everything else needs the token
+code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
+WHY="got $(code "$U/healthz")"; check healthz-open test "$(code "$U/healthz")" = 200
+check health-command "$D" health --port "$P"
+WHY="got $(code "$U/processes")"; check no-token-401 test "$(code "$U/processes")" = 401
+WHY="got $(code -H 'Authorization: Bearer wrong' "$U/processes")"; check wrong-token-401 test "$(code -H 'Authorization: Bearer wrong' "$U/processes")" = 401
+check 401-is-problem-json bash -c "curl -s -D - -o /dev/null '$U/processes' | grep -qi 'content-type: application/problem+json'"
+
+# --- dotnet-monitor's routes
+code "${H[@]}" "$U/processes" > /dev/null
+WHY="$(cat "$W/body")"; check processes jq -e --argjson p "$APID" 'length == 1 and .[0].pid == $p and .[0].name == "console" and .[0].isDefault == true and (.[0].uid | test("^[0-9a-f-]{36}$"))' "$W/body"
+UID_=$(jq -r '.[0].uid' "$W/body")
+for sel in "pid=$APID" "uid=$UID_" "name=console" ""; do
+  code "${H[@]}" "$U/process?$sel" > /dev/null
+  WHY="$(cat "$W/body")"; check "process-by-${sel%%=*}" jq -e --argjson p "$APID" '.pid == $p and .operatingSystem == "Linux" and .processArchitecture == "x64" and (.runtimeVersion | startswith("10."))' "$W/body"
+done
+WHY="got $(code "${H[@]}" "$U/process?pid=1")"; check unknown-pid-400 test "$(code "${H[@]}" "$U/process?pid=1")" = 400
+code "${H[@]}" "$U/env" > /dev/null
+WHY="$(head -c 300 "$W/body")"; check env jq -e --arg s "$S,connect,suspend" '.DOTNET_DiagnosticPorts == $s and (.PATH | length > 0)' "$W/body"
+code "${H[@]}" "$U/info" > /dev/null
+WHY="$(cat "$W/body")"; check info jq -e --arg s "$S" '.diagnosticPortMode == "Listen" and .diagnosticPortName == $s' "$W/body"
+WHY="got $(code "${H[@]}" "$U/nope")"; check unknown-route-404 test "$(code "${H[@]}" "$U/nope")" = 404
+WHY="got $(code "${H[@]}" -X POST "$U/processes")"; check post-405 test "$(code "${H[@]}" -X POST "$U/processes")" = 405
+
+# --- every dump type: an ELF core of this process whose thread count matches /proc
+for t in Mini Triage WithHeap Full; do
+  c=$(curl -s "${H[@]}" -o "$W/core.$t" -w '%{http_code}' "$U/dump?pid=$APID&type=$t")
+  threads=$(ls /proc/"$APID"/task | wc -l)
+  notes=$(readelf -n "$W/core.$t" 2>/dev/null | grep -c NT_PRSTATUS)
+  WHY="http $c, $(file -b "$W/core.$t" | head -c 80)"; check "dump-$t-is-core" bash -c "[ $c = 200 ] && file -b '$W/core.$t' | grep -q 'ELF 64-bit LSB core'"
+  WHY="core has $notes threads, /proc has $threads"; check "dump-$t-threads" test "$notes" -eq "$threads"
+  rm -f "$W/core.$t"
+done
+WHY="left: $(ls -A "$W/shared")"; check no-staging-left test "$(ls -A "$W/shared")" = port
+WHY="got $(code "${H[@]}" "$U/dump?type=Huge")"; check bad-dump-type-400 test "$(code "${H[@]}" "$U/dump?type=Huge")" = 400
+
+# --- a second dump while one runs gets 429; a client that walks away leaves nothing
+curl -s "${H[@]}" -o /dev/null "$U/dump?type=Full" & D1=$!
+for i in $(seq 1 40); do ls -A "$W/shared" | grep -q diagport-dump && break; sleep 0.025; done
+c=$(curl -s "${H[@]}" -o "$W/body" -w '%{http_code}' "$U/dump?type=Mini")
+wait $D1
+WHY="got $c: $(cat "$W/body")"; check concurrent-dump-429 test "$c" = 429
+curl -s "${H[@]}" --max-time 0.3 -o /dev/null --limit-rate 100k "$U/dump?type=Full"
+sleep 0.5
+WHY="left: $(ls -A "$W/shared")"; check abandoned-download-leaves-nothing test "$(ls -A "$W/shared")" = port
+
+# --- malformed HTTP: an oversized header is refused, the agent keeps serving
+big=$(head -c 100000 /dev/zero | tr '\0' a)
+c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $big" "${H[@]}" "$U/processes")
+WHY="got $c"; check oversized-header-refused test "$c" -ge 400
+WHY="agent stopped answering"; check still-serving test "$(code "${H[@]}" "$U/processes")" = 200
+
+# --- the app dies in the middle of a dump: a clear error, nothing left behind
+curl -s "${H[@]}" -o "$W/body" -w '%{http_code}' "$U/dump?type=Full" > "$W/code" & D2=$!
+for i in $(seq 1 40); do ls -A "$W/shared" | grep -q diagport-dump && break; sleep 0.025; done
+kill -9 "$APID"; wait $D2
+c=$(cat "$W/code")
+WHY="got $c: $(head -c 200 "$W/body")"; check app-killed-mid-dump-error test "$c" -ge 500
+sleep 0.3
+WHY="left: $(ls -A "$W/shared")"; check app-killed-mid-dump-nothing-left test "$(ls -A "$W/shared")" = port
+
+# --- an agent killed mid-dump: the next agent removes the staging file it left
+touch "$W/shared/.diagport-dump-123-1-99"
+kill -9 $AG; wait $AG 2>/dev/null
+"$D" launch --socket "$S" --dumps "$W/shared" --urls "$U" 2> "$W/agent2.log" & PIDS+=($!)
+for i in $(seq 1 100); do "$D" health --port "$P" 2>/dev/null && break; sleep 0.05; done
+WHY="left: $(ls -A "$W/shared")"; check restart-cleans-staging bash -c "! ls -A '$W/shared' | grep -q diagport-dump"
+exit 0
