@@ -69,8 +69,9 @@ $(LIBDP): $(COMMON_OBJ) $(COMP_OBJ)
 $(BUILD)/diagport: $(BUILD)/main.o $(LIBDP)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBDP) $(PKG_LIBS)
 
+# copy, then rename: works while an agent started from ./diagport is still running
 diagport: $(BUILD)/diagport
-	@cp $< $@
+	@cp $< $@.tmp && mv -f $@.tmp $@
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/t.h $(LIBDP)
 	@mkdir -p $(dir $@)

@@ -297,3 +297,47 @@ int httpd_send_fd(struct httpd_req *r, unsigned status, const char *ctype, int f
 	}
 	return queue(r, status, resp, ctype);
 }
+
+struct stream {
+	httpd_read_fn read_fn;
+	void (*free_fn)(void *);
+	void *ctx;
+};
+
+static ssize_t stream_cb(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct stream *st = cls;
+	long n = st->read_fn(st->ctx, out, max);
+
+	(void)pos;
+	if (n > 0)
+		return n;
+	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void stream_free(void *cls)
+{
+	struct stream *st = cls;
+
+	st->free_fn(st->ctx);
+	free(st);
+}
+
+int httpd_send_stream(struct httpd_req *r, unsigned status, const char *ctype, httpd_read_fn read_fn,
+		      void (*free_fn)(void *), void *ctx, const char *attachment_name)
+{
+	struct stream *st = mem_zalloc(sizeof(*st));
+	struct MHD_Response *resp;
+
+	st->read_fn = read_fn;
+	st->free_fn = free_fn;
+	st->ctx = ctx;
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, stream_cb, st, stream_free);
+	if (resp && attachment_name) {
+		char cd[300];
+
+		snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", attachment_name);
+		MHD_add_response_header(resp, "Content-Disposition", cd);
+	}
+	return queue(r, status, resp, ctype);
+}

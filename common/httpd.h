@@ -48,4 +48,14 @@ int httpd_problem(struct httpd_req *r, unsigned status, const char *title, const
 int httpd_send_fd(struct httpd_req *r, unsigned status, const char *ctype, int fd, uint64_t size,
 		  const char *attachment_name);
 
+/*
+ * Stream a body of unknown length (chunked). read_fn fills up to max bytes and
+ * returns the count, 0 at the clean end, or -1 to abort the transfer (the
+ * client sees it cut off, never a complete-looking body). free_fn(ctx) runs
+ * once when the response is finished or abandoned.
+ */
+typedef long (*httpd_read_fn)(void *ctx, char *out, size_t max);
+int httpd_send_stream(struct httpd_req *r, unsigned status, const char *ctype, httpd_read_fn read_fn,
+		      void (*free_fn)(void *), void *ctx, const char *attachment_name);
+
 #endif

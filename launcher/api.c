@@ -7,6 +7,12 @@
  * once, and stream it from the open descriptor (sendfile). So a finished,
  * failed or abandoned download leaves nothing on disk; staging files of an
  * agent that was killed mid-dump are removed when the next one starts.
+ *
+ * The other transport, "fifo", creates a named pipe (mode 0666) at the dump
+ * path instead: createdump writes the core sequentially into it and we stream
+ * it to the client as it comes, chunked. Nothing touches the disk, and the app
+ * and the agent may run as different users. A dump the runtime then reports
+ * as failed is cut off, so the client never gets a complete-looking body.
  */
 #include "api.h"
 
@@ -18,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,7 +42,7 @@ struct api {
 	struct port *port;
 	char *socket_path, *dumps_dir, *token;
 	pthread_mutex_t mu;
-	bool dumping;
+	bool dumping, fifo_default;
 	unsigned long seq;
 };
 
@@ -60,6 +67,7 @@ struct api *api_new(const struct api_config *cfg)
 	a->socket_path = mem_strdup(cfg->socket_path);
 	a->dumps_dir = mem_strdup(cfg->dumps_dir);
 	a->token = cfg->token ? mem_strdup(cfg->token) : NULL;
+	a->fifo_default = cfg->dump_transport && strcmp(cfg->dump_transport, "fifo") == 0;
 	pthread_mutex_init(&a->mu, NULL);
 	clean_staging(a->dumps_dir);
 	return a;
@@ -350,6 +358,170 @@ static int generate_dump(struct api *a, const struct port_runtime *p, const char
 	return rc;
 }
 
+static void dump_done(struct api *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->dumping = false;
+	pthread_mutex_unlock(&a->mu);
+}
+
+static void dump_filename(char *out, size_t n)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(out, n, "core_%Y%m%d_%H%M%S", &tm);
+}
+
+/* A dump being streamed through the FIFO. */
+struct fifo_dump {
+	struct api *a;
+	uint8_t cookie[16];
+	int rfd, conn;
+	char *path;
+};
+
+static void fifo_free(void *ctx)
+{
+	struct fifo_dump *f = ctx;
+
+	close(f->rfd); /* a createdump still writing gets EPIPE and stops; the app runs on */
+	if (f->conn >= 0) {
+		close(f->conn);
+		port_release(f->a->port, f->cookie);
+	}
+	unlink(f->path);
+	free(f->path);
+	dump_done(f->a);
+	free(f);
+}
+
+/* The runtime's verdict once createdump closed the pipe: 0 when it reported success. */
+static int fifo_verdict(struct fifo_dump *f)
+{
+	uint8_t hdr[IPC_HEADER_SIZE];
+	struct ipc_header h;
+
+	if (ipc_read_full(f->conn, hdr, sizeof(hdr), 60000) != 0 || ipc_parse_header(hdr, &h) != 0)
+		return DP_EIO;
+	return h.set == IPC_SET_SERVER && h.id == IPC_SERVER_OK ? 0 : DP_EREFUSED;
+}
+
+static long fifo_read(void *ctx, char *out, size_t max)
+{
+	struct fifo_dump *f = ctx;
+
+	for (;;) {
+		struct pollfd pf = { .fd = f->rfd, .events = POLLIN };
+		ssize_t n = read(f->rfd, out, max);
+
+		if (n > 0)
+			return n;
+		if (n == 0)
+			return fifo_verdict(f) == 0 ? 0 : -1;
+		if (errno != EAGAIN && errno != EINTR)
+			return -1;
+		if (poll(&pf, 1, DUMP_TIMEOUT_MS) == 0)
+			return -1;
+	}
+}
+
+/*
+ * Send the dump command (3, then 2, then 1) and wait for the first byte in the
+ * pipe or an answer on the connection, whichever comes first.
+ */
+static int fifo_start(struct api *a, const struct port_runtime *p, struct fifo_dump *f, int type, uint32_t *hr,
+		      char **text)
+{
+	static const uint8_t ids[] = { IPC_DUMP_GENERATE3, IPC_DUMP_GENERATE2, IPC_DUMP_GENERATE };
+	static char tmp[IPC_MAX_MESSAGE];
+	struct buf req;
+	int rc = DP_EIO;
+
+	buf_init(&req, IPC_MAX_MESSAGE);
+	for (size_t i = 0; i < sizeof(ids); i++) {
+		struct pollfd pf[2];
+		struct ipc_header h;
+		uint8_t hdr[IPC_HEADER_SIZE];
+
+		ipc_begin(&req, IPC_SET_DUMP, ids[i]);
+		ipc_put_string(&req, f->path);
+		ipc_put_u32(&req, (uint32_t)type);
+		ipc_put_u32(&req, 0);
+		ipc_end(&req);
+		if ((rc = port_take(a->port, p->cookie, TAKE_TIMEOUT_MS, &f->conn)) != 0)
+			break;
+		if ((rc = ipc_write_full(f->conn, req.data, req.len, 5000)) != 0)
+			break;
+		pf[0] = (struct pollfd){ .fd = f->rfd, .events = POLLIN };
+		pf[1] = (struct pollfd){ .fd = f->conn, .events = POLLIN };
+		if (poll(pf, 2, DUMP_TIMEOUT_MS) <= 0) {
+			rc = DP_EIO;
+			break;
+		}
+		if (pf[0].revents & POLLIN)
+			break; /* createdump is writing: stream it */
+		/* The runtime answered before writing anything: a failure. */
+		rc = DP_EREFUSED;
+		*hr = IPC_E_FAIL;
+		if (ipc_read_full(f->conn, hdr, sizeof(hdr), 5000) == 0 && ipc_parse_header(hdr, &h) == 0 &&
+		    h.size > IPC_HEADER_SIZE) {
+			size_t n = (size_t)h.size - IPC_HEADER_SIZE; /* <= 65515: fits tmp */
+
+			pthread_mutex_lock(&a->mu); /* tmp is shared; one dump at a time anyway */
+			if (ipc_read_full(f->conn, tmp, n, 5000) == 0) {
+				free(*text);
+				*text = NULL;
+				ipc_parse_error((const uint8_t *)tmp, n, hr, text);
+			}
+			pthread_mutex_unlock(&a->mu);
+		}
+		close(f->conn);
+		port_release(a->port, p->cookie);
+		f->conn = -1;
+		if (*hr != IPC_E_UNKNOWN_COMMAND)
+			break;
+	}
+	buf_free(&req);
+	return rc;
+}
+
+static void dump_fifo(struct api *a, struct httpd_req *r, const struct port_runtime *p, int type, char *path)
+{
+	struct fifo_dump *f = mem_zalloc(sizeof(*f));
+	uint32_t hr = 0;
+	char *text = NULL, fname[64];
+	int rc;
+
+	f->a = a;
+	f->path = path;
+	f->conn = -1;
+	f->rfd = -1;
+	memcpy(f->cookie, p->cookie, 16);
+	if (mkfifo(path, 0600) != 0 || chmod(path, 0666) != 0 ||
+	    (f->rfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+		httpd_problem(r, 500, "Internal Server Error", "cannot create the dump pipe %s: %s", path, strerror(errno));
+		fifo_free(f);
+		return;
+	}
+	rc = fifo_start(a, p, f, type, &hr, &text);
+	if (rc == 0) {
+		unlink(path); /* createdump has it open; nothing stays on disk */
+		dump_filename(fname, sizeof(fname));
+		httpd_send_stream(r, 200, "application/octet-stream", fifo_read, fifo_free, f, fname);
+	} else {
+		if (rc == DP_EREFUSED)
+			httpd_problem(r, 500, "Internal Server Error", "the runtime could not write the dump: %s (0x%08x)%s%s",
+				      ipc_hresult_str(hr), hr, text && *text ? ": " : "", text ? text : "");
+		else
+			httpd_problem(r, 500, "Internal Server Error", "talking to pid %llu failed: %s",
+				      (unsigned long long)p->pid, err_str(rc));
+		fifo_free(f);
+	}
+	free(text);
+}
+
 static void route_dump(struct api *a, struct httpd_req *r)
 {
 	struct port_runtime p;
@@ -357,14 +529,20 @@ static void route_dump(struct api *a, struct httpd_req *r)
 	char *path, *text = NULL, fname[64];
 	uint32_t hr;
 	struct stat st;
-	time_t now = time(NULL);
-	struct tm tm;
+	const char *tr = httpd_query(r, "transport");
+	bool fifo = a->fifo_default;
 
 	if (type < 0) {
 		httpd_problem(r, 400, "Bad Request", "type '%s' is not Mini, Triage, WithHeap or Full",
 			      httpd_query(r, "type"));
 		return;
 	}
+	if (tr && strcmp(tr, "fifo") != 0 && strcmp(tr, "file") != 0) {
+		httpd_problem(r, 400, "Bad Request", "transport '%s' is not file or fifo", tr);
+		return;
+	}
+	if (tr)
+		fifo = strcmp(tr, "fifo") == 0;
 	if (httpd_query(r, "egressProvider")) {
 		httpd_problem(r, 400, "Bad Request", "egress providers are not configured in this agent yet");
 		return;
@@ -382,6 +560,11 @@ static void route_dump(struct api *a, struct httpd_req *r)
 	a->seq++;
 	path = mem_printf("%s/%s%llu-%lu-%ld", a->dumps_dir, STAGING_PREFIX, (unsigned long long)p.pid, a->seq, (long)getpid());
 	pthread_mutex_unlock(&a->mu);
+	if (fifo) {
+		dump_fifo(a, r, &p, type, path); /* takes path; clears the dumping flag when done */
+		ipc_process_info_free(&p.info);
+		return;
+	}
 	rc = generate_dump(a, &p, path, type, &hr, &text);
 	fd = rc == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	unlink(path); /* from here the dump lives only as long as the download */
@@ -394,21 +577,19 @@ static void route_dump(struct api *a, struct httpd_req *r)
 	} else if (fd < 0 || fstat(fd, &st) != 0) {
 		httpd_problem(r, 500, "Internal Server Error",
 			      "the runtime reported a dump, but the agent cannot read %s: %s (the app and the agent "
-			      "must share the dumps volume, and the agent must be able to read the app's files)",
+			      "must share the dumps volume; when they run as different users, use transport=fifo "
+			      "or start the agent with --dump-transport fifo)",
 			      path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 	} else {
-		gmtime_r(&now, &tm);
-		strftime(fname, sizeof(fname), "core_%Y%m%d_%H%M%S", &tm);
+		dump_filename(fname, sizeof(fname));
 		httpd_send_fd(r, 200, "application/octet-stream", fd, (uint64_t)st.st_size, fname);
 	}
 	free(text);
 	free(path);
 	ipc_process_info_free(&p.info);
-	pthread_mutex_lock(&a->mu);
-	a->dumping = false;
-	pthread_mutex_unlock(&a->mu);
+	dump_done(a);
 }
 
 void api_handle(void *ctx, struct httpd_req *r)

@@ -16,6 +16,7 @@ struct api_config {
 	const char *socket_path;  /* for /info */
 	const char *dumps_dir;    /* staging for dumps; must be shared with the app */
 	const char *token;        /* bearer token; NULL = no authentication (loopback or --no-auth) */
+	const char *dump_transport; /* "file" (staging file, default) or "fifo" (streamed through a named pipe) */
 };
 
 /* New API state (copies the strings; the token is wiped when freed). Removes staging leftovers in dumps_dir. */

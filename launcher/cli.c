@@ -170,6 +170,7 @@ int launch_cli(int argc, char **argv)
 	const char *urls = env2("DIAGPORT_URLS", "DOTNETMONITOR_Urls");
 	const char *dumps = env2("DIAGPORT_DUMPS", "DOTNETMONITOR_Storage__DumpTempFolder");
 	const char *token_file = env2("DIAGPORT_AUTH_TOKEN_FILE", "");
+	const char *transport = env2("DIAGPORT_DUMP_TRANSPORT", "");
 	char *token = NULL, *default_urls = NULL;
 	bool no_auth = false;
 	struct httpd *h = NULL;
@@ -197,6 +198,12 @@ int launch_cli(int argc, char **argv)
 			dumps = argv[++i];
 		} else if (strcmp(argv[i], "--auth-token-file") == 0 && i + 1 < argc) {
 			token_file = argv[++i];
+		} else if (strcmp(argv[i], "--dump-transport") == 0 && i + 1 < argc) {
+			transport = argv[++i];
+			if (strcmp(transport, "file") != 0 && strcmp(transport, "fifo") != 0) {
+				fprintf(stderr, "diagport: launch: --dump-transport takes file or fifo\n");
+				return 2;
+			}
 		} else if (strcmp(argv[i], "--no-auth") == 0) {
 			no_auth = true;
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -250,7 +257,8 @@ int launch_cli(int argc, char **argv)
 		return 1;
 	}
 	{
-		struct api_config ac = { .port = p, .socket_path = socket, .dumps_dir = dumps, .token = token };
+		struct api_config ac = { .port = p, .socket_path = socket, .dumps_dir = dumps, .token = token,
+					 .dump_transport = transport };
 		struct httpd_config hc = { .urls = urls };
 
 		api = api_new(&ac);
