@@ -34,6 +34,7 @@
 #include "httpd.h"
 #include "mem.h"
 #include "port.h"
+#include "sandbox.h"
 
 #define DEFAULT_SOCKET "/diag/port"
 #define DEFAULT_PORT 52323
@@ -86,7 +87,7 @@ static char *child_ports(const char *socket)
 	return v;
 }
 
-static int run_child(char **cmd, const char *socket, const sigset_t *old)
+static int run_child(char **cmd, const char *socket, const sigset_t *old, bool sandbox)
 {
 	char *ports = child_ports(socket);
 	sigset_t set;
@@ -108,6 +109,8 @@ static int run_child(char **cmd, const char *socket, const sigset_t *old)
 		_exit(127);
 	}
 	free(ports);
+	if (sandbox)
+		sandbox_enter(SANDBOX_AGENT); /* after the fork: the app must not inherit the filter */
 	for (;;) {
 		siginfo_t si;
 		int sig = sigwaitinfo(&set, &si);
@@ -172,7 +175,7 @@ int launch_cli(int argc, char **argv)
 	const char *token_file = env2("DIAGPORT_AUTH_TOKEN_FILE", "");
 	const char *transport = env2("DIAGPORT_DUMP_TRANSPORT", "");
 	char *token = NULL, *default_urls = NULL;
-	bool no_auth = false;
+	bool no_auth = false, sandbox = true;
 	struct httpd *h = NULL;
 	struct api *api = NULL;
 	char **cmd = NULL;
@@ -204,6 +207,8 @@ int launch_cli(int argc, char **argv)
 				fprintf(stderr, "diagport: launch: --dump-transport takes file or fifo\n");
 				return 2;
 			}
+		} else if (strcmp(argv[i], "--no-sandbox") == 0) {
+			sandbox = false;
 		} else if (strcmp(argv[i], "--no-auth") == 0) {
 			no_auth = true;
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -276,11 +281,13 @@ int launch_cli(int argc, char **argv)
 		}
 	}
 	if (cmd) {
-		rc = run_child(cmd, socket, &old_mask);
+		rc = run_child(cmd, socket, &old_mask, sandbox);
 	} else {
 		sigset_t stop;
 		int sig;
 
+		if (sandbox)
+			sandbox_enter(SANDBOX_AGENT);
 		sigemptyset(&stop);
 		sigaddset(&stop, SIGTERM);
 		sigaddset(&stop, SIGINT);

@@ -38,6 +38,12 @@ APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
 wait_for "$W/agent.log" '"event":"attached"' 10
 H=(-H "Authorization: Bearer s3cret-token")
 
+# --- the agent runs under its seccomp allowlist (every thread), with no_new_privs
+WHY="$(grep -E 'NoNewPrivs|Seccomp' /proc/$AG/status | tr '\n' ' ')"
+check sandboxed bash -c "grep -q '^Seccomp:[[:space:]]*2' /proc/$AG/status && grep -q '^NoNewPrivs:[[:space:]]*1' /proc/$AG/status"
+bad=$(for t in /proc/$AG/task/*; do grep -q '^Seccomp:[[:space:]]*2' "$t/status" || echo "$t"; done)
+WHY="threads without the filter: $bad"; check sandboxed-all-threads test -z "$bad"
+
 # --- probes open, everything else needs the token
 code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
 WHY="got $(code "$U/healthz")"; check healthz-open test "$(code "$U/healthz")" = 200

