@@ -143,13 +143,20 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 	struct httpd_req r = { .c = c, .method = method, .path = url };
 
 	if (*state == NULL) {
-		*state = (void *)1; /* headers seen; the body (if any) comes next */
-		return MHD_YES;
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+
+		*state = (void *)1;
+		/* No route takes a body: refuse it before reading a byte of it. */
+		if ((cl && strcmp(cl, "0") != 0) || te) {
+			httpd_problem(&r, 413, "Payload Too Large", "this route takes no request body");
+			return r.result;
+		}
+		return MHD_YES; /* headers seen; the (empty) body comes next */
 	}
 	if (*upload_size != 0) {
-		*upload_size = 0;
-		httpd_problem(&r, 413, "Payload Too Large", "this route takes no request body");
-		return r.result;
+		*upload_size = 0; /* a body without Content-Length: drop it; the answer follows */
+		return MHD_YES;
 	}
 	d->h(d->ctx, &r);
 	if (!r.answered)
@@ -242,6 +249,8 @@ static int queue(struct httpd_req *r, unsigned status, struct MHD_Response *resp
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
+	if (status == 401)
+		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
 	r->result = MHD_queue_response(r->c, status, resp);
 	MHD_destroy_response(resp);
 	r->answered = true;

@@ -80,10 +80,6 @@ static struct doc_node *launch_args(const struct inj_opts *o)
 	}
 	if (o->no_auth)
 		doc_push(a, doc_str("--no-auth"));
-	if (o->dumps_limit) {
-		doc_push(a, doc_str("--dumps-limit"));
-		doc_push(a, doc_str(o->dumps_limit));
-	}
 	return a;
 }
 

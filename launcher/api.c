@@ -525,7 +525,7 @@ static void dump_fifo(struct api *a, struct httpd_req *r, const struct port_runt
 static void route_dump(struct api *a, struct httpd_req *r)
 {
 	struct port_runtime p;
-	int type = dump_type(httpd_query(r, "type")), fd, rc;
+	int type = dump_type(httpd_query(r, "type")), fd, rc, open_errno;
 	char *path, *text = NULL, fname[64];
 	uint32_t hr;
 	struct stat st;
@@ -567,6 +567,7 @@ static void route_dump(struct api *a, struct httpd_req *r)
 	}
 	rc = generate_dump(a, &p, path, type, &hr, &text);
 	fd = rc == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	open_errno = errno;
 	unlink(path); /* from here the dump lives only as long as the download */
 	if (rc == DP_EREFUSED) {
 		httpd_problem(r, 500, "Internal Server Error", "the runtime could not write the dump: %s (0x%08x)%s%s",
@@ -579,7 +580,7 @@ static void route_dump(struct api *a, struct httpd_req *r)
 			      "the runtime reported a dump, but the agent cannot read %s: %s (the app and the agent "
 			      "must share the dumps volume; when they run as different users, use transport=fifo "
 			      "or start the agent with --dump-transport fifo)",
-			      path, strerror(errno));
+			      path, strerror(fd < 0 ? open_errno : errno));
 		if (fd >= 0)
 			close(fd);
 	} else {

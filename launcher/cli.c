@@ -58,13 +58,14 @@ static void log_event(const char *line)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: diagport launch [--socket PATH] [--urls URL[;URL...]] [--dumps DIR]\n"
-		   "                       [--auth-token-file FILE | --no-auth] [-- COMMAND [ARGS...]]\n\n"
+		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|fifo]\n"
+		   "                       [--no-sandbox] [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
 		   "(default http://+:%d with a token, http://127.0.0.1:%d without one). With a command,\n"
 		   "also starts it with DOTNET_DiagnosticPorts pointing here, forwards signals, and exits\n"
 		   "with its status. Environment: DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS,\n"
-		   "DIAGPORT_AUTH_TOKEN(_FILE), and dotnet-monitor's DOTNETMONITOR_Urls,\n"
+		   "DIAGPORT_AUTH_TOKEN(_FILE), DIAGPORT_DUMP_TRANSPORT, and dotnet-monitor's DOTNETMONITOR_Urls,\n"
 		   "DOTNETMONITOR_DiagnosticPort__EndpointName, DOTNETMONITOR_Storage__DumpTempFolder.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
@@ -222,6 +223,10 @@ int launch_cli(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (transport && *transport && strcmp(transport, "file") != 0 && strcmp(transport, "fifo") != 0) {
+		fprintf(stderr, "diagport: launch: DIAGPORT_DUMP_TRANSPORT takes file or fifo, not '%s'\n", transport);
+		return 2;
 	}
 	if (socket == NULL)
 		socket = DEFAULT_SOCKET;

@@ -32,7 +32,7 @@ struct runtime {
 	uint64_t pid;
 	int idle_fd;          /* newest idle advertised connection, or -1 */
 	int busy;             /* commands in flight */
-	int stage;            /* 0: needs resume, 1: needs info, 2: ready */
+	int stage;            /* 0: needs resume; 1-3: asking ProcessInfo3, 2, 1 (one per connection); 4: ready */
 	long long lost_ms;    /* when its idle connection went away (0 = it has one) */
 	bool have_info;
 	struct ipc_process_info info;

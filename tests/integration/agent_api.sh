@@ -66,6 +66,8 @@ WHY="$(head -c 300 "$W/body")"; check env jq -e --arg s "$S,connect,suspend" '.D
 code "${H[@]}" "$U/info" > /dev/null
 WHY="$(cat "$W/body")"; check info jq -e --arg s "$S" '.diagnosticPortMode == "Listen" and .diagnosticPortName == $s' "$W/body"
 WHY="got $(code "${H[@]}" "$U/nope")"; check unknown-route-404 test "$(code "${H[@]}" "$U/nope")" = 404
+WHY="got $(code "${H[@]}" -d hello "$U/processes")"; check body-413 test "$(code "${H[@]}" -d hello "$U/processes")" = 413
+check 401-www-authenticate bash -c "curl -s -D - -o /dev/null '$U/processes' | grep -qi '^www-authenticate: Bearer'"
 WHY="got $(code "${H[@]}" -X POST "$U/processes")"; check post-405 test "$(code "${H[@]}" -X POST "$U/processes")" = 405
 
 # --- every dump type: an ELF core of this process whose thread count matches /proc
