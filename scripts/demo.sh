@@ -32,3 +32,20 @@ printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  
 echo '$ diagport inject bad.yaml'
 set +e; "$D" inject "$W/bad.yaml" > "$W/out"; rc=$?; set -e
 echo "exit status $rc, $(wc -c < "$W/out") bytes on stdout"
+
+printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, and dumped\033[0m\n'
+bash tests/apps/build.sh build/apps | sed 's/^/  /'
+mkdir -m 0777 "$W/diag"
+PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+echo "\$ diagport launch --socket $W/diag/port --dumps $W/diag --urls http://127.0.0.1:$PORT -- dotnet build/apps/console/console.dll &"
+"$D" launch --socket "$W/diag/port" --dumps "$W/diag" --urls "http://127.0.0.1:$PORT" -- dotnet build/apps/console/console.dll > "$W/app.out" 2> "$W/agent.log" &
+AGENT=$!
+for i in $(seq 1 200); do curl -sf "http://127.0.0.1:$PORT/processes" | grep -q pid && break; sleep 0.05; done
+echo "\$ curl http://127.0.0.1:$PORT/processes"
+curl -s "http://127.0.0.1:$PORT/processes"; echo
+echo "\$ curl -o core 'http://127.0.0.1:$PORT/dump?type=WithHeap'"
+curl -s -o "$W/core" -w 'HTTP %{http_code}, %{size_download} bytes in %{time_total} s\n' "http://127.0.0.1:$PORT/dump?type=WithHeap"
+echo "\$ file core"; file -b "$W/core" | cut -c1-70
+echo "(staging left behind: $(ls -A "$W/diag" | grep -c diagport-dump) files)"
+kill -TERM "$AGENT"; wait "$AGENT" 2>/dev/null || true
+echo "agent log:"; sed 's/^/  /' "$W/agent.log"

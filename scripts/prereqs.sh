@@ -22,7 +22,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_pkgs=(pkg-config gcc make libjansson-dev libyaml-dev libcurl4-gnutls-dev
 	libseccomp-dev libmicrohttpd-dev libgnutls28-dev)
 test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind)
-bench_pkgs=(hyperfine jq wrk)
+bench_pkgs=(hyperfine jq wrk nginx)
 lint_pkgs=(cppcheck clang-tidy)
 fuzz_pkgs=(clang-14 libclang-rt-14-dev)
 
@@ -31,7 +31,7 @@ want_npm=0
 case $mode in
 build) want=("${build_pkgs[@]}") ;;
 # the demo pipes through kubectl
-demo) want=("${build_pkgs[@]}") ;;
+demo) want=("${build_pkgs[@]}" curl file) ;;
 test) want=("${build_pkgs[@]}" "${test_pkgs[@]}"); want_npm=1 ;;
 bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}"); want_npm=1 ;;
 # lint and fuzz compile the sources too, so they need the build headers.
