@@ -107,6 +107,7 @@ static int each_url(const char *urls, int (*fn)(const struct addr *, void *), vo
 		size_t n = strcspn(p, ";");
 		struct addr a;
 
+		memset(&a, 0, sizeof(a));
 		if (n > 0) {
 			if ((rc = parse_url(p, n, &a, em)) != 0)
 				return rc;
@@ -341,7 +342,7 @@ int httpd_send_stream(struct httpd_req *r, unsigned status, const char *ctype, h
 	st->read_fn = read_fn;
 	st->free_fn = free_fn;
 	st->ctx = ctx;
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 256 * 1024, stream_cb, st, stream_free);
+	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, (size_t)256 * 1024, stream_cb, st, stream_free);
 	if (resp && attachment_name) {
 		char cd[300];
 

@@ -136,9 +136,9 @@ done:
 
 static const char *env2(const char *a, const char *b)
 {
-	const char *v = getenv(a);
+	const char *v = getenv(a), *w = getenv(b);
 
-	return v && *v ? v : getenv(b) && *getenv(b) ? getenv(b) : NULL;
+	return v && *v ? v : w && *w ? w : NULL;
 }
 
 /* The token from a file (a mounted Secret), trailing whitespace removed. NULL and a message on failure. */
@@ -175,6 +175,7 @@ int launch_cli(int argc, char **argv)
 	const char *dumps = env2("DIAGPORT_DUMPS", "DOTNETMONITOR_Storage__DumpTempFolder");
 	const char *token_file = env2("DIAGPORT_AUTH_TOKEN_FILE", "");
 	const char *transport = env2("DIAGPORT_DUMP_TRANSPORT", "");
+	const char *env_token = getenv("DIAGPORT_AUTH_TOKEN");
 	char *token = NULL, *default_urls = NULL;
 	bool no_auth = false, sandbox = true;
 	struct httpd *h = NULL;
@@ -239,8 +240,8 @@ int launch_cli(int argc, char **argv)
 	if (token_file && *token_file) {
 		if ((token = read_token(token_file)) == NULL)
 			return 2;
-	} else if (!no_auth && getenv("DIAGPORT_AUTH_TOKEN") && *getenv("DIAGPORT_AUTH_TOKEN")) {
-		token = mem_strdup(getenv("DIAGPORT_AUTH_TOKEN")); /* ECS injects a Secrets Manager secret this way */
+	} else if (!no_auth && env_token && *env_token) {
+		token = mem_strdup(env_token); /* ECS injects a Secrets Manager secret this way */
 	}
 	if (urls == NULL) {
 		default_urls = mem_printf("http://%s:%d", token || no_auth ? "+" : "127.0.0.1", DEFAULT_PORT);
@@ -325,7 +326,11 @@ int health_cli(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
-			port = atoi(argv[++i]);
+			char *end;
+
+			port = (int)strtol(argv[++i], &end, 10);
+			if (*end != '\0')
+				port = 0;
 		} else {
 			fprintf(stderr, "usage: diagport health [--port N]\n"
 					"Exits 0 when the agent on this host answers /healthz (for probes without a shell).\n");

@@ -35,7 +35,7 @@ int ipc_parse_advert(const uint8_t *b, size_t n, struct ipc_advert *out)
 void ipc_cookie_hex(const uint8_t cookie[16], char out[33])
 {
 	for (int i = 0; i < 16; i++)
-		snprintf(out + 2 * i, 3, "%02x", cookie[i]);
+		snprintf(out + (size_t)i * 2, 3, "%02x", cookie[i]);
 }
 
 void ipc_cookie_guid(const uint8_t c[16], char out[37])
@@ -235,20 +235,19 @@ int ipc_get_string(struct ipc_reader *r, char **out)
 	if (count > IPC_MAX_STRING || (size_t)(r->end - r->p) / 2 < count)
 		return DP_ESYNTAX;
 	s = r->p;
-	if (le16(s + 2 * (count - 1)) != 0)
+	if (le16(s + (size_t)(count - 1) * 2) != 0)
 		return DP_ESYNTAX;
 	buf_init(&b, 0);
 	for (uint32_t i = 0; i + 1 < count; i++) {
-		uint32_t u = le16(s + 2 * i);
+		uint32_t u = le16(s + (size_t)i * 2);
+		uint32_t next = i + 2 < count ? le16(s + (size_t)(i + 1) * 2) : 0;
 
-		if (u >= 0xD800 && u <= 0xDBFF && i + 2 < count && le16(s + 2 * (i + 1)) >= 0xDC00 &&
-		    le16(s + 2 * (i + 1)) <= 0xDFFF) {
-			u = 0x10000 + ((u - 0xD800) << 10) + (le16(s + 2 * (i + 1)) - 0xDC00);
+		if (u >= 0xD800 && u <= 0xDBFF && next >= 0xDC00 && next <= 0xDFFF) {
+			u = 0x10000 + ((u - 0xD800) << 10) + (next - 0xDC00);
 			i++;
-		} else if (u >= 0xD800 && u <= 0xDFFF) {
-			u = 0xFFFD; /* a lone surrogate: keep the rest readable */
-		} else if (u == 0) {
-			u = 0xFFFD; /* an embedded NUL would cut the C string short */
+		} else if ((u >= 0xD800 && u <= 0xDFFF) || u == 0) {
+			/* a lone surrogate, or a NUL that would cut the C string short: keep the rest readable */
+			u = 0xFFFD;
 		}
 		put_utf8(&b, u);
 	}
