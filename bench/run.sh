@@ -38,3 +38,5 @@ for cmd in "./diagport inject k8s -f $W/env1500.json" "./diagport inject cfn --a
   /usr/bin/time -f "%M KiB  $cmd" $cmd >/dev/null
 done
 /usr/bin/time -f "%M KiB  jq (cfn10k edit)" jq "$JQ_CFN" "$W/cfn10k.json" >/dev/null
+
+echo; bash bench/agent.sh
