@@ -161,6 +161,30 @@ static void fetch_info(struct runtime *r, int fd)
 	buf_free(&pl);
 }
 
+/*
+ * Make room by dropping the runtime gone longest (no idle connection, no
+ * command in flight), even inside its grace period: a new runtime that is
+ * here now matters more than one that has probably exited. False if all are live.
+ */
+static bool evict_gone(struct port *p)
+{
+	size_t victim = p->n;
+
+	for (size_t i = 0; i < p->n; i++) {
+		const struct runtime *r = &p->rt[i];
+
+		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms &&
+		    (victim == p->n || r->lost_ms < p->rt[victim].lost_ms))
+			victim = i;
+	}
+	if (victim == p->n)
+		return false;
+	emit(p, "detached", &p->rt[victim]);
+	ipc_process_info_free(&p->rt[victim].info);
+	p->rt[victim] = p->rt[--p->n];
+	return true;
+}
+
 /* A connection advertised runtime `a`: resume it, ask who it is, or keep the connection idle. */
 static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 {
@@ -169,8 +193,8 @@ static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 	struct buf pl;
 
 	if (r == NULL) {
-		if (p->n == p->cfg.max_runtimes) {
-			close(fd);
+		if (p->n == p->cfg.max_runtimes && !evict_gone(p)) {
+			close(fd); /* full of live runtimes: this one retries on its own */
 			return;
 		}
 		p->rt = mem_realloc(p->rt, (p->n + 1) * sizeof(*p->rt));

@@ -79,6 +79,17 @@ check port-survives-garbage wait_for "$W/app3.out" READY 10
 wait $APP3 2>/dev/null
 kill -TERM $AGENT; wait $AGENT 2>/dev/null
 
+# 5b. more runtimes come and go than the table holds (64): every suspended start is still resumed at once
+start_agent f "$W/f.sock"
+slow=0
+for i in $(seq 1 80); do
+  t0=$(date +%s%N)
+  DOTNET_DiagnosticPorts=$W/f.sock,connect,suspend timeout 10 dotnet "$APP" exit 0 > /dev/null 2>&1 || slow=$((slow + 100))
+  [ $(( ($(date +%s%N) - t0) / 1000000 )) -gt 1000 ] && slow=$((slow + 1))
+done
+WHY="$slow of 80 starts waited over 1 s or failed"; check churn-beyond-table-size test "$slow" -eq 0
+kill -TERM $AGENT; wait $AGENT 2>/dev/null
+
 # 6. different users: the agent as nobody, the app as root; then the other way round
 mkdir -m 1777 "$W/shared"   # a volume both users can write, as an emptyDir is
 S2=$W/shared/u.sock
