@@ -10,6 +10,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct buf {
 	char *data;   /* NUL-terminated; NULL until the first append */
@@ -24,6 +25,8 @@ void buf_reset(struct buf *b);                /* len = 0, keeps the allocation *
 int buf_append(struct buf *b, const void *p, size_t n);   /* 0 or DP_ETOOBIG */
 int buf_puts(struct buf *b, const char *s);
 int buf_putc(struct buf *b, char c);
+/* Append one Unicode code point (<= 0x10FFFF) encoded as UTF-8. */
+int buf_put_utf8(struct buf *b, uint32_t cp);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 /* Take the bytes (a new NUL-terminated string the caller frees); b is left empty. */

@@ -155,33 +155,6 @@ static int hex4(const char *p, const char *end, unsigned *cp)
 	return 0;
 }
 
-static void put_utf8(struct buf *b, unsigned cp)
-{
-	char u[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		u[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		u[0] = (char)(0xC0 | (cp >> 6));
-		u[1] = (char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else if (cp < 0x10000) {
-		u[0] = (char)(0xE0 | (cp >> 12));
-		u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		u[2] = (char)(0x80 | (cp & 0x3F));
-		n = 3;
-	} else {
-		u[0] = (char)(0xF0 | (cp >> 18));
-		u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		u[3] = (char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	buf_append(b, u, n); /* scratch has no cap */
-}
-
 /* The \uXXXX escape at r->p (pointing at the backslash); appends its UTF-8. */
 static int unicode_escape(struct jr *r)
 {
@@ -201,7 +174,7 @@ static int unicode_escape(struct jr *r)
 		cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
 		r->p += 6;
 	}
-	put_utf8(&r->scratch, cp);
+	buf_put_utf8(&r->scratch, cp);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
  * checked against the bytes that remain before anything is copied.
  */
 #include "ipc.h"
+#include "clock.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -193,33 +194,6 @@ int ipc_get_u64(struct ipc_reader *r, uint64_t *v)
 	return rc;
 }
 
-static void put_utf8(struct buf *b, uint32_t cp)
-{
-	char o[4];
-	size_t n;
-
-	if (cp < 0x80) {
-		o[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		o[0] = (char)(0xC0 | cp >> 6);
-		o[1] = (char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else if (cp < 0x10000) {
-		o[0] = (char)(0xE0 | cp >> 12);
-		o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		o[2] = (char)(0x80 | (cp & 0x3F));
-		n = 3;
-	} else {
-		o[0] = (char)(0xF0 | cp >> 18);
-		o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		o[3] = (char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	buf_append(b, o, n);
-}
-
 int ipc_get_string(struct ipc_reader *r, char **out)
 {
 	uint32_t count;
@@ -249,7 +223,7 @@ int ipc_get_string(struct ipc_reader *r, char **out)
 			/* a lone surrogate, or a NUL that would cut the C string short: keep the rest readable */
 			u = 0xFFFD;
 		}
-		put_utf8(&b, u);
+		buf_put_utf8(&b, u);
 	}
 	r->p += 2 * (size_t)count;
 	*out = buf_steal(&b, NULL);
@@ -345,20 +319,12 @@ const char *ipc_hresult_str(uint32_t hr)
 
 /* ---- I/O ---- */
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int wait_fd(int fd, short ev, long long deadline)
 {
 	struct pollfd pf = { .fd = fd, .events = ev };
 
 	for (;;) {
-		int left = deadline < 0 ? -1 : (int)(deadline - now_ms());
+		int left = deadline < 0 ? -1 : (int)(deadline - clock_ms());
 		int n;
 
 		if (deadline >= 0 && left <= 0) {
@@ -375,7 +341,7 @@ static int wait_fd(int fd, short ev, long long deadline)
 
 int ipc_read_full(int fd, void *p, size_t n, int timeout_ms)
 {
-	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	long long deadline = timeout_ms < 0 ? -1 : clock_ms() + timeout_ms;
 	size_t got = 0;
 
 	while (got < n) {
@@ -400,7 +366,7 @@ int ipc_read_full(int fd, void *p, size_t n, int timeout_ms)
 
 int ipc_write_full(int fd, const void *p, size_t n, int timeout_ms)
 {
-	long long deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	long long deadline = timeout_ms < 0 ? -1 : clock_ms() + timeout_ms;
 	size_t put = 0;
 
 	while (put < n) {

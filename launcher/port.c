@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "mem.h"
 
 #define IO_TIMEOUT_MS 2000 /* resume and process-info answers are immediate; this is a safety net */
@@ -50,14 +51,6 @@ struct port {
 	struct runtime *rt;
 	size_t n;
 };
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void emit(struct port *p, const char *event, const struct runtime *r)
 {
@@ -212,13 +205,13 @@ static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 			r->stage = 1;
 		buf_free(&pl);
 		close(fd);
-		r->lost_ms = now_ms();
+		r->lost_ms = clock_ms();
 		return;
 	}
 	if (r->stage >= 1 && r->stage <= 3) {
 		fetch_info(r, fd);
 		close(fd);
-		r->lost_ms = now_ms();
+		r->lost_ms = clock_ms();
 		if (r->have_info)
 			emit(p, "attached", r);
 		return;
@@ -249,7 +242,7 @@ static void accept_one(struct port *p)
 /* Idle connections that hung up (or talked out of turn) are closed; long-gone runtimes dropped. */
 static void sweep(struct port *p, const struct pollfd *pf, size_t npf)
 {
-	long long t = now_ms();
+	long long t = clock_ms();
 
 	pthread_mutex_lock(&p->mu);
 	for (size_t k = 0; k < npf; k++)
@@ -431,7 +424,7 @@ void port_release(struct port *p, const uint8_t cookie[16])
 	if (r && r->busy > 0) {
 		r->busy--;
 		if (r->idle_fd < 0 && r->lost_ms == 0)
-			r->lost_ms = now_ms();
+			r->lost_ms = clock_ms();
 	}
 	pthread_mutex_unlock(&p->mu);
 }
