@@ -31,7 +31,7 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 mkdir -p "$B/bench" "$W/dumps/www" "$W/nginx/tmp"
 for p in ready_probe main_probe; do
-	cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -o "$B/bench/$p" "bench/$p.c" || die "cannot build bench/$p.c"
+	cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Ibench -o "$B/bench/$p" "bench/$p.c" || die "cannot build bench/$p.c"
 done
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags libmicrohttpd) -o "$B/bench/mhd_file" bench/mhd_file.c \
 	$(pkg-config --libs libmicrohttpd) || die "cannot build bench/mhd_file.c"

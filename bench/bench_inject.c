@@ -17,6 +17,7 @@
 #include "doc.h"
 #include "inj.h"
 #include "mem.h"
+#include "stats.h"
 
 static double now_ms(void)
 {
@@ -24,13 +25,6 @@ static double now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -83,7 +77,7 @@ int main(int argc, char **argv)
 		buf_free(&out);
 		doc_stream_free(&s);
 	}
-	qsort(t, (size_t)n, sizeof(double), cmp);
+	stats_sort(t, n);
 	printf("%s: %zu bytes in, %zu bytes out; parse+inject+render over %d runs: median %.3f ms, best %.3f ms\n",
 	       argv[1], in.len, outlen, n, t[n / 2], t[0]);
 	free(t);

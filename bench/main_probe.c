@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stats.h"
+
 #define MAX_RUNS 500
 #define MAX_VARIANTS 4
 
@@ -38,21 +40,6 @@ static double wall_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array. */
-static double pct(const double *v, int n, int p)
-{
-	int i = (p * n + 99) / 100 - 1;
-
-	return v[i < 0 ? 0 : i];
 }
 
 static void usage(void)
@@ -163,13 +150,13 @@ int main(int argc, char **argv)
 			printf("variant %d (%s): no run reached Main\n", v, label);
 			continue;
 		}
-		qsort(main_ms[v], (size_t)ok[v], sizeof(double), cmp_double);
-		qsort(exit_ms[v], (size_t)ok[v], sizeof(double), cmp_double);
-		med[v] = pct(main_ms[v], ok[v], 50);
+		stats_sort(main_ms[v], ok[v]);
+		stats_sort(exit_ms[v], ok[v]);
+		med[v] = stats_pct(main_ms[v], ok[v], 50);
 		printf("variant %d (%s): %d runs; exec to Main median %.2f ms, p90 %.2f, min %.2f, max %.2f; "
 		       "exec to exit median %.2f ms\n",
-		       v, label, ok[v], med[v], pct(main_ms[v], ok[v], 90), main_ms[v][0], main_ms[v][ok[v] - 1],
-		       pct(exit_ms[v], ok[v], 50));
+		       v, label, ok[v], med[v], stats_pct(main_ms[v], ok[v], 90), main_ms[v][0], main_ms[v][ok[v] - 1],
+		       stats_pct(exit_ms[v], ok[v], 50));
 	}
 	for (int v = 1; v <= nsets; v++) {
 		int np = 0;
@@ -179,9 +166,9 @@ int main(int argc, char **argv)
 		for (int r = 0; r < runs; r++)
 			if (round_ms[0][r] >= 0 && round_ms[v][r] >= 0)
 				pair_ms[np++] = round_ms[v][r] - round_ms[0][r];
-		qsort(pair_ms, (size_t)np, sizeof(double), cmp_double);
+		stats_sort(pair_ms, np);
 		printf("difference: variant %d - variant 0 = %+.2f ms (medians); median of %d paired differences %+.2f ms\n",
-		       v, med[v] - med[0], np, pct(pair_ms, np, 50));
+		       v, med[v] - med[0], np, stats_pct(pair_ms, np, 50));
 	}
 	return 0;
 }

@@ -35,6 +35,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stats.h"
+
 #define MAX_RUNS 1000
 #define POLL_NS 100000L
 #define GIVE_UP_MS 5000.0
@@ -109,21 +111,6 @@ static void stop(pid_t pid)
 		}
 		usleep(1000);
 	}
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of a sorted array. */
-static double pct(const double *v, int n, int p)
-{
-	int i = (p * n + 99) / 100 - 1;
-
-	return v[i < 0 ? 0 : i];
 }
 
 static void usage(void)
@@ -213,10 +200,10 @@ int main(int argc, char **argv)
 	}
 	if (sock)
 		unlink(sock);
-	qsort(ready, (size_t)ok, sizeof(ready[0]), cmp_double);
+	stats_sort(ready, ok);
 	if (ok)
 		printf("summary: %d/%d ready; median %.3f ms, p90 %.3f ms, min %.3f ms, max %.3f ms\n", ok, runs,
-		       pct(ready, ok, 50), pct(ready, ok, 90), ready[0], ready[ok - 1]);
+		       stats_pct(ready, ok, 50), stats_pct(ready, ok, 90), ready[0], ready[ok - 1]);
 	else
 		printf("summary: 0/%d ready\n", runs);
 	return 0;

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 B=${BUILD:-build}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 mkdir -p "$B/bench"
-cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -o "$B/bench/bench_inject" bench/bench_inject.c "$B/libdiagport.a" \
+cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -Ibench -o "$B/bench/bench_inject" bench/bench_inject.c "$B/libdiagport.a" \
    $(pkg-config --libs jansson yaml-0.1)
 
 ENV_YAML=tests/golden/k8s/env-1500/input.yaml

@@ -339,19 +339,20 @@ static int wait_fd(int fd, short ev, long long deadline)
 	}
 }
 
-int ipc_read_full(int fd, void *p, size_t n, int timeout_ms)
+/* Move exactly n bytes in one direction (send when out), waiting at most until the deadline. */
+static int move_full(int fd, char *p, size_t n, int timeout_ms, bool out)
 {
 	long long deadline = timeout_ms < 0 ? -1 : clock_ms() + timeout_ms;
-	size_t got = 0;
+	size_t done = 0;
 
-	while (got < n) {
+	while (done < n) {
 		ssize_t k;
 
-		if (wait_fd(fd, POLLIN, deadline) != 0)
+		if (wait_fd(fd, out ? POLLOUT : POLLIN, deadline) != 0)
 			return DP_EIO;
-		k = read(fd, (char *)p + got, n - got);
-		if (k == 0) {
-			errno = ECONNRESET;
+		k = out ? send(fd, p + done, n - done, MSG_NOSIGNAL) : read(fd, p + done, n - done);
+		if (k == 0 && !out) {
+			errno = ECONNRESET; /* the peer closed before the message was whole */
 			return DP_EIO;
 		}
 		if (k < 0) {
@@ -359,30 +360,19 @@ int ipc_read_full(int fd, void *p, size_t n, int timeout_ms)
 				continue;
 			return DP_EIO;
 		}
-		got += (size_t)k;
+		done += (size_t)k;
 	}
 	return 0;
 }
 
+int ipc_read_full(int fd, void *p, size_t n, int timeout_ms)
+{
+	return move_full(fd, p, n, timeout_ms, false);
+}
+
 int ipc_write_full(int fd, const void *p, size_t n, int timeout_ms)
 {
-	long long deadline = timeout_ms < 0 ? -1 : clock_ms() + timeout_ms;
-	size_t put = 0;
-
-	while (put < n) {
-		ssize_t k;
-
-		if (wait_fd(fd, POLLOUT, deadline) != 0)
-			return DP_EIO;
-		k = send(fd, (const char *)p + put, n - put, MSG_NOSIGNAL);
-		if (k < 0) {
-			if (errno == EINTR || errno == EAGAIN)
-				continue;
-			return DP_EIO;
-		}
-		put += (size_t)k;
-	}
-	return 0;
+	return move_full(fd, (char *)p, n, timeout_ms, true); /* never written through when out */
 }
 
 int ipc_transact(int fd, const struct buf *req, struct ipc_header *h, struct buf *payload, int timeout_ms)

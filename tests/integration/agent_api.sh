@@ -11,11 +11,8 @@ W=$(mktemp -d /tmp/dp-api.XXXXXX); chmod 755 "$W"; mkdir -m 1777 "$W/shared"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$W"; }
 trap cleanup EXIT
-pass() { echo "PASS integration/agent-api/$1"; }
-fail() { echo "FAIL integration/agent-api/$1: $2"; }
-check() { local name=$1; shift; if "$@" > /dev/null; then pass "$name"; else fail "$name" "${WHY:-check failed: $*}"; fi; WHY=; }
-WHY=
-wait_for() { local i; for ((i = 0; i < $3 * 20; i++)); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+T_NAME=agent-api
+. tests/lib.sh # every script runs from the repository root
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi

@@ -7,9 +7,8 @@ set -u
 cd "$(dirname "$0")/../.."
 D=$PWD/diagport
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-pass() { echo "PASS integration/cli/$1"; }
-fail() { echo "FAIL integration/cli/$1: $2"; }
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name" "command failed: $*"; fi; }
+T_NAME=cli
+. tests/lib.sh # every script runs from the repository root
 
 IN=tests/golden/k8s/deployment-basic/input.yaml
 EXP=tests/golden/k8s/deployment-basic/expected

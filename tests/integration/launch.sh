@@ -11,10 +11,8 @@ W=$(mktemp -d /tmp/dp-launch.XXXXXX); chmod 755 "$W"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$W"; }
 trap cleanup EXIT
-pass() { echo "PASS integration/launch/$1"; }
-fail() { echo "FAIL integration/launch/$1: $2"; }
-check() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name" "${WHY:-check failed: $*}"; fi; WHY=; }
-WHY=
+T_NAME=launch
+. tests/lib.sh # every script runs from the repository root
 
 if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then
   fail build-apps "$(tail -5 "$W/build.log")"; exit 0
@@ -23,7 +21,6 @@ APP="$B/apps/console/console.dll"
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 # wait_for FILE PATTERN SECONDS
-wait_for() { local i; for ((i = 0; i < $3 * 20; i++)); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 start_agent() { # start_agent NAME SOCKET [as-user]
   if [ $# -ge 3 ]; then
     setpriv --reuid "$3" --regid "$3" --clear-groups "$D" launch --socket "$2" 2> "$W/$1.log" &

@@ -8,8 +8,8 @@ cd "$(dirname "$0")/../.."
 D=$PWD/diagport
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 export KUBECONFIG=/dev/null
-pass() { echo "PASS integration/pipeline/$1"; }
-fail() { echo "FAIL integration/pipeline/$1: $2"; }
+T_NAME=pipeline
+. tests/lib.sh # every script runs from the repository root
 
 for kind in deployment cronjob job; do
   case $kind in
