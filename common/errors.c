@@ -20,6 +20,7 @@ const char *err_str(int code)
 	case DP_EUNSUPPORTED: return "unsupported input";
 	case DP_ENOTFOUND: return "not found";
 	case DP_EINTERNAL: return "internal error";
+	case DP_ECANCELED: return "cancelled";
 	}
 	return "unknown error";
 }

@@ -22,6 +22,7 @@ enum dp_err {
 	DP_EUNSUPPORTED = -6, /* well-formed input that diagport cannot rewrite without mangling it */
 	DP_ENOTFOUND = -7,    /* a looked-up thing is absent */
 	DP_EINTERNAL = -8,    /* a bug: never expected */
+	DP_ECANCELED = -9,    /* stopped at someone's request (an operation cancelled) */
 };
 
 /* Static text for a DP_E* code ("syntax error", ...). Never NULL. */

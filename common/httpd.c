@@ -25,11 +25,22 @@ struct httpd {
 	void *ctx;
 };
 
+#define MAX_EXTRA_HEADERS 4
+
+/* Per-request state that outlives the handler call: what to run when the response is done. */
+struct req_state {
+	void (*done)(void *);
+	void *done_ctx;
+};
+
 struct httpd_req {
 	struct MHD_Connection *c;
 	const char *method, *path;
+	struct req_state *st;
 	bool answered;
 	enum MHD_Result result;
+	char *extra[MAX_EXTRA_HEADERS][2];
+	size_t n_extra;
 };
 
 struct addr {
@@ -141,13 +152,13 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 				 const char *version, const char *upload_data, size_t *upload_size, void **state)
 {
 	struct httpd *d = cls;
-	struct httpd_req r = { .c = c, .method = method, .path = url };
+	struct httpd_req r = { .c = c, .method = method, .path = url, .st = *state };
 
 	if (*state == NULL) {
 		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 
-		*state = (void *)1;
+		*state = r.st = mem_zalloc(sizeof(struct req_state));
 		/* No route takes a body: refuse it before reading a byte of it. */
 		if ((cl && strcmp(cl, "0") != 0) || te) {
 			httpd_problem(&r, 413, "Payload Too Large", "this route takes no request body");
@@ -171,6 +182,37 @@ struct start_arg {
 	struct err_msg *em;
 };
 
+/* The response is finished (sent, or the client went away): run the handler's on_done. */
+static void completed_cb(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why)
+{
+	struct req_state *st = *state;
+
+	(void)cls;
+	(void)c;
+	(void)why;
+	if (st == NULL)
+		return;
+	if (st->done)
+		st->done(st->done_ctx);
+	free(st);
+	*state = NULL;
+}
+
+void httpd_on_done(struct httpd_req *r, void (*fn)(void *), void *ctx)
+{
+	r->st->done = fn;
+	r->st->done_ctx = ctx;
+}
+
+void httpd_set_header(struct httpd_req *r, const char *name, const char *value)
+{
+	if (r->n_extra == MAX_EXTRA_HEADERS)
+		DP_FATAL("more than %d extra headers", MAX_EXTRA_HEADERS);
+	r->extra[r->n_extra][0] = mem_strdup(name);
+	r->extra[r->n_extra][1] = mem_strdup(value);
+	r->n_extra++;
+}
+
 static int start_fn(const struct addr *a, void *arg)
 {
 	struct start_arg *s = arg;
@@ -186,7 +228,7 @@ static int start_fn(const struct addr *a, void *arg)
 		MHD_OPTION_CONNECTION_LIMIT, s->cfg->max_connections ? s->cfg->max_connections : 32,
 		MHD_OPTION_CONNECTION_TIMEOUT, s->cfg->idle_timeout_s ? s->cfg->idle_timeout_s : 30,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg->header_memory ? s->cfg->header_memory : (size_t)32768,
-		MHD_OPTION_END);
+		MHD_OPTION_NOTIFY_COMPLETED, completed_cb, NULL, MHD_OPTION_END);
 	if (s->d->d[s->d->n] == NULL) {
 		if (a->sa.ss_family == AF_INET)
 			inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->sa)->sin_addr, shown, sizeof(shown));
@@ -252,6 +294,12 @@ static int queue(struct httpd_req *r, unsigned status, struct MHD_Response *resp
 	MHD_add_response_header(resp, "Cache-Control", "no-store");
 	if (status == 401)
 		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
+	for (size_t i = 0; i < r->n_extra; i++) {
+		MHD_add_response_header(resp, r->extra[i][0], r->extra[i][1]);
+		free(r->extra[i][0]);
+		free(r->extra[i][1]);
+	}
+	r->n_extra = 0;
 	r->result = MHD_queue_response(r->c, status, resp);
 	MHD_destroy_response(resp);
 	r->answered = true;

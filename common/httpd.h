@@ -38,6 +38,15 @@ const char *httpd_path(const struct httpd_req *r);
 const char *httpd_query(const struct httpd_req *r, const char *key);   /* borrowed, or NULL */
 const char *httpd_header(const struct httpd_req *r, const char *name); /* borrowed, or NULL */
 
+/* Add a response header (copied) to the answer this request will send; at most 4. */
+void httpd_set_header(struct httpd_req *r, const char *name, const char *value);
+/*
+ * Run fn(ctx) once when this request's response is finished: fully sent, or
+ * abandoned by the client. Set before the httpd_send* call. A handler that
+ * holds a resource for the life of its response (a dump slot) frees it here.
+ */
+void httpd_on_done(struct httpd_req *r, void (*fn)(void *), void *ctx);
+
 int httpd_send(struct httpd_req *r, unsigned status, const char *ctype, const char *body, size_t len);
 /* Send a JSON value (stolen) as application/json. */
 int httpd_send_json(struct httpd_req *r, unsigned status, json_t *v);

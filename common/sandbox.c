@@ -29,6 +29,8 @@ static const char *const agent_calls[] = {
 	/* files: dumps staging and pipe, token already read */
 	"openat", "close", "read", "readv", "pread64", "write", "writev", "lseek", "fstat", "newfstatat", "statx",
 	"fcntl", "unlink", "unlinkat", "mknodat", "chmod", "fchmodat", "getdents64", "pipe2", "ioctl",
+	/* dumps through the pipe: staging and egress files, atomic publish */
+	"splice", "fsync", "fdatasync", "rename", "renameat", "renameat2", "link", "linkat",
 	/* sockets already bound: accept and talk */
 	"accept4", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
 	"recvfrom", "recvmsg", "sendto", "sendmsg", "sendfile", "shutdown", "setsockopt", "getsockopt",

@@ -1,18 +1,19 @@
 /*
  * api.c - the agent's HTTP routes: /healthz, /readyz (always open), /info,
- * /processes, /process, /env, /dump (behind the token when there is one).
+ * /processes, /process, /env, /dump and /operations (behind the token when
+ * there is one).
  *
- * Dumps: the runtime's createdump writes the dump into a staging file in the
- * dumps directory (a volume shared with the app); we open it, unlink it at
- * once, and stream it from the open descriptor (sendfile). So a finished,
- * failed or abandoned download leaves nothing on disk; staging files of an
- * agent that was killed mid-dump are removed when the next one starts.
- *
- * The other transport, "fifo", creates a named pipe (mode 0666) at the dump
- * path instead: createdump writes the core sequentially into it and we stream
- * it to the client as it comes, chunked. Nothing touches the disk, and the app
- * and the agent may run as different users. A dump the runtime then reports
- * as failed is cut off, so the client never gets a complete-looking body.
+ * Dumps (dump.h) always come through a pipe the agent owns. Three ways out:
+ *  - file (default): into a staging file in the dumps directory that never
+ *    has a name (O_TMPFILE, or unlinked at once), capped by --dumps-limit;
+ *    the app runs on as soon as it is written, then the file is sent with
+ *    sendfile. A finished, failed or abandoned download leaves nothing.
+ *  - fifo: straight to the client, chunked; no disk at all, but the app stays
+ *    stopped until the client has read the last byte.
+ *  - egressProvider=NAME: in the background into the provider's directory,
+ *    published by rename; 202 with Location: /operations/{id}.
+ * One dump at a time (including its download: it holds staging space); the
+ * next gets 429.
  */
 #include "api.h"
 
@@ -30,12 +31,15 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "dump.h"
+#include "egress.h"
 #include "ipc.h"
 #include "mem.h"
+#include "ops.h"
 
 #define STAGING_PREFIX ".diagport-dump-"
 #define TAKE_TIMEOUT_MS 5000
-#define DUMP_TIMEOUT_MS (15 * 60 * 1000)
+#define KEEP_OPERATIONS 100
 #define ENV_MAX_BYTES (1 << 20)
 
 struct api {
@@ -44,6 +48,16 @@ struct api {
 	pthread_mutex_t mu;
 	bool dumping, fifo_default;
 	unsigned long seq;
+	uint64_t dumps_limit;
+	const struct egress_fs *egress; /* borrowed */
+	size_t n_egress;
+	struct ops *ops;
+};
+
+/* A dump being streamed to the client (transport=fifo). */
+struct stream_dump {
+	struct api *a;
+	struct dump_job *job;
 };
 
 static void clean_staging(const char *dir)
@@ -68,8 +82,14 @@ struct api *api_new(const struct api_config *cfg)
 	a->dumps_dir = mem_strdup(cfg->dumps_dir);
 	a->token = cfg->token ? mem_strdup(cfg->token) : NULL;
 	a->fifo_default = cfg->dump_transport && strcmp(cfg->dump_transport, "fifo") == 0;
+	a->dumps_limit = cfg->dumps_limit;
+	a->egress = cfg->egress;
+	a->n_egress = cfg->n_egress;
+	a->ops = ops_new(KEEP_OPERATIONS);
 	pthread_mutex_init(&a->mu, NULL);
 	clean_staging(a->dumps_dir);
+	for (size_t i = 0; i < a->n_egress; i++)
+		egress_fs_clean(&a->egress[i]);
 	return a;
 }
 
@@ -77,6 +97,7 @@ void api_free(struct api *a)
 {
 	if (a == NULL)
 		return;
+	ops_free(a->ops); /* cancels running egress dumps and waits for them */
 	if (a->token) {
 		mem_wipe(a->token, strlen(a->token));
 		free(a->token);
@@ -308,229 +329,206 @@ static void route_env(struct api *a, struct httpd_req *r)
 	buf_free(&pl);
 }
 
-static int dump_type(const char *t)
+/* ---- dumps ---- */
+
+static void dump_slot_free(void *ctx)
 {
-	if (t == NULL || strcasecmp(t, "WithHeap") == 0)
-		return IPC_DUMP_WITHHEAP;
-	if (strcasecmp(t, "Mini") == 0)
-		return IPC_DUMP_NORMAL;
-	if (strcasecmp(t, "Triage") == 0)
-		return IPC_DUMP_TRIAGE;
-	if (strcasecmp(t, "Full") == 0)
-		return IPC_DUMP_FULL;
-	return -1;
-}
+	struct api *a = ctx;
 
-/* GenerateCoreDump3, then 2, then 1 on runtimes that do not know the newer command. */
-static int generate_dump(struct api *a, const struct port_runtime *p, const char *path, int type, uint32_t *hr,
-			 char **text)
-{
-	static const uint8_t ids[] = { IPC_DUMP_GENERATE3, IPC_DUMP_GENERATE2, IPC_DUMP_GENERATE };
-	struct buf req, pl;
-	int rc = DP_EIO;
-
-	*hr = 0;
-	*text = NULL;
-	buf_init(&req, IPC_MAX_MESSAGE);
-	buf_init(&pl, IPC_MAX_MESSAGE);
-	for (size_t i = 0; i < sizeof(ids); i++) {
-		struct ipc_header h;
-
-		ipc_begin(&req, IPC_SET_DUMP, ids[i]);
-		ipc_put_string(&req, path);
-		ipc_put_u32(&req, (uint32_t)type);
-		ipc_put_u32(&req, 0);
-		ipc_end(&req);
-		buf_reset(&pl);
-		if ((rc = command(a, p, &req, &h, &pl, NULL, DUMP_TIMEOUT_MS)) != 0)
-			break;
-		if (h.set == IPC_SET_SERVER && h.id == IPC_SERVER_OK)
-			break;
-		free(*text);
-		if (ipc_parse_error((const uint8_t *)pl.data, pl.len, hr, text) != 0)
-			*hr = IPC_E_FAIL;
-		rc = DP_EREFUSED;
-		if (*hr != IPC_E_UNKNOWN_COMMAND)
-			break;
-	}
-	buf_free(&req);
-	buf_free(&pl);
-	return rc;
-}
-
-static void dump_done(struct api *a)
-{
 	pthread_mutex_lock(&a->mu);
 	a->dumping = false;
 	pthread_mutex_unlock(&a->mu);
 }
 
-static void dump_filename(char *out, size_t n)
+/* Take the one dump slot and name a fresh pipe path; false (and a 429 sent) when a dump is in progress. */
+static bool dump_slot(struct api *a, struct httpd_req *r, const struct port_runtime *p, char **fifo_path)
 {
-	time_t now = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&now, &tm);
-	strftime(out, n, "core_%Y%m%d_%H%M%S", &tm);
-}
-
-/* A dump being streamed through the FIFO. */
-struct fifo_dump {
-	struct api *a;
-	uint8_t cookie[16];
-	int rfd, conn;
-	char *path;
-};
-
-static void fifo_free(void *ctx)
-{
-	struct fifo_dump *f = ctx;
-
-	close(f->rfd); /* a createdump still writing gets EPIPE and stops; the app runs on */
-	if (f->conn >= 0) {
-		close(f->conn);
-		port_release(f->a->port, f->cookie);
+	pthread_mutex_lock(&a->mu);
+	if (a->dumping) {
+		pthread_mutex_unlock(&a->mu);
+		httpd_problem(r, 429, "Too Many Requests", "a dump is already being taken or downloaded; try again "
+			      "when it is done");
+		return false;
 	}
-	unlink(f->path);
-	free(f->path);
-	dump_done(f->a);
-	free(f);
+	a->dumping = true;
+	a->seq++;
+	*fifo_path = mem_printf("%s/%s%llu-%lu-%ld", a->dumps_dir, STAGING_PREFIX, (unsigned long long)p->pid, a->seq,
+				(long)getpid());
+	pthread_mutex_unlock(&a->mu);
+	return true;
 }
 
-/* The runtime's verdict once createdump closed the pipe: 0 when it reported success. */
-static int fifo_verdict(struct fifo_dump *f)
+static void dump_problem(struct httpd_req *r, int rc, const struct err_msg *em)
 {
-	uint8_t hdr[IPC_HEADER_SIZE];
-	struct ipc_header h;
-
-	if (ipc_read_full(f->conn, hdr, sizeof(hdr), 60000) != 0 || ipc_parse_header(hdr, &h) != 0)
-		return DP_EIO;
-	return h.set == IPC_SET_SERVER && h.id == IPC_SERVER_OK ? 0 : DP_EREFUSED;
+	if (rc == DP_ETOOBIG)
+		httpd_problem(r, 507, "Insufficient Storage", "%s", em->text);
+	else
+		httpd_problem(r, 500, "Internal Server Error", "%s", em->text);
 }
 
-static long fifo_read(void *ctx, char *out, size_t max)
+/* The staging file: unnamed (O_TMPFILE) where the filesystem allows, else created and unlinked at once. */
+static int staging_open(struct api *a, const char *fifo_path, struct err_msg *em)
 {
-	struct fifo_dump *f = ctx;
+	char *named;
+	int fd = open(a->dumps_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 
-	for (;;) {
-		struct pollfd pf = { .fd = f->rfd, .events = POLLIN };
-		ssize_t n = read(f->rfd, out, max);
-
-		if (n > 0)
-			return n;
-		if (n == 0)
-			return fifo_verdict(f) == 0 ? 0 : -1;
-		if (errno != EAGAIN && errno != EINTR)
-			return -1;
-		if (poll(&pf, 1, DUMP_TIMEOUT_MS) == 0)
-			return -1;
-	}
+	if (fd >= 0)
+		return fd;
+	named = mem_printf("%s.stage", fifo_path);
+	fd = open(named, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		unlink(named);
+	else
+		err_set(em, DP_EIO, "cannot create a staging file in %s: %s", a->dumps_dir, strerror(errno));
+	free(named);
+	return fd;
 }
 
-/*
- * Send the dump command (3, then 2, then 1) and wait for the first byte in the
- * pipe or an answer on the connection, whichever comes first.
- */
-static int fifo_start(struct api *a, const struct port_runtime *p, struct fifo_dump *f, int type, uint32_t *hr,
-		      char **text)
+static void stream_free(void *ctx)
 {
-	static const uint8_t ids[] = { IPC_DUMP_GENERATE3, IPC_DUMP_GENERATE2, IPC_DUMP_GENERATE };
-	static char tmp[IPC_MAX_MESSAGE];
-	struct buf req;
-	int rc = DP_EIO;
+	struct stream_dump *s = ctx;
 
-	buf_init(&req, IPC_MAX_MESSAGE);
-	for (size_t i = 0; i < sizeof(ids); i++) {
-		struct pollfd pf[2];
-		struct ipc_header h;
-		uint8_t hdr[IPC_HEADER_SIZE];
-
-		ipc_begin(&req, IPC_SET_DUMP, ids[i]);
-		ipc_put_string(&req, f->path);
-		ipc_put_u32(&req, (uint32_t)type);
-		ipc_put_u32(&req, 0);
-		ipc_end(&req);
-		if ((rc = port_take(a->port, p->cookie, TAKE_TIMEOUT_MS, &f->conn)) != 0)
-			break;
-		if ((rc = ipc_write_full(f->conn, req.data, req.len, 5000)) != 0)
-			break;
-		pf[0] = (struct pollfd){ .fd = f->rfd, .events = POLLIN };
-		pf[1] = (struct pollfd){ .fd = f->conn, .events = POLLIN };
-		if (poll(pf, 2, DUMP_TIMEOUT_MS) <= 0) {
-			rc = DP_EIO;
-			break;
-		}
-		if (pf[0].revents & POLLIN)
-			break; /* createdump is writing: stream it */
-		/* The runtime answered before writing anything: a failure. */
-		rc = DP_EREFUSED;
-		*hr = IPC_E_FAIL;
-		if (ipc_read_full(f->conn, hdr, sizeof(hdr), 5000) == 0 && ipc_parse_header(hdr, &h) == 0 &&
-		    h.size > IPC_HEADER_SIZE) {
-			size_t n = (size_t)h.size - IPC_HEADER_SIZE; /* <= 65515: fits tmp */
-
-			pthread_mutex_lock(&a->mu); /* tmp is shared; one dump at a time anyway */
-			if (ipc_read_full(f->conn, tmp, n, 5000) == 0) {
-				free(*text);
-				*text = NULL;
-				ipc_parse_error((const uint8_t *)tmp, n, hr, text);
-			}
-			pthread_mutex_unlock(&a->mu);
-		}
-		close(f->conn);
-		port_release(a->port, p->cookie);
-		f->conn = -1;
-		if (*hr != IPC_E_UNKNOWN_COMMAND)
-			break;
-	}
-	buf_free(&req);
-	return rc;
+	dump_free(s->job);
+	dump_slot_free(s->a);
+	free(s);
 }
 
-static void dump_fifo(struct api *a, struct httpd_req *r, const struct port_runtime *p, int type, char *path)
+static long stream_read(void *ctx, char *out, size_t max)
 {
-	struct fifo_dump *f = mem_zalloc(sizeof(*f));
-	uint32_t hr = 0;
-	char *text = NULL, fname[64];
-	int rc;
+	return dump_read(((struct stream_dump *)ctx)->job, out, max);
+}
 
-	f->a = a;
-	f->path = path;
-	f->conn = -1;
-	f->rfd = -1;
-	memcpy(f->cookie, p->cookie, 16);
-	if (mkfifo(path, 0600) != 0 || chmod(path, 0666) != 0 ||
-	    (f->rfd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
-		httpd_problem(r, 500, "Internal Server Error", "cannot create the dump pipe %s: %s", path, strerror(errno));
-		fifo_free(f);
+/* transport=fifo: createdump's bytes go to the client as they come; the app is stopped until the last one. */
+static void dump_stream(struct api *a, struct httpd_req *r, const struct port_runtime *p, int type, char *fifo)
+{
+	struct stream_dump *s = mem_zalloc(sizeof(*s));
+	struct err_msg em;
+	char fname[64];
+	int rc = dump_start(a->port, p->cookie, fifo, type, &s->job, &em);
+
+	free(fifo);
+	if (rc != 0) {
+		free(s);
+		dump_slot_free(a);
+		dump_problem(r, rc, &em);
 		return;
 	}
-	rc = fifo_start(a, p, f, type, &hr, &text);
-	if (rc == 0) {
-		unlink(path); /* createdump has it open; nothing stays on disk */
-		dump_filename(fname, sizeof(fname));
-		httpd_send_stream(r, 200, "application/octet-stream", fifo_read, fifo_free, f, fname);
-	} else {
-		if (rc == DP_EREFUSED)
-			httpd_problem(r, 500, "Internal Server Error", "the runtime could not write the dump: %s (0x%08x)%s%s",
-				      ipc_hresult_str(hr), hr, text && *text ? ": " : "", text ? text : "");
-		else
-			httpd_problem(r, 500, "Internal Server Error", "talking to pid %llu failed: %s",
-				      (unsigned long long)p->pid, err_str(rc));
-		fifo_free(f);
+	s->a = a;
+	dump_filename(fname, sizeof(fname));
+	httpd_send_stream(r, 200, "application/octet-stream", stream_read, stream_free, s, fname);
+}
+
+/* transport=file: createdump's bytes go into a staging file (capped), which is then sent with sendfile. */
+static void dump_staged(struct api *a, struct httpd_req *r, const struct port_runtime *p, int type, char *fifo)
+{
+	struct dump_job *j = NULL;
+	struct err_msg em;
+	uint64_t n = 0;
+	char fname[64];
+	int fd = staging_open(a, fifo, &em), rc = fd < 0 ? DP_EIO : 0;
+
+	if (rc == 0)
+		rc = dump_start(a->port, p->cookie, fifo, type, &j, &em);
+	if (rc == 0)
+		rc = dump_copy(j, fd, a->dumps_limit, NULL, &n, &em);
+	dump_free(j); /* the app runs on from here; the download can take its time */
+	free(fifo);
+	if (rc != 0) {
+		if (fd >= 0)
+			close(fd); /* the space is freed with it: the file never had a name */
+		dump_slot_free(a);
+		dump_problem(r, rc, &em);
+		return;
 	}
-	free(text);
+	dump_filename(fname, sizeof(fname));
+	httpd_on_done(r, dump_slot_free, a); /* one dump at a time includes its download: it holds staging space */
+	httpd_send_fd(r, 200, "application/octet-stream", fd, n, fname);
+}
+
+/* A dump sent to an egress provider, in the background. */
+struct egress_job {
+	struct api *a;
+	struct op *op;
+	const struct egress_fs *prov;
+	uint8_t cookie[16];
+	int type;
+	char *fifo;
+};
+
+static void *egress_main(void *arg)
+{
+	struct egress_job *e = arg;
+	struct dump_job *j = NULL;
+	struct err_msg em = { "" };
+	char *tmp = NULL, *final = NULL, fname[64];
+	uint64_t n;
+	int fd = -1, rc = egress_fs_open(e->prov, e->fifo + strlen(e->a->dumps_dir) + 1, &fd, &tmp, &em);
+
+	if (rc == 0)
+		rc = dump_start(e->a->port, e->cookie, e->fifo, e->type, &j, &em);
+	if (rc == 0)
+		rc = dump_copy(j, fd, 0, op_cancel_flag(e->op), &n, &em);
+	dump_free(j);
+	if (rc == 0) {
+		dump_filename(fname, sizeof(fname));
+		rc = egress_fs_publish(e->prov, fd, tmp, fname, &final, &em);
+	} else if (tmp) {
+		egress_fs_discard(fd, tmp);
+	}
+	dump_slot_free(e->a);
+	op_finish(e->a->ops, e->op, rc, final, em.text);
+	free(tmp);
+	free(final);
+	free(e->fifo);
+	free(e);
+	return NULL;
+}
+
+static void dump_egress(struct api *a, struct httpd_req *r, const struct port_runtime *p, int type, char *fifo,
+			const struct egress_fs *prov)
+{
+	struct egress_job *e = mem_zalloc(sizeof(*e));
+	pthread_attr_t attr;
+	pthread_t t;
+	char id[37], g[37], *loc;
+	const char *name = rt_name(p);
+	char *short_name = mem_strndup(name, strcspn(name, " "));
+
+	ipc_cookie_guid(p->cookie, g);
+	e->a = a;
+	e->prov = prov;
+	e->type = type;
+	e->fifo = fifo;
+	memcpy(e->cookie, p->cookie, 16);
+	e->op = ops_add(a->ops, prov->name, p->pid, g, short_name, httpd_query(r, "tags"), id);
+	free(short_name);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, egress_main, e) != 0)
+		DP_FATAL("cannot start a thread for operation %s", id);
+	pthread_attr_destroy(&attr);
+	loc = mem_printf("/operations/%s", id);
+	httpd_set_header(r, "Location", loc);
+	free(loc);
+	httpd_send(r, 202, NULL, "", 0);
+}
+
+static const struct egress_fs *find_egress(struct api *a, const char *name)
+{
+	for (size_t i = 0; i < a->n_egress; i++)
+		if (strcasecmp(a->egress[i].name, name) == 0)
+			return &a->egress[i];
+	return NULL;
 }
 
 static void route_dump(struct api *a, struct httpd_req *r)
 {
 	struct port_runtime p;
-	int type = dump_type(httpd_query(r, "type")), fd, rc, open_errno;
-	char *path, *text = NULL, fname[64];
-	uint32_t hr;
-	struct stat st;
-	const char *tr = httpd_query(r, "transport");
+	int type = dump_type(httpd_query(r, "type"));
+	const char *tr = httpd_query(r, "transport"), *eg = httpd_query(r, "egressProvider");
+	const struct egress_fs *prov = NULL;
 	bool fifo = a->fifo_default;
+	char *path;
 
 	if (type < 0) {
 		httpd_problem(r, 400, "Bad Request", "type '%s' is not Mini, Triage, WithHeap or Full",
@@ -543,54 +541,29 @@ static void route_dump(struct api *a, struct httpd_req *r)
 	}
 	if (tr)
 		fifo = strcmp(tr, "fifo") == 0;
-	if (httpd_query(r, "egressProvider")) {
-		httpd_problem(r, 400, "Bad Request", "egress providers are not configured in this agent yet");
+	if (eg && (prov = find_egress(a, eg)) == NULL) {
+		struct buf b;
+
+		buf_init(&b, 4096);
+		for (size_t i = 0; i < a->n_egress; i++)
+			buf_printf(&b, "%s%s", i ? ", " : "", a->egress[i].name);
+		httpd_problem(r, 400, "Bad Request", "there is no egress provider '%s'; %s%s", eg,
+			      a->n_egress ? "configured: " : "none is configured (Egress:FileSystem:NAME:DirectoryPath)",
+			      b.data ? b.data : "");
+		buf_free(&b);
 		return;
 	}
 	if (!choose(a, r, &p))
 		return;
-	pthread_mutex_lock(&a->mu);
-	if (a->dumping) {
-		pthread_mutex_unlock(&a->mu);
-		ipc_process_info_free(&p.info);
-		httpd_problem(r, 429, "Too Many Requests", "a dump is already being taken; try again when it is done");
-		return;
+	if (dump_slot(a, r, &p, &path)) {
+		if (prov)
+			dump_egress(a, r, &p, type, path, prov);
+		else if (fifo)
+			dump_stream(a, r, &p, type, path);
+		else
+			dump_staged(a, r, &p, type, path);
 	}
-	a->dumping = true;
-	a->seq++;
-	path = mem_printf("%s/%s%llu-%lu-%ld", a->dumps_dir, STAGING_PREFIX, (unsigned long long)p.pid, a->seq, (long)getpid());
-	pthread_mutex_unlock(&a->mu);
-	if (fifo) {
-		dump_fifo(a, r, &p, type, path); /* takes path; clears the dumping flag when done */
-		ipc_process_info_free(&p.info);
-		return;
-	}
-	rc = generate_dump(a, &p, path, type, &hr, &text);
-	fd = rc == 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	open_errno = errno;
-	unlink(path); /* from here the dump lives only as long as the download */
-	if (rc == DP_EREFUSED) {
-		httpd_problem(r, 500, "Internal Server Error", "the runtime could not write the dump: %s (0x%08x)%s%s",
-			      ipc_hresult_str(hr), hr, text && *text ? ": " : "", text ? text : "");
-	} else if (rc != 0) {
-		httpd_problem(r, 500, "Internal Server Error", "talking to pid %llu failed: %s",
-			      (unsigned long long)p.pid, err_str(rc));
-	} else if (fd < 0 || fstat(fd, &st) != 0) {
-		httpd_problem(r, 500, "Internal Server Error",
-			      "the runtime reported a dump, but the agent cannot read %s: %s (the app and the agent "
-			      "must share the dumps volume; when they run as different users, use transport=fifo "
-			      "or start the agent with --dump-transport fifo)",
-			      path, strerror(fd < 0 ? open_errno : errno));
-		if (fd >= 0)
-			close(fd);
-	} else {
-		dump_filename(fname, sizeof(fname));
-		httpd_send_fd(r, 200, "application/octet-stream", fd, (uint64_t)st.st_size, fname);
-	}
-	free(text);
-	free(path);
 	ipc_process_info_free(&p.info);
-	dump_done(a);
 }
 
 void api_handle(void *ctx, struct httpd_req *r)
@@ -604,6 +577,10 @@ void api_handle(void *ctx, struct httpd_req *r)
 	}
 	if (a->token && !token_ok(a, httpd_header(r, "Authorization"))) {
 		httpd_problem(r, 401, "Unauthorized", "this agent requires 'Authorization: Bearer <token>'");
+		return;
+	}
+	if (strcmp(path, "/operations") == 0 || strncmp(path, "/operations/", 12) == 0) {
+		ops_route(a->ops, r);
 		return;
 	}
 	if (strcmp(m, "GET") != 0) {

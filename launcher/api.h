@@ -6,6 +6,7 @@
 #ifndef DP_API_H
 #define DP_API_H
 
+#include "config.h"
 #include "httpd.h"
 #include "port.h"
 
@@ -17,10 +18,15 @@ struct api_config {
 	const char *dumps_dir;    /* staging for dumps; must be shared with the app */
 	const char *token;        /* bearer token; NULL = no authentication (loopback or --no-auth) */
 	const char *dump_transport; /* "file" (staging file, default) or "fifo" (streamed through a named pipe) */
+	uint64_t dumps_limit;       /* cap on one staged dump, bytes; 0 = none */
+	const struct egress_fs *egress; /* providers (borrowed: must outlive the api) */
+	size_t n_egress;
 };
 
-/* New API state (copies the strings; the token is wiped when freed). Removes staging leftovers in dumps_dir. */
+/* New API state (copies the strings; the token is wiped when freed). Removes staging leftovers in dumps_dir
+ * and partial files in the egress providers' directories. */
 struct api *api_new(const struct api_config *cfg);
+/* Cancels running operations and waits for them. Accepts NULL. */
 void api_free(struct api *a);
 /* The httpd handler; ctx is the struct api. */
 void api_handle(void *ctx, struct httpd_req *r);

@@ -1,5 +1,5 @@
 /*
- * cli.c - `diagport launch [--socket PATH] [-- CMD ARGS...]`.
+ * cli.c - `diagport launch [options] [-- CMD ARGS...]` and `diagport health`.
  *
  * Sidecar mode (no command): own the diagnostic port until SIGTERM/SIGINT.
  * Init mode (a command after --): also start the app with
@@ -9,12 +9,11 @@
  *
  * The HTTP API (api.c) listens on --urls. Secure by default: without a token
  * the default URL is loopback only, and a non-loopback URL is refused unless
- * --no-auth says so explicitly. Settings come from flags, then DIAGPORT_*
- * variables, then the dotnet-monitor names of the same settings, so the agent
- * drops into an existing dotnet-monitor sidecar manifest.
- *
- * Not built yet (issue 3 continues): --config (YAML) and --dumps-limit; they
- * are refused with a message rather than silently ignored.
+ * --no-auth says so explicitly. Settings come from a YAML/JSON file
+ * (--config), then the environment (DIAGPORT_*, and dotnet-monitor's names
+ * of the same settings, so the agent drops into an existing dotnet-monitor
+ * sidecar manifest), then the flags (config.h). All are settled before the
+ * first socket is bound; the sandbox is entered after the sockets exist.
  */
 #include "cli.h"
 
@@ -27,10 +26,13 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
+
+extern char **environ;
 #include <fcntl.h>
 
 #include "api.h"
 #include "buf.h"
+#include "config.h"
 #include "httpd.h"
 #include "mem.h"
 #include "port.h"
@@ -57,16 +59,20 @@ static void log_event(const char *line)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: diagport launch [--socket PATH] [--urls URL[;URL...]] [--dumps DIR]\n"
+	fprintf(f, "usage: diagport launch [--config FILE] [--socket PATH] [--urls URL[;URL...]] [--dumps DIR]\n"
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|fifo]\n"
-		   "                       [--no-sandbox] [-- COMMAND [ARGS...]]\n\n"
+		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
+		   "                       [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
 		   "(default http://+:%d with a token, http://127.0.0.1:%d without one). With a command,\n"
 		   "also starts it with DOTNET_DiagnosticPorts pointing here, forwards signals, and exits\n"
-		   "with its status. Environment: DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS,\n"
-		   "DIAGPORT_AUTH_TOKEN(_FILE), DIAGPORT_DUMP_TRANSPORT, and dotnet-monitor's DOTNETMONITOR_Urls,\n"
-		   "DOTNETMONITOR_DiagnosticPort__EndpointName, DOTNETMONITOR_Storage__DumpTempFolder.\n",
+		   "with its status.\n\n"
+		   "Settings come from FILE (YAML or JSON; also DIAGPORT_CONFIG), then the environment\n"
+		   "(DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS, DIAGPORT_AUTH_TOKEN(_FILE), ...; and\n"
+		   "dotnet-monitor's DOTNETMONITOR_Urls, DOTNETMONITOR_DiagnosticPort__EndpointName,\n"
+		   "DOTNETMONITOR_Storage__DumpTempFolder, DOTNETMONITOR_Egress__FileSystem__NAME__DirectoryPath),\n"
+		   "then these flags; a later source wins. See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
 
@@ -134,13 +140,6 @@ done:
 	return 128 + WTERMSIG(status);
 }
 
-static const char *env2(const char *a, const char *b)
-{
-	const char *v = getenv(a), *w = getenv(b);
-
-	return v && *v ? v : w && *w ? w : NULL;
-}
-
 /* The token from a file (a mounted Secret), trailing whitespace removed. NULL and a message on failure. */
 static char *read_token(const char *file)
 {
@@ -168,24 +167,29 @@ static char *read_token(const char *file)
 	return buf_steal(&b, NULL);
 }
 
-int launch_cli(int argc, char **argv)
+/* Flags that take a value, and the setting each one sets. */
+static const struct {
+	const char *flag, *key;
+} value_flags[] = {
+	{ "--socket", "socket" },
+	{ "--urls", "urls" },
+	{ "--dumps", "dumps" },
+	{ "--auth-token-file", "authTokenFile" },
+	{ "--dump-transport", "dumpTransport" },
+	{ "--dumps-limit", "dumpsLimit" },
+	{ "--connect-dir", "connectDir" },
+};
+
+/*
+ * Settings in order: the file (--config or DIAGPORT_CONFIG), the environment,
+ * the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
+ * exit status (2) after a message.
+ */
+static int load_settings(int argc, char **argv, struct launch_config *c, char ***cmd)
 {
-	const char *socket = env2("DIAGPORT_SOCKET", "DOTNETMONITOR_DiagnosticPort__EndpointName");
-	const char *urls = env2("DIAGPORT_URLS", "DOTNETMONITOR_Urls");
-	const char *dumps = env2("DIAGPORT_DUMPS", "DOTNETMONITOR_Storage__DumpTempFolder");
-	const char *token_file = env2("DIAGPORT_AUTH_TOKEN_FILE", "");
-	const char *transport = env2("DIAGPORT_DUMP_TRANSPORT", "");
-	const char *env_token = getenv("DIAGPORT_AUTH_TOKEN");
-	char *token = NULL, *default_urls = NULL;
-	bool no_auth = false, sandbox = true;
-	struct httpd *h = NULL;
-	struct api *api = NULL;
-	char **cmd = NULL;
-	struct port_config cfg = { 0 };
-	struct port *p = NULL;
+	const char *file = getenv("DIAGPORT_CONFIG");
 	struct err_msg em;
-	sigset_t old_mask;
-	int rc;
+	int end = argc;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
@@ -193,119 +197,152 @@ int launch_cli(int argc, char **argv)
 				fprintf(stderr, "diagport: launch: nothing after --\n");
 				return 2;
 			}
-			cmd = argv + i + 1;
+			*cmd = argv + i + 1;
+			end = i;
 			break;
-		} else if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-			socket = argv[++i];
-		} else if (strcmp(argv[i], "--urls") == 0 && i + 1 < argc) {
-			urls = argv[++i];
-		} else if (strcmp(argv[i], "--dumps") == 0 && i + 1 < argc) {
-			dumps = argv[++i];
-		} else if (strcmp(argv[i], "--auth-token-file") == 0 && i + 1 < argc) {
-			token_file = argv[++i];
-		} else if (strcmp(argv[i], "--dump-transport") == 0 && i + 1 < argc) {
-			transport = argv[++i];
-			if (strcmp(transport, "file") != 0 && strcmp(transport, "fifo") != 0) {
-				fprintf(stderr, "diagport: launch: --dump-transport takes file or fifo\n");
+		}
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			file = argv[++i];
+	}
+	if (file && *file && config_load_file(c, file, &em) != 0) {
+		fprintf(stderr, "diagport: launch: %s\n", em.text);
+		return 2;
+	}
+	if (config_load_env(c, environ, log_event, &em) != 0) {
+		fprintf(stderr, "diagport: launch: %s\n", em.text);
+		return 2;
+	}
+	for (int i = 1; i < end; i++) {
+		size_t k;
+
+		for (k = 0; k < sizeof(value_flags) / sizeof(value_flags[0]); k++)
+			if (strcmp(argv[i], value_flags[k].flag) == 0)
+				break;
+		if (k < sizeof(value_flags) / sizeof(value_flags[0]) && i + 1 < end) {
+			if (config_set(c, value_flags[k].key, argv[i + 1], argv[i], &em) != 0) {
+				fprintf(stderr, "diagport: launch: %s\n", em.text);
 				return 2;
 			}
+			i++;
+		} else if (strcmp(argv[i], "--config") == 0 && i + 1 < end) {
+			i++; /* read above */
 		} else if (strcmp(argv[i], "--no-sandbox") == 0) {
-			sandbox = false;
+			c->no_sandbox = true;
 		} else if (strcmp(argv[i], "--no-auth") == 0) {
-			no_auth = true;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "--dumps-limit") == 0) {
-			fprintf(stderr, "diagport: launch: %s is not supported by this build yet\n", argv[i]);
-			return 2;
+			c->no_auth = true;
 		} else {
-			fprintf(stderr, "diagport: launch: unknown argument '%s'\n", argv[i]);
+			fprintf(stderr, "diagport: launch: %s '%s'\n",
+				k < sizeof(value_flags) / sizeof(value_flags[0]) ? "no value after" : "unknown argument",
+				argv[i]);
 			usage(stderr);
 			return 2;
 		}
 	}
-	if (transport && *transport && strcmp(transport, "file") != 0 && strcmp(transport, "fifo") != 0) {
-		fprintf(stderr, "diagport: launch: DIAGPORT_DUMP_TRANSPORT takes file or fifo, not '%s'\n", transport);
+	if (c->socket == NULL)
+		c->socket = mem_strdup(DEFAULT_SOCKET);
+	if (c->dumps == NULL)
+		c->dumps = mem_strdup("/dumps");
+	if (config_check(c, &em) != 0) {
+		fprintf(stderr, "diagport: launch: %s\n", em.text);
 		return 2;
 	}
-	if (socket == NULL)
-		socket = DEFAULT_SOCKET;
-	if (dumps == NULL)
-		dumps = "/dumps";
-	if (token_file && *token_file && no_auth) {
+	return 0;
+}
+
+/* The token (from the file, else DIAGPORT_AUTH_TOKEN unless --no-auth) and the URLs. 0, or the exit status. */
+static int settle_auth(struct launch_config *c, char **token)
+{
+	const char *env_token = getenv("DIAGPORT_AUTH_TOKEN");
+
+	if (c->auth_token_file && c->no_auth) {
 		fprintf(stderr, "diagport: launch: --auth-token-file and --no-auth contradict each other\n");
 		return 2;
 	}
-	if (token_file && *token_file) {
-		if ((token = read_token(token_file)) == NULL)
+	if (c->auth_token_file) {
+		if ((*token = read_token(c->auth_token_file)) == NULL)
 			return 2;
-	} else if (!no_auth && env_token && *env_token) {
-		token = mem_strdup(env_token); /* ECS injects a Secrets Manager secret this way */
+	} else if (!c->no_auth && env_token && *env_token) {
+		*token = mem_strdup(env_token); /* ECS injects a Secrets Manager secret this way */
 	}
-	if (urls == NULL) {
-		default_urls = mem_printf("http://%s:%d", token || no_auth ? "+" : "127.0.0.1", DEFAULT_PORT);
-		urls = default_urls;
-	}
-	if (!token && !no_auth && !httpd_urls_loopback_only(urls)) {
+	if (c->urls == NULL)
+		c->urls = mem_printf("http://%s:%d", *token || c->no_auth ? "+" : "127.0.0.1", DEFAULT_PORT);
+	if (!*token && !c->no_auth && !httpd_urls_loopback_only(c->urls)) {
 		fprintf(stderr, "diagport: launch: %s is reachable from the network, and no token is configured; "
 				"give --auth-token-file FILE, listen on loopback only, or turn authentication off "
-				"explicitly with --no-auth\n", urls);
-		free(default_urls);
+				"explicitly with --no-auth\n", c->urls);
 		return 2;
 	}
-	cfg.path = socket;
-	cfg.on_event = log_event;
-	{
-		sigset_t set;
+	return 0;
+}
 
-		handled_set(&set);
-		sigprocmask(SIG_BLOCK, &set, &old_mask);
-	}
+int launch_cli(int argc, char **argv)
+{
+	struct launch_config c = { 0 };
+	char *token = NULL;
+	struct httpd *h = NULL;
+	struct api *api = NULL;
+	char **cmd = NULL;
+	struct port_config cfg = { 0 };
+	struct port *p = NULL;
+	struct err_msg em;
+	sigset_t old_mask, set;
+	int rc;
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+	if ((rc = load_settings(argc, argv, &c, &cmd)) != 0 || (rc = settle_auth(&c, &token)) != 0)
+		goto out;
+	cfg.path = c.socket;
+	cfg.on_event = log_event;
+	handled_set(&set);
+	sigprocmask(SIG_BLOCK, &set, &old_mask);
 	if (port_open(&cfg, &p, &em) != 0 || port_start(p, &em) != 0) {
 		fprintf(stderr, "diagport: launch: %s\n", em.text);
-		port_free(p);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 	{
-		struct api_config ac = { .port = p, .socket_path = socket, .dumps_dir = dumps, .token = token,
-					 .dump_transport = transport };
-		struct httpd_config hc = { .urls = urls };
+		struct api_config ac = { .port = p, .socket_path = c.socket, .dumps_dir = c.dumps, .token = token,
+					 .dump_transport = c.dump_transport, .dumps_limit = c.dumps_limit,
+					 .egress = c.egress, .n_egress = c.n_egress };
+		struct httpd_config hc = { .urls = c.urls };
 
 		api = api_new(&ac);
-		if (token) {
-			mem_wipe(token, strlen(token));
-			free(token);
-			token = NULL;
-		}
+		mem_wipe(token, token ? strlen(token) : 0); /* the api has its copy */
+		free(token);
+		token = NULL;
 		if (httpd_start(&hc, api_handle, api, &h, &em) != 0) {
 			fprintf(stderr, "diagport: launch: %s\n", em.text);
-			api_free(api);
-			port_free(p);
-			free(default_urls);
-			return 1;
+			rc = 1;
+			goto out;
 		}
 	}
 	if (cmd) {
-		rc = run_child(cmd, socket, &old_mask, sandbox);
+		rc = run_child(cmd, c.socket, &old_mask, !c.no_sandbox);
 	} else {
 		sigset_t stop;
-		int sig;
 
-		if (sandbox)
+		if (!c.no_sandbox)
 			sandbox_enter(SANDBOX_AGENT);
 		sigemptyset(&stop);
 		sigaddset(&stop, SIGTERM);
 		sigaddset(&stop, SIGINT);
-		do
-			sig = sigwaitinfo(&stop, NULL);
-		while (sig < 0);
+		while (sigwaitinfo(&stop, NULL) < 0)
+			;
 		rc = 0;
 	}
+out:
 	httpd_free(h);
 	api_free(api);
 	port_free(p);
-	free(default_urls);
+	if (token) {
+		mem_wipe(token, strlen(token));
+		free(token);
+	}
+	config_free(&c);
 	return rc;
 }
 

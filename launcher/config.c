@@ -1,0 +1,381 @@
+/*
+ * config.c - the agent's settings (config.h).
+ *
+ * A const table maps each key, under every name it has, to a setter. A file
+ * is read with the project's document reader (common/doc.h), flattened to
+ * colon paths with the position of each value kept for messages, and every
+ * leaf goes through config_set. Egress providers are the one open-ended part
+ * of the key space: Egress:FileSystem:NAME:{DirectoryPath,IntermediateDirectoryPath}.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "doc.h"
+#include "mem.h"
+
+#define MAX_FILE_BYTES (1 << 20)
+#define MAX_EGRESS 16
+#define MAX_PATH_KEY 512
+
+enum kind { K_STR, K_BOOL, K_TRANSPORT, K_SIZE, K_MODE };
+
+struct setting {
+	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
+	enum kind kind;
+	size_t off; /* into struct launch_config */
+};
+
+#define OFF(f) offsetof(struct launch_config, f)
+static const struct setting settings[] = {
+	{ { "socket", "DiagnosticPort:EndpointName" }, K_STR, OFF(socket) },
+	{ { "urls" }, K_STR, OFF(urls) },
+	{ { "dumps", "Storage:DumpTempFolder" }, K_STR, OFF(dumps) },
+	{ { "authTokenFile" }, K_STR, OFF(auth_token_file) },
+	{ { "noAuth" }, K_BOOL, OFF(no_auth) },
+	{ { "noSandbox" }, K_BOOL, OFF(no_sandbox) },
+	{ { "dumpTransport" }, K_TRANSPORT, OFF(dump_transport) },
+	{ { "dumpsLimit" }, K_SIZE, OFF(dumps_limit) },
+	{ { "connectDir" }, K_STR, OFF(connect_dir) },
+	/* dotnet-monitor's connection mode: this agent always listens; Connect is refused with a reason. */
+	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
+};
+
+void config_free(struct launch_config *c)
+{
+	free(c->socket);
+	free(c->urls);
+	free(c->dumps);
+	free(c->auth_token_file);
+	free(c->dump_transport);
+	free(c->connect_dir);
+	for (size_t i = 0; i < c->n_egress; i++) {
+		free(c->egress[i].name);
+		free(c->egress[i].dir);
+		free(c->egress[i].tmp_dir);
+	}
+	free(c->egress);
+	memset(c, 0, sizeof(*c));
+}
+
+int config_parse_size(const char *s, uint64_t *out)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t mult;
+	} units[] = { { "", 1 }, { "k", 1000 }, { "Ki", 1024 }, { "M", 1000000 }, { "Mi", 1 << 20 },
+		      { "G", 1000000000 }, { "Gi", 1 << 30 }, { "T", 1000000000000ULL }, { "Ti", 1ULL << 40 } };
+	char *end;
+	unsigned long long v;
+
+	if (s == NULL || !isdigit((unsigned char)*s))
+		return DP_EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0)
+		return DP_EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(end, units[i].suffix) == 0) {
+			if (v > UINT64_MAX / units[i].mult)
+				return DP_EINVAL;
+			*out = v * units[i].mult;
+			return 0;
+		}
+	return DP_EINVAL;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0) {
+		*out = true;
+		return 0;
+	}
+	if (strcasecmp(v, "false") == 0 || strcmp(v, "0") == 0 || strcasecmp(v, "no") == 0) {
+		*out = false;
+		return 0;
+	}
+	return DP_EINVAL;
+}
+
+static int set_one(struct launch_config *c, const struct setting *s, const char *key, const char *v,
+		   const char *where, struct err_msg *em)
+{
+	void *field = (char *)c + s->off;
+
+	switch (s->kind) {
+	case K_STR:
+		if (*v == '\0')
+			return err_set(em, DP_EINVAL, "%s: %s is empty", where, key);
+		free(*(char **)field);
+		*(char **)field = mem_strdup(v);
+		return 0;
+	case K_BOOL:
+		if (parse_bool(v, field) != 0)
+			return err_set(em, DP_EINVAL, "%s: %s takes true or false, not '%s'", where, key, v);
+		return 0;
+	case K_TRANSPORT:
+		if (strcmp(v, "file") != 0 && strcmp(v, "fifo") != 0)
+			return err_set(em, DP_EINVAL, "%s: %s takes file or fifo, not '%s'", where, key, v);
+		free(*(char **)field);
+		*(char **)field = mem_strdup(v);
+		return 0;
+	case K_SIZE:
+		if (config_parse_size(v, field) != 0)
+			return err_set(em, DP_EINVAL, "%s: %s takes a size such as 2Gi, 512Mi or 100M (0 = no cap), "
+				       "not '%s'", where, key, v);
+		return 0;
+	case K_MODE:
+		if (strcasecmp(v, "Listen") != 0)
+			return err_set(em, DP_EINVAL, "%s: %s is '%s'; this agent always listens (Listen): the runtimes "
+				       "connect to its socket (or use connectDir for runtimes started without it)",
+				       where, key, v);
+		return 0;
+	}
+	return DP_EINTERNAL;
+}
+
+/* Egress:FileSystem:NAME:FIELD. 1 when key is not an egress key. */
+static int set_egress(struct launch_config *c, const char *key, const char *v, const char *where,
+		      struct err_msg *em)
+{
+	const char *p = key, *name, *field;
+	size_t name_len;
+	struct egress_fs *e = NULL;
+
+	if (strncasecmp(p, "Egress:", 7) != 0)
+		return 1;
+	p += 7;
+	if (strncasecmp(p, "FileSystem:", 11) != 0) {
+		size_t n = strcspn(p, ":");
+
+		return err_set(em, DP_EINVAL, "%s: egress provider type '%.*s' is not supported by this agent "
+			       "(FileSystem is)", where, (int)n, p);
+	}
+	name = p + 11;
+	name_len = strcspn(name, ":");
+	field = name[name_len] == ':' ? name + name_len + 1 : NULL;
+	if (name_len == 0 || field == NULL || strchr(field, ':'))
+		return err_set(em, DP_EINVAL, "%s: %s is not Egress:FileSystem:NAME:DirectoryPath (or "
+			       "IntermediateDirectoryPath)", where, key);
+	for (size_t i = 0; i < name_len; i++)
+		if (!isalnum((unsigned char)name[i]) && name[i] != '-' && name[i] != '_' && name[i] != '.')
+			return err_set(em, DP_EINVAL, "%s: egress provider name '%.*s' may hold only letters, digits, "
+				       "'-', '_' and '.'", where, (int)name_len, name);
+	for (size_t i = 0; i < c->n_egress; i++)
+		if (strlen(c->egress[i].name) == name_len && strncasecmp(c->egress[i].name, name, name_len) == 0)
+			e = &c->egress[i];
+	if (e == NULL) {
+		if (c->n_egress == MAX_EGRESS)
+			return err_set(em, DP_ETOOBIG, "%s: more than %d egress providers", where, MAX_EGRESS);
+		c->egress = mem_realloc(c->egress, (c->n_egress + 1) * sizeof(*c->egress));
+		e = &c->egress[c->n_egress++];
+		memset(e, 0, sizeof(*e));
+		e->name = mem_strndup(name, name_len);
+	}
+	if (*v == '\0')
+		return err_set(em, DP_EINVAL, "%s: %s is empty", where, key);
+	if (strcasecmp(field, "DirectoryPath") == 0) {
+		free(e->dir);
+		e->dir = mem_strdup(v);
+	} else if (strcasecmp(field, "IntermediateDirectoryPath") == 0) {
+		free(e->tmp_dir);
+		e->tmp_dir = mem_strdup(v);
+	} else if (strcasecmp(field, "CopyBufferSize") != 0) { /* dotnet-monitor's tuning knob: not needed here */
+		return err_set(em, DP_EINVAL, "%s: unknown egress setting '%s' (DirectoryPath, "
+			       "IntermediateDirectoryPath)", where, field);
+	}
+	return 0;
+}
+
+int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em)
+{
+	int rc = set_egress(c, key, value, where, em);
+
+	if (rc <= 0)
+		return rc;
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+		for (size_t k = 0; k < 3 && settings[i].names[k]; k++)
+			if (strcasecmp(key, settings[i].names[k]) == 0)
+				return set_one(c, &settings[i], key, value, where, em);
+	return err_set(em, DP_ENOTFOUND, "%s: unknown setting '%s'", where, key);
+}
+
+/* Walk a map, setting every scalar leaf under its colon path. */
+static int walk(struct launch_config *c, const struct doc_node *n, char *key, size_t len, const char *file,
+		struct err_msg *em)
+{
+	for (size_t i = 0; i < n->n; i++) {
+		const struct doc_node *k = n->keys[i], *v = n->vals[i];
+		size_t kl = strlen(k->text);
+		char where[MAX_PATH_KEY + 64];
+		int rc;
+
+		if (len + kl + 2 > MAX_PATH_KEY)
+			return err_set(em, DP_ETOOBIG, "%s:%u:%u: setting name too long", file, k->line, k->col);
+		snprintf(key + len, MAX_PATH_KEY - len, "%s%s", len ? ":" : "", k->text);
+		snprintf(where, sizeof(where), "%s:%u:%u", file, v->line, v->col);
+		if (v->type == DOC_MAP)
+			rc = walk(c, v, key, strlen(key), file, em);
+		else if (v->type == DOC_SEQ)
+			rc = err_set(em, DP_EINVAL, "%s: %s takes a single value, not a list", where, key);
+		else if (v->type == DOC_NULL)
+			rc = err_set(em, DP_EINVAL, "%s: %s has no value", where, key);
+		else
+			rc = config_set(c, key, v->text, where, em);
+		key[len] = '\0';
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+int config_load_file(struct launch_config *c, const char *path, struct err_msg *em)
+{
+	struct doc_limits lim = { MAX_FILE_BYTES, 32, 10000 };
+	struct doc_stream s = { 0 };
+	struct buf b;
+	char key[MAX_PATH_KEY] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return err_set(em, DP_EIO, "cannot open the config file %s: %s", path, strerror(errno));
+	buf_init(&b, MAX_FILE_BYTES);
+	rc = buf_read_fd(&b, fd);
+	close(fd);
+	if (rc != 0) {
+		buf_free(&b);
+		return err_set(em, rc, "%s: %s", path, rc == DP_ETOOBIG ? "larger than 1 MiB" : "cannot be read");
+	}
+	rc = doc_read(b.data ? b.data : "", b.len, path, &lim, &s, em);
+	buf_free(&b);
+	if (rc != 0)
+		return rc;
+	if (s.n > 1)
+		rc = err_set(em, DP_ESYNTAX, "%s: holds %zu documents; settings are one map", path, s.n);
+	else if (s.n == 1 && s.docs[0]->type != DOC_MAP && s.docs[0]->type != DOC_NULL)
+		rc = err_set(em, DP_ESYNTAX, "%s:%u:%u: settings must be a map of names to values", path,
+			     s.docs[0]->line, s.docs[0]->col);
+	else if (s.n == 1 && s.docs[0]->type == DOC_MAP)
+		rc = walk(c, s.docs[0], key, 0, path, em);
+	doc_stream_free(&s);
+	return rc;
+}
+
+/* DIAGPORT_AUTH_TOKEN_FILE -> "AUTHTOKENFILE" (matched case-insensitively against authTokenFile). */
+static void squash(const char *in, size_t n, char *out, size_t cap)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n && o + 1 < cap; i++)
+		if (in[i] != '_')
+			out[o++] = in[i];
+	out[o] = '\0';
+}
+
+/* One variable: 1 when it is not one of prefix's, else config_set's result (unknown DOTNETMONITOR_ ones warned and skipped). */
+static int env_one(struct launch_config *c, const char *var, bool monitor, void (*warn)(const char *line),
+		   struct err_msg *em)
+{
+	const char *eq = strchr(var, '=');
+	char key[MAX_PATH_KEY], where[MAX_PATH_KEY + 32];
+	size_t n, o = 0;
+	int rc;
+
+	if (eq == NULL || eq[1] == '\0') /* an empty variable is unset, as a shell user expects */
+		return 1;
+	n = (size_t)(eq - var);
+	if (n >= MAX_PATH_KEY)
+		return 1;
+	snprintf(where, sizeof(where), "environment variable %.*s", (int)n, var);
+	if (!monitor) {
+		if (strncmp(var, "DIAGPORT_", 9) != 0)
+			return 1;
+		/* Read by the command itself, not settings: the file's name and the token's value. */
+		if ((n == 15 && strncmp(var, "DIAGPORT_CONFIG", 15) == 0) ||
+		    (n == 19 && strncmp(var, "DIAGPORT_AUTH_TOKEN", 19) == 0))
+			return 1;
+		squash(var + 9, n - 9, key, sizeof(key));
+		return config_set(c, key, eq + 1, where, em);
+	}
+	if (strncmp(var, "DOTNETMONITOR_", 14) != 0)
+		return 1;
+	for (size_t i = 14; i < n; i++) {
+		if (var[i] == '_' && i + 1 < n && var[i + 1] == '_') {
+			key[o++] = ':';
+			i++;
+		} else {
+			key[o++] = var[i];
+		}
+	}
+	key[o] = '\0';
+	rc = config_set(c, key, eq + 1, where, em);
+	if (rc == DP_ENOTFOUND && warn) {
+		char line[MAX_PATH_KEY + 160];
+
+		snprintf(line, sizeof(line), "{\"event\":\"setting-ignored\",\"variable\":\"%.*s\","
+			 "\"reason\":\"not a setting of this agent\"}", (int)n, var);
+		warn(line);
+		return 0;
+	}
+	return rc;
+}
+
+int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *line), struct err_msg *em)
+{
+	/* dotnet-monitor's names first, so diagport's own win where both are set. */
+	for (int monitor = 1; monitor >= 0; monitor--)
+		for (char **e = envp; e && *e; e++) {
+			int rc = env_one(c, *e, monitor, warn, em);
+
+			if (rc < 0)
+				return rc;
+		}
+	return 0;
+}
+
+static int check_dir(const char *what, const char *path, struct stat *st, struct err_msg *em)
+{
+	if (stat(path, st) != 0)
+		return err_set(em, DP_EINVAL, "%s %s: %s", what, path, strerror(errno));
+	if (!S_ISDIR(st->st_mode))
+		return err_set(em, DP_EINVAL, "%s %s is not a directory", what, path);
+	if (access(path, W_OK | X_OK) != 0)
+		return err_set(em, DP_EINVAL, "%s %s is not writable by this agent (uid %u): %s", what, path,
+			       (unsigned)geteuid(), strerror(errno));
+	return 0;
+}
+
+int config_check(const struct launch_config *c, struct err_msg *em)
+{
+	for (size_t i = 0; i < c->n_egress; i++) {
+		const struct egress_fs *e = &c->egress[i];
+		struct stat a, b;
+		char what[128];
+		int rc;
+
+		if (e->dir == NULL)
+			return err_set(em, DP_EINVAL, "egress provider '%s' has no DirectoryPath", e->name);
+		snprintf(what, sizeof(what), "egress provider '%s': DirectoryPath", e->name);
+		if ((rc = check_dir(what, e->dir, &a, em)) != 0)
+			return rc;
+		if (e->tmp_dir == NULL)
+			continue;
+		snprintf(what, sizeof(what), "egress provider '%s': IntermediateDirectoryPath", e->name);
+		if ((rc = check_dir(what, e->tmp_dir, &b, em)) != 0)
+			return rc;
+		if (a.st_dev != b.st_dev)
+			return err_set(em, DP_EINVAL, "egress provider '%s': IntermediateDirectoryPath %s and "
+				       "DirectoryPath %s are on different filesystems, so a finished artifact could "
+				       "not be renamed into place atomically", e->name, e->tmp_dir, e->dir);
+	}
+	return 0;
+}

@@ -1,0 +1,64 @@
+/*
+ * config.h - the agent's settings, from a YAML (or JSON) file, the
+ * environment and the command line, in that order (a later source wins).
+ *
+ * One key space serves all three: diagport's own names (socket, urls, dumps,
+ * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox) and
+ * dotnet-monitor's hierarchical names for the same settings
+ * (DiagnosticPort:EndpointName, Urls, Storage:DumpTempFolder,
+ * Egress:FileSystem:NAME:DirectoryPath, ...). Keys are case-insensitive, as in
+ * .NET configuration. In a file the hierarchy is nesting; in the environment
+ * it is "__" (DOTNETMONITOR_Egress__FileSystem__shared__DirectoryPath).
+ */
+#ifndef DP_LAUNCH_CONFIG_H
+#define DP_LAUNCH_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "errors.h"
+
+/* A filesystem egress provider: artifacts are written under tmp_dir, then renamed into dir. */
+struct egress_fs {
+	char *name;
+	char *dir;     /* DirectoryPath */
+	char *tmp_dir; /* IntermediateDirectoryPath, or NULL = dir */
+};
+
+struct launch_config {
+	char *socket, *urls, *dumps, *auth_token_file, *dump_transport, *connect_dir;
+	bool no_auth, no_sandbox;
+	uint64_t dumps_limit; /* bytes; 0 = no cap */
+	struct egress_fs *egress;
+	size_t n_egress;
+};
+
+/* Free the strings and providers (not c itself). */
+void config_free(struct launch_config *c);
+
+/*
+ * Set one setting. key: a colon path ("Egress:FileSystem:shared:DirectoryPath")
+ * or a diagport name; where: for messages ("config.yaml:3:5", "environment
+ * variable DIAGPORT_URLS", "--urls"). DP_ENOTFOUND for an unknown key,
+ * DP_EINVAL for a bad value; em names where and what.
+ */
+int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em);
+
+/* Read a settings file (at most 1 MiB). DP_EIO, DP_ESYNTAX, DP_ENOTFOUND, DP_EINVAL with em (file:line:col). */
+int config_load_file(struct launch_config *c, const char *path, struct err_msg *em);
+
+/*
+ * Apply DIAGPORT_* and DOTNETMONITOR_* variables from envp. Unknown
+ * DOTNETMONITOR_ settings (ones this agent does not have) are reported on
+ * warn (one line each) and skipped, so an existing dotnet-monitor manifest
+ * still starts; an unknown DIAGPORT_ variable or a bad value is an error.
+ */
+int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *line), struct err_msg *em);
+
+/* "2Gi", "512Mi", "100M", "4096" -> bytes. DP_EINVAL when not a size. */
+int config_parse_size(const char *s, uint64_t *out);
+
+/* After loading: every egress provider has a DirectoryPath that is a directory; tmp_dir on the same filesystem. */
+int config_check(const struct launch_config *c, struct err_msg *em);
+
+#endif

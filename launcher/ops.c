@@ -1,0 +1,282 @@
+/*
+ * ops.c - the operations registry and the /operations routes (ops.h).
+ *
+ * One mutex guards the list; a condition variable lets ops_free wait for the
+ * running workers. Records are kept newest last; when there are more than
+ * `keep` finished ones the oldest finished record is dropped.
+ *
+ * Compatibility notes (dotnet-monitor's documented API): the list and status
+ * bodies carry operationId, createdDateTime, status, egressProviderName,
+ * isStoppable, process and tags; the status adds resourceLocation and error
+ * {code, message}. An unknown id is a 400 problem, as there; DELETE on an
+ * operation that is no longer running is a 400 too.
+ */
+#include "ops.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "errors.h"
+#include "mem.h"
+
+enum op_state { OP_RUNNING, OP_SUCCEEDED, OP_FAILED, OP_CANCELLED };
+static const char *const state_names[] = { "Running", "Succeeded", "Failed", "Cancelled" };
+
+struct op {
+	struct op *next;
+	char id[37];
+	char created[40];
+	enum op_state state;
+	atomic_bool cancel;
+	char *egress, *uid, *name, *location, *error, *tags;
+	uint64_t pid;
+};
+
+struct ops {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct op *head;
+	unsigned keep, finished, running;
+};
+
+struct ops *ops_new(unsigned keep)
+{
+	struct ops *o = mem_zalloc(sizeof(*o));
+
+	pthread_mutex_init(&o->mu, NULL);
+	pthread_cond_init(&o->cv, NULL);
+	o->keep = keep ? keep : 1;
+	return o;
+}
+
+static void op_free(struct op *op)
+{
+	free(op->egress);
+	free(op->uid);
+	free(op->name);
+	free(op->location);
+	free(op->error);
+	free(op->tags);
+	free(op);
+}
+
+void ops_free(struct ops *o)
+{
+	if (o == NULL)
+		return;
+	pthread_mutex_lock(&o->mu);
+	for (struct op *op = o->head; op; op = op->next)
+		atomic_store(&op->cancel, true);
+	while (o->running)
+		pthread_cond_wait(&o->cv, &o->mu);
+	pthread_mutex_unlock(&o->mu);
+	while (o->head) {
+		struct op *next = o->head->next;
+
+		op_free(o->head);
+		o->head = next;
+	}
+	pthread_mutex_destroy(&o->mu);
+	pthread_cond_destroy(&o->cv);
+	free(o);
+}
+
+/* A random (version 4) GUID. */
+static void new_id(char out[37])
+{
+	uint8_t b[16];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b))
+		DP_FATAL("getrandom failed");
+	b[6] = (uint8_t)((b[6] & 0x0f) | 0x40);
+	b[8] = (uint8_t)((b[8] & 0x3f) | 0x80);
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1], b[2],
+		 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+/* Now as "2021-07-21T06:21:15.315861Z". */
+static void now_iso(char out[40])
+{
+	struct timeval tv;
+	struct tm tm;
+	char s[32];
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 40, "%s.%06ldZ", s, (long)tv.tv_usec);
+}
+
+/* Drop the oldest finished records above the cap. Called locked. */
+static void trim(struct ops *o)
+{
+	struct op **pp = &o->head;
+
+	while (o->finished > o->keep && *pp) {
+		struct op *op = *pp;
+
+		if (op->state == OP_RUNNING) {
+			pp = &op->next;
+			continue;
+		}
+		*pp = op->next;
+		op_free(op);
+		o->finished--;
+	}
+}
+
+struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *uid, const char *name,
+		   const char *tags, char id[37])
+{
+	struct op *op = mem_zalloc(sizeof(*op)), **pp;
+
+	new_id(op->id);
+	now_iso(op->created);
+	op->state = OP_RUNNING;
+	atomic_init(&op->cancel, false);
+	op->egress = egress ? mem_strdup(egress) : NULL;
+	op->pid = pid;
+	op->uid = mem_strdup(uid);
+	op->name = mem_strdup(name);
+	op->tags = tags && *tags ? mem_strdup(tags) : NULL;
+	memcpy(id, op->id, 37);
+	pthread_mutex_lock(&o->mu);
+	for (pp = &o->head; *pp; pp = &(*pp)->next)
+		;
+	*pp = op;
+	o->running++;
+	pthread_mutex_unlock(&o->mu);
+	return op;
+}
+
+const atomic_bool *op_cancel_flag(struct op *op)
+{
+	return &op->cancel;
+}
+
+void op_finish(struct ops *o, struct op *op, int rc, const char *location, const char *error)
+{
+	pthread_mutex_lock(&o->mu);
+	op->state = rc == 0 ? OP_SUCCEEDED : rc == DP_ECANCELED ? OP_CANCELLED : OP_FAILED;
+	op->location = location ? mem_strdup(location) : NULL;
+	op->error = rc != 0 && error ? mem_strdup(error) : NULL;
+	o->running--;
+	o->finished++;
+	trim(o);
+	pthread_cond_broadcast(&o->cv);
+	pthread_mutex_unlock(&o->mu);
+}
+
+/* The summary (list) or status (one) of op. Called locked. */
+static json_t *op_json(const struct op *op, bool status)
+{
+	json_t *tags = json_array(), *j;
+
+	if (op->tags) {
+		const char *s = op->tags;
+
+		while (*s) {
+			size_t n = strcspn(s, ",");
+
+			if (n)
+				json_array_append_new(tags, json_stringn(s, n));
+			s += n + (s[n] == ',');
+		}
+	}
+	j = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:{s:I, s:s, s:s}, s:o}", "operationId", op->id, "createdDateTime",
+		      op->created, "status", state_names[op->state], "egressProviderName", op->egress, "isStoppable", 0,
+		      "process", "pid", (json_int_t)op->pid, "uid", op->uid, "name", op->name, "tags", tags);
+	if (status) {
+		json_object_set_new(j, "resourceLocation", op->location ? json_string(op->location) : json_null());
+		json_object_set_new(j, "error", op->error ? json_pack("{s:s, s:s}", "code",
+			op->state == OP_CANCELLED ? "Cancelled" : "Failed", "message", op->error) : json_null());
+	}
+	return j;
+}
+
+static bool op_matches(const struct op *op, const char *pid, const char *uid, const char *name)
+{
+	char want[24];
+
+	snprintf(want, sizeof(want), "%llu", (unsigned long long)op->pid);
+	return (!pid || strcmp(pid, want) == 0) && (!uid || strcasecmp(uid, op->uid) == 0) &&
+	       (!name || strcmp(name, op->name) == 0);
+}
+
+/* After a cancel: wait (locked, up to 5 s) until operation id is no longer running, so a GET that follows sees it. */
+static void wait_stopped(struct ops *o, const char *id)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	for (;;) {
+		struct op *op;
+
+		for (op = o->head; op && strcasecmp(op->id, id) != 0; op = op->next)
+			;
+		if (op == NULL || op->state != OP_RUNNING)
+			return;
+		if (pthread_cond_timedwait(&o->cv, &o->mu, &until) != 0)
+			return;
+	}
+}
+
+void ops_route(struct ops *o, struct httpd_req *r)
+{
+	const char *path = httpd_path(r), *m = httpd_method(r), *id = NULL;
+	json_t *out = NULL;
+	struct op *op;
+
+	if (strncmp(path, "/operations/", 12) == 0)
+		id = path + 12;
+	if (strcmp(m, "GET") != 0 && !(id && strcmp(m, "DELETE") == 0)) {
+		httpd_problem(r, 405, "Method Not Allowed", "%s is not allowed on %s", m, path);
+		return;
+	}
+	pthread_mutex_lock(&o->mu);
+	if (id == NULL) {
+		const char *pid = httpd_query(r, "pid"), *uid = httpd_query(r, "uid"), *name = httpd_query(r, "name");
+
+		out = json_array();
+		for (op = o->head; op; op = op->next)
+			if (op_matches(op, pid, uid, name))
+				json_array_append_new(out, op_json(op, false));
+		pthread_mutex_unlock(&o->mu);
+		httpd_send_json(r, 200, out);
+		return;
+	}
+	for (op = o->head; op && strcasecmp(op->id, id) != 0; op = op->next)
+		;
+	if (op == NULL) {
+		pthread_mutex_unlock(&o->mu);
+		httpd_problem(r, 400, "Bad Request", "there is no operation '%.64s' (finished operations are kept "
+			      "for the newest %u)", id, o->keep);
+		return;
+	}
+	if (strcmp(m, "GET") == 0) {
+		out = op_json(op, true);
+		pthread_mutex_unlock(&o->mu);
+		httpd_send_json(r, 200, out);
+		return;
+	}
+	if (op->state != OP_RUNNING) {
+		const char *st = state_names[op->state];
+
+		pthread_mutex_unlock(&o->mu);
+		httpd_problem(r, 400, "Bad Request", "operation %s is %s, not Running; only a running operation can be "
+			      "cancelled", id, st);
+		return;
+	}
+	atomic_store(&op->cancel, true);
+	wait_stopped(o, id);
+	pthread_mutex_unlock(&o->mu);
+	httpd_send(r, 200, "application/json; charset=utf-8", "", 0);
+}

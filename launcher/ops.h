@@ -1,0 +1,44 @@
+/*
+ * ops.h - the agent's operations: captures that run in the background and
+ * are watched and cancelled through /operations (dotnet-monitor's API: list,
+ * status, DELETE to cancel). Today an operation is a dump sent to an egress
+ * provider.
+ *
+ * The registry keeps the newest `keep` finished operations and every running
+ * one. A running operation's record stays valid until op_finish; its worker
+ * polls the cancel flag.
+ */
+#ifndef DP_OPS_H
+#define DP_OPS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "httpd.h"
+
+struct ops;
+struct op;
+
+struct ops *ops_new(unsigned keep);
+/* Cancel every running operation, wait for their workers to finish, free. Accepts NULL. */
+void ops_free(struct ops *o);
+
+/*
+ * Register a running operation (strings copied; tags is a comma-separated
+ * list from the request, or NULL). Returns the borrowed record and its id.
+ */
+struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *uid, const char *name,
+		   const char *tags, char id[37]);
+/* The flag a worker polls; set by DELETE and by ops_free. */
+const atomic_bool *op_cancel_flag(struct op *op);
+/*
+ * The worker is done: rc 0 = Succeeded at `location`; DP_ECANCELED =
+ * Cancelled; anything else Failed with `error`. The record must not be used
+ * after this.
+ */
+void op_finish(struct ops *o, struct op *op, int rc, const char *location, const char *error);
+
+/* GET /operations, GET /operations/{id}, DELETE /operations/{id}. */
+void ops_route(struct ops *o, struct httpd_req *r);
+
+#endif
