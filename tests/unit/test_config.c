@@ -1,0 +1,208 @@
+/*
+ * test_config.c - the agent's settings (launcher/config.c): the file, the
+ * environment, sizes, dotnet-monitor's names, egress providers, and messages
+ * that say where a bad value is.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../../launcher/config.h"
+#include "mem.h"
+#include "t.h"
+
+static char dir[] = "/tmp/dp-config-XXXXXX";
+
+/* Write text to dir/name; returns the path (static buffer). */
+static const char *file_with(const char *name, const char *text)
+{
+	static char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static void sizes(void)
+{
+	uint64_t v = 0;
+
+	T_CHECK(config_parse_size("4096", &v) == 0 && v == 4096);
+	T_CHECK(config_parse_size("2Gi", &v) == 0 && v == 2ULL << 30);
+	T_CHECK(config_parse_size("512Mi", &v) == 0 && v == 512ULL << 20);
+	T_CHECK(config_parse_size("100M", &v) == 0 && v == 100000000ULL);
+	T_CHECK(config_parse_size("0", &v) == 0 && v == 0);
+	T_CHECK(config_parse_size("1.5Gi", &v) == DP_EINVAL);
+	T_CHECK(config_parse_size("-1", &v) == DP_EINVAL);
+	T_CHECK(config_parse_size("12XB", &v) == DP_EINVAL);
+	T_CHECK(config_parse_size("", &v) == DP_EINVAL);
+	T_CHECK(config_parse_size("99999999999999999999", &v) == DP_EINVAL);
+	T_CHECK(config_parse_size("20000000Ti", &v) == DP_EINVAL); /* overflows 64 bits */
+}
+
+static void yaml_file_both_vocabularies(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	const char *p = file_with("a.yaml", "socket: /diag/port\n"
+					    "urls: http://127.0.0.1:1234\n"
+					    "dumpsLimit: 1Gi\n"
+					    "dumpTransport: fifo\n"
+					    "noAuth: true\n"
+					    "Storage:\n  DumpTempFolder: /scratch\n"
+					    "egress:\n  fileSystem:\n    shared:\n      directoryPath: /artifacts\n"
+					    "      IntermediateDirectoryPath: /artifacts/.tmp\n");
+
+	T_CHECK(config_load_file(&c, p, &em) == 0);
+	T_STREQ(c.socket, "/diag/port");
+	T_STREQ(c.urls, "http://127.0.0.1:1234");
+	T_STREQ(c.dumps, "/scratch");
+	T_STREQ(c.dump_transport, "fifo");
+	T_CHECK(c.no_auth);
+	T_CHECK(c.dumps_limit == 1ULL << 30);
+	T_CHECK(c.n_egress == 1);
+	T_STREQ(c.egress[0].name, "shared");
+	T_STREQ(c.egress[0].dir, "/artifacts");
+	T_STREQ(c.egress[0].tmp_dir, "/artifacts/.tmp");
+	config_free(&c);
+}
+
+static void json_settings_file(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	const char *p = file_with("settings.json", "{\"Urls\": \"http://+:52323\", \"DiagnosticPort\": "
+						   "{\"ConnectionMode\": \"Listen\", \"EndpointName\": \"/diag/dotnet-monitor.sock\"}}");
+
+	T_CHECK(config_load_file(&c, p, &em) == 0);
+	T_STREQ(c.urls, "http://+:52323");
+	T_STREQ(c.socket, "/diag/dotnet-monitor.sock");
+	config_free(&c);
+}
+
+static void errors_say_where(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	const char *p = file_with("bad.yaml", "urls: http://127.0.0.1:1\ndumpsLimit: lots\n");
+
+	T_CHECK(config_load_file(&c, p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "bad.yaml:2:13") != NULL);
+	T_CHECK(strstr(em.text, "dumpsLimit") != NULL && strstr(em.text, "'lots'") != NULL);
+	config_free(&c);
+
+	p = file_with("unknown.yaml", "# comment\nsokcet: /diag/port\n");
+	T_CHECK(config_load_file(&c, p, &em) == DP_ENOTFOUND);
+	T_CHECK(strstr(em.text, "unknown.yaml:2:9") != NULL && strstr(em.text, "sokcet") != NULL);
+	config_free(&c);
+
+	p = file_with("syntax.yaml", "urls: [a,\n");
+	T_CHECK(config_load_file(&c, p, &em) == DP_ESYNTAX);
+	T_CHECK(strstr(em.text, "syntax.yaml:") != NULL);
+	config_free(&c);
+
+	p = file_with("list.yaml", "urls:\n  - a\n");
+	T_CHECK(config_load_file(&c, p, &em) == DP_EINVAL && strstr(em.text, "not a list") != NULL);
+	config_free(&c);
+
+	p = file_with("mode.yaml", "DiagnosticPort:\n  ConnectionMode: Connect\n");
+	T_CHECK(config_load_file(&c, p, &em) == DP_EINVAL && strstr(em.text, "always listens") != NULL);
+	config_free(&c);
+
+	p = file_with("azure.yaml", "Egress:\n  AzureBlobStorage:\n    x:\n      accountUri: https://a\n");
+	T_CHECK(config_load_file(&c, p, &em) == DP_EINVAL && strstr(em.text, "AzureBlobStorage") != NULL);
+	config_free(&c);
+
+	T_CHECK(config_load_file(&c, "/nonexistent/x.yaml", &em) == DP_EIO);
+	T_CHECK(strstr(em.text, "/nonexistent/x.yaml") != NULL);
+}
+
+static int warned;
+static void count_warning(const char *line)
+{
+	(void)line;
+	warned++;
+}
+
+static void environment(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	char *env[] = { "DIAGPORT_URLS=http://127.0.0.1:9", "DOTNETMONITOR_Urls=http://+:52323",
+			"DOTNETMONITOR_DiagnosticPort__EndpointName=/diag/port",
+			"DOTNETMONITOR_Egress__FileSystem__out__DirectoryPath=/out",
+			"DOTNETMONITOR_Metrics__Enabled=true", "DIAGPORT_DUMPS_LIMIT=64Mi", "DIAGPORT_AUTH_TOKEN=secret",
+			"DIAGPORT_CONFIG=/x", "DIAGPORT_NO_AUTH=", "PATH=/bin", NULL };
+
+	warned = 0;
+	T_CHECK(config_load_env(&c, env, count_warning, &em) == 0);
+	T_STREQ(c.urls, "http://127.0.0.1:9"); /* diagport's own name wins over dotnet-monitor's */
+	T_STREQ(c.socket, "/diag/port");
+	T_CHECK(c.dumps_limit == 64ULL << 20);
+	T_CHECK(!c.no_auth); /* empty = unset */
+	T_CHECK(c.n_egress == 1 && strcmp(c.egress[0].dir, "/out") == 0);
+	T_CHECK(warned == 1); /* Metrics__Enabled: not ours, warned and skipped */
+	config_free(&c);
+
+	{
+		char *bad[] = { "DIAGPORT_DUMP_TRANSPORT=pigeon", NULL };
+
+		T_CHECK(config_load_env(&c, bad, NULL, &em) == DP_EINVAL);
+		T_CHECK(strstr(em.text, "DIAGPORT_DUMP_TRANSPORT") != NULL && strstr(em.text, "pigeon") != NULL);
+		config_free(&c);
+	}
+	{
+		char *typo[] = { "DIAGPORT_SOKCET=/x", NULL };
+
+		T_CHECK(config_load_env(&c, typo, NULL, &em) == DP_ENOTFOUND);
+		T_CHECK(strstr(em.text, "DIAGPORT_SOKCET") != NULL);
+		config_free(&c);
+	}
+}
+
+static void egress_checks(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	char where[] = "test";
+
+	T_CHECK(config_set(&c, "Egress:FileSystem:a:DirectoryPath", dir, where, &em) == 0);
+	T_CHECK(config_check(&c, &em) == 0);
+	T_CHECK(config_set(&c, "Egress:FileSystem:a:IntermediateDirectoryPath", "/proc", where, &em) == 0);
+	T_CHECK(config_check(&c, &em) == DP_EINVAL && strstr(em.text, "different filesystems") != NULL);
+	config_free(&c);
+	T_CHECK(config_set(&c, "Egress:FileSystem:b:IntermediateDirectoryPath", dir, where, &em) == 0);
+	T_CHECK(config_check(&c, &em) == DP_EINVAL && strstr(em.text, "no DirectoryPath") != NULL);
+	config_free(&c);
+	T_CHECK(config_set(&c, "Egress:FileSystem:c:DirectoryPath", "/nonexistent-dir", where, &em) == 0);
+	T_CHECK(config_check(&c, &em) == DP_EINVAL && strstr(em.text, "/nonexistent-dir") != NULL);
+	config_free(&c);
+	T_CHECK(config_set(&c, "Egress:FileSystem:bad/name:DirectoryPath", dir, where, &em) == DP_EINVAL);
+	T_CHECK(config_set(&c, "Egress:FileSystem:x:Colour", dir, where, &em) == DP_EINVAL);
+	T_CHECK(config_set(&c, "Egress:FileSystem:x", dir, where, &em) == DP_EINVAL);
+	config_free(&c);
+}
+
+int main(void)
+{
+	t_file_name = "test_config";
+	mem_install();
+	if (mkdtemp(dir) == NULL)
+		return 2;
+	T_RUN(sizes);
+	T_RUN(yaml_file_both_vocabularies);
+	T_RUN(json_settings_file);
+	T_RUN(errors_say_where);
+	T_RUN(environment);
+	T_RUN(egress_checks);
+	{
+		char cmd[300];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			return 2;
+	}
+	return t_failed_cases ? 1 : 0;
+}
