@@ -80,6 +80,15 @@ static struct doc_node *launch_args(const struct inj_opts *o)
 	}
 	if (o->no_auth)
 		doc_push(a, doc_str("--no-auth"));
+	if (o->dumps_limit) {
+		long long q = 0;
+		char n[32];
+
+		inj_quantity(o->dumps_limit, false, &q); /* checked when the option was read */
+		snprintf(n, sizeof(n), "%lld", q);
+		doc_push(a, doc_str("--dumps-limit")); /* the staging cap: one dump never outgrows the volume */
+		doc_push(a, doc_str(n));
+	}
 	return a;
 }
 
