@@ -130,6 +130,25 @@ check fifo-abandon-app-alive kill -0 "$A3"
 c=$(curl -s -o "$W/core.fifo" -w '%{http_code}' "$U2/dump?type=Mini")
 WHY="got $c"; check fifo-dump-after-abandon test "$c" = 200
 
+# --- the other way round, both non-root: the app as nobody (65534), the agent as 1654; both transports
+mkdir -m 0777 "$W/fy"
+P5=$(free_port); U5=http://127.0.0.1:$P5
+setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --socket "$W/fy/port" --dumps "$W/fy" --urls "$U5" \
+  2> "$W/agent5.log" & PIDS+=($!)
+DOTNET_DiagnosticPorts=$W/fy/port,connect,suspend HOME=$W/fy setpriv --reuid 65534 --regid 65534 --clear-groups \
+  dotnet "$APP" > "$W/app5.out" 2>&1 & PIDS+=($!)
+wait_for "$W/app5.out" READY 15
+A5=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app5.out")
+wait_for "$W/agent5.log" '"event":"attached"' 10
+for tr in file fifo; do
+  c=$(curl -s -o "$W/core.$tr" -w '%{http_code}' "$U5/dump?type=WithHeap&transport=$tr")
+  notes=$(readelf -n "$W/core.$tr" 2>/dev/null | grep -c NT_PRSTATUS); threads=$(ls /proc/"$A5"/task | wc -l)
+  WHY="http $c, $(file -b "$W/core.$tr" | head -c 60)"; check "app-nobody-agent-1654-$tr-dump" bash -c "[ $c = 200 ] && file -b '$W/core.$tr' | grep -q 'ELF 64-bit LSB core'"
+  WHY="core has $notes threads, /proc has $threads"; check "app-nobody-agent-1654-$tr-threads" test "$notes" -eq "$threads"
+  rm -f "$W/core.$tr"
+done
+WHY="left: $(ls -A "$W/fy")"; check app-nobody-agent-1654-nothing-left test "$(ls -A "$W/fy" | grep -v '^port$' | grep -v '^\.dotnet$' | wc -l)" = 0
+
 # --- an agent killed mid-dump: the next agent removes the staging file it left
 touch "$W/shared/.diagport-dump-123-1-99"
 kill -9 $AG; wait $AG 2>/dev/null
