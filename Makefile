@@ -23,8 +23,10 @@ ifeq ($(WERROR),1)
 WARN     += -Werror
 endif
 
+# libcurl: headers only; common/hclient.c loads it on demand, so the agent never maps it.
+LINKED   := $(filter-out libcurl,$(PKGS))
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread
+PKG_LIBS   = $(shell pkg-config --libs $(LINKED) 2>/dev/null) -lpthread
 
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' $(WARN) -I. -Icommon \

@@ -25,14 +25,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
-
 extern char **environ;
 #include <fcntl.h>
 
 #include "api.h"
 #include "buf.h"
 #include "config.h"
+#include "hclient.h"
 #include "httpd.h"
 #include "mem.h"
 #include "port.h"
@@ -212,7 +211,7 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 		fprintf(stderr, "diagport: launch: %s\n", em.text);
 		return 2;
 	}
-	for (int i = 1; i < end; i++) {
+	for (int i = 1; i < end && argv[i]; i++) {
 		size_t k;
 
 		for (k = 0; k < sizeof(value_flags) / sizeof(value_flags[0]); k++)
@@ -346,20 +345,12 @@ out:
 	return rc;
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *u)
-{
-	(void)p;
-	(void)u;
-	return size * n;
-}
-
 int health_cli(int argc, char **argv)
 {
 	int port = DEFAULT_PORT;
 	long code = 0;
 	char url[64];
-	CURL *c;
-	CURLcode rc;
+	struct err_msg em;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
@@ -379,19 +370,12 @@ int health_cli(int argc, char **argv)
 		return 2;
 	}
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
-	c = curl_easy_init();
-	if (c == NULL)
+	if (hclient_get_status(url, 2000, &code, &em) != 0) {
+		fprintf(stderr, "diagport: health: %s\n", em.text);
 		return 1;
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 2000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-	rc = curl_easy_perform(c);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
+	}
 	if (code == 200)
 		return 0;
-	fprintf(stderr, "diagport: health: %s: %s\n", url, rc != CURLE_OK ? curl_easy_strerror(rc) : "not healthy");
+	fprintf(stderr, "diagport: health: %s: answered %ld, not healthy\n", url, code);
 	return 1;
 }

@@ -26,6 +26,7 @@
 #define MAX_FILE_BYTES (1 << 20)
 #define MAX_EGRESS 16
 #define MAX_PATH_KEY 512
+#define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
 enum kind { K_STR, K_BOOL, K_TRANSPORT, K_SIZE, K_MODE };
 
@@ -166,9 +167,8 @@ static int set_egress(struct launch_config *c, const char *key, const char *v, c
 	if (name_len == 0 || field == NULL || strchr(field, ':'))
 		return err_set(em, DP_EINVAL, "%s: %s is not Egress:FileSystem:NAME:DirectoryPath (or "
 			       "IntermediateDirectoryPath)", where, key);
-	for (size_t i = 0; i < name_len; i++)
-		if (!isalnum((unsigned char)name[i]) && name[i] != '-' && name[i] != '_' && name[i] != '.')
-			return err_set(em, DP_EINVAL, "%s: egress provider name '%.*s' may hold only letters, digits, "
+	if (strspn(name, NAME_CHARS) < name_len)
+		return err_set(em, DP_EINVAL, "%s: egress provider name '%.*s' may hold only letters, digits, "
 				       "'-', '_' and '.'", where, (int)name_len, name);
 	for (size_t i = 0; i < c->n_egress; i++)
 		if (strlen(c->egress[i].name) == name_len && strncasecmp(c->egress[i].name, name, name_len) == 0)

@@ -26,7 +26,7 @@
 #include "mem.h"
 
 #define TAKE_TIMEOUT_MS 5000
-#define STALL_TIMEOUT_MS (15 * 60 * 1000) /* createdump writes steadily; this long without a byte is a hang */
+#define STALL_TIMEOUT_MS (15LL * 60 * 1000) /* createdump writes steadily; this long without a byte is a hang */
 #define VERDICT_TIMEOUT_MS 60000
 #define PIPE_BYTES (1 << 20)
 #define TICK_MS 200
@@ -130,10 +130,10 @@ static int try_command(struct dump_job *j, uint8_t id, int type, uint32_t *hr, c
 	pf[0] = (struct pollfd){ .fd = j->rfd, .events = POLLIN };
 	pf[1] = (struct pollfd){ .fd = j->conn, .events = POLLIN };
 	do
-		n = poll(pf, 2, STALL_TIMEOUT_MS);
+		n = poll(pf, 2, (int)STALL_TIMEOUT_MS);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
-		return err_set(em, DP_EIO, "createdump wrote nothing in %d minutes", STALL_TIMEOUT_MS / 60000);
+		return err_set(em, DP_EIO, "createdump wrote nothing in %lld minutes", STALL_TIMEOUT_MS / 60000);
 	if (pf[0].revents & POLLIN)
 		return 0; /* createdump is writing */
 	/* The runtime answered before anything was written: a failure, or a command it does not know. */
@@ -311,7 +311,7 @@ int dump_copy(struct dump_job *j, int fd, uint64_t cap, const atomic_bool *cance
 			break;
 		}
 		if (wait_readable(j, &idle) < 0) {
-			rc = err_set(em, DP_EIO, "createdump wrote nothing for %d minutes", STALL_TIMEOUT_MS / 60000);
+			rc = err_set(em, DP_EIO, "createdump wrote nothing for %lld minutes", STALL_TIMEOUT_MS / 60000);
 			break;
 		}
 	}
