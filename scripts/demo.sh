@@ -33,12 +33,14 @@ echo '$ diagport inject bad.yaml'
 set +e; "$D" inject "$W/bad.yaml" > "$W/out"; rc=$?; set -e
 echo "exit status $rc, $(wc -c < "$W/out") bytes on stdout"
 
-printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, and dumped\033[0m\n'
+printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, dumped, and dumped to an egress directory\033[0m\n'
 bash tests/apps/build.sh build/apps | sed 's/^/  /'
-mkdir -m 0777 "$W/diag"
+mkdir -m 0777 "$W/diag" "$W/artifacts"
 PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-echo "\$ diagport launch --socket $W/diag/port --dumps $W/diag --urls http://127.0.0.1:$PORT -- dotnet build/apps/console/console.dll &"
-"$D" launch --socket "$W/diag/port" --dumps "$W/diag" --urls "http://127.0.0.1:$PORT" -- dotnet build/apps/console/console.dll > "$W/app.out" 2> "$W/agent.log" &
+printf 'Egress:\n  FileSystem:\n    artifacts:\n      DirectoryPath: %s\n' "$W/artifacts" > "$W/agent.yaml"
+echo "\$ cat agent.yaml"; sed 's/^/  /' "$W/agent.yaml"
+echo "\$ diagport launch --config agent.yaml --socket $W/diag/port --dumps $W/diag --urls http://127.0.0.1:$PORT -- dotnet build/apps/console/console.dll &"
+"$D" launch --config "$W/agent.yaml" --socket "$W/diag/port" --dumps "$W/diag" --urls "http://127.0.0.1:$PORT" -- dotnet build/apps/console/console.dll > "$W/app.out" 2> "$W/agent.log" &
 AGENT=$!
 for i in $(seq 1 200); do curl -sf "http://127.0.0.1:$PORT/processes" | grep -q pid && break; sleep 0.05; done
 echo "\$ curl http://127.0.0.1:$PORT/processes"
@@ -47,5 +49,13 @@ echo "\$ curl -o core 'http://127.0.0.1:$PORT/dump?type=WithHeap'"
 curl -s -o "$W/core" -w 'HTTP %{http_code}, %{size_download} bytes in %{time_total} s\n' "http://127.0.0.1:$PORT/dump?type=WithHeap"
 echo "\$ file core"; file -b "$W/core" | cut -c1-70
 echo "(staging left behind: $(ls -A "$W/diag" | grep -c diagport-dump) files)"
+echo "\$ curl -i 'http://127.0.0.1:$PORT/dump?type=Mini&egressProvider=artifacts'"
+curl -s -D "$W/hdr" -o /dev/null "http://127.0.0.1:$PORT/dump?type=Mini&egressProvider=artifacts"
+grep -iE '^(HTTP|location)' "$W/hdr" | tr -d '\r' | sed 's/^/  /'
+LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/hdr")
+for i in $(seq 1 200); do curl -s "http://127.0.0.1:$PORT$LOC" | grep -q '"Running"' || break; sleep 0.05; done
+echo "\$ curl http://127.0.0.1:$PORT$LOC"
+curl -s "http://127.0.0.1:$PORT$LOC"; echo
+echo "\$ ls artifacts/"; ls -l "$W/artifacts" | tail -n +2 | sed 's/^/  /'
 kill -TERM "$AGENT"; wait "$AGENT" 2>/dev/null || true
 echo "agent log:"; sed 's/^/  /' "$W/agent.log"
