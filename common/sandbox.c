@@ -38,6 +38,32 @@ static const char *const agent_calls[] = {
 	NULL,
 };
 
+#if defined(__SANITIZE_ADDRESS__)
+/*
+ * AddressSanitizer's runtime, in `make SANITIZER=address` builds only: every
+ * new thread sets up an alternate signal stack and reads its affinity, and
+ * LeakSanitizer's exit check opens /proc/self/task and ptraces the threads.
+ */
+static const char *const sanitizer_calls[] = { "sigaltstack", "sched_getaffinity", "open", "getdents", "ptrace", "prctl",
+					       "readlink", NULL };
+#else
+static const char *const sanitizer_calls[] = { NULL };
+#endif
+
+static void allow(scmp_filter_ctx ctx, const char *const *calls)
+{
+	int rc;
+
+	for (; *calls; calls++) {
+		int nr = seccomp_syscall_resolve_name(*calls);
+
+		if (nr == __NR_SCMP_ERROR)
+			continue; /* not a system call on this architecture */
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) != 0)
+			DP_FATAL("sandbox: allowing %s: %s", *calls, strerror(-rc));
+	}
+}
+
 void sandbox_enter(enum sandbox_profile p)
 {
 	const char *const *calls = agent_calls;
@@ -50,14 +76,8 @@ void sandbox_enter(enum sandbox_profile p)
 	ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	if (ctx == NULL)
 		DP_FATAL("sandbox: seccomp_init failed");
-	for (; *calls; calls++) {
-		int nr = seccomp_syscall_resolve_name(*calls);
-
-		if (nr == __NR_SCMP_ERROR)
-			continue; /* not a system call on this architecture */
-		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0)) != 0)
-			DP_FATAL("sandbox: allowing %s: %s", *calls, strerror(-rc));
-	}
+	allow(ctx, calls);
+	allow(ctx, sanitizer_calls);
 	/* Every thread (listener, HTTP), not only this one. */
 	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) != 0)
 		DP_FATAL("sandbox: thread sync: %s", strerror(-rc));
