@@ -59,14 +59,15 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: diagport launch [--socket PATH] [--urls URL[;URL...]] [--dumps DIR]\n"
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|fifo]\n"
-		   "                       [--no-sandbox] [-- COMMAND [ARGS...]]\n\n"
+		   "                       [--connect-dir DIR] [--no-sandbox] [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
 		   "(default http://+:%d with a token, http://127.0.0.1:%d without one). With a command,\n"
 		   "also starts it with DOTNET_DiagnosticPorts pointing here, forwards signals, and exits\n"
 		   "with its status. Environment: DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS,\n"
 		   "DIAGPORT_AUTH_TOKEN(_FILE), DIAGPORT_DUMP_TRANSPORT, and dotnet-monitor's DOTNETMONITOR_Urls,\n"
-		   "DOTNETMONITOR_DiagnosticPort__EndpointName, DOTNETMONITOR_Storage__DumpTempFolder.\n",
+		   "DOTNETMONITOR_DiagnosticPort__EndpointName, DOTNETMONITOR_Storage__DumpTempFolder.\n"
+		   "--connect-dir DIR (DIAGPORT_CONNECT_DIR): also attach runtimes by their default sockets in DIR.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
 
@@ -175,6 +176,7 @@ int launch_cli(int argc, char **argv)
 	const char *dumps = env2("DIAGPORT_DUMPS", "DOTNETMONITOR_Storage__DumpTempFolder");
 	const char *token_file = env2("DIAGPORT_AUTH_TOKEN_FILE", "");
 	const char *transport = env2("DIAGPORT_DUMP_TRANSPORT", "");
+	const char *connect_dir = env2("DIAGPORT_CONNECT_DIR", "");
 	const char *env_token = getenv("DIAGPORT_AUTH_TOKEN");
 	char *token = NULL, *default_urls = NULL;
 	bool no_auth = false, sandbox = true;
@@ -209,6 +211,8 @@ int launch_cli(int argc, char **argv)
 				fprintf(stderr, "diagport: launch: --dump-transport takes file or fifo\n");
 				return 2;
 			}
+		} else if (strcmp(argv[i], "--connect-dir") == 0 && i + 1 < argc) {
+			connect_dir = argv[++i];
 		} else if (strcmp(argv[i], "--no-sandbox") == 0) {
 			sandbox = false;
 		} else if (strcmp(argv[i], "--no-auth") == 0) {
@@ -255,6 +259,7 @@ int launch_cli(int argc, char **argv)
 		return 2;
 	}
 	cfg.path = socket;
+	cfg.connect_dir = connect_dir && *connect_dir ? connect_dir : NULL;
 	cfg.on_event = log_event;
 	{
 		sigset_t set;
