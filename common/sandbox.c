@@ -2,10 +2,13 @@
  * sandbox.c - seccomp allowlists (libseccomp), one per daemon (sandbox.h).
  *
  * The agent's list is what `diagport launch` was seen to use (strace over
- * every route, both dump transports, init and sidecar modes) once set up:
- * threads, sockets already bound, reading and writing, the dump pipe and
- * staging file, sendfile, signals and waiting for its child. No exec, no new
- * listening sockets, no ptrace, no mount, no module or key syscalls.
+ * every route, both dump transports, init and sidecar modes, --connect-dir)
+ * once set up: threads, sockets already bound, reading and writing, the dump
+ * pipe and staging file, sendfile, signals and waiting for its child, and
+ * --connect-dir's listing of a directory and connecting to the Unix sockets
+ * in it. socket() is allowed for AF_UNIX stream sockets only, so the agent
+ * cannot open a network connection. No exec, no bind or listen (no new
+ * listening sockets), no ptrace, no mount, no module or key syscalls.
  */
 #include "sandbox.h"
 
@@ -15,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 
 #include "errors.h"
 
@@ -35,6 +39,8 @@ static const char *const agent_calls[] = {
 	"accept4", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
 	"recvfrom", "recvmsg", "sendto", "sendmsg", "sendfile", "shutdown", "setsockopt", "getsockopt",
 	"getsockname", "getpeername",
+	/* --connect-dir: connect to runtimes' default sockets (socket() itself is below, AF_UNIX only) */
+	"connect",
 	NULL,
 };
 
@@ -78,6 +84,10 @@ void sandbox_enter(enum sandbox_profile p)
 		DP_FATAL("sandbox: seccomp_init failed");
 	allow(ctx, calls);
 	allow(ctx, sanitizer_calls);
+	/* socket(AF_UNIX, SOCK_STREAM | flags, ...) and no other. */
+	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
+				   SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM))) != 0)
+		DP_FATAL("sandbox: allowing socket: %s", strerror(-rc));
 	/* Every thread (listener, HTTP), not only this one. */
 	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) != 0)
 		DP_FATAL("sandbox: thread sync: %s", strerror(-rc));

@@ -71,7 +71,8 @@ static void usage(FILE *f)
 		   "(DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS, DIAGPORT_AUTH_TOKEN(_FILE), ...; and\n"
 		   "dotnet-monitor's DOTNETMONITOR_Urls, DOTNETMONITOR_DiagnosticPort__EndpointName,\n"
 		   "DOTNETMONITOR_Storage__DumpTempFolder, DOTNETMONITOR_Egress__FileSystem__NAME__DirectoryPath),\n"
-		   "then these flags; a later source wins. See docs/agent.md.\n",
+		   "then these flags; a later source wins. --connect-dir DIR also attaches runtimes by\n"
+		   "their default sockets in DIR. See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
 
@@ -295,6 +296,7 @@ int launch_cli(int argc, char **argv)
 	if ((rc = load_settings(argc, argv, &c, &cmd)) != 0 || (rc = settle_auth(&c, &token)) != 0)
 		goto out;
 	cfg.path = c.socket;
+	cfg.connect_dir = c.connect_dir;
 	cfg.on_event = log_event;
 	handled_set(&set);
 	sigprocmask(SIG_BLOCK, &set, &old_mask);

@@ -1,14 +1,23 @@
 /*
- * port.c - the diagnostic port's listener thread and runtime table (port.h).
+ * port.c - the diagnostic port: its listener thread, the table of runtimes
+ * (port_int.h) and handing out connections (port.h). The connect_dir scanner
+ * is in port_dir.c.
  *
  * Locking: one mutex guards the table; the condition variable wakes callers
  * of port_take when an idle connection arrives. The listener thread polls the
  * listening socket, every idle connection (to see a runtime hang up) and a
- * wake-up pipe used by port_free. Commands run on the caller's thread with the
- * connection it took, so a slow dump never stalls the listener.
+ * wake-up pipe written by port_take (to rebuild the poll set) and port_free.
+ * Commands run on the caller's thread with the connection it took, so a slow
+ * dump never stalls the listener.
+ *
+ * A runtime can be known two ways, one entry per cookie: through our socket
+ * (via_port: it advertised) and through its default socket in connect_dir
+ * (path). The grace rule below drops what only advertised; port_dir.c drops
+ * what it alone knew, when that socket goes.
  */
-#include "port.h"
+#include "port_int.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -26,33 +35,8 @@
 #include "clock.h"
 #include "mem.h"
 
-#define IO_TIMEOUT_MS 2000 /* resume and process-info answers are immediate; this is a safety net */
 
-struct runtime {
-	uint8_t cookie[16];
-	uint64_t pid;
-	int idle_fd;          /* newest idle advertised connection, or -1 */
-	int busy;             /* commands in flight */
-	int stage;            /* 0: needs resume; 1-3: asking ProcessInfo3, 2, 1 (one per connection); 4: ready */
-	long long lost_ms;    /* when its idle connection went away (0 = it has one) */
-	bool have_info;
-	struct ipc_process_info info;
-};
-
-struct port {
-	struct port_config cfg;
-	char *path;
-	int listen_fd;
-	int wake[2];
-	pthread_t thread;
-	bool started, stopping;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct runtime *rt;
-	size_t n;
-};
-
-static void emit(struct port *p, const char *event, const struct runtime *r)
+void port_emit(struct port *p, const char *event, const struct runtime *r)
 {
 	char cookie[37], line[2048];
 
@@ -67,13 +51,23 @@ static void emit(struct port *p, const char *event, const struct runtime *r)
 
 int port_open(const struct port_config *cfg, struct port **out, struct err_msg *em)
 {
+	static const char shortest[] = "/" PORT_SOCKET_PREFIX "1-1-socket";
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct port *p;
+	size_t dirlen = 0;
 	int fd;
 
 	if (strlen(cfg->path) >= sizeof(sa.sun_path))
 		return err_set(em, DP_EINVAL, "socket path %s is %zu bytes; the limit is %zu", cfg->path,
 			       strlen(cfg->path), sizeof(sa.sun_path) - 1);
+	if (cfg->connect_dir) {
+		dirlen = strlen(cfg->connect_dir);
+		while (dirlen > 1 && cfg->connect_dir[dirlen - 1] == '/')
+			dirlen--;
+		if (dirlen == 0 || dirlen + strlen(shortest) >= sizeof(sa.sun_path))
+			return err_set(em, DP_EINVAL, "--connect-dir %s: %s", cfg->connect_dir,
+				       dirlen ? "too long: no socket path in it would fit in 107 bytes" : "empty");
+	}
 	memcpy(sa.sun_path, cfg->path, strlen(cfg->path) + 1);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -97,6 +91,11 @@ int port_open(const struct port_config *cfg, struct port **out, struct err_msg *
 		p->cfg.grace_ms = 3000;
 	if (p->cfg.max_runtimes == 0)
 		p->cfg.max_runtimes = 64;
+	if (cfg->connect_dir) {
+		p->dir = mem_zalloc(dirlen + 1);
+		memcpy(p->dir, cfg->connect_dir, dirlen);
+	}
+	p->cfg.connect_dir = p->dir;
 	p->listen_fd = fd;
 	if (pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) != 0)
 		DP_FATAL("pipe2: %s", strerror(errno));
@@ -106,12 +105,24 @@ int port_open(const struct port_config *cfg, struct port **out, struct err_msg *
 	return 0;
 }
 
-static struct runtime *find(struct port *p, const uint8_t cookie[16])
+struct runtime *port_find(struct port *p, const uint8_t cookie[16])
 {
 	for (size_t i = 0; i < p->n; i++)
 		if (memcmp(p->rt[i].cookie, cookie, 16) == 0)
 			return &p->rt[i];
 	return NULL;
+}
+
+void port_drop(struct port *p, size_t i)
+{
+	struct runtime *r = &p->rt[i];
+
+	port_emit(p, "detached", r);
+	if (r->idle_fd >= 0)
+		close(r->idle_fd);
+	ipc_process_info_free(&r->info);
+	free(r->path);
+	p->rt[i] = p->rt[--p->n];
 }
 
 /* One command on a fresh connection, in the listener thread (resume, process info). */
@@ -123,35 +134,42 @@ static int simple_command(int fd, uint8_t set, uint8_t id, struct ipc_header *h,
 	buf_init(&req, IPC_MAX_MESSAGE);
 	ipc_begin(&req, set, id);
 	ipc_end(&req);
-	rc = ipc_transact(fd, &req, h, payload, IO_TIMEOUT_MS);
+	rc = ipc_transact(fd, &req, h, payload, PORT_IO_TIMEOUT_MS);
 	buf_free(&req);
 	return rc;
 }
 
-static void fetch_info(struct runtime *r, int fd)
+int port_ask_info(int fd, size_t try, struct ipc_process_info *out)
 {
 	static const struct { uint8_t id; int version; } tries[] = {
 		{ IPC_PROCESS_INFO3, 3 }, { IPC_PROCESS_INFO2, 2 }, { IPC_PROCESS_INFO, 1 },
 	};
 	struct ipc_header h;
 	struct buf pl;
+	int rc;
 
 	buf_init(&pl, IPC_MAX_MESSAGE);
-	/* Newer first; an older runtime answers UNKNOWN_COMMAND and we use its next connection. */
-	for (size_t i = (size_t)(r->stage - 1); i < 3 && r->stage >= 1; i++) {
-		buf_reset(&pl);
-		if (simple_command(fd, IPC_SET_PROCESS, tries[i].id, &h, &pl) != 0)
-			break;
-		if (h.set == IPC_SET_SERVER && h.id == IPC_SERVER_OK &&
-		    ipc_parse_process_info((const uint8_t *)pl.data, pl.len, tries[i].version, &r->info) == 0) {
-			r->have_info = true;
-			r->stage = 4;
-		} else {
-			r->stage++; /* try the older command on the next advertised connection */
-		}
-		break;
-	}
+	rc = simple_command(fd, IPC_SET_PROCESS, tries[try].id, &h, &pl);
+	if (rc == 0 && (h.set != IPC_SET_SERVER || h.id != IPC_SERVER_OK ||
+			ipc_parse_process_info((const uint8_t *)pl.data, pl.len, tries[try].version, out) != 0))
+		rc = DP_EUNSUPPORTED;
 	buf_free(&pl);
+	return rc;
+}
+
+static void fetch_info(struct runtime *r, int fd)
+{
+	int rc;
+
+	if (r->stage < 1 || r->stage > 3)
+		return;
+	rc = port_ask_info(fd, (size_t)(r->stage - 1), &r->info);
+	if (rc == 0) {
+		r->have_info = true;
+		r->stage = 4;
+	} else if (rc == DP_EUNSUPPORTED) {
+		r->stage++; /* the older command on the next advertised connection */
+	}
 }
 
 /*
@@ -166,54 +184,68 @@ static bool evict_gone(struct port *p)
 	for (size_t i = 0; i < p->n; i++) {
 		const struct runtime *r = &p->rt[i];
 
-		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms &&
+		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms && r->path == NULL &&
 		    (victim == p->n || r->lost_ms < p->rt[victim].lost_ms))
 			victim = i;
 	}
 	if (victim == p->n)
 		return false;
-	emit(p, "detached", &p->rt[victim]);
-	ipc_process_info_free(&p->rt[victim].info);
-	p->rt[victim] = p->rt[--p->n];
+	port_drop(p, victim);
 	return true;
+}
+
+struct runtime *port_find_or_add(struct port *p, const uint8_t cookie[16], uint64_t pid)
+{
+	struct runtime *r = port_find(p, cookie);
+
+	if (r != NULL)
+		return r;
+	if (p->n == p->cfg.max_runtimes && !evict_gone(p))
+		return NULL;
+	p->rt = mem_realloc(p->rt, (p->n + 1) * sizeof(*p->rt));
+	r = &p->rt[p->n++];
+	memset(r, 0, sizeof(*r));
+	memcpy(r->cookie, cookie, 16);
+	r->pid = pid;
+	r->idle_fd = -1;
+	return r;
 }
 
 /* A connection advertised runtime `a`: resume it, ask who it is, or keep the connection idle. */
 static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 {
-	struct runtime *r = find(p, a->cookie);
+	struct runtime *r = port_find_or_add(p, a->cookie, a->pid);
 	struct ipc_header h;
 	struct buf pl;
 
 	if (r == NULL) {
-		if (p->n == p->cfg.max_runtimes && !evict_gone(p)) {
-			close(fd); /* full of live runtimes: this one retries on its own */
-			return;
-		}
-		p->rt = mem_realloc(p->rt, (p->n + 1) * sizeof(*p->rt));
-		r = &p->rt[p->n++];
-		memset(r, 0, sizeof(*r));
-		memcpy(r->cookie, a->cookie, 16);
-		r->pid = a->pid;
-		r->idle_fd = -1;
+		close(fd); /* full of live runtimes: this one retries on its own */
+		return;
 	}
 	r->lost_ms = 0;
+	r->via_port = true;
 	if (r->stage == 0) {
-		/* First sight: resume at once, so a suspended app waits no longer than our start. */
+		/*
+		 * First advertise: resume at once, so a suspended app waits no longer
+		 * than our start (also when connect_dir found it first: ProcessInfo
+		 * works while a runtime is paused, so that says nothing).
+		 */
 		buf_init(&pl, IPC_MAX_MESSAGE);
 		if (simple_command(fd, IPC_SET_PROCESS, IPC_PROCESS_RESUME, &h, &pl) == 0)
-			r->stage = 1;
+			r->stage = r->have_info ? 4 : 1;
 		buf_free(&pl);
 		close(fd);
 		r->lost_ms = clock_ms();
 		return;
 	}
+	if (r->stage >= 1 && r->stage <= 3 && r->have_info)
+		r->stage = 4; /* connect_dir got its ProcessInfo meanwhile: this connection is an idle one */
 	if (r->stage >= 1 && r->stage <= 3) {
 		fetch_info(r, fd);
 		close(fd);
 		r->lost_ms = clock_ms();
 		if (r->have_info)
-			emit(p, "attached", r);
+			port_emit(p, "attached", r);
 		return;
 	}
 	if (r->idle_fd >= 0)
@@ -255,11 +287,8 @@ static void sweep(struct port *p, const struct pollfd *pf, size_t npf)
 	for (size_t i = p->n; i-- > 0;) {
 		struct runtime *r = &p->rt[i];
 
-		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms && t - r->lost_ms > p->cfg.grace_ms) {
-			emit(p, "detached", r);
-			ipc_process_info_free(&r->info);
-			p->rt[i] = p->rt[--p->n];
-		}
+		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms && r->path == NULL && t - r->lost_ms > p->cfg.grace_ms)
+			port_drop(p, i);
 	}
 	pthread_mutex_unlock(&p->mu);
 }
@@ -305,7 +334,7 @@ int port_start(struct port *p, struct err_msg *em)
 	if (pthread_create(&p->thread, NULL, listener, p) != 0)
 		return err_set(em, DP_EIO, "cannot start the listener thread");
 	p->started = true;
-	return 0;
+	return p->dir ? port_dir_start(p, em) : 0;
 }
 
 void port_free(struct port *p)
@@ -321,12 +350,15 @@ void port_free(struct port *p)
 	}
 	if (p->started)
 		pthread_join(p->thread, NULL);
+	port_dir_free(p);
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->rt[i].idle_fd >= 0)
 			close(p->rt[i].idle_fd);
 		ipc_process_info_free(&p->rt[i].info);
+		free(p->rt[i].path);
 	}
 	free(p->rt);
+	free(p->dir);
 	close(p->listen_fd);
 	close(p->wake[0]);
 	close(p->wake[1]);
@@ -380,6 +412,7 @@ int port_take(struct port *p, const uint8_t cookie[16], int timeout_ms, int *fd)
 {
 	struct timespec until;
 	struct runtime *r;
+	bool dialed = false, took_idle = false;
 	int rc = 0;
 
 	clock_gettime(CLOCK_REALTIME, &until);
@@ -391,15 +424,44 @@ int port_take(struct port *p, const uint8_t cookie[16], int timeout_ms, int *fd)
 	}
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		r = find(p, cookie);
+		r = port_find(p, cookie);
 		if (r == NULL) {
 			rc = DP_ENOTFOUND;
 			break;
+		}
+		if (r->path && !dialed) {
+			/* Its own connection to the runtime's socket, made without the lock; busy keeps r in the table. */
+			char *path = mem_strdup(r->path);
+			int e;
+
+			r->busy++;
+			pthread_mutex_unlock(&p->mu);
+			rc = port_dial(path, fd);
+			e = errno;
+			free(path);
+			pthread_mutex_lock(&p->mu);
+			if (rc == 0)
+				break;
+			dialed = true;
+			r = port_find(p, cookie);
+			if (r == NULL)
+				DP_FATAL("port: a runtime with a command in flight was dropped");
+			r->busy--;
+			errno = e;
+			continue; /* an advertised connection may still serve */
 		}
 		if (r->idle_fd >= 0) {
 			*fd = r->idle_fd;
 			r->idle_fd = -1;
 			r->busy++;
+			took_idle = true;
+			rc = 0;
+			break;
+		}
+		if (!r->via_port) {
+			if (!dialed)
+				errno = ECONNREFUSED; /* its socket went away; nothing will be advertised either */
+			rc = DP_EIO;
 			break;
 		}
 		if (p->stopping || pthread_cond_timedwait(&p->cv, &p->mu, &until) != 0) {
@@ -409,7 +471,7 @@ int port_take(struct port *p, const uint8_t cookie[16], int timeout_ms, int *fd)
 		}
 	}
 	pthread_mutex_unlock(&p->mu);
-	if (rc == 0 && write(p->wake[1], "x", 1) < 0) {
+	if (took_idle && write(p->wake[1], "x", 1) < 0) {
 		/* the listener rebuilds its poll set on its next timeout anyway */
 	}
 	return rc;
@@ -420,7 +482,7 @@ void port_release(struct port *p, const uint8_t cookie[16])
 	struct runtime *r;
 
 	pthread_mutex_lock(&p->mu);
-	r = find(p, cookie);
+	r = port_find(p, cookie);
 	if (r && r->busy > 0) {
 		r->busy--;
 		if (r->idle_fd < 0 && r->lost_ms == 0)

@@ -10,6 +10,13 @@
  * for the next command. A runtime whose connection went away and did not come
  * back within the grace period, with no command in flight, is dropped; a live
  * one never is.
+ *
+ * With connect_dir, a second thread also attaches runtimes that were not
+ * configured for us, through the default sockets they listen on,
+ * DIR/dotnet-diagnostic-<pid>-<key>-socket: there the runtime is the server,
+ * and every command gets a connection of its own. Such a runtime is dropped
+ * when its socket file goes away or refuses connections (its process died).
+ * A runtime reachable both ways is one entry (same cookie).
  */
 #ifndef DP_PORT_H
 #define DP_PORT_H
@@ -27,13 +34,15 @@ struct port_config {
 	int advert_timeout_ms;  /* a connection must advertise within this (250) */
 	int grace_ms;           /* a runtime gone this long is dropped (3000) */
 	unsigned max_runtimes;  /* cap on attached runtimes (64) */
+	const char *connect_dir; /* also attach the default sockets in this directory; NULL = off */
 	void (*on_event)(const char *json_line); /* one JSON log line per attach/detach; may be NULL */
 };
 
 /* Create the socket (a stale file at path is replaced), world-connectable so an app of any uid can
- * connect. 0, or DP_EINVAL (path too long), DP_EIO (bind failed) with em filled. */
+ * connect. 0, or DP_EINVAL (path too long, or a connect_dir too long for any socket name in it),
+ * DP_EIO (bind failed) with em filled. */
 int port_open(const struct port_config *cfg, struct port **out, struct err_msg *em);
-/* Start the listener thread. */
+/* Start the listener thread (and the connect_dir scanner, when set). */
 int port_start(struct port *p, struct err_msg *em);
 /* Stop the thread, close every connection, unlink the socket. Accepts NULL. */
 void port_free(struct port *p);
@@ -50,10 +59,12 @@ size_t port_list(struct port *p, struct port_runtime **out);
 void port_list_free(struct port_runtime *list, size_t n);
 
 /*
- * Take the runtime's idle connection for one command, waiting up to timeout_ms
- * for one to be advertised. The caller owns *fd and closes it when done, then
- * calls port_release. DP_ENOTFOUND when no such runtime, DP_EIO (ETIMEDOUT)
- * when none came in time.
+ * A connection to the runtime for one command: a new connection to its
+ * default socket when it was found in connect_dir, else its idle advertised
+ * connection, waiting up to timeout_ms for one. The caller owns *fd (a
+ * blocking socket) and closes it when done, then calls port_release.
+ * DP_ENOTFOUND when no such runtime, DP_EIO when none came in time
+ * (ETIMEDOUT) or the socket refused (errno kept).
  */
 int port_take(struct port *p, const uint8_t cookie[16], int timeout_ms, int *fd);
 void port_release(struct port *p, const uint8_t cookie[16]);

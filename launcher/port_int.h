@@ -1,0 +1,79 @@
+/*
+ * port_int.h - what port.c (the listener, the table, port_take) and
+ * port_dir.c (the connect_dir scanner) share: the runtime table and the
+ * helpers that change it. Not for other files: they use port.h.
+ *
+ * Every function here that touches p->rt is called with p->mu held.
+ */
+#ifndef DP_PORT_INT_H
+#define DP_PORT_INT_H
+
+#include <pthread.h>
+
+#include "port.h"
+
+#define PORT_IO_TIMEOUT_MS 2000 /* resume and process-info answers are immediate; this is a safety net */
+#define PORT_SOCKET_PREFIX "dotnet-diagnostic-" /* a runtime's default socket: PREFIX<pid>-<key>-socket */
+
+struct runtime {
+	uint8_t cookie[16];
+	uint64_t pid;
+	int idle_fd;          /* newest idle advertised connection, or -1 */
+	int busy;             /* commands in flight */
+	int stage;            /* 0: needs resume; 1-3: asking ProcessInfo3, 2, 1 (one per connection); 4: ready */
+	long long lost_ms;    /* when its idle connection went away (0 = it has one) */
+	bool via_port;        /* has advertised on our socket at least once */
+	char *path;           /* its default socket in connect_dir while that accepts connections, or NULL */
+	bool have_info;
+	struct ipc_process_info info;
+};
+
+struct port_scan; /* port_dir.c's own */
+
+struct port {
+	struct port_config cfg;
+	char *path, *dir;     /* dir: connect_dir without trailing slashes, or NULL */
+	int listen_fd;
+	int wake[2];
+	pthread_t thread;
+	bool started, stopping;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct runtime *rt;
+	size_t n;
+	struct port_scan *scan; /* with connect_dir */
+};
+
+/* One JSON log line about runtime r ("attached", "detached"). */
+void port_emit(struct port *p, const char *event, const struct runtime *r);
+/* The entry for cookie (borrowed, valid until the lock is released), or NULL. */
+struct runtime *port_find(struct port *p, const uint8_t cookie[16]);
+/*
+ * The entry for cookie (borrowed), a new empty one when there is none; when
+ * the table is full (max_runtimes), the runtime gone longest makes room. NULL
+ * when the table is full of live runtimes.
+ */
+struct runtime *port_find_or_add(struct port *p, const uint8_t cookie[16], uint64_t pid);
+/* Forget entry i, with a "detached" line; the caller checked that no command is in flight. */
+void port_drop(struct port *p, size_t i);
+/*
+ * ProcessInfo3 (try 0), ProcessInfo2 (1) or ProcessInfo (2) on fd. 0 with *out
+ * filled (new strings); DP_EUNSUPPORTED when the runtime answered anything
+ * else (an older runtime answers UNKNOWN_COMMAND: ask the older command, on a
+ * new connection); DP_EIO when the connection failed (errno kept).
+ */
+int port_ask_info(int fd, size_t try, struct ipc_process_info *out);
+
+/* port_dir.c */
+/*
+ * Connect to a Unix socket without waiting (a full listen queue answers
+ * EAGAIN). 0 and *fd, a new blocking socket; DP_EIO with errno (ECONNREFUSED:
+ * nobody listens there).
+ */
+int port_dial(const char *path, int *fd);
+/* Start the scanner thread (p->dir is set). */
+int port_dir_start(struct port *p, struct err_msg *em);
+/* Stop it (p->stopping is already set) and free its state. Accepts a port without one. */
+void port_dir_free(struct port *p);
+
+#endif
