@@ -7,7 +7,7 @@
 #   4. Full dump delivery: the agent (curl) vs nginx sendfile of a file of the same size,
 #      and libmicrohttpd alone (bench/mhd_file.c) serving that file the way the agent does,
 #      at once and held back as long as createdump took; and the FIFO transport (overall only)
-# Called at the end of bench/run.sh; runs alone too (after `make` and
+# Called from bench/run.sh; runs alone too (after `make` and
 # `scripts/prereqs.sh bench`). Figures go to docs/BENCHMARKS.md by hand.
 # Knobs: READY_RUNS (30), MAIN_RUNS (40), DUMP_RUNS (15), DIAGPORT (./diagport), BUILD (build).
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh - the injector's benchmarks (issue 2). Measures and prints; never gates.
+# bench/run.sh - the injector's benchmarks (issue 2), then bench/agent.sh and bench/transport.sh. Measures and prints; never gates.
 # Runs diagport and the reference (jq doing one comparable edit of the same file)
 # side by side in one run, and prints the ratio. Figures go to docs/BENCHMARKS.md by hand.
 set -euo pipefail
@@ -40,3 +40,4 @@ done
 /usr/bin/time -f "%M KiB  jq (cfn10k edit)" jq "$JQ_CFN" "$W/cfn10k.json" >/dev/null
 
 echo; bash bench/agent.sh
+echo; bash bench/transport.sh

@@ -3,7 +3,7 @@
 # to, offline, into OUTDIR (default build/apps, relative to the repository):
 #
 #   OUTDIR/webapp/webapp.dll     run as: ASPNETCORE_URLS=http://127.0.0.1:PORT dotnet OUTDIR/webapp/webapp.dll
-#   OUTDIR/console/console.dll   run as: dotnet OUTDIR/console/console.dll [sleep N | exit N | signal]
+#   OUTDIR/console/console.dll   run as: dotnet OUTDIR/console/console.dll [sleep N | exit N | signal | tick N [GAP_MS]]
 #
 # The apps reference no packages, so restore needs only the targeting packs
 # that ship with the SDK; tests/apps/NuGet.config clears every package source
