@@ -24,7 +24,9 @@ WARN     += -Werror
 endif
 
 # libcurl: headers only; common/hclient.c loads it on demand, so the agent never maps it.
-LINKED   := $(filter-out libcurl,$(PKGS))
+# libmicrohttpd and GnuTLS: installed (bench/mhd_file.c is the reference server), not linked:
+# the agent's HTTP server is common/httpd.c.
+LINKED   := $(filter-out libcurl libmicrohttpd gnutls,$(PKGS))
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(LINKED) 2>/dev/null) -lpthread
 

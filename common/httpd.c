@@ -1,46 +1,85 @@
 /*
- * httpd.c - the HTTP server wrapper (httpd.h) on libmicrohttpd.
+ * httpd.c - the HTTP server (httpd.h): plain HTTP/1.1 on sockets, diagport's
+ * own.
+ *
+ * One acceptor thread polls every listening socket; each accepted connection
+ * gets a thread of its own (a dump download may take minutes), up to the
+ * connection cap. A connection carries one request: the head is read into a
+ * buffer of header_memory bytes under the idle timeout and parsed by
+ * http_parse.c; a request with a body is refused with 413 before a byte of
+ * the body is read. The handler answers by describing a response
+ * (httpd_send*); it is written after the handler returns, then on_done runs,
+ * then the connection is closed ("Connection: close").
+ *
+ * Why not libmicrohttpd: Debian's build links GnuTLS, and mapping GnuTLS and
+ * its seven libraries costs ~2.3 MiB of resident memory in every pod's
+ * agent, which needs no TLS. See docs/ARCHITECTURE.md.
  */
 #include "httpd.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "http_parse.h"
 #include "mem.h"
 
-#define MAX_DAEMONS 8
+#define MAX_LISTENERS 8
+#define MAX_EXTRA_HEADERS 4
+#define STREAM_CHUNK (256 * 1024)
+#define THREAD_STACK (256 * 1024)
+#define LINGER_MS 100
 
 struct httpd {
-	struct MHD_Daemon *d[MAX_DAEMONS];
+	int lfd[MAX_LISTENERS];
 	size_t n;
+	int wake[2];
+	pthread_t acceptor;
+	bool acceptor_started;
 	httpd_handler h;
 	void *ctx;
+	unsigned max_conns, idle_s;
+	size_t head_cap;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned active;
+	int *conn_fd; /* max_conns slots, -1 = free */
 };
 
-#define MAX_EXTRA_HEADERS 4
-
-/* Per-request state that outlives the handler call: what to run when the response is done. */
-struct req_state {
-	void (*done)(void *);
-	void *done_ctx;
-};
+enum body_kind { BODY_MEM, BODY_FD, BODY_STREAM };
 
 struct httpd_req {
-	struct MHD_Connection *c;
-	const char *method, *path;
-	struct req_state *st;
+	struct http_request rq;
+	bool head_only;
 	bool answered;
-	enum MHD_Result result;
+	unsigned status;
+	char *ctype, *disposition;
+	enum body_kind kind;
+	char *mem;
+	size_t mem_len;
+	int fd;
+	uint64_t fd_size;
+	httpd_read_fn read_fn;
+	void (*free_fn)(void *);
+	void *stream_ctx;
 	char *extra[MAX_EXTRA_HEADERS][2];
 	size_t n_extra;
+	void (*done)(void *);
+	void *done_ctx;
 };
 
 struct addr {
@@ -148,60 +187,23 @@ bool httpd_urls_loopback_only(const char *urls)
 	return only;
 }
 
-static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-				 const char *version, const char *upload_data, size_t *upload_size, void **state)
+
+/* ---- describing the response (the handler's side) ---- */
+
+static void answer(struct httpd_req *r, unsigned status, const char *ctype, enum body_kind kind)
 {
-	struct httpd *d = cls;
-	struct httpd_req r = { .c = c, .method = method, .path = url, .st = *state };
-
-	if (*state == NULL) {
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
-
-		*state = r.st = mem_zalloc(sizeof(struct req_state));
-		/* No route takes a body: refuse it before reading a byte of it. */
-		if ((cl && strcmp(cl, "0") != 0) || te) {
-			httpd_problem(&r, 413, "Payload Too Large", "this route takes no request body");
-			return r.result;
-		}
-		return MHD_YES; /* headers seen; the (empty) body comes next */
-	}
-	if (*upload_size != 0) {
-		*upload_size = 0; /* a body without Content-Length: drop it; the answer follows */
-		return MHD_YES;
-	}
-	d->h(d->ctx, &r);
-	if (!r.answered)
-		httpd_problem(&r, 500, "Internal Server Error", "the handler gave no answer");
-	return r.result;
-}
-
-struct start_arg {
-	struct httpd *d;
-	const struct httpd_config *cfg;
-	struct err_msg *em;
-};
-
-/* The response is finished (sent, or the client went away): run the handler's on_done. */
-static void completed_cb(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode why)
-{
-	struct req_state *st = *state;
-
-	(void)cls;
-	(void)c;
-	(void)why;
-	if (st == NULL)
-		return;
-	if (st->done)
-		st->done(st->done_ctx);
-	free(st);
-	*state = NULL;
+	if (r->answered)
+		DP_FATAL("a second answer to one request");
+	r->answered = true;
+	r->status = status;
+	r->ctype = ctype ? mem_strdup(ctype) : NULL;
+	r->kind = kind;
 }
 
 void httpd_on_done(struct httpd_req *r, void (*fn)(void *), void *ctx)
 {
-	r->st->done = fn;
-	r->st->done_ctx = ctx;
+	r->done = fn;
+	r->done_ctx = ctx;
 }
 
 void httpd_set_header(struct httpd_req *r, const char *name, const char *value)
@@ -213,102 +215,33 @@ void httpd_set_header(struct httpd_req *r, const char *name, const char *value)
 	r->n_extra++;
 }
 
-static int start_fn(const struct addr *a, void *arg)
-{
-	struct start_arg *s = arg;
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-	char shown[INET6_ADDRSTRLEN + 8] = "?";
-
-	if (a->sa.ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	if (s->d->n == MAX_DAEMONS)
-		return err_set(s->em, DP_EINVAL, "more than %d URLs", MAX_DAEMONS);
-	s->d->d[s->d->n] = MHD_start_daemon(
-		flags, 0, NULL, NULL, access_cb, s->d, MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)&a->sa,
-		MHD_OPTION_CONNECTION_LIMIT, s->cfg->max_connections ? s->cfg->max_connections : 32,
-		MHD_OPTION_CONNECTION_TIMEOUT, s->cfg->idle_timeout_s ? s->cfg->idle_timeout_s : 30,
-		MHD_OPTION_CONNECTION_MEMORY_LIMIT, s->cfg->header_memory ? s->cfg->header_memory : (size_t)32768,
-		MHD_OPTION_NOTIFY_COMPLETED, completed_cb, NULL, MHD_OPTION_END);
-	if (s->d->d[s->d->n] == NULL) {
-		if (a->sa.ss_family == AF_INET)
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->sa)->sin_addr, shown, sizeof(shown));
-		return err_set(s->em, DP_EIO, "cannot listen on %s port %d (in use, or not allowed)", shown,
-			       ntohs(((const struct sockaddr_in *)&a->sa)->sin_port));
-	}
-	s->d->n++;
-	return 0;
-}
-
-int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, struct httpd **out, struct err_msg *em)
-{
-	struct httpd *d = mem_zalloc(sizeof(*d));
-	struct start_arg s = { d, cfg, em };
-	int rc;
-
-	d->h = h;
-	d->ctx = ctx;
-	if ((rc = each_url(cfg->urls, start_fn, &s, em)) != 0) {
-		httpd_free(d);
-		return rc;
-	}
-	*out = d;
-	return 0;
-}
-
-void httpd_free(struct httpd *d)
-{
-	if (d == NULL)
-		return;
-	for (size_t i = 0; i < d->n; i++)
-		MHD_stop_daemon(d->d[i]);
-	free(d);
-}
-
 const char *httpd_method(const struct httpd_req *r)
 {
-	return r->method;
+	return r->rq.method;
 }
 
 const char *httpd_path(const struct httpd_req *r)
 {
-	return r->path;
+	return r->rq.path;
 }
 
 const char *httpd_query(const struct httpd_req *r, const char *key)
 {
-	return MHD_lookup_connection_value(r->c, MHD_GET_ARGUMENT_KIND, key);
+	return http_param(&r->rq, key);
 }
 
 const char *httpd_header(const struct httpd_req *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, name);
-}
-
-static int queue(struct httpd_req *r, unsigned status, struct MHD_Response *resp, const char *ctype)
-{
-	if (resp == NULL)
-		DP_FATAL("MHD could not create a response");
-	if (ctype)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(resp, "Cache-Control", "no-store");
-	if (status == 401)
-		MHD_add_response_header(resp, "WWW-Authenticate", "Bearer");
-	for (size_t i = 0; i < r->n_extra; i++) {
-		MHD_add_response_header(resp, r->extra[i][0], r->extra[i][1]);
-		free(r->extra[i][0]);
-		free(r->extra[i][1]);
-	}
-	r->n_extra = 0;
-	r->result = MHD_queue_response(r->c, status, resp);
-	MHD_destroy_response(resp);
-	r->answered = true;
-	return r->result == MHD_YES ? 0 : DP_EIO;
+	return http_header(&r->rq, name);
 }
 
 int httpd_send(struct httpd_req *r, unsigned status, const char *ctype, const char *body, size_t len)
 {
-	return queue(r, status, MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY), ctype);
+	answer(r, status, ctype, BODY_MEM);
+	r->mem = mem_alloc(len ? len : 1);
+	memcpy(r->mem, body, len);
+	r->mem_len = len;
+	return 0;
 }
 
 int httpd_send_json(struct httpd_req *r, unsigned status, json_t *v)
@@ -342,60 +275,445 @@ int httpd_problem(struct httpd_req *r, unsigned status, const char *title, const
 	return rc;
 }
 
+static void set_disposition(struct httpd_req *r, const char *attachment_name)
+{
+	if (attachment_name)
+		r->disposition = mem_printf("attachment; filename=\"%s\"", attachment_name);
+}
+
 int httpd_send_fd(struct httpd_req *r, unsigned status, const char *ctype, int fd, uint64_t size,
 		  const char *attachment_name)
 {
-	struct MHD_Response *resp = MHD_create_response_from_fd64(size, fd);
-
-	if (resp && attachment_name) {
-		char cd[300];
-
-		snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", attachment_name);
-		MHD_add_response_header(resp, "Content-Disposition", cd);
-	}
-	return queue(r, status, resp, ctype);
-}
-
-struct stream {
-	httpd_read_fn read_fn;
-	void (*free_fn)(void *);
-	void *ctx;
-};
-
-static ssize_t stream_cb(void *cls, uint64_t pos, char *out, size_t max)
-{
-	struct stream *st = cls;
-	long n = st->read_fn(st->ctx, out, max);
-
-	(void)pos;
-	if (n > 0)
-		return n;
-	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
-}
-
-static void stream_free(void *cls)
-{
-	struct stream *st = cls;
-
-	st->free_fn(st->ctx);
-	free(st);
+	answer(r, status, ctype, BODY_FD);
+	r->fd = fd;
+	r->fd_size = size;
+	set_disposition(r, attachment_name);
+	return 0;
 }
 
 int httpd_send_stream(struct httpd_req *r, unsigned status, const char *ctype, httpd_read_fn read_fn,
 		      void (*free_fn)(void *), void *ctx, const char *attachment_name)
 {
-	struct stream *st = mem_zalloc(sizeof(*st));
-	struct MHD_Response *resp;
+	answer(r, status, ctype, BODY_STREAM);
+	r->read_fn = read_fn;
+	r->free_fn = free_fn;
+	r->stream_ctx = ctx;
+	set_disposition(r, attachment_name);
+	return 0;
+}
 
-	st->read_fn = read_fn;
-	st->free_fn = free_fn;
-	st->ctx = ctx;
-	resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, (size_t)256 * 1024, stream_cb, st, stream_free);
-	if (resp && attachment_name) {
-		char cd[300];
+/* ---- writing it (the connection's side) ---- */
 
-		snprintf(cd, sizeof(cd), "attachment; filename=\"%s\"", attachment_name);
-		MHD_add_response_header(resp, "Content-Disposition", cd);
+static const char *reason(unsigned status)
+{
+	static const struct {
+		unsigned code;
+		const char *text;
+	} t[] = { { 200, "OK" }, { 202, "Accepted" }, { 400, "Bad Request" }, { 401, "Unauthorized" },
+		  { 404, "Not Found" }, { 405, "Method Not Allowed" }, { 413, "Content Too Large" },
+		  { 414, "URI Too Long" }, { 429, "Too Many Requests" }, { 431, "Request Header Fields Too Large" },
+		  { 500, "Internal Server Error" }, { 503, "Service Unavailable" },
+		  { 505, "HTTP Version Not Supported" }, { 507, "Insufficient Storage" } };
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (t[i].code == status)
+			return t[i].text;
+	return "Unknown";
+}
+
+/* Write all of p; false on error or when the client stops reading for the idle timeout. */
+static bool write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return false;
+		c += w;
+		n -= (size_t)w;
 	}
-	return queue(r, status, resp, ctype);
+	return true;
+}
+
+static bool write_head(int fd, struct httpd_req *r, const char *length_header)
+{
+	struct buf b;
+	char date[64];
+	time_t now = time(NULL);
+	struct tm tm;
+	bool ok;
+
+	gmtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	buf_init(&b, 16384);
+	buf_printf(&b, "HTTP/1.1 %u %s\r\nDate: %s\r\nConnection: close\r\n", r->status, reason(r->status), date);
+	if (r->ctype)
+		buf_printf(&b, "Content-Type: %s\r\n", r->ctype);
+	buf_printf(&b, "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n");
+	if (r->status == 401)
+		buf_printf(&b, "WWW-Authenticate: Bearer\r\n");
+	for (size_t i = 0; i < r->n_extra; i++)
+		buf_printf(&b, "%s: %s\r\n", r->extra[i][0], r->extra[i][1]);
+	if (r->disposition)
+		buf_printf(&b, "Content-Disposition: %s\r\n", r->disposition);
+	if (length_header)
+		buf_printf(&b, "%s\r\n", length_header);
+	buf_printf(&b, "\r\n");
+	ok = b.data && write_all(fd, b.data, b.len);
+	buf_free(&b);
+	return ok;
+}
+
+static void send_fd_body(int sock, struct httpd_req *r)
+{
+	off_t off = 0;
+
+	while ((uint64_t)off < r->fd_size) {
+		size_t want = r->fd_size - (uint64_t)off > (1u << 30) ? (1u << 30) : (size_t)(r->fd_size - (uint64_t)off);
+		ssize_t n = sendfile(sock, r->fd, &off, want);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return; /* the client went away or stalled: the connection is closed */
+	}
+}
+
+static void send_stream_body(int sock, struct httpd_req *r)
+{
+	char *chunk = mem_alloc(STREAM_CHUNK + 32);
+	bool chunked = r->rq.minor >= 1;
+
+	for (;;) {
+		long n = r->read_fn(r->stream_ctx, chunk + 16, STREAM_CHUNK);
+		char hdr[20];
+		int hl;
+
+		if (n < 0)
+			break; /* cut off: no last chunk, so the client sees an incomplete body */
+		if (n == 0) {
+			if (chunked)
+				write_all(sock, "0\r\n\r\n", 5);
+			break;
+		}
+		if (!chunked) {
+			if (!write_all(sock, chunk + 16, (size_t)n))
+				break;
+			continue;
+		}
+		hl = snprintf(hdr, sizeof(hdr), "%lx\r\n", (unsigned long)n);
+		memcpy(chunk + 16 - hl, hdr, (size_t)hl);
+		memcpy(chunk + 16 + n, "\r\n", 2);
+		if (!write_all(sock, chunk + 16 - hl, (size_t)(hl + n + 2)))
+			break;
+	}
+	free(chunk);
+}
+
+static void transmit(int sock, struct httpd_req *r)
+{
+	char len[64];
+
+	switch (r->kind) {
+	case BODY_MEM:
+		snprintf(len, sizeof(len), "Content-Length: %zu", r->mem_len);
+		if (write_head(sock, r, len) && !r->head_only)
+			write_all(sock, r->mem, r->mem_len);
+		break;
+	case BODY_FD:
+		snprintf(len, sizeof(len), "Content-Length: %llu", (unsigned long long)r->fd_size);
+		if (write_head(sock, r, len) && !r->head_only)
+			send_fd_body(sock, r);
+		break;
+	case BODY_STREAM:
+		if (write_head(sock, r, r->rq.minor >= 1 ? "Transfer-Encoding: chunked" : NULL) &&
+		    !r->head_only)
+			send_stream_body(sock, r);
+		break;
+	}
+}
+
+static void req_clean(struct httpd_req *r)
+{
+	if (r->kind == BODY_FD && r->answered)
+		close(r->fd);
+	if (r->kind == BODY_STREAM && r->answered && r->free_fn)
+		r->free_fn(r->stream_ctx);
+	if (r->done)
+		r->done(r->done_ctx);
+	for (size_t i = 0; i < r->n_extra; i++) {
+		free(r->extra[i][0]);
+		free(r->extra[i][1]);
+	}
+	free(r->ctype);
+	free(r->disposition);
+	free(r->mem);
+}
+
+/* Read the request head under the idle timeout. Its length, 0 when the client went away, -431 when too big. */
+static long read_head(int sock, char *buf, size_t cap, size_t *got)
+{
+	size_t len = 0;
+
+	for (;;) {
+		ssize_t n;
+		size_t h;
+
+		if (len == cap)
+			return -431;
+		n = recv(sock, buf + len, cap - len, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		len += (size_t)n;
+		if ((h = http_head_length(buf, len)) != 0) {
+			*got = len;
+			return (long)h;
+		}
+	}
+}
+
+/* Close gracefully: stop sending, read what the client still sends for a moment, so it sees our answer. */
+static void linger_close(int sock)
+{
+	char sink[4096];
+	struct pollfd pf = { .fd = sock, .events = POLLIN };
+
+	shutdown(sock, SHUT_WR);
+	for (int i = 0; i < 16 && poll(&pf, 1, LINGER_MS) > 0; i++)
+		if (recv(sock, sink, sizeof(sink), 0) <= 0)
+			break;
+	close(sock);
+}
+
+static void serve(struct httpd *d, int sock)
+{
+	struct httpd_req r = { .fd = -1 };
+	char *buf = mem_alloc(d->head_cap);
+	size_t got = 0;
+	long head = read_head(sock, buf, d->head_cap, &got);
+	int rc;
+
+	if (head == 0)
+		goto out;
+	if (head < 0) {
+		httpd_problem(&r, 431, "Request Header Fields Too Large", "the request head is larger than %zu bytes",
+			      d->head_cap);
+		goto send;
+	}
+	if ((rc = http_parse_head(buf, (size_t)head, &r.rq)) != 0) {
+		httpd_problem(&r, (unsigned)rc, reason((unsigned)rc), "the request is not HTTP/1.x as this server reads it");
+		goto send;
+	}
+	r.head_only = strcmp(r.rq.method, "HEAD") == 0;
+	{
+		const char *cl = http_header(&r.rq, "Content-Length"), *te = http_header(&r.rq, "Transfer-Encoding");
+
+		/* No route takes a body: refuse it before reading a byte of it. */
+		if ((cl && strcmp(cl, "0") != 0) || te) {
+			httpd_problem(&r, 413, "Payload Too Large", "this route takes no request body");
+			goto send;
+		}
+	}
+	d->h(d->ctx, &r);
+	if (!r.answered)
+		httpd_problem(&r, 500, "Internal Server Error", "the handler gave no answer");
+send:
+	transmit(sock, &r);
+	req_clean(&r);
+out:
+	free(buf);
+	linger_close(sock);
+}
+
+struct conn_arg {
+	struct httpd *d;
+	int sock;
+	unsigned slot;
+};
+
+static void *conn_main(void *arg)
+{
+	struct conn_arg *c = arg;
+	struct httpd *d = c->d;
+
+	serve(d, c->sock);
+	pthread_mutex_lock(&d->mu);
+	d->conn_fd[c->slot] = -1;
+	d->active--;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+	free(c);
+	return NULL;
+}
+
+static void start_conn(struct httpd *d, int sock)
+{
+	struct timeval tv = { .tv_sec = d->idle_s };
+	struct conn_arg *c;
+	pthread_attr_t attr;
+	pthread_t t;
+	unsigned slot;
+	int one = 1;
+
+	pthread_mutex_lock(&d->mu);
+	if (d->active == d->max_conns) {
+		pthread_mutex_unlock(&d->mu);
+		close(sock); /* over the cap: refused at once, as a full listen queue would be */
+		return;
+	}
+	for (slot = 0; d->conn_fd[slot] >= 0; slot++)
+		;
+	d->conn_fd[slot] = sock;
+	d->active++;
+	pthread_mutex_unlock(&d->mu);
+	setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c = mem_zalloc(sizeof(*c));
+	c->d = d;
+	c->sock = sock;
+	c->slot = slot;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, conn_main, c) != 0) {
+		free(c);
+		close(sock);
+		pthread_mutex_lock(&d->mu);
+		d->conn_fd[slot] = -1;
+		d->active--;
+		pthread_cond_broadcast(&d->cv);
+		pthread_mutex_unlock(&d->mu);
+	}
+	pthread_attr_destroy(&attr);
+}
+
+static void *acceptor_main(void *arg)
+{
+	struct httpd *d = arg;
+	struct pollfd pf[MAX_LISTENERS + 1];
+
+	for (;;) {
+		for (size_t i = 0; i < d->n; i++)
+			pf[i] = (struct pollfd){ .fd = d->lfd[i], .events = POLLIN };
+		pf[d->n] = (struct pollfd){ .fd = d->wake[0], .events = POLLIN };
+		if (poll(pf, d->n + 1, -1) < 0)
+			continue;
+		if (pf[d->n].revents)
+			return NULL;
+		for (size_t i = 0; i < d->n; i++) {
+			int s;
+
+			if (!(pf[i].revents & POLLIN))
+				continue;
+			s = accept4(d->lfd[i], NULL, NULL, SOCK_CLOEXEC);
+			if (s >= 0)
+				start_conn(d, s);
+		}
+	}
+}
+
+struct start_arg {
+	struct httpd *d;
+	struct err_msg *em;
+};
+
+static int listen_fn(const struct addr *a, void *arg)
+{
+	struct start_arg *s = arg;
+	char shown[INET6_ADDRSTRLEN + 8] = "?";
+	int fd, one = 1;
+
+	if (s->d->n == MAX_LISTENERS)
+		return err_set(s->em, DP_EINVAL, "more than %d URLs", MAX_LISTENERS);
+	fd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (a->sa.ss_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	}
+	if (fd < 0 || bind(fd, (const struct sockaddr *)&a->sa, a->len) != 0 || listen(fd, 64) != 0) {
+		int e = errno;
+
+		if (fd >= 0)
+			close(fd);
+		if (a->sa.ss_family == AF_INET)
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)&a->sa)->sin_addr, shown, sizeof(shown));
+		else
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&a->sa)->sin6_addr, shown, sizeof(shown));
+		return err_set(s->em, DP_EIO, "cannot listen on %s port %d: %s", shown,
+			       ntohs(((const struct sockaddr_in *)&a->sa)->sin_port), strerror(e));
+	}
+	s->d->lfd[s->d->n++] = fd;
+	return 0;
+}
+
+int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, struct httpd **out, struct err_msg *em)
+{
+	struct httpd *d = mem_zalloc(sizeof(*d));
+	struct start_arg s = { d, em };
+	int rc;
+
+	d->h = h;
+	d->ctx = ctx;
+	d->max_conns = cfg->max_connections ? cfg->max_connections : 32;
+	d->idle_s = cfg->idle_timeout_s ? cfg->idle_timeout_s : 30;
+	d->head_cap = cfg->header_memory ? cfg->header_memory : (size_t)32768;
+	d->conn_fd = mem_array(d->max_conns, sizeof(int));
+	for (unsigned i = 0; i < d->max_conns; i++)
+		d->conn_fd[i] = -1;
+	d->wake[0] = d->wake[1] = -1;
+	pthread_mutex_init(&d->mu, NULL);
+	pthread_cond_init(&d->cv, NULL);
+	if ((rc = each_url(cfg->urls, listen_fn, &s, em)) != 0)
+		goto fail;
+	if (pipe2(d->wake, O_CLOEXEC) != 0) {
+		rc = err_set(em, DP_EIO, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	if (pthread_create(&d->acceptor, NULL, acceptor_main, d) != 0) {
+		rc = err_set(em, DP_EIO, "cannot start the HTTP acceptor thread");
+		goto fail;
+	}
+	d->acceptor_started = true;
+	*out = d;
+	return 0;
+fail:
+	httpd_free(d);
+	return rc;
+}
+
+void httpd_free(struct httpd *d)
+{
+	if (d == NULL)
+		return;
+	if (d->acceptor_started) {
+		if (write(d->wake[1], "x", 1) != 1)
+			DP_FATAL("cannot wake the HTTP acceptor");
+		pthread_join(d->acceptor, NULL);
+	}
+	for (size_t i = 0; i < d->n; i++)
+		close(d->lfd[i]);
+	/* Cut every open connection off and wait for its thread to clean up (streams, on_done). */
+	pthread_mutex_lock(&d->mu);
+	for (unsigned i = 0; i < d->max_conns; i++)
+		if (d->conn_fd[i] >= 0)
+			shutdown(d->conn_fd[i], SHUT_RDWR);
+	while (d->active)
+		pthread_cond_wait(&d->cv, &d->mu);
+	pthread_mutex_unlock(&d->mu);
+	if (d->wake[0] >= 0) {
+		close(d->wake[0]);
+		close(d->wake[1]);
+	}
+	pthread_mutex_destroy(&d->mu);
+	pthread_cond_destroy(&d->cv);
+	free(d->conn_fd);
+	free(d);
 }
