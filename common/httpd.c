@@ -40,8 +40,8 @@
 
 #define MAX_LISTENERS 8
 #define MAX_EXTRA_HEADERS 4
-#define STREAM_CHUNK (256 * 1024)
-#define THREAD_STACK (256 * 1024)
+#define STREAM_CHUNK ((size_t)256 * 1024)
+#define THREAD_STACK ((size_t)256 * 1024)
 #define LINGER_MS 100
 
 struct httpd {
@@ -407,7 +407,8 @@ static void send_stream_body(int sock, struct httpd_req *r)
 		}
 		hl = snprintf(hdr, sizeof(hdr), "%lx\r\n", (unsigned long)n);
 		memcpy(chunk + 16 - hl, hdr, (size_t)hl);
-		memcpy(chunk + 16 + n, "\r\n", 2);
+		chunk[16 + n] = '\r';
+		chunk[16 + n + 1] = '\n';
 		if (!write_all(sock, chunk + 16 - hl, (size_t)(hl + n + 2)))
 			break;
 	}
