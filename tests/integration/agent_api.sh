@@ -94,6 +94,16 @@ big=$(head -c 100000 /dev/zero | tr '\0' a)
 c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $big" "${H[@]}" "$U/processes")
 WHY="got $c"; check oversized-header-refused test "$c" -ge 400
 WHY="agent stopped answering"; check still-serving test "$(code "${H[@]}" "$U/processes")" = 200
+# the HTTP server itself (common/httpd.c), spoken to byte by byte
+raw() { /usr/bin/python3 tests/integration/http_raw.py "$P" "$@"; }
+r=$(raw garbage); WHY="got '$r'"; check malformed-request-400-problem test "$r" = "400 application/problem+json"
+r=$(raw http2); WHY="got '$r'"; check http2-request-line-505 test "$r" = 505
+r=$(raw bighead); WHY="got '$r'"; check big-head-431-problem test "$r" = "431 application/problem+json"
+r=$(raw head); WHY="got '$r'"; check head-no-body test "$r" = "200 7 0"
+r=$(raw http10); WHY="got '$r'"; check http10-answered test "$r" = "200 Healthy"
+r=$(raw flood 40); WHY="got '$r' with 40 idle connections open"; check over-connection-cap-refused test "$r" = refused
+sleep 0.3
+WHY="agent stopped answering after the idle connections closed"; check serves-after-flood test "$(code "${H[@]}" "$U/processes")" = 200
 
 # --- the app dies in the middle of a dump: a clear error, nothing left behind
 curl -s "${H[@]}" -o "$W/body" -w '%{http_code}' "$U/dump?type=Full" > "$W/code" & D2=$!
