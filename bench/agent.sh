@@ -35,9 +35,10 @@ for p in ready_probe main_probe; do
 done
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags libmicrohttpd) -o "$B/bench/mhd_file" bench/mhd_file.c \
 	$(pkg-config --libs libmicrohttpd) || die "cannot build bench/mhd_file.c"
-# The library floor: an empty main linked like ./diagport (Makefile: PKGS, -pie, -z now):
-# with all of its libraries; without libcurl (only `diagport health` uses it); and
-# without libcurl, libmicrohttpd and gnutls (the HTTP server and its TLS library).
+# The library floor: an empty main linked (-pie, -z now) with the libraries ./diagport linked
+# before this changes: all of them; without libcurl (now loaded on demand by
+# `diagport health`); and without libcurl, libmicrohttpd and gnutls, which is what ./diagport
+# links today (its HTTP server is common/httpd.c).
 FLOOR_LD=(-O2 -fPIE -pie -Wl,-z,relro,-z,now -Wl,--no-as-needed)
 floor() {
 	local name=$1
@@ -137,9 +138,9 @@ for f in all nocurl nohttp; do "$B/bench/lib_floor_$f" wait & PIDS+=($!); FLOOR+
 sleep 1
 mem "agent, idle" "$AG"
 mem "nginx, idle" "$NG"
-mem "empty main, the agent's libraries" "${FLOOR[0]}"
+mem "empty main, the old link (all libraries)" "${FLOOR[0]}"
 mem "empty main, without libcurl" "${FLOOR[1]}"
-mem "empty main, also without microhttpd, gnutls" "${FLOOR[2]}"
+mem "empty main, today's link (no curl, MHD, gnutls)" "${FLOOR[2]}"
 DOTNET_DiagnosticPorts=$SOCK,connect,suspend dotnet "$APP" sleep 3600 >"$W/app.out" 2>&1 &
 APID=$!; PIDS+=("$APID")
 for i in $(seq 1 300); do grep -q '"event":"attached"' "$W/agent.log" && grep -q READY "$W/app.out" && break; sleep 0.05; done

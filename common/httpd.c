@@ -24,6 +24,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -678,9 +679,20 @@ int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, stru
 		rc = err_set(em, DP_EIO, "pipe: %s", strerror(errno));
 		goto fail;
 	}
-	if (pthread_create(&d->acceptor, NULL, acceptor_main, d) != 0) {
-		rc = err_set(em, DP_EIO, "cannot start the HTTP acceptor thread");
-		goto fail;
+	{
+		/* The acceptor and every connection thread (they inherit its mask) block SIGPIPE: a client that
+		 * goes away mid-sendfile gives EPIPE instead of killing the process. */
+		sigset_t pipe_set, old;
+
+		sigemptyset(&pipe_set);
+		sigaddset(&pipe_set, SIGPIPE);
+		pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+		rc = pthread_create(&d->acceptor, NULL, acceptor_main, d);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc != 0) {
+			rc = err_set(em, DP_EIO, "cannot start the HTTP acceptor thread");
+			goto fail;
+		}
 	}
 	d->acceptor_started = true;
 	*out = d;

@@ -40,12 +40,14 @@
 #define STAGING_PREFIX ".diagport-dump-"
 #define TAKE_TIMEOUT_MS 5000
 #define KEEP_OPERATIONS 100
+#define SLOT_WAIT_MS 100
 #define ENV_MAX_BYTES (1 << 20)
 
 struct api {
 	struct port *port;
 	char *socket_path, *dumps_dir, *token;
 	pthread_mutex_t mu;
+	pthread_cond_t slot_freed;
 	bool dumping, fifo_default;
 	unsigned long seq;
 	uint64_t dumps_limit;
@@ -87,6 +89,7 @@ struct api *api_new(const struct api_config *cfg)
 	a->n_egress = cfg->n_egress;
 	a->ops = ops_new(KEEP_OPERATIONS);
 	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->slot_freed, NULL);
 	clean_staging(a->dumps_dir);
 	for (size_t i = 0; i < a->n_egress; i++)
 		egress_fs_clean(&a->egress[i]);
@@ -105,6 +108,7 @@ void api_free(struct api *a)
 	free(a->socket_path);
 	free(a->dumps_dir);
 	pthread_mutex_destroy(&a->mu);
+	pthread_cond_destroy(&a->slot_freed);
 	free(a);
 }
 
@@ -337,13 +341,26 @@ static void dump_slot_free(void *ctx)
 
 	pthread_mutex_lock(&a->mu);
 	a->dumping = false;
+	pthread_cond_broadcast(&a->slot_freed);
 	pthread_mutex_unlock(&a->mu);
 }
 
 /* Take the one dump slot and name a fresh pipe path; false (and a 429 sent) when a dump is in progress. */
 static bool dump_slot(struct api *a, struct httpd_req *r, const struct port_runtime *p, char **fifo_path)
 {
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += SLOT_WAIT_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&a->mu);
+	/* A client that asks again the moment its download ends can be quicker than the thread that sent it is
+	 * to give the slot back: wait that moment out before saying 429. */
+	while (a->dumping && pthread_cond_timedwait(&a->slot_freed, &a->mu, &until) == 0)
+		;
 	if (a->dumping) {
 		pthread_mutex_unlock(&a->mu);
 		httpd_problem(r, 429, "Too Many Requests", "a dump is already being taken or downloaded; try again "

@@ -299,6 +299,9 @@ int launch_cli(int argc, char **argv)
 	cfg.connect_dir = c.connect_dir;
 	cfg.on_event = log_event;
 	handled_set(&set);
+	/* SIGPIPE too, in every thread: a client or runtime that hangs up mid-write (sendfile has no
+	 * MSG_NOSIGNAL) must give EPIPE, not kill the agent. Not waited for; the app gets the old mask. */
+	sigaddset(&set, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &set, &old_mask);
 	if (port_open(&cfg, &p, &em) != 0 || port_start(p, &em) != 0) {
 		fprintf(stderr, "diagport: launch: %s\n", em.text);

@@ -80,14 +80,27 @@ WHY="left: $(ls -A "$W/shared")"; check no-staging-left test "$(ls -A "$W/shared
 WHY="got $(code "${H[@]}" "$U/dump?type=Huge")"; check bad-dump-type-400 test "$(code "${H[@]}" "$U/dump?type=Huge")" = 400
 
 # --- a second dump while one runs gets 429; a client that walks away leaves nothing
-curl -s "${H[@]}" -o /dev/null "$U/dump?type=Full" & D1=$!
+# (the first download is held to 50 MB/s: the slot is held until its last byte, so the second comes while it runs)
+curl -s "${H[@]}" -o /dev/null --limit-rate 50M "$U/dump?type=Full" & D1=$!
 for i in $(seq 1 40); do ls -A "$W/shared" | grep -q diagport-dump && break; sleep 0.025; done
 c=$(curl -s "${H[@]}" -o "$W/body" -w '%{http_code}' "$U/dump?type=Mini")
 wait $D1
 WHY="got $c: $(cat "$W/body")"; check concurrent-dump-429 test "$c" = 429
+# back to back, both transports: the next dump is never refused because the last one's thread has not let go yet
+codes=""
+for i in 1 2 3 4 5; do
+  codes+="$(curl -s "${H[@]}" -o /dev/null -w '%{http_code}' "$U/dump?type=Mini") "
+  codes+="$(curl -s "${H[@]}" -o /dev/null -w '%{http_code}' "$U/dump?type=Mini&transport=fifo") "
+done
+WHY="got $codes"; check back-to-back-dumps-200 test "$codes" = "200 200 200 200 200 200 200 200 200 200 "
 curl -s "${H[@]}" --max-time 0.3 -o /dev/null --limit-rate 100k "$U/dump?type=Full"
 sleep 0.5
 WHY="left: $(ls -A "$W/shared")"; check abandoned-download-leaves-nothing test "$(ls -A "$W/shared")" = port
+# walking away in the middle of the body itself (createdump done, sendfile under way): the agent lives on
+curl -s "${H[@]}" --max-time 1.5 -o "$W/part" --limit-rate 2M "$U/dump?type=Full"
+sz=$(stat -c %s "$W/part"); rm -f "$W/part"
+WHY="only $sz bytes arrived before the client left: not mid-body"; check abandoned-mid-body test "$sz" -gt 100000
+WHY="the agent died when its client went away mid-sendfile"; check agent-survives-abandon kill -0 "$AG"
 
 # --- malformed HTTP: an oversized header is refused, the agent keeps serving
 big=$(head -c 100000 /dev/zero | tr '\0' a)
