@@ -297,9 +297,16 @@ static void route_env(struct api *a, struct httpd_req *r)
 		struct ipc_reader rd = { (const uint8_t *)pl.data, (const uint8_t *)pl.data + pl.len };
 		uint32_t incoming = 0;
 
-		if (h.set != IPC_SET_SERVER || h.id != IPC_SERVER_OK || ipc_get_u32(&rd, &incoming) != 0 ||
-		    incoming > ENV_MAX_BYTES)
+		uint32_t hr = 0;
+		char *text = NULL;
+
+		if (h.set == IPC_SET_SERVER && h.id == IPC_SERVER_ERROR &&
+		    ipc_parse_error((const uint8_t *)pl.data, pl.len, &hr, &text) == 0 && hr == IPC_E_UNKNOWN_COMMAND)
+			rc = DP_EUNSUPPORTED; /* a runtime older than .NET 5 */
+		else if (h.set != IPC_SET_SERVER || h.id != IPC_SERVER_OK || ipc_get_u32(&rd, &incoming) != 0 ||
+			 incoming > ENV_MAX_BYTES)
 			rc = DP_ESYNTAX;
+		free(text);
 		buf_reset(&pl);
 		if (rc == 0) {
 			char *tmp = mem_alloc(incoming ? incoming : 1);
@@ -312,7 +319,10 @@ static void route_env(struct api *a, struct httpd_req *r)
 		close(fd);
 		port_release(a->port, p.cookie);
 	}
-	if (rc != 0) {
+	if (rc == DP_EUNSUPPORTED) {
+		httpd_problem(r, 400, "Bad Request", "pid %llu runs a .NET older than 5.0, which cannot report its "
+			      "environment (the runtime does not know ProcessEnvironment)", (unsigned long long)p.pid);
+	} else if (rc != 0) {
 		httpd_problem(r, 500, "Internal Server Error", "could not read the environment of pid %llu: %s",
 			      (unsigned long long)p.pid, err_str(rc));
 	} else {

@@ -12,8 +12,10 @@
  * attached through our socket. Every PROBE_MS each attached socket is
  * connected to and closed at once (the runtime reads EOF and goes on): a
  * refusal (the process died and left its file) or a vanished file drops the
- * runtime. Stale files, whatever their pid, never answer ProcessInfo, so they
- * never get an entry; they are retried ever more rarely, as is a socket that
+ * runtime. A runtime older than .NET 5 answers, but knows no ProcessInfo: it
+ * is known by its socket's pid and start key instead (legacy_info), and
+ * still takes dumps (dump.c falls back to GenerateCoreDump). Stale files,
+ * whatever their pid, refuse connections, so they never get an entry; they are retried ever more rarely, as is a socket that
  * failed for another reason (permissions: logged once).
  *
  * The list of names is the scanner's alone; it takes the table lock only to
@@ -137,7 +139,12 @@ static bool default_socket_name(const char *n)
 	return d > 0 && strcmp(n + d, "-socket") == 0;
 }
 
-/* ProcessInfo3, then 2, then 1 over the default socket, one connection each. *err: the errno of a failure. */
+/*
+ * ProcessInfo3, then 2, then 1 over the default socket, one connection each.
+ * *err: the errno of a failure. DP_ENOTFOUND when the runtime answered all
+ * three in the protocol but with an error: a runtime older than .NET 5, which
+ * has no ProcessInfo (it still takes dumps, with GenerateCoreDump).
+ */
 static int dir_info(const char *path, struct ipc_process_info *out, int *err)
 {
 	for (size_t i = 0; i < 3; i++) {
@@ -153,8 +160,27 @@ static int dir_info(const char *path, struct ipc_process_info *out, int *err)
 		if (rc != DP_EUNSUPPORTED)
 			return rc;
 	}
-	*err = EPROTO;
-	return DP_ESYNTAX;
+	*err = 0;
+	return DP_ENOTFOUND;
+}
+
+/*
+ * What a runtime without ProcessInfo is known by: the pid and the start key
+ * of its socket's name. They make its identity (pid in the cookie's first 8
+ * bytes, key in the last 8, little-endian), so two such runtimes never share
+ * one, and the same runtime keeps it across agent restarts.
+ */
+static void legacy_info(const char *name, struct ipc_process_info *out)
+{
+	const char *p = name + strlen(PORT_SOCKET_PREFIX);
+	unsigned long long pid = strtoull(p, (char **)&p, 10), key = strtoull(p + 1, NULL, 10);
+
+	memset(out, 0, sizeof(*out));
+	out->pid = pid;
+	for (int i = 0; i < 8; i++) {
+		out->cookie[i] = (uint8_t)(pid >> (8 * i));
+		out->cookie[8 + i] = (uint8_t)(key >> (8 * i));
+	}
 }
 
 /*
@@ -232,6 +258,10 @@ static void try_attach(struct port *p, struct name *nm, long long now)
 	struct ipc_process_info info = { 0 };
 	int err = 0, rc = dir_info(nm->path, &info, &err);
 
+	if (rc == DP_ENOTFOUND) {
+		legacy_info(nm->name, &info);
+		rc = 0;
+	}
 	if (rc == 0 && (rc = adopt(p, nm, &info)) == 0) {
 		nm->state = NAME_ATTACHED;
 		nm->next_ms = now + PROBE_MS;

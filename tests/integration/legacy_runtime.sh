@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# legacy_runtime.sh - the agent against a real .NET Core 3.1 runtime (published
+# self-contained from nuget.org's 3.1 runtime pack: tests/apps/build-legacy.sh).
+# 3.1 has a diagnostic socket but no diagnostic ports, no ProcessInfo, no
+# ProcessEnvironment and only the first GenerateCoreDump: so this is where the
+# agent's fallbacks meet a runtime that needs them (--connect-dir, identity
+# from the socket's name, GenerateCoreDump3 -> 2 -> 1).
+set -u
+cd "$(dirname "$0")/../.."
+D=$PWD/diagport
+B=${BUILD:-build}
+W=$(mktemp -d /tmp/dp-legacy.XXXXXX); chmod 755 "$W"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"; }
+trap cleanup EXIT
+T_NAME=legacy-runtime
+. tests/lib.sh # every script runs from the repository root
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
+
+if ! bash tests/apps/build-legacy.sh "$B/apps" > "$W/build.log" 2>&1; then
+  fail build-legacy-app "$(tail -5 "$W/build.log")"; exit 0
+fi
+APP="$B/apps/legacy31/legacy31"
+mkdir -m 0777 "$W/tmp" "$W/dumps" "$W/out"
+
+TMPDIR=$W/tmp "$APP" 120 > "$W/app.out" 2>&1 & PIDS+=($!)
+check app-ready wait_for "$W/app.out" READY 15
+APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
+WHY="$(ls -A "$W/tmp")"; check app-default-socket bash -c "ls '$W/tmp' | grep -q '^dotnet-diagnostic-$APID-[0-9]*-socket$'"
+
+P=$(free_port); U=http://127.0.0.1:$P
+cat > "$W/agent.yaml" <<EOF
+Egress:
+  FileSystem:
+    out:
+      DirectoryPath: $W/out
+EOF
+"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --dumps "$W/dumps" --connect-dir "$W/tmp" \
+  --urls "$U" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+check attached wait_for "$W/agent.log" "\"event\":\"attached\",\"pid\":$APID," 10
+
+# identity without ProcessInfo: the pid and start key of the socket's name
+code "$U/processes" > /dev/null
+WHY="$(cat "$W/body")"; check listed-by-pid jq -e --argjson p "$APID" 'length == 1 and .[0].pid == $p and (.[0].uid | test("^[0-9a-f-]{36}$"))' "$W/body"
+UID_=$(jq -r '.[0].uid' "$W/body")
+code "$U/process?pid=$APID" > /dev/null
+WHY="$(cat "$W/body")"; check process-by-pid jq -e --argjson p "$APID" '.pid == $p' "$W/body"
+WHY="got $(code "$U/process?uid=$UID_")"; check process-by-uid test "$(code "$U/process?uid=$UID_")" = 200
+
+# no ProcessEnvironment before .NET 5: a 400 that says so
+c=$(code "$U/env")
+WHY="got $c: $(cat "$W/body")"; check env-400-older-than-5 bash -c "[ $c = 400 ] && grep -q 'older than 5.0' '$W/body'"
+
+# dumps: GenerateCoreDump3 and 2 are unknown to 3.1, so the agent falls back to the first; every type, both transports
+for t in Mini Triage WithHeap Full; do
+  for tr in file fifo; do
+    c=$(curl -s -o "$W/core" -w '%{http_code}' "$U/dump?type=$t&transport=$tr")
+    notes=$(readelf -n "$W/core" 2>/dev/null | grep -c NT_PRSTATUS); threads=$(ls /proc/"$APID"/task | wc -l)
+    WHY="http $c, $(file -b "$W/core" | head -c 80)"; check "dump-$t-$tr-is-core" bash -c "[ $c = 200 ] && file -b '$W/core' | grep -q 'ELF 64-bit LSB core'"
+    WHY="core has $notes threads, /proc has $threads"; check "dump-$t-$tr-threads" test "$notes" -eq "$threads"
+  done
+done
+WHY="left: $(ls -A "$W/dumps")"; check nothing-left test "$(ls -A "$W/dumps")" = port
+
+# egress through the same fallback
+curl -s -D "$W/hdr" -o /dev/null "$U/dump?type=Mini&egressProvider=out"
+LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/hdr")
+for i in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.05; done
+curl -s "$U$LOC" > "$W/op.json"
+WHY="$(cat "$W/op.json")"; check egress-succeeded jq -e '.status == "Succeeded"' "$W/op.json"
+ART=$(jq -r .resourceLocation "$W/op.json")
+WHY="$(file -b "$ART" 2>&1 | head -c 80)"; check egress-artifact-is-core bash -c "file -b '$ART' | grep -q 'ELF 64-bit LSB core'"
+
+# the app exits: the agent drops it
+kill "$APID"
+check detached wait_for "$W/agent.log" "\"event\":\"detached\",\"pid\":$APID," 10
+code "$U/processes" > /dev/null
+WHY="$(cat "$W/body")"; check not-listed-after-exit jq -e 'length == 0' "$W/body"
+exit 0
