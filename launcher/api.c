@@ -17,7 +17,6 @@
  */
 #include "api.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -33,6 +32,7 @@
 #include "buf.h"
 #include "dump.h"
 #include "egress.h"
+#include "fsutil.h"
 #include "ipc.h"
 #include "mem.h"
 #include "ops.h"
@@ -62,19 +62,6 @@ struct stream_dump {
 	struct dump_job *job;
 };
 
-static void clean_staging(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL)
-		if (strncmp(e->d_name, STAGING_PREFIX, strlen(STAGING_PREFIX)) == 0)
-			unlinkat(dirfd(d), e->d_name, 0);
-	closedir(d);
-}
-
 struct api *api_new(const struct api_config *cfg)
 {
 	struct api *a = mem_zalloc(sizeof(*a));
@@ -90,7 +77,7 @@ struct api *api_new(const struct api_config *cfg)
 	a->ops = ops_new(KEEP_OPERATIONS);
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->slot_freed, NULL);
-	clean_staging(a->dumps_dir);
+	fs_remove_prefixed(a->dumps_dir, STAGING_PREFIX);
 	for (size_t i = 0; i < a->n_egress; i++)
 		egress_fs_clean(&a->egress[i]);
 	return a;

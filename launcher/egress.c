@@ -8,7 +8,6 @@
  */
 #include "egress.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "mem.h"
 
 #define PARTIAL_PREFIX ".diagport-egress-"
@@ -28,15 +28,7 @@ static const char *tmp_dir(const struct egress_fs *p)
 
 void egress_fs_clean(const struct egress_fs *p)
 {
-	DIR *d = opendir(tmp_dir(p));
-	struct dirent *e;
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL)
-		if (strncmp(e->d_name, PARTIAL_PREFIX, strlen(PARTIAL_PREFIX)) == 0)
-			unlinkat(dirfd(d), e->d_name, 0);
-	closedir(d);
+	fs_remove_prefixed(tmp_dir(p), PARTIAL_PREFIX);
 }
 
 int egress_fs_open(const struct egress_fs *p, const char *op_id, int *fd, char **tmp_path, struct err_msg *em)

@@ -4,6 +4,7 @@
 #   check NAME CMD...           PASS when CMD succeeds (its stdout discarded), else FAIL
 #                               with $WHY (set just before) or the command as the reason
 #   wait_for FILE PATTERN SECS  until grep finds PATTERN in FILE; 1 on timeout
+#   free_port                   a loopback TCP port nobody listens on now
 pass() { echo "PASS integration/$T_NAME/$1"; }
 fail() { echo "FAIL integration/$T_NAME/$1: $2"; }
 WHY=
@@ -21,3 +22,4 @@ wait_for() {
 	done
 	return 1
 }
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

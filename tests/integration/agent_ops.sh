@@ -19,7 +19,6 @@ cleanup() {
 trap cleanup EXIT
 T_NAME=agent-ops
 . tests/lib.sh # every script runs from the repository root
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
 small_disk() { # small_disk DIR MiB: a real filesystem that fills up
   mkdir -p "$1" && mount -t tmpfs -o "size=${2}m,mode=0777" tmpfs "$1" && MOUNTS+=("$1")

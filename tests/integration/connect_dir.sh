@@ -17,7 +17,6 @@ cleanup() { stop_all; rm -rf "$W"; }
 trap cleanup EXIT
 T_NAME=connect-dir
 . tests/lib.sh # every script runs from the repository root
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # until_ok SECS CMD...: run CMD every 0.1 s until it succeeds; 1 when SECS pass first.
 until_ok() { local i n=$(($1 * 10)); shift; for ((i = 0; i < n; i++)); do "$@" > /dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 # stale_socket PATH: a Unix socket file whose owner is gone, as a runtime killed by SIGKILL leaves it.

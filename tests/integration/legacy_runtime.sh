@@ -15,7 +15,6 @@ cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/de
 trap cleanup EXIT
 T_NAME=legacy-runtime
 . tests/lib.sh # every script runs from the repository root
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
 
 if ! bash tests/apps/build-legacy.sh "$B/apps" > "$W/build.log" 2>&1; then
