@@ -295,6 +295,9 @@ int launch_cli(int argc, char **argv)
 		}
 	if ((rc = load_settings(argc, argv, &c, &cmd)) != 0 || (rc = settle_auth(&c, &token)) != 0)
 		goto out;
+	if (geteuid() == 0)
+		log_event("{\"event\":\"warning\",\"reason\":\"running as root: the agent needs no privilege; run it "
+			  "as a non-root user (diagport inject uses the app's uid, else 1654)\"}");
 	cfg.path = c.socket;
 	cfg.connect_dir = c.connect_dir;
 	cfg.on_event = log_event;
