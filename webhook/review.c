@@ -1,0 +1,183 @@
+/*
+ * review.c - the admission decision for one AdmissionReview (review.h).
+ *
+ * The request is read with the project's document reader (exact numbers,
+ * duplicate keys refused, caps), so the pod we diff is the pod the API
+ * server sent, field for field. A copy is given to the injector exactly as
+ * `diagport inject` would see that pod; the response's patch is the
+ * difference between the two (patch.c), so applying it gives what
+ * `diagport inject` gives.
+ */
+#include "review.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "doc.h"
+#include "mem.h"
+#include "patch.h"
+
+#define WARNING_MAX 256 /* the API server truncates longer ones */
+
+const char *review_outcome_name(enum review_outcome o)
+{
+	static const char *const names[] = { "injected", "skipped-not-opted-in", "skipped-opted-out",
+					     "skipped-already-injected", "skipped-not-pod-create", "refused", "error" };
+
+	return names[o];
+}
+
+static void base64(const char *in, size_t n, struct buf *out)
+{
+	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char *p = (const unsigned char *)in;
+	size_t i;
+
+	for (i = 0; i + 2 < n; i += 3) {
+		char q[4] = { t[p[i] >> 2], t[((p[i] & 3) << 4) | (p[i + 1] >> 4)],
+			      t[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)], t[p[i + 2] & 63] };
+
+		buf_append(out, q, 4);
+	}
+	if (n - i == 1) {
+		char q[4] = { t[p[i] >> 2], t[(p[i] & 3) << 4], '=', '=' };
+
+		buf_append(out, q, 4);
+	} else if (n - i == 2) {
+		char q[4] = { t[p[i] >> 2], t[((p[i] & 3) << 4) | (p[i + 1] >> 4)], t[(p[i + 1] & 15) << 2], '=' };
+
+		buf_append(out, q, 4);
+	}
+}
+
+static void warn(json_t *warnings, const char *text)
+{
+	char w[WARNING_MAX + 1];
+	size_t n = strlen(text);
+
+	if (n > WARNING_MAX) {
+		n = WARNING_MAX;
+		while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
+			n--; /* never cut a UTF-8 sequence */
+	}
+	memcpy(w, text, n);
+	w[n] = '\0';
+	json_array_append_new(warnings, json_string(w));
+}
+
+static int malformed(struct err_msg *em, const char *what)
+{
+	return err_set(em, DP_ESYNTAX, "not an admission.k8s.io/v1 AdmissionReview request: %s", what);
+}
+
+/* Inject a copy of pod and diff; fills patch (JSON text) and warnings. */
+static enum review_outcome inject(const struct review_config *cfg, const struct doc_node *pod, struct buf *patch,
+				  size_t *n_ops, json_t *warnings)
+{
+	struct doc_node *copy = doc_copy(pod);
+	struct inj_report rep = { 0 };
+	struct inj_ctx ctx = { .file = "pod", .base = cfg->base, .report = &rep };
+	struct err_msg em = { "" };
+	enum review_outcome o = REVIEW_INJECTED;
+	int rc = inj_k8s_pod(copy, &ctx, &em);
+
+	if (rc == 0)
+		rc = patch_diff(pod, copy, patch, n_ops, &em);
+	if (rc != 0) {
+		char msg[1200];
+
+		o = rc == DP_EREFUSED || rc == DP_EUNSUPPORTED || rc == DP_EINVAL ? REVIEW_REFUSED : REVIEW_ERROR;
+		snprintf(msg, sizeof(msg), "diagport: pod admitted without diagnostics: %s", em.text);
+		warn(warnings, msg);
+		*n_ops = 0;
+	}
+	for (size_t i = 0; i < rep.nwarn; i++)
+		warn(warnings, rep.warnings[i]);
+	inj_report_free(&rep);
+	doc_free(copy);
+	return o;
+}
+
+int review_admit(const struct review_config *cfg, const char *body, size_t len, struct buf *out,
+		 enum review_outcome *outcome, struct err_msg *em)
+{
+	struct doc_limits lim = { cfg->max_body ? cfg->max_body : (size_t)16 << 20, 256, 4u << 20 };
+	struct doc_stream s = { 0 };
+	const struct doc_node *rv, *req, *pod = NULL, *ann;
+	const char *uid, *kind, *op, *av, *want;
+	struct buf patch;
+	size_t n_ops = 0;
+	enum review_outcome o;
+	json_t *resp, *warnings;
+	char *text;
+	int rc;
+
+	if (len > lim.max_bytes)
+		return err_set(em, DP_ETOOBIG, "the request is %zu bytes; the cap is %zu", len, lim.max_bytes);
+	if ((rc = doc_read_json(body, len, "request", &lim, &s, em)) != 0)
+		return rc;
+	rc = 0;
+	rv = s.n == 1 ? s.docs[0] : NULL;
+	req = doc_get(rv, "request");
+	uid = doc_get_str(req, "uid");
+	av = doc_get_str(rv, "apiVersion");
+	if (!doc_is(rv, DOC_MAP))
+		rc = malformed(em, "the body is not one JSON object");
+	else if (av == NULL || strcmp(av, "admission.k8s.io/v1") != 0 || !doc_get_str(rv, "kind") ||
+		 strcmp(doc_get_str(rv, "kind"), "AdmissionReview") != 0)
+		rc = malformed(em, "apiVersion must be admission.k8s.io/v1 and kind AdmissionReview");
+	else if (!doc_is(req, DOC_MAP))
+		rc = malformed(em, "there is no request object");
+	else if (uid == NULL || *uid == '\0')
+		rc = malformed(em, "request.uid is missing");
+	if (rc != 0)
+		goto out;
+	kind = doc_get_str(doc_get(req, "kind"), "kind");
+	op = doc_get_str(req, "operation");
+	warnings = json_array();
+	buf_init(&patch, (size_t)64 << 20);
+	if (kind == NULL || strcmp(kind, "Pod") != 0 || op == NULL || strcmp(op, "CREATE") != 0) {
+		o = REVIEW_SKIPPED_NOT_POD_CREATE;
+	} else if (!doc_is(pod = doc_get(req, "object"), DOC_MAP)) {
+		json_decref(warnings);
+		buf_free(&patch);
+		rc = malformed(em, "request.object is not a Pod object");
+		goto out;
+	} else {
+		ann = doc_path(pod, "metadata/annotations");
+		want = doc_get_str(ann, INJ_PREFIX "inject");
+		if (doc_get(ann, INJ_STATUS_KEY) != NULL)
+			o = REVIEW_SKIPPED_INJECTED;
+		else if (want && strcmp(want, "false") == 0)
+			o = REVIEW_SKIPPED_OPTED_OUT;
+		else if (want == NULL && !cfg->namespace_enabled)
+			o = REVIEW_SKIPPED_NOT_OPTED;
+		else
+			o = inject(cfg, pod, &patch, &n_ops, warnings);
+	}
+	resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", 1);
+	if (o == REVIEW_INJECTED && n_ops > 0) {
+		struct buf b64;
+
+		buf_init(&b64, (size_t)96 << 20);
+		base64(patch.data, patch.len, &b64);
+		json_object_set_new(resp, "patchType", json_string("JSONPatch"));
+		json_object_set_new(resp, "patch", json_stringn(b64.data ? b64.data : "", b64.len));
+		buf_free(&b64);
+	}
+	if (json_array_size(warnings))
+		json_object_set(resp, "warnings", warnings);
+	json_decref(warnings);
+	resp = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "response",
+			 resp);
+	text = json_dumps(resp, JSON_COMPACT);
+	json_decref(resp);
+	buf_puts(out, text);
+	free(text);
+	buf_free(&patch);
+	*outcome = o;
+out:
+	doc_stream_free(&s);
+	return rc;
+}
