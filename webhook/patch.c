@@ -172,8 +172,10 @@ static int diff_seq(struct walk *w, const struct doc_node *a, const struct doc_n
 	bool prefix = true;
 	int rc = 0;
 
-	if (a->n && b->n && named(a) && named(b) && (rc = diff_named(w, a, b)) <= 0)
-		return rc;
+	if (a->n && b->n && named(a) && named(b)) {
+		rc = diff_named(w, a, b);
+		return rc <= 0 ? rc : emit(w, "replace", b); /* 1: the kept items changed order */
+	}
 	for (size_t i = 0; i < common && prefix; i++)
 		prefix = same_kind(a->vals[i], b->vals[i]);
 	if (a->n == b->n || (prefix && a->n < b->n)) {
