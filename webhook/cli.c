@@ -10,13 +10,17 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
 #include "review.h"
+#include "server.h"
 
 #define MAX_BODY ((size_t)16 << 20)
 
@@ -26,7 +30,10 @@ static void usage(FILE *f)
 		   "Answers one admission.k8s.io/v1 AdmissionReview (from FILE or standard input) as the\n"
 		   "webhook does: allowed, with a JSON Patch that injects the pod when it opts in (annotation\n"
 		   "diagport.dev/inject: \"true\"; with --namespace-enabled, unless it says \"false\").\n"
-		   "The HTTPS server (diagport webhook --listen ...) is not built yet.\n");
+		   "\n"
+		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE\n\n"
+		   "Serves POST /mutate and /mutate/namespace over HTTPS (libmicrohttpd and GnuTLS, loaded at\n"
+		   "start), /healthz, /readyz and /metrics; reloads the key pair when its files change.\n");
 }
 
 static int review(int argc, char **argv)
@@ -82,6 +89,67 @@ static int review(int argc, char **argv)
 	return rc == 0 ? 0 : rc == DP_ETOOBIG ? 4 : rc == DP_EIO ? 5 : 3;
 }
 
+static void log_stderr(const char *line)
+{
+	fprintf(stderr, "%s\n", line);
+}
+
+/* `diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE`: serve until SIGTERM/SIGINT. */
+static int serve(int argc, char **argv)
+{
+	struct webhook_config cfg = { .log = log_stderr };
+	struct inj_opts base;
+	struct webhook *w = NULL;
+	struct err_msg em;
+	sigset_t set;
+	int rc = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc)
+			cfg.listen = argv[++i];
+		else if (strcmp(argv[i], "--tls-cert") == 0 && i + 1 < argc)
+			cfg.cert_file = argv[++i];
+		else if (strcmp(argv[i], "--tls-key") == 0 && i + 1 < argc)
+			cfg.key_file = argv[++i];
+		else if (strcmp(argv[i], "--config") == 0) {
+			fprintf(stderr, "diagport: webhook: --config is not supported by this build yet\n");
+			return 2;
+		} else {
+			fprintf(stderr, "diagport: webhook: unexpected argument '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!cfg.listen || !cfg.cert_file || !cfg.key_file) {
+		fprintf(stderr, "diagport: webhook: --listen, --tls-cert and --tls-key are required\n");
+		return 2;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: the daemons' threads inherit it */
+	sigdelset(&set, SIGPIPE);
+	inj_opts_init(&base);
+	cfg.base = &base;
+	if (webhook_start(&cfg, &w, &em) != 0) {
+		fprintf(stderr, "diagport: webhook: %s\n", em.text);
+		inj_opts_free(&base);
+		return 1;
+	}
+	fprintf(stderr, "{\"event\":\"listening\",\"address\":\"%s\"}\n", cfg.listen);
+	for (;;) {
+		struct timespec tick = { .tv_sec = 2 };
+
+		if (sigtimedwait(&set, NULL, &tick) > 0)
+			break;
+		webhook_poll_certs(w);
+	}
+	webhook_free(w);
+	inj_opts_free(&base);
+	return rc;
+}
+
 int webhook_cli(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "review") == 0)
@@ -90,7 +158,5 @@ int webhook_cli(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "diagport: webhook: only `diagport webhook review` is built so far; the HTTPS server is not\n");
-	usage(stderr);
-	return 2;
+	return serve(argc, argv);
 }

@@ -1,0 +1,480 @@
+/*
+ * server.c - the webhook's HTTPS server (server.h).
+ *
+ * libmicrohttpd is reached through a table of function pointers filled by
+ * dlopen/dlsym; the types come from microhttpd.h, so every call is checked by
+ * the compiler as if it were linked. We own the listening socket and hand it
+ * to each daemon (MHD_OPTION_LISTEN_SOCKET): a certificate reload starts a
+ * new daemon on it with the new pair, then quiesces the old one (it stops
+ * accepting) and stops it once its connections have closed, from a thread of
+ * its own, so requests in flight finish on the old certificate.
+ */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "mem.h"
+#include "review.h"
+
+#define MAX_KEYPAIR (1 << 20)
+#define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+#define DRAIN_MAX_MS 60000
+
+static struct {
+	struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
+					   MHD_AccessHandlerCallback, void *, ...);
+	void (*stop_daemon)(struct MHD_Daemon *);
+	MHD_socket (*quiesce_daemon)(struct MHD_Daemon *);
+	struct MHD_Response *(*response_from_buffer)(size_t, void *, enum MHD_ResponseMemoryMode);
+	enum MHD_Result (*add_header)(struct MHD_Response *, const char *, const char *);
+	enum MHD_Result (*queue)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+	void (*destroy)(struct MHD_Response *);
+	const char *error;
+} mhd;
+
+static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
+
+static void mhd_load(void)
+{
+	void *h = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+
+	if (h == NULL) {
+		mhd.error = "libmicrohttpd.so.12 is not installed";
+		return;
+	}
+	*(void **)&mhd.start_daemon = dlsym(h, "MHD_start_daemon");
+	*(void **)&mhd.stop_daemon = dlsym(h, "MHD_stop_daemon");
+	*(void **)&mhd.quiesce_daemon = dlsym(h, "MHD_quiesce_daemon");
+	*(void **)&mhd.response_from_buffer = dlsym(h, "MHD_create_response_from_buffer");
+	*(void **)&mhd.add_header = dlsym(h, "MHD_add_response_header");
+	*(void **)&mhd.queue = dlsym(h, "MHD_queue_response");
+	*(void **)&mhd.destroy = dlsym(h, "MHD_destroy_response");
+	if (!mhd.start_daemon || !mhd.stop_daemon || !mhd.quiesce_daemon || !mhd.response_from_buffer ||
+	    !mhd.add_header || !mhd.queue || !mhd.destroy) {
+		mhd.error = "the libmicrohttpd found lacks functions this server needs";
+		mhd.start_daemon = NULL;
+	}
+}
+
+/* One daemon generation: a key pair, and the connections it has open. */
+struct gen {
+	struct webhook *w;
+	struct MHD_Daemon *d;
+	atomic_int conns;
+	struct buf cert, key; /* kept while the daemon lives; the key wiped when it goes */
+};
+
+static void gen_free(struct gen *g)
+{
+	if (g->key.data)
+		mem_wipe(g->key.data, g->key.len);
+	buf_free(&g->key);
+	buf_free(&g->cert);
+	free(g);
+}
+
+#define N_OUTCOMES 7
+static const double buckets_ms[] = { 0.5, 1, 2, 5, 10, 25, 50, 100, 250 };
+#define N_BUCKETS (sizeof(buckets_ms) / sizeof(buckets_ms[0]))
+
+struct webhook {
+	struct webhook_config cfg;
+	int lfd;
+	pthread_mutex_t mu; /* guards cur and the key pair's identity */
+	struct gen *cur;
+	struct stat cert_st, key_st;
+	atomic_ullong outcomes[2][N_OUTCOMES]; /* [namespace_enabled][outcome] */
+	atomic_ullong malformed, too_big, reloads, reload_failures;
+	atomic_ullong hist[N_BUCKETS + 1];
+	atomic_ullong sum_us;
+};
+
+struct req {
+	struct buf body;
+	bool too_big;
+};
+
+static void log_line(struct webhook *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void log_line(struct webhook *w, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	if (w->cfg.log == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	w->cfg.log(line);
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
+			     size_t len)
+{
+	struct MHD_Response *r = mhd.response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result rc;
+
+	if (r == NULL)
+		return MHD_NO;
+	mhd.add_header(r, "Content-Type", ctype);
+	mhd.add_header(r, "Cache-Control", "no-store");
+	mhd.add_header(r, "X-Content-Type-Options", "nosniff");
+	rc = mhd.queue(c, status, r);
+	mhd.destroy(r);
+	return rc;
+}
+
+static enum MHD_Result problem(struct MHD_Connection *c, unsigned status, const char *title, const char *detail)
+{
+	json_t *p = json_pack("{s:s, s:s, s:i, s:s}", "type", "about:blank", "title", title, "status", (int)status,
+			      "detail", detail);
+	char *s = json_dumps(p, JSON_COMPACT);
+	enum MHD_Result rc = reply(c, status, "application/problem+json", s, strlen(s));
+
+	free(s);
+	json_decref(p);
+	return rc;
+}
+
+static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
+{
+	struct buf b;
+	unsigned long long cum = 0;
+	enum MHD_Result rc;
+
+	buf_init(&b, 1 << 20);
+	buf_puts(&b, "# HELP diagport_webhook_admissions_total AdmissionReviews answered, by path and outcome.\n"
+		     "# TYPE diagport_webhook_admissions_total counter\n");
+	for (int ns = 0; ns < 2; ns++)
+		for (int o = 0; o < N_OUTCOMES; o++)
+			buf_printf(&b, "diagport_webhook_admissions_total{path=\"%s\",outcome=\"%s\"} %llu\n",
+				   ns ? "/mutate/namespace" : "/mutate", review_outcome_name((enum review_outcome)o),
+				   atomic_load(&w->outcomes[ns][o]));
+	buf_printf(&b, "# HELP diagport_webhook_rejected_requests_total Requests that were not a well-formed "
+		       "AdmissionReview (400) or too large (413).\n# TYPE diagport_webhook_rejected_requests_total counter\n"
+		       "diagport_webhook_rejected_requests_total{reason=\"malformed\"} %llu\n"
+		       "diagport_webhook_rejected_requests_total{reason=\"too_big\"} %llu\n",
+		   atomic_load(&w->malformed), atomic_load(&w->too_big));
+	buf_printf(&b, "# HELP diagport_webhook_certificate_reloads_total Key pair reloads, by result.\n"
+		       "# TYPE diagport_webhook_certificate_reloads_total counter\n"
+		       "diagport_webhook_certificate_reloads_total{result=\"ok\"} %llu\n"
+		       "diagport_webhook_certificate_reloads_total{result=\"failed\"} %llu\n",
+		   atomic_load(&w->reloads), atomic_load(&w->reload_failures));
+	buf_puts(&b, "# HELP diagport_webhook_admission_seconds Time to answer an AdmissionReview.\n"
+		     "# TYPE diagport_webhook_admission_seconds histogram\n");
+	for (size_t i = 0; i < N_BUCKETS; i++) {
+		cum += atomic_load(&w->hist[i]);
+		buf_printf(&b, "diagport_webhook_admission_seconds_bucket{le=\"%g\"} %llu\n", buckets_ms[i] / 1000, cum);
+	}
+	cum += atomic_load(&w->hist[N_BUCKETS]);
+	buf_printf(&b, "diagport_webhook_admission_seconds_bucket{le=\"+Inf\"} %llu\n"
+		       "diagport_webhook_admission_seconds_sum %.6f\ndiagport_webhook_admission_seconds_count %llu\n",
+		   cum, (double)atomic_load(&w->sum_us) / 1e6, cum);
+	rc = reply(c, 200, "text/plain; version=0.0.4", b.data, b.len);
+	buf_free(&b);
+	return rc;
+}
+
+static void observe(struct webhook *w, double ms)
+{
+	size_t i = 0;
+
+	while (i < N_BUCKETS && ms > buckets_ms[i])
+		i++;
+	atomic_fetch_add(&w->hist[i], 1);
+	atomic_fetch_add(&w->sum_us, (unsigned long long)(ms * 1000));
+}
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1000 + (double)t.tv_nsec / 1e6;
+}
+
+static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled)
+{
+	struct review_config rc_cfg = { .base = w->cfg.base, .namespace_enabled = ns_enabled,
+					.max_body = w->cfg.max_body };
+	enum review_outcome o;
+	struct err_msg em;
+	struct buf out;
+	double t0 = now_ms(), ms;
+	enum MHD_Result r;
+	int rc;
+
+	if (q->too_big) {
+		atomic_fetch_add(&w->too_big, 1);
+		snprintf(em.text, sizeof(em.text), "the request body is over %zu bytes", w->cfg.max_body);
+		log_line(w, "{\"event\":\"rejected\",\"status\":413,\"reason\":\"too big\"}");
+		return problem(c, 413, "Content Too Large", em.text);
+	}
+	buf_init(&out, (size_t)128 << 20);
+	rc = review_admit(&rc_cfg, q->body.data ? q->body.data : "", q->body.len, &out, &o, &em);
+	ms = now_ms() - t0;
+	if (rc != 0) {
+		atomic_fetch_add(&w->malformed, 1);
+		buf_free(&out);
+		log_line(w, "{\"event\":\"rejected\",\"status\":400,\"ms\":%.3f}", ms);
+		return problem(c, rc == DP_ETOOBIG ? 413 : 400, rc == DP_ETOOBIG ? "Content Too Large" : "Bad Request",
+			       em.text);
+	}
+	atomic_fetch_add(&w->outcomes[ns_enabled][o], 1);
+	observe(w, ms);
+	log_line(w, "{\"event\":\"admission\",\"path\":\"%s\",\"outcome\":\"%s\",\"ms\":%.3f}",
+		 ns_enabled ? "/mutate/namespace" : "/mutate", review_outcome_name(o), ms);
+	r = reply(c, 200, "application/json", out.data, out.len);
+	buf_free(&out);
+	return r;
+}
+
+static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				 const char *version, const char *upload, size_t *upload_size, void **con_cls)
+{
+	struct gen *g = cls;
+	struct webhook *w = g->w;
+	struct req *q = *con_cls;
+
+	(void)version;
+	if (q == NULL) {
+		q = mem_zalloc(sizeof(*q));
+		buf_init(&q->body, w->cfg.max_body);
+		*con_cls = q;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (!q->too_big && buf_append(&q->body, upload, *upload_size) != 0)
+			q->too_big = true; /* the rest is read and dropped; the answer is 413 */
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
+		return reply(c, 200, "text/plain", "ok", 2);
+	if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0)
+		return metrics(w, c);
+	if (strcmp(url, "/mutate") == 0 || strcmp(url, "/mutate/namespace") == 0) {
+		if (strcmp(method, "POST") != 0)
+			return problem(c, 405, "Method Not Allowed", "POST an AdmissionReview here");
+		return mutate(w, c, q, strcmp(url, "/mutate/namespace") == 0);
+	}
+	return problem(c, 404, "Not Found", "no such route: /mutate, /mutate/namespace, /healthz, /readyz, /metrics");
+}
+
+static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct req *q = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (q) {
+		buf_free(&q->body);
+		free(q);
+		*con_cls = NULL;
+	}
+}
+
+static void conn_cb(void *cls, struct MHD_Connection *c, void **socket_ctx, enum MHD_ConnectionNotificationCode toe)
+{
+	struct gen *g = cls;
+
+	(void)c;
+	(void)socket_ctx;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		atomic_fetch_add(&g->conns, 1);
+	else
+		atomic_fetch_sub(&g->conns, 1);
+}
+
+static int read_file(const char *path, struct buf *b, struct stat *st, struct err_msg *em)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return err_set(em, DP_EIO, "cannot open %s: %s", path, strerror(errno));
+	buf_init(b, MAX_KEYPAIR);
+	rc = fstat(fd, st) == 0 ? buf_read_fd(b, fd) : DP_EIO;
+	close(fd);
+	if (rc != 0 || b->len == 0) {
+		buf_free(b);
+		return err_set(em, DP_EIO, "cannot read %s (%s)", path, rc == DP_ETOOBIG ? "over 1 MiB" : "empty or unreadable");
+	}
+	return 0;
+}
+
+/* A new daemon generation on the listening socket with the key pair on disk now. */
+static int start_gen(struct webhook *w, struct gen **out, struct stat *cst, struct stat *kst, struct err_msg *em)
+{
+	struct gen *g = mem_zalloc(sizeof(*g));
+	int rc;
+
+	g->w = w;
+	if ((rc = read_file(w->cfg.cert_file, &g->cert, cst, em)) != 0 ||
+	    (rc = read_file(w->cfg.key_file, &g->key, kst, em)) != 0) {
+		gen_free(g);
+		return rc;
+	}
+	g->d = mhd.start_daemon(MHD_USE_TLS | MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
+				NULL, access_cb, g, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->lfd,
+				MHD_OPTION_HTTPS_MEM_CERT, g->cert.data, MHD_OPTION_HTTPS_MEM_KEY, g->key.data,
+				MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT,
+				(unsigned int)w->cfg.timeout_s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)w->cfg.threads,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512, MHD_OPTION_NOTIFY_COMPLETED, completed_cb,
+				NULL, MHD_OPTION_NOTIFY_CONNECTION, conn_cb, g, MHD_OPTION_END);
+	if (g->d == NULL) {
+		gen_free(g);
+		return err_set(em, DP_EINVAL, "the HTTPS server did not start with %s and %s (not a PEM certificate and "
+			       "matching key?)", w->cfg.cert_file, w->cfg.key_file);
+	}
+	*out = g;
+	return 0;
+}
+
+/* The old generation: wait for its connections to close (keep-alive ones time out), then stop it. */
+static void *drain(void *arg)
+{
+	struct gen *g = arg;
+	long long until = clock_ms() + DRAIN_MAX_MS;
+
+	while (atomic_load(&g->conns) > 0 && clock_ms() < until)
+		usleep(50000);
+	mhd.stop_daemon(g->d);
+	gen_free(g);
+	return NULL;
+}
+
+static int listen_on(const char *spec, int *fd, struct err_msg *em)
+{
+	const char *colon = strrchr(spec, ':');
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	char host[64];
+	long port;
+	int s, one = 1;
+
+	if (colon == NULL || (size_t)(colon - spec) >= sizeof(host))
+		return err_set(em, DP_EINVAL, "--listen '%s' is not ADDR:PORT or :PORT", spec);
+	memcpy(host, spec, (size_t)(colon - spec));
+	host[colon - spec] = '\0';
+	port = strtol(colon + 1, NULL, 10);
+	if (port < 1 || port > 65535)
+		return err_set(em, DP_EINVAL, "--listen '%s': no valid port", spec);
+	sa.sin_port = htons((uint16_t)port);
+	if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0)
+		sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	else if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+		return err_set(em, DP_EINVAL, "--listen '%s': '%s' is not an IPv4 address", spec, host);
+	s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s < 0 || setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+	    bind(s, (struct sockaddr *)&sa, sizeof(sa)) != 0 || listen(s, 256) != 0) {
+		int e = errno;
+
+		if (s >= 0)
+			close(s);
+		return err_set(em, DP_EIO, "cannot listen on %s: %s", spec, strerror(e));
+	}
+	*fd = s;
+	return 0;
+}
+
+int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct err_msg *em)
+{
+	struct webhook *w;
+	int rc;
+
+	pthread_once(&mhd_once, mhd_load);
+	if (mhd.start_daemon == NULL)
+		return err_set(em, DP_EIO, "%s", mhd.error);
+	w = mem_zalloc(sizeof(*w));
+	w->cfg = *cfg;
+	if (w->cfg.max_body == 0)
+		w->cfg.max_body = (size_t)8 << 20;
+	if (w->cfg.timeout_s == 0)
+		w->cfg.timeout_s = 10;
+	if (w->cfg.threads == 0)
+		w->cfg.threads = 2;
+	pthread_mutex_init(&w->mu, NULL);
+	if ((rc = listen_on(cfg->listen, &w->lfd, em)) != 0) {
+		free(w);
+		return rc;
+	}
+	if ((rc = start_gen(w, &w->cur, &w->cert_st, &w->key_st, em)) != 0) {
+		close(w->lfd);
+		free(w);
+		return rc;
+	}
+	*out = w;
+	return 0;
+}
+
+static bool changed(const struct stat *a, const char *path)
+{
+	struct stat b;
+
+	if (stat(path, &b) != 0)
+		return false; /* mid-swap: look again next time */
+	return a->st_ino != b.st_ino || a->st_size != b.st_size || a->st_mtim.tv_sec != b.st_mtim.tv_sec ||
+	       a->st_mtim.tv_nsec != b.st_mtim.tv_nsec;
+}
+
+void webhook_poll_certs(struct webhook *w)
+{
+	struct gen *g, *old;
+	struct stat cst, kst;
+	struct err_msg em;
+	pthread_t t;
+
+	pthread_mutex_lock(&w->mu);
+	if (!changed(&w->cert_st, w->cfg.cert_file) && !changed(&w->key_st, w->cfg.key_file)) {
+		pthread_mutex_unlock(&w->mu);
+		return;
+	}
+	if (start_gen(w, &g, &cst, &kst, &em) != 0) {
+		/* a half-written pair: keep serving the old one, try again next time */
+		atomic_fetch_add(&w->reload_failures, 1);
+		pthread_mutex_unlock(&w->mu);
+		log_line(w, "{\"event\":\"certificate-reload-failed\",\"reason\":\"%s\"}", em.text);
+		return;
+	}
+	old = w->cur;
+	w->cur = g;
+	w->cert_st = cst;
+	w->key_st = kst;
+	pthread_mutex_unlock(&w->mu);
+	mhd.quiesce_daemon(old->d); /* it stops accepting; the new one already does */
+	if (pthread_create(&t, NULL, drain, old) == 0)
+		pthread_detach(t);
+	else
+		drain(old);
+	atomic_fetch_add(&w->reloads, 1);
+	log_line(w, "{\"event\":\"certificate-reloaded\"}");
+}
+
+void webhook_free(struct webhook *w)
+{
+	if (w == NULL)
+		return;
+	mhd.quiesce_daemon(w->cur->d);
+	drain(w->cur);
+	close(w->lfd);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}

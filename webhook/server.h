@@ -1,0 +1,43 @@
+/*
+ * server.h - the webhook's HTTPS server: libmicrohttpd with GnuTLS, loaded
+ * with dlopen when the webhook starts (so the capture agent, the same
+ * binary, never maps them: docs/ARCHITECTURE.md), keep-alive, TLS 1.2
+ * minimum with 1.3 preferred, a body cap and a per-request deadline.
+ *
+ * Routes: POST /mutate (pods opt in by annotation), POST /mutate/namespace
+ * (the pod's namespace opted in: every pod unless it opts out), GET /healthz,
+ * GET /readyz, GET /metrics (Prometheus text).
+ *
+ * The certificate and key files are watched; when either changes (a
+ * cert-manager rotation swaps the Secret's files), a new daemon starts on the
+ * same listening socket with the new pair and the old one stops accepting,
+ * finishes what it has in flight, and is stopped: no request is dropped.
+ */
+#ifndef DP_WEBHOOK_SERVER_H
+#define DP_WEBHOOK_SERVER_H
+
+#include <stddef.h>
+
+#include "errors.h"
+#include "injector/inj.h"
+
+struct webhook;
+
+struct webhook_config {
+	const char *listen;        /* "ADDR:PORT", ":PORT" = every IPv4 address */
+	const char *cert_file, *key_file;
+	const struct inj_opts *base; /* defaults for every pod; borrowed */
+	size_t max_body;           /* request cap (8 MiB) */
+	unsigned timeout_s;        /* idle / per-request deadline (10) */
+	unsigned threads;          /* worker threads (2) */
+	void (*log)(const char *json_line); /* one line per admission and per event; may be NULL */
+};
+
+/* Load libmicrohttpd, read the key pair, listen. DP_EIO / DP_EINVAL with em. */
+int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct err_msg *em);
+/* Check the key pair files now (the caller's loop calls this every few seconds); reloads on change. */
+void webhook_poll_certs(struct webhook *w);
+/* Stop, waiting for requests in flight. Accepts NULL. */
+void webhook_free(struct webhook *w);
+
+#endif
