@@ -437,7 +437,7 @@ static bool changed(const struct stat *a, const char *path)
 
 void webhook_poll_certs(struct webhook *w)
 {
-	struct gen *g, *old;
+	struct gen *g = NULL, *old;
 	struct stat cst = { 0 }, kst = { 0 };
 	struct err_msg em;
 	pthread_t t;

@@ -1,0 +1,384 @@
+#!/usr/bin/env bash
+# webhook_review.sh - `diagport webhook review` answers one admission.k8s.io/v1
+# AdmissionReview, and its JSON Patch turns the pod into exactly what
+# `diagport inject -o json` makes of it.
+#
+# For every pod template of every golden k8s success case (made a bare Pod
+# annotated diagport.dev/inject: "true"), the review is checked as
+# NAME/response (uid echoed, allowed, patchType JSONPatch, base64 RFC 6902
+# array), NAME/jsonpatch and NAME/kubectl (the patch applied by
+# python3-jsonpatch and by `kubectl patch --local --type json` is JSON-equal to
+# inject's output; on the kubectl side both go through kubectl, which reads
+# numbers as float64) and NAME/minimal (no whole-map or whole-array
+# replacement of what the pod had, annotation keys escaped per RFC 6901).
+# A pod that inject leaves unchanged must get no patch (NAME/no-patch), one
+# that inject refuses is admitted with a warning and no patch (NAME/refused).
+# Then the edge cases (opt-in, opt-out, already injected, UPDATE, other kinds)
+# and malformed input (exit 3, nothing on stdout; too big: exit 4 or 3).
+# The JSON work is done by webhook_review.py, with /usr/bin/python3.
+set -u
+cd "$(dirname "$0")/../.."
+D=$PWD/diagport
+PY=/usr/bin/python3
+H=$PWD/tests/integration/webhook_review.py
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+export KUBECONFIG=/dev/null
+T_NAME=webhook-review
+. tests/lib.sh # every script runs from the repository root
+
+STEP=60 # seconds for one diagport or kubectl run
+
+# oneline FILE: a file's first bytes on one line, for a reason.
+oneline() { head -c 300 "$1" 2>/dev/null | tr '\n\t' '  '; }
+
+# review OUT ERR ARGS...: run `diagport webhook review ARGS`; its status.
+review() {
+  local out=$1 err=$2
+  shift 2
+  timeout -k 5 "$STEP" "$D" webhook review "$@" > "$out" 2> "$err" < /dev/null
+}
+
+# answer NAME DIR POD NS [REVIEW-OPTS...]: wrap POD in an AdmissionReview
+# (DIR/req.json), review it, and check the response answers it (uid, allowed,
+# patch well-formed). Sets $got to "patch N warnings N" or "none warnings N"
+# (the patch decoded into DIR/patch.json); on failure prints NAME's FAIL line
+# and returns 1.
+answer() {
+  local name=$1 dir=$2 pod=$3 ns=$4 rc
+  shift 4
+  got=
+  if ! "$PY" "$H" review "$pod" "$ns" > "$dir/req.json" 2> "$dir/why"; then
+    fail "$name" "cannot build the AdmissionReview: $(oneline "$dir/why")"; return 1
+  fi
+  review "$dir/resp.json" "$dir/resp.err" "$@" "$dir/req.json"; rc=$?
+  if [ $rc -ne 0 ]; then
+    fail "$name" "webhook review exit $rc: $(oneline "$dir/resp.err")"; return 1
+  fi
+  if ! got=$("$PY" "$H" response "$dir/req.json" "$dir/resp.json" "$dir/patch.json" 2> "$dir/why"); then
+    fail "$name" "$(oneline "$dir/why")"; return 1
+  fi
+  return 0
+}
+
+# expect_none NAME POD NS [REVIEW-OPTS...]: allowed, no patch.
+n_dir=0
+newdir() { n_dir=$((n_dir + 1)); dir=$W/r$n_dir; mkdir -p "$dir"; }
+expect_none() {
+  local name=$1 pod=$2 ns=$3 dir
+  shift 3
+  newdir
+  answer "$name" "$dir" "$pod" "$ns" "$@" || return 0
+  case $got in
+    none*) pass "$name" ;;
+    *) fail "$name" "a patch ($got) where none was expected" ;;
+  esac
+}
+
+# expect_refused NAME POD NS [REVIEW-OPTS...]: allowed, no patch, a warning.
+expect_refused() {
+  local name=$1 pod=$2 ns=$3 dir
+  shift 3
+  newdir
+  answer "$name" "$dir" "$pod" "$ns" "$@" || return 0
+  case $got in
+    "none warnings 0") fail "$name" "admitted unchanged but without a warning saying why" ;;
+    none*) pass "$name" ;;
+    *) fail "$name" "a patch ($got) for a pod inject refuses" ;;
+  esac
+}
+
+# kubectl_view IN OUT: the object as kubectl reads and writes it.
+kubectl_view() {
+  timeout -k 5 "$STEP" kubectl patch --local -f "$1" --type merge -p '{}' -o json > "$2" 2> "$2.err"
+}
+
+# one_pod NAME POD NS [REVIEW-OPTS...]: the whole contract for one pod, with
+# `diagport inject -o json POD` as the expectation.
+one_pod() {
+  local name=$1 pod=$2 ns=$3 dir rc
+  shift 3
+  newdir
+  local base=$dir
+  timeout -k 5 "$STEP" "$D" inject -o json "$pod" > "$base/inj.json" 2> "$base/inj.err"; rc=$?
+  if [ $rc -ne 0 ]; then
+    # inject refuses this pod: the webhook admits it unchanged, with a warning
+    if answer "$name/refused" "$dir" "$pod" "$ns" "$@"; then
+      case $got in
+        "none warnings 0") fail "$name/refused" "inject refuses the pod (exit $rc) but the review gives no warning" ;;
+        none*) pass "$name/refused" ;;
+        *) fail "$name/refused" "a patch ($got) for a pod inject refuses: $(oneline "$base/inj.err")" ;;
+      esac
+    fi
+    return 0
+  fi
+  if "$PY" "$H" equal "$pod" "$base/inj.json" 2> /dev/null; then
+    # inject changes nothing (opted out): no patch
+    if answer "$name/no-patch" "$dir" "$pod" "$ns" "$@"; then
+      case $got in
+        none*) pass "$name/no-patch" ;;
+        *) fail "$name/no-patch" "a patch ($got) for a pod inject leaves as it is" ;;
+      esac
+    fi
+    return 0
+  fi
+  answer "$name/response" "$dir" "$pod" "$ns" "$@" || return 0
+  case $got in
+    patch*) pass "$name/response" ;;
+    *) fail "$name/response" "no patch ($got), but inject changes the pod"; return 0 ;;
+  esac
+
+  # (a) python3-jsonpatch
+  if ! "$PY" "$H" apply "$pod" "$dir/patch.json" "$dir/jp.json" 2> "$dir/why"; then
+    fail "$name/jsonpatch" "$(oneline "$dir/why")"
+  elif "$PY" "$H" equal "$base/inj.json" "$dir/jp.json" 2> "$dir/why"; then
+    pass "$name/jsonpatch"
+  else
+    fail "$name/jsonpatch" "the patched pod is not inject's output: $(oneline "$dir/why")"
+  fi
+
+  # (b) kubectl. kubectl cannot decode numbers beyond float64 (1e400): for a
+  # pod holding one, the review is made again of the pod without them.
+  local kpod=$pod kinj=$base/inj.json kpatch=$dir/patch.json safe
+  safe=$("$PY" "$H" kubectl-safe "$pod" "$dir/kpod.json" 2> "$dir/why")
+  if [ "$safe" = changed ]; then
+    kpod=$dir/kpod.json kinj=$dir/kinj.json
+    mkdir -p "$dir/k"
+    if ! timeout -k 5 "$STEP" "$D" inject -o json "$kpod" > "$kinj" 2> "$dir/why"; then
+      fail "$name/kubectl" "inject of the pod without its float64-overflowing numbers failed: $(oneline "$dir/why")"; return 0
+    fi
+    answer "$name/kubectl" "$dir/k" "$kpod" "$ns" "$@" || return 0
+    case $got in
+      patch*) kpatch=$dir/k/patch.json ;;
+      *) fail "$name/kubectl" "no patch ($got) for the pod without its float64-overflowing numbers"; return 0 ;;
+    esac
+  elif [ "$safe" != same ]; then
+    fail "$name/kubectl" "$(oneline "$dir/why")"; return 0
+  fi
+  if ! timeout -k 5 "$STEP" kubectl patch --local -f "$kpod" --type json -p "$(cat "$kpatch")" -o json > "$dir/kp.json" 2> "$dir/kp.err"; then
+    fail "$name/kubectl" "kubectl patch --local --type json failed: $(oneline "$dir/kp.err")"
+  elif ! kubectl_view "$kinj" "$dir/kwant.json"; then
+    fail "$name/kubectl" "kubectl cannot read inject's output: $(oneline "$dir/kwant.json.err")"
+  elif "$PY" "$H" equal "$dir/kwant.json" "$dir/kp.json" 2> "$dir/why"; then
+    pass "$name/kubectl"
+  else
+    fail "$name/kubectl" "kubectl's patched pod is not inject's output: $(oneline "$dir/why")"
+  fi
+
+  # (c) minimal in spirit, and RFC 6901 escaping
+  if "$PY" "$H" minimal "$pod" "$dir/patch.json" "$base/inj.json" 2> "$dir/why"; then
+    pass "$name/minimal"
+  else
+    fail "$name/minimal" "$(oneline "$dir/why")"
+  fi
+}
+
+# --- 0. the command is there; the comparer can tell a difference -----------------
+
+timeout -k 5 "$STEP" "$D" webhook review --help > "$W/help" 2>&1; rc=$?
+WHY="\`diagport webhook review --help\` exit $rc: $(oneline "$W/help")"
+check help test $rc -eq 0 -a -s "$W/help"
+
+mkdir -p "$W/self"
+printf '%s\n' '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"s","annotations":{"diagport.dev/inject":"true"}},"spec":{"containers":[{"name":"a","image":"x","n":1.0,"b":true}]}}' > "$W/self/pod.json"
+self_ok=1 self_why=
+"$D" inject -o json "$W/self/pod.json" > "$W/self/inj.json" 2> "$W/self/err" || { self_ok=0; self_why="inject failed: $(oneline "$W/self/err")"; }
+if [ $self_ok = 1 ]; then
+  # a hand-made patch with what inject adds to annotations, applied by both tools
+  "$PY" - "$W/self/pod.json" "$W/self/inj.json" > "$W/self/patch.json" << 'EOF'
+import json, sys
+pod, inj = (json.load(open(p)) for p in sys.argv[1:3])
+ops = []
+for k, v in inj["metadata"]["annotations"].items():
+    if k not in pod["metadata"]["annotations"]:
+        ops.append({"op": "add", "path": "/metadata/annotations/" + k.replace("~", "~0").replace("/", "~1"), "value": v})
+for k in ("volumes", "initContainers"):
+    ops.append({"op": "add", "path": "/spec/" + k, "value": inj["spec"][k]})
+ops.append({"op": "replace", "path": "/spec/containers/0", "value": inj["spec"]["containers"][0]})
+print(json.dumps(ops))
+EOF
+  "$PY" "$H" apply "$W/self/pod.json" "$W/self/patch.json" "$W/self/jp.json" 2> "$W/self/err" &&
+    "$PY" "$H" equal "$W/self/inj.json" "$W/self/jp.json" 2>> "$W/self/err" || { self_ok=0; self_why="hand-made patch not equal: $(oneline "$W/self/err")"; }
+  kubectl patch --local -f "$W/self/pod.json" --type json -p "$(cat "$W/self/patch.json")" -o json > "$W/self/kp.json" 2> "$W/self/err" &&
+    kubectl_view "$W/self/inj.json" "$W/self/kw.json" &&
+    "$PY" "$H" equal "$W/self/kw.json" "$W/self/kp.json" 2>> "$W/self/err" || { self_ok=0; self_why="hand-made patch via kubectl not equal: $(oneline "$W/self/err")"; }
+  # differences the comparer must see: the pod itself, 1.0 vs true, a key too many
+  "$PY" "$H" equal "$W/self/inj.json" "$W/self/pod.json" 2> /dev/null && { self_ok=0; self_why="comparer: pod equals inject output"; }
+  sed 's/"b":true/"b":1/' "$W/self/jp.json" > "$W/self/jp2.json"
+  "$PY" "$H" equal "$W/self/inj.json" "$W/self/jp2.json" 2> /dev/null && { self_ok=0; self_why="comparer: true equals 1"; }
+  sed 's/"b":true/"b":true,"c":null/' "$W/self/jp.json" > "$W/self/jp3.json"
+  "$PY" "$H" equal "$W/self/inj.json" "$W/self/jp3.json" 2> /dev/null && { self_ok=0; self_why="comparer: an extra key unseen"; }
+  # and the minimality check sees a whole-array replacement and an unescaped key
+  printf '[{"op":"replace","path":"/spec/containers","value":[]}]' > "$W/self/bad1.json"
+  "$PY" "$H" minimal "$W/self/pod.json" "$W/self/bad1.json" "$W/self/inj.json" 2> /dev/null && { self_ok=0; self_why="minimal: whole /spec/containers accepted"; }
+  printf '[{"op":"add","path":"/metadata/annotations/diagport.dev/status","value":"x"}]' > "$W/self/bad2.json"
+  "$PY" "$H" minimal "$W/self/pod.json" "$W/self/bad2.json" "$W/self/inj.json" 2> /dev/null && { self_ok=0; self_why="minimal: unescaped / accepted"; }
+fi
+if [ $self_ok = 1 ]; then pass self-test; else fail self-test "$self_why"; fi
+
+# --- 1. every pod of every golden k8s success case --------------------------------
+
+for case in tests/golden/k8s/*/; do
+  case=${case%/}
+  [ -f "$case/expected" ] || continue
+  c=$(basename "$case")
+  mkdir -p "$W/pods/$c"
+  if ! "$PY" "$H" pods "$case" "$W/pods/$c" > "$W/pods/$c.list" 2> "$W/pods/$c.err"; then
+    fail "$c" "cannot take the pods out of $case: $(oneline "$W/pods/$c.err")"; continue
+  fi
+  while IFS=$'\t' read -r label pod ns; do
+    one_pod "$c/$label" "$pod" "$ns"
+  done < "$W/pods/$c.list"
+done
+
+# --- 2. edge cases ------------------------------------------------------------------
+
+E=$W/edge
+mkdir -p "$E"
+"$PY" "$H" pods tests/golden/k8s/hardened "$E" > "$E/list" 2> "$E/err" || fail edge "cannot take the pod of hardened: $(oneline "$E/err")"
+P=$E/pod1.json # a Pod with annotations (team, diagport.dev/inject: "true") and volumes
+"$PY" "$H" strip-inject "$P" "$E/plain.json"
+"$PY" "$H" set-annotation "$P" diagport.dev/inject false "$E/false.json"
+
+expect_none edge/no-opt-in "$E/plain.json" payments
+expect_none edge/opt-out "$E/false.json" payments
+expect_none edge/opt-out-namespace-enabled "$E/false.json" payments --namespace-enabled
+one_pod edge/namespace-enabled "$E/plain.json" payments --namespace-enabled
+
+# a Pod with no annotations map and no volumes: both must be created first
+printf '%s\n' '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bare"},"spec":{"containers":[{"name":"app","image":"example.com/app:1"}]}}' > "$E/bare.json"
+expect_none edge/bare-no-opt-in "$E/bare.json" default
+one_pod edge/bare-namespace-enabled "$E/bare.json" default --namespace-enabled
+printf '%s\n' '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"bare2","labels":{"app":"x"},"annotations":{"diagport.dev/inject":"true"}},"spec":{"containers":[{"name":"app","image":"example.com/app:1","env":[{"name":"A","value":"1"}],"volumeMounts":[{"name":"cfg","mountPath":"/cfg"}]}],"volumes":[{"name":"cfg","configMap":{"name":"cfg"}}],"initContainers":[{"name":"setup","image":"busybox"}]}}' > "$E/full.json"
+one_pod edge/existing-lists "$E/full.json" default
+# nulls where lists go (Helm's `env:` with nothing under it), an empty
+# initContainers, a second container whose DOTNET_DiagnosticPorts gets ours
+# appended; and empty maps and arrays, opted in by the namespace
+printf '%s\n' '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"nulls","annotations":{"diagport.dev/inject":"true","we~ird/key":"x"}},"spec":{"containers":[{"name":"app","image":"x","env":null,"volumeMounts":null,"securityContext":{"capabilities":{"add":null,"drop":["ALL"]}}},{"name":"b","image":"y","env":[{"name":"DOTNET_DiagnosticPorts","value":"/x"}]}],"volumes":null,"initContainers":[]}}' > "$E/nulls.json"
+one_pod edge/null-lists "$E/nulls.json" default
+printf '%s\n' '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"empty","annotations":{}},"spec":{"containers":[{"name":"app","image":"x","env":[]}],"volumes":[]}}' > "$E/empty.json"
+one_pod edge/empty-maps-namespace-enabled "$E/empty.json" default --namespace-enabled
+
+# already injected: inject's own output (diagport.dev/status present)
+if timeout -k 5 "$STEP" "$D" inject -o json "$P" > "$E/injected.json" 2> "$E/err"; then
+  expect_none edge/already-injected "$E/injected.json" payments
+  expect_none edge/already-injected-namespace-enabled "$E/injected.json" payments --namespace-enabled
+else
+  fail edge/already-injected "inject of the hardened pod failed: $(oneline "$E/err")"
+fi
+
+# not a pod CREATE: allowed, no patch
+newdir
+if "$PY" "$H" review "$P" payments --operation UPDATE > "$dir/req.json" 2> "$dir/why"; then
+  review "$dir/resp.json" "$dir/resp.err" "$dir/req.json"; rc=$?
+  if [ $rc -ne 0 ]; then
+    fail edge/update "webhook review exit $rc: $(oneline "$dir/resp.err")"
+  elif got=$("$PY" "$H" response "$dir/req.json" "$dir/resp.json" "$dir/patch.json" 2> "$dir/why"); then
+    case $got in none*) pass edge/update ;; *) fail edge/update "a patch ($got) on UPDATE" ;; esac
+  else
+    fail edge/update "$(oneline "$dir/why")"
+  fi
+else
+  fail edge/update "cannot build the review: $(oneline "$dir/why")"
+fi
+newdir
+"$PY" - tests/golden/k8s/deployment-basic/input.yaml "$dir/deploy.json" << 'EOF'
+import json, sys, yaml
+d = next(yaml.safe_load_all(open(sys.argv[1])))
+d["spec"]["template"]["metadata"]["annotations"]["diagport.dev/inject"] = "true"
+json.dump(d, open(sys.argv[2], "w"))
+EOF
+for mode in "" --namespace-enabled; do
+  name=edge/deployment-kind${mode:+-namespace-enabled}
+  if "$PY" "$H" review "$dir/deploy.json" shop --kind apps/v1/Deployment/deployments > "$dir/req.json" 2> "$dir/why"; then
+    review "$dir/resp.json" "$dir/resp.err" $mode "$dir/req.json"; rc=$?
+    if [ $rc -ne 0 ]; then
+      fail "$name" "webhook review exit $rc: $(oneline "$dir/resp.err")"
+    elif got=$("$PY" "$H" response "$dir/req.json" "$dir/resp.json" "$dir/patch.json" 2> "$dir/why"); then
+      case $got in none*) pass "$name" ;; *) fail "$name" "a patch ($got) for a Deployment" ;; esac
+    else
+      fail "$name" "$(oneline "$dir/why")"
+    fi
+  else
+    fail "$name" "cannot build the review: $(oneline "$dir/why")"
+  fi
+done
+
+# refused by the rules: admitted unchanged, with a warning
+printf '%s\n' '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"clash","annotations":{"diagport.dev/inject":"true"}},"spec":{"containers":[{"name":"app","image":"x"}],"volumes":[{"name":"diagport-diag","emptyDir":{}}]}}' > "$E/clash.json"
+"$PY" "$H" set-annotation "$P" diagport.dev/mode sometimes "$E/badmode.json"
+"$PY" "$H" set-annotation "$P" diagport.dev/mdoe suspend "$E/typo.json"
+for f in clash badmode typo; do
+  if timeout -k 5 "$STEP" "$D" inject -o json "$E/$f.json" > /dev/null 2> "$E/$f.err"; then
+    fail "edge/refused-$f" "inject accepts this pod, the test expected a refusal"
+  else
+    expect_refused "edge/refused-$f" "$E/$f.json" payments
+  fi
+done
+
+# stdin: `-` and no FILE give what FILE gives
+newdir
+"$PY" "$H" review "$P" payments > "$dir/req.json"
+review "$dir/file.out" "$dir/file.err" "$dir/req.json"
+timeout -k 5 "$STEP" "$D" webhook review - < "$dir/req.json" > "$dir/dash.out" 2> "$dir/dash.err"; rc1=$?
+timeout -k 5 "$STEP" "$D" webhook review < "$dir/req.json" > "$dir/stdin.out" 2> "$dir/stdin.err"; rc2=$?
+WHY="webhook review - exit $rc1, or output differs from FILE's: $(oneline "$dir/dash.err")"
+check stdin-dash test $rc1 -eq 0 -a -s "$dir/file.out" -a "$(cmp -s "$dir/file.out" "$dir/dash.out"; echo $?)" = 0
+WHY="webhook review (no FILE) exit $rc2, or output differs from FILE's: $(oneline "$dir/stdin.err")"
+check stdin test $rc2 -eq 0 -a -s "$dir/file.out" -a "$(cmp -s "$dir/file.out" "$dir/stdin.out"; echo $?)" = 0
+
+# --- 3. malformed input: exit 3, nothing on stdout, a message on stderr ----------------
+
+M=$W/malformed
+mkdir -p "$M"
+"$PY" "$H" review "$E/bare.json" default > "$M/good.json"
+printf 'this is not JSON\n' > "$M/not-json"
+head -c 150 "$M/good.json" > "$M/truncated"
+: > "$M/empty"
+printf '[]\n' > "$M/array"
+cp "$E/bare.json" "$M/a-pod"
+printf '%s\n' '{"apiVersion":"v1","kind":"Status","status":"Success"}' > "$M/other-kind"
+"$PY" - "$M" << 'EOF'
+import json, sys
+d = sys.argv[1]
+good = json.load(open(d + "/good.json"))
+def write(name, f):
+    r = json.loads(json.dumps(good))
+    f(r)
+    json.dump(r, open(d + "/" + name, "w"))
+write("missing-request", lambda r: r.pop("request"))
+write("request-not-map", lambda r: r.__setitem__("request", "x"))
+write("missing-uid", lambda r: r["request"].pop("uid"))
+write("uid-not-string", lambda r: r["request"].__setitem__("uid", 7))
+write("object-not-map", lambda r: r["request"].__setitem__("object", [r["request"]["object"]]))
+write("object-string", lambda r: r["request"].__setitem__("object", "pod"))
+write("missing-object", lambda r: r["request"].pop("object"))
+write("wrong-apiversion", lambda r: r.__setitem__("apiVersion", "admission.k8s.io/v2"))
+write("wrong-kind", lambda r: r.__setitem__("kind", "TokenReview"))
+EOF
+for f in not-json truncated empty array a-pod other-kind missing-request request-not-map missing-uid uid-not-string object-not-map object-string missing-object wrong-apiversion wrong-kind; do
+  review "$M/$f.out" "$M/$f.err" "$M/$f"; rc=$?
+  why=
+  [ $rc -eq 3 ] || why="exit $rc, expected 3"
+  [ -s "$M/$f.out" ] && why="${why:+$why; }printed $(wc -c < "$M/$f.out") bytes on stdout: $(oneline "$M/$f.out")"
+  [ -s "$M/$f.err" ] || why="${why:+$why; }no message on stderr"
+  if [ -z "$why" ]; then pass "malformed/$f"; else fail "malformed/$f" "$why"; fi
+done
+
+# over 16 MiB: a well-formed review whose pod carries a 17 MiB annotation
+"$PY" - "$M/good.json" "$M/big" << 'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["request"]["object"]["metadata"]["annotations"] = {"blob": "x" * (17 << 20)}
+json.dump(r, open(sys.argv[2], "w"))
+EOF
+review "$M/big.out" "$M/big.err" "$M/big"; rc=$?
+why=
+[ $rc -eq 4 ] || [ $rc -eq 3 ] || why="exit $rc, expected 4 (or 3)"
+[ -s "$M/big.out" ] && why="${why:+$why; }printed $(wc -c < "$M/big.out") bytes on stdout"
+if [ -z "$why" ]; then pass oversized; else fail oversized "$why"; fi
+timeout -k 5 "$STEP" "$D" webhook review - < "$M/big" > "$M/big2.out" 2> "$M/big2.err"; rc=$?
+why=
+[ $rc -eq 4 ] || [ $rc -eq 3 ] || why="exit $rc, expected 4 (or 3)"
+[ -s "$M/big2.out" ] && why="${why:+$why; }printed $(wc -c < "$M/big2.out") bytes on stdout"
+if [ -z "$why" ]; then pass oversized-stdin; else fail oversized-stdin "$why"; fi
+exit 0
