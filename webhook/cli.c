@@ -26,10 +26,11 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: diagport webhook review [--namespace-enabled] [FILE | -]\n\n"
+	fprintf(f, "usage: diagport webhook review [--namespace-enabled] [--no-ptrace] [FILE | -]\n\n"
 		   "Answers one admission.k8s.io/v1 AdmissionReview (from FILE or standard input) as the\n"
 		   "webhook does: allowed, with a JSON Patch that injects the pod when it opts in (annotation\n"
 		   "diagport.dev/inject: \"true\"; with --namespace-enabled, unless it says \"false\").\n"
+		   "--no-ptrace: the namespace enforces Pod Security baseline or restricted (no SYS_PTRACE).\n"
 		   "\n"
 		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE\n\n"
 		   "Serves POST /mutate and /mutate/namespace over HTTPS (libmicrohttpd and GnuTLS, loaded at\n"
@@ -49,6 +50,8 @@ static int review(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--namespace-enabled") == 0) {
 			cfg.namespace_enabled = true;
+		} else if (strcmp(argv[i], "--no-ptrace") == 0) {
+			cfg.no_ptrace = true;
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 0;

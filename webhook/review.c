@@ -71,19 +71,51 @@ static int malformed(struct err_msg *em, const char *what)
 	return err_set(em, DP_ESYNTAX, "not an admission.k8s.io/v1 AdmissionReview request: %s", what);
 }
 
+/* Does any container of the injected pod add SYS_PTRACE? */
+static bool asks_ptrace(const struct doc_node *pod)
+{
+	static const char *const lists[] = { "spec/containers", "spec/initContainers", "spec/ephemeralContainers" };
+
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+		const struct doc_node *cs = doc_path(pod, lists[l]);
+
+		for (size_t i = 0; doc_is(cs, DOC_SEQ) && i < cs->n; i++) {
+			const struct doc_node *add = doc_path(cs->vals[i], "securityContext/capabilities/add");
+
+			for (size_t k = 0; doc_is(add, DOC_SEQ) && k < add->n; k++)
+				if (doc_strval(add->vals[k]) && strcmp(doc_strval(add->vals[k]), "SYS_PTRACE") == 0)
+					return true;
+		}
+	}
+	return false;
+}
+
 /* Inject a copy of pod and diff; fills patch (JSON text) and warnings. */
 static enum review_outcome inject(const struct review_config *cfg, const struct doc_node *pod, struct buf *patch,
 				  size_t *n_ops, json_t *warnings)
 {
 	struct doc_node *copy = doc_copy(pod);
 	struct inj_report rep = { 0 };
-	struct inj_ctx ctx = { .file = "pod", .base = cfg->base, .report = &rep };
+	struct inj_opts base;
+	struct inj_ctx ctx = { .file = "pod", .base = &base, .report = &rep };
 	struct err_msg em = { "" };
 	enum review_outcome o = REVIEW_INJECTED;
-	int rc = inj_k8s_pod(copy, &ctx, &em);
+	int rc;
 
+	inj_opts_copy(&base, cfg->base);
+	if (cfg->no_ptrace)
+		base.ptrace = false;
+	rc = inj_k8s_pod(copy, &ctx, &em);
+	if (rc == 0 && cfg->no_ptrace && asks_ptrace(copy) && !asks_ptrace(pod))
+		rc = err_set(&em, DP_EREFUSED, "the pod asks for SYS_PTRACE (diagport.dev/ptrace), which its namespace's "
+			     "Pod Security level forbids; the API server would refuse it");
+	else if (rc == 0 && cfg->no_ptrace)
+		warn(warnings, "diagport: SYS_PTRACE left out: this namespace enforces Pod Security baseline or "
+			       "restricted, which forbid it; dumps still work where the runtime lets createdump attach "
+			       "without it");
 	if (rc == 0)
 		rc = patch_diff(pod, copy, patch, n_ops, &em);
+	inj_opts_free(&base);
 	if (rc != 0) {
 		char msg[1200];
 

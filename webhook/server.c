@@ -211,9 +211,10 @@ static double now_ms(void)
 	return (double)t.tv_sec * 1000 + (double)t.tv_nsec / 1e6;
 }
 
-static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled)
+static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled,
+				     bool no_ptrace)
 {
-	struct review_config rc_cfg = { .base = w->cfg.base, .namespace_enabled = ns_enabled,
+	struct review_config rc_cfg = { .base = w->cfg.base, .namespace_enabled = ns_enabled, .no_ptrace = no_ptrace,
 					.max_body = w->cfg.max_body };
 	enum review_outcome o;
 	struct err_msg em;
@@ -240,8 +241,8 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 	}
 	atomic_fetch_add(&w->outcomes[ns_enabled][o], 1);
 	observe(w, ms);
-	log_line(w, "{\"event\":\"admission\",\"path\":\"%s\",\"outcome\":\"%s\",\"ms\":%.3f}",
-		 ns_enabled ? "/mutate/namespace" : "/mutate", review_outcome_name(o), ms);
+	log_line(w, "{\"event\":\"admission\",\"path\":\"%s%s\",\"outcome\":\"%s\",\"ms\":%.3f}",
+		 ns_enabled ? "/mutate/namespace" : "/mutate", no_ptrace ? "/no-ptrace" : "", review_outcome_name(o), ms);
 	r = reply(c, 200, "application/json", out.data, out.len);
 	buf_free(&out);
 	return r;
@@ -271,12 +272,26 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		return reply(c, 200, "text/plain", "ok", 2);
 	if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0)
 		return metrics(w, c);
-	if (strcmp(url, "/mutate") == 0 || strcmp(url, "/mutate/namespace") == 0) {
-		if (strcmp(method, "POST") != 0)
-			return problem(c, 405, "Method Not Allowed", "POST an AdmissionReview here");
-		return mutate(w, c, q, strcmp(url, "/mutate/namespace") == 0);
+	if (strncmp(url, "/mutate", 7) == 0) {
+		/* /mutate[/namespace][/no-ptrace]: what the API server's choice of webhook tells us about the namespace */
+		const char *rest = url + 7;
+		bool ns = false, no_ptrace = false;
+
+		if (strncmp(rest, "/namespace", 10) == 0) {
+			ns = true;
+			rest += 10;
+		}
+		if (strcmp(rest, "/no-ptrace") == 0) {
+			no_ptrace = true;
+			rest += 10;
+		}
+		if (*rest == '\0') {
+			if (strcmp(method, "POST") != 0)
+				return problem(c, 405, "Method Not Allowed", "POST an AdmissionReview here");
+			return mutate(w, c, q, ns, no_ptrace);
+		}
 	}
-	return problem(c, 404, "Not Found", "no such route: /mutate, /mutate/namespace, /healthz, /readyz, /metrics");
+	return problem(c, 404, "Not Found", "no such route: /mutate[/namespace][/no-ptrace], /healthz, /readyz, /metrics");
 }
 
 static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)

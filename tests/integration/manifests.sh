@@ -94,7 +94,8 @@ SA = "diagport-webhook"
 TLS_SECRET = "diagport-webhook-tls"
 CONFIG = "diagport-webhook-config"
 IMAGE = "ghcr.io/diagport/diagport:0.1.0"
-PATHS = {"pods.diagport.dev": "/mutate", "namespaces.diagport.dev": "/mutate/namespace"}
+PATHS = {"pods.diagport.dev": "/mutate", "namespaces.diagport.dev": "/mutate/namespace",
+         "pods-pss.diagport.dev": "/mutate/no-ptrace", "namespaces-pss.diagport.dev": "/mutate/namespace/no-ptrace"}
 WEBHOOK_CMD = ["/diagport", "webhook", "--listen", ":8443",
                "--tls-cert", "/etc/diagport/tls/tls.crt", "--tls-key", "/etc/diagport/tls/tls.key",
                "--config", "/etc/diagport/config/config.yaml"]
@@ -148,10 +149,12 @@ def selector_matches(sel, labels):
     return True
 
 
-def ns_labels(name, inject=None):
+def ns_labels(name, inject=None, pss=None):
     labels = {"kubernetes.io/metadata.name": name}
     if inject is not None:
         labels["diagport.dev/inject"] = inject
+    if pss is not None:
+        labels["pod-security.kubernetes.io/enforce"] = pss
     return labels
 
 
@@ -165,6 +168,11 @@ SELECTOR_CASES = [
     (ns_labels("kube-system", "enabled"), None),
     (ns_labels("diagport-system"), None),
     (ns_labels("diagport-system", "enabled"), None),
+    (ns_labels("shop", None, "privileged"), "pods.diagport.dev"),
+    (ns_labels("shop", None, "baseline"), "pods-pss.diagport.dev"),
+    (ns_labels("shop", "enabled", "restricted"), "namespaces-pss.diagport.dev"),
+    (ns_labels("shop", "disabled", "restricted"), None),
+    (ns_labels("kube-system", "enabled", "baseline"), None),
 ]
 
 
