@@ -381,4 +381,36 @@ why=
 [ $rc -eq 4 ] || [ $rc -eq 3 ] || why="exit $rc, expected 4 (or 3)"
 [ -s "$M/big2.out" ] && why="${why:+$why; }printed $(wc -c < "$M/big2.out") bytes on stdout"
 if [ -z "$why" ]; then pass oversized-stdin; else fail oversized-stdin "$why"; fi
+
+# Pod Security (--no-ptrace, the server's /no-ptrace paths): SYS_PTRACE left out with a warning, and the
+# patched pod equals `diagport inject --no-ptrace`; a pod that insists on ptrace is admitted unchanged
+PT=$W/ptrace; mkdir -p "$PT"
+"$PY" - "$M/good.json" "$PT" << 'PYEOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["request"]["object"].setdefault("metadata", {}).setdefault("annotations", {})["diagport.dev/inject"] = "true"
+json.dump(r["request"]["object"], open(sys.argv[2] + "/pod.json", "w"))
+json.dump(r, open(sys.argv[2] + "/review.json", "w"))
+r["request"]["object"]["metadata"].setdefault("annotations", {})["diagport.dev/ptrace"] = "true"
+json.dump(r, open(sys.argv[2] + "/insist.json", "w"))
+PYEOF
+timeout -k 5 "$STEP" "$D" webhook review --no-ptrace "$PT/review.json" > "$PT/out.json" 2> "$PT/err"; rc=$?
+timeout -k 5 "$STEP" "$D" inject --no-ptrace -o json "$PT/pod.json" > "$PT/want.json" 2>> "$PT/err"
+"$PY" - "$PT" > "$PT/why" 2>&1 << 'PYEOF'
+import base64, json, sys, jsonpatch
+d = sys.argv[1]
+resp = json.load(open(d + "/out.json"))["response"]
+patch = json.loads(base64.b64decode(resp["patch"]))
+got = jsonpatch.apply_patch(json.load(open(d + "/pod.json")), patch)
+want = json.load(open(d + "/want.json"))
+problems = []
+if "SYS_PTRACE" in json.dumps(patch): problems.append("the patch adds SYS_PTRACE")
+if got != want: problems.append("patched pod differs from inject --no-ptrace")
+if not any("SYS_PTRACE left out" in w for w in resp.get("warnings", [])): problems.append("no warning")
+if problems: print("; ".join(problems))
+PYEOF
+WHY="exit $rc; $(oneline "$PT/why") $(oneline "$PT/err")"; check no-ptrace-left-out bash -c "[ $rc = 0 ] && [ ! -s '$PT/why' ]"
+timeout -k 5 "$STEP" "$D" webhook review --no-ptrace "$PT/insist.json" > "$PT/insist.out" 2>/dev/null; rc=$?
+WHY="exit $rc: $(oneline "$PT/insist.out")"
+check no-ptrace-insisting-pod-admitted-unchanged bash -c "[ $rc = 0 ] && jq -e '.response.allowed == true and (.response | has(\"patch\") | not) and (.response.warnings | map(test(\"SYS_PTRACE\")) | any)' '$PT/insist.out' > /dev/null"
 exit 0
