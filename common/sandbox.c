@@ -76,7 +76,6 @@ void sandbox_enter(enum sandbox_profile p)
 	scmp_filter_ctx ctx;
 	int rc;
 
-	(void)p;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
 		DP_FATAL("sandbox: PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
 	ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
@@ -84,6 +83,14 @@ void sandbox_enter(enum sandbox_profile p)
 		DP_FATAL("sandbox: seccomp_init failed");
 	allow(ctx, calls);
 	allow(ctx, sanitizer_calls);
+	if (p == SANDBOX_WEBHOOK) {
+		/* libmicrohttpd: an eventfd per daemon (a certificate reload starts one), and its threads' names */
+		static const char *const webhook_calls[] = { "eventfd2", NULL };
+
+		allow(ctx, webhook_calls);
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME))) != 0)
+			DP_FATAL("sandbox: allowing prctl: %s", strerror(-rc));
+	}
 	/* socket(AF_UNIX, SOCK_STREAM | flags, ...) and no other. */
 	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
 				   SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM))) != 0)

@@ -11,7 +11,10 @@
 
 #include <stdbool.h>
 
-enum sandbox_profile { SANDBOX_AGENT };
+enum sandbox_profile {
+	SANDBOX_AGENT,   /* diagport launch */
+	SANDBOX_WEBHOOK, /* diagport webhook: the agent's list, plus eventfd2 and prctl(PR_SET_NAME) for libmicrohttpd */
+};
 
 /* Set no_new_privs and load the profile's filter into every thread of the process. */
 void sandbox_enter(enum sandbox_profile p);

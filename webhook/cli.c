@@ -20,6 +20,7 @@
 
 #include "buf.h"
 #include "review.h"
+#include "sandbox.h"
 #include "server.h"
 
 #define MAX_BODY ((size_t)16 << 20)
@@ -32,7 +33,7 @@ static void usage(FILE *f)
 		   "diagport.dev/inject: \"true\"; with --namespace-enabled, unless it says \"false\").\n"
 		   "--no-ptrace: the namespace enforces Pod Security baseline or restricted (no SYS_PTRACE).\n"
 		   "\n"
-		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE\n\n"
+		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE [--no-sandbox]\n\n"
 		   "Serves POST /mutate and /mutate/namespace over HTTPS (libmicrohttpd and GnuTLS, loaded at\n"
 		   "start), /healthz, /readyz and /metrics; reloads the key pair when its files change.\n");
 }
@@ -102,6 +103,7 @@ static int serve(int argc, char **argv)
 {
 	struct webhook_config cfg = { .log = log_stderr };
 	struct inj_opts base;
+	bool sandbox = true;
 	struct webhook *w = NULL;
 	struct err_msg em;
 	sigset_t set;
@@ -114,6 +116,8 @@ static int serve(int argc, char **argv)
 			cfg.cert_file = argv[++i];
 		else if (strcmp(argv[i], "--tls-key") == 0 && i + 1 < argc)
 			cfg.key_file = argv[++i];
+		else if (strcmp(argv[i], "--no-sandbox") == 0)
+			sandbox = false;
 		else if (strcmp(argv[i], "--config") == 0) {
 			fprintf(stderr, "diagport: webhook: --config is not supported by this build yet\n");
 			return 2;
@@ -140,6 +144,8 @@ static int serve(int argc, char **argv)
 		inj_opts_free(&base);
 		return 1;
 	}
+	if (sandbox)
+		sandbox_enter(SANDBOX_WEBHOOK); /* libraries loaded, socket bound, key pair read */
 	fprintf(stderr, "{\"event\":\"listening\",\"address\":\"%s\"}\n", cfg.listen);
 	for (;;) {
 		struct timespec tick = { .tv_sec = 2 };
