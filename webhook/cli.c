@@ -20,6 +20,7 @@
 
 #include "buf.h"
 #include "review.h"
+#include "wconfig.h"
 #include "sandbox.h"
 #include "server.h"
 
@@ -27,22 +28,24 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: diagport webhook review [--namespace-enabled] [--no-ptrace] [FILE | -]\n\n"
+	fprintf(f, "usage: diagport webhook review [--namespace-enabled] [--no-ptrace] [--config FILE] [FILE | -]\n\n"
 		   "Answers one admission.k8s.io/v1 AdmissionReview (from FILE or standard input) as the\n"
 		   "webhook does: allowed, with a JSON Patch that injects the pod when it opts in (annotation\n"
 		   "diagport.dev/inject: \"true\"; with --namespace-enabled, unless it says \"false\").\n"
 		   "--no-ptrace: the namespace enforces Pod Security baseline or restricted (no SYS_PTRACE).\n"
 		   "\n"
-		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE [--no-sandbox]\n\n"
+		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE [--config FILE]\n"
+		   "                        [--no-sandbox]\n\n"
 		   "Serves POST /mutate and /mutate/namespace over HTTPS (libmicrohttpd and GnuTLS, loaded at\n"
-		   "start), /healthz, /readyz and /metrics; reloads the key pair when its files change.\n");
+		   "start), /healthz, /readyz and /metrics; reloads the key pair and the configuration\n"
+		   "(defaults under the diagport.dev/ annotation names, excludedNamespaces) when they change.\n");
 }
 
 static int review(int argc, char **argv)
 {
-	struct inj_opts base;
-	struct review_config cfg = { .base = &base, .max_body = MAX_BODY };
-	const char *file = NULL;
+	struct wconfig wc;
+	struct review_config cfg = { .base = &wc.opts, .max_body = MAX_BODY };
+	const char *file = NULL, *config = NULL;
 	enum review_outcome o;
 	struct err_msg em;
 	struct buf in, out;
@@ -53,6 +56,8 @@ static int review(int argc, char **argv)
 			cfg.namespace_enabled = true;
 		} else if (strcmp(argv[i], "--no-ptrace") == 0) {
 			cfg.no_ptrace = true;
+		} else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+			config = argv[++i];
 		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
 			usage(stdout);
 			return 0;
@@ -78,7 +83,17 @@ static int review(int argc, char **argv)
 		buf_free(&in);
 		return rc == DP_ETOOBIG ? 4 : 5;
 	}
-	inj_opts_init(&base);
+	if (config) {
+		if (wconfig_load(config, &wc, &em) != 0) {
+			fprintf(stderr, "diagport: webhook review: %s\n", em.text);
+			buf_free(&in);
+			return 2;
+		}
+	} else {
+		wconfig_defaults(&wc);
+	}
+	cfg.excluded = wc.excluded;
+	cfg.n_excluded = wc.n_excluded;
 	buf_init(&out, (size_t)128 << 20);
 	rc = review_admit(&cfg, in.data ? in.data : "", in.len, &out, &o, &em);
 	if (rc == 0) {
@@ -87,7 +102,7 @@ static int review(int argc, char **argv)
 	} else {
 		fprintf(stderr, "diagport: webhook review: %s: %s\n", file ? file : "<stdin>", em.text);
 	}
-	inj_opts_free(&base);
+	wconfig_free(&wc);
 	buf_free(&in);
 	buf_free(&out);
 	return rc == 0 ? 0 : rc == DP_ETOOBIG ? 4 : rc == DP_EIO ? 5 : 3;
@@ -102,7 +117,6 @@ static void log_stderr(const char *line)
 static int serve(int argc, char **argv)
 {
 	struct webhook_config cfg = { .log = log_stderr };
-	struct inj_opts base;
 	bool sandbox = true;
 	struct webhook *w = NULL;
 	struct err_msg em;
@@ -118,10 +132,9 @@ static int serve(int argc, char **argv)
 			cfg.key_file = argv[++i];
 		else if (strcmp(argv[i], "--no-sandbox") == 0)
 			sandbox = false;
-		else if (strcmp(argv[i], "--config") == 0) {
-			fprintf(stderr, "diagport: webhook: --config is not supported by this build yet\n");
-			return 2;
-		} else {
+		else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			cfg.config_file = argv[++i];
+		else {
 			fprintf(stderr, "diagport: webhook: unexpected argument '%s'\n", argv[i]);
 			usage(stderr);
 			return 2;
@@ -137,11 +150,8 @@ static int serve(int argc, char **argv)
 	sigaddset(&set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: the daemons' threads inherit it */
 	sigdelset(&set, SIGPIPE);
-	inj_opts_init(&base);
-	cfg.base = &base;
 	if (webhook_start(&cfg, &w, &em) != 0) {
 		fprintf(stderr, "diagport: webhook: %s\n", em.text);
-		inj_opts_free(&base);
 		return 1;
 	}
 	if (sandbox)
@@ -152,10 +162,9 @@ static int serve(int argc, char **argv)
 
 		if (sigtimedwait(&set, NULL, &tick) > 0)
 			break;
-		webhook_poll_certs(w);
+		webhook_poll(w);
 	}
 	webhook_free(w);
-	inj_opts_free(&base);
 	return rc;
 }
 

@@ -23,7 +23,8 @@
 const char *review_outcome_name(enum review_outcome o)
 {
 	static const char *const names[] = { "injected", "skipped-not-opted-in", "skipped-opted-out",
-					     "skipped-already-injected", "skipped-not-pod-create", "refused", "error" };
+					     "skipped-already-injected", "skipped-not-pod-create", "refused", "error",
+					     "skipped-excluded-namespace" };
 
 	return names[o];
 }
@@ -64,6 +65,14 @@ static void warn(json_t *warnings, const char *text)
 	memcpy(w, text, n);
 	w[n] = '\0';
 	json_array_append_new(warnings, json_string(w));
+}
+
+static bool is_excluded(const struct review_config *cfg, const char *ns)
+{
+	for (size_t i = 0; ns && i < cfg->n_excluded; i++)
+		if (strcmp(cfg->excluded[i], ns) == 0)
+			return true;
+	return false;
 }
 
 static int malformed(struct err_msg *em, const char *what)
@@ -176,6 +185,8 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 		buf_free(&patch);
 		rc = malformed(em, "request.object is not a Pod object");
 		goto out;
+	} else if (is_excluded(cfg, doc_get_str(req, "namespace"))) {
+		o = REVIEW_SKIPPED_EXCLUDED;
 	} else {
 		ann = doc_path(pod, "metadata/annotations");
 		want = doc_get_str(ann, INJ_PREFIX "inject");

@@ -27,7 +27,9 @@ enum review_outcome {
 	REVIEW_SKIPPED_NOT_POD_CREATE, /* another kind or operation */
 	REVIEW_REFUSED,          /* the rules refused the pod: admitted unchanged, with the reason as a warning */
 	REVIEW_ERROR,            /* an internal failure: admitted unchanged, with a warning */
+	REVIEW_SKIPPED_EXCLUDED, /* the pod's namespace is in excludedNamespaces */
 };
+#define REVIEW_N_OUTCOMES 8
 const char *review_outcome_name(enum review_outcome o);
 
 struct review_config {
@@ -35,6 +37,8 @@ struct review_config {
 	bool namespace_enabled;      /* the pod's namespace opted in (diagport.dev/inject=enabled) */
 	bool no_ptrace;              /* the namespace enforces Pod Security baseline or restricted: no SYS_PTRACE */
 	size_t max_body;             /* cap on the request, bytes */
+	char *const *excluded;       /* namespaces whose pods are never injected (borrowed) */
+	size_t n_excluded;
 };
 
 /*

@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "mem.h"
 #include "review.h"
+#include "wconfig.h"
 
 #define MAX_KEYPAIR (1 << 20)
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
@@ -91,7 +92,7 @@ static void gen_free(struct gen *g)
 	free(g);
 }
 
-#define N_OUTCOMES 7
+#define N_OUTCOMES REVIEW_N_OUTCOMES
 static const double buckets_ms[] = { 0.5, 1, 2, 5, 10, 25, 50, 100, 250 };
 #define N_BUCKETS (sizeof(buckets_ms) / sizeof(buckets_ms[0]))
 
@@ -101,8 +102,11 @@ struct webhook {
 	pthread_mutex_t mu; /* guards cur and the key pair's identity */
 	struct gen *cur;
 	struct stat cert_st, key_st;
+	pthread_rwlock_t cfg_lock; /* readers: requests; writer: a configuration reload */
+	struct wconfig wc;
+	struct stat cfg_st;
 	atomic_ullong outcomes[2][N_OUTCOMES]; /* [namespace_enabled][outcome] */
-	atomic_ullong malformed, too_big, reloads, reload_failures;
+	atomic_ullong malformed, too_big, reloads, reload_failures, cfg_reloads, cfg_failures;
 	atomic_ullong hist[N_BUCKETS + 1];
 	atomic_ullong sum_us;
 };
@@ -178,6 +182,11 @@ static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
 		       "diagport_webhook_certificate_reloads_total{result=\"ok\"} %llu\n"
 		       "diagport_webhook_certificate_reloads_total{result=\"failed\"} %llu\n",
 		   atomic_load(&w->reloads), atomic_load(&w->reload_failures));
+	buf_printf(&b, "# HELP diagport_webhook_config_reloads_total Configuration file reloads, by result.\n"
+		       "# TYPE diagport_webhook_config_reloads_total counter\n"
+		       "diagport_webhook_config_reloads_total{result=\"ok\"} %llu\n"
+		       "diagport_webhook_config_reloads_total{result=\"failed\"} %llu\n",
+		   atomic_load(&w->cfg_reloads), atomic_load(&w->cfg_failures));
 	buf_puts(&b, "# HELP diagport_webhook_admission_seconds Time to answer an AdmissionReview.\n"
 		     "# TYPE diagport_webhook_admission_seconds histogram\n");
 	for (size_t i = 0; i < N_BUCKETS; i++) {
@@ -214,8 +223,9 @@ static double now_ms(void)
 static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled,
 				     bool no_ptrace)
 {
-	struct review_config rc_cfg = { .base = w->cfg.base, .namespace_enabled = ns_enabled, .no_ptrace = no_ptrace,
-					.max_body = w->cfg.max_body };
+	struct review_config rc_cfg = { .base = &w->wc.opts, .namespace_enabled = ns_enabled, .no_ptrace = no_ptrace,
+					.max_body = w->cfg.max_body, .excluded = w->wc.excluded,
+					.n_excluded = w->wc.n_excluded };
 	enum review_outcome o;
 	struct err_msg em;
 	struct buf out;
@@ -230,7 +240,9 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 		return problem(c, 413, "Content Too Large", em.text);
 	}
 	buf_init(&out, (size_t)128 << 20);
+	pthread_rwlock_rdlock(&w->cfg_lock);
 	rc = review_admit(&rc_cfg, q->body.data ? q->body.data : "", q->body.len, &out, &o, &em);
+	pthread_rwlock_unlock(&w->cfg_lock);
 	ms = now_ms() - t0;
 	if (rc != 0) {
 		atomic_fetch_add(&w->malformed, 1);
@@ -427,12 +439,24 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 	if (w->cfg.threads == 0)
 		w->cfg.threads = 2;
 	pthread_mutex_init(&w->mu, NULL);
+	pthread_rwlock_init(&w->cfg_lock, NULL);
+	if (cfg->config_file) {
+		if ((rc = wconfig_load(cfg->config_file, &w->wc, em)) != 0) {
+			free(w);
+			return rc;
+		}
+		stat(cfg->config_file, &w->cfg_st);
+	} else {
+		wconfig_defaults(&w->wc);
+	}
 	if ((rc = listen_on(cfg->listen, &w->lfd, em)) != 0) {
+		wconfig_free(&w->wc);
 		free(w);
 		return rc;
 	}
 	if ((rc = start_gen(w, &w->cur, &w->cert_st, &w->key_st, em)) != 0) {
 		close(w->lfd);
+		wconfig_free(&w->wc);
 		free(w);
 		return rc;
 	}
@@ -450,7 +474,7 @@ static bool changed(const struct stat *a, const char *path)
 	       a->st_mtim.tv_nsec != b.st_mtim.tv_nsec;
 }
 
-void webhook_poll_certs(struct webhook *w)
+static void poll_certs(struct webhook *w)
 {
 	struct gen *g = NULL, *old;
 	struct stat cst = { 0 }, kst = { 0 };
@@ -483,6 +507,35 @@ void webhook_poll_certs(struct webhook *w)
 	log_line(w, "{\"event\":\"certificate-reloaded\"}");
 }
 
+static void poll_config(struct webhook *w)
+{
+	struct wconfig next;
+	struct err_msg em;
+	struct stat st;
+
+	if (w->cfg.config_file == NULL || !changed(&w->cfg_st, w->cfg.config_file))
+		return;
+	stat(w->cfg.config_file, &st);
+	w->cfg_st = st; /* a broken file is reported once, until it changes again */
+	if (wconfig_load(w->cfg.config_file, &next, &em) != 0) {
+		atomic_fetch_add(&w->cfg_failures, 1);
+		log_line(w, "{\"event\":\"config-reload-failed\",\"reason\":\"%s\"}", em.text);
+		return;
+	}
+	pthread_rwlock_wrlock(&w->cfg_lock);
+	wconfig_free(&w->wc);
+	w->wc = next;
+	pthread_rwlock_unlock(&w->cfg_lock);
+	atomic_fetch_add(&w->cfg_reloads, 1);
+	log_line(w, "{\"event\":\"config-reloaded\"}");
+}
+
+void webhook_poll(struct webhook *w)
+{
+	poll_certs(w);
+	poll_config(w);
+}
+
 void webhook_free(struct webhook *w)
 {
 	if (w == NULL)
@@ -490,6 +543,8 @@ void webhook_free(struct webhook *w)
 	mhd.quiesce_daemon(w->cur->d);
 	drain(w->cur);
 	close(w->lfd);
+	wconfig_free(&w->wc);
+	pthread_rwlock_destroy(&w->cfg_lock);
 	pthread_mutex_destroy(&w->mu);
 	free(w);
 }

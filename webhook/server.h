@@ -26,17 +26,21 @@ struct webhook;
 struct webhook_config {
 	const char *listen;        /* "ADDR:PORT", ":PORT" = every IPv4 address */
 	const char *cert_file, *key_file;
-	const struct inj_opts *base; /* defaults for every pod; borrowed */
+	const char *config_file;   /* --config (wconfig.h), or NULL for the built-in defaults */
 	size_t max_body;           /* request cap (8 MiB) */
 	unsigned timeout_s;        /* idle / per-request deadline (10) */
 	unsigned threads;          /* worker threads (2) */
 	void (*log)(const char *json_line); /* one line per admission and per event; may be NULL */
 };
 
-/* Load libmicrohttpd, read the key pair, listen. DP_EIO / DP_EINVAL with em. */
+/* Read the configuration, load libmicrohttpd, read the key pair, listen. DP_EIO / DP_EINVAL with em. */
 int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct err_msg *em);
-/* Check the key pair files now (the caller's loop calls this every few seconds); reloads on change. */
-void webhook_poll_certs(struct webhook *w);
+/*
+ * Check the key pair and configuration files now (the caller's loop calls
+ * this every few seconds) and reload what changed. A file that does not load
+ * is logged and counted, and what was in service stays.
+ */
+void webhook_poll(struct webhook *w);
 /* Stop, waiting for requests in flight. Accepts NULL. */
 void webhook_free(struct webhook *w);
 
