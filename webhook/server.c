@@ -37,7 +37,8 @@
 
 #define MAX_KEYPAIR (1 << 20)
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-#define DRAIN_MAX_MS 60000
+#define DRAIN_MAX_MS 60000   /* a reload: the old pair serves what it has for up to this long */
+#define SHUTDOWN_MAX_MS 10000 /* SIGTERM: well inside Kubernetes' 30 s grace period */
 
 static struct {
 	struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
@@ -79,12 +80,17 @@ static void mhd_load(void)
 struct gen {
 	struct webhook *w;
 	struct MHD_Daemon *d;
-	atomic_int conns;
+	int fd;               /* this daemon's own copy of the listening socket (MHD closes it on a failed start) */
+	atomic_int conns;     /* connections open */
+	atomic_int inflight;  /* requests begun and not yet completed */
+	atomic_bool draining; /* answers carry Connection: close, so connections end after their request */
 	struct buf cert, key; /* kept while the daemon lives; the key wiped when it goes */
 };
 
 static void gen_free(struct gen *g)
 {
+	if (g->fd >= 0)
+		close(g->fd);
 	if (g->key.data)
 		mem_wipe(g->key.data, g->key.len);
 	buf_free(&g->key);
@@ -130,6 +136,9 @@ static void log_line(struct webhook *w, const char *fmt, ...)
 	w->cfg.log(line);
 }
 
+/* The daemon generation whose worker thread this is (set at the top of access_cb). */
+static __thread const struct gen *tl_gen;
+
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
 			     size_t len)
 {
@@ -141,6 +150,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	mhd.add_header(r, "Content-Type", ctype);
 	mhd.add_header(r, "Cache-Control", "no-store");
 	mhd.add_header(r, "X-Content-Type-Options", "nosniff");
+	if (tl_gen && atomic_load(&tl_gen->draining))
+		mhd.add_header(r, "Connection", "close"); /* a reload or shutdown is waiting for this connection */
 	rc = mhd.queue(c, status, r);
 	mhd.destroy(r);
 	return rc;
@@ -268,7 +279,9 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 	struct req *q = *con_cls;
 
 	(void)version;
+	tl_gen = g;
 	if (q == NULL) {
+		atomic_fetch_add(&g->inflight, 1);
 		q = mem_zalloc(sizeof(*q));
 		buf_init(&q->body, w->cfg.max_body);
 		*con_cls = q;
@@ -308,12 +321,13 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 
 static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
 {
+	struct gen *g = cls;
 	struct req *q = *con_cls;
 
-	(void)cls;
 	(void)c;
 	(void)toe;
 	if (q) {
+		atomic_fetch_sub(&g->inflight, 1);
 		buf_free(&q->body);
 		free(q);
 		*con_cls = NULL;
@@ -349,25 +363,54 @@ static int read_file(const char *path, struct buf *b, struct stat *st, struct er
 }
 
 /* A new daemon generation on the listening socket with the key pair on disk now. */
+/* libmicrohttpd's own messages, as JSON log lines. */
+static void mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+	struct webhook *w = cls;
+	char msg[512], *line;
+	json_t *j;
+	size_t n;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	n = strlen(msg);
+	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r' || msg[n - 1] == ' '))
+		msg[--n] = '\0';
+	if (w->cfg.log == NULL)
+		return;
+	j = json_pack("{s:s, s:s}", "event", "http-error", "message", msg);
+	line = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (line)
+		w->cfg.log(line);
+	free(line);
+}
+
 static int start_gen(struct webhook *w, struct gen **out, struct stat *cst, struct stat *kst, struct err_msg *em)
 {
 	struct gen *g = mem_zalloc(sizeof(*g));
 	int rc;
 
 	g->w = w;
+	g->fd = -1;
 	if ((rc = read_file(w->cfg.cert_file, &g->cert, cst, em)) != 0 ||
 	    (rc = read_file(w->cfg.key_file, &g->key, kst, em)) != 0) {
 		gen_free(g);
 		return rc;
 	}
+	if ((g->fd = fcntl(w->lfd, F_DUPFD_CLOEXEC, 0)) < 0) {
+		rc = err_set(em, DP_EIO, "cannot copy the listening socket: %s", strerror(errno));
+		gen_free(g);
+		return rc;
+	}
 	g->d = mhd.start_daemon(MHD_USE_TLS | MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
-				NULL, access_cb, g, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)w->lfd,
+				NULL, access_cb, g, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)g->fd,
 				MHD_OPTION_HTTPS_MEM_CERT, g->cert.data, MHD_OPTION_HTTPS_MEM_KEY, g->key.data,
 				MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned int)w->cfg.timeout_s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)w->cfg.threads,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512, MHD_OPTION_NOTIFY_COMPLETED, completed_cb,
-				NULL, MHD_OPTION_NOTIFY_CONNECTION, conn_cb, g, MHD_OPTION_END);
+				g, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, w, MHD_OPTION_NOTIFY_CONNECTION, conn_cb, g, MHD_OPTION_END);
 	if (g->d == NULL) {
+		g->fd = -1; /* libmicrohttpd closed it */
 		gen_free(g);
 		return err_set(em, DP_EINVAL, "the HTTPS server did not start with %s and %s (not a PEM certificate and "
 			       "matching key?)", w->cfg.cert_file, w->cfg.key_file);
@@ -376,16 +419,34 @@ static int start_gen(struct webhook *w, struct gen **out, struct stat *cst, stru
 	return 0;
 }
 
-/* The old generation: wait for its connections to close (keep-alive ones time out), then stop it. */
-static void *drain(void *arg)
+/*
+ * Retire a generation: it stops accepting (quiesce; the listening socket stays
+ * open for the others), its answers say Connection: close, and once no
+ * request is in flight and its connections are gone (or max_ms passed with
+ * none in flight: idle keep-alive connections) it is stopped.
+ */
+static void retire(struct gen *g, long long max_ms)
 {
-	struct gen *g = arg;
-	long long until = clock_ms() + DRAIN_MAX_MS;
+	long long start = clock_ms();
 
-	while (atomic_load(&g->conns) > 0 && clock_ms() < until)
-		usleep(50000);
+	atomic_store(&g->draining, true);
+	mhd.quiesce_daemon(g->d); /* returns g->fd, which gen_free closes */
+	for (;;) {
+		long long t = clock_ms() - start;
+
+		if (atomic_load(&g->inflight) == 0 && (atomic_load(&g->conns) == 0 || t >= 2000))
+			break; /* nothing in flight: what is left is idle */
+		if (t >= max_ms)
+			break;
+		usleep(20000);
+	}
 	mhd.stop_daemon(g->d);
 	gen_free(g);
+}
+
+static void *retire_main(void *arg)
+{
+	retire(arg, DRAIN_MAX_MS);
 	return NULL;
 }
 
@@ -487,7 +548,9 @@ static void poll_certs(struct webhook *w)
 		return;
 	}
 	if (start_gen(w, &g, &cst, &kst, &em) != 0) {
-		/* a half-written pair: keep serving the old one, try again next time */
+		/* a half-written or mismatched pair: keep serving the old one; report this once, until the files change */
+		stat(w->cfg.cert_file, &w->cert_st);
+		stat(w->cfg.key_file, &w->key_st);
 		atomic_fetch_add(&w->reload_failures, 1);
 		pthread_mutex_unlock(&w->mu);
 		log_line(w, "{\"event\":\"certificate-reload-failed\",\"reason\":\"%s\"}", em.text);
@@ -498,11 +561,10 @@ static void poll_certs(struct webhook *w)
 	w->cert_st = cst;
 	w->key_st = kst;
 	pthread_mutex_unlock(&w->mu);
-	mhd.quiesce_daemon(old->d); /* it stops accepting; the new one already does */
-	if (pthread_create(&t, NULL, drain, old) == 0)
+	if (pthread_create(&t, NULL, retire_main, old) == 0) /* the new one already accepts */
 		pthread_detach(t);
 	else
-		drain(old);
+		retire(old, DRAIN_MAX_MS);
 	atomic_fetch_add(&w->reloads, 1);
 	log_line(w, "{\"event\":\"certificate-reloaded\"}");
 }
@@ -540,8 +602,7 @@ void webhook_free(struct webhook *w)
 {
 	if (w == NULL)
 		return;
-	mhd.quiesce_daemon(w->cur->d);
-	drain(w->cur);
+	retire(w->cur, SHUTDOWN_MAX_MS);
 	close(w->lfd);
 	wconfig_free(&w->wc);
 	pthread_rwlock_destroy(&w->cfg_lock);

@@ -1,0 +1,441 @@
+#!/usr/bin/env bash
+# webhook_server.sh - `diagport webhook` as a real HTTPS server, spoken to with
+# curl, openssl s_client and python3's ssl (webhook_server_client.py):
+#   tls/*        the certificate is verified against our CA; TLS 1.3 and 1.2
+#                served, TLS 1.1 refused (a control server proves the client
+#                can speak 1.1)
+#   review/*     an annotated pod through POST /mutate: 200 JSON, uid echoed,
+#                and the patch applied with python3-jsonpatch is exactly
+#                `diagport inject -o json` of the pod; /mutate/namespace
+#                patches a pod without the annotation, /mutate does not
+#   keepalive/*  several requests in one curl run share one connection
+#   malformed/*, slow/*, garbage/*   400 / 405 / 404 / 413 answers, stalled
+#                and half-sent bodies, bytes that are not TLS: the server
+#                answers others meanwhile and afterwards
+#   load/*       2,000 reviews from 8 keep-alive workers, all answered; file
+#                descriptors and memory flat afterwards
+#   rotation/*   the key pair replaced during load: no request fails, new
+#                connections get the new certificate; a pair whose key does
+#                not match (broken-pair/*, on a second server) is refused and
+#                the old one kept
+#   metrics/*    /metrics counts what was sent; logs/* the stderr log
+#   sigterm/*    SIGTERM: exit 0 within 5 s (also with an idle keep-alive
+#                connection open, on a third server)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+D=$PWD/diagport
+PY=/usr/bin/python3
+OSSL=/usr/bin/openssl
+H=$PWD/tests/integration/webhook_review.py
+C=$PWD/tests/integration/webhook_server_client.py
+W=$(mktemp -d "${TMPDIR:-/tmp}/dp-webhook-server.XXXXXX")
+PIDS=() # everything started in the background here, and only that
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2> /dev/null; done
+  rm -rf "$W"
+}
+trap cleanup EXIT
+T_NAME=webhook-server
+. tests/lib.sh # every script runs from the repository root
+
+oneline() { head -c 400 "$1" 2> /dev/null | tr '\n\t' '  '; }
+# alive PID: the process is there and not a zombie
+alive() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2> /dev/null; }
+# json FILE EXPR: a Python expression over the JSON on FILE's last line (as j), printed
+json() { "$PY" -c 'import json,sys; j=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(eval(sys.argv[2]))' "$1" "$2" 2> /dev/null; }
+
+if [ ! -x "$D" ]; then
+  make > "$W/make.log" 2>&1 || { fail build "make failed: $(tail -c 300 "$W/make.log" | tr '\n' ' ')"; exit 0; }
+fi
+for tool in "$OSSL" curl "$PY"; do
+  command -v "$tool" > /dev/null || { fail prerequisites "$tool is not installed"; exit 0; }
+done
+
+# --- key pairs: a CA, and serving certificates for 127.0.0.1 and localhost -------------------
+
+# mkpair NAME SERIAL: $W/NAME.crt (signed by the CA, serial 0xSERIAL) and $W/NAME.key
+mkpair() {
+  "$OSSL" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/$1.key" -out "$W/$1.csr" \
+    -subj /CN=localhost 2>> "$W/openssl.err" &&
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n' > "$W/$1.ext" &&
+    "$OSSL" x509 -req -in "$W/$1.csr" -CA "$W/ca.crt" -CAkey "$W/ca.key" -set_serial "0x$2" -days 2 \
+      -extfile "$W/$1.ext" -out "$W/$1.crt" 2>> "$W/openssl.err"
+}
+if ! "$OSSL" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/ca.key" -out "$W/ca.crt" \
+  -days 2 -subj /CN=diagport-test-ca 2> "$W/openssl.err" ||
+  ! mkpair a 1A0001 || ! mkpair b 2B0002 || ! mkpair c 3C0003; then
+  fail certificates "openssl could not make the CA and key pairs: $(oneline "$W/openssl.err")"
+  exit 0
+fi
+SERIAL_A=1A0001 SERIAL_B=2B0002 SERIAL_C=3C0003
+CA=$W/ca.crt
+CURL=(curl -sS --max-time 30 --cacert "$CA")
+
+# start_server NAME PAIR: a server on a free port with a copy of PAIR as NAME/tls.{crt,key};
+# sets SPORT and SPID; 1 (with a FAIL NAME/start) when it does not answer /healthz in 10 s
+start_server() {
+  local i
+  mkdir -p "$W/$1"
+  cp "$W/$2.crt" "$W/$1/tls.crt" && cp "$W/$2.key" "$W/$1/tls.key"
+  SPORT=$(free_port)
+  "$D" webhook --listen "127.0.0.1:$SPORT" --tls-cert "$W/$1/tls.crt" --tls-key "$W/$1/tls.key" 2> "$W/$1/log" &
+  SPID=$!
+  PIDS+=("$SPID")
+  for ((i = 0; i < 100; i++)); do
+    "${CURL[@]}" -o /dev/null "https://127.0.0.1:$SPORT/healthz" 2> /dev/null && return 0
+    alive "$SPID" || break
+    sleep 0.1
+  done
+  fail "$1/start" "the server did not answer /healthz within 10 s: $(oneline "$W/$1/log")"
+  return 1
+}
+
+# swap DIR PAIR-CRT PAIR-KEY: replace DIR/tls.{crt,key} as cert-manager does (new files, then mv)
+swap() {
+  cp "$W/$2.crt" "$1/tls.crt.tmp" && cp "$W/$3.key" "$1/tls.key.tmp" &&
+    mv "$1/tls.crt.tmp" "$1/tls.crt" && mv "$1/tls.key.tmp" "$1/tls.key"
+}
+
+# serial_of PORT: the serial of the certificate a new connection gets
+serial_of() {
+  echo | timeout 10 "$OSSL" s_client -connect "127.0.0.1:$1" -servername localhost -CAfile "$CA" 2> /dev/null |
+    "$OSSL" x509 -noout -serial 2> /dev/null | sed 's/^serial=//'
+}
+
+# metric PORT NAME{LABELS}: one value from /metrics ("" when missing)
+metric() {
+  "${CURL[@]}" "https://127.0.0.1:$1/metrics" 2> /dev/null | awk -v k="$2" '$1 == k { print $2 }'
+}
+
+# wait_exit PID SECS: 0 with $exit_rc when PID exits within SECS
+wait_exit() {
+  local i
+  for ((i = 0; i < $2 * 20; i++)); do
+    alive "$1" || break
+    sleep 0.05
+  done
+  alive "$1" && return 1
+  wait "$1" 2> /dev/null
+  exit_rc=$?
+  return 0
+}
+
+start_server main a || exit 0
+MAIN=$SPID P=$SPORT U=https://127.0.0.1:$SPORT LOG=$W/main/log
+INJ=0 # injected reviews sent to /mutate, for metrics/*
+MAL=0 # malformed reviews sent (400)
+
+# --- 1. TLS ------------------------------------------------------------------------------------
+
+for r in healthz readyz; do
+  got=$("${CURL[@]}" -o "$W/$r.body" -w '%{http_code}' "$U/$r" 2> "$W/$r.err")
+  WHY="got '$got' body '$(oneline "$W/$r.body")' $(oneline "$W/$r.err")"
+  check "tls/$r" test "$got" = 200 -a "$(cat "$W/$r.body" 2> /dev/null)" = ok
+done
+
+env -u CURL_CA_BUNDLE -u SSL_CERT_FILE -u SSL_CERT_DIR curl -sS --max-time 30 -o /dev/null "$U/healthz" 2> "$W/noca.err"
+rc=$?
+WHY="curl without our CA: exit $rc (want 60, certificate not verified): $(oneline "$W/noca.err")"
+check tls/unknown-ca-refused test $rc = 60
+
+# TLS 1.1: plain `curl --tls-max 1.1` fails in OpenSSL 3 before the server is asked, so the client
+# is also made able to speak 1.1 (SECLEVEL=0), which a control server (openssl s_server -tls1_1) answers
+OLD=(--tlsv1.0 --tls-max 1.1 --ciphers 'DEFAULT@SECLEVEL=0')
+"${CURL[@]}" -o /dev/null --tls-max 1.1 "$U/healthz" 2> "$W/tls11.err"
+rc1=$?
+"${CURL[@]}" -o /dev/null "${OLD[@]}" "$U/healthz" 2> "$W/tls11b.err"
+rc2=$?
+CP=$(free_port)
+"$OSSL" s_server -accept "127.0.0.1:$CP" -cert "$W/a.crt" -key "$W/a.key" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' -www \
+  > "$W/s_server.log" 2>&1 < /dev/null &
+SS=$!
+PIDS+=("$SS")
+ctl=000
+for ((i = 0; i < 50; i++)); do
+  ctl=$("${CURL[@]}" -o /dev/null -w '%{http_code}' "${OLD[@]}" "https://127.0.0.1:$CP/" 2> "$W/tls11c.err") && break
+  sleep 0.1
+done
+kill "$SS" 2> /dev/null
+wait "$SS" 2> /dev/null
+if [ "$ctl" != 200 ]; then
+  fail tls/tls1.1-refused "test setup: curl cannot speak TLS 1.1 even to openssl s_server -tls1_1 ($ctl: $(oneline "$W/tls11c.err")), so the server's refusal proves nothing"
+else
+  WHY="curl --tls-max 1.1: exit $rc1; a TLS 1.1 capable curl: exit $rc2 $(oneline "$W/tls11b.err") (want both non-zero; the same client got 200 from a TLS 1.1 server)"
+  check tls/tls1.1-refused test $rc1 -ne 0 -a $rc2 -ne 0
+fi
+
+for v in 1.3 1.2; do
+  if [ $v = 1.3 ]; then opt=--tlsv1.3; else opt=(--tls-max 1.2); fi
+  got=$("${CURL[@]}" -v -o /dev/null -w '%{http_code}' "${opt[@]}" "$U/healthz" 2> "$W/tls$v.err")
+  WHY="got '$got', $(grep -m1 'SSL connection using' "$W/tls$v.err" || oneline "$W/tls$v.err")"
+  check "tls/tls$v" bash -c "test '$got' = 200 && grep -q 'SSL connection using TLSv$v ' '$W/tls$v.err'"
+done
+
+# --- 2. reviews over HTTPS ----------------------------------------------------------------------
+
+R=$W/rev
+mkdir -p "$R"
+if ! "$PY" "$H" pods tests/golden/k8s/hardened "$R" > "$R/list" 2> "$R/err"; then
+  fail review/setup "cannot take the pod of tests/golden/k8s/hardened: $(oneline "$R/err")"
+fi
+POD=$R/pod1.json # annotated diagport.dev/inject: "true", namespace payments
+"$PY" "$H" strip-inject "$POD" "$R/plain.json"
+"$PY" "$H" review "$POD" payments > "$R/req.json" 2> "$R/err" || fail review/setup "cannot build the review: $(oneline "$R/err")"
+"$PY" "$H" review "$R/plain.json" payments > "$R/req-plain.json" 2> "$R/err" || fail review/setup "cannot build the review: $(oneline "$R/err")"
+"$D" inject -o json "$POD" > "$R/inj.json" 2> "$R/inj.err" || fail review/setup "inject -o json of the pod: $(oneline "$R/inj.err")"
+"$D" inject -o json "$R/plain.json" > "$R/inj-plain.json" 2> "$R/inj.err" || fail review/setup "inject -o json of the plain pod: $(oneline "$R/inj.err")"
+
+# post PATH REQ OUT: POST REQ to PATH; prints "CODE CONTENT-TYPE"
+post() {
+  "${CURL[@]}" -o "$3" -w '%{http_code} %{content_type}' -H 'Content-Type: application/json' \
+    --data-binary "@$2" "$U$1" 2> "$3.err"
+}
+
+# review_case NAME PATH REQ POD INJ WANT: post, check the answer (WANT patch or none) and,
+# with a patch, that applying it to POD gives INJ
+review_case() {
+  local name=$1 path=$2 req=$3 pod=$4 inj=$5 want=$6 d=$R/$1 got
+  mkdir -p "$d"
+  got=$(post "$path" "$req" "$d/resp.json")
+  if [ "${got%% *}" != 200 ] || [ "${got#* }" != application/json ]; then
+    fail "$name" "POST $path: '$got' (want 200 application/json): $(oneline "$d/resp.json") $(oneline "$d/resp.json.err")"
+    return 1
+  fi
+  if ! got=$("$PY" "$H" response "$req" "$d/resp.json" "$d/patch.json" 2> "$d/why"); then
+    fail "$name" "$(oneline "$d/why")"
+    return 1
+  fi
+  case $want:$got in
+    patch:patch*) ;;
+    none:none*) pass "$name"; return 0 ;;
+    *) fail "$name" "want $want, got $got"; return 1 ;;
+  esac
+  if ! "$PY" "$H" apply "$pod" "$d/patch.json" "$d/jp.json" 2> "$d/why"; then
+    fail "$name" "$(oneline "$d/why")"
+  elif "$PY" "$H" equal "$inj" "$d/jp.json" 2> "$d/why"; then
+    pass "$name"
+  else
+    fail "$name" "the patched pod is not inject's output: $(oneline "$d/why")"
+  fi
+}
+review_case review/annotated-patched /mutate "$R/req.json" "$POD" "$R/inj.json" patch && INJ=$((INJ + 1))
+review_case review/namespace-patched /mutate/namespace "$R/req-plain.json" "$R/plain.json" "$R/inj-plain.json" patch
+review_case review/not-opted-in-no-patch /mutate "$R/req-plain.json" "$R/plain.json" - none
+
+# --- 3. keep-alive ------------------------------------------------------------------------------
+
+got=$("${CURL[@]}" -o /dev/null -o /dev/null -o /dev/null -w '%{num_connects}:%{http_code} ' "$U/healthz" "$U/readyz" "$U/healthz" 2> "$W/ka.err")
+WHY="num_connects:code per URL: '$got' (want 1:200 0:200 0:200) $(oneline "$W/ka.err")"
+check keepalive/get test "$got" = "1:200 0:200 0:200 "
+got=$("${CURL[@]}" -o "$W/ka1" -o "$W/ka2" -o "$W/ka3" -w '%{num_connects}:%{http_code} ' -H 'Content-Type: application/json' \
+  --data-binary "@$R/req.json" "$U/mutate" "$U/mutate" "$U/mutate" 2> "$W/ka.err")
+n=$(grep -l '"patch"' "$W/ka1" "$W/ka2" "$W/ka3" 2> /dev/null | wc -l)
+INJ=$((INJ + n))
+WHY="num_connects:code per review: '$got' (want 1:200 0:200 0:200), $n of 3 patched $(oneline "$W/ka.err")"
+check keepalive/post test "$got" = "1:200 0:200 0:200 " -a "$n" = 3
+
+# --- 4. malformed, oversized, slow, garbage -------------------------------------------------------
+
+M=$W/mal
+mkdir -p "$M"
+# bad NAME WANT-CODE CURL-ARGS...: the answer is WANT-CODE application/problem+json with that status
+bad() {
+  local name=$1 want=$2 got st
+  shift 2
+  got=$("${CURL[@]}" -o "$M/$name.out" -w '%{http_code} %{content_type}' "$@" 2> "$M/$name.err")
+  st=$(json "$M/$name.out" 'j["status"] if isinstance(j, dict) and isinstance(j.get("title"), str) else "no problem document"')
+  WHY="got '$got', body $(oneline "$M/$name.out") $(oneline "$M/$name.err") (want $want application/problem+json with status $want)"
+  check "malformed/$name" test "$got" = "$want application/problem+json" -a "$st" = "$want"
+}
+printf 'this is not JSON at all' > "$M/notjson"
+head -c $(($(wc -c < "$R/req.json") / 2)) "$R/req.json" > "$M/truncated"
+cp "$POD" "$M/pod" # a Pod, not an AdmissionReview
+for b in notjson truncated pod; do
+  bad "$b-400" 400 -H 'Content-Type: application/json' --data-binary "@$M/$b" "$U/mutate" && MAL=$((MAL + 1))
+done
+bad get-405 405 "$U/mutate"
+bad unknown-path-404 404 "$U/nope"
+bad unknown-subpath-404 404 -H 'Content-Type: application/json' --data-binary "@$R/req.json" "$U/mutate/other"
+"$PY" - "$R/req.json" "$M/big" << 'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["request"]["object"]["metadata"]["annotations"]["padding"] = "x" * (9 << 20)
+open(sys.argv[2], "w").write(json.dumps(r))
+EOF
+bad too-big-413 413 -H 'Content-Type: application/json' -H 'Expect:' --data-binary "@$M/big" "$U/mutate"
+review_case malformed/serving-after-413 /mutate "$R/req.json" "$POD" "$R/inj.json" patch && INJ=$((INJ + 1))
+
+# slow clients: 4 connections (more than the server's 2 threads) send headers and half a body and
+# stall past the 10 s deadline; others are answered meanwhile, and the stalled ones are closed
+timeout 60 "$PY" "$C" slow "$P" "$CA" "$R/req.json" 4 25 > "$W/slow.out" 2> "$W/slow.err" &
+SL=$!
+PIDS+=("$SL")
+if wait_for "$W/slow.out" stalled 15; then
+  sleep 1
+  t0=$(date +%s%N)
+  timeout 60 "$PY" "$C" load "$P" "$CA" /mutate "$R/req.json" --count 40 --workers 4 > "$W/slow-load.out" 2> "$W/slow-load.err"
+  t=$((($(date +%s%N) - t0) / 1000000))
+  ok=$(json "$W/slow-load.out" 'j["ok"]')
+  INJ=$((INJ + ${ok:-0}))
+  WHY="with 4 stalled requests open: $(oneline "$W/slow-load.out") $(oneline "$W/slow-load.err") in $t ms"
+  check slow/others-served test "${ok:-x}" = 40 -a $t -lt 5000
+else
+  fail slow/others-served "the slow client did not get going: $(oneline "$W/slow.err")"
+fi
+wait "$SL" 2> /dev/null
+closed=$(json "$W/slow.out" '" ".join("open" if c is None else str(c) for c in j["closed"])')
+WHY="seconds until the server closed each stalled request: '$closed' (want all within 5..20 s; deadline 10 s); answers $(json "$W/slow.out" 'j["answers"]') $(oneline "$W/slow.err")"
+check slow/deadline "$PY" -c 'import sys; v=sys.argv[1].split(); sys.exit(not (len(v) == 4 and all(x != "open" and 5 <= float(x) <= 20 for x in v)))' "$closed"
+timeout 30 "$PY" "$C" half-close "$P" "$CA" "$R/req.json" > /dev/null 2> "$W/half.err"
+sleep 0.5
+review_case slow/half-body-then-close /mutate "$R/req.json" "$POD" "$R/inj.json" patch && INJ=$((INJ + 1))
+
+for k in raw http hello; do
+  timeout 30 "$PY" "$C" garbage "$P" "$k" > "$W/garbage-$k.out" 2> "$W/garbage-$k.err"
+  c=$(json "$W/garbage-$k.out" 'j["closed"]')
+  got=$("${CURL[@]}" -o /dev/null -w '%{http_code}' "$U/healthz" 2> /dev/null)
+  WHY="connection closed after '$c' s (want within 15 s: $(oneline "$W/garbage-$k.out") $(oneline "$W/garbage-$k.err")); /healthz afterwards: $got"
+  check "garbage/$k" test "${c:-None}" != None -a "$got" = 200
+done
+
+# --- 5. load: 2,000 reviews, 8 keep-alive workers; fds and memory flat ------------------------------
+
+fds() { find "/proc/$MAIN/fd" -mindepth 1 2> /dev/null | wc -l; }
+rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$MAIN/status" 2> /dev/null; }
+fd0=$(fds) rss0=$(rss)
+timeout 300 "$PY" "$C" load "$P" "$CA" /mutate "$R/req.json" --count 2000 --workers 8 > "$W/load.out" 2> "$W/load.err"
+ok=$(json "$W/load.out" 'j["ok"]')
+INJ=$((INJ + ${ok:-0}))
+WHY="$(oneline "$W/load.out") $(oneline "$W/load.err")"
+check load/all-answered test "${ok:-x}" = 2000
+sleep 2
+fd1=$(fds) rss1=$(rss)
+echo "load: $(json "$W/load.out" '"%d reviews in %s s over %d connections" % (j["sent"], j["seconds"], j["connects"])'); fds $fd0 -> $fd1; VmRSS ${rss0} kB -> ${rss1} kB"
+WHY="open fds before $fd0, 2 s after $fd1 (want at most +5)"
+check load/fds-flat test -n "$fd0" -a -n "$fd1" -a "${fd1:-0}" -le $((${fd0:-0} + 5))
+WHY="VmRSS before ${rss0} kB, 2 s after ${rss1} kB (want at most +8 MiB)"
+check load/rss-flat test -n "$rss0" -a -n "$rss1" -a "${rss1:-0}" -le $((${rss0:-0} + 8192))
+
+# --- 6. certificate rotation during load -----------------------------------------------------------
+
+timeout 120 "$PY" "$C" load "$P" "$CA" /mutate "$R/req.json" --seconds 6 --workers 4 --reconnect-every 20 \
+  > "$W/rot.out" 2> "$W/rot.err" &
+RL=$!
+PIDS+=("$RL")
+sleep 2
+swap "$W/main" b b
+wait "$RL"
+ok=$(json "$W/rot.out" 'j["ok"]') failed=$(json "$W/rot.out" 'j["failed"]')
+INJ=$((INJ + ${ok:-0}))
+WHY="$(oneline "$W/rot.out") $(oneline "$W/rot.err")"
+check rotation/no-failed-request test "${failed:-x}" = 0 -a "${ok:-0}" -gt 0
+serials=$(json "$W/rot.out" '" ".join(j["serials"])')
+WHY="certificates seen by the load's connections: '$serials' (want $SERIAL_A and $SERIAL_B: the reload happened during the load)"
+check rotation/during-load test "$serials" = "$SERIAL_A $SERIAL_B"
+wait_for "$LOG" '"event":"certificate-reloaded"' 5
+WHY="no {\"event\":\"certificate-reloaded\"} in the log: $(grep -v '"event":"admission"' "$LOG" | tail -n 5 | tr '\n' ' ')"
+check rotation/log grep -q '"event":"certificate-reloaded"' "$LOG"
+s=$(serial_of "$P")
+WHY="a new connection got serial '$s' (want $SERIAL_B)"
+check rotation/new-certificate test "$s" = "$SERIAL_B"
+v=$(metric "$P" 'diagport_webhook_certificate_reloads_total{result="ok"}')
+WHY="certificate_reloads_total{result=\"ok\"} is '$v' (want >= 1)"
+check rotation/metrics test "${v:-0}" -ge 1
+
+# --- 7. metrics and the log ---------------------------------------------------------------------------
+
+"${CURL[@]}" -o "$W/metrics" "$U/metrics" 2> "$W/metrics.err"
+mv_() { awk -v k="$1" '$1 == k { print $2 }' "$W/metrics"; }
+v=$(mv_ 'diagport_webhook_admissions_total{path="/mutate",outcome="injected"}')
+WHY="admissions_total{path=\"/mutate\",outcome=\"injected\"} is '$v', $INJ injected reviews were answered $(oneline "$W/metrics.err")"
+check metrics/injected test "${v:-x}" = "$INJ"
+v=$(mv_ 'diagport_webhook_rejected_requests_total{reason="malformed"}')
+WHY="rejected_requests_total{reason=\"malformed\"} is '$v', $MAL malformed reviews were sent"
+check metrics/malformed test "${v:-0}" -ge "$MAL" -a "$MAL" -ge 3
+v=$(mv_ 'diagport_webhook_rejected_requests_total{reason="too_big"}')
+WHY="rejected_requests_total{reason=\"too_big\"} is '$v' (want >= 1)"
+check metrics/too-big test "${v:-0}" -ge 1
+sum=$(awk '$1 ~ /^diagport_webhook_admissions_total\{/ { s += $2 } END { print s + 0 }' "$W/metrics")
+cnt=$(mv_ diagport_webhook_admission_seconds_count)
+inf=$(mv_ 'diagport_webhook_admission_seconds_bucket{le="+Inf"}')
+WHY="admission_seconds_count '$cnt', le=\"+Inf\" bucket '$inf', sum of admissions_total $sum"
+check metrics/histogram test "${cnt:-x}" = "$sum" -a "${inf:-x}" = "$sum"
+n=$(grep -c '"event":"admission"' "$LOG")
+WHY="$n {\"event\":\"admission\"} log lines, $sum admissions counted"
+check logs/one-line-per-admission test "$n" = "$sum"
+"$PY" - "$LOG" > "$W/notjson.out" << 'EOF'
+import json, sys
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    try:
+        ok = isinstance(json.loads(line), dict)
+    except ValueError:
+        ok = False
+    if not ok:
+        print(line.rstrip("\n"))
+EOF
+WHY="$(wc -l < "$W/notjson.out") stderr lines are not JSON objects, e.g. $(sort "$W/notjson.out" | uniq -c | sort -rn | head -n 3 | sed 's/^ *//' | tr '\n' '|')"
+check logs/json-lines test ! -s "$W/notjson.out"
+
+# --- 8. SIGTERM ----------------------------------------------------------------------------------------
+
+kill -TERM "$MAIN"
+if wait_exit "$MAIN" 5; then
+  WHY="exit $exit_rc after SIGTERM (want 0): $(tail -n 3 "$LOG" | tr '\n' ' ')"
+  check sigterm/exit test "$exit_rc" = 0
+else
+  fail sigterm/exit "still running 5 s after SIGTERM"
+  kill -9 "$MAIN" 2> /dev/null
+fi
+
+# --- 6b. a broken pair (a second server): refused, the old pair kept, then a good one taken -----------
+
+if start_server broken a; then
+  BP=$SPORT BPID=$SPID BL=$W/broken/log
+  swap "$W/broken" c b # c's certificate with b's key
+  wait_for "$BL" 'certificate-reload-failed' 6
+  sleep 2.5 # at least one more look at the files
+  got=$("${CURL[@]}" -o /dev/null -w '%{http_code}' "https://127.0.0.1:$BP/healthz" 2> "$W/broken.err")
+  s=$(serial_of "$BP")
+  if alive "$BPID"; then st="running"; else wait "$BPID"; st="exited with status $?"; fi
+  WHY="after a certificate with a key that does not match: server $st, /healthz '$got' $(oneline "$W/broken.err"), serial '$s' (want 200 and $SERIAL_A); log: $(grep -v '"event":"admission"' "$BL" | tail -n 6 | tr '\n' '|')"
+  check broken-pair/old-pair-served test "$got" = 200 -a "$s" = "$SERIAL_A"
+  v=$(metric "$BP" 'diagport_webhook_certificate_reloads_total{result="failed"}')
+  v2=$(metric "$BP" 'diagport_webhook_certificate_reloads_total{result="ok"}')
+  WHY="certificate_reloads_total{result=\"failed\"} '$v' (want >= 1), {result=\"ok\"} '$v2' (want 0)"
+  check broken-pair/metrics test "${v:-0}" -ge 1 -a "${v2:-x}" = 0
+  swap "$W/broken" c c
+  wait_for "$BL" '"event":"certificate-reloaded"' 6
+  s=$(serial_of "$BP")
+  WHY="after a good pair again: serial '$s' (want $SERIAL_C); server $(alive "$BPID" && echo running || echo gone)"
+  check broken-pair/recovers test "$s" = "$SERIAL_C"
+  kill -TERM "$BPID" 2> /dev/null
+  wait_exit "$BPID" 15 || kill -9 "$BPID" 2> /dev/null
+fi
+
+# --- 8b. SIGTERM with an idle keep-alive connection open (a third server) ---------------------------------
+
+if start_server idle a; then
+  IP=$SPORT IPID=$SPID
+  timeout 60 "$PY" "$C" idle "$IP" "$CA" 30 > "$W/idle.out" 2> "$W/idle.err" &
+  IL=$!
+  PIDS+=("$IL")
+  if wait_for "$W/idle.out" '"idle"' 10; then
+    kill -TERM "$IPID"
+    exit_rc=
+    t0=$(date +%s%N)
+    if wait_exit "$IPID" 5; then
+      WHY="exit $exit_rc after SIGTERM (want 0)"
+      check sigterm/idle-keepalive test "$exit_rc" = 0
+    else
+      wait_exit "$IPID" 60
+      fail sigterm/idle-keepalive "still running 5 s after SIGTERM with one idle keep-alive connection open (exited after $((($(date +%s%N) - t0) / 1000000)) ms, status ${exit_rc:-?}): the idle connection is not closed on SIGTERM; the server waits for its idle timeout"
+    fi
+  else
+    fail sigterm/idle-keepalive "the idle client did not get going: $(oneline "$W/idle.err")"
+  fi
+  kill "$IL" 2> /dev/null
+  wait "$IL" 2> /dev/null
+  alive "$IPID" && kill -9 "$IPID" 2> /dev/null
+fi
+exit 0
