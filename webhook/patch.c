@@ -11,6 +11,7 @@
 #include "patch.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mem.h"
@@ -106,26 +107,64 @@ static int diff_map(struct walk *w, const struct doc_node *a, const struct doc_n
 	return rc;
 }
 
-/* Every item a map with a string "name", no name twice. */
-static bool named(const struct doc_node *s)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		const char *n = doc_get_str(s->vals[i], "name");
+/* An array of named objects, indexed: its names sorted (with their positions) for binary search. */
+struct name_index {
+	const char **names; /* by position */
+	size_t *order;      /* positions, sorted by name */
+	size_t n;
+};
 
-		if (n == NULL)
-			return false;
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(n, doc_get_str(s->vals[j], "name")) == 0)
-				return false;
-	}
-	return true;
+static const char *const *sort_names; /* qsort has no context argument; the walk is single-threaded per call */
+
+static int by_name(const void *x, const void *y)
+{
+	return strcmp(sort_names[*(const size_t *)x], sort_names[*(const size_t *)y]);
 }
 
-static long find_named(const struct doc_node *s, const char *name)
+/* Index s: every item a map with a string "name", no name twice. False (nothing to free) otherwise. */
+static bool index_named(const struct doc_node *s, struct name_index *ix)
 {
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(doc_get_str(s->vals[i], "name"), name) == 0)
-			return (long)i;
+	ix->n = s->n;
+	ix->names = mem_array(s->n ? s->n : 1, sizeof(char *));
+	ix->order = mem_array(s->n ? s->n : 1, sizeof(size_t));
+	for (size_t i = 0; i < s->n; i++) {
+		if ((ix->names[i] = doc_get_str(s->vals[i], "name")) == NULL)
+			goto no;
+		ix->order[i] = i;
+	}
+	sort_names = ix->names;
+	qsort(ix->order, s->n, sizeof(size_t), by_name);
+	for (size_t i = 1; i < s->n; i++)
+		if (strcmp(ix->names[ix->order[i - 1]], ix->names[ix->order[i]]) == 0)
+			goto no;
+	return true;
+no:
+	free(ix->names);
+	free(ix->order);
+	return false;
+}
+
+static void index_free(struct name_index *ix)
+{
+	free(ix->names);
+	free(ix->order);
+}
+
+static long find_named(const struct name_index *ix, const char *name)
+{
+	size_t lo = 0, hi = ix->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(ix->names[ix->order[mid]], name);
+
+		if (c == 0)
+			return (long)ix->order[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return -1;
 }
 
@@ -135,14 +174,15 @@ static long find_named(const struct doc_node *s, const char *name)
  * array's positions in order: a kept item is diffed where it now is, a new
  * one inserted there.
  */
-static int diff_named(struct walk *w, const struct doc_node *a, const struct doc_node *b)
+static int diff_named(struct walk *w, const struct doc_node *a, const struct doc_node *b, const struct name_index *ia,
+		      const struct name_index *ib)
 {
 	size_t base = w->path.len;
 	long last = -1;
 	int rc = 0;
 
 	for (size_t i = 0; i < b->n; i++) {
-		long j = find_named(a, doc_get_str(b->vals[i], "name"));
+		long j = find_named(ia, ib->names[i]);
 
 		if (j >= 0) {
 			if (j < last)
@@ -151,13 +191,13 @@ static int diff_named(struct walk *w, const struct doc_node *a, const struct doc
 		}
 	}
 	for (size_t k = a->n; k-- > 0 && rc == 0;)
-		if (find_named(b, doc_get_str(a->vals[k], "name")) < 0) {
+		if (find_named(ib, ia->names[k]) < 0) {
 			path_index(&w->path, k);
 			rc = emit(w, "remove", NULL);
 			path_cut(&w->path, base);
 		}
 	for (size_t i = 0; i < b->n && rc == 0; i++) {
-		long j = find_named(a, doc_get_str(b->vals[i], "name"));
+		long j = find_named(ia, ib->names[i]);
 
 		path_index(&w->path, i);
 		rc = j >= 0 ? diff(w, a->vals[j], b->vals[i]) : emit(w, "add", b->vals[i]);
@@ -172,9 +212,18 @@ static int diff_seq(struct walk *w, const struct doc_node *a, const struct doc_n
 	bool prefix = true;
 	int rc = 0;
 
-	if (a->n && b->n && named(a) && named(b)) {
-		rc = diff_named(w, a, b);
-		return rc <= 0 ? rc : emit(w, "replace", b); /* 1: the kept items changed order */
+	if (a->n && b->n) {
+		struct name_index ia, ib;
+
+		if (index_named(a, &ia)) {
+			if (index_named(b, &ib)) {
+				rc = diff_named(w, a, b, &ia, &ib);
+				index_free(&ib);
+				index_free(&ia);
+				return rc <= 0 ? rc : emit(w, "replace", b); /* 1: the kept items changed order */
+			}
+			index_free(&ia);
+		}
 	}
 	for (size_t i = 0; i < common && prefix; i++)
 		prefix = same_kind(a->vals[i], b->vals[i]);

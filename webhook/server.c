@@ -403,12 +403,13 @@ static int start_gen(struct webhook *w, struct gen **out, struct stat *cst, stru
 		return rc;
 	}
 	g->d = mhd.start_daemon(MHD_USE_TLS | MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
-				NULL, access_cb, g, MHD_OPTION_LISTEN_SOCKET, (MHD_socket)g->fd,
+				NULL, access_cb, g, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, w,
+				MHD_OPTION_LISTEN_SOCKET, (MHD_socket)g->fd,
 				MHD_OPTION_HTTPS_MEM_CERT, g->cert.data, MHD_OPTION_HTTPS_MEM_KEY, g->key.data,
 				MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned int)w->cfg.timeout_s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)w->cfg.threads,
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512, MHD_OPTION_NOTIFY_COMPLETED, completed_cb,
-				g, MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, w, MHD_OPTION_NOTIFY_CONNECTION, conn_cb, g, MHD_OPTION_END);
+				g, MHD_OPTION_NOTIFY_CONNECTION, conn_cb, g, MHD_OPTION_END);
 	if (g->d == NULL) {
 		g->fd = -1; /* libmicrohttpd closed it */
 		gen_free(g);
