@@ -114,11 +114,11 @@ struct name_index {
 	size_t n;
 };
 
-static const char *const *sort_names; /* qsort has no context argument; the walk is single-threaded per call */
-
-static int by_name(const void *x, const void *y)
+static int by_name(const void *x, const void *y, void *names)
 {
-	return strcmp(sort_names[*(const size_t *)x], sort_names[*(const size_t *)y]);
+	const char **n = names;
+
+	return strcmp(n[*(const size_t *)x], n[*(const size_t *)y]);
 }
 
 /* Index s: every item a map with a string "name", no name twice. False (nothing to free) otherwise. */
@@ -132,8 +132,7 @@ static bool index_named(const struct doc_node *s, struct name_index *ix)
 			goto no;
 		ix->order[i] = i;
 	}
-	sort_names = ix->names;
-	qsort(ix->order, s->n, sizeof(size_t), by_name);
+	qsort_r(ix->order, s->n, sizeof(size_t), by_name, (void *)ix->names); /* the server diffs on several threads */
 	for (size_t i = 1; i < s->n; i++)
 		if (strcmp(ix->names[ix->order[i - 1]], ix->names[ix->order[i]]) == 0)
 			goto no;
