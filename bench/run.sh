@@ -41,3 +41,4 @@ done
 
 echo; bash bench/agent.sh
 echo; bash bench/transport.sh
+echo; bash bench/webhook.sh
