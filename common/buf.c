@@ -7,6 +7,8 @@
 #include "mem.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +161,21 @@ int buf_read_fd(struct buf *b, int fd)
 		if (buf_append(b, tmp, (size_t)n) != 0)
 			return DP_ETOOBIG;
 	}
+}
+
+int buf_read_path(struct buf *b, const char *path, struct stat *st, struct err_msg *em)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd < 0)
+		return err_set(em, DP_EIO, "cannot open %s: %s", path, strerror(errno));
+	rc = st && fstat(fd, st) != 0 ? DP_EIO : buf_read_fd(b, fd);
+	if (rc == DP_EIO)
+		err_set(em, rc, "cannot read %s: %s", path, strerror(errno));
+	else if (rc == DP_ETOOBIG)
+		err_set(em, rc, "%s is larger than %zu bytes", path, b->cap);
+	close(fd);
+	return rc;
 }
 
 int buf_write_fd(const struct buf *b, int fd)

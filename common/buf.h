@@ -34,6 +34,14 @@ char *buf_steal(struct buf *b, size_t *len);
 
 /* Read all of fd into b (respecting b's cap). 0, DP_ETOOBIG or DP_EIO (errno kept). */
 int buf_read_fd(struct buf *b, int fd);
+/*
+ * Read the whole file at path into b (respecting b's cap); *st (may be NULL)
+ * gets the open file's stat. 0, or DP_EIO / DP_ETOOBIG with em naming the
+ * path ("cannot open PATH: ...", "PATH is larger than N bytes").
+ */
+struct stat;
+struct err_msg;
+int buf_read_path(struct buf *b, const char *path, struct stat *st, struct err_msg *em);
 /* Write all of b to fd, retrying short writes. 0 or DP_EIO. */
 int buf_write_fd(const struct buf *b, int fd);
 

@@ -143,22 +143,19 @@ done:
 /* The token from a file (a mounted Secret), trailing whitespace removed. NULL and a message on failure. */
 static char *read_token(const char *file)
 {
+	struct err_msg em;
 	struct buf b;
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
 	int rc;
 
-	if (fd < 0) {
-		fprintf(stderr, "diagport: launch: cannot open the token file %s: %s\n", file, strerror(errno));
-		return NULL;
-	}
 	buf_init(&b, MAX_TOKEN);
-	rc = buf_read_fd(&b, fd);
-	close(fd);
+	rc = buf_read_path(&b, file, NULL, &em);
 	while (rc == 0 && b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' || b.data[b.len - 1] == ' '))
 		b.data[--b.len] = '\0';
 	if (rc != 0 || b.len == 0) {
-		fprintf(stderr, "diagport: launch: the token file %s is %s\n", file,
-			rc == DP_ETOOBIG ? "larger than 4 KiB" : rc ? "unreadable" : "empty");
+		if (rc != 0)
+			fprintf(stderr, "diagport: launch: the token file: %s\n", em.text);
+		else
+			fprintf(stderr, "diagport: launch: the token file %s is empty\n", file);
 		if (b.data)
 			mem_wipe(b.data, b.len);
 		buf_free(&b);

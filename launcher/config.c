@@ -244,16 +244,12 @@ int config_load_file(struct launch_config *c, const char *path, struct err_msg *
 	struct doc_stream s = { 0 };
 	struct buf b;
 	char key[MAX_PATH_KEY] = "";
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	int rc;
 
-	if (fd < 0)
-		return err_set(em, DP_EIO, "cannot open the config file %s: %s", path, strerror(errno));
 	buf_init(&b, MAX_FILE_BYTES);
-	rc = buf_read_fd(&b, fd);
-	close(fd);
-	if (rc != 0) {
+	if ((rc = buf_read_path(&b, path, NULL, em)) != 0) {
 		buf_free(&b);
-		return err_set(em, rc, "%s: %s", path, rc == DP_ETOOBIG ? "larger than 1 MiB" : "cannot be read");
+		return rc;
 	}
 	rc = doc_read(b.data ? b.data : "", b.len, path, &lim, &s, em);
 	buf_free(&b);

@@ -348,18 +348,14 @@ static void conn_cb(void *cls, struct MHD_Connection *c, void **socket_ctx, enum
 
 static int read_file(const char *path, struct buf *b, struct stat *st, struct err_msg *em)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	int rc;
 
-	if (fd < 0)
-		return err_set(em, DP_EIO, "cannot open %s: %s", path, strerror(errno));
 	buf_init(b, MAX_KEYPAIR);
-	rc = fstat(fd, st) == 0 ? buf_read_fd(b, fd) : DP_EIO;
-	close(fd);
-	if (rc != 0 || b->len == 0) {
+	if ((rc = buf_read_path(b, path, st, em)) == 0 && b->len == 0)
+		rc = err_set(em, DP_EIO, "%s is empty", path);
+	if (rc != 0)
 		buf_free(b);
-		return err_set(em, DP_EIO, "cannot read %s (%s)", path, rc == DP_ETOOBIG ? "over 1 MiB" : "empty or unreadable");
-	}
-	return 0;
+	return rc;
 }
 
 /* A new daemon generation on the listening socket with the key pair on disk now. */

@@ -7,11 +7,8 @@
  */
 #include "wconfig.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "buf.h"
 #include "doc.h"
@@ -69,18 +66,13 @@ int wconfig_load(const char *path, struct wconfig *c, struct err_msg *em)
 	struct doc_stream s = { 0 };
 	const struct doc_node *m;
 	struct buf b;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), rc;
+	int rc;
 
 	wconfig_defaults(c);
-	if (fd < 0)
-		return err_set(em, DP_EIO, "cannot open %s: %s", path, strerror(errno));
 	buf_init(&b, MAX_FILE);
-	rc = buf_read_fd(&b, fd);
-	close(fd);
+	rc = buf_read_path(&b, path, NULL, em);
 	if (rc == 0)
 		rc = doc_read(b.data ? b.data : "", b.len, path, &lim, &s, em);
-	else
-		err_set(em, rc, "%s: %s", path, rc == DP_ETOOBIG ? "larger than 1 MiB" : "cannot be read");
 	buf_free(&b);
 	m = rc == 0 && s.n == 1 ? s.docs[0] : NULL;
 	if (rc == 0 && s.n > 0 && !doc_is(m, DOC_MAP))
