@@ -30,6 +30,7 @@
 #define VERDICT_TIMEOUT_MS 60000
 #define PIPE_BYTES (1 << 20)
 #define TICK_MS 200
+#define BOUNCE_BYTES ((size_t)64 * 1024)
 
 struct dump_job {
 	struct port *port;
@@ -37,6 +38,7 @@ struct dump_job {
 	int rfd, conn;
 	char *path;
 	bool unlinked;
+	char *bounce; /* for filesystems without splice; allocated the first time one is met */
 };
 
 int dump_type(const char *t)
@@ -73,6 +75,7 @@ void dump_free(struct dump_job *j)
 	}
 	if (!j->unlinked)
 		unlink(j->path);
+	free(j->bounce);
 	free(j->path);
 	free(j);
 }
@@ -251,15 +254,16 @@ long dump_read(struct dump_job *j, char *out, size_t max)
 /* Move up to max bytes from the pipe into fd: splice where the filesystem takes it, else read and write. */
 static ssize_t move(struct dump_job *j, int fd, size_t max)
 {
-	static __thread char bounce[64 * 1024];
 	ssize_t n = splice(j->rfd, NULL, fd, NULL, max, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 	ssize_t w, done = 0;
 
 	if (n >= 0 || errno != EINVAL)
 		return n;
-	n = read(j->rfd, bounce, max < sizeof(bounce) ? max : sizeof(bounce));
+	if (j->bounce == NULL)
+		j->bounce = mem_alloc(BOUNCE_BYTES);
+	n = read(j->rfd, j->bounce, max < BOUNCE_BYTES ? max : BOUNCE_BYTES);
 	while (n > 0 && done < n) {
-		if ((w = write(fd, bounce + done, (size_t)(n - done))) < 0)
+		if ((w = write(fd, j->bounce + done, (size_t)(n - done))) < 0)
 			return -1;
 		done += w;
 	}
