@@ -10,18 +10,10 @@
 # "up to date ..."; on failure the build's output goes to stderr, exit 1.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-out=${1:-$root/build/apps}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh" "${1:-}"
 exe=$out/legacy31/legacy31
 
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 \
-	DOTNET_CLI_WORKLOAD_UPDATE_NOTIFY_DISABLE=1 DOTNET_CLI_USE_MSBUILD_SERVER=0 \
-	MSBUILDDISABLENODEREUSE=1
-
-if [ -x "$exe" ] && [ -z "$(find "$here/legacy31" "$here/build-legacy.sh" -newer "$exe" -type f -print -quit)" ]; then
+if [ -x "$exe" ] && [ -z "$(find "$here/legacy31" "$here/build-legacy.sh" "$here/env.sh" -newer "$exe" -type f -print -quit)" ]; then
 	echo "up to date legacy31: $exe"
 	exit 0
 fi

@@ -15,23 +15,12 @@
 # On a failed build, the build's output goes to stderr and the exit status is 1.
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-out=${1:-$root/build/apps}
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 \
-	DOTNET_CLI_WORKLOAD_UPDATE_NOTIFY_DISABLE=1 \
-	DOTNET_GENERATE_ASPNET_CERTIFICATE=false DOTNET_CLI_USE_MSBUILD_SERVER=0 \
-	MSBUILDDISABLENODEREUSE=1
-
-command -v dotnet >/dev/null || { echo "build.sh: dotnet not found" >&2; exit 1; }
+. "$(dirname "${BASH_SOURCE[0]}")/env.sh" "${1:-}"
 
 # up_to_date APP DLL: true when DLL exists and no source is newer.
 up_to_date() {
 	[ -f "$2" ] || return 1
-	[ -z "$(find "$here/$1" "$here/NuGet.config" "$here/build.sh" \
+	[ -z "$(find "$here/$1" "$here/NuGet.config" "$here/build.sh" "$here/env.sh" \
 		-newer "$2" -type f -print -quit)" ]
 }
 
