@@ -18,15 +18,8 @@ READY_RUNS=${READY_RUNS:-30}
 MAIN_RUNS=${MAIN_RUNS:-40}
 DUMP_RUNS=${DUMP_RUNS:-15}
 W=$(mktemp -d /tmp/dp-bench.XXXXXX)
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$W"
-}
-trap cleanup EXIT
-die() { echo "agent.sh: $*" >&2; exit 1; }
+. bench/lib.sh
+trap bench_cleanup EXIT
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 mkdir -p "$B/bench" "$W/dumps/www" "$W/nginx/tmp"
@@ -53,7 +46,6 @@ command -v nginx >/dev/null || die "nginx not found (scripts/prereqs.sh bench in
 bash tests/apps/build.sh "$B/apps" >/dev/null || die "cannot build the test apps"
 APP=$B/apps/console/console.dll
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # nginx_conf PORT: a foreground, single-process nginx on 127.0.0.1:PORT and on
 # the Unix socket $W/nginx.sock, answering /healthz and serving $W/dumps/www with sendfile.
 nginx_conf() {

@@ -35,17 +35,14 @@ GAP_MS=${GAP_MS:-50}
 TYPES=${TYPES:-Full WithHeap}
 TMPFS=${TMPFS:-1}
 W=$(mktemp -d /tmp/dp-transport.XXXXXX)
-PIDS=()
+. bench/lib.sh
 MOUNTED=
 cleanup() {
-	local p
-	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
+	bench_stop
 	[ -n "$MOUNTED" ] && umount "$W/dumps"
 	rm -rf "$W"
 }
 trap cleanup EXIT
-die() { echo "transport.sh: $*" >&2; exit 1; }
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 mkdir -p "$B/bench" "$W/dumps"
@@ -67,7 +64,6 @@ else
 	DISK_HOW="plain directory on $(df --output=fstype "$W" | tail -1), st_blocks of its files and of the agent's open files on it"
 fi
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
 # stat3: "median min max" of the numbers on stdin.
 stat3() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "nan nan nan"; exit}

@@ -27,15 +27,8 @@ NGINX_WORKERS=${NGINX_WORKERS:-2}
 OSSL=/usr/bin/openssl
 PY=/usr/bin/python3
 W=$(mktemp -d /tmp/dp-bench-webhook.XXXXXX)
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$p" 2>/dev/null; done
-	wait 2>/dev/null
-	rm -rf "$W"
-}
-trap cleanup EXIT
-die() { echo "webhook.sh: $*" >&2; exit 1; }
+. bench/lib.sh
+trap bench_cleanup EXIT
 
 for t in wrk nginx curl "$OSSL" "$PY"; do command -v "$t" >/dev/null || die "$t not found (scripts/prereqs.sh bench installs it)"; done
 [ -x "$D" ] || die "$D not found: run make first"
@@ -43,7 +36,6 @@ mkdir -p "$B/bench" "$W/nginx/tmp" "$W/pods"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags gnutls) -o "$B/bench/webhook_load" bench/webhook_load.c \
 	$(pkg-config --libs gnutls) -lpthread || die "cannot build bench/webhook_load.c"
 
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
 
 # --- key pairs: a CA and a serving certificate for IP 127.0.0.1 (ECDSA P-256), shared by both servers
