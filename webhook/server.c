@@ -31,6 +31,7 @@
 
 #include "buf.h"
 #include "clock.h"
+#include "httpd.h"
 #include "mem.h"
 #include "review.h"
 #include "wconfig.h"
@@ -159,13 +160,10 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 
 static enum MHD_Result problem(struct MHD_Connection *c, unsigned status, const char *title, const char *detail)
 {
-	json_t *p = json_pack("{s:s, s:s, s:i, s:s}", "type", "about:blank", "title", title, "status", (int)status,
-			      "detail", detail);
-	char *s = json_dumps(p, JSON_COMPACT);
+	char *s = httpd_problem_json(status, title, detail);
 	enum MHD_Result rc = reply(c, status, "application/problem+json", s, strlen(s));
 
 	free(s);
-	json_decref(p);
 	return rc;
 }
 
