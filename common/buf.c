@@ -25,7 +25,7 @@ void buf_init(struct buf *b, size_t cap)
 
 void buf_free(struct buf *b)
 {
-	free(b->data);
+	mem_free(b->data);
 	b->data = NULL;
 	b->len = b->alloc = 0;
 }
@@ -37,7 +37,7 @@ void buf_reset(struct buf *b)
 		b->data[0] = '\0';
 }
 
-static int reserve(struct buf *b, size_t n)
+int buf_reserve(struct buf *b, size_t n)
 {
 	size_t want, a;
 
@@ -56,7 +56,7 @@ static int reserve(struct buf *b, size_t n)
 
 int buf_append(struct buf *b, const void *p, size_t n)
 {
-	if (reserve(b, n) != 0)
+	if (buf_reserve(b, n) != 0)
 		return DP_ETOOBIG;
 	if (n)
 		memcpy(b->data + b->len, p, n);
@@ -112,7 +112,7 @@ int buf_vprintf(struct buf *b, const char *fmt, va_list ap)
 	va_end(cp);
 	if (n < 0)
 		return DP_EINTERNAL;
-	if (reserve(b, (size_t)n) != 0)
+	if (buf_reserve(b, (size_t)n) != 0)
 		return DP_ETOOBIG;
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
 	b->len += (size_t)n;

@@ -23,6 +23,8 @@ void buf_init(struct buf *b, size_t cap);
 void buf_free(struct buf *b);                 /* frees the bytes; b may be reused after buf_init */
 void buf_reset(struct buf *b);                /* len = 0, keeps the allocation */
 int buf_append(struct buf *b, const void *p, size_t n);   /* 0 or DP_ETOOBIG */
+/* Make room for n more bytes now (so later appends do not allocate). 0 or DP_ETOOBIG. */
+int buf_reserve(struct buf *b, size_t n);
 int buf_puts(struct buf *b, const char *s);
 int buf_putc(struct buf *b, char c);
 /* Append one Unicode code point (<= 0x10FFFF) encoded as UTF-8. */

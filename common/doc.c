@@ -132,11 +132,11 @@ void doc_free(struct doc_node *n)
 			doc_free(n->keys[i]);
 		doc_free(n->vals[i]);
 	}
-	free(n->keys);
-	free(n->vals);
-	free(n->tag);
-	free(n->text);
-	free(n);
+	mem_free(n->keys);
+	mem_free(n->vals);
+	mem_free(n->tag);
+	mem_free(n->text);
+	mem_free(n);
 }
 
 /* ---- reading ---- */
@@ -263,7 +263,7 @@ static bool dup_hashed(const struct doc_node *m, size_t *first, size_t *second)
 		}
 		slot[h] = j + 1;
 	}
-	free(slot);
+	mem_free(slot);
 	return found;
 }
 
@@ -426,7 +426,7 @@ void doc_set_text(struct doc_node *n, const char *text)
 	if (n == NULL || n->type == DOC_MAP || n->type == DOC_SEQ)
 		DP_FATAL("doc_set_text: not a scalar");
 	len = strlen(text);
-	free(n->text);
+	mem_free(n->text);
 	n->text = mem_alloc(len + 1);
 	memcpy(n->text, text, len + 1);
 	n->len = len;
@@ -440,7 +440,7 @@ void doc_stream_free(struct doc_stream *s)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		doc_free(s->docs[i]);
-	free(s->docs);
+	mem_free(s->docs);
 	s->docs = NULL;
 	s->n = 0;
 }

@@ -158,6 +158,8 @@ void doc_stream_free(struct doc_stream *s); /* frees the docs; s may be reused *
  * with a newline when indent > 0.
  */
 int doc_write_json(struct buf *out, const struct doc_node *n, int indent, struct err_msg *em);
+/* Append s[0..len) as a JSON string literal, escaped as the writer escapes. 0 or DP_ETOOBIG. */
+int doc_json_string(struct buf *out, const char *s, size_t len);
 /*
  * Write documents as a YAML stream (block style, 2-space indent, no line
  * folding, UTF-8). Scalars keep their style where YAML allows it; a string

@@ -514,7 +514,7 @@ int doc_read_json(const char *bytes, size_t len, const char *name,
 	if (rc != 0) {
 		while (n)
 			doc_free(docs[--n]);
-		free(docs);
+		mem_free(docs);
 		return rc;
 	}
 	s->format = DOC_JSON;

@@ -90,6 +90,14 @@ static void put_string(struct jw *w, const char *s, size_t len)
 	put(w, "\"", 1);
 }
 
+int doc_json_string(struct buf *out, const char *s, size_t len)
+{
+	struct jw w = { .out = out };
+
+	put_string(&w, s, len);
+	return w.buf_rc;
+}
+
 static bool in_list(const char *t, const char *const *list)
 {
 	for (; *list; list++)
@@ -149,7 +157,7 @@ static bool radix_to_decimal(const char *d, size_t n, unsigned base, struct buf 
 		unsigned carry = h && d[i] ? (unsigned)(h - "0123456789abcdef") : base;
 
 		if (carry >= base) {
-			free(acc);
+			mem_free(acc);
 			return false;
 		}
 		for (size_t j = 0; j < used; j++) {
@@ -167,7 +175,7 @@ static bool radix_to_decimal(const char *d, size_t n, unsigned base, struct buf 
 		used--;
 	for (size_t j = used; j-- > 0;)
 		buf_putc(dec, (char)('0' + acc[j]));
-	free(acc);
+	mem_free(acc);
 	return true;
 }
 

@@ -270,8 +270,8 @@ static size_t anchor_slot(const struct yr *r, const char *name)
 static void anchors_clear(struct yr *r)
 {
 	for (size_t i = 0; i < r->anchor_cap; i++)
-		free(r->anchors[i].name);
-	free(r->anchors);
+		mem_free(r->anchors[i].name);
+	mem_free(r->anchors);
 	r->anchors = NULL;
 	r->anchor_cap = r->anchor_used = 0;
 }
@@ -289,7 +289,7 @@ static void anchor_put(struct yr *r, const char *name, struct doc_node *n, bool 
 		for (size_t i = 0; i < old_cap; i++)
 			if (old[i].name)
 				r->anchors[anchor_slot(r, old[i].name)] = old[i];
-		free(old);
+		mem_free(old);
 	}
 	a = &r->anchors[anchor_slot(r, name)];
 	if (a->name == NULL) {
@@ -451,7 +451,7 @@ static int parse_collection(struct yr *r, struct doc_node **out)
 	if (rc == 0)
 		rc = check_tag(r, map ? r->ev.data.mapping_start.tag : r->ev.data.sequence_start.tag);
 	if (rc != 0) {
-		free(anchor);
+		mem_free(anchor);
 		return rc;
 	}
 	c = map ? doc_map() : doc_seq();
@@ -472,7 +472,7 @@ static int parse_collection(struct yr *r, struct doc_node **out)
 		rc = dup_check(r, c);
 	if (rc != 0) {
 		doc_free(c);
-		free(anchor);
+		mem_free(anchor);
 		return rc;
 	}
 	r->depth--;
@@ -481,7 +481,7 @@ static int parse_collection(struct yr *r, struct doc_node **out)
 
 		if (a->node == c)
 			a->done = true;
-		free(anchor);
+		mem_free(anchor);
 	}
 	*out = c;
 	return 0;

@@ -1,10 +1,20 @@
 /*
- * mem.c - allocation wrappers that abort on failure (see mem.h).
+ * mem.c - allocation wrappers that abort on failure, and the per-thread
+ * arena scope (see mem.h).
+ *
+ * The arena: chunks from malloc, each a bump pointer; an allocation is
+ * preceded by a 16-byte header holding its size, so mem_realloc() can copy
+ * it, or grow it in place when it is the chunk's last allocation (a buffer
+ * that keeps growing). The first chunk is kept for the thread's next scope;
+ * larger ones are returned at the end. mem_free() tells arena memory from
+ * heap memory by address: a scope has a handful of chunks.
  */
 #include "mem.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,9 +26,155 @@ static void oom(size_t n)
 	abort();
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_ON 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ARENA_ON 0
+#endif
+#endif
+#ifndef ARENA_ON
+#define ARENA_ON 1
+#endif
+
+#define ARENA_HDR 16             /* keeps every allocation 16-byte aligned, like malloc's */
+#define ARENA_FIRST (256u << 10) /* the chunk kept between scopes */
+
+struct chunk {
+	struct chunk *next;
+	size_t size, used; /* bytes of data[] */
+	size_t last;       /* offset of the last allocation's header, for growth in place */
+	_Alignas(16) unsigned char data[];
+};
+
+static __thread struct chunk *kept;   /* the first chunk, kept between scopes */
+static __thread struct chunk *chunks; /* the scope's chunks, newest first; NULL outside a scope */
+static __thread int in_scope;
+
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void kept_key_make(void)
+{
+	if (pthread_key_create(&kept_key, free) != 0)
+		oom(0);
+}
+
+static bool in_arena(const void *p)
+{
+	for (const struct chunk *c = chunks; c; c = c->next)
+		if ((const unsigned char *)p >= c->data && (const unsigned char *)p < c->data + c->used)
+			return true;
+	return false;
+}
+
+static size_t arena_size(const void *p)
+{
+	size_t n;
+
+	memcpy(&n, (const unsigned char *)p - ARENA_HDR, sizeof(n));
+	return n;
+}
+
+static void *arena_take(size_t n)
+{
+	size_t need;
+	struct chunk *c = chunks;
+	unsigned char *p;
+
+	if (n > SIZE_MAX / 2)
+		oom(n);
+	need = ARENA_HDR + ((n + 15) & ~(size_t)15);
+	if (c == NULL || c->size - c->used < need) {
+		size_t size = c ? c->size * 2 : ARENA_FIRST;
+
+		while (size < need)
+			size *= 2;
+		if ((c = malloc(sizeof(*c) + size)) == NULL)
+			oom(size);
+		c->size = size;
+		c->used = c->last = 0;
+		c->next = chunks;
+		chunks = c;
+	}
+	p = c->data + c->used;
+	memcpy(p, &n, sizeof(n));
+	c->last = c->used;
+	c->used += need;
+	return p + ARENA_HDR;
+}
+
+/* Grow arena allocation p to n bytes: in place when it is the newest, else a copy. */
+static void *arena_grow(void *p, size_t n)
+{
+	struct chunk *c = chunks;
+	size_t old = arena_size(p), need = ARENA_HDR + ((n + 15) & ~(size_t)15);
+	void *q;
+
+	if ((unsigned char *)p - ARENA_HDR == c->data + c->last && c->size - c->last >= need) {
+		memcpy((unsigned char *)p - ARENA_HDR, &n, sizeof(n));
+		c->used = c->last + need;
+		return p;
+	}
+	q = arena_take(n);
+	memcpy(q, p, old < n ? old : n);
+	return q;
+}
+
+void mem_arena_begin(void)
+{
+	if (!ARENA_ON)
+		return;
+	if (in_scope) {
+		fprintf(stderr, "diagport: fatal: %s:%d: arena scopes do not nest\n", __FILE__, __LINE__);
+		abort();
+	}
+	in_scope = 1;
+	if (kept == NULL) {
+		if ((kept = malloc(sizeof(*kept) + ARENA_FIRST)) == NULL)
+			oom(ARENA_FIRST);
+		kept->size = ARENA_FIRST;
+		pthread_once(&kept_once, kept_key_make);
+		pthread_setspecific(kept_key, kept); /* freed when the thread exits (a retired server's workers) */
+	}
+	kept->used = kept->last = 0;
+	kept->next = NULL;
+	chunks = kept;
+}
+
+void mem_arena_end(void)
+{
+	if (!ARENA_ON)
+		return;
+	while (chunks && chunks != kept) {
+		struct chunk *next = chunks->next;
+
+		free(chunks);
+		chunks = next;
+	}
+	chunks = NULL;
+	in_scope = 0;
+}
+
+bool mem_arena_active(void)
+{
+	return chunks != NULL;
+}
+
+void mem_free(void *p)
+{
+	if (p != NULL && chunks != NULL && in_arena(p))
+		return;
+	free(p);
+}
+
 void *mem_alloc(size_t n)
 {
-	void *p = malloc(n ? n : 1);
+	void *p;
+
+	if (chunks != NULL)
+		return arena_take(n ? n : 1);
+	p = malloc(n ? n : 1);
 
 	if (p == NULL)
 		oom(n);
@@ -27,7 +183,11 @@ void *mem_alloc(size_t n)
 
 void *mem_zalloc(size_t n)
 {
-	void *p = calloc(1, n ? n : 1);
+	void *p;
+
+	if (chunks != NULL)
+		return memset(arena_take(n ? n : 1), 0, n ? n : 1);
+	p = calloc(1, n ? n : 1);
 
 	if (p == NULL)
 		oom(n);
@@ -36,7 +196,13 @@ void *mem_zalloc(size_t n)
 
 void *mem_realloc(void *p, size_t n)
 {
-	void *q = realloc(p, n ? n : 1);
+	void *q;
+
+	if (chunks != NULL && p == NULL)
+		return arena_take(n ? n : 1);
+	if (chunks != NULL && in_arena(p))
+		return arena_grow(p, n ? n : 1);
+	q = realloc(p, n ? n : 1);
 
 	if (q == NULL)
 		oom(n);
@@ -98,5 +264,5 @@ static void *jansson_alloc(size_t n)
 
 void mem_install(void)
 {
-	json_set_alloc_funcs(jansson_alloc, free);
+	json_set_alloc_funcs(jansson_alloc, mem_free);
 }

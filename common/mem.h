@@ -8,6 +8,7 @@
 #ifndef DP_MEM_H
 #define DP_MEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 void *mem_alloc(size_t n);               /* uninitialised; never NULL */
@@ -18,6 +19,31 @@ char *mem_strdup(const char *s);         /* new copy; never NULL */
 char *mem_strndup(const char *s, size_t n); /* copy of at most n bytes, NUL-terminated */
 char *mem_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* new string */
 void mem_wipe(void *p, size_t n);        /* zero in a way the compiler keeps */
+
+/*
+ * free() for anything from the wrappers above, inside or outside an arena
+ * scope. Code that may run inside one (the document tree, the injector, the
+ * webhook's review) frees with this, never with free().
+ */
+void mem_free(void *p);
+
+/*
+ * An arena scope on the calling thread. Between mem_arena_begin() and
+ * mem_arena_end(), mem_alloc(), mem_zalloc(), mem_array(), the string
+ * copies and mem_realloc(NULL, n) take memory from the thread's arena (a bump
+ * pointer over chunks kept between scopes); mem_free() of arena memory does
+ * nothing, and mem_arena_end() releases all of it at once. mem_realloc() of
+ * memory from outside the arena stays outside it, so a buffer allocated
+ * before the scope may grow inside it and outlive it; nothing allocated inside
+ * may be used after the end. Scopes do not nest. Sanitizer builds have no
+ * arena (the wrappers call malloc as usual), so ASan sees every allocation.
+ * Made for one request's short-lived trees: a review allocates thousands of
+ * small nodes and frees them all together.
+ */
+void mem_arena_begin(void);
+void mem_arena_end(void);
+/* True inside a scope that has an arena (never in sanitizer builds): trees made in it need not be freed one by one. */
+bool mem_arena_active(void);
 
 /* Route jansson's allocations through the wrappers above. Call once at start. */
 void mem_install(void);

@@ -174,7 +174,7 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 				struct doc_node *ref = pair("name", doc_str(o->auth_secret), "key", doc_str(keys[i]));
 
 				doc_push(env, pair("name", doc_str(n), "valueFrom", pair("secretKeyRef", ref, NULL, NULL)));
-				free(n);
+				mem_free(n);
 			}
 		}
 		doc_set(a, "env", env);
@@ -266,8 +266,8 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 				char *v = mem_printf("%s:%s::", o->auth_secret, keys[i]);
 
 				doc_push(sec, pair("name", doc_str(n), "valueFrom", doc_str(v)));
-				free(n);
-				free(v);
+				mem_free(n);
+				mem_free(v);
 			}
 			doc_set(a, "secrets", sec);
 		}

@@ -44,7 +44,7 @@ static int each_taskdef(struct doc_node *tpl, const struct inj_ctx *c, res_fn fn
 		}
 		what = mem_printf("resource %s (%s)", resources->keys[i]->text, TASKDEF);
 		rc = fn(c, res, what, em);
-		free(what);
+		mem_free(what);
 		if (rc != 0)
 			return rc;
 	}
@@ -118,7 +118,7 @@ static int inj_resource(const struct inj_ctx *c, struct doc_node *res, const cha
 		dmd = inj_create(md, "diagport", DOC_MAP, st.wflags, sizeof(st.wflags), 'Y');
 	status = inj_status_format(&st, &o);
 	doc_set(dmd, "status", doc_str(status));
-	free(status);
+	mem_free(status);
 	if (c->report)
 		c->report->injected++;
 out:
@@ -171,13 +171,13 @@ int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em
 		key = mem_printf("Fn::%s", name);
 	getatt = strcmp(name, "GetAtt") == 0; /* name points into the tag, freed below */
 	if (getatt && n->type == DOC_STRING && strchr(n->text, '.') == NULL) {
-		free(key);
+		mem_free(key);
 		return err_set(em, DP_ESYNTAX, "%s:%u:%u: !GetAtt %s: expected LogicalId.Attribute", file,
 			       n->line, n->col, n->text);
 	}
 	inner = doc_null();
 	swap(inner, n);
-	free(inner->tag);
+	mem_free(inner->tag);
 	inner->tag = NULL;
 	if (getatt && inner->type == DOC_STRING) {
 		const char *dot = strchr(inner->text, '.');
@@ -194,7 +194,7 @@ int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em
 	doc_set(wrap, key, inner);
 	wrap->line = inner->line;
 	wrap->col = inner->col;
-	free(key);
+	mem_free(key);
 	swap(wrap, n);
 	doc_free(wrap);
 	return 0;

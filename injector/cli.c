@@ -251,7 +251,7 @@ static int replace_file(const char *path, const struct buf *out, struct err_msg 
 		unlink(tmp);
 	}
 out:
-	free(tmp);
+	mem_free(tmp);
 	return rc;
 }
 

@@ -199,7 +199,7 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 		rc = inj_container(c, d, ctr, o, cwhat, &st->c[st->n], em);
 		if (rc == 0)
 			rc = add_depends(c, d, ctr, o, cwhat, &st->c[st->n], em);
-		free(cwhat);
+		mem_free(cwhat);
 		if (rc != 0)
 			goto out;
 		if (st->n == 0)
@@ -216,8 +216,8 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 	doc_push(vols, v);
 	doc_push(defs, inj_agent_ecs(o, &u, d->pascal));
 out:
-	free(u.ecs_user);
-	free(sel);
+	mem_free(u.ecs_user);
+	mem_free(sel);
 	return rc;
 }
 
@@ -255,7 +255,7 @@ int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct d
 		ctr = defs->vals[k];
 		cwhat = mem_printf("%s: container %s", what, st->c[i].name);
 		rc = uninj_container(c, d, ctr, &st->c[i], cwhat, em);
-		free(cwhat);
+		mem_free(cwhat);
 		if (rc != 0)
 			return rc;
 		deps = doc_get(ctr, deps_key);
@@ -320,7 +320,7 @@ int uninj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err
 	doc_remove(tags, (size_t)t);
 	inj_prune(td, "tags", st.wflags, 'G');
 out:
-	free(what);
+	mem_free(what);
 	return rc;
 }
 
@@ -368,8 +368,8 @@ int inj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err_m
 	if (c->report)
 		c->report->injected++;
 out:
-	free(status);
-	free(what);
+	mem_free(status);
+	mem_free(what);
 	inj_opts_free(&o);
 	return rc;
 }

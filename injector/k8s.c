@@ -139,7 +139,7 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		snprintf(st.c[st.n].name, sizeof(st.c[0].name), "%s", name);
 		cwhat = mem_printf("%s: container %s", what, name);
 		rc = inj_container(c, &inj_k8s_dialect, ctr, &o, cwhat, &st.c[st.n], em);
-		free(cwhat);
+		mem_free(cwhat);
 		if (rc != 0)
 			goto out;
 		st.n++;
@@ -167,11 +167,11 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		ann = inj_create(md, "annotations", DOC_MAP, st.wflags, sizeof(st.wflags), 'A');
 	status = inj_status_format(&st, &o);
 	doc_set(ann, INJ_STATUS_KEY, doc_str(status));
-	free(status);
+	mem_free(status);
 	if (c->report)
 		c->report->injected++;
 out:
-	free(sel);
+	mem_free(sel);
 	inj_opts_free(&o);
 	return rc;
 }
@@ -215,7 +215,7 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 					st.c[i].name);
 		cwhat = mem_printf("%s: container %s", what, st.c[i].name);
 		rc = uninj_container(c, &inj_k8s_dialect, ctrs->vals[k], &st.c[i], cwhat, em);
-		free(cwhat);
+		mem_free(cwhat);
 		if (rc != 0)
 			return rc;
 	}
@@ -253,7 +253,7 @@ static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn,
 				      kinds[k].template ? kinds[k].template : "", kinds[k].template ? "/" : "");
 		else
 			rc = fn(c, holder, spec, what, em);
-		free(what);
+		mem_free(what);
 		return rc;
 	}
 	if (c->report)
@@ -281,6 +281,6 @@ int inj_k8s_pod(struct doc_node *pod, const struct inj_ctx *c, struct err_msg *e
 		rc = inj_fail(c, em, pod, DP_EREFUSED, what, "has no spec");
 	else
 		rc = pod_inject(c, pod, spec, what, em);
-	free(what);
+	mem_free(what);
 	return rc;
 }

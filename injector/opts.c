@@ -44,19 +44,19 @@ void inj_opts_free(struct inj_opts *o)
 {
 	if (o == NULL)
 		return;
-	free(o->containers);
-	free(o->image);
-	free(o->cpu_request);
-	free(o->mem_request);
-	free(o->mem_limit);
-	free(o->dumps_limit);
-	free(o->auth_secret);
+	mem_free(o->containers);
+	mem_free(o->image);
+	mem_free(o->cpu_request);
+	mem_free(o->mem_request);
+	mem_free(o->mem_limit);
+	mem_free(o->dumps_limit);
+	mem_free(o->auth_secret);
 	inj_opts_init(o);
 }
 
 static void replace(char **slot, const char *v)
 {
-	free(*slot);
+	mem_free(*slot);
 	*slot = mem_strdup(v);
 }
 
@@ -134,7 +134,7 @@ static int set_resources(struct inj_opts *o, const char *v, struct err_msg *em)
 			break;
 		}
 	}
-	free(copy);
+	mem_free(copy);
 	return rc;
 }
 

@@ -162,7 +162,7 @@ static int add_env(const struct inj_ctx *c, const struct inj_dialect *d, struct 
 		char *joined = mem_printf("%s;%s", val->text, ours);
 
 		doc_set_text(val, joined);
-		free(joined);
+		mem_free(joined);
 	}
 	inj_flag_add(cs->flags, sizeof(cs->flags), 'e');
 	return 0;
@@ -261,7 +261,7 @@ static int undo_env(const struct inj_ctx *c, const struct inj_dialect *d, struct
 			char *kept = mem_strndup(val->text, (size_t)(semi - val->text));
 
 			doc_set_text(val, kept);
-			free(kept);
+			mem_free(kept);
 		} else {
 			return inj_fail(c, em, val, DP_EREFUSED, what,
 					"%s no longer ends with the entry diagport appended (;%s...); fix it by hand",

@@ -160,6 +160,6 @@ int inj_status_parse(const char *text, struct inj_status *st, struct err_msg *em
 	}
 	if (rc == 0 && i == 0)
 		rc = err_set(em, DP_EUNSUPPORTED, "status record is empty");
-	free(copy);
+	mem_free(copy);
 	return rc;
 }

@@ -158,8 +158,8 @@ void inj_report_free(struct inj_report *r)
 	if (r == NULL)
 		return;
 	for (size_t i = 0; i < r->nwarn; i++)
-		free(r->warnings[i]);
-	free(r->warnings);
+		mem_free(r->warnings[i]);
+	mem_free(r->warnings);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -10,7 +10,6 @@
  */
 #include "review.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,32 +28,46 @@ const char *review_outcome_name(enum review_outcome o)
 	return names[o];
 }
 
-static void base64(const char *in, size_t n, struct buf *out)
+/* Append base64 (RFC 4648, padded) of in[0..n) to out, written in place. */
+static int base64(const char *in, size_t n, struct buf *out)
 {
 	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const unsigned char *p = (const unsigned char *)in;
-	size_t i;
+	size_t i, k = (n + 2) / 3 * 4;
+	char *q;
 
-	for (i = 0; i + 2 < n; i += 3) {
-		char q[4] = { t[p[i] >> 2], t[((p[i] & 3) << 4) | (p[i + 1] >> 4)],
-			      t[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)], t[p[i + 2] & 63] };
-
-		buf_append(out, q, 4);
+	if (buf_reserve(out, k) != 0)
+		return DP_ETOOBIG;
+	q = out->data + out->len;
+	for (i = 0; i + 2 < n; i += 3, q += 4) {
+		q[0] = t[p[i] >> 2];
+		q[1] = t[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+		q[2] = t[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)];
+		q[3] = t[p[i + 2] & 63];
 	}
 	if (n - i == 1) {
-		char q[4] = { t[p[i] >> 2], t[(p[i] & 3) << 4], '=', '=' };
-
-		buf_append(out, q, 4);
+		q[0] = t[p[i] >> 2];
+		q[1] = t[(p[i] & 3) << 4];
+		q[2] = q[3] = '=';
 	} else if (n - i == 2) {
-		char q[4] = { t[p[i] >> 2], t[((p[i] & 3) << 4) | (p[i + 1] >> 4)], t[(p[i + 1] & 15) << 2], '=' };
-
-		buf_append(out, q, 4);
+		q[0] = t[p[i] >> 2];
+		q[1] = t[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
+		q[2] = t[(p[i + 1] & 15) << 2];
+		q[3] = '=';
 	}
+	out->len += k;
+	out->data[out->len] = '\0';
+	return 0;
 }
 
-static void warn(json_t *warnings, const char *text)
+/* Warnings, as the members of a JSON array: "a","b" */
+struct warnings {
+	struct buf json;
+	size_t n;
+};
+
+static void warn(struct warnings *ws, const char *text)
 {
-	char w[WARNING_MAX + 1];
 	size_t n = strlen(text);
 
 	if (n > WARNING_MAX) {
@@ -62,9 +75,9 @@ static void warn(json_t *warnings, const char *text)
 		while (n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80)
 			n--; /* never cut a UTF-8 sequence */
 	}
-	memcpy(w, text, n);
-	w[n] = '\0';
-	json_array_append_new(warnings, json_string(w));
+	if (ws->n++)
+		buf_putc(&ws->json, ',');
+	doc_json_string(&ws->json, text, n);
 }
 
 static bool is_excluded(const struct review_config *cfg, const char *ns)
@@ -101,7 +114,7 @@ static bool asks_ptrace(const struct doc_node *pod)
 
 /* Inject a copy of pod and diff; fills patch (JSON text) and warnings. */
 static enum review_outcome inject(const struct review_config *cfg, const struct doc_node *pod, struct buf *patch,
-				  size_t *n_ops, json_t *warnings)
+				  size_t *n_ops, struct warnings *warnings)
 {
 	struct doc_node *copy = doc_copy(pod);
 	struct inj_report rep = { 0 };
@@ -136,7 +149,8 @@ static enum review_outcome inject(const struct review_config *cfg, const struct 
 	for (size_t i = 0; i < rep.nwarn; i++)
 		warn(warnings, rep.warnings[i]);
 	inj_report_free(&rep);
-	doc_free(copy);
+	if (!mem_arena_active())
+		doc_free(copy);
 	return o;
 }
 
@@ -150,14 +164,21 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 	struct buf patch;
 	size_t n_ops = 0;
 	enum review_outcome o;
-	json_t *resp, *warnings;
-	char *text;
+	struct warnings ws = { .n = 0 };
 	int rc;
 
 	if (len > lim.max_bytes)
 		return err_set(em, DP_ETOOBIG, "the request is %zu bytes; the cap is %zu", len, lim.max_bytes);
+	/*
+	 * Everything below but the answer is the request's own: thousands of
+	 * small nodes read, copied, injected and diffed, then dropped together.
+	 * They come from the thread's arena (mem.h); the answer goes to out,
+	 * made room for before the scope, so it grows on the heap and outlives it.
+	 */
+	buf_reserve(out, 4096);
+	mem_arena_begin();
 	if ((rc = doc_read_json(body, len, "request", &lim, &s, em)) != 0)
-		return rc;
+		goto out;
 	rc = 0;
 	rv = s.n == 1 ? s.docs[0] : NULL;
 	req = doc_get(rv, "request");
@@ -176,12 +197,12 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 		goto out;
 	kind = doc_get_str(doc_get(req, "kind"), "kind");
 	op = doc_get_str(req, "operation");
-	warnings = json_array();
+	buf_init(&ws.json, (size_t)1 << 20);
 	buf_init(&patch, (size_t)64 << 20);
 	if (kind == NULL || strcmp(kind, "Pod") != 0 || op == NULL || strcmp(op, "CREATE") != 0) {
 		o = REVIEW_SKIPPED_NOT_POD_CREATE;
 	} else if (!doc_is(pod = doc_get(req, "object"), DOC_MAP)) {
-		json_decref(warnings);
+		buf_free(&ws.json);
 		buf_free(&patch);
 		rc = malformed(em, "request.object is not a Pod object");
 		goto out;
@@ -197,30 +218,28 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 		else if (want == NULL && !cfg->namespace_enabled)
 			o = REVIEW_SKIPPED_NOT_OPTED;
 		else
-			o = inject(cfg, pod, &patch, &n_ops, warnings);
+			o = inject(cfg, pod, &patch, &n_ops, &ws);
 	}
-	resp = json_pack("{s:s, s:b}", "uid", uid, "allowed", 1);
+	buf_puts(out, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":");
+	doc_json_string(out, uid, doc_get(req, "uid")->len);
+	buf_puts(out, ",\"allowed\":true");
 	if (o == REVIEW_INJECTED && n_ops > 0) {
-		struct buf b64;
-
-		buf_init(&b64, (size_t)96 << 20);
-		base64(patch.data, patch.len, &b64);
-		json_object_set_new(resp, "patchType", json_string("JSONPatch"));
-		json_object_set_new(resp, "patch", json_stringn(b64.data ? b64.data : "", b64.len));
-		buf_free(&b64);
+		buf_puts(out, ",\"patchType\":\"JSONPatch\",\"patch\":\"");
+		base64(patch.data, patch.len, out);
+		buf_putc(out, '"');
 	}
-	if (json_array_size(warnings))
-		json_object_set(resp, "warnings", warnings);
-	json_decref(warnings);
-	resp = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "response",
-			 resp);
-	text = json_dumps(resp, JSON_COMPACT);
-	json_decref(resp);
-	buf_puts(out, text);
-	free(text);
+	if (ws.n) {
+		buf_puts(out, ",\"warnings\":[");
+		buf_append(out, ws.json.data, ws.json.len);
+		buf_putc(out, ']');
+	}
+	buf_puts(out, "}}");
+	buf_free(&ws.json);
 	buf_free(&patch);
 	*outcome = o;
 out:
-	doc_stream_free(&s);
+	if (!mem_arena_active()) /* else the arena's end drops the trees at once, without a walk */
+		doc_stream_free(&s);
+	mem_arena_end();
 	return rc;
 }

@@ -27,8 +27,8 @@ void wconfig_free(struct wconfig *c)
 {
 	inj_opts_free(&c->opts);
 	for (size_t i = 0; i < c->n_excluded; i++)
-		free(c->excluded[i]);
-	free(c->excluded);
+		mem_free(c->excluded[i]);
+	mem_free(c->excluded);
 	memset(c, 0, sizeof(*c));
 }
 
