@@ -35,10 +35,12 @@ static void usage(FILE *f)
 		   "--no-ptrace: the namespace enforces Pod Security baseline or restricted (no SYS_PTRACE).\n"
 		   "\n"
 		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE [--config FILE]\n"
-		   "                        [--no-sandbox]\n\n"
+		   "                        [--no-sandbox] [--no-review-cache]\n\n"
 		   "Serves POST /mutate and /mutate/namespace over HTTPS (libmicrohttpd and GnuTLS, loaded at\n"
 		   "start), /healthz, /readyz and /metrics; reloads the key pair and the configuration\n"
-		   "(defaults under the diagport.dev/ annotation names, excludedNamespaces) when they change.\n");
+		   "(defaults under the diagport.dev/ annotation names, excludedNamespaces) when they change.\n"
+		   "Answers to repeated reviews (a ReplicaSet's replicas differ only in request.uid) are kept\n"
+		   "and reused; --no-review-cache reviews every request in full.\n");
 }
 
 static int review(int argc, char **argv)
@@ -132,6 +134,8 @@ static int serve(int argc, char **argv)
 			cfg.key_file = argv[++i];
 		else if (strcmp(argv[i], "--no-sandbox") == 0)
 			sandbox = false;
+		else if (strcmp(argv[i], "--no-review-cache") == 0)
+			cfg.no_review_cache = true;
 		else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			cfg.config_file = argv[++i];
 		else {

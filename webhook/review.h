@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "errors.h"
 #include "injector/inj.h"
+#include "rcache.h"
 
 /* Why a pod went the way it went: the outcome label of metrics and logs. */
 enum review_outcome {
@@ -39,11 +40,13 @@ struct review_config {
 	size_t max_body;             /* cap on the request, bytes */
 	char *const *excluded;       /* namespaces whose pods are never injected (borrowed) */
 	size_t n_excluded;
+	struct rcache *cache;        /* answers to reuse (rcache.h), or NULL; borrowed. Its owner
+					clears it when anything above changes but the two flags. */
 };
 
 /*
  * Review the AdmissionReview in body[0..len) and append the response
- * AdmissionReview (JSON) to out. 0 with *outcome set; DP_ESYNTAX or
+ * AdmissionReview (JSON) to out (from cfg->cache when it has the answer). 0 with *outcome set; DP_ESYNTAX or
  * DP_ETOOBIG with em (and nothing in out) when the request is not a
  * well-formed AdmissionReview for this webhook.
  */

@@ -116,6 +116,7 @@ struct webhook {
 	atomic_ullong malformed, too_big, reloads, reload_failures, cfg_reloads, cfg_failures;
 	atomic_ullong hist[N_BUCKETS + 1];
 	atomic_ullong sum_us;
+	struct rcache *cache; /* answers to repeated reviews (rcache.h); cleared when the configuration changes */
 };
 
 struct req {
@@ -170,7 +171,7 @@ static enum MHD_Result problem(struct MHD_Connection *c, unsigned status, const 
 static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
 {
 	struct buf b;
-	unsigned long long cum = 0;
+	unsigned long long cum = 0, hits, misses;
 	enum MHD_Result rc;
 
 	buf_init(&b, 1 << 20);
@@ -196,6 +197,13 @@ static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
 		       "diagport_webhook_config_reloads_total{result=\"ok\"} %llu\n"
 		       "diagport_webhook_config_reloads_total{result=\"failed\"} %llu\n",
 		   atomic_load(&w->cfg_reloads), atomic_load(&w->cfg_failures));
+	rcache_stats(w->cache, &hits, &misses);
+	buf_printf(&b, "# HELP diagport_webhook_review_cache_lookups_total Reviews looked up among the answers kept for "
+		       "repeated requests (a ReplicaSet's replicas), by result.\n"
+		       "# TYPE diagport_webhook_review_cache_lookups_total counter\n"
+		       "diagport_webhook_review_cache_lookups_total{result=\"hit\"} %llu\n"
+		       "diagport_webhook_review_cache_lookups_total{result=\"miss\"} %llu\n",
+		   hits, misses);
 	buf_puts(&b, "# HELP diagport_webhook_admission_seconds Time to answer an AdmissionReview.\n"
 		     "# TYPE diagport_webhook_admission_seconds histogram\n");
 	for (size_t i = 0; i < N_BUCKETS; i++) {
@@ -234,7 +242,7 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 {
 	struct review_config rc_cfg = { .base = &w->wc.opts, .namespace_enabled = ns_enabled, .no_ptrace = no_ptrace,
 					.max_body = w->cfg.max_body, .excluded = w->wc.excluded,
-					.n_excluded = w->wc.n_excluded };
+					.n_excluded = w->wc.n_excluded, .cache = w->cache };
 	enum review_outcome o;
 	struct err_msg em;
 	struct buf out;
@@ -496,6 +504,8 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 		w->cfg.threads = 2;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_rwlock_init(&w->cfg_lock, NULL);
+	if (!cfg->no_review_cache)
+		w->cache = rcache_new();
 	if (cfg->config_file) {
 		if ((rc = wconfig_load(cfg->config_file, &w->wc, em)) != 0) {
 			free(w);
@@ -582,6 +592,7 @@ static void poll_config(struct webhook *w)
 	pthread_rwlock_wrlock(&w->cfg_lock);
 	wconfig_free(&w->wc);
 	w->wc = next;
+	rcache_clear(w->cache); /* under the lock: no review of the old configuration can put an answer after this */
 	pthread_rwlock_unlock(&w->cfg_lock);
 	atomic_fetch_add(&w->cfg_reloads, 1);
 	log_line(w, "{\"event\":\"config-reloaded\"}");
@@ -600,6 +611,7 @@ void webhook_free(struct webhook *w)
 	retire(w->cur, SHUTDOWN_MAX_MS);
 	close(w->lfd);
 	wconfig_free(&w->wc);
+	rcache_free(w->cache);
 	pthread_rwlock_destroy(&w->cfg_lock);
 	pthread_mutex_destroy(&w->mu);
 	free(w);

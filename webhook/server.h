@@ -16,6 +16,7 @@
 #ifndef DP_WEBHOOK_SERVER_H
 #define DP_WEBHOOK_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "errors.h"
@@ -30,6 +31,7 @@ struct webhook_config {
 	size_t max_body;           /* request cap (8 MiB) */
 	unsigned timeout_s;        /* idle / per-request deadline (10) */
 	unsigned threads;          /* worker threads (2) */
+	bool no_review_cache;      /* --no-review-cache: review every request in full (rcache.h) */
 	void (*log)(const char *json_line); /* one line per admission and per event; may be NULL */
 };
 

@@ -2,7 +2,10 @@
  * fuzz_review.c - libFuzzer target for the webhook's request handling
  * (webhook/review.c): whatever reaches POST /mutate is parsed, checked,
  * injected and diffed; it must answer or refuse, never crash, and a 0 answer
- * must be one JSON object.
+ * must be one JSON object. Differential for the answer cache
+ * (webhook/rcache.c): each input is reviewed in full, then twice through a
+ * cache (the second time it may come from it), and all three answers must be
+ * the same bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -10,6 +13,7 @@
 
 #include "common/buf.h"
 #include "common/mem.h"
+#include "webhook/rcache.h"
 #include "webhook/review.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -17,21 +21,36 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static int ready;
+	static struct rcache *cache;
 	struct inj_opts base;
 	struct review_config cfg = { .base = &base, .max_body = 1 << 20 };
-	enum review_outcome o;
+	enum review_outcome o, o2;
 	struct err_msg em;
-	struct buf out;
+	struct buf out, again;
+	int rc;
 
 	if (!ready) {
 		mem_install();
+		cache = rcache_new();
 		ready = 1;
 	}
 	cfg.namespace_enabled = size > 0 && (data[0] & 1);
 	inj_opts_init(&base);
 	buf_init(&out, (size_t)64 << 20);
-	if (review_admit(&cfg, (const char *)data, size, &out, &o, &em) == 0 && (out.len == 0 || out.data[0] != '{'))
+	buf_init(&again, (size_t)64 << 20);
+	rc = review_admit(&cfg, (const char *)data, size, &out, &o, &em);
+	if (rc == 0 && (out.len == 0 || out.data[0] != '{'))
 		abort();
+	cfg.cache = cache;
+	rcache_clear(cache);
+	for (int i = 0; i < 2; i++) {
+		buf_reset(&again);
+		if (review_admit(&cfg, (const char *)data, size, &again, &o2, &em) != rc)
+			abort();
+		if (rc == 0 && (o2 != o || again.len != out.len || memcmp(again.data, out.data, out.len) != 0))
+			abort();
+	}
+	buf_free(&again);
 	buf_free(&out);
 	inj_opts_free(&base);
 	return 0;

@@ -18,6 +18,10 @@
 #                connections get the new certificate; a pair whose key does
 #                not match (broken-pair/*, on a second server) is refused and
 #                the old one kept
+#   cache/*      replicas of one pod (new uid, new token volume name): every answer byte for byte a
+#                full review's (`diagport webhook review`), all but the first from the cache
+#   config/*     --config reloaded on change (new defaults, excludedNamespaces), the kept answers
+#                dropped with it; a broken file counted once, with where, and the old one kept
 #   metrics/*    /metrics counts what was sent; logs/* the stderr log
 #   sigterm/*    SIGTERM: exit 0 within 5 s (also with an idle keep-alive
 #                connection open, on a third server)
@@ -72,8 +76,8 @@ SERIAL_A=1A0001 SERIAL_B=2B0002 SERIAL_C=3C0003
 CA=$W/ca.crt
 CURL=(curl -sS --max-time 30 --cacert "$CA")
 
-# start_server NAME PAIR: a server on a free port with a copy of PAIR as NAME/tls.{crt,key};
-# sets SPORT and SPID; 1 (with a FAIL NAME/start) when it does not answer /healthz in 10 s
+# start_server NAME PAIR [ARG...]: a server on a free port with a copy of PAIR as NAME/tls.{crt,key}
+# (and ARGs); sets SPORT and SPID; 1 (with a FAIL NAME/start) when it does not answer /healthz in 10 s
 start_server() {
   local i
   mkdir -p "$W/$1"
@@ -82,7 +86,7 @@ start_server() {
   # In a `make SANITIZER=address` build, ASan keeps freed memory in quarantine (256 MiB by default), which would
   # read as growth in the rss-flat check below; a small quarantine keeps that check meaningful there too.
   ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=1:thread_local_quarantine_size_kb=64} \
-  "$D" webhook --listen "127.0.0.1:$SPORT" --tls-cert "$W/$1/tls.crt" --tls-key "$W/$1/tls.key" 2> "$W/$1/log" &
+  "$D" webhook --listen "127.0.0.1:$SPORT" --tls-cert "$W/$1/tls.crt" --tls-key "$W/$1/tls.key" "${@:3}" 2> "$W/$1/log" &
   SPID=$!
   PIDS+=("$SPID")
   for ((i = 0; i < 100; i++)); do
@@ -225,6 +229,72 @@ review_case() {
 review_case review/annotated-patched /mutate "$R/req.json" "$POD" "$R/inj.json" patch && INJ=$((INJ + 1))
 review_case review/namespace-patched /mutate/namespace "$R/req-plain.json" "$R/plain.json" "$R/inj-plain.json" patch
 review_case review/not-opted-in-no-patch /mutate "$R/req-plain.json" "$R/plain.json" - none
+
+# --- 2b. replicas: the answer cache (webhook/rcache.c) -------------------------------------------
+# A ReplicaSet's pods reach the webhook as the same request but for request.uid and the generated
+# name of the service-account token volume (bench/webhook_pod.json has one). Every answer must be
+# byte for byte what a full review gives (`diagport webhook review`, which has no cache), and all
+# but the first come from the cache.
+
+# replicas N POD NS DIR [NOTE]: N reviews of POD as replicas (new uid, new token name) in DIR/rN.json
+replicas() {
+  "$PY" - "$@" << 'EOF2'
+import json, random, sys, uuid
+n, pod, ns, d = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+note = sys.argv[5] if len(sys.argv) > 5 else None
+base = open(pod).read()
+old = json.loads(base)["spec"]["volumes"][0]["name"]          # kube-api-access-XXXXX
+for i in range(n):
+    name = "kube-api-access-" + "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5))
+    p = json.loads(base.replace(old, name))
+    p["metadata"].pop("name", None)                           # empty at admission: generated after
+    if note:
+        p["metadata"]["annotations"]["example.com/note"] = note
+    r = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+         "request": {"uid": str(uuid.uuid4()), "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                     "resource": {"group": "", "version": "v1", "resource": "pods"},
+                     "namespace": ns, "operation": "CREATE",
+                     "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
+                     "object": p, "oldObject": None, "dryRun": False}}
+    open(f"{d}/r{i}.json", "w").write(json.dumps(r, separators=(",", ":")))
+EOF2
+}
+# same_as_review NAME DIR N [ARGS]: POST DIR/r0..N-1 to /mutate; each answer equals `webhook review ARGS`
+same_as_review() {
+  local name=$1 d=$2 n=$3 i bad=0 got
+  shift 3
+  for ((i = 0; i < n; i++)); do
+    got=$(post /mutate "$d/r$i.json" "$d/a$i.json")
+    "$D" webhook review "$@" "$d/r$i.json" > "$d/w$i.json" 2> "$d/w$i.err"
+    printf '%s' "$(cat "$d/a$i.json")" > "$d/a$i.cmp"
+    printf '%s' "$(cat "$d/w$i.json")" > "$d/w$i.cmp"
+    if [ "${got%% *}" != 200 ] || ! cmp -s "$d/a$i.cmp" "$d/w$i.cmp"; then
+      bad=$((bad + 1))
+      [ "$bad" = 1 ] && WHY="r$i: HTTP '$got'; served $(head -c 200 "$d/a$i.json"); full review $(head -c 200 "$d/w$i.json") $(oneline "$d/w$i.err")"
+    fi
+  done
+  check "$name" test "$bad" = 0
+}
+RD=$W/replicas
+mkdir -p "$RD/a" "$RD/b"
+hits0=$(metric "$P" 'diagport_webhook_review_cache_lookups_total{result="hit"}')
+replicas 12 bench/webhook_pod.json shop "$RD/a" || fail cache/setup "cannot make the replicas"
+same_as_review cache/replicas-answered-as-full-reviews "$RD/a" 12
+INJ=$((INJ + 12))
+hits1=$(metric "$P" 'diagport_webhook_review_cache_lookups_total{result="hit"}')
+WHY="cache hits went from '$hits0' to '$hits1' over 12 replicas (want +11)"
+check cache/replicas-hit test "$((${hits1:-0} - ${hits0:-0}))" = 11
+got=$("$PY" -c 'import json,sys; print(len({json.load(open(f"{sys.argv[1]}/a{i}.json"))["response"]["uid"] for i in range(12)}))' "$RD/a")
+WHY="$got distinct uids echoed in 12 answers"
+check cache/each-uid-echoed test "$got" = 12
+# another pod (one annotation more): a miss, and its own answer
+replicas 2 bench/webhook_pod.json shop "$RD/b" other || fail cache/setup "cannot make the other pod"
+miss0=$(metric "$P" 'diagport_webhook_review_cache_lookups_total{result="miss"}')
+same_as_review cache/other-pod-answered-as-full-review "$RD/b" 2
+INJ=$((INJ + 2))
+miss1=$(metric "$P" 'diagport_webhook_review_cache_lookups_total{result="miss"}')
+WHY="cache misses went from '$miss0' to '$miss1' for another pod's 2 replicas (want +1: the first)"
+check cache/other-pod-missed test "$((${miss1:-0} - ${miss0:-0}))" = 1
 
 # --- 3. keep-alive ------------------------------------------------------------------------------
 
@@ -414,6 +484,63 @@ if start_server broken a; then
   check broken-pair/recovers test "$s" = "$SERIAL_C"
   kill -TERM "$BPID" 2> /dev/null
   wait_exit "$BPID" 15 || kill -9 "$BPID" 2> /dev/null
+fi
+
+# --- 6c. the configuration file reloaded on change (another server, --config) ---------------------------
+# Each answer is compared with `diagport webhook review --config` of the same file, so a reload must
+# also drop the answers kept for replicas under the old configuration (rcache_clear).
+
+CF=$W/cfg
+mkdir -p "$CF/r1" "$CF/r2" "$CF/r3" "$CF/r4"
+printf 'mode: nosuspend\n' > "$CF/config.yaml"
+cp "$CF/config.yaml" "$CF/v1.yaml"
+if start_server cfgsrv a --config "$CF/config.yaml"; then
+  OLDP=$P OLDU=$U
+  P=$SPORT U=https://127.0.0.1:$SPORT CL=$W/cfgsrv/log
+  replicas 3 bench/webhook_pod.json shop "$CF/r1"
+  same_as_review config/before-reload "$CF/r1" 3 --config "$CF/v1.yaml"
+  # cert-manager and kubelet swap files by rename: do the same
+  printf '# a new default\nmode: suspend\nexcludedNamespaces: [kube-system]\n' > "$CF/v2.yaml"
+  cp "$CF/v2.yaml" "$CF/config.yaml.tmp" && mv "$CF/config.yaml.tmp" "$CF/config.yaml"
+  wait_for "$CL" '"event":"config-reloaded"' 8
+  v=$(metric "$P" 'diagport_webhook_config_reloads_total{result="ok"}')
+  WHY="config_reloads_total{result=\"ok\"} '$v' (want 1); log: $(grep -v '"event":"admission"' "$CL" | tail -n 4 | tr '\n' '|')"
+  check config/reloaded test "${v:-x}" = 1
+  cp "$CF/r1/r0.json" "$CF/r2/r0.json" # the very request answered (and kept) before the reload
+  replicas 2 bench/webhook_pod.json shop "$CF/r2" && cp "$CF/r1/r0.json" "$CF/r2/r0.json"
+  same_as_review config/after-reload-new-defaults "$CF/r2" 2 --config "$CF/v2.yaml"
+  WHY="the answer after the reload is the same as before it: $(head -c 200 "$CF/r2/a0.json")"
+  check config/answer-changed test -s "$CF/r2/a0.json" -a -s "$CF/r1/a0.json" -a "$(cat "$CF/r2/a0.json")" != "$(cat "$CF/r1/a0.json")"
+  got=$("$PY" -c 'import base64,json,sys; r=json.load(open(sys.argv[1]))["response"]; print("mode=suspend" in base64.b64decode(r["patch"]).decode())' "$CF/r2/a0.json" 2>&1)
+  WHY="the patch after the reload carries mode=suspend: $got"
+  check config/suspend-applied test "$got" = True
+  # a file that does not load: logged and counted once, the configuration in service kept
+  printf 'mode: sometimes\n' > "$CF/config.yaml.tmp" && mv "$CF/config.yaml.tmp" "$CF/config.yaml"
+  wait_for "$CL" 'config-reload-failed' 8
+  sleep 2.5 # one more look at the file: still one failure
+  v=$(metric "$P" 'diagport_webhook_config_reloads_total{result="failed"}')
+  WHY="config_reloads_total{result=\"failed\"} '$v' (want 1); log: $(grep 'config-reload' "$CL" | tail -n 2 | tr '\n' '|')"
+  check config/broken-file-counted-once test "${v:-x}" = 1
+  WHY="the failure is logged with where: $(grep -o '"reason":"[^"]*"' "$CL" | tail -n 1)"
+  check config/broken-file-says-where grep -q '"reason":"[^"]*config.yaml:1:7: [^"]*sometimes' "$CL"
+  replicas 2 bench/webhook_pod.json shop "$CF/r3"
+  same_as_review config/broken-file-old-kept "$CF/r3" 2 --config "$CF/v2.yaml"
+  # excludedNamespaces reloaded too
+  printf 'excludedNamespaces: [shop]\n' > "$CF/v4.yaml"
+  cp "$CF/v4.yaml" "$CF/config.yaml.tmp" && mv "$CF/config.yaml.tmp" "$CF/config.yaml"
+  sleep 0.1
+  for ((i = 0; i < 80; i++)); do
+    [ "$(metric "$P" 'diagport_webhook_config_reloads_total{result="ok"}')" = 2 ] && break
+    sleep 0.1
+  done
+  replicas 1 bench/webhook_pod.json shop "$CF/r4"
+  same_as_review config/excluded-namespace-reloaded "$CF/r4" 1 --config "$CF/v4.yaml"
+  got=$("$PY" -c 'import json,sys; r=json.load(open(sys.argv[1]))["response"]; print("patch" in r)' "$CF/r4/a0.json" 2>&1)
+  WHY="a pod in the newly excluded namespace got a patch: $got"
+  check config/excluded-no-patch test "$got" = False
+  kill -TERM "$SPID" 2> /dev/null
+  wait_exit "$SPID" 15 || kill -9 "$SPID" 2> /dev/null
+  P=$OLDP U=$OLDU
 fi
 
 # --- 8b. SIGTERM with an idle keep-alive connection open (a third server) ---------------------------------
