@@ -6,9 +6,13 @@
 # container, four env vars, annotated diagport.dev/inject: "true") and the golden 1,500-env-var
 # pod (tests/golden/k8s/env-1500).
 #   0. one request each first: every answer 200, same body size, the webhook's carries a patch
-#   1. throughput: wrk -t2 -c16, POST of the AdmissionReview (bench/webhook_post.lua)
+#   1. throughput: wrk -t2 -c16 (bench/webhook_post.lua), two streams of AdmissionReviews per pod:
+#      "replicas" (the pod as a ReplicaSet's replicas: a new uid and token-volume name each time;
+#      answered from the webhook's cache but for the first) and "distinct" (a different pod every
+#      request: every one a full review); the cache's hits and misses from /metrics per run
 #   2. latency at a fixed 1,000 requests/s (bench/webhook_load.c: open loop, keep-alive TLS,
-#      latency from each request's due time), and at LOW_RATE for the 1,500-env pod
+#      latency from each request's due time), and at LOW_RATE for the 1,500-env pod, against a
+#      second webhook started with --no-review-cache, so every request is a full review
 # Each measurement is taken ROUNDS times, the order of the two servers alternating (ABBA).
 # Runs alone after `make` and `scripts/prereqs.sh bench`. Figures go to docs/BENCHMARKS.md by hand.
 # Knobs: ROUNDS (2), WRK_S (5: seconds per wrk run), LAT_S (6: seconds per latency run, the first
@@ -52,6 +56,37 @@ load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,c
 "$PY" tests/integration/webhook_review.py review bench/webhook_pod.json shop >"$W/typical.json" || die "cannot make the typical review"
 "$PY" tests/integration/webhook_review.py review "$W/pods/pod1.json" default >"$W/env1500.json" || die "cannot make the 1,500-env review"
 CASES=(typical env1500)
+# --- the request streams (wrk cycles through each list; bench/webhook_post.lua):
+#   replicas: the same pod again and again as a ReplicaSet's replicas reach the webhook: each request
+#             with its own request.uid and its own generated token-volume name (kube-api-access-XXXXX,
+#             when the pod has one). The webhook answers all but the first from its cache (rcache.h).
+#   distinct: every request a different pod (an annotation numbered 000000..), and its own uid: every
+#             request is a cache miss, a full review (parse, inject, diff).
+MODES=(replicas distinct)
+"$PY" - "$W" typical:2000 env1500:200 <<'EOF' || die "cannot make the request streams"
+import json, random, sys, uuid
+w = sys.argv[1]
+for spec in sys.argv[2:]:
+    case, n = spec.split(":")
+    base = open(f"{w}/{case}.json").read()
+    r0 = json.loads(base)
+    vols = r0["request"]["object"]["spec"].get("volumes") or []
+    tok = next((v["name"] for v in vols if v["name"].startswith("kube-api-access-")), None)
+    for mode in ("replicas", "distinct"):
+        paths = []
+        for i in range(int(n)):
+            text = base
+            if tok:
+                text = text.replace(tok, "kube-api-access-" + "".join(random.choice("bcdfghjklmnpqrstvwxz2456789") for _ in range(5)))
+            r = json.loads(text)
+            r["request"]["uid"] = str(uuid.uuid4())
+            if mode == "distinct":
+                r["request"]["object"]["metadata"].setdefault("annotations", {})["bench.diagport.dev/seq"] = "%06d" % i
+            p = f"{w}/stream-{case}-{mode}-{i}.json"
+            open(p, "w").write(json.dumps(r, separators=(",", ":")))
+            paths.append(p)
+        open(f"{w}/{case}-{mode}.list", "w").write("\n".join(paths) + "\n")
+EOF
 
 # --- the webhook
 WP=$(free_port)
@@ -61,6 +96,13 @@ CURL=(curl -s --cacert "$W/ca.crt")
 for _ in $(seq 1 500); do [ "$("${CURL[@]}" -o /dev/null -w '%{http_code}' "https://127.0.0.1:$WP/healthz")" = 200 ] && break; sleep 0.01; done
 kill -0 "$WPID" 2>/dev/null || die "the webhook did not start: $(tail -3 "$W/webhook.log")"
 WURL=https://127.0.0.1:$WP/mutate
+# the latency runs send one body again and again: a second webhook without the answer cache, so each
+# of those requests is a full review (the slower case)
+WPN=$(free_port)
+"$D" webhook --listen "127.0.0.1:$WPN" --tls-cert "$W/tls.crt" --tls-key "$W/tls.key" --no-review-cache 2>"$W/webhook-nocache.log" &
+WPNID=$!; PIDS+=("$WPNID")
+for _ in $(seq 1 500); do [ "$("${CURL[@]}" -o /dev/null -w '%{http_code}' "https://127.0.0.1:$WPN/healthz")" = 200 ] && break; sleep 0.01; done
+kill -0 "$WPNID" 2>/dev/null || die "the second webhook did not start: $(tail -3 "$W/webhook-nocache.log")"
 
 # --- the webhook's answers, then nginx answering POST /CASE with the same bytes
 for c in "${CASES[@]}"; do
@@ -106,7 +148,7 @@ kill -0 "$NPID" 2>/dev/null || die "nginx did not start: $(tail -3 "$W/nginx/err
 echo "== webhook benchmarks (issue 4): $(date -u +%FT%TZ), $(nproc) cores, $(uname -r), $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- . 2>/dev/null || echo ' (work tree differs)')"
 echo "diagport $(cat VERSION); $(nginx -v 2>&1 | sed 's/^nginx version: //'); $(wrk -v 2>&1 | head -1 | cut -d' ' -f1-2);" \
 	"$("$OSSL" version | cut -d' ' -f1-2); GnuTLS $(pkg-config --modversion gnutls); libmicrohttpd $(pkg-config --modversion libmicrohttpd)"
-echo "webhook: 2 worker threads (fixed), sandbox on, one log line per admission to a file;" \
+echo "webhook: 2 worker threads (fixed), sandbox on, one log line per admission to a file, answer cache on (throughput) and off (latency, a second webhook);" \
 	"nginx: master + $NGINX_WORKERS worker processes, return 200 with the body inline, keepalive_requests 1000000"
 for u in "127.0.0.1:$WP webhook" "127.0.0.1:$NP nginx"; do
 	set -- $u
@@ -129,23 +171,37 @@ done
 # order R: the two servers, alternating by round
 order() { if [ $(($1 % 2)) = 1 ]; then echo webhook nginx; else echo nginx webhook; fi; }
 url() { if [ "$1" = webhook ]; then echo "$WURL"; else echo "$NURL/$2"; fi; }
-loglines() { wc -l <"$W/webhook.log"; }
+loglines() { wc -l <"$W/webhook-nocache.log"; } # the latency runs go to the cache-less webhook
 
-echo; echo "== 1. throughput: wrk -t2 -c16 -d${WRK_S}s -s bench/webhook_post.lua, POST the review ($ROUNDS rounds, order alternating) (goal: webhook >= 0.8x nginx)"
+# cache PORT: "hits misses" of the webhook's answer cache, from /metrics
+cache() {
+	"${CURL[@]}" "https://127.0.0.1:$1/metrics" | awk '/^diagport_webhook_review_cache_lookups_total\{result="hit"\}/ {h = $2}
+		/^diagport_webhook_review_cache_lookups_total\{result="miss"\}/ {m = $2} END {print h + 0, m + 0}'
+}
+
+echo; echo "== 1. throughput: wrk -t2 -c16 -d${WRK_S}s -s bench/webhook_post.lua, POST the reviews of each stream ($ROUNDS rounds, order alternating) (goal: webhook >= 0.8x nginx)"
 for r in $(seq 1 "$ROUNDS"); do
 	for c in "${CASES[@]}"; do
-		for s in $(order "$r"); do
-			BODY=$W/$c.json wrk -t2 -c16 -d"${WRK_S}s" -s bench/webhook_post.lua "$(url "$s" "$c")" >"$W/wrk-$c-$s-$r.txt" 2>&1
-			awk -v s="$s" -v c="$c" -v r="$r" '/^WRK/ {w = $0} /Latency/ {lat = $2 " avg, " $4 " max"} /Requests\/sec/ {rps = $2}
-				END {split(w, f, " "); printf "   round %d %-8s %-7s %9.0f req/s  (latency %s; non-2xx %d, errors connect %d read %d write %d timeout %d)\n",
-				r, c, s, rps, lat, f[15], f[9], f[11], f[13], f[17]}' "$W/wrk-$c-$s-$r.txt"
+		for m in "${MODES[@]}"; do
+			for s in $(order "$r"); do
+				read -r h0 m0 < <(cache "$WP")
+				BODIES=$W/$c-$m.list wrk -t2 -c16 -d"${WRK_S}s" -s bench/webhook_post.lua "$(url "$s" "$c")" >"$W/wrk-$c-$m-$s-$r.txt" 2>&1
+				read -r h1 m1 < <(cache "$WP")
+				hm=""
+				[ "$s" = webhook ] && hm="; cache hits $((h1 - h0)), misses $((m1 - m0))"
+				awk -v s="$s" -v c="$c-$m" -v r="$r" -v hm="$hm" '/^WRK/ {w = $0} /Latency/ {lat = $2 " avg, " $4 " max"} /Requests\/sec/ {rps = $2}
+					END {split(w, f, " "); printf "   round %d %-17s %-7s %9.0f req/s  (latency %s; non-2xx %d, errors connect %d read %d write %d timeout %d%s)\n",
+					r, c, s, rps, lat, f[15], f[9], f[11], f[13], f[17], hm}' "$W/wrk-$c-$m-$s-$r.txt"
+			done
 		done
 	done
 done
 for c in "${CASES[@]}"; do
-	w=$(cat "$W"/wrk-"$c"-webhook-*.txt | awk '/^WRK/ {n += $3; t += $5} END {printf "%.0f", n / t * 1e6}')
-	n=$(cat "$W"/wrk-"$c"-nginx-*.txt | awk '/^WRK/ {n += $3; t += $5} END {printf "%.0f", n / t * 1e6}')
-	awk -v c="$c" -v w="$w" -v n="$n" 'BEGIN {printf "%s: webhook %.0f req/s, nginx %.0f req/s: ratio %.3fx\n", c, w, n, (n > 0 ? w / n : 0)}'
+	for m in "${MODES[@]}"; do
+		w=$(cat "$W"/wrk-"$c"-"$m"-webhook-*.txt | awk '/^WRK/ {n += $3; t += $5} END {printf "%.0f", n / t * 1e6}')
+		n=$(cat "$W"/wrk-"$c"-"$m"-nginx-*.txt | awk '/^WRK/ {n += $3; t += $5} END {printf "%.0f", n / t * 1e6}')
+		awk -v c="$c-$m" -v w="$w" -v n="$n" 'BEGIN {printf "%-17s webhook %.0f req/s, nginx %.0f req/s: ratio %.3fx\n", c":", w, n, (n > 0 ? w / n : 0)}'
+	done
 done
 load
 
@@ -159,7 +215,7 @@ pcts() {
 }
 # logms FROM TO: the webhook's own admission time (its log's "ms") on lines FROM+1..TO
 logms() {
-	sed -n "$(($1 + 1)),$2p" "$W/webhook.log" | sed -n 's/.*"event":"admission".*"ms":\([0-9.]*\).*/\1/p' | sort -g |
+	sed -n "$(($1 + 1)),$2p" "$W/webhook-nocache.log" | sed -n 's/.*"event":"admission".*"ms":\([0-9.]*\).*/\1/p' | sort -g |
 		awk '{v[NR] = $1} END {if (NR) printf "webhook log, time in the handler: p50 %.3f p99 %.3f ms (%d admissions)", v[int(NR * .5 + .999999)], v[int(NR * .99 + .999999)], NR}'
 }
 # latency RATE LABEL: ROUNDS runs of bench/webhook_load per case and server
@@ -172,7 +228,7 @@ latency() {
 				from=$(loglines)
 				printf '   round %d %-8s %-7s ' "$r" "$c" "$s"
 				if [ "$s" = webhook ]; then
-					"$B/bench/webhook_load" -r "$rate" -c "$LAT_CONNS" -d "$LAT_S" -w 1 -o "$W/lat-$label-$c-$s-$r.raw" "$W/ca.crt" "$WP" /mutate "$W/$c.json"
+					"$B/bench/webhook_load" -r "$rate" -c "$LAT_CONNS" -d "$LAT_S" -w 1 -o "$W/lat-$label-$c-$s-$r.raw" "$W/ca.crt" "$WPN" /mutate "$W/$c.json"
 				else
 					"$B/bench/webhook_load" -r "$rate" -c "$LAT_CONNS" -d "$LAT_S" -w 1 -o "$W/lat-$label-$c-$s-$r.raw" "$W/ca.crt" "$NP" "/$c" "$W/$c.json"
 				fi

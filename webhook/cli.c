@@ -110,9 +110,16 @@ static int review(int argc, char **argv)
 	return rc == 0 ? 0 : rc == DP_ETOOBIG ? 4 : rc == DP_EIO ? 5 : 3;
 }
 
+/* One write per line, no stdio lock: the worker threads log every admission, and must not queue on each other. */
 static void log_stderr(const char *line)
 {
-	fprintf(stderr, "%s\n", line);
+	char b[1100];
+	size_t n = strnlen(line, sizeof(b) - 1);
+
+	memcpy(b, line, n);
+	b[n++] = '\n';
+	while (write(2, b, n) < 0 && errno == EINTR)
+		;
 }
 
 /* `diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE`: serve until SIGTERM/SIGINT. */

@@ -26,19 +26,26 @@ struct walk {
 void patch_pointer_append(struct buf *p, const char *key)
 {
 	buf_putc(p, '/');
-	for (const char *c = key; *c; c++) {
-		if (*c == '~')
-			buf_puts(p, "~0");
-		else if (*c == '/')
-			buf_puts(p, "~1");
-		else
-			buf_putc(p, *c);
+	for (const char *c = key; *c;) {
+		size_t run = strcspn(c, "~/");
+
+		buf_append(p, c, run);
+		c += run;
+		if (*c)
+			buf_puts(p, *c++ == '~' ? "~0" : "~1");
 	}
 }
 
 static void path_index(struct buf *p, size_t i)
 {
-	buf_printf(p, "/%zu", i);
+	char d[24];
+	size_t k = sizeof(d);
+
+	do
+		d[--k] = (char)('0' + i % 10);
+	while ((i /= 10) != 0);
+	d[--k] = '/';
+	buf_append(p, d + k, sizeof(d) - k);
 }
 
 static void path_cut(struct buf *p, size_t len)
@@ -92,7 +99,7 @@ static int diff_map(struct walk *w, const struct doc_node *a, const struct doc_n
 	for (size_t i = 0; i < b->n && rc == 0; i++) {
 		long j = doc_find(a, b->keys[i]->text);
 
-		if (j < 0)
+		if (j < 0 || doc_equal(a->vals[j], b->vals[i]))
 			continue;
 		patch_pointer_append(&w->path, b->keys[i]->text);
 		rc = diff(w, a->vals[j], b->vals[i]);
@@ -247,6 +254,8 @@ static int diff_seq(struct walk *w, const struct doc_node *a, const struct doc_n
 	if (a->n == b->n || (prefix && a->n < b->n)) {
 		/* the same length, or b extends a: element by element, then appended items */
 		for (size_t i = 0; i < common && rc == 0; i++) {
+			if (doc_equal(a->vals[i], b->vals[i]))
+				continue; /* most of a 1,500-item env list: no path to build */
 			path_index(&w->path, i);
 			rc = diff(w, a->vals[i], b->vals[i]);
 			path_cut(&w->path, base);

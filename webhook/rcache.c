@@ -38,7 +38,7 @@ struct entry {
 };
 
 struct rcache {
-	pthread_mutex_t mu;
+	pthread_rwlock_t mu; /* readers: lookups; writers: put and clear */
 	struct entry e[RCACHE_ENTRIES];
 	size_t next;
 	atomic_ullong hits, misses;
@@ -99,7 +99,7 @@ struct rcache *rcache_new(void)
 {
 	struct rcache *c = mem_zalloc(sizeof(*c));
 
-	pthread_mutex_init(&c->mu, NULL);
+	pthread_rwlock_init(&c->mu, NULL);
 	return c;
 }
 
@@ -114,10 +114,10 @@ void rcache_clear(struct rcache *c)
 {
 	if (c == NULL)
 		return;
-	pthread_mutex_lock(&c->mu);
+	pthread_rwlock_wrlock(&c->mu);
 	for (size_t i = 0; i < RCACHE_ENTRIES; i++)
 		entry_drop(&c->e[i]);
-	pthread_mutex_unlock(&c->mu);
+	pthread_rwlock_unlock(&c->mu);
 }
 
 void rcache_free(struct rcache *c)
@@ -125,7 +125,7 @@ void rcache_free(struct rcache *c)
 	if (c == NULL)
 		return;
 	rcache_clear(c);
-	pthread_mutex_destroy(&c->mu);
+	pthread_rwlock_destroy(&c->mu);
 	mem_free(c);
 }
 
@@ -160,7 +160,7 @@ int rcache_get(struct rcache *c, unsigned key, const char *body, size_t len, str
 
 	if (c == NULL || len > RCACHE_MAX_BODY)
 		return 0;
-	pthread_mutex_lock(&c->mu);
+	pthread_rwlock_rdlock(&c->mu);
 	for (size_t i = 0; i < RCACHE_ENTRIES && !hit; i++) {
 		const struct entry *e = &c->e[i];
 		size_t lit;
@@ -173,7 +173,7 @@ int rcache_get(struct rcache *c, unsigned key, const char *body, size_t len, str
 		*tag = e->tag;
 		hit = 1;
 	}
-	pthread_mutex_unlock(&c->mu);
+	pthread_rwlock_unlock(&c->mu);
 	atomic_fetch_add(hit ? &c->hits : &c->misses, 1);
 	return hit;
 }
@@ -190,7 +190,7 @@ void rcache_put(struct rcache *c, unsigned key, const char *body, size_t len, si
 	    literal(body + hole, len - hole) != hole_len || literal(ans + ans_hole, ans_len - ans_hole) != ans_hole_len ||
 	    !find_windows(body + hole + hole_len, len - hole - hole_len, win, &n_win) || (n_win && !names_free))
 		return;
-	pthread_mutex_lock(&c->mu);
+	pthread_rwlock_wrlock(&c->mu);
 	e = &c->e[c->next];
 	c->next = (c->next + 1) % RCACHE_ENTRIES;
 	entry_drop(e);
@@ -209,7 +209,7 @@ void rcache_put(struct rcache *c, unsigned key, const char *body, size_t len, si
 	e->ans_len = ans_len;
 	e->ans_hole = ans_hole;
 	e->ans_hole_len = ans_hole_len;
-	pthread_mutex_unlock(&c->mu);
+	pthread_rwlock_unlock(&c->mu);
 }
 
 void rcache_stats(const struct rcache *c, unsigned long long *hits, unsigned long long *misses)

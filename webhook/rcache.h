@@ -24,8 +24,9 @@
  *
  * A new uid is taken only when it is a plain literal (letters, digits and
  * "-_.:" between quotes, as the API server's UUIDs are); anything else is a
- * miss and gets a full review. Thread-safe (one mutex). Bounded:
- * RCACHE_ENTRIES requests of at most RCACHE_MAX_BODY bytes each.
+ * miss and gets a full review. Thread-safe (a reader-writer lock: lookups
+ * share it). Bounded: RCACHE_ENTRIES requests of at most RCACHE_MAX_BODY
+ * bytes each.
  */
 #ifndef DP_RCACHE_H
 #define DP_RCACHE_H
