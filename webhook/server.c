@@ -50,6 +50,7 @@ static struct {
 	enum MHD_Result (*add_header)(struct MHD_Response *, const char *, const char *);
 	enum MHD_Result (*queue)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
 	void (*destroy)(struct MHD_Response *);
+	const char *(*lookup)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
 	const char *error;
 } mhd;
 
@@ -70,8 +71,9 @@ static void mhd_load(void)
 	*(void **)&mhd.add_header = dlsym(h, "MHD_add_response_header");
 	*(void **)&mhd.queue = dlsym(h, "MHD_queue_response");
 	*(void **)&mhd.destroy = dlsym(h, "MHD_destroy_response");
+	*(void **)&mhd.lookup = dlsym(h, "MHD_lookup_connection_value");
 	if (!mhd.start_daemon || !mhd.stop_daemon || !mhd.quiesce_daemon || !mhd.response_from_buffer ||
-	    !mhd.add_header || !mhd.queue || !mhd.destroy) {
+	    !mhd.add_header || !mhd.queue || !mhd.destroy || !mhd.lookup) {
 		mhd.error = "the libmicrohttpd found lacks functions this server needs";
 		mhd.start_daemon = NULL;
 	}
@@ -283,6 +285,8 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 	struct gen *g = cls;
 	struct webhook *w = g->w;
 	struct req *q = *con_cls;
+	unsigned long long n;
+	const char *cl;
 
 	(void)version;
 	tl_gen = g;
@@ -290,6 +294,11 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		atomic_fetch_add(&g->inflight, 1);
 		q = mem_zalloc(sizeof(*q));
 		buf_init(&q->body, w->cfg.max_body);
+		if ((cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length")) != NULL &&
+		    (n = strtoull(cl, NULL, 10)) > 0 && n <= w->cfg.max_body)
+			/* one allocation for the body, not a doubling series of copies; what a client only
+			   claims costs no more than 1 MiB of address space until it sends it */
+			buf_reserve(&q->body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
 		*con_cls = q;
 		return MHD_YES;
 	}
