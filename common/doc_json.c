@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 struct jr {
@@ -200,6 +201,30 @@ static int escape(struct jr *r)
 	return 0;
 }
 
+/*
+ * The length of the run at p of bytes that need no look in a string: ASCII
+ * from 0x20 up, not '"' nor '\\'. Eight at a time (bit tricks on a 64-bit
+ * word: a byte below 0x20, a byte equal to '"' or '\\', a byte with the high
+ * bit); the caller looks at the byte where it stops one by one.
+ */
+static size_t plain_run(const char *p, const char *end)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	const char *s = p;
+
+	while (end - p >= 8) {
+		uint64_t w, q, b;
+
+		memcpy(&w, p, 8);
+		q = w ^ (ones * '"');
+		b = w ^ (ones * '\\');
+		if (((w - ones * 0x20) | (q - ones) | (b - ones) | w) & highs)
+			break;
+		p += 8;
+	}
+	return (size_t)(p - s);
+}
+
 /* A string at r->p (the opening quote) into a new DOC_STRING node. */
 static int parse_string(struct jr *r, struct doc_node **out)
 {
@@ -214,6 +239,7 @@ static int parse_string(struct jr *r, struct doc_node **out)
 		unsigned char c;
 		size_t k;
 
+		r->p += plain_run(r->p, r->end);
 		if (r->p >= r->end)
 			return jr_err(r, open, DP_ESYNTAX, "unterminated string");
 		c = (unsigned char)*r->p;
