@@ -13,6 +13,8 @@
 # replacement of what the pod had, annotation keys escaped per RFC 6901).
 # A pod that inject leaves unchanged must get no patch (NAME/no-patch), one
 # that inject refuses is admitted with a warning and no patch (NAME/refused).
+# The same pods again over HTTPS: POSTed with curl to a running `diagport webhook`,
+# the answers through the same checks (https/*).
 # Then the edge cases (opt-in, opt-out, already injected, UPDATE, other kinds)
 # and malformed input (exit 3, nothing on stdout; too big: exit 4 or 3).
 # The JSON work is done by webhook_review.py, with /usr/bin/python3.
@@ -31,11 +33,28 @@ STEP=60 # seconds for one diagport or kubectl run
 # oneline FILE: a file's first bytes on one line, for a reason.
 oneline() { head -c 300 "$1" 2>/dev/null | tr '\n\t' '  '; }
 
-# review OUT ERR ARGS...: run `diagport webhook review ARGS`; its status.
+# review OUT ERR ARGS...: run `diagport webhook review ARGS`; its status. With VIA=https,
+# POST the request file (the last ARG) with curl to the running server instead (section 1b):
+# --namespace-enabled and --no-ptrace choose the path as the API server's choice of webhook
+# does; the status is the command's (0 a 200 answer, 3 a 400, 4 a 413, 5 anything else).
+VIA=cli
 review() {
-  local out=$1 err=$2
+  local out=$1 err=$2 path=/mutate np= a code
   shift 2
-  timeout -k 5 "$STEP" "$D" webhook review "$@" > "$out" 2> "$err" < /dev/null
+  if [ "$VIA" = cli ]; then
+    timeout -k 5 "$STEP" "$D" webhook review "$@" > "$out" 2> "$err" < /dev/null
+    return
+  fi
+  for a in "${@:1:$#-1}"; do
+    case $a in
+      --namespace-enabled) path=/mutate/namespace ;;
+      --no-ptrace) np=/no-ptrace ;;
+      *) echo "review: $a has no HTTPS form" > "$err"; return 2 ;;
+    esac
+  done
+  code=$(curl -sS --max-time "$STEP" --cacert "$W/tls/ca.crt" -H 'Content-Type: application/json' \
+    --data-binary "@${!#}" -o "$out" -w '%{http_code}' "https://127.0.0.1:$SRV_PORT$path$np" 2> "$err")
+  case $code in 200) return 0 ;; 400) return 3 ;; 413) return 4 ;; *) echo "HTTP $code" >> "$err"; return 5 ;; esac
 }
 
 # answer NAME DIR POD NS [REVIEW-OPTS...]: wrap POD in an AdmissionReview
@@ -229,6 +248,50 @@ for case in tests/golden/k8s/*/; do
     one_pod "$c/$label" "$pod" "$ns"
   done < "$W/pods/$c.list"
 done
+
+# --- 1b. the same pods over HTTPS: curl to a running `diagport webhook` ----------------
+# Each pod's AdmissionReview is POSTed with curl (TLS 1.3, the server's certificate checked
+# against a CA made here) and the answer goes through the same contract as in section 1
+# (response, python3-jsonpatch, kubectl patch --local, minimal), under https/<case>/<pod>.
+
+mkdir -p "$W/tls"
+SRV_OK=0
+if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/tls/ca.key" -out "$W/tls/ca.crt" \
+     -days 2 -subj /CN=diagport-test-ca 2> "$W/tls/err" &&
+   openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/tls/tls.key" -out "$W/tls/tls.csr" \
+     -subj /CN=127.0.0.1 2>> "$W/tls/err" &&
+   printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$W/tls/ext" &&
+   openssl x509 -req -in "$W/tls/tls.csr" -CA "$W/tls/ca.crt" -CAkey "$W/tls/ca.key" -set_serial 0x1 -days 2 \
+     -extfile "$W/tls/ext" -out "$W/tls/tls.crt" 2>> "$W/tls/err"; then
+  SRV_PORT=$(free_port)
+  "$D" webhook --listen "127.0.0.1:$SRV_PORT" --tls-cert "$W/tls/tls.crt" --tls-key "$W/tls/tls.key" 2> "$W/tls/log" &
+  SRV_PID=$!
+  disown "$SRV_PID" # killed by the trap; no job notice
+  trap 'kill -9 "$SRV_PID" 2> /dev/null; rm -rf "$W"' EXIT
+  for _ in $(seq 1 100); do
+    curl -s -o /dev/null --cacert "$W/tls/ca.crt" "https://127.0.0.1:$SRV_PORT/healthz" && { SRV_OK=1; break; }
+    sleep 0.1
+  done
+fi
+if [ $SRV_OK = 1 ]; then
+  VIA=https
+  for case in tests/golden/k8s/*/; do
+    case=${case%/}
+    [ -f "$case/expected" ] || continue
+    c=$(basename "$case")
+    [ -f "$W/pods/$c.list" ] || continue # section 1 said why
+    while IFS=$'\t' read -r label pod ns; do
+      one_pod "https/$c/$label" "$pod" "$ns"
+    done < "$W/pods/$c.list"
+  done
+  one_pod https/namespace-enabled "$W/pods/hardened/pod1.json" payments --namespace-enabled
+  VIA=cli
+  n=$(grep -c '"event":"admission"' "$W/tls/log")
+  WHY="the server logged $n admissions"
+  check https/server-answered test "$n" -gt 20
+else
+  fail https/server "cannot start \`diagport webhook\`: $(oneline "$W/tls/err") $(oneline "$W/tls/log")"
+fi
 
 # --- 2. edge cases ------------------------------------------------------------------
 
