@@ -471,9 +471,12 @@ static int sync_bundle(const struct certs_config *cfg, const char *want, struct 
 		}
 		if (r.status != 200) {
 			rc = kubeapi_error(&r, "GET", what, em);
-			if (r.status == 404)
-				err_prefix(em, "the webhook configuration is missing (is manifests/overlays/self-contained "
-					       "applied?)");
+			if (r.status == 404 && em) {
+				size_t n = strlen(em->text);
+
+				snprintf(em->text + n, sizeof(em->text) - n, " (the webhook configuration is missing: "
+					 "was manifests/overlays/self-contained applied?)");
+			}
 			kubeapi_resp_free(&r);
 			break;
 		}

@@ -35,7 +35,8 @@ way the API conventions and the API server's own code say the real one does
 - Every write that changes an object gives it the next resourceVersion of
   one counter for the whole store (etcd's revision); an update that changes
   nothing is a no-op that keeps it.
-- Every API request is logged as "METHOD PATH STATUS" to --log.
+- Every API request is logged as "METHOD PATH STATUS" to --log (a PATCH
+  also with its operations: " test:/metadata/resourceVersion,add:/webhooks/2/...").
 
 Test control, no token needed, not logged, under /__fake/:
   GET  /__fake/state          the store: {"secrets": {"NS/NAME": obj}, "mutatingwebhookconfigurations": {...}}
@@ -325,8 +326,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.reply(*control(method, path, body))
                 return
             code, obj = self.api(method, path, body, bad_json)
+            ops = ""
+            if method == "PATCH" and isinstance(body, list):
+                ops = " " + ",".join(f"{o.get('op')}:{o.get('path')}" for o in body if isinstance(o, dict))
             with open(args.log, "a") as f:
-                f.write(f"{method} {path} {code}\n")
+                f.write(f"{method} {path} {code}{ops}\n")
         self.reply(code, obj)
 
     def api(self, method, path, body, bad_json):
