@@ -29,7 +29,7 @@
 #include "mem.h"
 
 #define SONAME "libgnutls.so.30"
-#define BUNDLE_MAX 8     /* CA certificates kept in a bundle */
+#define BUNDLE_MAX 8     /* CA certificates kept from a bundle */
 #define SKEW_S 3600      /* certificates are valid from an hour ago: nodes' clocks differ */
 #define DAY_S 86400
 #define NAME_MAX_LEN 253 /* a DNS name */
@@ -74,7 +74,7 @@
 	X(x509_crt_get_key_purpose_oid)                                                                            \
 	X(x509_crt_verify)
 
-#define DECLARE(n) __typeof__(&gnutls_##n) n;
+#define DECLARE(n) __typeof__(&gnutls_##n)(n);
 static struct {
 	FUNCS(DECLARE)
 	bool ok;
@@ -514,11 +514,8 @@ int certgen_check_serving(const struct certgen_pair *pair, const char *ca_pem, s
 		rc = err_set(em, DP_EINVAL, "ca.crt holds no PEM certificate (%s)", gt.strerror(r));
 	else if (!signed_by(crt, ca))
 		rc = err_set(em, DP_EINVAL, "tls.crt is not signed by the CA in ca.crt");
-	else if ((rc = check_time(crt, "tls.crt", now, &na, em)) != 0)
-		; /* em says it */
-	else if ((rc = check_names(crt, dns, n_dns, em)) != 0)
-		;
-	else if (!server_auth(crt))
+	else if ((rc = check_time(crt, "tls.crt", now, &na, em)) == 0 && (rc = check_names(crt, dns, n_dns, em)) == 0 &&
+		 !server_auth(crt))
 		rc = err_set(em, DP_EINVAL, "tls.crt is not for TLS servers (no extendedKeyUsage serverAuth)");
 	if (key)
 		gt.x509_privkey_deinit(key);
@@ -544,50 +541,60 @@ size_t certgen_count(const char *pem, size_t len)
 	return n;
 }
 
+/* The next PEM certificate block at or after *p: its start and length; false when there is none. */
+static bool next_block(const char **p, const char *end, const char **block, size_t *n)
+{
+	static const char begin[] = "-----BEGIN CERTIFICATE-----", fin[] = "-----END CERTIFICATE-----";
+	const char *b = memmem(*p, (size_t)(end - *p), begin, sizeof(begin) - 1), *e;
+
+	if (b == NULL)
+		return false;
+	e = memmem(b, (size_t)(end - b), fin, sizeof(fin) - 1);
+	e = e ? e + sizeof(fin) - 1 : end;
+	*block = b;
+	*n = (size_t)(e - b);
+	*p = e;
+	return true;
+}
+
 int certgen_bundle_filter(const char *pem, size_t len, time_t now, int skip_first, struct buf *out, size_t *kept,
 			  size_t *dropped, struct err_msg *em)
 {
-	gnutls_x509_crt_t list[BUNDLE_MAX];
-	gnutls_datum_t d = datum(pem, len);
-	unsigned int n = BUNDLE_MAX;
-	size_t total = certgen_count(pem, len), k = 0, drop = 0, start = out->len;
+	const char *p = pem, *end = pem + len, *block;
+	size_t k = 0, drop = 0, start = out->len, n, i;
 	int rc, r;
 
 	if ((rc = ready(em)) != 0)
 		return rc;
-	if (len > 1 << 20 || gt.x509_crt_list_import(list, &n, &d, GNUTLS_X509_FMT_PEM, 0) < 0)
-		n = 0;
-	for (unsigned i = 0; i < n; i++) {
+	/* block by block, so that one that does not parse costs only itself */
+	for (i = 0; rc == 0 && next_block(&p, end, &block, &n); i++) {
+		gnutls_x509_crt_t crt = NULL;
+		char *text = NULL;
+		size_t tl = 0;
 		time_t na;
-		char *p = NULL;
-		size_t pl = 0;
 
 		if (i == 0 && skip_first)
 			continue;
-		if (rc == 0 && is_ca(list[i]) && check_time(list[i], "", now, &na, NULL) == 0) {
-			if ((r = export_crt(list[i], &p, &pl)) < 0)
+		if (k < BUNDLE_MAX && import_crt(&crt, block, n) >= 0 && is_ca(crt) &&
+		    check_time(crt, "", now, &na, NULL) == 0) {
+			if ((r = export_crt(crt, &text, &tl)) < 0)
 				rc = err_set(em, DP_ECRYPTO, "GnuTLS cannot write a certificate: %s", gt.strerror(r));
-			else if (buf_append(out, p, pl) != 0)
+			else if (buf_append(out, text, tl) != 0)
 				rc = err_set(em, DP_ETOOBIG, "the CA bundle is larger than %zu bytes", out->cap);
 			else
 				k++;
-			free(p);
+			free(text);
 		} else {
 			drop++;
 		}
+		if (crt)
+			gt.x509_crt_deinit(crt);
 	}
-	for (unsigned i = 0; i < n; i++)
-		gt.x509_crt_deinit(list[i]);
 	if (rc != 0) {
 		out->len = start;
 		if (out->data)
 			out->data[start] = '\0';
 		return rc;
-	}
-	if (total > n) { /* past the cap, or not parsed at all */
-		drop += total - n;
-		if (n == 0 && skip_first)
-			drop--;
 	}
 	*kept = k;
 	*dropped = drop;

@@ -78,7 +78,7 @@ int certgen_check_serving(const struct certgen_pair *pair, const char *ca_pem, s
  * Append to out, as PEM, the certificates of the bundle pem[0..len) that are
  * CAs (CA:TRUE) valid at `now`, in their order, at most 8; with skip_first,
  * leaving out the first certificate whatever it is. *kept and *dropped count
- * the others. A bundle that does not parse keeps nothing (all dropped).
+ * the others; a block that does not parse is dropped.
  * 0, or DP_ECRYPTO / DP_ETOOBIG (out's cap) with em.
  */
 int certgen_bundle_filter(const char *pem, size_t len, time_t now, int skip_first, struct buf *out, size_t *kept,

@@ -221,13 +221,13 @@ static int decide_existing(const struct certs_config *cfg, const struct names *n
 		return 0;
 	}
 	if (!ca_keep && ca_rc != 0) {
-		snprintf(p->why, sizeof(p->why), "%s", ca_why.text);
+		snprintf(p->why, sizeof(p->why), "%.500s", ca_why.text);
 	} else if (!ca_keep) {
 		when(ca_end, t, sizeof(t));
 		snprintf(p->why, sizeof(p->why), "the CA expires on %s, within %d days (--renew-before-days)", t,
 			 cfg->renew_before_days);
 	} else if (srv_rc != 0) {
-		snprintf(p->why, sizeof(p->why), "%s", srv_why.text);
+		snprintf(p->why, sizeof(p->why), "%.500s", srv_why.text);
 	} else {
 		when(srv_end, t, sizeof(t));
 		snprintf(p->why, sizeof(p->why), "tls.crt expires on %s, within %d days (--renew-before-days)", t,
@@ -268,6 +268,7 @@ static int decide(const struct certs_config *cfg, const struct names *nm, time_t
 	char *s[N_KEYS];
 	size_t len[N_KEYS];
 	struct err_msg chk;
+	bool made;
 	int rc;
 
 	buf_init(&p->bundle, (size_t)64 << 10);
@@ -294,8 +295,9 @@ static int decide(const struct certs_config *cfg, const struct names *nm, time_t
 			return rc;
 	}
 	/* what we store must pass the checks a later run makes, or that run would replace it again */
-	if (certgen_check_ca(p->bundle.data, p->bundle.len, p->write ? p->ca.key : NULL,
-			     p->write ? p->ca.key_len : 0, now, &p->ca_end, &chk) != 0 ||
+	made = p->action == CERTS_CREATED || p->action == CERTS_RENEWED_SERVING || p->action == CERTS_RENEWED_CA;
+	if (certgen_check_ca(p->bundle.data, p->bundle.len, made ? p->ca.key : NULL, made ? p->ca.key_len : 0, now,
+			     &p->ca_end, &chk) != 0 ||
 	    certgen_check_serving(&p->serving, p->bundle.data, p->bundle.len, (const char *const *)nm->dns, 4, now,
 				  &p->serving_end, &chk) != 0)
 		return err_set(em, DP_ECRYPTO, "the certificates made do not pass their own checks: %s", chk.text);

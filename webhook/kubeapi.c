@@ -62,12 +62,14 @@ static int auth_header(const char *file, char **out, struct err_msg *em)
 	while (n && (b.data[n - 1] == '\n' || b.data[n - 1] == '\r' || b.data[n - 1] == ' ' || b.data[n - 1] == '\t'))
 		n--;
 	if (n == 0) {
-		rc = err_set(em, DP_EIO, "the service account token file %s is empty", file);
+		rc = DP_EIO;
+		err_set(em, rc, "the service account token file %s is empty", file);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
 		if (b.data[i] < 0x21 || b.data[i] > 0x7e) { /* a header must not be split or forged */
-			rc = err_set(em, DP_EIO, "the service account token file %s holds a byte a token cannot have", file);
+			rc = DP_EIO;
+			err_set(em, rc, "the service account token file %s holds a byte a token cannot have", file);
 			goto out;
 		}
 	*out = mem_printf("Authorization: Bearer %.*s", (int)n, b.data);
@@ -95,7 +97,7 @@ static void parse(const struct buf *raw, struct kubeapi_resp *resp)
 
 	resp->body = j;
 	resp->reason[0] = resp->message[0] = '\0';
-	if (j && json_is_object(j) && json_is_string(json_object_get(j, "kind")) &&
+	if (json_is_object(j) && json_is_string(json_object_get(j, "kind")) &&
 	    strcmp(json_string_value(json_object_get(j, "kind")), "Status") == 0) {
 		const char *s = json_string_value(json_object_get(j, "reason"));
 
@@ -126,6 +128,7 @@ int kubeapi_call(const struct kubeapi_config *cfg, const char *method, const cha
 		 const char *body, size_t body_len, struct kubeapi_resp *resp, struct err_msg *em)
 {
 	static const char zeros[PRESIZE];
+	static const char user_agent[] = "User-Agent: diagport/" DP_VERSION " (webhook certs)";
 	char *url = mem_printf("%s%s", cfg->server, path), *auth = NULL, *content = NULL;
 	struct buf raw;
 	long status = 0;
@@ -137,8 +140,7 @@ int kubeapi_call(const struct kubeapi_config *cfg, const char *method, const cha
 	if (ctype)
 		content = mem_printf("Content-Type: %s", ctype);
 	for (int attempt = 1; attempt <= tries; attempt++) {
-		const char *headers[] = { "Accept: application/json", "User-Agent: diagport/" DP_VERSION " (webhook certs)",
-					  NULL, content, NULL };
+		const char *headers[] = { "Accept: application/json", user_agent, NULL, content, NULL };
 		struct hclient_req req = { .method = method, .url = url, .headers = headers, .body = body,
 					   .body_len = body_len, .ca_file = cfg->ca_file, .https_only = true,
 					   .timeout_ms = cfg->timeout_ms };

@@ -22,6 +22,7 @@
 #                one both trusted; the next run keeps it all
 #   prune/*      an expired old CA in ca.crt is taken out, nothing else changes
 #   interop/*    a Secret made by openssl is read and kept
+#   ca-key/*     a ca.key that is not the CA's: kept while nothing needs signing, then a new CA
 #   race/*       another Job creates the Secret first (409 AlreadyExists): read again, keep theirs
 #   stale/*      the Secret changes between GET and PUT (409 Conflict): read again, renew, PUT; the
 #                other writer's annotation survives
@@ -457,6 +458,24 @@ EOF
 else
   fail interop/openssl-made-kept "test setup: openssl: $(oneline "$O/log")"
 fi
+
+# --- 9b. a ca.key that is not the CA's: kept while nothing needs signing, a new CA when something does ----
+
+start_fake cakey "$W/seed.yaml" || exit 0
+certs
+state
+st secret-json "$NS/$SEC" | "$PY" -c 'import base64,json,sys; s=json.load(sys.stdin); s["data"]["ca.key"]=base64.b64encode(open(sys.argv[1],"rb").read()).decode(); print(json.dumps(s))' "$W/other.key" > "$W/cakey.json"
+ctl object "@$W/cakey.json"
+from=$(($(lines) + 1))
+certs
+got=$(requests "$from")
+WHY="exit $RC, requests '$got' (want GETs only): $(oneline "$W/out") $(oneline "$W/err")"
+check ca-key/foreign-key-kept bash -c "test $RC = 0 && test '$got' = 'GET $SECRET_PATH 200|GET $MWC_PATH 200|' && grep -q 'kept;' '$W/out'"
+from=$(($(lines) + 1))
+certs --validity-days 500 --renew-before-days 400
+got=$(requests "$from")
+WHY="exit $RC, requests '$got' (want a new CA: caBundle patched, then PUT): $(oneline "$W/out") $(oneline "$W/err")"
+check ca-key/foreign-key-new-ca bash -c "test $RC = 0 && grep -q 'renewed CA: tls.crt expires on .*; the CA cannot sign a new one: ca.key is not the key of the CA in ca.crt' '$W/out' && grep -q 'PUT $SECRET_PATH 200' <<< '$got' && grep -q 'PATCH' <<< '$got'"
 
 # --- 10. races and conflicts ----------------------------------------------------------------------------
 

@@ -157,15 +157,16 @@ static void bundle_filter(void)
 	buf_init(&out, 0);
 	buf_append(&in, a.cert, a.cert_len);
 	buf_append(&in, s1.cert, s1.cert_len); /* not a CA: dropped */
+	buf_puts(&in, "-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n"); /* dropped */
 	buf_append(&in, b.cert, b.cert_len);
-	T_CHECK(certgen_count(in.data, in.len) == 3);
+	T_CHECK(certgen_count(in.data, in.len) == 4);
 	T_CHECK(certgen_bundle_filter(in.data, in.len, now, 0, &out, &kept, &dropped, &em) == 0);
-	T_CHECK(kept == 2 && dropped == 1);
+	T_CHECK(kept == 2 && dropped == 2);
 	T_CHECK(out.len == a.cert_len + b.cert_len && memcmp(out.data, a.cert, a.cert_len) == 0);
 	buf_reset(&out);
 	/* 60 days on, b has expired; skip_first leaves a out */
 	T_CHECK(certgen_bundle_filter(in.data, in.len, now + 60 * 86400, 1, &out, &kept, &dropped, &em) == 0);
-	T_CHECK(kept == 0 && dropped == 2 && out.len == 0);
+	T_CHECK(kept == 0 && dropped == 3 && out.len == 0);
 	buf_free(&in);
 	buf_free(&out);
 	certgen_pair_free(&a);
