@@ -162,17 +162,24 @@ static int new_serving(const struct certs_config *cfg, const struct names *nm, t
 	return certgen_serving(&spec, &p->ca, &p->serving, em);
 }
 
-/* Append the still-valid CAs of the stored ca.crt to the bundle. */
+/*
+ * Append the still-valid CAs of the stored ca.crt to the bundle: the stored
+ * text itself, byte for byte, when all of it is kept (a caBundle compared
+ * with it stays equal); *dropped counts what was left out.
+ */
 static int keep_old_cas(const char *ca, size_t ca_len, time_t now, struct plan *p, size_t *dropped, struct err_msg *em)
 {
-	size_t kept = 0, drop = 0;
+	size_t kept = 0, drop = 0, start = p->bundle.len;
 	int rc;
 
-	*dropped = 0;
-	if (ca == NULL)
-		return 0;
 	if ((rc = certgen_bundle_filter(ca, ca_len, now, 0, &p->bundle, &kept, &drop, em)) != 0)
 		return rc;
+	if (drop == 0 && kept > 0) {
+		p->bundle.len = start;
+		p->bundle.data[start] = '\0';
+		if ((rc = buf_append(&p->bundle, ca, ca_len)) != 0)
+			return rc;
+	}
 	*dropped = drop;
 	return 0;
 }
@@ -206,11 +213,6 @@ static int decide_existing(const struct certs_config *cfg, const struct names *n
 	if (ca_keep && srv_keep) {
 		if ((rc = keep_old_cas(ca, len[CA_CRT], now, p, &dropped, em)) != 0)
 			return rc;
-		if (dropped == 0) { /* ca.crt stays byte for byte */
-			buf_reset(&p->bundle);
-			if ((rc = buf_append(&p->bundle, ca, len[CA_CRT])) != 0)
-				return rc;
-		}
 		p->action = dropped ? CERTS_PRUNED : CERTS_KEPT;
 		p->write = dropped > 0;
 		p->serving.cert = dup_pair_value(stored.cert, stored.cert_len, &p->serving.cert_len);

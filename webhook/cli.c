@@ -68,7 +68,7 @@ static void usage(FILE *f)
 		   "configuration missing, a 5xx after retries, conflicts that did not stop, a Secret of another\n"
 		   "type), 4 the API refused the credentials (401, 403), 5 no answer from the API server (down,\n"
 		   "its certificate not verified, timeout) or the token or CA file unreadable, 6 GnuTLS missing\n"
-		   "or failing.\n");
+		   "or failing, 1 an internal error.\n");
 }
 
 static int review(int argc, char **argv)
@@ -235,9 +235,10 @@ static void print_certs(const struct certs_config *c, const struct certs_result 
 
 	strftime(ca, sizeof(ca), "%Y-%m-%d", gmtime_r(&r->ca_not_after, &tm));
 	strftime(srv, sizeof(srv), "%Y-%m-%d", gmtime_r(&r->serving_not_after, &tm));
-	printf("diagport webhook certs: %sSecret %s/%s %s%s%s%s; serving certificate until %s, CA until %s; caBundle (%d CA%s) ",
-	       c->dry_run ? "dry run, nothing written: " : "", c->ns, c->secret, c->dry_run && r->action != CERTS_KEPT ? "would be " : "",
-	       certs_action_name(r->action), r->why[0] ? ": " : "", r->why, srv, ca, r->bundle_cas,
+	printf("diagport webhook certs: %sSecret %s/%s %s%s%s%s; ", c->dry_run ? "dry run, nothing written: " : "", c->ns,
+	       c->secret, c->dry_run && r->action != CERTS_KEPT ? "would be " : "", certs_action_name(r->action),
+	       r->why[0] ? ": " : "", r->why);
+	printf("serving certificate until %s, CA until %s; caBundle (%d CA%s) ", srv, ca, r->bundle_cas,
 	       r->bundle_cas == 1 ? "" : "s");
 	if (r->patched)
 		printf("%spatched on %d webhook%s", c->dry_run ? "would be " : "", r->patched, r->patched == 1 ? "" : "s");
