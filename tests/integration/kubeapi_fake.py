@@ -49,6 +49,8 @@ Test control, no token needed, not logged, under /__fake/:
                                 `test` of the old resourceVersion then meets a newer version
         action "create-first":  first store {"object": ...} (another Job's Secret won the race), then
                                 handle the request: a POST then gets 409 AlreadyExists
+        action "rotate-token":  handle the request, then write {"token": ...} into the token file, as the
+                                kubelet rotates a projected token: the next request needs the new one
 
 Usage: kubeapi_fake.py --cert C --key K --token-file T --log L --ready R [--seed FILE]...
 (the port it listens on, on 127.0.0.1, is written to R when it accepts connections).
@@ -348,6 +350,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             obj = copy.deepcopy(f["object"])
             meta = obj["metadata"]
             store["secrets"][f"{meta['namespace']}/{meta['name']}"] = stamp_new(obj)
+        if f and f["action"] == "rotate-token":
+            with open(args.token_file + ".tmp", "w") as t:
+                t.write(f["token"] + "\n")
+            os.rename(args.token_file + ".tmp", args.token_file)
         if bad_json is not None:
             return status(400, "BadRequest", f"the body is not JSON: {bad_json}")
         m = SECRETS.match(path)

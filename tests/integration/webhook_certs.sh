@@ -32,7 +32,7 @@
 #   errors/*     API server down, not trusted, configuration missing, a Secret of another type,
 #                usage errors: the documented exit codes and messages that name the object
 #   dry-run/*    decides and says, writes nothing
-#   token/*      the token is in no output
+#   token/*      the token is read for every request (it changes mid-run), and is in no output
 #   valgrind/*   a create and a keep under valgrind: no errors, no definite leaks
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -637,10 +637,18 @@ got=$(requests 1)
 WHY="exit $RC, requests '$got' (want GETs only), stdout $(oneline "$W/out")"
 check dry-run/writes-nothing bash -c "test $RC = 0 && test '$got' = 'GET $SECRET_PATH 404|GET $MWC_PATH 200|' && grep -q 'dry run, nothing written: .*would be created.*would be patched on $NHOOKS webhooks' '$W/out'"
 
-# --- 15. the token in no output -------------------------------------------------------------------------------
+# --- 15. the token: read for every request, in no output -------------------------------------------------------
 
-n=$(cat "$W"/out.* "$W"/err.* "$W/err.wrong-token" 2> /dev/null | grep -c -- "$TOKEN")
-WHY="$n output lines hold the token"
+start_fake rotate "$W/seed.yaml" || exit 0
+TOKEN2="tok2-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+ctl fault "{\"method\": \"GET\", \"path\": \"$SECRET_PATH\", \"action\": \"rotate-token\", \"token\": \"$TOKEN2\"}"
+certs
+got=$(requests 1)
+WHY="exit $RC, requests '$got' (the token file changed after the first request; want no 401): $(oneline "$W/err")"
+check token/read-per-request bash -c "test $RC = 0 && ! grep -q ' 401' <<< '$got' && grep -q 'POST [^|]* 201' <<< '$got'"
+printf '%s\n' "$TOKEN" > "$W/token"
+n=$(cat "$W"/out.* "$W"/err.* "$W/err.wrong-token" 2> /dev/null | grep -c -e "$TOKEN" -e "$TOKEN2")
+WHY="$n output lines hold a token"
 check token/never-printed test "$n" = 0
 
 # --- 16. valgrind: a create and a keep ------------------------------------------------------------------------
