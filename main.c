@@ -22,7 +22,7 @@ static const struct subcommand subcommands[] = {
 	{ "uninject", inj_cli_uninject, "remove exactly what inject added" },
 	{ "health", health_cli, "exit 0 when the local agent is ready (for probes without a shell)" },
 	{ "launch", launch_cli, "the in-container agent: own the diagnostic port (and optionally start the app)" },
-	{ "webhook", webhook_cli, "the admission webhook (today: `webhook review`, one AdmissionReview answered)" },
+	{ "webhook", webhook_cli, "the admission webhook: the server, `webhook review`, `webhook certs`" },
 };
 
 static void usage(FILE *f)

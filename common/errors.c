@@ -21,6 +21,9 @@ const char *err_str(int code)
 	case DP_ENOTFOUND: return "not found";
 	case DP_EINTERNAL: return "internal error";
 	case DP_ECANCELED: return "cancelled";
+	case DP_EAUTH: return "not authenticated or not authorized";
+	case DP_EREMOTE: return "the remote API answered with an error";
+	case DP_ECRYPTO: return "cryptographic failure";
 	}
 	return "unknown error";
 }

@@ -13,6 +13,10 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mem.h"
 
 static const char *const sonames[] = { "libcurl-gnutls.so.4", "libcurl.so.4" };
 
@@ -23,6 +27,8 @@ static struct {
 	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
 	void (*easy_cleanup)(CURL *);
 	const char *(*easy_strerror)(CURLcode);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
 	char error[256];
 } lib;
 
@@ -46,8 +52,10 @@ static void load(void)
 	*(void **)&lib.easy_getinfo = dlsym(h, "curl_easy_getinfo");
 	*(void **)&lib.easy_cleanup = dlsym(h, "curl_easy_cleanup");
 	*(void **)&lib.easy_strerror = dlsym(h, "curl_easy_strerror");
+	*(void **)&lib.slist_append = dlsym(h, "curl_slist_append");
+	*(void **)&lib.slist_free_all = dlsym(h, "curl_slist_free_all");
 	if (!lib.easy_init || !lib.easy_setopt || !lib.easy_perform || !lib.easy_getinfo || !lib.easy_cleanup ||
-	    !lib.easy_strerror) {
+	    !lib.easy_strerror || !lib.slist_append || !lib.slist_free_all) {
 		snprintf(lib.error, sizeof(lib.error), "the libcurl found lacks the easy interface");
 		lib.easy_init = NULL;
 	}
@@ -83,4 +91,104 @@ int hclient_get_status(const char *url, long timeout_ms, long *status, struct er
 		return err_set(em, DP_EIO, "%s: %s", url, lib.easy_strerror(rc));
 	*status = code;
 	return 0;
+}
+
+struct sink {
+	struct buf *b;
+	bool too_big;
+};
+
+static size_t collect(char *p, size_t size, size_t n, void *u)
+{
+	struct sink *s = u;
+
+	if (buf_append(s->b, p, size * n) != 0) {
+		s->too_big = true;
+		return 0; /* libcurl stops with CURLE_WRITE_ERROR */
+	}
+	return size * n;
+}
+
+/* Free a header list after wiping its strings: one of them may be an Authorization header. */
+static void free_headers(struct curl_slist *h)
+{
+	for (struct curl_slist *i = h; i; i = i->next)
+		if (i->data)
+			mem_wipe(i->data, strlen(i->data));
+	lib.slist_free_all(h);
+}
+
+int hclient_request(const struct hclient_req *req, long *status, struct buf *resp, struct err_msg *em)
+{
+	struct curl_slist *headers = NULL;
+	struct sink sink = { .b = resp };
+	char errbuf[CURL_ERROR_SIZE] = "";
+	size_t start = resp->len;
+	long code = 0;
+	CURL *c = NULL;
+	CURLcode rc;
+	int ret = 0;
+
+	if (req->https_only && strncasecmp(req->url, "https://", 8) != 0)
+		return err_set(em, DP_EINVAL, "%s %s: only https:// URLs are allowed here", req->method, req->url);
+	pthread_once(&once, load);
+	if (lib.easy_init == NULL)
+		return err_set(em, DP_EIO, "%s %s: %s", req->method, req->url, lib.error);
+	if ((c = lib.easy_init()) == NULL)
+		return err_set(em, DP_EIO, "%s %s: libcurl could not start", req->method, req->url);
+	/* no "Expect: 100-continue" wait before a body: the servers we call answer at once */
+	headers = lib.slist_append(headers, "Expect:");
+	for (size_t i = 0; req->headers && req->headers[i]; i++)
+		if (headers)
+			headers = lib.slist_append(headers, req->headers[i]);
+	if (headers == NULL) {
+		ret = err_set(em, DP_EIO, "%s %s: libcurl could not allocate the headers", req->method, req->url);
+		goto out;
+	}
+	lib.easy_setopt(c, CURLOPT_URL, req->url);
+	lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
+	lib.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+	if (req->body) {
+		lib.easy_setopt(c, CURLOPT_POSTFIELDS, req->body);
+		lib.easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+	} else {
+		lib.easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	}
+	if (req->https_only) {
+		lib.easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
+		lib.easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "https");
+	}
+	lib.easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	lib.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	lib.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (req->ca_file) {
+		lib.easy_setopt(c, CURLOPT_CAINFO, req->ca_file);
+		lib.easy_setopt(c, CURLOPT_CAPATH, (char *)NULL); /* this CA only, not also the system's directory */
+	}
+	lib.easy_setopt(c, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+	lib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, req->timeout_ms);
+	lib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	lib.easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	lib.easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	lib.easy_setopt(c, CURLOPT_WRITEDATA, &sink);
+	rc = lib.easy_perform(c);
+	if (sink.too_big) {
+		ret = err_set(em, DP_ETOOBIG, "%s %s: the response is larger than %zu bytes", req->method, req->url,
+			      resp->cap);
+	} else if (rc != CURLE_OK) {
+		ret = err_set(em, DP_EIO, "%s %s: %s", req->method, req->url, errbuf[0] ? errbuf : lib.easy_strerror(rc));
+	} else {
+		lib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		*status = code;
+	}
+out:
+	if (ret != 0 && resp->data) {
+		mem_wipe(resp->data + start, resp->len - start); /* a partial body may hold a secret */
+		resp->len = start;
+		resp->data[start] = '\0';
+	}
+	if (headers)
+		free_headers(headers);
+	lib.easy_cleanup(c);
+	return ret;
 }

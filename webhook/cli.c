@@ -1,11 +1,16 @@
 /*
- * cli.c - `diagport webhook review [--namespace-enabled] [FILE | -]`.
+ * cli.c - `diagport webhook`: argument parsing for its three forms.
  *
- * Reads one AdmissionReview, writes the response AdmissionReview on stdout:
- * what the webhook's server will answer for the same request (review.c),
- * for scripts and tests. Exit status as `diagport inject`'s: 0 answered
- * (the pod is always allowed), 2 usage, 3 not an AdmissionReview, 4 over the
- * size cap, 5 I/O error. Nothing is written on stdout unless the status is 0.
+ * `diagport webhook review [--namespace-enabled] [FILE | -]` reads one
+ * AdmissionReview and writes the response AdmissionReview on stdout: what the
+ * webhook's server will answer for the same request (review.c), for scripts
+ * and tests. Exit status as `diagport inject`'s: 0 answered (the pod is
+ * always allowed), 2 usage, 3 not an AdmissionReview, 4 over the size cap,
+ * 5 I/O error. Nothing is written on stdout unless the status is 0.
+ *
+ * `diagport webhook --listen ...` serves (server.c); `diagport webhook
+ * certs ...` keeps the certificates and the caBundle right (certs.c), with
+ * the exit codes listed in its usage text.
  */
 #include "cli.h"
 
@@ -13,12 +18,14 @@
 #include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
+#include "certs.h"
 #include "review.h"
 #include "wconfig.h"
 #include "sandbox.h"
@@ -40,7 +47,30 @@ static void usage(FILE *f)
 		   "start), /healthz, /readyz and /metrics; reloads the key pair and the configuration\n"
 		   "(defaults under the diagport.dev/ annotation names, excludedNamespaces) when they change.\n"
 		   "Answers to repeated reviews (a ReplicaSet's replicas differ only in request.uid) are kept\n"
-		   "and reused; --no-review-cache reviews every request in full.\n");
+		   "and reused; --no-review-cache reviews every request in full.\n"
+		   "\n"
+		   "       diagport webhook certs --namespace NS --secret NAME --service NAME\n"
+		   "                        --webhook-configuration NAME [options]\n\n"
+		   "Keeps the webhook's certificates in the kubernetes.io/tls Secret NAME (tls.crt, tls.key, ca.crt,\n"
+		   "ca.key) and the caBundle of every webhook of the MutatingWebhookConfiguration that calls the\n"
+		   "Service: creates a CA and a serving certificate when there is no Secret, keeps them while they\n"
+		   "are good and far from expiry, otherwise renews the serving certificate (and the CA when it\n"
+		   "cannot sign one it outlives; ca.crt then holds the new and the old CA). Idempotent: a run\n"
+		   "with nothing to do writes nothing. Prints one line saying what it did.\n"
+		   "  --api-server URL        https://HOST:PORT (default: in the pod, from KUBERNETES_SERVICE_HOST/PORT)\n"
+		   "  --token-file F          bearer token, read for each request (default " KUBEAPI_SA_DIR "/token)\n"
+		   "  --api-ca-file F         the API server's CA (default " KUBEAPI_SA_DIR "/ca.crt)\n"
+		   "  --validity-days N       of a serving certificate (365)\n"
+		   "  --ca-validity-days N    of a CA (3650)\n"
+		   "  --renew-before-days N   renew what expires within N days (60; the CronJob runs monthly)\n"
+		   "  --cluster-domain D      the last DNS name is SVC.NS.svc.D (cluster.local)\n"
+		   "  --timeout-seconds N     per API request (10)\n"
+		   "  --dry-run               read and decide, write nothing; say what would be done\n"
+		   "Exit status: 0 done (or nothing to do), 2 usage, 3 the API answered with an error (the webhook\n"
+		   "configuration missing, a 5xx after retries, conflicts that did not stop, a Secret of another\n"
+		   "type), 4 the API refused the credentials (401, 403), 5 no answer from the API server (down,\n"
+		   "its certificate not verified, timeout) or the token or CA file unreadable, 6 GnuTLS missing\n"
+		   "or failing, 1 an internal error.\n");
 }
 
 static int review(int argc, char **argv)
@@ -223,10 +253,159 @@ static int serve(int argc, char **argv)
 	return rc;
 }
 
+static void log_certs(const char *line)
+{
+	fprintf(stderr, "diagport: webhook certs: %s\n", line);
+}
+
+/* A whole decimal number in [lo, hi], or -1. */
+static long number(const char *s, long lo, long hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end != '\0' || v < lo || v > hi)
+		return -1;
+	return v;
+}
+
+static int certs_exit(int rc)
+{
+	switch (rc) {
+	case DP_EINVAL: return 2;
+	case DP_EREMOTE: return 3;
+	case DP_EAUTH: return 4;
+	case DP_EIO: case DP_ETOOBIG: return 5;
+	case DP_ECRYPTO: return 6;
+	}
+	return 1;
+}
+
+static void print_certs(const struct certs_config *c, const struct certs_result *r)
+{
+	char ca[16], srv[16];
+	struct tm tm;
+
+	strftime(ca, sizeof(ca), "%Y-%m-%d", gmtime_r(&r->ca_not_after, &tm));
+	strftime(srv, sizeof(srv), "%Y-%m-%d", gmtime_r(&r->serving_not_after, &tm));
+	printf("diagport webhook certs: %sSecret %s/%s %s%s%s%s; ", c->dry_run ? "dry run, nothing written: " : "", c->ns,
+	       c->secret, c->dry_run && r->action != CERTS_KEPT ? "would be " : "", certs_action_name(r->action),
+	       r->why[0] ? ": " : "", r->why);
+	printf("serving certificate until %s, CA until %s; caBundle (%d CA%s) ", srv, ca, r->bundle_cas,
+	       r->bundle_cas == 1 ? "" : "s");
+	if (r->patched)
+		printf("%spatched on %d webhook%s", c->dry_run ? "would be " : "", r->patched, r->patched == 1 ? "" : "s");
+	if (r->patched && r->current)
+		printf(", ");
+	if (r->current)
+		printf("already current on %d webhook%s", r->current, r->current == 1 ? "" : "s");
+	printf(" of MutatingWebhookConfiguration %s", c->webhook_config);
+	if (r->skipped)
+		printf(" (%d calling other services left alone)", r->skipped);
+	if (r->conflicts)
+		printf("; %d conflict%s resolved by reading again", r->conflicts, r->conflicts == 1 ? "" : "s");
+	printf("\n");
+}
+
+/* `diagport webhook certs ...` */
+static int certs(int argc, char **argv)
+{
+	char server[300];
+	struct kubeapi_config api = { .token_file = KUBEAPI_SA_DIR "/token", .ca_file = KUBEAPI_SA_DIR "/ca.crt",
+				      .timeout_ms = 10000, .tries = 4, .log = log_certs };
+	struct certs_config c = { .api = &api, .cluster_domain = "cluster.local", .validity_days = 365,
+				  .ca_validity_days = 3650, .renew_before_days = 60 };
+	struct certs_result res;
+	struct err_msg em;
+	int rc;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		long n = 0;
+
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(a, "--dry-run") == 0) {
+			c.dry_run = true;
+			continue;
+		} else if (v == NULL) {
+			fprintf(stderr, "diagport: webhook certs: %s: missing value or unknown option\n", a);
+			return 2;
+		}
+		i++;
+		if (strcmp(a, "--namespace") == 0)
+			c.ns = v;
+		else if (strcmp(a, "--secret") == 0)
+			c.secret = v;
+		else if (strcmp(a, "--service") == 0)
+			c.service = v;
+		else if (strcmp(a, "--webhook-configuration") == 0)
+			c.webhook_config = v;
+		else if (strcmp(a, "--cluster-domain") == 0)
+			c.cluster_domain = v;
+		else if (strcmp(a, "--api-server") == 0)
+			api.server = v;
+		else if (strcmp(a, "--token-file") == 0)
+			api.token_file = v;
+		else if (strcmp(a, "--api-ca-file") == 0)
+			api.ca_file = v;
+		else if (strcmp(a, "--validity-days") == 0 && (n = number(v, 1, 36500)) > 0)
+			c.validity_days = (int)n;
+		else if (strcmp(a, "--ca-validity-days") == 0 && (n = number(v, 1, 36500)) > 0)
+			c.ca_validity_days = (int)n;
+		else if (strcmp(a, "--renew-before-days") == 0 && (n = number(v, 1, 36500)) > 0)
+			c.renew_before_days = (int)n;
+		else if (strcmp(a, "--timeout-seconds") == 0 && (n = number(v, 1, 600)) > 0)
+			api.timeout_ms = n * 1000;
+		else {
+			fprintf(stderr, "diagport: webhook certs: %s %s: %s\n", a, v,
+				n < 0 ? "not a whole number in range" : "unknown option");
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!c.ns || !c.secret || !c.service || !c.webhook_config) {
+		fprintf(stderr, "diagport: webhook certs: --namespace, --secret, --service and --webhook-configuration "
+				"are required\n");
+		return 2;
+	}
+	if (api.server == NULL) {
+		if (kubeapi_in_cluster_server(server, sizeof(server), &em) != 0) {
+			fprintf(stderr, "diagport: webhook certs: %s\n", em.text);
+			return 2;
+		}
+		api.server = server;
+	}
+	if (strncmp(api.server, "https://", 8) != 0 || strlen(api.server) <= 8 || strchr(api.server + 8, '/')) {
+		fprintf(stderr, "diagport: webhook certs: --api-server '%s' is not https://HOST[:PORT]\n", api.server);
+		return 2;
+	}
+	if (access(api.ca_file, R_OK) != 0) {
+		fprintf(stderr, "diagport: webhook certs: cannot read the API server's CA file %s: %s\n", api.ca_file,
+			strerror(errno));
+		return 5;
+	}
+	if ((rc = certs_run(&c, &res, &em)) != 0) {
+		fprintf(stderr, "diagport: webhook certs: %s\n", em.text);
+		return certs_exit(rc);
+	}
+	print_certs(&c, &res);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "diagport: webhook certs: cannot write the summary: %s\n", strerror(errno));
+		return 5;
+	}
+	return 0;
+}
+
 int webhook_cli(int argc, char **argv)
 {
 	if (argc >= 2 && strcmp(argv[1], "review") == 0)
 		return review(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "certs") == 0)
+		return certs(argc - 1, argv + 1);
 	if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		usage(stdout);
 		return 0;

@@ -1,7 +1,8 @@
 /*
- * cli.h - `diagport webhook`. Today: `diagport webhook review [FILE]`, the
- * admission decision for one AdmissionReview read from a file or stdin
- * (review.h). The HTTPS server is issue 4's next step.
+ * cli.h - `diagport webhook`: the HTTPS server (server.h), `webhook review
+ * [FILE]`, the admission decision for one AdmissionReview read from a file
+ * or stdin (review.h), and `webhook certs`, the certificates and caBundle
+ * (certs.h).
  */
 #ifndef DP_WEBHOOK_CLI_H
 #define DP_WEBHOOK_CLI_H

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base64.h"
 #include "doc.h"
 #include "mem.h"
 #include "patch.h"
@@ -30,34 +31,12 @@ const char *review_outcome_name(enum review_outcome o)
 	return names[o];
 }
 
-/* Append base64 (RFC 4648, padded) of in[0..n) to out, written in place. */
+/* Append the base64 of in[0..n) to out, written in place (no copy of the patch's text). */
 static int base64(const char *in, size_t n, struct buf *out)
 {
-	static const char t[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-	const unsigned char *p = (const unsigned char *)in;
-	size_t i, k = (n + 2) / 3 * 4;
-	char *q;
-
-	if (buf_reserve(out, k) != 0)
+	if (buf_reserve(out, B64_LEN(n)) != 0)
 		return DP_ETOOBIG;
-	q = out->data + out->len;
-	for (i = 0; i + 2 < n; i += 3, q += 4) {
-		q[0] = t[p[i] >> 2];
-		q[1] = t[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
-		q[2] = t[((p[i + 1] & 15) << 2) | (p[i + 2] >> 6)];
-		q[3] = t[p[i + 2] & 63];
-	}
-	if (n - i == 1) {
-		q[0] = t[p[i] >> 2];
-		q[1] = t[(p[i] & 3) << 4];
-		q[2] = q[3] = '=';
-	} else if (n - i == 2) {
-		q[0] = t[p[i] >> 2];
-		q[1] = t[((p[i] & 3) << 4) | (p[i + 1] >> 4)];
-		q[2] = t[(p[i + 1] & 15) << 2];
-		q[3] = '=';
-	}
-	out->len += k;
+	out->len += b64_encode_to(in, n, out->data + out->len);
 	out->data[out->len] = '\0';
 	return 0;
 }
