@@ -50,7 +50,7 @@ LIBDP      := $(BUILD)/libdiagport.a
 
 PREREQ_STAMP := $(BUILD)/.prereqs-$(shell cat scripts/prereqs.sh 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: all prereqs test demo bench lint fuzz clean unit
+.PHONY: all prereqs test demo bench lint fuzz clean unit FORCE
 all: diagport
 
 $(PREREQ_STAMP):
@@ -73,9 +73,12 @@ $(LIBDP): $(COMMON_OBJ) $(COMP_OBJ)
 $(BUILD)/diagport: $(BUILD)/main.o $(LIBDP)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIBDP) $(PKG_LIBS)
 
-# copy, then rename: works while an agent started from ./diagport is still running
-diagport: $(BUILD)/diagport
-	@cp $< $@.tmp && mv -f $@.tmp $@
+# copy, then rename: works while an agent started from ./diagport is still running. Compared, not
+# timestamped: after `make SANITIZER=...` (another BUILD), a plain `make` puts the plain binary back.
+diagport: $(BUILD)/diagport FORCE
+	@cmp -s $< $@ || { cp $< $@.tmp && mv -f $@.tmp $@; }
+
+FORCE:
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/t.h $(LIBDP)
 	@mkdir -p $(dir $@)

@@ -233,16 +233,21 @@ char *mem_strndup(const char *s, size_t n)
 
 char *mem_printf(const char *fmt, ...)
 {
+	char small[256]; /* most strings: formatted once (and no NULL buffer, which GCC's fortify check dislikes) */
 	va_list ap;
 	int n;
 	char *p;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		oom(0);
 	p = mem_alloc((size_t)n + 1);
+	if ((size_t)n < sizeof(small)) {
+		memcpy(p, small, (size_t)n + 1);
+		return p;
+	}
 	va_start(ap, fmt);
 	vsnprintf(p, (size_t)n + 1, fmt, ap);
 	va_end(ap);
