@@ -76,12 +76,16 @@ static void named_arrays_by_element(void)
 {
 	size_t n;
 
-	/* env gains one variable at the end, a container is inserted before the app, the app gains a mount list */
+	/*
+	 * env gains one variable at the end, a container is inserted before the app, the app gains a mount list.
+	 * The containers are matched by name (the app moved to index 1); the env list keeps its items in place
+	 * and only grows, so it is walked by position and the new variable appended at /-.
+	 */
 	T_STREQ(diff("{\"containers\":[{\"name\":\"app\",\"env\":[{\"name\":\"A\",\"value\":\"1\"}]}]}",
 		     "{\"containers\":[{\"name\":\"agent\"},{\"name\":\"app\",\"env\":[{\"name\":\"A\",\"value\":\"1\"},"
 		     "{\"name\":\"B\",\"value\":\"2\"}],\"volumeMounts\":[]}]}", &n),
 		"[{\"op\":\"add\",\"path\":\"/containers/0\",\"value\":{\"name\":\"agent\"}},"
-		"{\"op\":\"add\",\"path\":\"/containers/1/env/1\",\"value\":{\"name\":\"B\",\"value\":\"2\"}},"
+		"{\"op\":\"add\",\"path\":\"/containers/1/env/-\",\"value\":{\"name\":\"B\",\"value\":\"2\"}},"
 		"{\"op\":\"add\",\"path\":\"/containers/1/volumeMounts\",\"value\":[]}]");
 	/* an existing value changed in place, one removed */
 	T_STREQ(diff("{\"env\":[{\"name\":\"A\",\"value\":\"1\"},{\"name\":\"B\",\"value\":\"2\"},{\"name\":\"C\"}]}",
