@@ -232,7 +232,7 @@ latency() {
 				else
 					"$B/bench/webhook_load" -r "$rate" -c "$LAT_CONNS" -d "$LAT_S" -w 1 -o "$W/lat-$label-$c-$s-$r.raw" "$W/ca.crt" "$NP" "/$c" "$W/$c.json"
 				fi
-				[ "$s" = webhook ] && echo "      $(logms "$from" "$(loglines)")"
+				[ "$s" = webhook ] && sleep 0.5 && echo "      $(logms "$from" "$(loglines)")" # lines come every 200 ms
 			done
 		done
 	done

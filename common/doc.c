@@ -53,8 +53,16 @@ struct doc_node *doc_scalar(enum doc_type type, const char *text, size_t len)
 
 	if (type == DOC_MAP || type == DOC_SEQ)
 		DP_FATAL("doc_scalar called with a collection type");
-	n = node_new(type);
-	n->text = mem_alloc(len + 1);
+	if (mem_arena_active()) {
+		/* one allocation for the node and its text: nothing in an arena is freed one by one */
+		n = mem_alloc(sizeof(*n) + len + 1);
+		memset(n, 0, sizeof(*n));
+		n->type = type;
+		n->text = (char *)(n + 1);
+	} else {
+		n = node_new(type);
+		n->text = mem_alloc(len + 1);
+	}
 	if (len)
 		memcpy(n->text, text, len);
 	n->text[len] = '\0';
@@ -101,18 +109,24 @@ struct doc_node *doc_copy(const struct doc_node *n)
 
 	if (n == NULL)
 		return NULL;
-	c = mem_alloc(sizeof(*c));
-	*c = *n;
-	c->tag = n->tag ? mem_strdup(n->tag) : NULL;
-	if (n->text) {
-		c->text = mem_alloc(n->len + 1);
-		memcpy(c->text, n->text, n->len + 1);
+	if (n->text && mem_arena_active()) { /* as in doc_scalar: node and text together */
+		c = mem_alloc(sizeof(*c) + n->len + 1);
+		*c = *n;
+		c->text = (char *)(c + 1);
+	} else {
+		c = mem_alloc(sizeof(*c));
+		*c = *n;
+		if (n->text)
+			c->text = mem_alloc(n->len + 1);
 	}
+	if (n->text)
+		memcpy(c->text, n->text, n->len + 1);
+	c->tag = n->tag ? mem_strdup(n->tag) : NULL;
 	c->keys = c->vals = NULL;
 	c->alloc = n->n;
 	if (n->n == 0)
 		return c;
-	c->vals = mem_array(n->n, sizeof(*c->vals));
+	c->vals = mem_array(n->n, sizeof(*c->vals)); /* every slot is set below; mem_array checks the size */
 	if (n->type == DOC_MAP)
 		c->keys = mem_array(n->n, sizeof(*c->keys));
 	for (size_t i = 0; i < n->n; i++) {

@@ -149,6 +149,7 @@ static int review(int argc, char **argv)
  * waiting before it. No stdio: one write(2) per flush.
  */
 #define LOG_FLUSH_MS 200
+#define ADMISSION_LINE "{\"event\":\"admission\"," /* how an admission's line begins */
 static struct {
 	pthread_mutex_t mu;
 	char buf[16384];
@@ -188,7 +189,7 @@ static void log_stderr(const char *line)
 	memcpy(logq.buf + logq.len, line, n);
 	logq.len += n;
 	logq.buf[logq.len++] = '\n';
-	if (strncmp(line, "{\"event\":\"admission\"", 21) != 0)
+	if (strncmp(line, ADMISSION_LINE, sizeof(ADMISSION_LINE) - 1) != 0)
 		log_flush_locked();
 	pthread_mutex_unlock(&logq.mu);
 }
