@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make demo: inject the example workloads under examples/ and show what changed.
+# make demo: inject the example workloads under examples/ and show what changed, answer
+# an AdmissionReview with the webhook, and run the agent beside a .NET app.
 # The "before" side is `diagport uninject` of the original (nothing to remove, so
 # it is the document exactly as diagport renders it), the "after" side is inject:
 # the diff is exactly what diagport adds.
@@ -32,6 +33,36 @@ printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  
 echo '$ diagport inject bad.yaml'
 set +e; "$D" inject "$W/bad.yaml" > "$W/out"; rc=$?; set -e
 echo "exit status $rc, $(wc -c < "$W/out") bytes on stdout"
+
+printf '\n\033[1m== The webhook: an annotated pod, as the API server sends it, answered over HTTPS with a JSON Patch\033[0m\n'
+mkdir -p "$W/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/tls/tls.key" -out "$W/tls/tls.crt" \
+  -days 1 -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 2> /dev/null
+WPORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+echo "\$ diagport webhook --listen 127.0.0.1:$WPORT --tls-cert tls.crt --tls-key tls.key &"
+"$D" webhook --listen "127.0.0.1:$WPORT" --tls-cert "$W/tls/tls.crt" --tls-key "$W/tls/tls.key" 2> "$W/webhook.log" &
+WPID=$!
+trap 'kill "$WPID" 2> /dev/null || true; rm -rf "$W"' EXIT
+for _ in $(seq 1 100); do curl -s -o /dev/null --cacert "$W/tls/tls.crt" "https://127.0.0.1:$WPORT/healthz" && break; sleep 0.05; done
+/usr/bin/python3 - bench/webhook_pod.json > "$W/review.json" << 'EOF'
+import json, sys, uuid
+pod = json.load(open(sys.argv[1]))
+print(json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                  "request": {"uid": str(uuid.uuid4()), "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                              "namespace": "shop", "operation": "CREATE", "object": pod}}))
+EOF
+echo "\$ curl --cacert tls.crt -H 'Content-Type: application/json' --data-binary @review.json https://127.0.0.1:$WPORT/mutate"
+curl -s --cacert "$W/tls/tls.crt" -H 'Content-Type: application/json' --data-binary "@$W/review.json" \
+  "https://127.0.0.1:$WPORT/mutate" > "$W/answer.json"
+/usr/bin/python3 - "$W/answer.json" << 'EOF'
+import base64, json, sys
+r = json.load(open(sys.argv[1]))["response"]
+print(f"  uid {r['uid']}, allowed {str(r['allowed']).lower()}, {r['patchType']}:")
+for op in json.loads(base64.b64decode(r["patch"])):
+    print(f"    {op['op']:8} {op['path']}")
+EOF
+kill "$WPID"; wait "$WPID" 2> /dev/null || true
+echo "webhook log:"; grep -v '^{"event":"listening"' "$W/webhook.log" | sed 's/^/  /'
 
 printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, dumped, and dumped to an egress directory\033[0m\n'
 bash tests/apps/build.sh build/apps | sed 's/^/  /'

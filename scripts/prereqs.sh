@@ -31,7 +31,7 @@ want_npm=0
 case $mode in
 build) want=("${build_pkgs[@]}") ;;
 # the demo pipes through kubectl
-demo) want=("${build_pkgs[@]}" curl file) ;;
+demo) want=("${build_pkgs[@]}" curl file openssl) ;;
 test) want=("${build_pkgs[@]}" "${test_pkgs[@]}"); want_npm=1 ;;
 bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}"); want_npm=1 ;;
 # lint and fuzz compile the sources too, so they need the build headers.
