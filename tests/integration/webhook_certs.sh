@@ -6,7 +6,8 @@
 # seeded with the MutatingWebhookConfiguration that `kubectl kustomize
 # manifests/overlays/self-contained` renders. Results:
 #   first/*      no Secret: one is created (kubernetes.io/tls, four keys, our label) and every webhook's
-#                caBundle patched; exactly GET, GET, PATCH, POST
+#                caBundle patched; exactly GET, GET, PATCH, POST; both objects as written validate with
+#                kubernetes-models (tests/validate/k8s-validate.mjs)
 #   cert/*       openssl's view of what was made: tls.crt verifies against ca.crt; exactly the four
 #                DNS names; keys match; serverAuth, digitalSignature, CN, P-256, validity 365 days;
 #                random 128-bit serials
@@ -195,6 +196,15 @@ SAME_ALL=${SAME_ALL% }
 WHY="caBundle of each webhook against base64(ca.crt): '$got' (want '$SAME_ALL')"
 check first/cabundle test "$got" = "$SAME_ALL"
 RV_SEC=$(st secret-rv "$NS/$SEC") RV_MWC=$(st mwc-rv "$MWC")
+# what was written, as objects: the Secret and the configuration validate with kubernetes-models
+# (tests/validate/k8s-validate.mjs, with its API-server rules), as the API server would check them
+for o in secret:"$NS/$SEC" mwc:"$MWC"; do
+  st "${o%%:*}-json" "${o#*:}" > "$W/written-${o%%:*}.json" 2> "$W/st.err"
+  timeout 120 node tests/validate/k8s-validate.mjs "$W/written-${o%%:*}.json" > "$W/val-${o%%:*}" 2>&1
+  rc=$?
+  WHY="k8s-validate.mjs exit $rc: $(oneline "$W/val-${o%%:*}") $(oneline "$W/st.err")"
+  check "first/${o%%:*}-validates" bash -c "test $rc = 0 && ! grep -q 'note:' '$W/val-${o%%:*}'"
+done
 
 # --- 2. the certificates, as openssl sees them --------------------------------------------------
 
