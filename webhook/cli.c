@@ -284,6 +284,19 @@ static int certs_exit(int rc)
 	return 1;
 }
 
+/* What a dry run says it would do, in words that read after "Secret NS/NAME". */
+static const char *dry_action_name(enum certs_action a)
+{
+	switch (a) {
+	case CERTS_CREATED: return "would be created";
+	case CERTS_KEPT: return "would be kept";
+	case CERTS_PRUNED: return "would be kept, its expired CA removed from ca.crt";
+	case CERTS_RENEWED_SERVING: return "would get a renewed serving certificate";
+	case CERTS_RENEWED_CA: return "would get a renewed CA";
+	}
+	return "?";
+}
+
 static void print_certs(const struct certs_config *c, const struct certs_result *r)
 {
 	char ca[16], srv[16];
@@ -291,9 +304,9 @@ static void print_certs(const struct certs_config *c, const struct certs_result 
 
 	strftime(ca, sizeof(ca), "%Y-%m-%d", gmtime_r(&r->ca_not_after, &tm));
 	strftime(srv, sizeof(srv), "%Y-%m-%d", gmtime_r(&r->serving_not_after, &tm));
-	printf("diagport webhook certs: %sSecret %s/%s %s%s%s%s; ", c->dry_run ? "dry run, nothing written: " : "", c->ns,
-	       c->secret, c->dry_run && r->action != CERTS_KEPT ? "would be " : "", certs_action_name(r->action),
-	       r->why[0] ? ": " : "", r->why);
+	printf("diagport webhook certs: %sSecret %s/%s %s%s%s; ", c->dry_run ? "dry run, nothing written: " : "", c->ns,
+	       c->secret, c->dry_run ? dry_action_name(r->action) : certs_action_name(r->action), r->why[0] ? ": " : "",
+	       r->why);
 	printf("serving certificate until %s, CA until %s; caBundle (%d CA%s) ", srv, ca, r->bundle_cas,
 	       r->bundle_cas == 1 ? "" : "s");
 	if (r->patched)
