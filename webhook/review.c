@@ -153,7 +153,13 @@ static enum review_outcome inject(const struct review_config *cfg, const struct 
 int review_admit(const struct review_config *cfg, const char *body, size_t len, struct buf *out,
 		 enum review_outcome *outcome, struct err_msg *em)
 {
-	struct doc_limits lim = { cfg->max_body ? cfg->max_body : (size_t)16 << 20, 256, 4u << 20 };
+	/*
+	 * Nodes: a pod with 1,500 env vars is about 10,000; the cap allows ten
+	 * times that. It bounds memory as well as time: a review holds the
+	 * request's tree and the injected copy, about 100 bytes a node each, on
+	 * each of the server's threads, and the webhook's pod has 64 MiB.
+	 */
+	struct doc_limits lim = { cfg->max_body ? cfg->max_body : (size_t)16 << 20, 256, REVIEW_MAX_NODES };
 	struct doc_stream s = { 0 };
 	const struct doc_node *rv, *req, *pod = NULL, *ann;
 	const char *uid, *kind, *op, *av, *want;

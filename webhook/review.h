@@ -33,6 +33,8 @@ enum review_outcome {
 #define REVIEW_N_OUTCOMES 8
 const char *review_outcome_name(enum review_outcome o);
 
+#define REVIEW_MAX_NODES 100000 /* JSON values in one request; more is refused as too big (DP_ETOOBIG) */
+
 struct review_config {
 	const struct inj_opts *base; /* defaults for every pod (the webhook's configuration); borrowed */
 	bool namespace_enabled;      /* the pod's namespace opted in (diagport.dev/inject=enabled) */

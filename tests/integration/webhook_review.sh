@@ -445,6 +445,21 @@ why=
 [ -s "$M/big2.out" ] && why="${why:+$why; }printed $(wc -c < "$M/big2.out") bytes on stdout"
 if [ -z "$why" ]; then pass oversized-stdin; else fail oversized-stdin "$why"; fi
 
+# over 100,000 JSON values (review.h REVIEW_MAX_NODES): a small body whose tree would be large is
+# refused as too big (exit 4) at once, with the cap named, before anything is made of it
+"$PY" - "$M/good.json" "$M/many" << 'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["request"]["object"].setdefault("spec", {})["many"] = [[] for _ in range(120000)]
+json.dump(r, open(sys.argv[2], "w"), separators=(",", ":"))
+EOF
+review "$M/many.out" "$M/many.err" "$M/many"; rc=$?
+why=
+[ $rc -eq 4 ] || why="exit $rc, expected 4"
+[ -s "$M/many.out" ] && why="${why:+$why; }printed $(wc -c < "$M/many.out") bytes on stdout"
+grep -q 'more than 100000 nodes' "$M/many.err" || why="${why:+$why; }stderr does not name the cap: $(oneline "$M/many.err")"
+if [ -z "$why" ]; then pass too-many-values; else fail too-many-values "$why"; fi
+
 # Pod Security (--no-ptrace, the server's /no-ptrace paths): SYS_PTRACE left out with a warning, and the
 # patched pod equals `diagport inject --no-ptrace`; a pod that insists on ptrace is admitted unchanged
 PT=$W/ptrace; mkdir -p "$PT"
