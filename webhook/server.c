@@ -264,11 +264,12 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 	pthread_rwlock_unlock(&w->cfg_lock);
 	ms = now_ms() - t0;
 	if (rc != 0) {
-		atomic_fetch_add(&w->malformed, 1);
+		bool big = rc == DP_ETOOBIG; /* over a cap of the reader (nodes, depth) */
+
+		atomic_fetch_add(big ? &w->too_big : &w->malformed, 1);
 		buf_free(&out);
-		log_line(w, "{\"event\":\"rejected\",\"status\":400,\"ms\":%.3f}", ms);
-		return problem(c, rc == DP_ETOOBIG ? 413 : 400, rc == DP_ETOOBIG ? "Content Too Large" : "Bad Request",
-			       em.text);
+		log_line(w, "{\"event\":\"rejected\",\"status\":%d,\"ms\":%.3f}", big ? 413 : 400, ms);
+		return problem(c, big ? 413 : 400, big ? "Content Too Large" : "Bad Request", em.text);
 	}
 	atomic_fetch_add(&w->outcomes[ns_enabled][o], 1);
 	observe(w, ms);

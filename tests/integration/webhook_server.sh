@@ -338,6 +338,18 @@ r["request"]["object"]["metadata"]["annotations"]["padding"] = "x" * (9 << 20)
 open(sys.argv[2], "w").write(json.dumps(r))
 EOF
 bad too-big-413 413 -H 'Content-Type: application/json' -H 'Expect:' --data-binary "@$M/big" "$U/mutate"
+# a small body with more JSON values than a review may hold (review.h REVIEW_MAX_NODES): 413, the cap named
+"$PY" - "$R/req.json" "$M/many" << 'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["request"]["object"]["spec"]["many"] = [[] for _ in range(120000)]
+open(sys.argv[2], "w").write(json.dumps(r, separators=(",", ":")))
+EOF
+too0=$(metric "$P" 'diagport_webhook_rejected_requests_total{reason="too_big"}')
+bad too-many-values-413 413 -H 'Content-Type: application/json' --data-binary "@$M/many" "$U/mutate"
+too1=$(metric "$P" 'diagport_webhook_rejected_requests_total{reason="too_big"}')
+WHY="rejected_requests_total{reason=\"too_big\"} '$too0' -> '$too1' (want +1); detail: $(json "$M/too-many-values-413.out" 'j.get("detail")')"
+check malformed/too-many-values-counted bash -c "test '$((${too1:-0} - ${too0:-0}))' = 1 && grep -q 'more than 100000 nodes' '$M/too-many-values-413.out'"
 review_case malformed/serving-after-413 /mutate "$R/req.json" "$POD" "$R/inj.json" patch && INJ=$((INJ + 1))
 
 # slow clients: 4 connections (more than the server's 2 threads) send headers and half a body and
