@@ -112,6 +112,21 @@ struct doc_node *doc_take(struct doc_node *s, size_t i);
 /* Replace a scalar's text (keeps type, style, tag, position). */
 void doc_set_text(struct doc_node *n, const char *text);
 
+/*
+ * ---- the journal: a tree as it was before it was changed ----
+ * Between doc_journal_begin() and doc_journal_end(), on this thread and
+ * inside an arena scope (mem.h; fatal otherwise), every change made through
+ * the functions above first keeps a shallow snapshot of the node it
+ * changes. doc_journal_before(root) then gives the tree under root as it
+ * was at doc_journal_begin(): every subtree nothing touched is shared with
+ * the live tree (the same nodes), the changed spine is made of snapshots.
+ * The webhook diffs that against the changed tree instead of copying the
+ * whole pod first. Everything is arena memory, gone with the scope.
+ */
+void doc_journal_begin(void);
+struct doc_node *doc_journal_before(struct doc_node *root);
+void doc_journal_end(void);
+
 /* ---- streams and I/O ---- */
 enum doc_format { DOC_JSON, DOC_YAML };
 

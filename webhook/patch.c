@@ -272,6 +272,8 @@ static int diff_seq(struct walk *w, const struct doc_node *a, const struct doc_n
 
 static int diff(struct walk *w, const struct doc_node *a, const struct doc_node *b)
 {
+	if (a == b)
+		return 0; /* a subtree the journal shares between before and after (doc.h) */
 	if (a->type == DOC_MAP && b->type == DOC_MAP)
 		return diff_map(w, a, b);
 	if (a->type == DOC_SEQ && b->type == DOC_SEQ)
