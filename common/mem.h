@@ -35,14 +35,15 @@ void mem_free(void *p);
  * nothing, and mem_arena_end() releases all of it at once. mem_realloc() of
  * memory from outside the arena stays outside it, so a buffer allocated
  * before the scope may grow inside it and outlive it; nothing allocated inside
- * may be used after the end. Scopes do not nest. Sanitizer builds have no
- * arena (the wrappers call malloc as usual), so ASan sees every allocation.
- * Made for one request's short-lived trees: a review allocates thousands of
+ * may be used after the end. Scopes do not nest. Under AddressSanitizer
+ * each allocation is fenced by poisoning (mem.c), so overruns and uses
+ * after the scope are reported; uses after mem_free() inside a scope are not
+ * errors here, by design. Made for one request's short-lived trees: a review allocates thousands of
  * small nodes and frees them all together.
  */
 void mem_arena_begin(void);
 void mem_arena_end(void);
-/* True inside a scope that has an arena (never in sanitizer builds): trees made in it need not be freed one by one. */
+/* True inside a scope: trees made in it need not be freed one by one. */
 bool mem_arena_active(void);
 
 /* Route jansson's allocations through the wrappers above. Call once at start. */

@@ -109,17 +109,16 @@ static bool asks_ptrace(const struct doc_node *pod)
 }
 
 /*
- * Inject the pod and diff; fills patch (JSON text) and warnings. In an arena
- * (the server, the command) the request's own tree is injected under a
- * journal (doc.h) and diffed against the tree as it was, which shares every
- * subtree the injector left alone: no copy of a 1,500-item env list, and the
- * diff skips what is shared at once. Without one (sanitizer builds) it
- * injects a copy, the same result the long way.
+ * Inject the pod and diff; fills patch (JSON text) and warnings. The
+ * request's own tree is injected under a journal (doc.h) and diffed against
+ * the tree as it was, which shares every subtree the injector left alone: no
+ * copy of a 1,500-item env list, and the diff skips what is shared at once.
+ * cfg->copy_diff (tests) injects a copy instead: the same bytes the long way.
  */
 static enum review_outcome inject(const struct review_config *cfg, struct doc_node *request_pod, struct buf *patch,
 				  size_t *n_ops, struct warnings *warnings)
 {
-	bool journal = mem_arena_active() && !cfg->copy_diff;
+	bool journal = mem_arena_active() && !cfg->copy_diff; /* a journal needs the arena: review_admit has one */
 	struct doc_node *copy = journal ? request_pod : doc_copy(request_pod);
 	const struct doc_node *pod = request_pod;
 	struct inj_report rep = { 0 };

@@ -44,7 +44,7 @@ struct review_config {
 	size_t n_excluded;
 	struct rcache *cache;        /* answers to reuse (rcache.h), or NULL; borrowed. Its owner
 					clears it when anything above changes but the two flags. */
-	bool copy_diff;              /* tests: inject a copy and diff (the way without an arena), not the journal */
+	bool copy_diff;              /* tests: inject a copy and diff (the long way), not under the journal */
 };
 
 /*

@@ -150,33 +150,12 @@ static void review_same_both_ways(void)
 		}
 }
 
-/*
- * Sanitizer builds have no arena (mem.h), so the journal, which needs one,
- * never runs there: reviews take the copy path, which is what ASan checks.
- * This case says so by checking it, in place of the two journal cases.
- */
-static void sanitizer_build_takes_the_copy_path(void)
-{
-	mem_arena_begin();
-	T_CHECK(!mem_arena_active());
-	mem_arena_end();
-}
-
 int main(void)
 {
-	bool arena;
-
 	t_file_name = "test_journal";
 	mem_install();
-	mem_arena_begin();
-	arena = mem_arena_active();
-	mem_arena_end();
-	if (arena) {
-		T_RUN(before_is_the_original);
-		T_RUN(nothing_changed_is_the_same_tree);
-	} else {
-		T_RUN(sanitizer_build_takes_the_copy_path);
-	}
+	T_RUN(before_is_the_original);
+	T_RUN(nothing_changed_is_the_same_tree);
 	T_RUN(review_same_both_ways);
 	return t_failed_cases ? 1 : 0;
 }
