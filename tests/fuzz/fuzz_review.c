@@ -2,10 +2,10 @@
  * fuzz_review.c - libFuzzer target for the webhook's request handling
  * (webhook/review.c): whatever reaches POST /mutate is parsed, checked,
  * injected and diffed; it must answer or refuse, never crash, and a 0 answer
- * must be one JSON object. Differential for the answer cache
- * (webhook/rcache.c): each input is reviewed in full, then twice through a
- * cache (the second time it may come from it), and all three answers must be
- * the same bytes.
+ * must be one JSON object. Differential twice over: each input is reviewed
+ * in full under the document journal, then the long way (a copy injected and
+ * diffed), then twice through the answer cache (webhook/rcache.c; the second
+ * time it may come from it), and all four answers must be the same bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,6 +41,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = review_admit(&cfg, (const char *)data, size, &out, &o, &em);
 	if (rc == 0 && (out.len == 0 || out.data[0] != '{'))
 		abort();
+	/* the long way (inject a copy, diff) gives the same bytes as the journal */
+	cfg.copy_diff = true;
+	if (review_admit(&cfg, (const char *)data, size, &again, &o2, &em) != rc)
+		abort();
+	if (rc == 0 && (o2 != o || again.len != out.len || memcmp(again.data, out.data, out.len) != 0))
+		abort();
+	cfg.copy_diff = false;
 	cfg.cache = cache;
 	rcache_clear(cache);
 	for (int i = 0; i < 2; i++) {
