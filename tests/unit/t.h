@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "doc.h" /* t_doc */
+
 static int t_failed_cases;
 static char t_why[2048];
 static const char *t_file_name;
@@ -48,6 +50,25 @@ static const char *t_file_name;
 		}                                                                        \
 		fflush(stdout);                                                          \
 	} while (0)
+
+/* One document from text (JSON or YAML) as a new tree; NULL, with why on stderr, when it does not read. */
+static inline struct doc_node *t_doc(const char *text)
+{
+	struct doc_stream s = { 0 };
+	struct err_msg em;
+	struct doc_node *n;
+	int rc = doc_read(text, strlen(text), "t", &doc_default_limits, &s, &em);
+
+	if (rc != 0 || s.n != 1) {
+		fprintf(stderr, "t_doc: %s\n", rc != 0 ? em.text : "not one document");
+		doc_stream_free(&s);
+		return NULL;
+	}
+	n = s.docs[0];
+	s.docs[0] = doc_null();
+	doc_stream_free(&s);
+	return n;
+}
 
 #define T_BEGIN(name) (t_file_name = (name))
 #define T_END() return t_failed_cases ? 1 : 0

@@ -12,20 +12,6 @@
 #include "injector/inj_int.h"
 #include "mem.h"
 
-static struct doc_node *parse(const char *text)
-{
-	struct doc_stream s;
-	struct err_msg em;
-	struct doc_node *n;
-
-	if (doc_read(text, strlen(text), "t", &doc_default_limits, &s, &em) != 0 || s.n != 1)
-		return NULL;
-	n = s.docs[0];
-	s.docs[0] = doc_null();
-	doc_stream_free(&s);
-	return n;
-}
-
 static void status_roundtrip(void)
 {
 	struct inj_status st = { .wflags = "VIA", .n = 2 }, back;
@@ -81,7 +67,7 @@ static void options_layering(void)
 	struct inj_opts base, o;
 	struct inj_ctx c = { .file = "f.yaml" };
 	struct err_msg em;
-	struct doc_node *ann = parse("{\"diagport.dev/mode\": \"suspend\", \"other\": \"x\", \"diagport.dev/port\": \"7000\"}");
+	struct doc_node *ann = t_doc("{\"diagport.dev/mode\": \"suspend\", \"other\": \"x\", \"diagport.dev/port\": \"7000\"}");
 
 	T_CHECK(ann != NULL);
 	inj_opts_init(&base);
@@ -94,7 +80,7 @@ static void options_layering(void)
 	T_STREQ(o.image, "cli/image:1");  /* command line kept where the workload is silent */
 	inj_opts_free(&o);
 	doc_free(ann);
-	ann = parse("{\"diagport.dev/port\": \"x\"}");
+	ann = t_doc("{\"diagport.dev/port\": \"x\"}");
 	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "Pod p", &o, &em) == DP_EREFUSED);
 	T_CHECK(strstr(em.text, "f.yaml:1:") == em.text);
 	T_CHECK(strstr(em.text, "Pod p: diagport.dev/port: option port") != NULL);
@@ -119,7 +105,7 @@ static void quantities(void)
 
 static void cfn_tags(void)
 {
-	struct doc_node *n = parse("a: !Ref X\nb: !GetAtt Role.Arn\nc: !If [C, !Sub 'x-${Y}', 2]\nd: !Condition Z\n");
+	struct doc_node *n = t_doc("a: !Ref X\nb: !GetAtt Role.Arn\nc: !If [C, !Sub 'x-${Y}', 2]\nd: !Condition Z\n");
 	struct buf out;
 	struct err_msg em;
 
@@ -131,7 +117,7 @@ static void cfn_tags(void)
 			  "\"c\":{\"Fn::If\":[\"C\",{\"Fn::Sub\":\"x-${Y}\"},2]},\"d\":{\"Condition\":\"Z\"}}");
 	buf_free(&out);
 	doc_free(n);
-	n = parse("a: !GetAtt NoDot\n");
+	n = t_doc("a: !GetAtt NoDot\n");
 	T_CHECK(inj_cfn_expand_tags(n, "t", &em) == DP_ESYNTAX);
 	T_CHECK(strstr(em.text, "expected LogicalId.Attribute") != NULL);
 	doc_free(n);
@@ -139,11 +125,11 @@ static void cfn_tags(void)
 
 static void detect(void)
 {
-	struct doc_node *k = parse("{\"apiVersion\":\"v1\",\"kind\":\"Pod\"}");
-	struct doc_node *e = parse("{\"family\":\"f\",\"containerDefinitions\":[]}");
-	struct doc_node *d = parse("{\"taskDefinition\":{\"containerDefinitions\":[]}}");
-	struct doc_node *f = parse("Resources:\n  A:\n    Type: AWS::S3::Bucket\n");
-	struct doc_node *x = parse("hello: world\n");
+	struct doc_node *k = t_doc("{\"apiVersion\":\"v1\",\"kind\":\"Pod\"}");
+	struct doc_node *e = t_doc("{\"family\":\"f\",\"containerDefinitions\":[]}");
+	struct doc_node *d = t_doc("{\"taskDefinition\":{\"containerDefinitions\":[]}}");
+	struct doc_node *f = t_doc("Resources:\n  A:\n    Type: AWS::S3::Bucket\n");
+	struct doc_node *x = t_doc("hello: world\n");
 
 	T_STREQ(inj_detect(k), "k8s");
 	T_STREQ(inj_detect(e), "ecs");
@@ -159,7 +145,7 @@ static void detect(void)
 
 static void intrinsic(void)
 {
-	struct doc_node *n = parse("a: !Sub x\nb: {\"Fn::If\": [c, 1, 2]}\nc: {\"Ref\": x, \"other\": 1}\nd: !!str 12\n");
+	struct doc_node *n = t_doc("a: !Sub x\nb: {\"Fn::If\": [c, 1, 2]}\nc: {\"Ref\": x, \"other\": 1}\nd: !!str 12\n");
 
 	T_STREQ(inj_intrinsic(doc_get(n, "a")), "!Sub");
 	T_STREQ(inj_intrinsic(doc_get(n, "b")), "Fn::If");

@@ -7,28 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "t.h"
 #include "common/buf.h"
 #include "common/doc.h"
 #include "common/mem.h"
+#include "t.h"
 #include "webhook/review.h"
-
-static struct doc_node *parse(const char *json)
-{
-	struct doc_stream s = { 0 };
-	struct err_msg em;
-	struct doc_node *n;
-
-	if (doc_read_json(json, strlen(json), "t", &doc_default_limits, &s, &em) != 0 || s.n != 1) {
-		fprintf(stderr, "parse: %s\n", em.text);
-		abort();
-	}
-	n = s.docs[0];
-	s.docs[0] = NULL;
-	s.n = 0;
-	doc_stream_free(&s);
-	return n;
-}
 
 static char *text(const struct doc_node *n)
 {
@@ -50,7 +33,7 @@ static void before_is_the_original(void)
 	bool changed, shared, distinct;
 
 	mem_arena_begin();
-	root = parse(orig);
+	root = t_doc(orig);
 	want = text(root);
 	doc_journal_begin();
 	doc_set(doc_get(root, "a"), "x", doc_int(2));           /* replace a value */
@@ -85,7 +68,7 @@ static void nothing_changed_is_the_same_tree(void)
 	bool same;
 
 	mem_arena_begin();
-	root = parse("{\"a\":[1,2],\"b\":{\"c\":\"d\"}}");
+	root = t_doc("{\"a\":[1,2],\"b\":{\"c\":\"d\"}}");
 	doc_journal_begin();
 	(void)doc_get(root, "a");
 	same = doc_journal_before(root) == root;

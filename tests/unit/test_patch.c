@@ -12,26 +12,11 @@
 #include "t.h"
 #include "webhook/patch.h"
 
-static struct doc_node *parse(const char *json)
-{
-	struct doc_stream s = { 0 };
-	struct err_msg em;
-	struct doc_node *n;
-
-	if (doc_read_json(json, strlen(json), "t", &doc_default_limits, &s, &em) != 0 || s.n != 1)
-		abort();
-	n = s.docs[0];
-	s.docs[0] = NULL;
-	s.n = 0;
-	doc_stream_free(&s);
-	return n;
-}
-
 /* The patch from a to b as text (static buffer), and the number of operations. */
 static const char *diff(const char *a, const char *b, size_t *n)
 {
 	static char text[8192];
-	struct doc_node *x = parse(a), *y = parse(b);
+	struct doc_node *x = t_doc(a), *y = t_doc(b);
 	struct buf out;
 	struct err_msg em;
 

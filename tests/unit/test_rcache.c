@@ -55,43 +55,52 @@ static unsigned long long hits(struct rcache *c)
 	return h;
 }
 
-/* body through the cache and without it: the same answer and outcome; *hit says whether the cache gave it. */
-static int same_as_full(struct rcache *c, bool ns, const char *body, bool *hit, char *why, size_t n)
+/*
+ * The replica's review through the cache c and without a cache: 0 when both
+ * answer the same bytes with the same outcome and the cache was hit exactly
+ * when want_hit says; else 1 with why in t_why's words.
+ */
+static int replica(struct rcache *c, bool ns, const char *uid, const char *tok1, const char *tok2, const char *note,
+		   bool want_hit, char *why, size_t n)
 {
+	char *body = review(uid, tok1, tok2, note), *a1 = NULL, *a2 = NULL;
 	unsigned long long before = hits(c);
 	enum review_outcome o1, o2;
-	char *a1, *a2;
-	int bad;
+	bool hit;
+	int bad = 1;
 
-	if (admit(c, ns, body, &a1, &o1) != 0 || admit(NULL, ns, body, &a2, &o2) != 0) {
-		snprintf(why, n, "review failed");
-		return 1;
-	}
-	*hit = hits(c) > before;
-	bad = strcmp(a1, a2) != 0 || o1 != o2;
-	if (bad)
-		snprintf(why, n, "cached %.300s\nfull   %.300s", a1, a2);
+	if (admit(c, ns, body, &a1, &o1) != 0 || admit(NULL, ns, body, &a2, &o2) != 0)
+		snprintf(why, n, "uid %s: review failed", uid);
+	else if ((hit = hits(c) > before) != want_hit)
+		snprintf(why, n, "uid %s, tokens %s %s, note %s: cache %s, want %s", uid, tok1, tok2, note,
+			 hit ? "hit" : "miss", want_hit ? "hit" : "miss");
+	else if (strcmp(a1, a2) != 0 || o1 != o2)
+		snprintf(why, n, "uid %s: cached %.300s\nfull   %.300s", uid, a1, a2);
+	else
+		bad = 0;
 	mem_free(a1);
 	mem_free(a2);
+	mem_free(body);
 	return bad;
 }
+
+#define HIT true
+#define MISS false
+/* One replica through the cache and without it; the case stops at the first that differs. */
+#define REPLICA(c, ns, uid, t1, t2, note, want)                                       \
+	do {                                                                          \
+		char w_[800];                                                         \
+		if (replica((c), (ns), (uid), (t1), (t2), (note), (want), w_, sizeof(w_))) \
+			T_FAIL("%s", w_);                                             \
+	} while (0)
 
 static void replicas_hit_and_match(void)
 {
 	struct rcache *c = rcache_new();
-	char why[800], *b;
-	bool hit;
 
-	b = review("\"0b1f-aaaa\"", "4xq2z", "4xq2z", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0);
-	T_CHECK(!hit);
-	mem_free(b);
+	REPLICA(c, false, "\"0b1f-aaaa\"", "4xq2z", "4xq2z", "n", MISS);
 	/* another replica: new uid (another length too), new generated token name */
-	b = review("\"7c2e9d41-5be0-4c1d-8a55-31f0e2d9c6b7\"", "b9k7m", "b9k7m", "n");
-	if (same_as_full(c, false, b, &hit, why, sizeof(why)) != 0)
-		T_FAIL("%s", why);
-	T_CHECK(hit);
-	mem_free(b);
+	REPLICA(c, false, "\"7c2e9d41-5be0-4c1d-8a55-31f0e2d9c6b7\"", "b9k7m", "b9k7m", "n", HIT);
 	T_CHECK(hits(c) == 1);
 	rcache_free(c);
 }
@@ -99,87 +108,52 @@ static void replicas_hit_and_match(void)
 static void different_pods_miss(void)
 {
 	struct rcache *c = rcache_new();
-	char why[800], *b;
-	bool hit;
 
-	b = review("\"u1\"", "4xq2z", "4xq2z", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
-	b = review("\"u2\"", "4xq2z", "4xq2z", "m"); /* one byte of the pod differs */
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
-	b = review("\"u3\"", "4xq2z", "4xq2z", "n"); /* the namespace-enabled path: another key */
-	T_CHECK(same_as_full(c, true, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
-	b = review("\"u4\"", "4xq2z", "4xq2z", "nn"); /* longer */
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
+	REPLICA(c, false, "\"u1\"", "4xq2z", "4xq2z", "n", MISS);
+	REPLICA(c, false, "\"u2\"", "4xq2z", "4xq2z", "m", MISS);  /* one byte of the pod differs */
+	REPLICA(c, true, "\"u3\"", "4xq2z", "4xq2z", "n", MISS);   /* the namespace-enabled path: another key */
+	REPLICA(c, false, "\"u4\"", "4xq2z", "4xq2z", "nn", MISS); /* longer */
 	rcache_free(c);
 }
 
 static void odd_uids_and_names_are_full_reviews(void)
 {
 	struct rcache *c = rcache_new();
-	char why[800], *b;
-	bool hit;
 
-	b = review("\"u1\"", "4xq2z", "4xq2z", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
+	REPLICA(c, false, "\"u1\"", "4xq2z", "4xq2z", "n", MISS);
 	/* a uid with an escape: a miss, answered in full, the uid echoed as the reader decoded it */
-	b = review("\"u\\u0041\"", "4xq2z", "4xq2z", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
+	REPLICA(c, false, "\"u\\u0041\"", "4xq2z", "4xq2z", "n", MISS);
 	/* the volume and the mount with different names: not a replica of the same template */
-	b = review("\"u2\"", "4xq2z", "zzzzz", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
+	REPLICA(c, false, "\"u2\"", "4xq2z", "zzzzz", "n", MISS);
 	/* a name that is not a generated one (upper case) */
-	b = review("\"u3\"", "4XQ2Z", "4XQ2Z", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
+	REPLICA(c, false, "\"u3\"", "4XQ2Z", "4XQ2Z", "n", MISS);
 	/* and a body with two different token names was not kept: its replica misses too */
-	b = review("\"u4\"", "4xq2z", "zzzzz", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
-	/* nor does a pod with one generated name stand in for it (or the other way round) */
-	b = review("\"u5\"", "abcde", "abcde", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && hit); /* the first body's replica */
-	mem_free(b);
+	REPLICA(c, false, "\"u4\"", "4xq2z", "zzzzz", "n", MISS);
+	/* the first body's replica, another generated name: a hit */
+	REPLICA(c, false, "\"u5\"", "abcde", "abcde", "n", HIT);
+	/* with the cache empty: a body with two names is not kept, and does not stand in for one with one name */
 	rcache_clear(c);
-	b = review("\"u6\"", "4xq2z", "zzzzz", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
-	b = review("\"u7\"", "abcde", "abcde", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
+	REPLICA(c, false, "\"u6\"", "4xq2z", "zzzzz", "n", MISS);
+	REPLICA(c, false, "\"u7\"", "abcde", "abcde", "n", MISS);
 	rcache_free(c);
 }
 
 static void cleared_and_bounded(void)
 {
 	struct rcache *c = rcache_new();
-	char why[800], *b;
-	bool hit;
 
-	b = review("\"u1\"", "4xq2z", "4xq2z", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
+	REPLICA(c, false, "\"u1\"", "4xq2z", "4xq2z", "n", MISS);
 	rcache_clear(c);
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && hit);
-	mem_free(b);
+	REPLICA(c, false, "\"u1\"", "4xq2z", "4xq2z", "n", MISS);
+	REPLICA(c, false, "\"u1\"", "4xq2z", "4xq2z", "n", HIT);
 	/* RCACHE_ENTRIES other pods push it out */
 	for (int i = 0; i < RCACHE_ENTRIES; i++) {
 		char note[16];
 
 		snprintf(note, sizeof(note), "p%d", i);
-		b = review("\"v\"", "4xq2z", "4xq2z", note);
-		T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-		mem_free(b);
+		REPLICA(c, false, "\"v\"", "4xq2z", "4xq2z", note, MISS);
 	}
-	b = review("\"u1\"", "4xq2z", "4xq2z", "n");
-	T_CHECK(same_as_full(c, false, b, &hit, why, sizeof(why)) == 0 && !hit);
-	mem_free(b);
+	REPLICA(c, false, "\"u1\"", "4xq2z", "4xq2z", "n", MISS);
 	rcache_free(c);
 }
 
