@@ -61,38 +61,6 @@ static void load(void)
 	}
 }
 
-static size_t discard(char *p, size_t size, size_t n, void *u)
-{
-	(void)p;
-	(void)u;
-	return size * n;
-}
-
-int hclient_get_status(const char *url, long timeout_ms, long *status, struct err_msg *em)
-{
-	CURL *c;
-	CURLcode rc;
-	long code = 0;
-
-	pthread_once(&once, load);
-	if (lib.easy_init == NULL)
-		return err_set(em, DP_EIO, "%s: %s", url, lib.error);
-	if ((c = lib.easy_init()) == NULL)
-		return err_set(em, DP_EIO, "%s: libcurl could not start", url);
-	lib.easy_setopt(c, CURLOPT_URL, url);
-	lib.easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
-	lib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	lib.easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
-	rc = lib.easy_perform(c);
-	if (rc == CURLE_OK)
-		lib.easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	lib.easy_cleanup(c);
-	if (rc != CURLE_OK)
-		return err_set(em, DP_EIO, "%s: %s", url, lib.easy_strerror(rc));
-	*status = code;
-	return 0;
-}
-
 struct sink {
 	struct buf *b;
 	bool too_big;
@@ -102,6 +70,8 @@ static size_t collect(char *p, size_t size, size_t n, void *u)
 {
 	struct sink *s = u;
 
+	if (s->b == NULL)
+		return size * n; /* the caller wants the status only */
 	if (buf_append(s->b, p, size * n) != 0) {
 		s->too_big = true;
 		return 0; /* libcurl stops with CURLE_WRITE_ERROR */
@@ -123,7 +93,7 @@ int hclient_request(const struct hclient_req *req, long *status, struct buf *res
 	struct curl_slist *headers = NULL;
 	struct sink sink = { .b = resp };
 	char errbuf[CURL_ERROR_SIZE] = "";
-	size_t start = resp->len;
+	size_t start = resp ? resp->len : 0;
 	long code = 0;
 	CURL *c = NULL;
 	CURLcode rc;
@@ -182,7 +152,7 @@ int hclient_request(const struct hclient_req *req, long *status, struct buf *res
 		*status = code;
 	}
 out:
-	if (ret != 0 && resp->data) {
+	if (ret != 0 && resp && resp->data) {
 		mem_wipe(resp->data + start, resp->len - start); /* a partial body may hold a secret */
 		resp->len = start;
 		resp->data[start] = '\0';
@@ -191,4 +161,11 @@ out:
 		free_headers(headers);
 	lib.easy_cleanup(c);
 	return ret;
+}
+
+int hclient_get_status(const char *url, long timeout_ms, long *status, struct err_msg *em)
+{
+	struct hclient_req req = { .method = "GET", .url = url, .timeout_ms = timeout_ms };
+
+	return hclient_request(&req, status, NULL, em);
 }

@@ -17,8 +17,9 @@
 #include "errors.h"
 
 /*
- * GET url, discard the body, and give the HTTP status in *status. 0, or
- * DP_EIO with em (libcurl missing, connection refused, timeout).
+ * GET url, drop the body, and give the HTTP status in *status: hclient_request
+ * with the system's trust store. 0, or DP_EIO with em (libcurl missing,
+ * connection refused, timeout).
  */
 int hclient_get_status(const char *url, long timeout_ms, long *status, struct err_msg *em);
 
@@ -38,7 +39,8 @@ struct hclient_req {
 
 /*
  * Send req and read the answer: 0 with the HTTP status in *status and the
- * body appended to resp (whose cap limits it), whatever the status. DP_EIO
+ * body appended to resp (whose cap limits it; NULL: the body is read and
+ * dropped), whatever the status. DP_EIO
  * with em when no answer came (libcurl missing, name not resolved,
  * connection refused, the server's certificate not verified, timeout),
  * DP_ETOOBIG when the body passes resp's cap, DP_EINVAL for a URL that
