@@ -3,10 +3,12 @@
  *
  * The request is read with the project's document reader (exact numbers,
  * duplicate keys refused, caps), so the pod we diff is the pod the API
- * server sent, field for field. A copy is given to the injector exactly as
- * `diagport inject` would see that pod; the response's patch is the
- * difference between the two (patch.c), so applying it gives what
- * `diagport inject` gives.
+ * server sent, field for field. The injector gets that pod exactly as
+ * `diagport inject` would see it; the response's patch is the difference
+ * between the pod as it came and as the injector left it (patch.c; the
+ * "before" side from the document journal, doc.h), so applying it gives
+ * what `diagport inject` gives. Repeated requests may be answered from
+ * rcache.h, byte for byte the same.
  */
 #include "review.h"
 
@@ -170,8 +172,9 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 	/*
 	 * Nodes: a pod with 1,500 env vars is about 10,000; the cap allows ten
 	 * times that. It bounds memory as well as time: a review holds the
-	 * request's tree and the injected copy, about 100 bytes a node each, on
-	 * each of the server's threads, and the webhook's pod has 64 MiB.
+	 * request's tree (about 100 bytes a node) and what the journal keeps, or
+	 * a whole copy the long way, on each of the server's threads, and the
+	 * webhook's pod has 64 MiB.
 	 */
 	struct doc_limits lim = { cfg->max_body ? cfg->max_body : (size_t)16 << 20, 256, REVIEW_MAX_NODES };
 	struct doc_stream s = { 0 };
@@ -195,7 +198,7 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 	}
 	/*
 	 * Everything below but the answer is the request's own: thousands of
-	 * small nodes read, copied, injected and diffed, then dropped together.
+	 * small nodes read, injected and diffed, then dropped together.
 	 * They come from the thread's arena (mem.h); the answer goes to out,
 	 * made room for before the scope, so it grows on the heap and outlives it.
 	 */
