@@ -2,12 +2,13 @@
  * mem.c - allocation wrappers that abort on failure, and the per-thread
  * arena scope (see mem.h).
  *
- * The arena: chunks from malloc, each a bump pointer; an allocation is
- * preceded by a 16-byte header holding its size, so mem_realloc() can copy
- * it, or grow it in place when it is the chunk's last allocation (a buffer
- * that keeps growing). The first chunk is kept for the thread's next scope;
- * larger ones are returned at the end. mem_free() tells arena memory from
- * heap memory by address: a scope has a handful of chunks.
+ * The arena: chunks mapped from the kernel, each a bump pointer; an
+ * allocation is preceded by a 16-byte header holding its size, so
+ * mem_realloc() can copy it, or grow it in place when it is the chunk's last
+ * allocation (a buffer that keeps growing). The largest chunk up to 2 MiB is
+ * kept for the thread's next scope, the others are unmapped at the end.
+ * mem_free() tells arena memory from heap memory by address: a scope has a
+ * handful of chunks.
  */
 #include "mem.h"
 
@@ -19,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static void oom(size_t n)
 {
@@ -51,7 +53,8 @@ static void oom(size_t n)
 #endif
 
 #define ARENA_HDR 16             /* keeps every allocation 16-byte aligned, like malloc's */
-#define ARENA_FIRST (256u << 10) /* the chunk kept between scopes */
+#define ARENA_FIRST (256u << 10)  /* a thread's first chunk */
+#define ARENA_KEEP ((size_t)2 << 20) /* the largest chunk kept for the thread's next scope */
 
 struct chunk {
 	struct chunk *next;
@@ -67,9 +70,30 @@ static __thread int in_scope;
 static pthread_key_t kept_key;
 static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
 
+static struct chunk *chunk_map(size_t size)
+{
+	struct chunk *c = mmap(NULL, sizeof(*c) + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (c == MAP_FAILED)
+		oom(size);
+	c->size = size;
+	c->used = c->last = 0;
+	c->next = NULL;
+	POISON(c->data, size);
+	return c;
+}
+
+static void chunk_unmap(void *c)
+{
+	if (c) {
+		UNPOISON(((struct chunk *)c)->data, ((struct chunk *)c)->size);
+		munmap(c, sizeof(struct chunk) + ((struct chunk *)c)->size);
+	}
+}
+
 static void kept_key_make(void)
 {
-	if (pthread_key_create(&kept_key, free) != 0)
+	if (pthread_key_create(&kept_key, chunk_unmap) != 0)
 		oom(0);
 }
 
@@ -113,13 +137,9 @@ static void *arena_take(size_t n)
 
 		while (size < need)
 			size *= 2;
-		if ((c = malloc(sizeof(*c) + size)) == NULL)
-			oom(size);
-		c->size = size;
-		c->used = c->last = 0;
+		c = chunk_map(size);
 		c->next = chunks;
 		chunks = c;
-		POISON(c->data, size);
 	}
 	p = c->data + c->used;
 	set_size(p, n);
@@ -157,11 +177,9 @@ void mem_arena_begin(void)
 	}
 	in_scope = 1;
 	if (kept == NULL) {
-		if ((kept = malloc(sizeof(*kept) + ARENA_FIRST)) == NULL)
-			oom(ARENA_FIRST);
-		kept->size = ARENA_FIRST;
+		kept = chunk_map(ARENA_FIRST);
 		pthread_once(&kept_once, kept_key_make);
-		pthread_setspecific(kept_key, kept); /* freed when the thread exits (a retired server's workers) */
+		pthread_setspecific(kept_key, kept); /* unmapped when the thread exits (a retired server's workers) */
 	}
 	kept->used = kept->last = 0;
 	kept->next = NULL;
@@ -171,11 +189,27 @@ void mem_arena_begin(void)
 
 void mem_arena_end(void)
 {
-	while (chunks && chunks != kept) {
+	struct chunk *keep = kept;
+
+	/*
+	 * The largest chunk up to ARENA_KEEP is kept for the next scope, so a
+	 * thread that reviews large pods maps its memory once; the rest goes
+	 * back to the kernel (from malloc it would stay in the heap: glibc
+	 * raises its mmap threshold as such blocks are freed).
+	 */
+	for (struct chunk *c = chunks; c; c = c->next)
+		if (c->size <= ARENA_KEEP && c->size > keep->size)
+			keep = c;
+	while (chunks) {
 		struct chunk *next = chunks->next;
 
-		free(chunks);
+		if (chunks != keep)
+			chunk_unmap(chunks);
 		chunks = next;
+	}
+	if (keep != kept) {
+		kept = keep;
+		pthread_setspecific(kept_key, kept);
 	}
 	if (kept)
 		POISON(kept->data, kept->size);
