@@ -144,7 +144,7 @@ int hclient_request(const struct hclient_req *req, long *status, struct buf *res
 	rc = lib.easy_perform(c);
 	if (sink.too_big) {
 		ret = err_set(em, DP_ETOOBIG, "%s %s: the response is larger than %zu bytes", req->method, req->url,
-			      resp->cap);
+			      resp ? resp->cap : 0); /* too_big is only set with a resp */
 	} else if (rc != CURLE_OK) {
 		ret = err_set(em, DP_EIO, "%s %s: %s", req->method, req->url, errbuf[0] ? errbuf : lib.easy_strerror(rc));
 	} else {
