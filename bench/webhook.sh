@@ -16,7 +16,8 @@
 # Each measurement is taken ROUNDS times, the order of the two servers alternating (ABBA).
 # Runs alone after `make` and `scripts/prereqs.sh bench`. Figures go to docs/BENCHMARKS.md by hand.
 # Knobs: ROUNDS (2), WRK_S (5: seconds per wrk run), LAT_S (6: seconds per latency run, the first
-# not counted), RATE (1000), LAT_CONNS (4), LOW_RATE (10), NGINX_WORKERS (2), DIAGPORT, BUILD.
+# not counted), RATE (1000; 0: no latency runs), LAT_CONNS (4), LOW_RATE (10; 0: none),
+# NGINX_WORKERS (2), DIAGPORT, BUILD, CASES ("typical env1500"), MODES ("replicas distinct").
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 B=${BUILD:-build}
@@ -55,14 +56,14 @@ load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,c
 "$PY" tests/integration/webhook_review.py pods tests/golden/k8s/env-1500 "$W/pods" >/dev/null || die "cannot make the 1,500-env pod"
 "$PY" tests/integration/webhook_review.py review bench/webhook_pod.json shop >"$W/typical.json" || die "cannot make the typical review"
 "$PY" tests/integration/webhook_review.py review "$W/pods/pod1.json" default >"$W/env1500.json" || die "cannot make the 1,500-env review"
-CASES=(typical env1500)
+read -ra CASES <<<"${CASES:-typical env1500}"
 # --- the request streams (wrk cycles through each list; bench/webhook_post.lua):
 #   replicas: the same pod again and again as a ReplicaSet's replicas reach the webhook: each request
 #             with its own request.uid and its own generated token-volume name (kube-api-access-XXXXX,
 #             when the pod has one). The webhook answers all but the first from its cache (rcache.h).
 #   distinct: every request a different pod (an annotation numbered 000000..), and its own uid: every
 #             request is a cache miss, a full review (parse, inject, diff).
-MODES=(replicas distinct)
+read -ra MODES <<<"${MODES:-replicas distinct}"
 "$PY" - "$W" typical:2000 env1500:200 <<'EOF' || die "cannot make the request streams"
 import json, random, sys, uuid
 w = sys.argv[1]
@@ -244,9 +245,11 @@ latency() {
 	done
 }
 
+if [ "$RATE" != 0 ]; then
 echo; echo "== 2. latency at $RATE requests/s over $LAT_CONNS keep-alive TLS connections, ${LAT_S}s runs, the first second not counted (goal: typical pod p99 <= 2 ms)"
 echo "   (latency = last byte of the answer - the request's due time; service = last byte - actual send)"
 latency "$RATE" fixed "${CASES[@]}"
+fi
 if [ "$LOW_RATE" != 0 ]; then
 	echo; echo "== 2b. latency of the 1,500-env pod at $LOW_RATE requests/s (one request in flight at a time, mostly)"
 	latency "$LOW_RATE" low env1500

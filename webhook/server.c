@@ -24,6 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -37,6 +40,8 @@
 #include "wconfig.h"
 
 #define MAX_KEYPAIR (1 << 20)
+#define GNUTLS_E_AGAIN_ (-28)       /* gnutls.h's values; GnuTLS is reached through libmicrohttpd */
+#define GNUTLS_E_INTERRUPTED_ (-52)
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define DRAIN_MAX_MS 60000   /* a reload: the old pair serves what it has for up to this long */
 #define SHUTDOWN_MAX_MS 10000 /* SIGTERM: well inside Kubernetes' 30 s grace period */
@@ -51,6 +56,10 @@ static struct {
 	enum MHD_Result (*queue)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
 	void (*destroy)(struct MHD_Response *);
 	const char *(*lookup)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
+	const union MHD_ConnectionInfo *(*info)(struct MHD_Connection *, enum MHD_ConnectionInfoType, ...);
+	/* GnuTLS's record corking (the library libmicrohttpd brought in): see cork() */
+	void (*cork)(void *session);
+	int (*uncork)(void *session, unsigned int flags);
 	const char *error;
 } mhd;
 
@@ -58,7 +67,7 @@ static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
 
 static void mhd_load(void)
 {
-	void *h = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL);
+	void *h = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL), *t;
 
 	if (h == NULL) {
 		mhd.error = "libmicrohttpd.so.12 is not installed";
@@ -72,6 +81,13 @@ static void mhd_load(void)
 	*(void **)&mhd.queue = dlsym(h, "MHD_queue_response");
 	*(void **)&mhd.destroy = dlsym(h, "MHD_destroy_response");
 	*(void **)&mhd.lookup = dlsym(h, "MHD_lookup_connection_value");
+	*(void **)&mhd.info = dlsym(h, "MHD_get_connection_info");
+	if ((t = dlopen("libgnutls.so.30", RTLD_NOW | RTLD_NOLOAD)) != NULL) {
+		*(void **)&mhd.cork = dlsym(t, "gnutls_record_cork");
+		*(void **)&mhd.uncork = dlsym(t, "gnutls_record_uncork");
+		if (!mhd.cork || !mhd.uncork || !mhd.info)
+			mhd.cork = NULL; /* answers go out as libmicrohttpd sends them: two records */
+	}
 	if (!mhd.start_daemon || !mhd.stop_daemon || !mhd.quiesce_daemon || !mhd.response_from_buffer ||
 	    !mhd.add_header || !mhd.queue || !mhd.destroy || !mhd.lookup) {
 		mhd.error = "the libmicrohttpd found lacks functions this server needs";
@@ -124,6 +140,7 @@ struct webhook {
 struct req {
 	struct buf body;
 	bool too_big;
+	bool corked; /* the answer's TLS records are held until completed_cb (cork()) */
 };
 
 static void log_line(struct webhook *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -140,8 +157,59 @@ static void log_line(struct webhook *w, const char *fmt, ...)
 	w->cfg.log(line);
 }
 
-/* The daemon generation whose worker thread this is (set at the top of access_cb). */
+/* The daemon generation whose worker thread this is, and the request in hand (set at the top of access_cb). */
 static __thread const struct gen *tl_gen;
+static __thread struct req *tl_req;
+
+/*
+ * One TLS record for the answer, not two. libmicrohttpd 0.9.75 sends the
+ * header and the body with one gnutls_record_send each under TLS (it has no
+ * vectored send there): two records, two sendmsg calls, and two wake-ups of
+ * the client, where nginx sends one. So the session is corked before the
+ * answer is queued (GnuTLS then gathers what libmicrohttpd sends) and
+ * uncorked in completed_cb, which libmicrohttpd calls on the same thread once
+ * it has handed over the last byte: one record, one sendmsg. Only when the
+ * socket's send queue is empty and the answer small (CORK_MAX): the kernel
+ * then takes the whole record at once, so uncorking never has to wait for a
+ * client that does not read (uncork() still bounds that wait).
+ */
+#define CORK_MAX (8u << 10)
+
+static void cork(struct MHD_Connection *c, struct req *q, size_t len)
+{
+	const union MHD_ConnectionInfo *s, *f;
+	int outq;
+
+	if (mhd.cork == NULL || q == NULL || len > CORK_MAX ||
+	    (s = mhd.info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION)) == NULL || s->tls_session == NULL ||
+	    (f = mhd.info(c, MHD_CONNECTION_INFO_CONNECTION_FD)) == NULL ||
+	    ioctl(f->connect_fd, SIOCOUTQ, &outq) != 0 || outq != 0)
+		return;
+	mhd.cork(s->tls_session);
+	q->corked = true;
+}
+
+/* Send what cork() held. A client that leaves the record unread for UNCORK_MAX_MS loses the connection. */
+#define UNCORK_MAX_MS 1000
+static void uncork(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *s = mhd.info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION),
+				       *f = mhd.info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	long long deadline = clock_ms() + UNCORK_MAX_MS;
+	int rc;
+
+	if (s == NULL || s->tls_session == NULL || f == NULL)
+		return;
+	while ((rc = mhd.uncork(s->tls_session, 0)) == GNUTLS_E_AGAIN_ || rc == GNUTLS_E_INTERRUPTED_) {
+		struct pollfd p = { .fd = f->connect_fd, .events = POLLOUT };
+		long long now = clock_ms();
+
+		if (now >= deadline || (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR)) {
+			shutdown(f->connect_fd, SHUT_RDWR); /* libmicrohttpd closes it at its next read */
+			return;
+		}
+	}
+}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
 			     size_t len)
@@ -151,6 +219,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 
 	if (r == NULL)
 		return MHD_NO;
+	cork(c, tl_req, len);
 	mhd.add_header(r, "Content-Type", ctype);
 	mhd.add_header(r, "Cache-Control", "no-store");
 	mhd.add_header(r, "X-Content-Type-Options", "nosniff");
@@ -291,6 +360,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 
 	(void)version;
 	tl_gen = g;
+	tl_req = q;
 	if (q == NULL) {
 		atomic_fetch_add(&g->inflight, 1);
 		q = mem_zalloc(sizeof(*q));
@@ -301,6 +371,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 			   claims costs no more than 1 MiB of address space until it sends it */
 			buf_reserve(&q->body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
 		*con_cls = q;
+		tl_req = q;
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -340,9 +411,10 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, en
 	struct gen *g = cls;
 	struct req *q = *con_cls;
 
-	(void)c;
 	(void)toe;
 	if (q) {
+		if (q->corked)
+			uncork(c);
 		atomic_fetch_sub(&g->inflight, 1);
 		buf_free(&q->body);
 		free(q);
