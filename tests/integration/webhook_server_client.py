@@ -27,6 +27,13 @@ it could not run at all (bad arguments, unreadable files).
         request; hello: the first bytes of a TLS ClientHello, then garbage.
         Waits up to 15 s for the server to close the connection. Prints
         {"closed":SECONDS or null,"got":BYTES received}
+  unread PORT CA REQ N HOLD
+        one keep-alive connection sends REQ as N pipelined POSTs without
+        reading any answer, until sending blocks for 2 s (the server stopped
+        reading: its answers fill the socket buffers); prints
+        {"event":"unread","sent":K}, waits HOLD seconds, then reads every
+        answer. Prints {"sent":K,"answers":200 answers read,"allowed":those
+        with "allowed":true,"closed":the server closed the connection}
   idle PORT CA SECONDS
         one keep-alive connection makes one request (GET /healthz), prints
         {"event":"idle"} and holds the connection open for SECONDS.
@@ -256,6 +263,38 @@ def cmd_garbage(args):
     say({"closed": closed, "got": got})
 
 
+def cmd_unread(args):
+    port, ca, reqf, n, hold = int(args[0]), args[1], args[2], int(args[3]), float(args[4])
+    with open(reqf, "rb") as f:
+        body = f.read()
+    req = post_head(len(body)) + body
+    s = tls_socket(port, ca)
+    s.settimeout(2)
+    sent = 0
+    try:
+        for _ in range(n):
+            s.sendall(req)
+            sent += 1
+    except (socket.timeout, ssl.SSLError, OSError):
+        pass  # the last request may be cut: its answer is not expected
+    say({"event": "unread", "sent": sent})
+    time.sleep(hold)
+    s.settimeout(5)
+    got = bytearray()
+    closed = False
+    try:
+        while got.count(b'"allowed":true') < sent:
+            b = s.recv(1 << 20)
+            if not b:
+                closed = True
+                break
+            got += b
+    except (socket.timeout, ssl.SSLError, OSError):
+        pass
+    s.close()
+    say({"sent": sent, "answers": got.count(b"HTTP/1.1 200 "), "allowed": got.count(b'"allowed":true'), "closed": closed})
+
+
 def cmd_idle(args):
     port, ca, secs = int(args[0]), args[1], float(args[2])
     s = tls_socket(port, ca)
@@ -277,7 +316,7 @@ def cmd_idle(args):
 
 def main(argv):
     cmds = {"load": (cmd_load, None), "slow": (cmd_slow, 5), "half-close": (cmd_half_close, 3),
-            "garbage": (cmd_garbage, 2), "idle": (cmd_idle, 3)}
+            "garbage": (cmd_garbage, 2), "idle": (cmd_idle, 3), "unread": (cmd_unread, 5)}
     if len(argv) < 2 or argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2
