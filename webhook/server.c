@@ -85,11 +85,11 @@ static void mhd_load(void)
 	if ((t = dlopen("libgnutls.so.30", RTLD_NOW | RTLD_NOLOAD)) != NULL) {
 		*(void **)&mhd.cork = dlsym(t, "gnutls_record_cork");
 		*(void **)&mhd.uncork = dlsym(t, "gnutls_record_uncork");
-		if (!mhd.cork || !mhd.uncork || !mhd.info)
+		if (!mhd.cork || !mhd.uncork)
 			mhd.cork = NULL; /* answers go out as libmicrohttpd sends them: two records */
 	}
 	if (!mhd.start_daemon || !mhd.stop_daemon || !mhd.quiesce_daemon || !mhd.response_from_buffer ||
-	    !mhd.add_header || !mhd.queue || !mhd.destroy || !mhd.lookup) {
+	    !mhd.add_header || !mhd.queue || !mhd.destroy || !mhd.lookup || !mhd.info) {
 		mhd.error = "the libmicrohttpd found lacks functions this server needs";
 		mhd.start_daemon = NULL;
 	}
@@ -137,6 +137,14 @@ struct webhook {
 	struct rcache *cache; /* answers to repeated reviews (rcache.h); cleared when the configuration changes */
 };
 
+/*
+ * A connection's request in hand. One per connection (its socket context),
+ * used again by each request on it: a keep-alive connection that sends
+ * 67 KB reviews (a pod with 1,500 env vars) reads each into the memory the
+ * last one used, not a fresh allocation the kernel must fault in page by
+ * page (ten page faults a request). Up to BODY_KEEP is kept between requests.
+ */
+#define BODY_KEEP (128u << 10)
 struct req {
 	struct buf body;
 	bool too_big;
@@ -362,9 +370,13 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 	tl_gen = g;
 	tl_req = q;
 	if (q == NULL) {
+		const union MHD_ConnectionInfo *ci = mhd.info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+		if (ci == NULL || (q = ci->socket_context) == NULL)
+			return MHD_NO; /* conn_cb had no memory for it: the connection is closed */
 		atomic_fetch_add(&g->inflight, 1);
-		q = mem_zalloc(sizeof(*q));
-		buf_init(&q->body, w->cfg.max_body);
+		q->body.len = 0;
+		q->too_big = q->corked = false;
 		if ((cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length")) != NULL &&
 		    (n = strtoull(cl, NULL, 10)) > 0 && n <= w->cfg.max_body)
 			/* one allocation for the body, not a doubling series of copies; what a client only
@@ -416,8 +428,9 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, en
 		if (q->corked)
 			uncork(c);
 		atomic_fetch_sub(&g->inflight, 1);
-		buf_free(&q->body);
-		free(q);
+		if (q->body.alloc > BODY_KEEP)
+			buf_free(&q->body);
+		q->body.len = 0;
 		*con_cls = NULL;
 	}
 }
@@ -427,11 +440,23 @@ static void conn_cb(void *cls, struct MHD_Connection *c, void **socket_ctx, enum
 	struct gen *g = cls;
 
 	(void)c;
-	(void)socket_ctx;
-	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		struct req *q = calloc(1, sizeof(*q));
+
+		if (q)
+			buf_init(&q->body, g->w->cfg.max_body);
+		*socket_ctx = q;
 		atomic_fetch_add(&g->conns, 1);
-	else
+	} else {
+		struct req *q = *socket_ctx;
+
+		if (q) {
+			buf_free(&q->body);
+			free(q);
+			*socket_ctx = NULL;
+		}
 		atomic_fetch_sub(&g->conns, 1);
+	}
 }
 
 static int read_file(const char *path, struct buf *b, struct stat *st, struct err_msg *em)
