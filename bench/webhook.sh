@@ -5,7 +5,8 @@
 # answer to the same AdmissionReview. Two pods: a typical one (bench/webhook_pod.json: one
 # container, four env vars, annotated diagport.dev/inject: "true") and the golden 1,500-env-var
 # pod (tests/golden/k8s/env-1500).
-#   0. one request each first: every answer 200, same body size, the webhook's carries a patch
+#   0. one request each first: every answer 200, same body size, the webhook's carries a patch;
+#      0b. the review alone, in-process (bench/bench_review.c)
 #   1. throughput: wrk -t2 -c16 (bench/webhook_post.lua), two streams of AdmissionReviews per pod:
 #      "replicas" (the pod as a ReplicaSet's replicas: a new uid and token-volume name each time;
 #      answered from the webhook's cache but for the first) and "distinct" (a different pod every
@@ -40,6 +41,8 @@ for t in wrk nginx curl "$OSSL" "$PY"; do command -v "$t" >/dev/null || die "$t 
 mkdir -p "$B/bench" "$W/nginx/tmp" "$W/pods"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags gnutls) -o "$B/bench/webhook_load" bench/webhook_load.c \
 	$(pkg-config --libs gnutls) -lpthread || die "cannot build bench/webhook_load.c"
+cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -Iwebhook -Ibench -o "$B/bench/bench_review" bench/bench_review.c \
+	"$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1) -lpthread || die "cannot build bench/bench_review.c"
 
 load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
 
@@ -168,6 +171,10 @@ for c in "${CASES[@]}"; do
 		"nginx $n bytes (POST, same bytes)"
 	[ "${n%% *}" = 200 ] || die "nginx answered ${n%% *} to POST /$c"
 done
+
+echo; echo "== 0b. a full review in-process (bench/bench_review.c: review_admit, no cache, no HTTP or TLS)"
+"$B/bench/bench_review" 20000 $(head -200 "$W/typical-distinct.list")
+"$B/bench/bench_review" 2000 $(head -100 "$W/env1500-distinct.list")
 
 # order R: the two servers, alternating by round
 order() { if [ $(($1 % 2)) = 1 ]; then echo webhook nginx; else echo nginx webhook; fi; }
