@@ -4,6 +4,7 @@
 #include "fsutil.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,4 +20,24 @@ void fs_remove_prefixed(const char *dir, const char *prefix)
 		if (strncmp(e->d_name, prefix, n) == 0)
 			unlinkat(dirfd(d), e->d_name, 0);
 	closedir(d);
+}
+
+int fs_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n > 0) {
+		ssize_t k = write(fd, c, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return -1;
+		}
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
 }

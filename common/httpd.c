@@ -54,7 +54,8 @@ struct httpd {
 	httpd_handler h;
 	void *ctx;
 	unsigned max_conns, idle_s;
-	size_t head_cap;
+	size_t head_cap, max_body;
+	bool (*takes_body)(const char *path);
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	unsigned active;
@@ -81,6 +82,8 @@ struct httpd_req {
 	size_t n_extra;
 	void (*done)(void *);
 	void *done_ctx;
+	char *body; /* a POST's body (httpd_config.max_body), NUL-terminated */
+	size_t body_len;
 };
 
 struct addr {
@@ -462,6 +465,7 @@ static void req_clean(struct httpd_req *r)
 	free(r->ctype);
 	free(r->disposition);
 	free(r->mem);
+	free(r->body);
 }
 
 /* Read the request head under the idle timeout. Its length, 0 when the client went away, -431 when too big. */
@@ -486,6 +490,64 @@ static long read_head(int sock, char *buf, size_t cap, size_t *got)
 			return (long)h;
 		}
 	}
+}
+
+/*
+ * The body: only a POST has one, with a Content-Length up to max_body (the
+ * cap checked before a byte of it is read; no chunked bodies). pre[0..n) is
+ * what came with the head. False when the answer (an error) is already set.
+ */
+static bool read_body(struct httpd *d, int sock, struct httpd_req *r, const char *pre, size_t n)
+{
+	const char *cl = http_header(&r->rq, "Content-Length"), *te = http_header(&r->rq, "Transfer-Encoding");
+	bool post = strcmp(r->rq.method, "POST") == 0 && d->max_body > 0 && d->takes_body && d->takes_body(r->rq.path);
+	unsigned long long want = 0;
+	char *end = NULL;
+
+	if (te && post) {
+		httpd_problem(r, 411, "Length Required", "send the body with a Content-Length, not chunked");
+		return false;
+	}
+	if (cl) {
+		errno = 0;
+		want = strtoull(cl, &end, 10);
+		if (*cl < '0' || *cl > '9' || *end != '\0' || errno != 0) {
+			httpd_problem(r, 400, "Bad Request", "Content-Length '%s' is not a number", cl);
+			return false;
+		}
+	}
+	if ((want > 0 || te) && !post) {
+		httpd_problem(r, 413, "Payload Too Large", "this route takes no request body");
+		return false;
+	}
+	if (want > d->max_body) {
+		httpd_problem(r, 413, "Payload Too Large", "the body is %llu bytes; the cap is %zu", want, d->max_body);
+		return false;
+	}
+	if (want == 0)
+		return true;
+	r->body = mem_alloc((size_t)want + 1);
+	r->body_len = n < want ? n : (size_t)want;
+	memcpy(r->body, pre, r->body_len);
+	while (r->body_len < want) {
+		ssize_t k = recv(sock, r->body + r->body_len, (size_t)want - r->body_len, 0);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			httpd_problem(r, 400, "Bad Request", "the body ended after %zu of %llu bytes", r->body_len, want);
+			return false;
+		}
+		r->body_len += (size_t)k;
+	}
+	r->body[r->body_len] = '\0';
+	return true;
+}
+
+const char *httpd_body(const struct httpd_req *r, size_t *len)
+{
+	*len = r->body_len;
+	return r->body;
 }
 
 /* Close gracefully: stop sending, read what the client still sends for a moment, so it sees our answer. */
@@ -521,15 +583,8 @@ static void serve(struct httpd *d, int sock)
 		goto send;
 	}
 	r.head_only = strcmp(r.rq.method, "HEAD") == 0;
-	{
-		const char *cl = http_header(&r.rq, "Content-Length"), *te = http_header(&r.rq, "Transfer-Encoding");
-
-		/* No route takes a body: refuse it before reading a byte of it. */
-		if ((cl && strcmp(cl, "0") != 0) || te) {
-			httpd_problem(&r, 413, "Payload Too Large", "this route takes no request body");
-			goto send;
-		}
-	}
+	if (!read_body(d, sock, &r, buf + head, got - (size_t)head))
+		goto send;
 	d->h(d->ctx, &r);
 	if (!r.answered)
 		httpd_problem(&r, 500, "Internal Server Error", "the handler gave no answer");
@@ -675,6 +730,8 @@ int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, stru
 	d->max_conns = cfg->max_connections ? cfg->max_connections : 32;
 	d->idle_s = cfg->idle_timeout_s ? cfg->idle_timeout_s : 30;
 	d->head_cap = cfg->header_memory ? cfg->header_memory : (size_t)32768;
+	d->max_body = cfg->max_body;
+	d->takes_body = cfg->takes_body;
 	d->conn_fd = mem_array(d->max_conns, sizeof(int));
 	for (unsigned i = 0; i < d->max_conns; i++)
 		d->conn_fd[i] = -1;

@@ -1,10 +1,13 @@
 /*
- * httpd.h - the HTTP server every diagport daemon uses: libmicrohttpd,
- * one daemon per listen URL, a thread per connection (a dump download may
- * take minutes), caps on connections, header memory and idle time.
+ * httpd.h - the agent's HTTP/1.1 server (our own, http_parse.c reads the
+ * requests): one listening socket per URL, a thread per connection (a dump
+ * download may take minutes), caps on connections, header memory, bodies and
+ * idle time.
  *
  * A handler is called once per request and must answer with exactly one
- * httpd_send* call. Request bodies are refused (413) until a route needs one.
+ * httpd_send* call. Request bodies: only a POST's to a route that takes one
+ * (httpd_config.takes_body), with a Content-Length up to max_body; anything
+ * else with a body gets 413 before a byte of it is read.
  */
 #ifndef DP_HTTPD_H
 #define DP_HTTPD_H
@@ -25,6 +28,8 @@ struct httpd_config {
 	unsigned max_connections;  /* 32 */
 	unsigned idle_timeout_s;   /* 30 */
 	size_t header_memory;      /* per-connection memory for headers, 32 KiB */
+	size_t max_body;           /* a POST's body up to this many bytes (Content-Length); 0 = no bodies (413) */
+	bool (*takes_body)(const char *path); /* the POST routes that take one; NULL = none */
 };
 
 /* Parse the URLs and start listening. DP_EINVAL (a bad URL) or DP_EIO (bind) with em. */
@@ -37,6 +42,8 @@ const char *httpd_method(const struct httpd_req *r);
 const char *httpd_path(const struct httpd_req *r);
 const char *httpd_query(const struct httpd_req *r, const char *key);   /* borrowed, or NULL */
 const char *httpd_header(const struct httpd_req *r, const char *name); /* borrowed, or NULL */
+/* The body of a POST (borrowed, NUL-terminated), or NULL with *len 0 when there is none. */
+const char *httpd_body(const struct httpd_req *r, size_t *len);
 
 /* Add a response header (copied) to the answer this request will send; at most 4. */
 void httpd_set_header(struct httpd_req *r, const char *name, const char *value);

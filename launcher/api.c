@@ -1,7 +1,7 @@
 /*
  * api.c - the agent's HTTP routes: /healthz, /readyz (always open), /info,
- * /processes, /process, /env, /dump and /operations (behind the token when
- * there is one).
+ * /processes, /process, /env, /dump, /trace, /perfmap and /operations
+ * (behind the token when there is one).
  *
  * Dumps (dump.h) always come through a pipe the agent owns. Three ways out:
  *  - file (default): into a staging file in the dumps directory that never
@@ -14,6 +14,10 @@
  *    published by rename; 202 with Location: /operations/{id}.
  * One dump at a time (including its download: it holds staging space); the
  * next gets 429.
+ *
+ * Traces (trace.h): GET with a profile, or POST with a providers document;
+ * streamed as they come, or to an egress provider; each one an operation
+ * that DELETE ?stop=true ends with a complete file. At most MAX_TRACES at once.
  */
 #include "api.h"
 
@@ -36,12 +40,16 @@
 #include "ipc.h"
 #include "mem.h"
 #include "ops.h"
+#include "trace.h"
 
 #define STAGING_PREFIX ".diagport-dump-"
 #define TAKE_TIMEOUT_MS 5000
 #define KEEP_OPERATIONS 100
 #define SLOT_WAIT_MS 100
 #define ENV_MAX_BYTES (1 << 20)
+#define MAX_TRACES 3             /* at once, streamed or egressed: dotnet-monitor's default limit */
+#define METRICS_INTERVAL_S 5     /* EventCounterIntervalSec of the Metrics profile (dotnet-monitor's default) */
+#define TRACE_CHUNK 65536
 
 struct api {
 	struct port *port;
@@ -49,6 +57,7 @@ struct api {
 	pthread_mutex_t mu;
 	pthread_cond_t slot_freed;
 	bool dumping, fifo_default;
+	unsigned traces; /* running, under mu */
 	unsigned long seq;
 	uint64_t dumps_limit;
 	const struct egress_fs *egress; /* borrowed */
@@ -514,7 +523,7 @@ static void dump_egress(struct api *a, struct httpd_req *r, const struct port_ru
 	e->type = type;
 	e->fifo = fifo;
 	memcpy(e->cookie, p->cookie, 16);
-	e->op = ops_add(a->ops, prov->name, p->pid, g, short_name, httpd_query(r, "tags"), id);
+	e->op = ops_add(a->ops, prov->name, p->pid, g, short_name, httpd_query(r, "tags"), false, id);
 	free(short_name);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -580,6 +589,278 @@ static void route_dump(struct api *a, struct httpd_req *r)
 	ipc_process_info_free(&p.info);
 }
 
+/* ---- perf maps ---- */
+
+/*
+ * POST /perfmap?type=PerfMap|JitDump|All: EnablePerfMap, so that `perf` can
+ * name JIT-compiled frames (the runtime writes /tmp/perf-PID.map, or
+ * /tmp/jit-PID.dump, or both, in its own filesystem);
+ * DELETE /perfmap: DisablePerfMap.
+ */
+static void route_perfmap(struct api *a, struct httpd_req *r, bool enable)
+{
+	static const char *const types[] = { NULL, "All", "JitDump", "PerfMap" };
+	const char *t = httpd_query(r, "type");
+	struct port_runtime p;
+	struct ipc_header h;
+	struct buf req, pl;
+	uint32_t type = 3, hr = 0;
+	char *text = NULL;
+	int rc;
+
+	for (uint32_t i = 1; t && i < 4; i++)
+		if (strcasecmp(t, types[i]) == 0)
+			type = i;
+	if (enable && t && strcasecmp(t, types[type]) != 0) {
+		httpd_problem(r, 400, "Bad Request", "type '%.32s' is not PerfMap, JitDump or All", t);
+		return;
+	}
+	if (!choose(a, r, &p))
+		return;
+	buf_init(&req, IPC_MAX_MESSAGE);
+	buf_init(&pl, IPC_MAX_MESSAGE);
+	ipc_begin(&req, IPC_SET_PROCESS, enable ? IPC_PROCESS_PERFMAP_ENABLE : IPC_PROCESS_PERFMAP_DISABLE);
+	if (enable)
+		ipc_put_u32(&req, type);
+	ipc_end(&req);
+	rc = command(a, &p, &req, &h, &pl, NULL, 10000);
+	if (rc != 0) {
+		httpd_problem(r, 500, "Internal Server Error", "pid %llu: no answer from the runtime: %s",
+			      (unsigned long long)p.pid, err_str(rc));
+	} else if (h.set == IPC_SET_SERVER && h.id == IPC_SERVER_OK) {
+		json_t *files = json_array();
+		char f[64];
+
+		if (enable && type != 2) {
+			snprintf(f, sizeof(f), "/tmp/perf-%llu.map", (unsigned long long)p.pid);
+			json_array_append_new(files, json_string(f));
+		}
+		if (enable && type != 3) {
+			snprintf(f, sizeof(f), "/tmp/jit-%llu.dump", (unsigned long long)p.pid);
+			json_array_append_new(files, json_string(f));
+		}
+		httpd_send_json(r, 200, json_pack("{s:I, s:s, s:o}", "pid", (json_int_t)p.pid, "perfMap",
+						  enable ? types[type] : "Disabled", "files", files));
+	} else if (ipc_parse_error((const uint8_t *)pl.data, pl.len, &hr, &text) == 0 &&
+		   (hr == IPC_E_UNKNOWN_COMMAND || hr == IPC_E_NOTSUPPORTED)) {
+		httpd_problem(r, 400, "Bad Request", "pid %llu cannot write perf maps on request: %s (it needs .NET 8 "
+			      "or later, and not NativeAOT)", (unsigned long long)p.pid, ipc_hresult_str(hr));
+	} else {
+		httpd_problem(r, 500, "Internal Server Error", "pid %llu refused %sPerfMap: 0x%08x (%s)",
+			      (unsigned long long)p.pid, enable ? "Enable" : "Disable", hr, ipc_hresult_str(hr));
+	}
+	free(text);
+	buf_free(&req);
+	buf_free(&pl);
+	ipc_process_info_free(&p.info);
+}
+
+/* ---- traces ---- */
+
+/* A trace being relayed, to the client (stream) or to an egress provider (thread). */
+struct trace_job {
+	struct api *a;
+	struct op *op;
+	struct trace_session *s;
+	const struct egress_fs *prov;
+	uint64_t pid;
+	bool ended; /* the stream reached its end marker and went to the client whole */
+};
+
+static void trace_slot_free(struct api *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->traces--;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* Finish the operation from how the stream ended; free the job. */
+static void trace_job_end(struct trace_job *j, int rc, const char *location, const char *error)
+{
+	if (rc == 0 && trace_error(j->s)[0])
+		rc = DP_EIO;
+	if (rc != 0 && atomic_load(op_cancel_flag(j->op)))
+		rc = DP_ECANCELED;
+	op_finish(j->a->ops, j->op, rc, location, rc == DP_ECANCELED ? "cancelled" : error ? error : trace_error(j->s));
+	trace_free(j->s);
+	trace_slot_free(j->a);
+	free(j);
+}
+
+static long trace_stream_read(void *ctx, char *out, size_t max)
+{
+	struct trace_job *j = ctx;
+	long n;
+
+	if (atomic_load(op_cancel_flag(j->op)))
+		return -1; /* cancelled: the client sees the body cut off */
+	n = trace_read(j->s, out, max);
+	j->ended = n == 0;
+	return n;
+}
+
+static void trace_stream_free(void *ctx)
+{
+	struct trace_job *j = ctx;
+	char why[128];
+
+	if (trace_error(j->s)[0] || j->ended) {
+		trace_job_end(j, j->ended ? 0 : DP_EIO, NULL, NULL);
+		return;
+	}
+	snprintf(why, sizeof(why), "the client went away after %llu bytes; the session was stopped",
+		 (unsigned long long)trace_bytes(j->s));
+	trace_job_end(j, DP_EIO, NULL, why);
+}
+
+static void *trace_egress_main(void *arg)
+{
+	struct trace_job *j = arg;
+	struct err_msg em = { "" };
+	char *tmp = NULL, *final = NULL, name[64], *buf = mem_alloc(TRACE_CHUNK);
+	int fd = -1, rc = egress_fs_open(j->prov, "trace", &fd, &tmp, &em);
+	long n = 0;
+
+	while (rc == 0 && !atomic_load(op_cancel_flag(j->op)) && (n = trace_read(j->s, buf, TRACE_CHUNK)) > 0)
+		if (fs_write_all(fd, buf, (size_t)n) != 0)
+			rc = err_set(&em, DP_EIO, "writing the trace to %s: %s", tmp, strerror(errno));
+	if (rc == 0 && (n < 0 || atomic_load(op_cancel_flag(j->op))))
+		rc = atomic_load(op_cancel_flag(j->op)) ? DP_ECANCELED : err_set(&em, DP_EIO, "%s", trace_error(j->s));
+	if (rc == 0) {
+		time_t now = time(NULL);
+		struct tm tm;
+
+		gmtime_r(&now, &tm);
+		strftime(name, sizeof(name), "%Y%m%d_%H%M%S", &tm);
+		snprintf(name + strlen(name), sizeof(name) - strlen(name), "_%llu.nettrace", (unsigned long long)j->pid);
+		rc = egress_fs_publish(j->prov, fd, tmp, name, &final, &em);
+	} else if (tmp) {
+		egress_fs_discard(fd, tmp);
+	}
+	free(buf);
+	trace_job_end(j, rc, final, em.text[0] ? em.text : NULL);
+	free(tmp);
+	free(final);
+	return NULL;
+}
+
+static void trace_filename(char *out, size_t n, uint64_t pid)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(out, n, "%Y%m%d_%H%M%S", &tm);
+	snprintf(out + strlen(out), n - strlen(out), "_%llu.nettrace", (unsigned long long)pid);
+}
+
+/* durationSeconds: 30 when absent, -1 (until stopped) or 0..2^31-1. False with a 400 sent. */
+static bool trace_duration(struct httpd_req *r, long long *ms)
+{
+	const char *d = httpd_query(r, "durationSeconds");
+	char *end;
+	long long v;
+
+	if (d == NULL) {
+		*ms = 30000;
+		return true;
+	}
+	errno = 0;
+	v = strtoll(d, &end, 10);
+	if (*d == '\0' || *end != '\0' || errno != 0 || v < -1 || v > 2147483647LL) {
+		httpd_problem(r, 400, "Bad Request", "durationSeconds '%.32s' is not -1 or a whole number of seconds", d);
+		return false;
+	}
+	*ms = v < 0 ? -1 : v * 1000;
+	return true;
+}
+
+static void route_trace(struct api *a, struct httpd_req *r)
+{
+	const char *eg = httpd_query(r, "egressProvider"), *name;
+	const struct egress_fs *prov = NULL;
+	struct trace_config cfg = { 0 };
+	struct trace_job *j;
+	struct port_runtime p;
+	struct err_msg em;
+	long long ms;
+	size_t blen;
+	const char *body = httpd_body(r, &blen);
+	char id[37], g[37], fname[64], *short_name;
+	int rc;
+
+	if (!trace_duration(r, &ms))
+		return;
+	if (eg && (prov = find_egress(a, eg)) == NULL) {
+		httpd_problem(r, 400, "Bad Request", "there is no egress provider '%.64s'", eg);
+		return;
+	}
+	rc = strcmp(httpd_method(r), "POST") == 0 ? trace_config_json(body, blen, &cfg, &em) :
+		trace_config_profile(httpd_query(r, "profile"), METRICS_INTERVAL_S, &cfg, &em);
+	if (rc != 0) {
+		httpd_problem(r, 400, "Bad Request", "%s", em.text);
+		return;
+	}
+	if (!choose(a, r, &p)) {
+		trace_config_free(&cfg);
+		return;
+	}
+	pthread_mutex_lock(&a->mu);
+	rc = a->traces < MAX_TRACES ? 0 : DP_ETOOBIG;
+	if (rc == 0)
+		a->traces++;
+	pthread_mutex_unlock(&a->mu);
+	if (rc != 0) {
+		httpd_problem(r, 429, "Too Many Requests", "%d traces are already running; try again when one is done",
+			      MAX_TRACES);
+		goto out;
+	}
+	j = mem_zalloc(sizeof(*j));
+	j->a = a;
+	j->prov = prov;
+	j->pid = p.pid;
+	ipc_cookie_guid(p.cookie, g);
+	name = rt_name(&p);
+	short_name = mem_strndup(name, strcspn(name, " "));
+	j->op = ops_add(a->ops, prov ? prov->name : NULL, p.pid, g, short_name, httpd_query(r, "tags"), true, id);
+	free(short_name);
+	rc = trace_start(a->port, p.cookie, &cfg, ms, op_stop_flag(j->op), &j->s, &em);
+	if (rc != 0) {
+		op_finish(a->ops, j->op, rc, NULL, em.text);
+		free(j);
+		trace_slot_free(a);
+		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
+			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
+			      "pid %llu: %s", (unsigned long long)p.pid, em.text);
+		goto out;
+	}
+	if (prov) {
+		pthread_attr_t attr;
+		pthread_t t;
+		char *loc = mem_printf("/operations/%s", id);
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, trace_egress_main, j) != 0)
+			DP_FATAL("cannot start a thread for operation %s", id);
+		pthread_attr_destroy(&attr);
+		httpd_set_header(r, "Location", loc);
+		free(loc);
+		httpd_send(r, 202, NULL, "", 0);
+		goto out;
+	}
+	trace_filename(fname, sizeof(fname), p.pid);
+	httpd_send_stream(r, 200, "application/octet-stream", trace_stream_read, trace_stream_free, j, fname);
+out:
+	trace_config_free(&cfg);
+	ipc_process_info_free(&p.info);
+}
+
+bool api_takes_body(const char *path)
+{
+	return strcmp(path, "/trace") == 0;
+}
+
 void api_handle(void *ctx, struct httpd_req *r)
 {
 	struct api *a = ctx;
@@ -595,6 +876,14 @@ void api_handle(void *ctx, struct httpd_req *r)
 	}
 	if (strcmp(path, "/operations") == 0 || strncmp(path, "/operations/", 12) == 0) {
 		ops_route(a->ops, r);
+		return;
+	}
+	if (strcmp(path, "/perfmap") == 0 && (strcmp(m, "POST") == 0 || strcmp(m, "DELETE") == 0)) {
+		route_perfmap(a, r, strcmp(m, "POST") == 0);
+		return;
+	}
+	if (strcmp(path, "/trace") == 0 && (strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0)) {
+		route_trace(a, r);
 		return;
 	}
 	if (strcmp(m, "GET") != 0) {

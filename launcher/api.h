@@ -30,5 +30,8 @@ struct api *api_new(const struct api_config *cfg);
 void api_free(struct api *a);
 /* The httpd handler; ctx is the struct api. */
 void api_handle(void *ctx, struct httpd_req *r);
+/* The routes that take a POST body (httpd_config.takes_body): /trace. */
+bool api_takes_body(const char *path);
+#define API_MAX_BODY (64u << 10) /* a providers document */
 
 #endif

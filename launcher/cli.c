@@ -312,7 +312,7 @@ int launch_cli(int argc, char **argv)
 		struct api_config ac = { .port = p, .socket_path = c.socket, .dumps_dir = c.dumps, .token = token,
 					 .dump_transport = c.dump_transport, .dumps_limit = c.dumps_limit,
 					 .egress = c.egress, .n_egress = c.n_egress };
-		struct httpd_config hc = { .urls = c.urls };
+		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body };
 
 		api = api_new(&ac);
 		mem_wipe(token, token ? strlen(token) : 0); /* the api has its copy */

@@ -9,7 +9,9 @@
  * bodies carry operationId, createdDateTime, status, egressProviderName,
  * isStoppable, process and tags; the status adds resourceLocation and error
  * {code, message}. An unknown id is a 400 problem, as there; DELETE on an
- * operation that is no longer running is a 400 too.
+ * operation that is no longer running is a 400 too. DELETE cancels;
+ * DELETE ?stop=true ends a stoppable operation (a trace) as it would end on
+ * its own, with a complete artifact.
  */
 #include "ops.h"
 
@@ -34,7 +36,8 @@ struct op {
 	char id[37];
 	char created[40];
 	enum op_state state;
-	atomic_bool cancel;
+	atomic_bool cancel, stop;
+	bool stoppable;
 	char *egress, *uid, *name, *location, *error, *tags;
 	uint64_t pid;
 };
@@ -133,7 +136,7 @@ static void trim(struct ops *o)
 }
 
 struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *uid, const char *name,
-		   const char *tags, char id[37])
+		   const char *tags, bool stoppable, char id[37])
 {
 	struct op *op = mem_zalloc(sizeof(*op)), **pp;
 
@@ -141,6 +144,8 @@ struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *
 	now_iso(op->created);
 	op->state = OP_RUNNING;
 	atomic_init(&op->cancel, false);
+	atomic_init(&op->stop, false);
+	op->stoppable = stoppable;
 	op->egress = egress ? mem_strdup(egress) : NULL;
 	op->pid = pid;
 	op->uid = mem_strdup(uid);
@@ -154,6 +159,11 @@ struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *
 	o->running++;
 	pthread_mutex_unlock(&o->mu);
 	return op;
+}
+
+const atomic_bool *op_stop_flag(struct op *op)
+{
+	return &op->stop;
 }
 
 const atomic_bool *op_cancel_flag(struct op *op)
@@ -191,7 +201,7 @@ static json_t *op_json(const struct op *op, bool status)
 		}
 	}
 	j = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:{s:I, s:s, s:s}, s:o}", "operationId", op->id, "createdDateTime",
-		      op->created, "status", state_names[op->state], "egressProviderName", op->egress, "isStoppable", 0,
+		      op->created, "status", state_names[op->state], "egressProviderName", op->egress, "isStoppable", op->stoppable,
 		      "process", "pid", (json_int_t)op->pid, "uid", op->uid, "name", op->name, "tags", tags);
 	if (status) {
 		json_object_set_new(j, "resourceLocation", op->location ? json_string(op->location) : json_null());
@@ -275,7 +285,18 @@ void ops_route(struct ops *o, struct httpd_req *r)
 			      "cancelled", id, st);
 		return;
 	}
-	atomic_store(&op->cancel, true);
+	{
+		const char *stop = httpd_query(r, "stop");
+		bool graceful = stop && (strcasecmp(stop, "true") == 0 || strcmp(stop, "1") == 0);
+
+		if (graceful && !op->stoppable) {
+			pthread_mutex_unlock(&o->mu);
+			httpd_problem(r, 400, "Bad Request", "operation %s cannot be stopped, only cancelled (DELETE "
+				      "without stop=true)", id);
+			return;
+		}
+		atomic_store(graceful ? &op->stop : &op->cancel, true);
+	}
 	wait_stopped(o, id);
 	pthread_mutex_unlock(&o->mu);
 	httpd_send(r, 200, "application/json; charset=utf-8", "", 0);

@@ -1,8 +1,8 @@
 /*
  * ops.h - the agent's operations: captures that run in the background and
  * are watched and cancelled through /operations (dotnet-monitor's API: list,
- * status, DELETE to cancel). Today an operation is a dump sent to an egress
- * provider.
+ * status, DELETE to cancel or ?stop=true to stop). An operation is a dump
+ * sent to an egress provider, or a trace (streamed or sent to egress).
  *
  * The registry keeps the newest `keep` finished operations and every running
  * one. A running operation's record stays valid until op_finish; its worker
@@ -24,13 +24,17 @@ struct ops *ops_new(unsigned keep);
 void ops_free(struct ops *o);
 
 /*
- * Register a running operation (strings copied; tags is a comma-separated
- * list from the request, or NULL). Returns the borrowed record and its id.
+ * Register a running operation (strings copied; egress NULL for an artifact
+ * streamed to its client; tags is a comma-separated list from the request,
+ * or NULL; stoppable: DELETE ?stop=true may end it gracefully). Returns the
+ * borrowed record and its id.
  */
 struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *uid, const char *name,
-		   const char *tags, char id[37]);
+		   const char *tags, bool stoppable, char id[37]);
 /* The flag a worker polls; set by DELETE and by ops_free. */
 const atomic_bool *op_cancel_flag(struct op *op);
+/* Set by DELETE ?stop=true on a stoppable operation: finish now, with what there is, as a success. */
+const atomic_bool *op_stop_flag(struct op *op);
 /*
  * The worker is done: rc 0 = Succeeded at `location`; DP_ECANCELED =
  * Cancelled; anything else Failed with `error`. The record must not be used

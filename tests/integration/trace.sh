@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# trace.sh - /trace against a real .NET runtime (the webapp), with real curl,
+# every trace read back by TraceEvent (dotnet-trace convert, an independent
+# reader) and by diagport's own nettrace reader:
+#   cpu/*        profile=Cpu while /high-cpu spins: 200, the file name, chunked and
+#                streamed as it comes (first byte long before the end), complete
+#                (the end marker), TraceEvent's CPU samples show HotLoop.Spin
+#   default/*    no profile (Cpu,Http,Metrics): counters, samples, DiagnosticSource
+#   post/*       a providers document: System.Runtime counters every second
+#   gc/*         profile=GcCollect alone (CollectTracing4: rundown keywords 0x1) while
+#                /memory-leak allocates: GC events, and only GC rundown
+#   stop/*       durationSeconds=-1: Running and stoppable in /operations; DELETE
+#                ?stop=true ends it complete, Succeeded
+#   cancel/*     DELETE without stop: cut off (curl 18), Cancelled
+#   gone/*       the client goes away: Failed, and the slot is free again
+#   limit/*      a fourth trace at once: 429
+#   egress/*     egressProvider: 202, Location, Succeeded, the file complete
+#   truncated/*  the process killed mid-trace: curl sees an incomplete body (18),
+#                the operation Failed "truncated"
+#   bad/*        bad profiles, durations, documents, bodies: 400/411/413 with the field named
+#   perfmap/*    POST /perfmap: the runtime writes /tmp/perf-PID.map naming JIT-compiled methods
+#                (HotLoop.Spin); DELETE turns it off
+#   fds/*        the agent's descriptors flat after all of it
+set -u
+cd "$(dirname "$0")/../.."
+D=$PWD/diagport
+B=${BUILD:-build}
+W=$(mktemp -d /tmp/dp-trace.XXXXXX); chmod 755 "$W"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$W"
+}
+trap cleanup EXIT
+T_NAME=agent-trace
+. tests/lib.sh
+DT=${DOTNET_TRACE:-$B/tools/dotnet-trace/dotnet-trace}
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+
+if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+[ -x "$DT" ] || { fail setup "dotnet-trace not found at $DT (scripts/prereqs.sh test installs it)"; exit 0; }
+
+mkdir -m 0777 "$W/dumps" "$W/out"
+P=$(free_port); U=http://127.0.0.1:$P
+printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
+"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" 2> "$W/agent.log" & AG=$!
+PIDS+=($AG)
+# start_app: the webapp on a free port, attached through the agent's socket; sets APID, AURL
+start_app() {
+  local ap
+  ap=$(free_port); AURL=http://127.0.0.1:$ap
+  : > "$W/app.out"
+  DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend ASPNETCORE_URLS=$AURL dotnet "$B/apps/webapp/webapp.dll" \
+    > "$W/app.out" 2>&1 &
+  APP=$!; PIDS+=($APP)
+  wait_for "$W/app.out" READY 30 || return 1
+  APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
+  for _ in $(seq 1 100); do curl -s "$U/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
+  return 1
+}
+if ! start_app; then fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out") $(tail -3 "$W/agent.log")"; exit 0; fi
+fds() { find "/proc/$AG/fd" -mindepth 1 2> /dev/null | wc -l; }
+FD0=$(fds)
+
+# trace NAME URL [CURL ARGS]: GET (or as the args say) into $W/NAME.nettrace, headers in $W/NAME.hdr, and
+# "CODE RC TTFB TOTAL" in $W/NAME.res (so it can run in the background); result NAME reads them back
+trace() {
+  local name=$1 url=$2 out rc
+  shift 2
+  out=$(curl -s -D "$W/$name.hdr" -o "$W/$name.nettrace" -w '%{http_code} %{time_starttransfer} %{time_total}' "$@" "$url" 2> "$W/$name.err")
+  rc=$?
+  read -r c f t <<< "$out"
+  echo "$c $rc $f $t" > "$W/$name.res"
+  result "$name"
+}
+result() { read -r CODE RC TTFB TOTAL < "$W/$1.res"; }
+# speedscope NAME: TraceEvent's reading of the trace (dotnet-trace convert); 0 when it reads it
+speedscope() {
+  timeout 120 "$DT" convert --format Speedscope -o "$W/$1" "$W/$1.nettrace" > "$W/$1.convert" 2>&1 &&
+    [ -s "$W/$1.speedscope.json" ]
+}
+# complete NAME: the file starts with the nettrace magic and ends with the end-of-stream tag, and our reader agrees
+complete() {
+  [ "$(head -c 8 "$W/$1.nettrace")" = Nettrace ] && [ "$(tail -c 2 "$W/$1.nettrace" | od -An -tx1 | tr -d ' ')" = 0601 ] &&
+    "$D" nettrace stats "$W/$1.nettrace" > "$W/$1.stats" 2> "$W/$1.stats.err"
+}
+# count NAME PROVIDER [ID]: events of PROVIDER (and event id) in our reader's stats
+count() {
+  jq --arg p "$2" --arg id "${3:-}" '[.events[] | select(.provider == $p and ($id == "" or (.id | tostring) == $id)) | .count] | add // 0' "$W/$1.stats"
+}
+op_of() { curl -s "$U/operations" | jq -r "[.[] | select(.process.pid == $APID)] | .[-1].operationId"; }
+
+# --- cpu: a 4 s CPU trace while a thread spins
+curl -s "$AURL/high-cpu?seconds=30" > /dev/null
+trace cpu "$U/trace?pid=$APID&profile=Cpu&durationSeconds=4"
+WHY="code $CODE rc $RC $(cat "$W/cpu.err")"; check cpu/200 test "$CODE:$RC" = 200:0
+WHY="$(tr -d '\r' < "$W/cpu.hdr")"
+check cpu/filename grep -Eq "^Content-Disposition: attachment; filename=\"[0-9]{8}_[0-9]{6}_$APID\\.nettrace\"" <(tr -d '\r' < "$W/cpu.hdr")
+check cpu/chunked grep -q '^Transfer-Encoding: chunked' <(tr -d '\r' < "$W/cpu.hdr")
+WHY="first byte after $TTFB s, last after $TOTAL s (want the first under 1.5 s: streamed as it comes, not held)"
+check cpu/streamed awk -v f="$TTFB" -v t="$TOTAL" 'BEGIN {exit !(f < 1.5 && t >= 4)}'
+WHY="$(head -c 8 "$W/cpu.nettrace" | od -c | head -1); tail $(tail -c 2 "$W/cpu.nettrace" | od -An -tx1); $(cat "$W/cpu.stats.err" 2>/dev/null)"
+check cpu/complete complete cpu
+WHY="$(tail -3 "$W/cpu.convert")"; check cpu/traceevent-reads speedscope cpu
+WHY="frames: $(jq -r '[.shared.frames[].name] | map(select(test("HotLoop"))) | .[0:3] | join(", ")' "$W/cpu.speedscope.json" 2>/dev/null)"
+check cpu/hot-method-sampled jq -e '[.shared.frames[].name] | any(test("HotLoop.Spin"))' "$W/cpu.speedscope.json"
+n=$(count cpu Microsoft-DotNETCore-SampleProfiler)
+WHY="SampleProfiler events: $n (want > 100 in 4 s)"; check cpu/samples test "${n:-0}" -gt 100
+n=$(count cpu Microsoft-Windows-DotNETRuntimeRundown)
+WHY="rundown events: $n (want > 0: the session was stopped with StopTracing, not cut)"; check cpu/rundown test "${n:-0}" -gt 0
+
+# --- the default profiles: Cpu, Http, Metrics
+trace default "$U/trace?pid=$APID&durationSeconds=6"
+WHY="code $CODE rc $RC $(cat "$W/default.err")"; check default/200 test "$CODE:$RC" = 200:0
+WHY="$(cat "$W/default.stats.err" 2>/dev/null)"; check default/complete complete default
+n=$(count default System.Runtime)
+WHY="System.Runtime events: $n (counters every 5 s: want >= 1)"; check default/counters test "${n:-0}" -ge 1
+n=$(count default Microsoft-DotNETCore-SampleProfiler)
+WHY="SampleProfiler events: $n"; check default/samples test "${n:-0}" -gt 0
+
+# --- a providers document
+cat > "$W/doc.json" << 'EOF'
+{"Providers":[{"Name":"System.Runtime","EventLevel":"Informational","Keywords":"0xffffffff",
+  "Arguments":{"EventCounterIntervalSec":"1"}}],"RequestRundown":false,"BufferSizeInMB":32}
+EOF
+trace post "$U/trace?pid=$APID&durationSeconds=4" -H 'Content-Type: application/json' --data-binary "@$W/doc.json"
+WHY="code $CODE rc $RC $(cat "$W/post.err")"; check post/200 test "$CODE:$RC" = 200:0
+WHY="$(cat "$W/post.stats.err" 2>/dev/null)"; check post/complete complete post
+n=$(count post System.Runtime)
+WHY="System.Runtime events: $n (every second for 4 s: want >= 3)"; check post/counters-every-second test "${n:-0}" -ge 3
+n=$(count post Microsoft-Windows-DotNETRuntimeRundown)
+WHY="rundown events: $n (requestRundown false: want 0)"; check post/no-rundown test "${n:-1}" = 0
+
+# --- GcCollect alone: CollectTracing4 with rundown keywords 0x1
+trace gc "$U/trace?pid=$APID&profile=gccollect&durationSeconds=3" & TP=$!
+sleep 1
+curl -s "$AURL/memory-leak?mb=64" > /dev/null
+wait $TP
+result gc
+WHY="code $CODE rc $RC $(cat "$W/gc.err")"; check gc/200 test "$CODE:$RC" = 200:0
+WHY="$(cat "$W/gc.stats.err" 2>/dev/null)"; check gc/complete complete gc
+n=$(count gc Microsoft-Windows-DotNETRuntime 1)
+WHY="GCStart events: $n (64 MiB allocated during the trace: want >= 1)"; check gc/gc-events test "${n:-0}" -ge 1
+n=$(count gc Microsoft-Windows-DotNETRuntimeRundown 144)
+WHY="MethodDCEndVerbose events: $n (rundown keywords GC only: want 0)"; check gc/gc-rundown-only test "${n:-1}" = 0
+
+# --- durationSeconds=-1, stopped through /operations
+trace stop "$U/trace?pid=$APID&profile=Cpu&durationSeconds=-1" & TP=$!
+sleep 2
+OP=$(op_of)
+curl -s "$U/operations/$OP" > "$W/stop-op.json"
+WHY="$(cat "$W/stop-op.json")"; check stop/running-stoppable jq -e '.status == "Running" and .isStoppable == true and .egressProviderName == null' "$W/stop-op.json"
+c=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$U/operations/$OP?stop=true")
+wait $TP
+result stop
+WHY="DELETE ?stop=true: $c; the trace: code $CODE rc $RC"; check stop/ended test "$c:$CODE:$RC" = 200:200:0
+WHY="$(cat "$W/stop.stats.err" 2>/dev/null)"; check stop/complete complete stop
+curl -s "$U/operations/$OP" > "$W/stop-op.json"
+WHY="$(cat "$W/stop-op.json")"; check stop/succeeded jq -e '.status == "Succeeded" and .error == null' "$W/stop-op.json"
+
+# --- cancelled: cut off
+trace cancel "$U/trace?pid=$APID&profile=Cpu&durationSeconds=-1" & TP=$!
+sleep 2
+OP=$(op_of)
+c=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$U/operations/$OP")
+wait $TP
+result cancel
+WHY="DELETE: $c; the trace: code $CODE curl rc $RC (want 18: the body cut off)"; check cancel/cut-off test "$c:$RC" = 200:18
+curl -s "$U/operations/$OP" > "$W/cancel-op.json"
+WHY="$(cat "$W/cancel-op.json")"; check cancel/cancelled jq -e '.status == "Cancelled"' "$W/cancel-op.json"
+
+# --- the client goes away
+curl -s -o /dev/null --max-time 2 "$U/trace?pid=$APID&durationSeconds=30"
+sleep 1
+OP=$(op_of)
+curl -s "$U/operations/$OP" > "$W/gone-op.json"
+WHY="$(cat "$W/gone-op.json")"; check gone/failed jq -e '.status == "Failed" and (.error.message | test("client went away"))' "$W/gone-op.json"
+
+# --- at most 3 at once
+for i in 1 2 3; do curl -s -o /dev/null "$U/trace?pid=$APID&profile=Metrics&durationSeconds=-1" & done
+sleep 2
+c=$(curl -s -o "$W/limit.json" -w '%{http_code}' "$U/trace?pid=$APID&durationSeconds=1")
+WHY="fourth trace: $c $(cat "$W/limit.json")"; check limit/429 test "$c" = 429
+for op in $(curl -s "$U/operations" | jq -r '.[] | select(.status == "Running") | .operationId'); do
+  curl -s -o /dev/null -X DELETE "$U/operations/$op?stop=true"
+done
+sleep 1
+trace after-limit "$U/trace?pid=$APID&profile=Metrics&durationSeconds=1"
+WHY="code $CODE rc $RC"; check limit/free-again test "$CODE:$RC" = 200:0
+
+# --- egress
+c=$(curl -s -D "$W/eg.hdr" -o /dev/null -w '%{http_code}' "$U/trace?pid=$APID&profile=Cpu&durationSeconds=2&egressProvider=out&tags=t1")
+LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/eg.hdr")
+WHY="$c Location '$LOC'"; check egress/202 bash -c "[ $c = 202 ] && [[ '$LOC' =~ ^/operations/[0-9a-f-]{36}$ ]]"
+for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.1; done
+curl -s "$U$LOC" > "$W/eg-op.json"
+F=$(jq -r .resourceLocation "$W/eg-op.json")
+WHY="$(cat "$W/eg-op.json")"; check egress/succeeded jq -e --arg d "$W/out/" --argjson p "$APID" '.status == "Succeeded" and (.resourceLocation | startswith($d) and endswith("_\($p).nettrace")) and .tags == ["t1"]' "$W/eg-op.json"
+cp "$F" "$W/eg.nettrace" 2> /dev/null
+WHY="$(cat "$W/eg.stats.err" 2>/dev/null)"; check egress/complete complete eg
+
+# --- bad requests
+bad() { # bad NAME WANT-CODE PATTERN CURL-ARGS...
+  local name=$1 want=$2 pat=$3 c
+  shift 3
+  c=$(curl -s -o "$W/bad-$name.json" -w '%{http_code}' "$@")
+  WHY="got $c $(cat "$W/bad-$name.json")"
+  check "bad/$name" bash -c "[ '$c' = '$want' ] && grep -q '$pat' '$W/bad-$name.json'"
+}
+bad profile 400 "profile 'Bogus'" "$U/trace?pid=$APID&profile=Cpu,Bogus"
+bad duration 400 "durationSeconds 'soon'" "$U/trace?pid=$APID&durationSeconds=soon"
+bad duration-negative 400 "durationSeconds '-2'" "$U/trace?pid=$APID&durationSeconds=-2"
+bad egress 400 "no egress provider 'nope'" "$U/trace?pid=$APID&egressProvider=nope"
+bad json 400 'not JSON.*line 1' -H 'Content-Type: application/json' --data-binary '{"providers": [' "$U/trace?pid=$APID"
+bad no-providers 400 'providers' -H 'Content-Type: application/json' --data-binary '{"providers": []}' "$U/trace?pid=$APID"
+bad keywords 400 'providers\[0\].keywords' -H 'Content-Type: application/json' --data-binary '{"providers":[{"name":"X","keywords":"0xZZ"}]}' "$U/trace?pid=$APID"
+bad level 400 'providers\[0\].eventLevel' -H 'Content-Type: application/json' --data-binary '{"providers":[{"name":"X","eventLevel":"Loud"}]}' "$U/trace?pid=$APID"
+bad buffer 400 'bufferSizeInMB' -H 'Content-Type: application/json' --data-binary '{"providers":[{"name":"X"}],"bufferSizeInMB":4096}' "$U/trace?pid=$APID"
+head -c 70000 /dev/zero | tr '\0' ' ' > "$W/big.json"
+bad body-too-big 413 'cap is 65536' -H 'Content-Type: application/json' --data-binary "@$W/big.json" "$U/trace?pid=$APID"
+bad chunked 411 'Content-Length' -H 'Transfer-Encoding: chunked' --data-binary '{}' "$U/trace?pid=$APID"
+bad body-on-get-route 413 'no request body' -X POST --data-binary 'x' "$U/processes"
+
+# --- perf maps on request (EnablePerfMap / DisablePerfMap)
+rm -f "/tmp/perf-$APID.map"
+c=$(curl -s -X POST -o "$W/pm.json" -w '%{http_code}' "$U/perfmap?pid=$APID")
+WHY="$c $(cat "$W/pm.json")"; check perfmap/enabled jq -e --argjson p "$APID" '.pid == $p and .perfMap == "PerfMap" and .files == ["/tmp/perf-\($p).map"]' "$W/pm.json"
+curl -s "$AURL/high-cpu?seconds=1" > /dev/null
+sleep 0.5
+WHY="$(wc -l < "/tmp/perf-$APID.map" 2>&1) lines; HotLoop: $(grep -c HotLoop "/tmp/perf-$APID.map" 2>&1)"
+check perfmap/jitted-methods-named grep -q 'HotLoop' "/tmp/perf-$APID.map"
+c=$(curl -s -X DELETE -o "$W/pm.json" -w '%{http_code}' "$U/perfmap?pid=$APID")
+WHY="$c $(cat "$W/pm.json")"; check perfmap/disabled jq -e '.perfMap == "Disabled"' "$W/pm.json"
+bad perfmap-type 400 "type 'Bogus'" -X POST "$U/perfmap?pid=$APID&type=Bogus"
+rm -f "/tmp/perf-$APID.map"
+
+# --- the process killed mid-trace: truncated
+trace trunc "$U/trace?pid=$APID&profile=Cpu&durationSeconds=30" & TP=$!
+sleep 2
+OP=$(op_of)
+kill -9 "$APP"
+wait $TP
+result trunc
+WHY="code $CODE curl rc $RC (want 200 then 18: the body incomplete)"; check truncated/cut-off test "$CODE:$RC" = 200:18
+curl -s "$U/operations/$OP" > "$W/trunc-op.json"
+WHY="$(cat "$W/trunc-op.json")"; check truncated/failed jq -e '.status == "Failed" and (.error.message | test("truncated"))' "$W/trunc-op.json"
+"$D" nettrace stats "$W/trunc.nettrace" > /dev/null 2> "$W/trunc.err"; rc=$?
+WHY="exit $rc: $(cat "$W/trunc.err")"; check truncated/reader-says-so bash -c "[ $rc != 0 ] && grep -qi truncated '$W/trunc.err'"
+
+sleep 1
+FD1=$(fds)
+WHY="agent fds before $FD0, after $FD1 (want at most +2)"; check fds/flat test "$FD1" -le $((FD0 + 2))
+WHY="$(tail -3 "$W/agent.log")"; check agent/alive kill -0 "$AG"
