@@ -23,6 +23,7 @@ static const struct subcommand subcommands[] = {
 	{ "health", health_cli, "exit 0 when the local agent is ready (for probes without a shell)" },
 	{ "launch", launch_cli, "the in-container agent: own the diagnostic port (and optionally start the app)" },
 	{ "webhook", webhook_cli, "the admission webhook: the server, `webhook review`, `webhook certs`" },
+	{ "nettrace", nettrace_cli, "read a .nettrace file (an EventPipe trace): `nettrace stats FILE`" },
 };
 
 static void usage(FILE *f)

@@ -115,3 +115,23 @@ if [ "$want_npm" -eq 1 ]; then
 		printf '%s\n' "$sum" >"$stamp"
 	fi
 fi
+
+# dotnet-trace, for the tests' independent reading of traces (TraceEvent, which it ships) and the
+# nettrace benchmark: a pinned version from NuGet into build/tools/dotnet-trace.
+DOTNET_TRACE_VERSION=10.0.750501
+if [ "$mode" = test ] || [ "$mode" = bench ]; then
+	tool=$root/build/tools/dotnet-trace
+	if [ ! -x "$tool/dotnet-trace" ] || [ ! -d "$tool/.store/dotnet-trace/$DOTNET_TRACE_VERSION" ]; then
+		echo "prereqs: installing dotnet-trace $DOTNET_TRACE_VERSION (NuGet)"
+		rm -rf "$tool"
+		tool_log=$(mktemp)
+		if ! DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet tool install dotnet-trace \
+			--version "$DOTNET_TRACE_VERSION" --tool-path "$tool" >"$tool_log" 2>&1 </dev/null; then
+			echo "prereqs: dotnet tool install dotnet-trace failed; its output:" >&2
+			tail -n 40 "$tool_log" >&2
+			rm -f "$tool_log"
+			exit 1
+		fi
+		rm -f "$tool_log"
+	fi
+fi

@@ -4,6 +4,7 @@
 #
 #   OUTDIR/webapp/webapp.dll     run as: ASPNETCORE_URLS=http://127.0.0.1:PORT dotnet OUTDIR/webapp/webapp.dll
 #   OUTDIR/console/console.dll   run as: dotnet OUTDIR/console/console.dll [sleep N | exit N | signal | tick N [GAP_MS]]
+#   OUTDIR/tracecount/tracecount.dll FILE.nettrace   (only with TRACEEVENT_DIR: TraceEvent counting events)
 #
 # The apps reference no packages, so restore needs only the targeting packs
 # that ship with the SDK; tests/apps/NuGet.config clears every package source
@@ -26,6 +27,7 @@ up_to_date() {
 
 build() {
 	local app=$1 dll=$out/$1/$1.dll log start
+	shift
 	if up_to_date "$app" "$dll"; then
 		echo "up to date $app: $dll"
 		return 0
@@ -37,7 +39,7 @@ build() {
 	if ! dotnet build "$here/$app/$app.csproj" -c Release --nologo \
 		-o "$out/$app" --artifacts-path "$out/.artifacts" \
 		-nodeReuse:false -p:UseSharedCompilation=false \
-		-p:UseAppHost=false -p:TreatWarningsAsErrors=false \
+		-p:UseAppHost=false -p:TreatWarningsAsErrors=false "$@" \
 		>"$log" 2>&1; then
 		cat "$log" >&2
 		echo "build.sh: building $app failed" >&2
@@ -50,3 +52,8 @@ build() {
 
 build webapp
 build console
+# tracecount (an independent nettrace reader for the tests) needs TraceEvent: TRACEEVENT_DIR names the
+# directory that holds Microsoft.Diagnostics.Tracing.TraceEvent.dll (the dotnet-trace tool's own copy)
+if [ -n "${TRACEEVENT_DIR:-}" ]; then
+	build tracecount "-p:TraceEventDir=$TRACEEVENT_DIR"
+fi

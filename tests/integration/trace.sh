@@ -85,6 +85,14 @@ complete() {
   [ "$(head -c 8 "$W/$1.nettrace")" = Nettrace ] && [ "$(tail -c 2 "$W/$1.nettrace" | od -An -tx1 | tr -d ' ')" = 0601 ] &&
     "$D" nettrace stats "$W/$1.nettrace" > "$W/$1.stats" 2> "$W/$1.stats.err"
 }
+# same_counts NAME: TraceEvent (tests/apps/tracecount) counts the same events per provider and event id as
+# our reader, and the same total
+same_counts() {
+  dotnet "$B/apps/tracecount/tracecount.dll" "$W/$1.nettrace" $(jq -r '[.events[].provider] | unique | .[]' "$W/$1.stats") \
+    > "$W/$1.te.json" 2> "$W/$1.te.err" || return 1
+  jq -S '.events' "$W/$1.te.json" > "$W/$1.te.ev" && jq -S '[.events[] | del(.name)]' "$W/$1.stats" > "$W/$1.our.ev" &&
+    cmp -s "$W/$1.te.ev" "$W/$1.our.ev" && [ "$(jq .totalEvents "$W/$1.te.json")" = "$(jq .totalEvents "$W/$1.stats")" ]
+}
 # count NAME PROVIDER [ID]: events of PROVIDER (and event id) in our reader's stats
 count() {
   jq --arg p "$2" --arg id "${3:-}" '[.events[] | select(.provider == $p and ($id == "" or (.id | tostring) == $id)) | .count] | add // 0' "$W/$1.stats"
@@ -101,8 +109,13 @@ check cpu/chunked grep -q '^Transfer-Encoding: chunked' <(tr -d '\r' < "$W/cpu.h
 WHY="first byte after $TTFB s, last after $TOTAL s (want the first under 1.5 s: streamed as it comes, not held)"
 check cpu/streamed awk -v f="$TTFB" -v t="$TOTAL" 'BEGIN {exit !(f < 1.5 && t >= 4)}'
 WHY="$(head -c 8 "$W/cpu.nettrace" | od -c | head -1); tail $(tail -c 2 "$W/cpu.nettrace" | od -An -tx1); $(cat "$W/cpu.stats.err" 2>/dev/null)"
-check cpu/complete complete cpu
-WHY="$(tail -3 "$W/cpu.convert")"; check cpu/traceevent-reads speedscope cpu
+complete cpu; rc=$?
+WHY="$(cat "$W/cpu.stats.err" 2>/dev/null)"; check cpu/complete test "$rc" = 0
+same_counts cpu; rc=$?
+WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/cpu.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/cpu.te.json" 2>/dev/null); $(diff "$W/cpu.our.ev" "$W/cpu.te.ev" 2>&1 | head -5) $(tail -2 "$W/cpu.te.err" 2>/dev/null)"
+check cpu/same-as-traceevent test "$rc" = 0
+speedscope cpu; rc=$?
+WHY="$(tail -3 "$W/cpu.convert" 2>&1)"; check cpu/traceevent-reads test "$rc" = 0
 WHY="frames: $(jq -r '[.shared.frames[].name] | map(select(test("HotLoop"))) | .[0:3] | join(", ")' "$W/cpu.speedscope.json" 2>/dev/null)"
 check cpu/hot-method-sampled jq -e '[.shared.frames[].name] | any(test("HotLoop.Spin"))' "$W/cpu.speedscope.json"
 n=$(count cpu Microsoft-DotNETCore-SampleProfiler)
@@ -113,7 +126,11 @@ WHY="rundown events: $n (want > 0: the session was stopped with StopTracing, not
 # --- the default profiles: Cpu, Http, Metrics
 trace default "$U/trace?pid=$APID&durationSeconds=6"
 WHY="code $CODE rc $RC $(cat "$W/default.err")"; check default/200 test "$CODE:$RC" = 200:0
-WHY="$(cat "$W/default.stats.err" 2>/dev/null)"; check default/complete complete default
+complete default; rc=$?
+WHY="$(cat "$W/default.stats.err" 2>/dev/null)"; check default/complete test "$rc" = 0
+same_counts default; rc=$?
+WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/default.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/default.te.json" 2>/dev/null); $(diff "$W/default.our.ev" "$W/default.te.ev" 2>&1 | head -5) $(tail -2 "$W/default.te.err" 2>/dev/null)"
+check default/same-as-traceevent test "$rc" = 0
 n=$(count default System.Runtime)
 WHY="System.Runtime events: $n (counters every 5 s: want >= 1)"; check default/counters test "${n:-0}" -ge 1
 n=$(count default Microsoft-DotNETCore-SampleProfiler)
@@ -126,7 +143,11 @@ cat > "$W/doc.json" << 'EOF'
 EOF
 trace post "$U/trace?pid=$APID&durationSeconds=4" -H 'Content-Type: application/json' --data-binary "@$W/doc.json"
 WHY="code $CODE rc $RC $(cat "$W/post.err")"; check post/200 test "$CODE:$RC" = 200:0
-WHY="$(cat "$W/post.stats.err" 2>/dev/null)"; check post/complete complete post
+complete post; rc=$?
+WHY="$(cat "$W/post.stats.err" 2>/dev/null)"; check post/complete test "$rc" = 0
+same_counts post; rc=$?
+WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/post.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/post.te.json" 2>/dev/null); $(diff "$W/post.our.ev" "$W/post.te.ev" 2>&1 | head -5) $(tail -2 "$W/post.te.err" 2>/dev/null)"
+check post/same-as-traceevent test "$rc" = 0
 n=$(count post System.Runtime)
 WHY="System.Runtime events: $n (every second for 4 s: want >= 3)"; check post/counters-every-second test "${n:-0}" -ge 3
 n=$(count post Microsoft-Windows-DotNETRuntimeRundown)
@@ -139,7 +160,11 @@ curl -s "$AURL/memory-leak?mb=64" > /dev/null
 wait $TP
 result gc
 WHY="code $CODE rc $RC $(cat "$W/gc.err")"; check gc/200 test "$CODE:$RC" = 200:0
-WHY="$(cat "$W/gc.stats.err" 2>/dev/null)"; check gc/complete complete gc
+complete gc; rc=$?
+WHY="$(cat "$W/gc.stats.err" 2>/dev/null)"; check gc/complete test "$rc" = 0
+same_counts gc; rc=$?
+WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/gc.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/gc.te.json" 2>/dev/null); $(diff "$W/gc.our.ev" "$W/gc.te.ev" 2>&1 | head -5) $(tail -2 "$W/gc.te.err" 2>/dev/null)"
+check gc/same-as-traceevent test "$rc" = 0
 n=$(count gc Microsoft-Windows-DotNETRuntime 1)
 WHY="GCStart events: $n (64 MiB allocated during the trace: want >= 1)"; check gc/gc-events test "${n:-0}" -ge 1
 n=$(count gc Microsoft-Windows-DotNETRuntimeRundown 144)
@@ -155,7 +180,8 @@ c=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$U/operations/$OP?stop=tru
 wait $TP
 result stop
 WHY="DELETE ?stop=true: $c; the trace: code $CODE rc $RC"; check stop/ended test "$c:$CODE:$RC" = 200:200:0
-WHY="$(cat "$W/stop.stats.err" 2>/dev/null)"; check stop/complete complete stop
+complete stop; rc=$?
+WHY="$(cat "$W/stop.stats.err" 2>/dev/null)"; check stop/complete test "$rc" = 0
 curl -s "$U/operations/$OP" > "$W/stop-op.json"
 WHY="$(cat "$W/stop-op.json")"; check stop/succeeded jq -e '.status == "Succeeded" and .error == null' "$W/stop-op.json"
 
@@ -198,15 +224,17 @@ curl -s "$U$LOC" > "$W/eg-op.json"
 F=$(jq -r .resourceLocation "$W/eg-op.json")
 WHY="$(cat "$W/eg-op.json")"; check egress/succeeded jq -e --arg d "$W/out/" --argjson p "$APID" '.status == "Succeeded" and (.resourceLocation | startswith($d) and endswith("_\($p).nettrace")) and .tags == ["t1"]' "$W/eg-op.json"
 cp "$F" "$W/eg.nettrace" 2> /dev/null
-WHY="$(cat "$W/eg.stats.err" 2>/dev/null)"; check egress/complete complete eg
+complete eg; rc=$?
+WHY="$(cat "$W/eg.stats.err" 2>/dev/null)"; check egress/complete test "$rc" = 0
 
 # --- bad requests
+answered() { [ "$1" = "$2" ] && grep -q -- "$3" "$4"; } # answered GOT WANT PATTERN FILE
 bad() { # bad NAME WANT-CODE PATTERN CURL-ARGS...
   local name=$1 want=$2 pat=$3 c
   shift 3
   c=$(curl -s -o "$W/bad-$name.json" -w '%{http_code}' "$@")
-  WHY="got $c $(cat "$W/bad-$name.json")"
-  check "bad/$name" bash -c "[ '$c' = '$want' ] && grep -q '$pat' '$W/bad-$name.json'"
+  WHY="got $c $(cat "$W/bad-$name.json") (want $want and: $pat)"
+  check "bad/$name" answered "$c" "$want" "$pat" "$W/bad-$name.json"
 }
 bad profile 400 "profile 'Bogus'" "$U/trace?pid=$APID&profile=Cpu,Bogus"
 bad duration 400 "durationSeconds 'soon'" "$U/trace?pid=$APID&durationSeconds=soon"
@@ -239,7 +267,7 @@ rm -f "/tmp/perf-$APID.map"
 trace trunc "$U/trace?pid=$APID&profile=Cpu&durationSeconds=30" & TP=$!
 sleep 2
 OP=$(op_of)
-kill -9 "$APP"
+{ kill -9 "$APP" && wait "$APP"; } 2> /dev/null
 wait $TP
 result trunc
 WHY="code $CODE curl rc $RC (want 200 then 18: the body incomplete)"; check truncated/cut-off test "$CODE:$RC" = 200:18

@@ -1,0 +1,165 @@
+/*
+ * nettrace_cli.c - `diagport nettrace stats FILE|-`: read a .nettrace file
+ * (a /trace download, or dotnet-trace's) with the streaming reader and print
+ * what it holds as one JSON object: the Trace header, the totals, the events
+ * the runtime dropped, and the events counted per provider and event id.
+ *
+ * Exit codes: 0 read to its end tag; 1 the file cannot be read; 2 usage;
+ * 3 not nettrace, malformed or truncated (the message names the byte
+ * offset). Nothing is printed on stdout unless the whole file read.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mem.h"
+#include "nettrace.h"
+
+struct count {
+	const struct nettrace_meta *meta;
+	uint64_t n;
+};
+
+struct counts {
+	struct count *c; /* by metadata id */
+	size_t cap;
+};
+
+static int on_event(void *ctx, const struct nettrace_event *e)
+{
+	struct counts *cs = ctx;
+	uint32_t id = e->meta->id;
+
+	if (id >= cs->cap) {
+		size_t cap = cs->cap ? cs->cap : 64;
+
+		while (cap <= id)
+			cap *= 2;
+		cs->c = mem_realloc(cs->c, cap * sizeof(*cs->c));
+		memset(cs->c + cs->cap, 0, (cap - cs->cap) * sizeof(*cs->c));
+		cs->cap = cap;
+	}
+	cs->c[id].meta = e->meta;
+	cs->c[id].n++;
+	return 0;
+}
+
+static int by_provider_id(const void *a, const void *b)
+{
+	const struct count *x = a, *y = b;
+	int c = strcmp(x->meta->provider, y->meta->provider);
+
+	if (c)
+		return c;
+	if (x->meta->event_id != y->meta->event_id)
+		return x->meta->event_id < y->meta->event_id ? -1 : 1;
+	return strcmp(x->meta->name, y->meta->name);
+}
+
+/* The counts merged by (provider, event id, name): one event type can have several metadata ids. */
+static json_t *events_json(struct counts *cs)
+{
+	json_t *arr = json_array();
+	struct count *l = mem_array(cs->cap ? cs->cap : 1, sizeof(*l));
+	size_t n = 0;
+
+	for (size_t i = 0; i < cs->cap; i++)
+		if (cs->c[i].n)
+			l[n++] = cs->c[i];
+	qsort(l, n, sizeof(*l), by_provider_id);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t total = l[i].n;
+
+		while (i + 1 < n && by_provider_id(&l[i], &l[i + 1]) == 0)
+			total += l[++i].n;
+		json_array_append_new(arr, json_pack("{s:s, s:I, s:s, s:I}", "provider", l[i].meta->provider, "id",
+						     (json_int_t)l[i].meta->event_id, "name", l[i].meta->name, "count",
+						     (json_int_t)total));
+	}
+	free(l);
+	return arr;
+}
+
+static int stats(const char *path)
+{
+	struct counts cs = { 0 };
+	struct nettrace_callbacks cb = { .event = on_event };
+	struct nettrace *t = nettrace_new(NULL, &cb, &cs);
+	struct nettrace_stats st;
+	const struct nettrace_trace *h;
+	struct err_msg em;
+	char *buf = mem_alloc(1 << 16);
+	int fd = strcmp(path, "-") == 0 ? 0 : open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	ssize_t n;
+	json_t *o;
+	char start[48];
+
+	if (fd < 0) {
+		fprintf(stderr, "diagport: nettrace: cannot open %s: %s\n", path, strerror(errno));
+		rc = 1;
+		goto out;
+	}
+	while ((n = read(fd, buf, 1 << 16)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fprintf(stderr, "diagport: nettrace: reading %s: %s\n", path, strerror(errno));
+			rc = 1;
+			goto out;
+		}
+		if (nettrace_feed(t, buf, (size_t)n, &em) != 0)
+			break;
+	}
+	if (nettrace_finish(t, &em) != 0) {
+		fprintf(stderr, "diagport: %s: %s\n", path, em.text);
+		rc = 3;
+		goto out;
+	}
+	nettrace_stats(t, &st);
+	h = nettrace_header(t);
+	snprintf(start, sizeof(start), "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ", h->year, h->month, h->day, h->hour,
+		 h->minute, h->second, h->millisecond);
+	o = json_pack("{s:s, s:{s:i, s:s, s:i, s:i, s:I, s:i, s:i}, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "file", path,
+		      "trace", "version", (int)h->version, "start", start, "pid", (int)h->pid, "pointerSize",
+		      (int)h->pointer_size, "ticksPerSecond", (json_int_t)h->ticks_per_sec, "processors",
+		      (int)h->processors, "samplingNs", (int)h->sampling_ns, "bytes", (json_int_t)st.bytes, "blocks",
+		      (json_int_t)st.blocks, "totalEvents", (json_int_t)st.events, "metadata", (json_int_t)st.metadata,
+		      "stacks", (json_int_t)st.stacks, "sequencePoints", (json_int_t)st.sequence_points, "dropped",
+		      (json_int_t)st.dropped);
+	json_object_set_new(o, "events", events_json(&cs));
+	if (json_dumpf(o, stdout, JSON_INDENT(1)) != 0 || fputc('\n', stdout) == EOF || fflush(stdout) != 0) {
+		fprintf(stderr, "diagport: nettrace: writing the result: %s\n", strerror(errno));
+		rc = 1;
+	}
+	json_decref(o);
+out:
+	if (fd > 0)
+		close(fd);
+	free(buf);
+	free(cs.c);
+	nettrace_free(t);
+	return rc;
+}
+
+int nettrace_cli(int argc, char **argv)
+{
+	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("usage: diagport nettrace stats FILE|-\n\n"
+		       "Reads a .nettrace file (an EventPipe trace: /trace, dotnet-trace) to its end and prints JSON:\n"
+		       "the Trace header, totals, dropped events, and the events counted per provider and event id.\n"
+		       "Exit codes: 0 read whole; 1 cannot read the file; 2 usage; 3 not nettrace, malformed or\n"
+		       "truncated (the message names the byte offset).\n");
+		return 0;
+	}
+	if (argc != 3 || strcmp(argv[1], "stats") != 0) {
+		fprintf(stderr, "usage: diagport nettrace stats FILE|-\n");
+		return 2;
+	}
+	return stats(argv[2]);
+}
