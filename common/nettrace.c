@@ -382,9 +382,10 @@ static int metadata(struct nettrace *t, const uint8_t *p, size_t n, struct err_m
 		return fail(t, em, DP_ESYNTAX, "a metadata event of %zu bytes ends before its header does", n);
 	}
 	if (c.p < c.end && !fields_v1(&c, &fs, 0)) {
+		rc = fail(t, em, DP_ESYNTAX, "metadata %u (%s): its field list is malformed", m->id, m->provider);
 		fields_free(&fs);
 		meta_free(m);
-		return fail(t, em, DP_ESYNTAX, "metadata %u (%s): its field list is malformed", m->id, m->provider);
+		return rc;
 	}
 	while (c.p < c.end) { /* V5 tags */
 		uint32_t size = u32(&c);
@@ -392,9 +393,10 @@ static int metadata(struct nettrace *t, const uint8_t *p, size_t n, struct err_m
 		struct cur d;
 
 		if (c.bad || size > (size_t)(c.end - c.p)) {
+			rc = fail(t, em, DP_ESYNTAX, "metadata %u: a tag runs past the event's end", m->id);
 			fields_free(&fs);
 			meta_free(m);
-			return fail(t, em, DP_ESYNTAX, "metadata %u: a tag runs past the event's end", m->id);
+			return rc;
 		}
 		d = (struct cur){ c.p, c.p + size, false };
 		c.p += size;
@@ -403,9 +405,10 @@ static int metadata(struct nettrace *t, const uint8_t *p, size_t n, struct err_m
 		} else if (tag == 2) {
 			fields_free(&fs); /* V2Params replace the (empty) V1 list */
 			if (!fields_v2(&d, &fs, 0)) {
+				rc = fail(t, em, DP_ESYNTAX, "metadata %u: its V2Params are malformed", m->id);
 				fields_free(&fs);
 				meta_free(m);
-				return fail(t, em, DP_ESYNTAX, "metadata %u: its V2Params are malformed", m->id);
+				return rc;
 			}
 		}
 	}
@@ -883,7 +886,7 @@ int nettrace_feed(struct nettrace *t, const void *p, size_t n, struct err_msg *e
 		int rc;
 
 		if (t->st == S_ENDED)
-			return fail(t, em, DP_ESYNTAX, "%zu bytes after the end of the stream", n);
+			return fail(t, em, DP_ESYNTAX, "bytes after the end of the stream");
 		if ((u = gather(t, &b, &n)) == NULL)
 			break;
 		if ((rc = step(t, u, em)) != 0)
