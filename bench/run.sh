@@ -42,3 +42,4 @@ done
 echo; bash bench/agent.sh
 echo; bash bench/transport.sh
 echo; bash bench/webhook.sh
+echo; bash bench/nettrace.sh

@@ -1,5 +1,5 @@
 // tracecount FILE [PROVIDER...]: reads FILE with TraceEvent's EventPipeEventSource and prints one
-// JSON object: {"totalEvents":N,"events":[{"provider":P,"id":I,"count":C},...]}, so that tests
+// JSON object: {"totalEvents":N,"seconds":S,"events":[{"provider":P,"id":I,"count":C},...]}, so that tests
 // can compare it with `diagport nettrace stats FILE`. Events are counted by provider GUID and
 // event id. A GUID is shown by name when TraceEvent knows it (the runtime's own providers) or
 // when it is the EventSource GUID of a PROVIDER name given on the command line (TraceEvent
@@ -27,6 +27,7 @@ foreach (var n in args.Skip(1))
     names.TryAdd(TraceEventProviders.GetEventSourceGuidFromName(n), n);
 var counts = new Dictionary<(Guid Provider, int Id), long>();
 long total = 0;
+var clock = System.Diagnostics.Stopwatch.StartNew();
 using (var source = new EventPipeEventSource(args[0]))
 {
     source.AllEvents += e =>
@@ -40,5 +41,6 @@ using (var source = new EventPipeEventSource(args[0]))
 var events = counts
     .Select(kv => new { provider = names.TryGetValue(kv.Key.Provider, out var n) ? n : $"Provider({kv.Key.Provider})", id = kv.Key.Id, count = kv.Value })
     .OrderBy(e => e.provider, StringComparer.Ordinal).ThenBy(e => e.id);
-Console.WriteLine(JsonSerializer.Serialize(new { totalEvents = total, events }));
+var seconds = clock.Elapsed.TotalSeconds; // reading the file: opening it and Process(), not the runtime's start
+Console.WriteLine(JsonSerializer.Serialize(new { totalEvents = total, seconds, events }));
 return 0;
