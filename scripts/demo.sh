@@ -64,7 +64,7 @@ EOF
 kill "$WPID"; wait "$WPID" 2> /dev/null || true
 echo "webhook log:"; grep -v '^{"event":"listening"' "$W/webhook.log" | sed 's/^/  /'
 
-printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, dumped, and dumped to an egress directory\033[0m\n'
+printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, dumped, dumped to an egress directory, traced\033[0m\n'
 bash tests/apps/build.sh build/apps | sed 's/^/  /'
 mkdir -m 0777 "$W/diag" "$W/artifacts"
 PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -88,5 +88,15 @@ for i in $(seq 1 200); do curl -s "http://127.0.0.1:$PORT$LOC" | grep -q '"Runni
 echo "\$ curl http://127.0.0.1:$PORT$LOC"
 curl -s "http://127.0.0.1:$PORT$LOC"; echo
 echo "\$ ls artifacts/"; ls -l "$W/artifacts" | tail -n +2 | sed 's/^/  /'
+echo "\$ curl -o app.nettrace 'http://127.0.0.1:$PORT/trace?profile=Cpu&durationSeconds=3'   # an EventPipe trace, streamed as it comes"
+curl -s -o "$W/app.nettrace" -w 'HTTP %{http_code}, %{size_download} bytes in %{time_total} s\n' "http://127.0.0.1:$PORT/trace?profile=Cpu&durationSeconds=3"
+echo "\$ diagport nettrace stats app.nettrace   # (summed up here: the totals and the busiest event types)"
+"$D" nettrace stats "$W/app.nettrace" | /usr/bin/python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+print("  trace of pid %d, started %s: %d bytes, %d events, %d dropped, %d stacks" % (s["trace"]["pid"], s["trace"]["start"],
+      s["bytes"], s["totalEvents"], s["dropped"], s["stacks"]))
+for e in sorted(s["events"], key=lambda e: -e["count"])[:4]:
+    print("  %7d  %s/%d" % (e["count"], e["provider"], e["id"]))'
 kill -TERM "$AGENT"; wait "$AGENT" 2>/dev/null || true
 echo "agent log:"; sed 's/^/  /' "$W/agent.log"

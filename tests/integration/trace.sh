@@ -35,11 +35,14 @@ cleanup() {
 trap cleanup EXIT
 T_NAME=agent-trace
 . tests/lib.sh
-DT=${DOTNET_TRACE:-$B/tools/dotnet-trace/dotnet-trace}
+DT=$PWD/build/tools/dotnet-trace/dotnet-trace # scripts/prereqs.sh test installs it
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
-
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
 [ -x "$DT" ] || { fail setup "dotnet-trace not found at $DT (scripts/prereqs.sh test installs it)"; exit 0; }
+# tests/apps/build.sh builds tracecount against the TraceEvent inside the dotnet-trace tool
+TRACEEVENT_DIR=$(dirname "$(find "$PWD/build/tools/dotnet-trace/.store" -name Microsoft.Diagnostics.Tracing.TraceEvent.dll | head -1)")
+export TRACEEVENT_DIR
+if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+[ -f "$B/apps/tracecount/tracecount.dll" ] || { fail build-apps "tracecount was not built (TRACEEVENT_DIR=$TRACEEVENT_DIR)"; exit 0; }
 
 mkdir -m 0777 "$W/dumps" "$W/out"
 P=$(free_port); U=http://127.0.0.1:$P
