@@ -96,6 +96,17 @@ same_counts() {
   jq -S '.events' "$W/$1.te.json" > "$W/$1.te.ev" && jq -S '[.events[] | del(.name)]' "$W/$1.stats" > "$W/$1.our.ev" &&
     cmp -s "$W/$1.te.ev" "$W/$1.our.ev" && [ "$(jq .totalEvents "$W/$1.te.json")" = "$(jq .totalEvents "$W/$1.stats")" ]
 }
+# whole_trace NAME: the trace NAME was answered 200 and read to its end (curl exit 0), is complete, and
+# TraceEvent counts what our reader counts
+whole_trace() {
+  local n=$1 rc
+  WHY="code $CODE rc $RC $(cat "$W/$n.err")"; check "$n/200" test "$CODE:$RC" = 200:0
+  complete "$n"; rc=$?
+  WHY="$(cat "$W/$n.stats.err" 2>/dev/null)"; check "$n/complete" test "$rc" = 0
+  same_counts "$n"; rc=$?
+  WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/$n.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/$n.te.json" 2>/dev/null); $(diff "$W/$n.our.ev" "$W/$n.te.ev" 2>&1 | head -5) $(tail -2 "$W/$n.te.err" 2>/dev/null)"
+  check "$n/same-as-traceevent" test "$rc" = 0
+}
 # count NAME PROVIDER [ID]: events of PROVIDER (and event id) in our reader's stats
 count() {
   jq --arg p "$2" --arg id "${3:-}" '[.events[] | select(.provider == $p and ($id == "" or (.id | tostring) == $id)) | .count] | add // 0' "$W/$1.stats"
@@ -105,18 +116,13 @@ op_of() { curl -s "$U/operations" | jq -r "[.[] | select(.process.pid == $APID)]
 # --- cpu: a 4 s CPU trace while a thread spins
 curl -s "$AURL/high-cpu?seconds=30" > /dev/null
 trace cpu "$U/trace?pid=$APID&profile=Cpu&durationSeconds=4"
-WHY="code $CODE rc $RC $(cat "$W/cpu.err")"; check cpu/200 test "$CODE:$RC" = 200:0
+whole_trace cpu
 WHY="$(tr -d '\r' < "$W/cpu.hdr")"
 check cpu/filename grep -Eq "^Content-Disposition: attachment; filename=\"[0-9]{8}_[0-9]{6}_$APID\\.nettrace\"" <(tr -d '\r' < "$W/cpu.hdr")
 check cpu/chunked grep -q '^Transfer-Encoding: chunked' <(tr -d '\r' < "$W/cpu.hdr")
 WHY="first byte after $TTFB s, last after $TOTAL s (want the first under 1.5 s: streamed as it comes, not held)"
 check cpu/streamed awk -v f="$TTFB" -v t="$TOTAL" 'BEGIN {exit !(f < 1.5 && t >= 4)}'
 WHY="$(head -c 8 "$W/cpu.nettrace" | od -c | head -1); tail $(tail -c 2 "$W/cpu.nettrace" | od -An -tx1); $(cat "$W/cpu.stats.err" 2>/dev/null)"
-complete cpu; rc=$?
-WHY="$(cat "$W/cpu.stats.err" 2>/dev/null)"; check cpu/complete test "$rc" = 0
-same_counts cpu; rc=$?
-WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/cpu.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/cpu.te.json" 2>/dev/null); $(diff "$W/cpu.our.ev" "$W/cpu.te.ev" 2>&1 | head -5) $(tail -2 "$W/cpu.te.err" 2>/dev/null)"
-check cpu/same-as-traceevent test "$rc" = 0
 speedscope cpu; rc=$?
 WHY="$(tail -3 "$W/cpu.convert" 2>&1)"; check cpu/traceevent-reads test "$rc" = 0
 WHY="frames: $(jq -r '[.shared.frames[].name] | map(select(test("HotLoop"))) | .[0:3] | join(", ")' "$W/cpu.speedscope.json" 2>/dev/null)"
@@ -128,12 +134,7 @@ WHY="rundown events: $n (want > 0: the session was stopped with StopTracing, not
 
 # --- the default profiles: Cpu, Http, Metrics
 trace default "$U/trace?pid=$APID&durationSeconds=6"
-WHY="code $CODE rc $RC $(cat "$W/default.err")"; check default/200 test "$CODE:$RC" = 200:0
-complete default; rc=$?
-WHY="$(cat "$W/default.stats.err" 2>/dev/null)"; check default/complete test "$rc" = 0
-same_counts default; rc=$?
-WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/default.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/default.te.json" 2>/dev/null); $(diff "$W/default.our.ev" "$W/default.te.ev" 2>&1 | head -5) $(tail -2 "$W/default.te.err" 2>/dev/null)"
-check default/same-as-traceevent test "$rc" = 0
+whole_trace default
 n=$(count default System.Runtime)
 WHY="System.Runtime events: $n (counters every 5 s: want >= 1)"; check default/counters test "${n:-0}" -ge 1
 n=$(count default Microsoft-DotNETCore-SampleProfiler)
@@ -145,12 +146,7 @@ cat > "$W/doc.json" << 'EOF'
   "Arguments":{"EventCounterIntervalSec":"1"}}],"RequestRundown":false,"BufferSizeInMB":32}
 EOF
 trace post "$U/trace?pid=$APID&durationSeconds=4" -H 'Content-Type: application/json' --data-binary "@$W/doc.json"
-WHY="code $CODE rc $RC $(cat "$W/post.err")"; check post/200 test "$CODE:$RC" = 200:0
-complete post; rc=$?
-WHY="$(cat "$W/post.stats.err" 2>/dev/null)"; check post/complete test "$rc" = 0
-same_counts post; rc=$?
-WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/post.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/post.te.json" 2>/dev/null); $(diff "$W/post.our.ev" "$W/post.te.ev" 2>&1 | head -5) $(tail -2 "$W/post.te.err" 2>/dev/null)"
-check post/same-as-traceevent test "$rc" = 0
+whole_trace post
 n=$(count post System.Runtime)
 WHY="System.Runtime events: $n (every second for 4 s: want >= 3)"; check post/counters-every-second test "${n:-0}" -ge 3
 n=$(count post Microsoft-Windows-DotNETRuntimeRundown)
@@ -162,12 +158,7 @@ sleep 1
 curl -s "$AURL/memory-leak?mb=64" > /dev/null
 wait $TP
 result gc
-WHY="code $CODE rc $RC $(cat "$W/gc.err")"; check gc/200 test "$CODE:$RC" = 200:0
-complete gc; rc=$?
-WHY="$(cat "$W/gc.stats.err" 2>/dev/null)"; check gc/complete test "$rc" = 0
-same_counts gc; rc=$?
-WHY="ours $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/gc.stats" 2>/dev/null), TraceEvent's $(jq -c '{totalEvents,kinds: (.events | length)}' "$W/gc.te.json" 2>/dev/null); $(diff "$W/gc.our.ev" "$W/gc.te.ev" 2>&1 | head -5) $(tail -2 "$W/gc.te.err" 2>/dev/null)"
-check gc/same-as-traceevent test "$rc" = 0
+whole_trace gc
 n=$(count gc Microsoft-Windows-DotNETRuntime 1)
 WHY="GCStart events: $n (64 MiB allocated during the trace: want >= 1)"; check gc/gc-events test "${n:-0}" -ge 1
 n=$(count gc Microsoft-Windows-DotNETRuntimeRundown 144)
