@@ -93,14 +93,9 @@ static int fail(struct nettrace *t, struct err_msg *em, int rc, const char *fmt,
 	return rc;
 }
 
-/* ---- a bounded cursor over a gathered unit ---- */
+/* ---- a bounded cursor over a gathered unit (struct nettrace_reader, nettrace.h) ---- */
 
-struct cur {
-	const uint8_t *p, *end;
-	bool bad; /* a read went past the end */
-};
-
-static bool need(struct cur *c, size_t n)
+static bool need(struct nettrace_reader *c, size_t n)
 {
 	if (c->bad || (size_t)(c->end - c->p) < n) {
 		c->bad = true;
@@ -109,12 +104,12 @@ static bool need(struct cur *c, size_t n)
 	return true;
 }
 
-static uint8_t u8(struct cur *c)
+static uint8_t u8(struct nettrace_reader *c)
 {
 	return need(c, 1) ? *c->p++ : 0;
 }
 
-static uint16_t u16(struct cur *c)
+static uint16_t u16(struct nettrace_reader *c)
 {
 	uint16_t v = 0;
 
@@ -125,7 +120,7 @@ static uint16_t u16(struct cur *c)
 	return v;
 }
 
-static uint32_t u32(struct cur *c)
+static uint32_t u32(struct nettrace_reader *c)
 {
 	uint32_t v = 0;
 
@@ -136,14 +131,14 @@ static uint32_t u32(struct cur *c)
 	return v;
 }
 
-static uint64_t u64(struct cur *c)
+static uint64_t u64(struct nettrace_reader *c)
 {
 	uint64_t lo = u32(c);
 
 	return lo | (uint64_t)u32(c) << 32;
 }
 
-static void bytes(struct cur *c, void *out, size_t n)
+static void bytes(struct nettrace_reader *c, void *out, size_t n)
 {
 	if (need(c, n)) {
 		memcpy(out, c->p, n);
@@ -154,7 +149,7 @@ static void bytes(struct cur *c, void *out, size_t n)
 }
 
 /* Unsigned LEB128 of at most `bits` bits. */
-static uint64_t varuint(struct cur *c, unsigned bits)
+static uint64_t varuint(struct nettrace_reader *c, unsigned bits)
 {
 	uint64_t v = 0;
 
@@ -179,7 +174,7 @@ static uint64_t varuint(struct cur *c, unsigned bits)
 }
 
 /* A NUL-terminated UTF-16LE string as new UTF-8 (unpaired surrogates become U+FFFD). NULL when unterminated. */
-static char *utf16z(struct cur *c)
+static char *utf16z(struct nettrace_reader *c)
 {
 	const uint8_t *s = c->p;
 	size_t units = 0;
@@ -216,6 +211,26 @@ static char *utf16z(struct cur *c)
 	if (b.data == NULL)
 		return mem_strdup("");
 	return b.data;
+}
+
+uint16_t nettrace_u16(struct nettrace_reader *r)
+{
+	return u16(r);
+}
+
+uint32_t nettrace_u32(struct nettrace_reader *r)
+{
+	return u32(r);
+}
+
+uint64_t nettrace_u64(struct nettrace_reader *r)
+{
+	return u64(r);
+}
+
+char *nettrace_utf16z(struct nettrace_reader *r)
+{
+	return utf16z(r);
 }
 
 /* ---- gathering units from the input ---- */
@@ -294,7 +309,7 @@ static size_t field_add(struct fields *fs)
 }
 
 /* V1 fields: count, then each {type, [nested object], name}. */
-static bool fields_v1(struct cur *c, struct fields *fs, int depth)
+static bool fields_v1(struct nettrace_reader *c, struct fields *fs, int depth)
 {
 	uint32_t count = u32(c);
 
@@ -319,7 +334,7 @@ static bool fields_v1(struct cur *c, struct fields *fs, int depth)
 }
 
 /* V2Params fields: count, then each {u32 size including itself, name, type, [element type], [nested]}. */
-static bool fields_v2(struct cur *c, struct fields *fs, int depth)
+static bool fields_v2(struct nettrace_reader *c, struct fields *fs, int depth)
 {
 	uint32_t count = u32(c);
 
@@ -329,11 +344,11 @@ static bool fields_v2(struct cur *c, struct fields *fs, int depth)
 		const uint8_t *start = c->p;
 		uint32_t size = u32(c);
 		size_t at, before;
-		struct cur f;
+		struct nettrace_reader f;
 
 		if (c->bad || size < 4 || size > (size_t)(c->end - start))
 			return false;
-		f = (struct cur){ c->p, start + size, false };
+		f = (struct nettrace_reader){ c->p, start + size, false };
 		c->p = start + size;
 		at = field_add(fs);
 		if (fs->n > MAX_FIELDS || (fs->f[at].name = utf16z(&f)) == NULL)
@@ -364,7 +379,7 @@ static void fields_free(struct fields *fs)
 /* A metadata event's payload: defines one event type. */
 static int metadata(struct nettrace *t, const uint8_t *p, size_t n, struct err_msg *em)
 {
-	struct cur c = { p, p + n, false };
+	struct nettrace_reader c = { p, p + n, false };
 	struct nettrace_meta *m = mem_zalloc(sizeof(*m));
 	struct fields fs = { 0 };
 	size_t bytes_used = n + sizeof(*m);
@@ -390,7 +405,7 @@ static int metadata(struct nettrace *t, const uint8_t *p, size_t n, struct err_m
 	while (c.p < c.end) { /* V5 tags */
 		uint32_t size = u32(&c);
 		uint8_t tag = u8(&c);
-		struct cur d;
+		struct nettrace_reader d;
 
 		if (c.bad || size > (size_t)(c.end - c.p)) {
 			rc = fail(t, em, DP_ESYNTAX, "metadata %u: a tag runs past the event's end", m->id);
@@ -398,7 +413,7 @@ static int metadata(struct nettrace *t, const uint8_t *p, size_t n, struct err_m
 			meta_free(m);
 			return rc;
 		}
-		d = (struct cur){ c.p, c.p + size, false };
+		d = (struct nettrace_reader){ c.p, c.p + size, false };
 		c.p += size;
 		if (tag == 1) {
 			m->opcode = u8(&d);
@@ -553,7 +568,7 @@ static int event(struct nettrace *t, bool in_metadata, const struct header_state
 /* EventBlock and MetadataBlock: a header, then event blobs (compressed headers, or the old fixed ones). */
 static int event_block(struct nettrace *t, const uint8_t *p, size_t n, bool in_metadata, struct err_msg *em)
 {
-	struct cur c = { p, p + n, false };
+	struct nettrace_reader c = { p, p + n, false };
 	struct header_state h;
 	uint16_t hsize = u16(&c), flags = u16(&c);
 	bool compressed = flags & 1;
@@ -640,7 +655,7 @@ static void stacks_reset(struct nettrace *t)
 
 static int stack_block(struct nettrace *t, const uint8_t *p, size_t n, struct err_msg *em)
 {
-	struct cur c = { p, p + n, false };
+	struct nettrace_reader c = { p, p + n, false };
 	uint32_t first = u32(&c), count = u32(&c), psize = t->hdr.pointer_size == 4 ? 4 : 8;
 
 	if (c.bad)
@@ -683,7 +698,7 @@ static int stack_block(struct nettrace *t, const uint8_t *p, size_t n, struct er
 
 static int sequence_point(struct nettrace *t, const uint8_t *p, size_t n, struct err_msg *em)
 {
-	struct cur c = { p, p + n, false };
+	struct nettrace_reader c = { p, p + n, false };
 	int64_t ts = (int64_t)u64(&c);
 	uint32_t count = u32(&c);
 	int rc;
@@ -706,7 +721,7 @@ static int sequence_point(struct nettrace *t, const uint8_t *p, size_t n, struct
 
 static int trace_object(struct nettrace *t, const uint8_t *p, struct err_msg *em)
 {
-	struct cur c = { p, p + TRACE_PAYLOAD, false };
+	struct nettrace_reader c = { p, p + TRACE_PAYLOAD, false };
 	struct nettrace_trace *h = &t->hdr;
 	int rc;
 
@@ -764,7 +779,7 @@ static int preamble(struct nettrace *t, const uint8_t *u, struct err_msg *em)
 
 static int type_header(struct nettrace *t, const uint8_t *u, struct err_msg *em)
 {
-	struct cur c = { u, u + TYPE_HEADER, false };
+	struct nettrace_reader c = { u, u + TYPE_HEADER, false };
 	uint8_t a = u8(&c), b = u8(&c);
 	uint32_t ver = u32(&c), minver = u32(&c), len = u32(&c);
 

@@ -107,6 +107,22 @@ bool nettrace_ended(const struct nettrace *t);
 /* 0 when the stream ended at its end tag; else DP_ESYNTAX "truncated ..." (or the earlier failure) with em. */
 int nettrace_finish(struct nettrace *t, struct err_msg *em);
 
+/*
+ * Reading an event's payload by hand (the runtime's own events carry no
+ * field list; their layouts are the runtime's manifest): a bounded cursor.
+ * A read past the end sets bad and returns 0 (or NULL); nothing is read
+ * after that.
+ */
+struct nettrace_reader {
+	const uint8_t *p, *end;
+	bool bad;
+};
+uint16_t nettrace_u16(struct nettrace_reader *r);
+uint32_t nettrace_u32(struct nettrace_reader *r);
+uint64_t nettrace_u64(struct nettrace_reader *r);
+/* A NUL-terminated UTF-16LE string as new UTF-8 (free it), or NULL (and bad) when it is not terminated. */
+char *nettrace_utf16z(struct nettrace_reader *r);
+
 struct nettrace_stats {
 	uint64_t bytes, blocks, events, metadata, stacks, sequence_points;
 	uint64_t dropped; /* events the runtime dropped: gaps in each capture thread's sequence numbers */

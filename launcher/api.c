@@ -1,7 +1,7 @@
 /*
  * api.c - the agent's HTTP routes: /healthz, /readyz (always open), /info,
- * /processes, /process, /env, /dump, /trace, /perfmap and /operations
- * (behind the token when there is one).
+ * /processes, /process, /env, /dump, /trace, /stacks, /perfmap and
+ * /operations (behind the token when there is one).
  *
  * Dumps (dump.h) always come through a pipe the agent owns. Three ways out:
  *  - file (default): into a staging file in the dumps directory that never
@@ -40,6 +40,7 @@
 #include "ipc.h"
 #include "mem.h"
 #include "ops.h"
+#include "stacks.h"
 #include "trace.h"
 
 #define STAGING_PREFIX ".diagport-dump-"
@@ -50,6 +51,7 @@
 #define MAX_TRACES 3             /* at once, streamed or egressed: dotnet-monitor's default limit */
 #define METRICS_INTERVAL_S 5     /* EventCounterIntervalSec of the Metrics profile (dotnet-monitor's default) */
 #define TRACE_CHUNK 65536
+#define STACKS_SAMPLE_MS 200 /* long enough for the sample profiler (1 ms) to see every thread */
 
 struct api {
 	struct port *port;
@@ -58,6 +60,7 @@ struct api {
 	pthread_cond_t slot_freed;
 	bool dumping, fifo_default;
 	unsigned traces; /* running, under mu */
+	bool stacking;   /* a /stacks capture runs, under mu */
 	unsigned long seq;
 	uint64_t dumps_limit;
 	const struct egress_fs *egress; /* borrowed */
@@ -655,6 +658,63 @@ static void route_perfmap(struct api *a, struct httpd_req *r, bool enable)
 	ipc_process_info_free(&p.info);
 }
 
+/* ---- stacks ---- */
+
+/* GET /stacks: every managed thread's stack; text (default), JSON or speedscope by Accept or format=. */
+static void route_stacks(struct api *a, struct httpd_req *r)
+{
+	const char *accept = httpd_header(r, "Accept"), *f = httpd_query(r, "format");
+	struct port_runtime p;
+	struct stacks *st = NULL;
+	struct err_msg em;
+	struct buf out;
+	int kind = 0, rc; /* 0 text, 1 json, 2 speedscope */
+
+	if (f)
+		kind = strcasecmp(f, "json") == 0 ? 1 : strcasecmp(f, "speedscope") == 0 ? 2 : strcasecmp(f, "text") == 0 ? 0 : -1;
+	else if (accept && strstr(accept, "application/speedscope+json"))
+		kind = 2;
+	else if (accept && strstr(accept, "application/json"))
+		kind = 1;
+	if (kind < 0) {
+		httpd_problem(r, 400, "Bad Request", "format '%.32s' is not text, json or speedscope", f);
+		return;
+	}
+	if (!choose(a, r, &p))
+		return;
+	pthread_mutex_lock(&a->mu);
+	rc = a->stacking ? DP_ETOOBIG : 0;
+	a->stacking = true;
+	pthread_mutex_unlock(&a->mu);
+	if (rc != 0) {
+		httpd_problem(r, 429, "Too Many Requests", "stacks are already being taken; try again when that is done");
+		ipc_process_info_free(&p.info);
+		return;
+	}
+	rc = stacks_capture(a->port, p.cookie, STACKS_SAMPLE_MS, &st, &em);
+	pthread_mutex_lock(&a->mu);
+	a->stacking = false;
+	pthread_mutex_unlock(&a->mu);
+	if (rc != 0) {
+		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
+			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
+			      "pid %llu: %s", (unsigned long long)p.pid, em.text);
+	} else if (kind == 1) {
+		httpd_send_json(r, 200, stacks_json(st));
+	} else {
+		buf_init(&out, 0);
+		if (kind == 2)
+			stacks_speedscope(st, &out);
+		else
+			stacks_text(st, &out);
+		httpd_send(r, 200, kind == 2 ? "application/speedscope+json" : "text/plain; charset=utf-8", out.data ? out.data : "",
+			   out.len);
+		buf_free(&out);
+	}
+	stacks_free(st);
+	ipc_process_info_free(&p.info);
+}
+
 /* ---- traces ---- */
 
 /* A trace being relayed, to the client (stream) or to an egress provider (thread). */
@@ -900,6 +960,8 @@ void api_handle(void *ctx, struct httpd_req *r)
 		route_info(a, r);
 	else if (strcmp(path, "/dump") == 0)
 		route_dump(a, r);
+	else if (strcmp(path, "/stacks") == 0)
+		route_stacks(a, r);
 	else
 		httpd_problem(r, 404, "Not Found", "no route %s", path);
 }

@@ -447,6 +447,13 @@ out:
 int trace_start(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
 		const atomic_bool *stop, struct trace_session **out, struct err_msg *em)
 {
+	return trace_start_cb(port, cookie, c, duration_ms, stop, NULL, NULL, out, em);
+}
+
+int trace_start_cb(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
+		   const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct trace_session **out,
+		   struct err_msg *em)
+{
 	struct trace_session *s = mem_zalloc(sizeof(*s));
 	int rc;
 
@@ -462,7 +469,7 @@ int trace_start(struct port *port, const uint8_t cookie[16], const struct trace_
 		return rc;
 	}
 	s->deadline = duration_ms < 0 ? LLONG_MAX : clock_ms() + duration_ms;
-	s->nt = nettrace_new(NULL, NULL, NULL);
+	s->nt = nettrace_new(NULL, cb, ctx);
 	*out = s;
 	return 0;
 }

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "errors.h"
+#include "nettrace.h"
 #include "port.h"
 
 #define TRACE_DEFAULT_RUNDOWN 0x80020139ull /* the runtime's default rundown keywords (reference §3.5) */
@@ -73,6 +74,10 @@ struct trace_session;
  */
 int trace_start(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
 		const atomic_bool *stop, struct trace_session **out, struct err_msg *em);
+/* The same, with the stream's events also handed to cb (nettrace.h; borrowed, with ctx) as they are read. */
+int trace_start_cb(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
+		   const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct trace_session **out,
+		   struct err_msg *em);
 /*
  * The next bytes of the stream, as they come (blocks until some come, the
  * duration passes, or *stop is set; then stops the session and drains it to

@@ -18,6 +18,8 @@
 #   truncated/*  the process killed mid-trace: curl sees an incomplete body (18),
 #                the operation Failed "truncated"
 #   bad/*        bad profiles, durations, documents, bodies: 400/411/413 with the field named
+#   stacks/*     /stacks while 4 threads wait on a lock: text, JSON and speedscope, the waiters'
+#                Monitor.Enter over LockContention.Wait and the holder named
 #   perfmap/*    POST /perfmap: the runtime writes /tmp/perf-PID.map naming JIT-compiled methods
 #                (HotLoop.Spin); DELETE turns it off
 #   fds/*        the agent's descriptors flat after all of it
@@ -243,6 +245,27 @@ head -c 70000 /dev/zero | tr '\0' ' ' > "$W/big.json"
 bad body-too-big 413 'cap is 65536' -H 'Content-Type: application/json' --data-binary "@$W/big.json" "$U/trace?pid=$APID"
 bad chunked 411 'Content-Length' -H 'Transfer-Encoding: chunked' --data-binary '{}' "$U/trace?pid=$APID"
 bad body-on-get-route 413 'no request body' -X POST --data-binary 'x' "$U/processes"
+
+# --- /stacks: 4 threads wait for a lock another holds; their stacks show the wait, named
+curl -s "$AURL/blocking-threads?count=4&seconds=120" > /dev/null
+sleep 0.5
+c=$(curl -s -D "$W/st.hdr" -o "$W/st.txt" -w '%{http_code} %{time_total}' "$U/stacks?pid=$APID")
+WHY="$c; $(grep -c '^Thread: (0x' "$W/st.txt") threads: $(head -c 600 "$W/st.txt")"
+check stacks/text-200 bash -c "[ '${c%% *}' = 200 ] && grep -qi '^content-type: text/plain' '$W/st.hdr' && grep -q '^Thread: (0x[0-9A-F]*)$' '$W/st.txt'"
+# a waiter: Monitor.Enter, then LockContention.Wait right below it (innermost frames first)
+waiters=$(awk '/^Thread:/ {prev = ""} /Monitor.Enter$/ {prev = "enter"; next} prev == "enter" && /webapp.dll!LockContention.Wait$/ {n++} {prev = ""} END {print n + 0}' "$W/st.txt")
+WHY="threads with Monitor.Enter over LockContention.Wait: $waiters (want 4); $(grep -B1 -A1 'LockContention' "$W/st.txt" | head -12)"
+check stacks/lock-waiters-named test "$waiters" = 4
+WHY="$(grep -B2 -A2 'LockContention.Hold' "$W/st.txt" | head -6)"
+check stacks/holder-named grep -q 'webapp.dll!LockContention.Hold$' "$W/st.txt"
+WHY="captured in ${c#* } s (want under 5 s)"; check stacks/quick awk -v t="${c#* }" 'BEGIN {exit !(t < 5)}'
+curl -s -H 'Accept: application/json' "$U/stacks?pid=$APID" > "$W/st.json"
+WHY="$(head -c 400 "$W/st.json")"
+check stacks/json jq -e '(map(select(any(.frames[]; .typeName == "LockContention" and .methodName == "Wait"))) | length) == 4 and all(.[]; (.threadId | type) == "number" and all(.frames[]; has("methodName") and has("typeName") and has("moduleName")))' "$W/st.json"
+curl -s -D "$W/ss.hdr" -o "$W/st.speedscope.json" "$U/stacks?pid=$APID&format=speedscope"
+WHY="$(head -c 400 "$W/st.speedscope.json")"
+check stacks/speedscope jq -e '(.shared.frames | length) as $n | .["$schema"] == "https://www.speedscope.app/file-format-schema.json" and (.profiles | length) > 4 and all(.profiles[]; .type == "sampled" and (.samples | length) == 1 and all(.samples[0][]; . < $n)) and any(.shared.frames[]; .name == "LockContention.Wait")' "$W/st.speedscope.json"
+bad stacks-format 400 "format 'svg'" "$U/stacks?pid=$APID&format=svg"
 
 # --- perf maps on request (EnablePerfMap / DisablePerfMap)
 rm -f "/tmp/perf-$APID.map"
