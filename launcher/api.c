@@ -40,6 +40,7 @@
 #include "ipc.h"
 #include "mem.h"
 #include "ops.h"
+#include "profile.h"
 #include "stacks.h"
 #include "trace.h"
 
@@ -835,6 +836,39 @@ static bool trace_duration(struct httpd_req *r, long long *ms)
 	return true;
 }
 
+/* A trace as a CPU profile (format=folded|speedscope|flamegraph): sampled, aggregated, named, sent whole. */
+static void trace_profile(struct api *a, struct httpd_req *r, const struct port_runtime *p, int format, long long ms,
+			  struct trace_job *j)
+{
+	static const char *const ext[] = { "folded.txt", "speedscope.json", "svg" };
+	static const char *const ctype[] = { "text/plain; charset=utf-8", "application/json", "image/svg+xml" };
+	struct profile *prof = NULL;
+	struct err_msg em;
+	struct buf out;
+	char title[96], fname[80], *disp;
+	int rc = profile_capture(a->port, p->cookie, ms, op_stop_flag(j->op), &prof, &em);
+
+	if (rc != 0) {
+		op_finish(a->ops, j->op, rc, NULL, em.text);
+		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
+			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
+			      "pid %llu: %s", (unsigned long long)p->pid, em.text);
+		return;
+	}
+	snprintf(title, sizeof(title), "CPU, pid %llu", (unsigned long long)p->pid);
+	trace_filename(fname, sizeof(fname), p->pid);
+	strcpy(strrchr(fname, '.') + 1, ext[format]);
+	disp = mem_printf("attachment; filename=\"%s\"", fname);
+	buf_init(&out, 0);
+	profile_write(prof, (enum profile_format)format, title, &out);
+	op_finish(a->ops, j->op, 0, NULL, NULL);
+	httpd_set_header(r, "Content-Disposition", disp);
+	httpd_send(r, 200, ctype[format], out.data ? out.data : "", out.len);
+	free(disp);
+	buf_free(&out);
+	profile_free(prof);
+}
+
 static void route_trace(struct api *a, struct httpd_req *r)
 {
 	const char *eg = httpd_query(r, "egressProvider"), *name;
@@ -847,10 +881,18 @@ static void route_trace(struct api *a, struct httpd_req *r)
 	size_t blen;
 	const char *body = httpd_body(r, &blen);
 	char id[37], g[37], fname[64], *short_name;
-	int rc;
+	int rc, format = -1;
 
 	if (!trace_duration(r, &ms))
 		return;
+	if (httpd_query(r, "format") &&
+	    ((format = profile_format(httpd_query(r, "format"))) < 0 || strcmp(httpd_method(r), "POST") == 0 || eg ||
+	     (httpd_query(r, "profile") && strcasecmp(httpd_query(r, "profile"), "Cpu") != 0))) {
+		httpd_problem(r, 400, "Bad Request", "format '%.32s': a CPU profile is folded, speedscope or flamegraph, "
+			      "from GET /trace with profile=Cpu (or none), sent back directly, not to egress",
+			      httpd_query(r, "format"));
+		return;
+	}
 	if (eg && (prov = find_egress(a, eg)) == NULL) {
 		httpd_problem(r, 400, "Bad Request", "there is no egress provider '%.64s'", eg);
 		return;
@@ -884,6 +926,12 @@ static void route_trace(struct api *a, struct httpd_req *r)
 	short_name = mem_strndup(name, strcspn(name, " "));
 	j->op = ops_add(a->ops, prov ? prov->name : NULL, p.pid, g, short_name, httpd_query(r, "tags"), true, id);
 	free(short_name);
+	if (format >= 0) {
+		trace_profile(a, r, &p, format, ms, j);
+		free(j);
+		trace_slot_free(a);
+		goto out;
+	}
 	rc = trace_start(a->port, p.cookie, &cfg, ms, op_stop_flag(j->op), &j->s, &em);
 	if (rc != 0) {
 		op_finish(a->ops, j->op, rc, NULL, em.text);

@@ -5,6 +5,8 @@
 #   cpu/*        profile=Cpu while /high-cpu spins: 200, the file name, chunked and
 #                streamed as it comes (first byte long before the end), complete
 #                (the end marker), TraceEvent's CPU samples show HotLoop.Spin
+#   cpuprofile/* format=folded|flamegraph|speedscope while a thread spins: the hot method dominates;
+#                the SVG renders to PNG (rsvg-convert), speedscope's own schema accepts the JSON
 #   default/*    no profile (Cpu,Http,Metrics): counters, samples, DiagnosticSource
 #   post/*       a providers document: System.Runtime counters every second
 #   gc/*         profile=GcCollect alone (CollectTracing4: rundown keywords 0x1) while
@@ -133,6 +135,26 @@ n=$(count cpu Microsoft-DotNETCore-SampleProfiler)
 WHY="SampleProfiler events: $n (want > 100 in 4 s)"; check cpu/samples test "${n:-0}" -gt 100
 n=$(count cpu Microsoft-Windows-DotNETRuntimeRundown)
 WHY="rundown events: $n (want > 0: the session was stopped with StopTracing, not cut)"; check cpu/rundown test "${n:-0}" -gt 0
+
+# --- CPU profiles people can look at: folded stacks, a flame graph, speedscope, while a thread spins
+curl -s "$AURL/high-cpu?seconds=20" > /dev/null
+V=$PWD/tests/validate
+c=$(curl -s -D "$W/fold.hdr" -o "$W/cpu.folded" -w '%{http_code}' "$U/trace?pid=$APID&profile=Cpu&durationSeconds=3&format=folded")
+read -r hot all < <(awk '{n = $NF; t += n; if ($0 ~ /HotLoop\.Spin/) h += n} END {print h + 0, t + 0}' "$W/cpu.folded")
+WHY="$c; HotLoop.Spin in $hot of $all samples; $(sort -k2 -nr -t' ' "$W/cpu.folded" | head -2 | cut -c1-300)"
+check cpuprofile/folded-hot-method-dominates bash -c "[ '$c' = 200 ] && grep -qi '^content-disposition: attachment; filename=\"[0-9_]*_$APID.folded.txt\"' '$W/fold.hdr' && [ $all -gt 100 ] && [ \$(($hot * 2)) -gt $all ]"
+c=$(curl -s -D "$W/svg.hdr" -o "$W/cpu.svg" -w '%{http_code}' "$U/trace?pid=$APID&durationSeconds=2&format=flamegraph")
+rsvg-convert -o "$W/cpu.png" "$W/cpu.svg" 2> "$W/svg.err"; rc=$?
+WHY="$c, rsvg-convert exit $rc $(cat "$W/svg.err"); $(file -b "$W/cpu.png" 2>&1)"
+check cpuprofile/flamegraph-renders bash -c "[ '$c' = 200 ] && [ $rc = 0 ] && grep -qi '^content-type: image/svg+xml' '$W/svg.hdr' && file -b '$W/cpu.png' | grep -q 'PNG image data, 1200 x'"
+WHY="$(grep -o 'HotLoop[^<]*' "$W/cpu.svg" | head -3)"; check cpuprofile/flamegraph-names-hot-method grep -q '<title>webapp.dll!HotLoop.Spin (' "$W/cpu.svg"
+c=$(curl -s -o "$W/cpu.speedscope.json" -w '%{http_code}' "$U/trace?pid=$APID&durationSeconds=2&format=speedscope")
+node "$V/speedscope-validate.mjs" "$W/cpu.speedscope.json" > "$W/ss.err" 2>&1; rc=$?
+WHY="$c, speedscope's schema: exit $rc $(head -c 600 "$W/ss.err")"; check cpuprofile/speedscope-valid test "$c:$rc" = 200:0
+share=$(jq '[.shared.frames | to_entries[] | select(.value.name | test("HotLoop\\.Spin")) | .key] as $hot |
+  [.profiles[] | [.samples, .weights] | transpose[] | {hot: (.[0] | any(. as $i | $hot | index($i))), w: .[1]}] |
+  ((map(select(.hot) | .w) | add // 0) / (map(.w) | add // 1) * 100 | floor)' "$W/cpu.speedscope.json" 2>&1)
+WHY="HotLoop.Spin in $share % of the weight"; check cpuprofile/speedscope-hot-method-dominates test "${share:-0}" -gt 50 2>/dev/null
 
 # --- the default profiles: Cpu, Http, Metrics
 trace default "$U/trace?pid=$APID&durationSeconds=6"
@@ -265,7 +287,11 @@ check stacks/json jq -e '(map(select(any(.frames[]; .typeName == "LockContention
 curl -s -D "$W/ss.hdr" -o "$W/st.speedscope.json" "$U/stacks?pid=$APID&format=speedscope"
 WHY="$(head -c 400 "$W/st.speedscope.json")"
 check stacks/speedscope jq -e '(.shared.frames | length) as $n | .["$schema"] == "https://www.speedscope.app/file-format-schema.json" and (.profiles | length) > 4 and all(.profiles[]; .type == "sampled" and (.samples | length) == 1 and all(.samples[0][]; . < $n)) and any(.shared.frames[]; .name == "LockContention.Wait")' "$W/st.speedscope.json"
+node "$V/speedscope-validate.mjs" "$W/st.speedscope.json" > "$W/stss.err" 2>&1; rc=$?
+WHY="speedscope's schema: exit $rc $(head -c 600 "$W/stss.err")"; check stacks/speedscope-schema test "$rc" = 0
 bad stacks-format 400 "format 'svg'" "$U/stacks?pid=$APID&format=svg"
+bad cpuprofile-not-cpu 400 "a CPU profile is folded" "$U/trace?pid=$APID&profile=Http&format=folded"
+bad cpuprofile-format 400 "format 'pdf'" "$U/trace?pid=$APID&format=pdf"
 
 # --- perf maps on request (EnablePerfMap / DisablePerfMap)
 rm -f "/tmp/perf-$APID.map"

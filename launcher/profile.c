@@ -1,0 +1,490 @@
+/*
+ * profile.c - CPU profiles (profile.h).
+ *
+ * While the session runs, each sample of a thread running managed code
+ * (SampleProfiler type 2: a thread waiting in the runtime or the kernel is
+ * type 1 and is not CPU) is counted under its (thread, stack) in a hash
+ * table, the stack's addresses kept once. When it ends, the rundown has
+ * named the code (symbols.h); each stack becomes a list of frame names,
+ * root first, runs of unnamed frames as one "[NativeFrames]".
+ *
+ * Folded: one line per distinct stack over all threads, "a;b;c COUNT",
+ * sorted. Flame graph: those stacks as a tree, drawn as an SVG of
+ * rectangles (root at the bottom, width by samples) with the names and a
+ * <title> per frame; no script, so it renders anywhere. Speedscope: one
+ * "sampled" profile per thread, weights in milliseconds of sampling.
+ */
+#include "profile.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "mem.h"
+#include "symbols.h"
+
+#define MAX_STACKS 200000        /* distinct (thread, stack) pairs */
+#define MAX_IPS ((size_t)4 << 20) /* addresses kept, all stacks */
+#define MAX_DEPTH 512
+#define SVG_WIDTH 1200
+#define FRAME_H 17
+
+struct entry {
+	uint64_t thread, hash, count;
+	size_t at, n; /* its addresses: ips[at..at+n) */
+};
+
+struct profile {
+	struct symbols *sym;
+	struct entry *tab; /* open addressing */
+	size_t cap, used;
+	uint64_t *ips;
+	size_t n_ips, cap_ips;
+	uint64_t samples, dropped_stacks;
+	double ms_per_sample;
+};
+
+int profile_format(const char *name)
+{
+	if (name && strcasecmp(name, "folded") == 0)
+		return PROFILE_FOLDED;
+	if (name && strcasecmp(name, "speedscope") == 0)
+		return PROFILE_SPEEDSCOPE;
+	if (name && strcasecmp(name, "flamegraph") == 0)
+		return PROFILE_FLAMEGRAPH;
+	return -1;
+}
+
+static uint64_t hash_stack(uint64_t thread, const uint64_t *ips, size_t n)
+{
+	uint64_t h = 1469598103934665603ull ^ thread;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ips[i]) * 1099511628211ull;
+	return h | 1; /* 0 marks a free slot */
+}
+
+static void grow(struct profile *p)
+{
+	struct entry *old = p->tab;
+	size_t old_cap = p->cap;
+
+	p->cap = p->cap ? p->cap * 2 : 1024;
+	p->tab = mem_zalloc(p->cap * sizeof(*p->tab));
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].hash) {
+			size_t k = old[i].hash & (p->cap - 1);
+
+			while (p->tab[k].hash)
+				k = (k + 1) & (p->cap - 1);
+			p->tab[k] = old[i];
+		}
+	free(old);
+}
+
+static void count(struct profile *p, uint64_t thread, const uint64_t *ips, size_t n)
+{
+	uint64_t h;
+	size_t k;
+
+	if (n > MAX_DEPTH)
+		n = MAX_DEPTH;
+	h = hash_stack(thread, ips, n);
+	if ((p->used + 1) * 2 > p->cap)
+		grow(p);
+	for (k = h & (p->cap - 1); p->tab[k].hash; k = (k + 1) & (p->cap - 1)) {
+		struct entry *e = &p->tab[k];
+
+		if (e->hash == h && e->thread == thread && e->n == n && memcmp(p->ips + e->at, ips, n * 8) == 0) {
+			e->count++;
+			p->samples++;
+			return;
+		}
+	}
+	if (p->used == MAX_STACKS || p->n_ips + n > MAX_IPS) {
+		p->dropped_stacks++; /* counted nowhere: the profile says how many */
+		return;
+	}
+	if (p->n_ips + n > p->cap_ips) {
+		p->cap_ips = p->cap_ips ? p->cap_ips * 2 : 65536;
+		while (p->cap_ips < p->n_ips + n)
+			p->cap_ips *= 2;
+		p->ips = mem_realloc(p->ips, p->cap_ips * sizeof(*p->ips));
+	}
+	memcpy(p->ips + p->n_ips, ips, n * sizeof(*ips));
+	p->tab[k] = (struct entry){ thread, h, 1, p->n_ips, n };
+	p->n_ips += n;
+	p->used++;
+	p->samples++;
+}
+
+static int on_event(void *ctx, const struct nettrace_event *e)
+{
+	struct profile *p = ctx;
+	bool managed;
+
+	if (!symbols_event(p->sym, e) && symbols_sample(e, &managed) && managed && e->stack_n)
+		count(p, e->thread_id, e->stack, e->stack_n);
+	return 0;
+}
+
+static int on_trace(void *ctx, const struct nettrace_trace *t)
+{
+	struct profile *p = ctx;
+
+	p->ms_per_sample = t->sampling_ns ? t->sampling_ns / 1e6 : 1.0;
+	return 0;
+}
+
+int profile_capture(struct port *port, const uint8_t cookie[16], long long duration_ms, const atomic_bool *stop,
+		    struct profile **out, struct err_msg *em)
+{
+	struct trace_config c;
+	struct nettrace_callbacks cb = { .trace = on_trace, .event = on_event };
+	struct profile *p = mem_zalloc(sizeof(*p));
+	struct trace_session *t = NULL;
+	char *chunk;
+	long n;
+	int rc;
+
+	p->sym = symbols_new();
+	p->ms_per_sample = 1.0;
+	symbols_session(&c);
+	if ((rc = trace_start_cb(port, cookie, &c, duration_ms, stop, &cb, p, &t, em)) != 0) {
+		profile_free(p);
+		return rc;
+	}
+	chunk = mem_alloc(1 << 16);
+	while ((n = trace_read(t, chunk, 1 << 16)) > 0)
+		;
+	if (n < 0)
+		rc = err_set(em, DP_EIO, "%s", trace_error(t));
+	free(chunk);
+	trace_free(t);
+	if (rc != 0) {
+		profile_free(p);
+		return rc;
+	}
+	symbols_done(p->sym);
+	*out = p;
+	return 0;
+}
+
+uint64_t profile_samples(const struct profile *p)
+{
+	return p->samples;
+}
+
+/* The frame names of entry e, root first, into names (borrowed strings); "[NativeFrames]" for a run of unnamed ones. */
+static size_t frames(const struct profile *p, const struct entry *e, char **names, struct buf *scratch)
+{
+	size_t n = 0;
+	bool native = false;
+
+	for (size_t i = e->n; i-- > 0;) {
+		const struct sym_method *m = symbols_lookup(p->sym, p->ips[e->at + i]);
+
+		if (m == NULL) {
+			if (!native)
+				names[n++] = mem_strdup("[NativeFrames]");
+			native = true;
+			continue;
+		}
+		native = false;
+		buf_reset(scratch);
+		buf_printf(scratch, "%s!%s.%s", symbols_module(p->sym, m->module), m->type, m->name);
+		names[n++] = mem_strdup(scratch->data);
+	}
+	return n;
+}
+
+/* A stack as one folded line's key: names joined by ';' (a ';' inside a name becomes ':'). */
+static char *join(char **names, size_t n)
+{
+	struct buf b;
+
+	buf_init(&b, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			buf_putc(&b, ';');
+		for (const char *c = names[i]; *c; c++)
+			buf_putc(&b, *c == ';' ? ':' : *c);
+	}
+	return b.data ? b.data : mem_strdup("");
+}
+
+struct line {
+	char *key;
+	uint64_t count;
+};
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(((const struct line *)a)->key, ((const struct line *)b)->key);
+}
+
+/* Every distinct stack over all threads with its samples, sorted by key; *n lines. */
+static struct line *folded(const struct profile *p, size_t *n)
+{
+	struct line *l = mem_array(p->used ? p->used : 1, sizeof(*l));
+	char **names = mem_array(MAX_DEPTH, sizeof(char *));
+	struct buf scratch;
+	size_t k = 0, out = 0;
+
+	buf_init(&scratch, 0);
+	for (size_t i = 0; i < p->cap; i++) {
+		size_t nf;
+
+		if (!p->tab[i].hash)
+			continue;
+		nf = frames(p, &p->tab[i], names, &scratch);
+		l[k].key = join(names, nf);
+		l[k++].count = p->tab[i].count;
+		for (size_t j = 0; j < nf; j++)
+			free(names[j]);
+	}
+	qsort(l, k, sizeof(*l), by_key);
+	for (size_t i = 0; i < k; i++) {
+		if (out && strcmp(l[out - 1].key, l[i].key) == 0) {
+			l[out - 1].count += l[i].count;
+			free(l[i].key);
+		} else {
+			l[out++] = l[i];
+		}
+	}
+	buf_free(&scratch);
+	free(names);
+	*n = out;
+	return l;
+}
+
+static void lines_free(struct line *l, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(l[i].key);
+	free(l);
+}
+
+/* ---- the flame graph ---- */
+
+struct node {
+	char *name;
+	uint64_t count;
+	struct node *child, *next;
+};
+
+static struct node *child_of(struct node *parent, const char *name, size_t len)
+{
+	struct node **pp = &parent->child;
+
+	for (; *pp; pp = &(*pp)->next)
+		if (strlen((*pp)->name) == len && strncmp((*pp)->name, name, len) == 0)
+			return *pp;
+	*pp = mem_zalloc(sizeof(**pp));
+	(*pp)->name = mem_strndup(name, len);
+	return *pp;
+}
+
+static void tree_free(struct node *n)
+{
+	while (n) {
+		struct node *next = n->next;
+
+		tree_free(n->child);
+		free(n->name);
+		free(n);
+		n = next;
+	}
+}
+
+static void xml_text(struct buf *out, const char *s, size_t max)
+{
+	for (size_t i = 0; s[i] && i < max; i++) {
+		switch (s[i]) {
+		case '&': buf_puts(out, "&amp;"); break;
+		case '<': buf_puts(out, "&lt;"); break;
+		case '>': buf_puts(out, "&gt;"); break;
+		case '"': buf_puts(out, "&quot;"); break;
+		default: buf_putc(out, s[i]);
+		}
+	}
+}
+
+/* Draw n and its children: x in samples from the left, depth from the bottom. */
+static void draw(struct buf *out, const struct node *n, uint64_t x, int depth, int max_depth, double px, uint64_t total)
+{
+	double w = (double)n->count * px, left = 10 + (double)x * px;
+	int y = (max_depth - depth) * FRAME_H + 40;
+	unsigned h = 0;
+
+	for (const char *c = n->name; *c; c++)
+		h = h * 31 + (unsigned char)*c;
+	if (w >= 0.5) {
+		size_t fit = w > 12 ? (size_t)((w - 6) / 7) : 0;
+
+		buf_printf(out, "<g><title>");
+		xml_text(out, n->name, 4096);
+		buf_printf(out, " (%llu samples, %.2f%%)</title><rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" "
+			   "fill=\"rgb(%u,%u,%u)\" rx=\"2\"/>",
+			   (unsigned long long)n->count, 100.0 * (double)n->count / (double)total, left, y, w, FRAME_H - 1,
+			   205 + h % 50, 80 + (h >> 8) % 120, (h >> 16) % 55);
+		if (fit >= 3) {
+			buf_printf(out, "<text x=\"%.1f\" y=\"%d\">", left + 3, y + FRAME_H - 5);
+			xml_text(out, n->name, strlen(n->name) <= fit ? fit : fit - 2);
+			if (strlen(n->name) > fit)
+				buf_puts(out, "..");
+			buf_puts(out, "</text>");
+		}
+		buf_puts(out, "</g>\n");
+	}
+	for (const struct node *c = n->child; c; c = c->next) {
+		draw(out, c, x, depth + 1, max_depth, px, total);
+		x += c->count;
+	}
+}
+
+static int tree_depth(const struct node *n)
+{
+	int d = 0;
+
+	for (const struct node *c = n->child; c; c = c->next) {
+		int cd = tree_depth(c) + 1;
+
+		if (cd > d)
+			d = cd;
+	}
+	return d;
+}
+
+static void flamegraph(const struct profile *p, const char *title, struct buf *out)
+{
+	size_t n;
+	struct line *l = folded(p, &n);
+	struct node root = { .name = (char *)"all" };
+	int depth, height;
+	double px;
+
+	for (size_t i = 0; i < n; i++) {
+		struct node *at = &root;
+		const char *s = l[i].key;
+
+		root.count += l[i].count;
+		while (*s) {
+			size_t len = strcspn(s, ";");
+
+			at = child_of(at, s, len);
+			at->count += l[i].count;
+			s += len + (s[len] == ';');
+		}
+	}
+	depth = tree_depth(&root);
+	height = (depth + 1) * FRAME_H + 60;
+	px = root.count ? (double)(SVG_WIDTH - 20) / (double)root.count : 0;
+	buf_printf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"%d\" height=\"%d\" "
+		   "viewBox=\"0 0 %d %d\" xmlns=\"http://www.w3.org/2000/svg\">\n<rect x=\"0\" y=\"0\" width=\"100%%\" "
+		   "height=\"100%%\" fill=\"rgb(250,250,240)\"/>\n<style>text { font-family: monospace; font-size: 12px; "
+		   "fill: rgb(0,0,0); }</style>\n<text x=\"%d\" y=\"24\" text-anchor=\"middle\" style=\"font-size:17px\">",
+		   SVG_WIDTH, height, SVG_WIDTH, height, SVG_WIDTH / 2);
+	xml_text(out, title, 200);
+	buf_printf(out, " (%llu samples)</text>\n", (unsigned long long)root.count);
+	if (root.count)
+		draw(out, &root, 0, 0, depth, px, root.count);
+	buf_puts(out, "</svg>\n");
+	tree_free(root.child);
+	lines_free(l, n);
+}
+
+/* ---- speedscope ---- */
+
+static void speedscope(const struct profile *p, const char *title, struct buf *out)
+{
+	json_t *frames_j = json_array(), *profiles = json_array(), *doc, *names_idx = json_object();
+	char **names = mem_array(MAX_DEPTH, sizeof(char *)), *text;
+	struct buf scratch;
+	uint64_t *threads = mem_array(p->used ? p->used : 1, sizeof(uint64_t));
+	size_t n_threads = 0;
+
+	buf_init(&scratch, 0);
+	for (size_t i = 0; i < p->cap; i++) { /* the threads, in order of first appearance in the table */
+		bool seen = false;
+
+		if (!p->tab[i].hash)
+			continue;
+		for (size_t t = 0; t < n_threads && !seen; t++)
+			seen = threads[t] == p->tab[i].thread;
+		if (!seen)
+			threads[n_threads++] = p->tab[i].thread;
+	}
+	for (size_t t = 0; t < n_threads; t++) {
+		json_t *samples = json_array(), *weights = json_array();
+		double total = 0;
+		char name[48];
+
+		for (size_t i = 0; i < p->cap; i++) {
+			json_t *sample;
+			size_t nf;
+
+			if (!p->tab[i].hash || p->tab[i].thread != threads[t])
+				continue;
+			nf = frames(p, &p->tab[i], names, &scratch);
+			sample = json_array();
+			for (size_t j = 0; j < nf; j++) {
+				json_t *ix = json_object_get(names_idx, names[j]);
+
+				if (ix == NULL) {
+					ix = json_integer((json_int_t)json_array_size(frames_j));
+					json_object_set_new(names_idx, names[j], ix);
+					json_array_append_new(frames_j, json_pack("{s:s}", "name", names[j]));
+				}
+				json_array_append(sample, ix);
+				free(names[j]);
+			}
+			json_array_append_new(samples, sample);
+			json_array_append_new(weights, json_real((double)p->tab[i].count * p->ms_per_sample));
+			total += (double)p->tab[i].count * p->ms_per_sample;
+		}
+		snprintf(name, sizeof(name), "Thread (0x%llX)", (unsigned long long)threads[t]);
+		json_array_append_new(profiles, json_pack("{s:s, s:s, s:s, s:i, s:f, s:o, s:o}", "type", "sampled", "name",
+							  name, "unit", "milliseconds", "startValue", 0, "endValue", total,
+							  "samples", samples, "weights", weights));
+	}
+	doc = json_pack("{s:s, s:{s:o}, s:o, s:s, s:i, s:s}", "$schema", "https://www.speedscope.app/file-format-schema.json",
+			"shared", "frames", frames_j, "profiles", profiles, "name", title, "activeProfileIndex", 0,
+			"exporter", "diagport " DP_VERSION);
+	text = json_dumps(doc, JSON_COMPACT);
+	buf_puts(out, text);
+	free(text);
+	json_decref(doc);
+	json_decref(names_idx);
+	buf_free(&scratch);
+	free(names);
+	free(threads);
+}
+
+void profile_write(const struct profile *p, enum profile_format f, const char *title, struct buf *out)
+{
+	if (f == PROFILE_FLAMEGRAPH) {
+		flamegraph(p, title, out);
+	} else if (f == PROFILE_SPEEDSCOPE) {
+		speedscope(p, title, out);
+	} else {
+		size_t n;
+		struct line *l = folded(p, &n);
+
+		for (size_t i = 0; i < n; i++)
+			buf_printf(out, "%s %llu\n", l[i].key, (unsigned long long)l[i].count);
+		lines_free(l, n);
+	}
+}
+
+void profile_free(struct profile *p)
+{
+	if (p == NULL)
+		return;
+	symbols_free(p->sym);
+	free(p->tab);
+	free(p->ips);
+	free(p);
+}
