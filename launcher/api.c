@@ -857,7 +857,11 @@ static void trace_profile(struct api *a, struct httpd_req *r, const struct port_
 	}
 	snprintf(title, sizeof(title), "CPU, pid %llu", (unsigned long long)p->pid);
 	trace_filename(fname, sizeof(fname), p->pid);
-	strcpy(strrchr(fname, '.') + 1, ext[format]);
+	{
+		char *dot = strrchr(fname, '.') + 1; /* trace_filename ends in .nettrace */
+
+		snprintf(dot, sizeof(fname) - (size_t)(dot - fname), "%s", ext[format]);
+	}
 	disp = mem_printf("attachment; filename=\"%s\"", fname);
 	buf_init(&out, 0);
 	profile_write(prof, (enum profile_format)format, title, &out);

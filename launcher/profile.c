@@ -301,7 +301,7 @@ static void tree_free(struct node *n)
 
 static void xml_text(struct buf *out, const char *s, size_t max)
 {
-	for (size_t i = 0; s[i] && i < max; i++) {
+	for (size_t i = 0; i < max && s[i]; i++) {
 		switch (s[i]) {
 		case '&': buf_puts(out, "&amp;"); break;
 		case '<': buf_puts(out, "&lt;"); break;
