@@ -144,26 +144,12 @@ int profile_capture(struct port *port, const uint8_t cookie[16], long long durat
 	struct trace_config c;
 	struct nettrace_callbacks cb = { .trace = on_trace, .event = on_event };
 	struct profile *p = mem_zalloc(sizeof(*p));
-	struct trace_session *t = NULL;
-	char *chunk;
-	long n;
 	int rc;
 
 	p->sym = symbols_new();
 	p->ms_per_sample = 1.0;
 	symbols_session(&c);
-	if ((rc = trace_start_cb(port, cookie, &c, duration_ms, stop, &cb, p, &t, em)) != 0) {
-		profile_free(p);
-		return rc;
-	}
-	chunk = mem_alloc(1 << 16);
-	while ((n = trace_read(t, chunk, 1 << 16)) > 0)
-		;
-	if (n < 0)
-		rc = err_set(em, DP_EIO, "%s", trace_error(t));
-	free(chunk);
-	trace_free(t);
-	if (rc != 0) {
+	if ((rc = trace_run_cb(port, cookie, &c, duration_ms, stop, &cb, p, em)) != 0) {
 		profile_free(p);
 		return rc;
 	}

@@ -63,25 +63,11 @@ int stacks_capture(struct port *port, const uint8_t cookie[16], int sample_ms, s
 	struct trace_config c;
 	struct nettrace_callbacks cb = { .event = on_event };
 	struct stacks *s = mem_zalloc(sizeof(*s));
-	struct trace_session *t = NULL;
-	char *chunk;
-	long n;
 	int rc;
 
 	s->sym = symbols_new();
 	symbols_session(&c);
-	if ((rc = trace_start_cb(port, cookie, &c, sample_ms, NULL, &cb, s, &t, em)) != 0) {
-		stacks_free(s);
-		return rc;
-	}
-	chunk = mem_alloc(1 << 16);
-	while ((n = trace_read(t, chunk, 1 << 16)) > 0)
-		;
-	if (n < 0)
-		rc = err_set(em, DP_EIO, "%s", trace_error(t));
-	free(chunk);
-	trace_free(t);
-	if (rc != 0) {
+	if ((rc = trace_run_cb(port, cookie, &c, sample_ms, NULL, &cb, s, em)) != 0) {
 		stacks_free(s);
 		return rc;
 	}

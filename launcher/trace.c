@@ -556,6 +556,26 @@ long trace_read(struct trace_session *s, char *out, size_t max)
 	}
 }
 
+int trace_run_cb(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
+		 const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct err_msg *em)
+{
+	struct trace_session *s;
+	char *chunk;
+	long n;
+	int rc = trace_start_cb(port, cookie, c, duration_ms, stop, cb, ctx, &s, em);
+
+	if (rc != 0)
+		return rc;
+	chunk = mem_alloc(1 << 16);
+	while ((n = trace_read(s, chunk, 1 << 16)) > 0)
+		;
+	if (n < 0)
+		rc = err_set(em, DP_EIO, "%s", trace_error(s));
+	free(chunk);
+	trace_free(s);
+	return rc;
+}
+
 const char *trace_error(const struct trace_session *s)
 {
 	return s->error;
