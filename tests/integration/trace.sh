@@ -6,7 +6,8 @@
 #                streamed as it comes (first byte long before the end), complete
 #                (the end marker), TraceEvent's CPU samples show HotLoop.Spin
 #   cpuprofile/* format=folded|flamegraph|speedscope while a thread spins: the hot method dominates;
-#                the SVG renders to PNG (rsvg-convert), speedscope's own schema accepts the JSON
+#                the SVG renders to PNG (rsvg-convert), speedscope's own schema accepts the JSON, and the
+#                speedscope viewer opens it in headless Chromium
 #   default/*    no profile (Cpu,Http,Metrics): counters, samples, DiagnosticSource
 #   post/*       a providers document: System.Runtime counters every second
 #   gc/*         profile=GcCollect alone (CollectTracing4: rundown keywords 0x1) while
@@ -155,6 +156,25 @@ share=$(jq '[.shared.frames | to_entries[] | select(.value.name | test("HotLoop\
   [.profiles[] | [.samples, .weights] | transpose[] | {hot: (.[0] | any(. as $i | $hot | index($i))), w: .[1]}] |
   ((map(select(.hot) | .w) | add // 0) / (map(.w) | add // 1) * 100 | floor)' "$W/cpu.speedscope.json" 2>&1)
 WHY="HotLoop.Spin in $share % of the weight"; check cpuprofile/speedscope-hot-method-dominates test "${share:-0}" -gt 50 2>/dev/null
+# the speedscope viewer itself (its npm package's release build, served on loopback) opens the file in
+# headless Chromium: the page then names the profile and its thread; a file it cannot read names neither
+opens_in_speedscope() {
+  local f=$1 port pid rc
+  rm -rf "$W/ssv" && cp -r "$V/node_modules/speedscope/dist/release" "$W/ssv" && cp "$f" "$W/ssv/profile.json" || return 1
+  port=$(free_port)
+  (cd "$W/ssv" && exec /usr/bin/python3 -m http.server "$port" --bind 127.0.0.1 > /dev/null 2>&1) &
+  pid=$!
+  for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$port/index.html" && break; sleep 0.1; done
+  timeout 90 chromium --headless=new --no-sandbox --disable-gpu --virtual-time-budget=8000 --dump-dom \
+    "http://127.0.0.1:$port/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$port%2Fprofile.json" > "$W/ssv.dom" 2> "$W/ssv.err"
+  rc=$?
+  kill "$pid" 2> /dev/null
+  wait "$pid" 2> /dev/null
+  [ $rc = 0 ] && grep -q "CPU, pid $APID" "$W/ssv.dom" && grep -q 'Thread (0x[0-9A-F]*)' "$W/ssv.dom"
+}
+opens_in_speedscope "$W/cpu.speedscope.json"; rc=$?
+WHY="chromium: $(grep -o 'Thread (0x[0-9A-F]*)\|CPU, pid [0-9]*' "$W/ssv.dom" 2> /dev/null | head -3 | tr '\n' ' ') $(grep -v 'GL Driver\|gpu/' "$W/ssv.err" 2> /dev/null | tail -2)"
+check cpuprofile/speedscope-viewer-opens test "$rc" = 0
 
 # --- the default profiles: Cpu, Http, Metrics
 trace default "$U/trace?pid=$APID&durationSeconds=6"
