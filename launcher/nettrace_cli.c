@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "evpayload.h"
 #include "mem.h"
 #include "nettrace.h"
 
@@ -86,11 +87,82 @@ static json_t *events_json(struct counts *cs)
 	return arr;
 }
 
-static int stats(const char *path)
+/* `events`: each event as one JSON line, its fields decoded by its metadata. */
+struct events_ctx {
+	struct evpayload pl;
+	uint64_t n;
+	bool failed;
+};
+
+static json_t *value_json(const struct evvalue *v)
+{
+	switch (v->type) {
+	case NT_STRING:
+	case NT_GUID:
+		return json_string(v->s ? v->s : "");
+	case NT_SINGLE:
+	case NT_DOUBLE:
+		return json_real(v->d);
+	case NT_BOOLEAN:
+		return json_boolean(v->i != 0);
+	case NT_UINT64:
+		return v->i < 0 ? json_real(v->d) : json_integer(v->i);
+	default:
+		return json_integer(v->i);
+	}
+}
+
+/* The values from i on at depth d into o; returns the index after them. */
+static size_t fields_json(const struct evpayload *p, size_t i, int d, json_t *o)
+{
+	while (i < p->n && p->v[i].depth == d) {
+		const struct evvalue *v = &p->v[i++];
+
+		if (v->type == NT_OBJECT) {
+			json_t *sub = json_object();
+
+			i = fields_json(p, i, d + 1, sub);
+			json_object_set_new(o, v->name, sub);
+		} else if (v->type == NT_ARRAY) {
+			json_object_set_new(o, v->name, json_pack("{s:I}", "count", (json_int_t)v->i));
+		} else {
+			json_object_set_new(o, v->name, value_json(v));
+		}
+	}
+	return i;
+}
+
+static int on_event_line(void *ctx, const struct nettrace_event *e)
+{
+	struct events_ctx *x = ctx;
+	struct err_msg em;
+	json_t *o = json_pack("{s:s, s:I, s:s, s:I, s:I}", "provider", e->meta->provider, "id",
+			      (json_int_t)e->meta->event_id, "name", e->meta->name, "timestamp", (json_int_t)e->timestamp,
+			      "thread", (json_int_t)e->thread_id);
+
+	if (e->meta->n_fields == 0) {
+		json_object_set_new(o, "payloadBytes", json_integer((json_int_t)e->payload_len));
+	} else if (evpayload_decode(&x->pl, e, &em) != 0) {
+		json_object_set_new(o, "error", json_string(em.text));
+	} else {
+		json_t *f = json_object();
+
+		fields_json(&x->pl, 0, 0, f);
+		json_object_set_new(o, "fields", f);
+	}
+	if (json_dumpf(o, stdout, JSON_COMPACT) != 0 || fputc('\n', stdout) == EOF)
+		x->failed = true;
+	json_decref(o);
+	x->n++;
+	return x->failed ? DP_EIO : 0;
+}
+
+static int stats(const char *path, bool lines)
 {
 	struct counts cs = { 0 };
-	struct nettrace_callbacks cb = { .event = on_event };
-	struct nettrace *t = nettrace_new(NULL, &cb, &cs);
+	struct events_ctx ev = { 0 };
+	struct nettrace_callbacks cb = { .event = on_event }, lcb = { .event = on_event_line };
+	struct nettrace *t = lines ? nettrace_new(NULL, &lcb, &ev) : nettrace_new(NULL, &cb, &cs);
 	struct nettrace_stats st;
 	const struct nettrace_trace *h;
 	struct err_msg em;
@@ -121,6 +193,13 @@ static int stats(const char *path)
 		rc = 3;
 		goto out;
 	}
+	if (lines) {
+		if (ev.failed || fflush(stdout) != 0) {
+			fprintf(stderr, "diagport: nettrace: writing the events: %s\n", strerror(errno));
+			rc = 1;
+		}
+		goto out;
+	}
 	nettrace_stats(t, &st);
 	h = nettrace_header(t);
 	snprintf(start, sizeof(start), "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ", h->year, h->month, h->day, h->hour,
@@ -143,6 +222,7 @@ out:
 		close(fd);
 	free(buf);
 	free(cs.c);
+	evpayload_free(&ev.pl);
 	nettrace_free(t);
 	return rc;
 }
@@ -150,16 +230,19 @@ out:
 int nettrace_cli(int argc, char **argv)
 {
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-		printf("usage: diagport nettrace stats FILE|-\n\n"
-		       "Reads a .nettrace file (an EventPipe trace: /trace, dotnet-trace) to its end and prints JSON:\n"
-		       "the Trace header, totals, dropped events, and the events counted per provider and event id.\n"
+		printf("usage: diagport nettrace stats|events FILE|-\n\n"
+		       "Reads a .nettrace file (an EventPipe trace: /trace, dotnet-trace) to its end.\n"
+		       "stats prints one JSON object: the Trace header, totals, dropped events, and the events\n"
+		       "counted per provider and event id. events prints each event as a line of JSON, with the\n"
+		       "fields of self-describing events (EventSources) decoded; the runtime's own events give\n"
+		       "their payload's size. A malformed stream stops events where it goes wrong.\n"
 		       "Exit codes: 0 read whole; 1 cannot read the file; 2 usage; 3 not nettrace, malformed or\n"
 		       "truncated (the message names the byte offset).\n");
 		return 0;
 	}
-	if (argc != 3 || strcmp(argv[1], "stats") != 0) {
-		fprintf(stderr, "usage: diagport nettrace stats FILE|-\n");
+	if (argc != 3 || (strcmp(argv[1], "stats") != 0 && strcmp(argv[1], "events") != 0)) {
+		fprintf(stderr, "usage: diagport nettrace stats|events FILE|-\n");
 		return 2;
 	}
-	return stats(argv[2]);
+	return stats(argv[2], strcmp(argv[1], "events") == 0);
 }

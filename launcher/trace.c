@@ -77,8 +77,7 @@ static void put_arg(struct buf *b, const char *k, const char *v)
 		   qv ? "\"" : "");
 }
 
-/* Add a provider; one already there (by name, any case) takes the union: keywords or-ed, the more verbose level. */
-static int add(struct trace_config *c, const char *name, uint64_t kw, uint32_t level, const char *args,
+int trace_config_add(struct trace_config *c, const char *name, uint64_t kw, uint32_t level, const char *args,
 	       struct err_msg *em)
 {
 	struct trace_provider *p;
@@ -125,20 +124,20 @@ static int add_profile(struct trace_config *c, const char *name, size_t len, uns
 #define IS(w) (len == strlen(w) && strncasecmp(name, w, len) == 0)
 	buf_init(&a, 0);
 	if (IS("Cpu")) {
-		rc = add(c, "Microsoft-DotNETCore-SampleProfiler", 0, 4, NULL, em);
+		rc = trace_config_add(c, "Microsoft-DotNETCore-SampleProfiler", 0, 4, NULL, em);
 		if (rc == 0)
-			rc = add(c, "Microsoft-Windows-DotNETRuntime", CLR_DEFAULT_KEYWORDS, 4, NULL, em);
+			rc = trace_config_add(c, "Microsoft-Windows-DotNETRuntime", CLR_DEFAULT_KEYWORDS, 4, NULL, em);
 		c->rundown |= TRACE_DEFAULT_RUNDOWN;
 	} else if (IS("Http")) {
 		put_arg(&a, "FilterAndPayloadSpecs", http_filter);
-		rc = add(c, "Microsoft-Diagnostics-DiagnosticSource", 0x3, 5, a.data, em); /* Messages | Events */
+		rc = trace_config_add(c, "Microsoft-Diagnostics-DiagnosticSource", 0x3, 5, a.data, em); /* Messages | Events */
 		c->rundown |= TRACE_DEFAULT_RUNDOWN;
 	} else if (IS("Logs")) {
 		put_arg(&a, "FilterSpecs", "UseAppFilters");
 		/* LogLevel.Trace is EventLevel.LogAlways; FormattedMessage | JsonMessage; scopes through the TPL's ids */
-		rc = add(c, "Microsoft-Extensions-Logging", 0xC, 0, a.data, em);
+		rc = trace_config_add(c, "Microsoft-Extensions-Logging", 0xC, 0, a.data, em);
 		if (rc == 0)
-			rc = add(c, "System.Threading.Tasks.TplEventSource", 0x80, 4, NULL, em);
+			rc = trace_config_add(c, "System.Threading.Tasks.TplEventSource", 0x80, 4, NULL, em);
 	} else if (IS("Metrics")) {
 		static const char *const sources[] = { "System.Runtime", "Microsoft.AspNetCore.Hosting",
 						       "Grpc.AspNetCore.Server" };
@@ -147,11 +146,11 @@ static int add_profile(struct trace_config *c, const char *name, size_t len, uns
 		snprintf(iv, sizeof(iv), "%u", interval_s);
 		put_arg(&a, "EventCounterIntervalSec", iv);
 		for (size_t i = 0; rc == 0 && i < sizeof(sources) / sizeof(sources[0]); i++)
-			rc = add(c, sources[i], 0, 4, a.data, em);
+			rc = trace_config_add(c, sources[i], 0, 4, a.data, em);
 	} else if (IS("GcCollect")) {
-		rc = add(c, "Microsoft-Windows-DotNETRuntime", CLR_GC_KEYWORD, 4, NULL, em);
+		rc = trace_config_add(c, "Microsoft-Windows-DotNETRuntime", CLR_GC_KEYWORD, 4, NULL, em);
 		if (rc == 0)
-			rc = add(c, "Microsoft-Windows-DotNETRuntimePrivate", CLR_GC_KEYWORD, 4, NULL, em);
+			rc = trace_config_add(c, "Microsoft-Windows-DotNETRuntimePrivate", CLR_GC_KEYWORD, 4, NULL, em);
 		c->rundown |= CLR_GC_KEYWORD;
 	} else {
 		rc = err_set(em, DP_EINVAL, "profile '%.*s' is not one of Cpu, Http, Logs, Metrics, GcCollect",
@@ -283,7 +282,7 @@ static int parse_provider(struct trace_config *c, json_t *p, size_t i, struct er
 			put_arg(&a, k, json_string_value(v));
 		}
 	}
-	rc = add(c, json_string_value(name), kw, level, a.data, em);
+	rc = trace_config_add(c, json_string_value(name), kw, level, a.data, em);
 	buf_free(&a);
 	return rc;
 }

@@ -53,6 +53,14 @@ int trace_config_profile(const char *profiles, unsigned metrics_interval_s, stru
  */
 int trace_config_json(const char *body, size_t len, struct trace_config *out, struct err_msg *em);
 void trace_config_free(struct trace_config *c); /* accepts a zeroed config */
+/*
+ * Add a provider (level 0 LogAlways .. 5 Verbose; args as in struct
+ * trace_provider, or NULL). One already there by name (any case) takes the
+ * union: keywords or-ed, the more verbose level; DP_EINVAL when both have
+ * different arguments, DP_ETOOBIG past TRACE_MAX_PROVIDERS.
+ */
+int trace_config_add(struct trace_config *c, const char *name, uint64_t keywords, uint32_t level, const char *args,
+		     struct err_msg *em);
 
 /*
  * The CollectTracing request for c into req (reset): CollectTracing2 when the

@@ -12,8 +12,11 @@
 using System.Runtime.CompilerServices;
 
 var builder = WebApplication.CreateBuilder(args);
-// Only warnings and errors: stdout is read by the tests for the READY line.
-builder.Logging.SetMinimumLevel(LogLevel.Warning);
+// Every level reaches the logging EventSource (/logs filters it there); the
+// console only gets warnings and errors: stdout is read by the tests for the
+// READY line.
+builder.Logging.SetMinimumLevel(LogLevel.Trace);
+builder.Logging.AddFilter<Microsoft.Extensions.Logging.Console.ConsoleLoggerProvider>(null, LogLevel.Warning);
 var app = builder.Build();
 
 app.Lifetime.ApplicationStarted.Register(
@@ -40,6 +43,22 @@ app.MapGet("/high-cpu", (int? seconds) =>
         return Results.Text("seconds must be 1..3600\n", statusCode: 400);
     HotLoop.Start(s);
     return Results.Text($"spinning for {s} s\n");
+});
+
+// count log messages at a level under a category, with a structured argument
+// and a scope: what /logs reads back.
+app.MapGet("/log", (ILoggerFactory factory, string? category, string? level, int? count, string? message) =>
+{
+    int n = count ?? 1;
+    if (n < 1 || n > 100_000 || !Enum.TryParse<LogLevel>(level ?? "Information", true, out var lvl))
+        return Results.Text("count must be 1..100000, level a LogLevel\n", statusCode: 400);
+    var logger = factory.CreateLogger(category ?? "Test.Logs");
+    using (logger.BeginScope("request {RequestNumber}", 42))
+    {
+        for (int i = 0; i < n; i++)
+            logger.Log(lvl, new EventId(7, "TestEvent"), "test message {Index} {Text}", i, message ?? "hello");
+    }
+    return Results.Text($"logged {n}\n");
 });
 
 app.MapGet("/memory-leak", (int? mb) =>

@@ -1,0 +1,334 @@
+/*
+ * evpayload.c - payloads read by their field list (evpayload.h).
+ *
+ * Sizes on the wire are TraceEvent's for EventPipe's self-describing events:
+ * Boolean is 4 bytes (a Win32 BOOL), Char is one UTF-16 unit, DateTime an
+ * 8-byte FILETIME, strings UTF-16LE ending with a NUL unit, and an array a
+ * u16 element count followed by its elements.
+ */
+#include "evpayload.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mem.h"
+
+#define MAX_DEPTH 8
+
+struct dec {
+	struct evpayload *p;
+	const uint8_t *at, *end;
+	size_t text_len;
+	size_t *str_off; /* per value: offset of its string in p->text, or SIZE_MAX */
+	const char *why;
+};
+
+static bool take(struct dec *d, void *out, size_t n)
+{
+	if ((size_t)(d->end - d->at) < n) {
+		d->why = "the payload ends inside a field";
+		return false;
+	}
+	if (out)
+		memcpy(out, d->at, n);
+	d->at += n;
+	return true;
+}
+
+/* A NUL-terminated UTF-16LE string into the text buffer as UTF-8; its offset. */
+static bool string(struct dec *d, size_t *off)
+{
+	struct evpayload *p = d->p;
+
+	*off = d->text_len;
+	for (;;) {
+		uint16_t u, lo;
+		uint32_t c;
+		char *o;
+
+		if (!take(d, &u, 2)) {
+			d->why = "a string without its end";
+			return false;
+		}
+		if (u == 0)
+			break;
+		c = u;
+		if (u >= 0xD800 && u < 0xDC00 && d->end - d->at >= 2 && (memcpy(&lo, d->at, 2), lo >= 0xDC00 && lo < 0xE000)) {
+			d->at += 2;
+			c = 0x10000 + ((uint32_t)(u - 0xD800) << 10) + (lo - 0xDC00);
+		} else if (u >= 0xD800 && u < 0xE000) {
+			c = 0xFFFD; /* a lone surrogate */
+		}
+		if (d->text_len + 5 > p->text_cap) {
+			p->text_cap = p->text_cap ? p->text_cap * 2 : 256;
+			p->text = mem_realloc(p->text, p->text_cap);
+		}
+		o = p->text + d->text_len;
+		if (c < 0x80) {
+			o[0] = (char)c;
+			d->text_len += 1;
+		} else if (c < 0x800) {
+			o[0] = (char)(0xC0 | (c >> 6));
+			o[1] = (char)(0x80 | (c & 0x3F));
+			d->text_len += 2;
+		} else if (c < 0x10000) {
+			o[0] = (char)(0xE0 | (c >> 12));
+			o[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+			o[2] = (char)(0x80 | (c & 0x3F));
+			d->text_len += 3;
+		} else {
+			o[0] = (char)(0xF0 | (c >> 18));
+			o[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+			o[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+			o[3] = (char)(0x80 | (c & 0x3F));
+			d->text_len += 4;
+		}
+	}
+	if (d->text_len + 1 > p->text_cap) {
+		p->text_cap = p->text_cap ? p->text_cap * 2 : 256;
+		p->text = mem_realloc(p->text, p->text_cap);
+	}
+	p->text[d->text_len++] = '\0';
+	return true;
+}
+
+static bool text(struct dec *d, size_t *off, const char *s)
+{
+	size_t n = strlen(s) + 1;
+
+	while (d->text_len + n > d->p->text_cap) {
+		d->p->text_cap = d->p->text_cap ? d->p->text_cap * 2 : 256;
+		d->p->text = mem_realloc(d->p->text, d->p->text_cap);
+	}
+	*off = d->text_len;
+	memcpy(d->p->text + d->text_len, s, n);
+	d->text_len += n;
+	return true;
+}
+
+/* One value of type t into v (v NULL: stepped over). */
+static bool scalar(struct dec *d, uint32_t t, struct evvalue *v, size_t *off)
+{
+	union {
+		uint8_t b[16];
+		int8_t i8;
+		int16_t i16;
+		uint16_t u16;
+		int32_t i32;
+		uint32_t u32;
+		int64_t i64;
+		uint64_t u64;
+		float f;
+		double dbl;
+	} x;
+	struct evvalue scratch;
+
+	if (v == NULL)
+		v = &scratch;
+	*off = SIZE_MAX;
+	switch (t) {
+	case NT_BOOLEAN:
+	case NT_INT32:
+		if (!take(d, &x.i32, 4))
+			return false;
+		v->i = x.i32;
+		break;
+	case NT_UINT32:
+		if (!take(d, &x.u32, 4))
+			return false;
+		v->i = x.u32;
+		break;
+	case NT_CHAR:
+	case NT_UINT16:
+		if (!take(d, &x.u16, 2))
+			return false;
+		v->i = x.u16;
+		break;
+	case NT_INT16:
+		if (!take(d, &x.i16, 2))
+			return false;
+		v->i = x.i16;
+		break;
+	case NT_SBYTE:
+		if (!take(d, &x.i8, 1))
+			return false;
+		v->i = x.i8;
+		break;
+	case NT_BYTE:
+		if (!take(d, x.b, 1))
+			return false;
+		v->i = x.b[0];
+		break;
+	case NT_INT64:
+	case NT_DATETIME:
+		if (!take(d, &x.i64, 8))
+			return false;
+		v->i = x.i64;
+		break;
+	case NT_UINT64:
+		if (!take(d, &x.u64, 8))
+			return false;
+		v->i = (int64_t)x.u64;
+		v->d = (double)x.u64;
+		return true;
+	case NT_SINGLE:
+		if (!take(d, &x.f, 4))
+			return false;
+		v->d = x.f;
+		v->i = 0;
+		return true;
+	case NT_DOUBLE:
+		if (!take(d, &x.dbl, 8))
+			return false;
+		v->d = x.dbl;
+		v->i = 0;
+		return true;
+	case NT_DECIMAL:
+		return take(d, NULL, 16);
+	case NT_GUID: {
+		char g[40];
+
+		if (!take(d, x.b, 16))
+			return false;
+		if (v == &scratch)
+			return true;
+		snprintf(g, sizeof(g), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", x.b[3],
+			 x.b[2], x.b[1], x.b[0], x.b[5], x.b[4], x.b[7], x.b[6], x.b[8], x.b[9], x.b[10], x.b[11], x.b[12],
+			 x.b[13], x.b[14], x.b[15]);
+		return text(d, off, g);
+	}
+	case NT_STRING:
+		if (v == &scratch) {
+			size_t save = d->text_len, o;
+			bool ok = string(d, &o);
+
+			d->text_len = save;
+			return ok;
+		}
+		return string(d, off);
+	default:
+		d->why = "a field of an unknown type";
+		return false;
+	}
+	v->d = (double)v->i;
+	return true;
+}
+
+/*
+ * The fields f[0..n) (pre-order; an object's n_fields descendants follow it)
+ * at depth; emit false steps over them without keeping values.
+ */
+static bool fields(struct dec *d, const struct nettrace_field *f, size_t n, int depth, bool emit)
+{
+	if (depth > MAX_DEPTH) {
+		d->why = "fields nested too deep";
+		return false;
+	}
+	for (size_t i = 0; i < n; i += 1 + (f[i].type == NT_OBJECT || f[i].type == NT_ARRAY ? f[i].n_fields : 0)) {
+		struct evvalue *v = NULL;
+		size_t idx = 0, off;
+
+		if (f[i].n_fields > n - i - 1) {
+			d->why = "a field list that does not nest";
+			return false;
+		}
+		if (emit) {
+			if (d->p->n == EVPAYLOAD_MAX_VALUES) {
+				d->why = NULL;
+				return false;
+			}
+			idx = d->p->n++;
+			v = &d->p->v[idx];
+			*v = (struct evvalue){ .name = f[i].name, .type = f[i].type, .depth = depth };
+			d->str_off[idx] = SIZE_MAX;
+		}
+		if (f[i].type == NT_OBJECT) {
+			if (!fields(d, f + i + 1, f[i].n_fields, depth + 1, emit))
+				return false;
+		} else if (f[i].type == NT_ARRAY) {
+			uint16_t count;
+
+			if (!take(d, &count, 2))
+				return false;
+			if (v) {
+				v->i = count;
+				v->d = count;
+			}
+			for (uint16_t k = 0; k < count; k++) {
+				bool ok = f[i].elem_type == NT_OBJECT ? fields(d, f + i + 1, f[i].n_fields, depth + 1, false)
+								      : scalar(d, f[i].elem_type, NULL, &off);
+				if (!ok)
+					return false;
+			}
+		} else {
+			if (!scalar(d, f[i].type, v, &off))
+				return false;
+			if (emit)
+				d->str_off[idx] = off;
+		}
+	}
+	return true;
+}
+
+int evpayload_decode(struct evpayload *p, const struct nettrace_event *e, struct err_msg *em)
+{
+	size_t offs[EVPAYLOAD_MAX_VALUES];
+	struct dec d = { .p = p, .at = e->payload, .end = e->payload + e->payload_len, .str_off = offs };
+	const struct nettrace_meta *m = e->meta;
+
+	p->n = 0;
+	if (m->n_fields == 0)
+		return 0;
+	if (!fields(&d, m->fields, m->n_fields, 0, true)) {
+		p->n = 0;
+		if (d.why == NULL)
+			return err_set(em, DP_ETOOBIG, "event %s/%s has more than %d fields", m->provider, m->name,
+				       EVPAYLOAD_MAX_VALUES);
+		return err_set(em, DP_ESYNTAX, "event %s/%s: %s (payload of %zu bytes)", m->provider, m->name, d.why,
+			       e->payload_len);
+	}
+	for (size_t i = 0; i < p->n; i++) {
+		p->v[i].s = offs[i] == SIZE_MAX ? NULL : p->text + offs[i];
+		if (p->v[i].s && p->v[i].type == NT_STRING) {
+			char *end;
+			double x = strtod(p->v[i].s, &end);
+
+			p->v[i].d = end != p->v[i].s && *end == '\0' ? x : NAN;
+		}
+	}
+	return 0;
+}
+
+const struct evvalue *evpayload_get(const struct evpayload *p, const char *name)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->v[i].name, name) == 0)
+			return &p->v[i];
+	return NULL;
+}
+
+const char *evpayload_str(const struct evpayload *p, const char *name)
+{
+	const struct evvalue *v = evpayload_get(p, name);
+
+	return v && v->s ? v->s : "";
+}
+
+double evpayload_num(const struct evpayload *p, const char *name, double def)
+{
+	const struct evvalue *v = evpayload_get(p, name);
+
+	if (v == NULL || v->type == NT_OBJECT || v->type == NT_ARRAY || isnan(v->d))
+		return def;
+	return v->d;
+}
+
+void evpayload_free(struct evpayload *p)
+{
+	free(p->text);
+	p->text = NULL;
+	p->text_cap = 0;
+	p->n = 0;
+}

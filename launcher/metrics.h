@@ -1,0 +1,120 @@
+/*
+ * metrics.h - counters from EventPipe: EventCounters (System.Runtime,
+ * Microsoft.AspNetCore.Hosting, Grpc.AspNetCore.Server, ...) and the Meter
+ * API's instruments (System.Diagnostics.Metrics: the System.Runtime meter of
+ * .NET 9+, ASP.NET Core's meters, the app's own).
+ *
+ * Three layers:
+ *  - a reading from one event (metrics_sample), whatever session it came from;
+ *  - Prometheus naming as dotnet-monitor writes it (metrics_prom_*), so
+ *    dashboards built on dotnet-monitor's /metrics keep working;
+ *  - the store behind /metrics: one long-running counters session per
+ *    attached runtime, started when the runtime attaches and restarted if it
+ *    ends while the runtime stays, each series' latest value kept.
+ *
+ * Meters are read through a shared MetricsEventSource session (SessionId
+ * SHARED, .NET 8+), so /metrics, /livemetrics and other tools can all
+ * listen at once; the events then carry every listener's instruments and
+ * each reader keeps only what it asked for.
+ */
+#ifndef DP_METRICS_H
+#define DP_METRICS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "errors.h"
+#include "evpayload.h"
+#include "nettrace.h"
+#include "port.h"
+#include "trace.h"
+
+#define METRICS_DEFAULT_INTERVAL_S 5 /* dotnet-monitor's GlobalCounter:IntervalSeconds */
+#define METRICS_MAX_TIME_SERIES 1000 /* MetricsEventSource's MaxTimeSeries, as dotnet-monitor sets it */
+#define METRICS_MAX_HISTOGRAMS 20
+#define METRICS_MAX_SOURCES 32
+#define METRICS_MAX_NAMES 64 /* counter or instrument names per source */
+
+enum msample_kind {
+	MS_GAUGE,   /* EventCounter Mean, Meter gauge, up-down counter */
+	MS_RATE,    /* EventCounter Sum (increment per interval), Meter counter (rate per interval) */
+	MS_SUMMARY, /* Meter histogram: quantiles */
+};
+
+/* One reading, borrowed from the event's decoded payload. */
+struct msample {
+	const char *provider, *name, *display, *unit;
+	const char *tags; /* "k=v,k2=v2" (meters) or "k:v,k2:v2" (EventCounter metadata); "" when none */
+	char tag_sep;     /* '=' or ':' */
+	bool meter;
+	enum msample_kind kind;
+	double value;          /* gauge or rate */
+	const char *quantiles; /* MS_SUMMARY: "0.5=1.2;0.95=3;0.99=4" */
+	double count, sum;     /* MS_SUMMARY, when has_sum */
+	bool has_sum;
+};
+
+/*
+ * The reading an event carries: 1 (out filled) for an EventCounters event or
+ * a Meter value event with a value; 0 for anything else (other events,
+ * instruments that ended, errors). p is the event's payload, decoded.
+ */
+int metrics_sample(const struct nettrace_event *e, const struct evpayload *p, struct msample *out);
+
+/* dotnet-monitor's Prometheus name: provider lowercased, invalid characters dropped; '_'; the metric, invalid
+ * characters as '_'; '_' and the unit ("%" ratio, "B"/"MB" bytes, ""/"count" none, others as they are). */
+void metrics_prom_name(struct buf *b, const char *provider, const char *metric, const char *unit);
+/* A value in the unit's base (MB x 1,000,000), in the shortest text that reads back the same; NaN, +Inf, -Inf. */
+void metrics_prom_value(char *out, size_t n, const char *unit, double v);
+/* Labels from tags ('k="v", k2="v2"': keys as metric names, values escaped); quantile appended when >= 0. */
+void metrics_prom_labels(struct buf *b, const char *tags, char sep, double quantile);
+
+/* What to collect: EventCounter sources and meters, each with optional names (none = all). */
+struct metrics_source {
+	char *name;
+	bool meter;
+	char **names;
+	size_t n_names;
+};
+struct metrics_selection {
+	struct metrics_source *s;
+	size_t n;
+};
+/* dotnet-monitor's defaults (System.Runtime, Microsoft.AspNetCore.Hosting, Grpc.AspNetCore.Server counters) and
+ * the System.Runtime and Microsoft.AspNetCore.Hosting meters. */
+void metrics_selection_defaults(struct metrics_selection *sel);
+/*
+ * A /livemetrics document (dotnet-monitor's EventMetricsConfiguration):
+ * {"includeDefaultProviders":true, "providers":[{"providerName","counterNames":[...]}],
+ *  "meters":[{"meterName","instrumentNames":[...]}]}, keys in any case.
+ * DP_ESYNTAX / DP_EINVAL / DP_ETOOBIG with em naming the field.
+ */
+int metrics_selection_json(const char *body, size_t len, struct metrics_selection *out, struct err_msg *em);
+void metrics_selection_free(struct metrics_selection *sel);
+/* Whether a reading is one the selection asked for. */
+bool metrics_selected(const struct metrics_selection *sel, const struct msample *s);
+/* The session for a selection (interval in seconds; client_id names our share of the shared meter session). */
+int metrics_trace_config(const struct metrics_selection *sel, unsigned interval_s, const char *client_id,
+			 struct trace_config *out, struct err_msg *em);
+
+/* Wall-clock milliseconds of an event, from the trace's header. */
+int64_t metrics_event_ms(const struct nettrace_trace *h, int64_t timestamp);
+
+/* ---- the store behind /metrics ---- */
+struct metrics;
+
+/* Start collecting from every runtime port attaches (a thread watches the port). NULL port: nothing collected. */
+struct metrics *metrics_start(struct port *port, unsigned interval_s);
+/* Stop every session and free. Accepts NULL. */
+void metrics_free(struct metrics *m);
+/*
+ * The latest value of every series, Prometheus text format 0.0.4, families
+ * sorted by name. With more than one runtime attached each sample carries a
+ * pid label. Appends to out.
+ */
+void metrics_render(struct metrics *m, struct buf *out);
+/* How many series are held (for tests and logs). */
+size_t metrics_series(struct metrics *m);
+
+#endif
