@@ -1,7 +1,8 @@
 /*
  * api.c - the agent's HTTP routes: /healthz, /readyz (always open), /info,
- * /processes, /process, /env, /dump, /trace, /stacks, /perfmap and
- * /operations (behind the token when there is one).
+ * /metrics (always open, like dotnet-monitor's), /processes, /process, /env,
+ * /dump, /trace, /livemetrics, /logs, /stacks, /perfmap and /operations
+ * (behind the token when there is one).
  *
  * Dumps (dump.h) always come through a pipe the agent owns. Three ways out:
  *  - file (default): into a staging file in the dumps directory that never
@@ -18,6 +19,9 @@
  * Traces (trace.h): GET with a profile, or POST with a providers document;
  * streamed as they come, or to an egress provider; each one an operation
  * that DELETE ?stop=true ends with a complete file. At most MAX_TRACES at once.
+ * /livemetrics (metrics.h) and /logs (logs.h) are the same kind of job, their
+ * session's events turned into text as they arrive (job_read), with limits
+ * of their own.
  */
 #include "api.h"
 
@@ -38,7 +42,9 @@
 #include "egress.h"
 #include "fsutil.h"
 #include "ipc.h"
+#include "logs.h"
 #include "mem.h"
+#include "metrics.h"
 #include "ops.h"
 #include "profile.h"
 #include "stacks.h"
@@ -60,7 +66,9 @@ struct api {
 	pthread_mutex_t mu;
 	pthread_cond_t slot_freed;
 	bool dumping, fifo_default;
-	unsigned traces; /* running, under mu */
+	unsigned traces, live, logging; /* running /trace, /livemetrics, /logs streams, under mu */
+	struct metrics *metrics;        /* borrowed; NULL = /metrics turned off */
+	unsigned metrics_interval_s;
 	bool stacking;   /* a /stacks capture runs, under mu */
 	unsigned long seq;
 	uint64_t dumps_limit;
@@ -88,6 +96,8 @@ struct api *api_new(const struct api_config *cfg)
 	a->egress = cfg->egress;
 	a->n_egress = cfg->n_egress;
 	a->ops = ops_new(KEEP_OPERATIONS);
+	a->metrics = cfg->metrics;
+	a->metrics_interval_s = cfg->metrics_interval_s ? cfg->metrics_interval_s : METRICS_DEFAULT_INTERVAL_S;
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->slot_freed, NULL);
 	fs_remove_prefixed(a->dumps_dir, STAGING_PREFIX);
@@ -725,14 +735,65 @@ struct trace_job {
 	struct trace_session *s;
 	const struct egress_fs *prov;
 	uint64_t pid;
+	unsigned *slot; /* the running count this job holds one of (traces, live metrics, logs) */
+	const char *ext; /* of the file name: "nettrace", "metrics.json", ... */
 	bool ended; /* the stream reached its end marker and went to the client whole */
+	/* a converted stream (/livemetrics, /logs): the events become text in conv; the nettrace bytes are dropped */
+	bool converting, conv_done;
+	struct buf conv;
+	size_t conv_off;
+	char *scratch;
+	void *cctx;
+	void (*cfree)(void *cctx);
 };
 
-static void trace_slot_free(struct api *a)
+static void slot_free(struct api *a, unsigned *slot)
 {
 	pthread_mutex_lock(&a->mu);
-	a->traces--;
+	(*slot)--;
 	pthread_mutex_unlock(&a->mu);
+}
+
+/* One of `max` slots of *slot, or false (429 sent, naming what). */
+static bool slot_take(struct api *a, struct httpd_req *r, unsigned *slot, unsigned max, const char *what)
+{
+	bool ok;
+
+	pthread_mutex_lock(&a->mu);
+	ok = *slot < max;
+	if (ok)
+		(*slot)++;
+	pthread_mutex_unlock(&a->mu);
+	if (!ok)
+		httpd_problem(r, 429, "Too Many Requests", "%u %s already running; try again when one is done", max, what);
+	return ok;
+}
+
+/* The job's next bytes: the stream itself, or the text its events became. Same contract as trace_read. */
+static long job_read(struct trace_job *j, char *out, size_t max)
+{
+	if (!j->converting)
+		return trace_read(j->s, out, max);
+	for (;;) {
+		long n;
+
+		if (j->conv_off < j->conv.len) {
+			size_t k = j->conv.len - j->conv_off;
+
+			if (k > max)
+				k = max;
+			memcpy(out, j->conv.data + j->conv_off, k);
+			j->conv_off += k;
+			return (long)k;
+		}
+		buf_reset(&j->conv);
+		j->conv_off = 0;
+		if (j->conv_done)
+			return trace_error(j->s)[0] ? -1 : 0;
+		n = trace_read(j->s, j->scratch, TRACE_CHUNK);
+		if (n <= 0)
+			j->conv_done = true; /* what the last events became goes out first */
+	}
 }
 
 /* Finish the operation from how the stream ended; free the job. */
@@ -744,7 +805,11 @@ static void trace_job_end(struct trace_job *j, int rc, const char *location, con
 		rc = DP_ECANCELED;
 	op_finish(j->a->ops, j->op, rc, location, rc == DP_ECANCELED ? "cancelled" : error ? error : trace_error(j->s));
 	trace_free(j->s);
-	trace_slot_free(j->a);
+	slot_free(j->a, j->slot);
+	if (j->cfree)
+		j->cfree(j->cctx);
+	buf_free(&j->conv);
+	free(j->scratch);
 	free(j);
 }
 
@@ -755,7 +820,7 @@ static long trace_stream_read(void *ctx, char *out, size_t max)
 
 	if (atomic_load(op_cancel_flag(j->op)))
 		return -1; /* cancelled: the client sees the body cut off */
-	n = trace_read(j->s, out, max);
+	n = job_read(j, out, max);
 	j->ended = n == 0;
 	return n;
 }
@@ -774,6 +839,17 @@ static void trace_stream_free(void *ctx)
 	trace_job_end(j, DP_EIO, NULL, why);
 }
 
+/* YYYYMMDD_HHMMSS_PID.EXT (dotnet-monitor's artifact names), UTC. */
+static void trace_filename(char *out, size_t n, uint64_t pid, const char *ext)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(out, n, "%Y%m%d_%H%M%S", &tm);
+	snprintf(out + strlen(out), n - strlen(out), "_%llu.%s", (unsigned long long)pid, ext);
+}
+
 static void *trace_egress_main(void *arg)
 {
 	struct trace_job *j = arg;
@@ -782,18 +858,13 @@ static void *trace_egress_main(void *arg)
 	int fd = -1, rc = egress_fs_open(j->prov, "trace", &fd, &tmp, &em);
 	long n = 0;
 
-	while (rc == 0 && !atomic_load(op_cancel_flag(j->op)) && (n = trace_read(j->s, buf, TRACE_CHUNK)) > 0)
+	while (rc == 0 && !atomic_load(op_cancel_flag(j->op)) && (n = job_read(j, buf, TRACE_CHUNK)) > 0)
 		if (fs_write_all(fd, buf, (size_t)n) != 0)
 			rc = err_set(&em, DP_EIO, "writing the trace to %s: %s", tmp, strerror(errno));
 	if (rc == 0 && (n < 0 || atomic_load(op_cancel_flag(j->op))))
 		rc = atomic_load(op_cancel_flag(j->op)) ? DP_ECANCELED : err_set(&em, DP_EIO, "%s", trace_error(j->s));
 	if (rc == 0) {
-		time_t now = time(NULL);
-		struct tm tm;
-
-		gmtime_r(&now, &tm);
-		strftime(name, sizeof(name), "%Y%m%d_%H%M%S", &tm);
-		snprintf(name + strlen(name), sizeof(name) - strlen(name), "_%llu.nettrace", (unsigned long long)j->pid);
+		trace_filename(name, sizeof(name), j->pid, j->ext);
 		rc = egress_fs_publish(j->prov, fd, tmp, name, &final, &em);
 	} else if (tmp) {
 		egress_fs_discard(fd, tmp);
@@ -803,16 +874,6 @@ static void *trace_egress_main(void *arg)
 	free(tmp);
 	free(final);
 	return NULL;
-}
-
-static void trace_filename(char *out, size_t n, uint64_t pid)
-{
-	time_t now = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&now, &tm);
-	strftime(out, n, "%Y%m%d_%H%M%S", &tm);
-	snprintf(out + strlen(out), n - strlen(out), "_%llu.nettrace", (unsigned long long)pid);
 }
 
 /* durationSeconds: 30 when absent, -1 (until stopped) or 0..2^31-1. False with a 400 sent. */
@@ -856,12 +917,7 @@ static void trace_profile(struct api *a, struct httpd_req *r, const struct port_
 		return;
 	}
 	snprintf(title, sizeof(title), "CPU, pid %llu", (unsigned long long)p->pid);
-	trace_filename(fname, sizeof(fname), p->pid);
-	{
-		char *dot = strrchr(fname, '.') + 1; /* trace_filename ends in .nettrace */
-
-		snprintf(dot, sizeof(fname) - (size_t)(dot - fname), "%s", ext[format]);
-	}
+	trace_filename(fname, sizeof(fname), p->pid, ext[format]);
 	disp = mem_printf("attachment; filename=\"%s\"", fname);
 	buf_init(&out, 0);
 	profile_write(prof, (enum profile_format)format, title, &out);
@@ -873,80 +929,47 @@ static void trace_profile(struct api *a, struct httpd_req *r, const struct port_
 	profile_free(prof);
 }
 
-static void route_trace(struct api *a, struct httpd_req *r)
+/* A job for a capture on runtime p (its operation added; id filled), holding one of *slot. */
+static struct trace_job *job_new(struct api *a, struct httpd_req *r, const struct port_runtime *p,
+				 const struct egress_fs *prov, unsigned *slot, const char *ext, char id[37])
 {
-	const char *eg = httpd_query(r, "egressProvider"), *name;
-	const struct egress_fs *prov = NULL;
-	struct trace_config cfg = { 0 };
-	struct trace_job *j;
-	struct port_runtime p;
-	struct err_msg em;
-	long long ms;
-	size_t blen;
-	const char *body = httpd_body(r, &blen);
-	char id[37], g[37], fname[64], *short_name;
-	int rc, format = -1;
+	struct trace_job *j = mem_zalloc(sizeof(*j));
+	const char *name = rt_name(p);
+	char g[37], *short_name = mem_strndup(name, strcspn(name, " "));
 
-	if (!trace_duration(r, &ms))
-		return;
-	if (httpd_query(r, "format") &&
-	    ((format = profile_format(httpd_query(r, "format"))) < 0 || strcmp(httpd_method(r), "POST") == 0 || eg ||
-	     (httpd_query(r, "profile") && strcasecmp(httpd_query(r, "profile"), "Cpu") != 0))) {
-		httpd_problem(r, 400, "Bad Request", "format '%.32s': a CPU profile is folded, speedscope or flamegraph, "
-			      "from GET /trace with profile=Cpu (or none), sent back directly, not to egress",
-			      httpd_query(r, "format"));
-		return;
-	}
-	if (eg && (prov = find_egress(a, eg)) == NULL) {
-		httpd_problem(r, 400, "Bad Request", "there is no egress provider '%.64s'", eg);
-		return;
-	}
-	rc = strcmp(httpd_method(r), "POST") == 0 ? trace_config_json(body, blen, &cfg, &em) :
-		trace_config_profile(httpd_query(r, "profile"), METRICS_INTERVAL_S, &cfg, &em);
-	if (rc != 0) {
-		httpd_problem(r, 400, "Bad Request", "%s", em.text);
-		return;
-	}
-	if (!choose(a, r, &p)) {
-		trace_config_free(&cfg);
-		return;
-	}
-	pthread_mutex_lock(&a->mu);
-	rc = a->traces < MAX_TRACES ? 0 : DP_ETOOBIG;
-	if (rc == 0)
-		a->traces++;
-	pthread_mutex_unlock(&a->mu);
-	if (rc != 0) {
-		httpd_problem(r, 429, "Too Many Requests", "%d traces are already running; try again when one is done",
-			      MAX_TRACES);
-		goto out;
-	}
-	j = mem_zalloc(sizeof(*j));
 	j->a = a;
+	j->slot = slot;
+	j->ext = ext;
 	j->prov = prov;
-	j->pid = p.pid;
-	ipc_cookie_guid(p.cookie, g);
-	name = rt_name(&p);
-	short_name = mem_strndup(name, strcspn(name, " "));
-	j->op = ops_add(a->ops, prov ? prov->name : NULL, p.pid, g, short_name, httpd_query(r, "tags"), true, id);
+	j->pid = p->pid;
+	ipc_cookie_guid(p->cookie, g);
+	j->op = ops_add(a->ops, prov ? prov->name : NULL, p->pid, g, short_name, httpd_query(r, "tags"), true, id);
 	free(short_name);
-	if (format >= 0) {
-		trace_profile(a, r, &p, format, ms, j);
-		free(j);
-		trace_slot_free(a);
-		goto out;
-	}
-	rc = trace_start(a->port, p.cookie, &cfg, ms, op_stop_flag(j->op), &j->s, &em);
+	return j;
+}
+
+/*
+ * Start the job's session (its events also to cb with ctx, when cb is set)
+ * and answer: 202 with Location and a thread writing to the egress provider,
+ * or 200 streamed to the client. On failure the job ends and the answer
+ * names why.
+ */
+static void job_run(struct api *a, struct httpd_req *r, struct trace_job *j, const struct port_runtime *p,
+		    const struct trace_config *cfg, long long ms, const struct nettrace_callbacks *cb, void *ctx,
+		    const char *id, const char *ctype)
+{
+	struct err_msg em;
+	char fname[80];
+	int rc = trace_start_cb(a->port, p->cookie, cfg, ms, op_stop_flag(j->op), cb, ctx, &j->s, &em);
+
 	if (rc != 0) {
-		op_finish(a->ops, j->op, rc, NULL, em.text);
-		free(j);
-		trace_slot_free(a);
+		trace_job_end(j, rc, NULL, em.text);
 		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
 			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
-			      "pid %llu: %s", (unsigned long long)p.pid, em.text);
-		goto out;
+			      "pid %llu: %s", (unsigned long long)p->pid, em.text);
+		return;
 	}
-	if (prov) {
+	if (j->prov) {
 		pthread_attr_t attr;
 		pthread_t t;
 		char *loc = mem_printf("/operations/%s", id);
@@ -959,10 +982,197 @@ static void route_trace(struct api *a, struct httpd_req *r)
 		httpd_set_header(r, "Location", loc);
 		free(loc);
 		httpd_send(r, 202, NULL, "", 0);
+		return;
+	}
+	trace_filename(fname, sizeof(fname), p->pid, j->ext);
+	httpd_send_stream(r, 200, ctype, trace_stream_read, trace_stream_free, j, fname);
+}
+
+/* Make j a converted stream: its text goes to j->conv, from where job_read serves it. */
+static void job_convert(struct trace_job *j, void *cctx, void (*cfree)(void *))
+{
+	j->converting = true;
+	buf_init(&j->conv, 0);
+	j->scratch = mem_alloc(TRACE_CHUNK);
+	j->cctx = cctx;
+	j->cfree = cfree;
+}
+
+static void live_free(void *l)
+{
+	metrics_live_free(l);
+}
+
+static void logs_conv_free(void *l)
+{
+	logs_free(l);
+}
+
+/* The egress provider named by egressProvider (NULL when none); false with a 400 sent when there is no such one. */
+static bool egress_param(struct api *a, struct httpd_req *r, const struct egress_fs **prov)
+{
+	const char *eg = httpd_query(r, "egressProvider");
+
+	*prov = NULL;
+	if (eg && (*prov = find_egress(a, eg)) == NULL) {
+		httpd_problem(r, 400, "Bad Request", "there is no egress provider '%.64s'", eg);
+		return false;
+	}
+	return true;
+}
+
+/* GET /livemetrics (the default counters) or POST with an EventMetricsConfiguration: json-seq records. */
+static void route_livemetrics(struct api *a, struct httpd_req *r)
+{
+	struct metrics_selection sel = { 0 };
+	struct trace_config cfg = { 0 };
+	const struct egress_fs *prov;
+	struct port_runtime p;
+	struct trace_job *j;
+	struct err_msg em;
+	long long ms;
+	size_t blen;
+	const char *body = httpd_body(r, &blen);
+	char id[37], client[64];
+	int rc;
+
+	if (!trace_duration(r, &ms) || !egress_param(a, r, &prov))
+		return;
+	if (strcmp(httpd_method(r), "POST") == 0)
+		rc = metrics_selection_json(body, blen, &sel, &em);
+	else
+		rc = (metrics_selection_defaults(&sel), 0);
+	if (rc != 0) {
+		httpd_problem(r, 400, "Bad Request", "%s", em.text);
+		return;
+	}
+	if (!choose(a, r, &p)) {
+		metrics_selection_free(&sel);
+		return;
+	}
+	if (!slot_take(a, r, &a->live, MAX_TRACES, "live metrics streams are"))
+		goto out;
+	j = job_new(a, r, &p, prov, &a->live, "metrics.json", id);
+	snprintf(client, sizeof(client), "diagport-live-%s", id);
+	if (metrics_trace_config(&sel, a->metrics_interval_s, client, &cfg, &em) != 0) {
+		trace_job_end(j, DP_EINVAL, NULL, em.text);
+		httpd_problem(r, 400, "Bad Request", "%s", em.text);
 		goto out;
 	}
-	trace_filename(fname, sizeof(fname), p.pid);
-	httpd_send_stream(r, 200, "application/octet-stream", trace_stream_read, trace_stream_free, j, fname);
+	job_convert(j, NULL, live_free);
+	j->cctx = metrics_live_new(&sel, &j->conv);
+	job_run(a, r, j, &p, &cfg, ms, &metrics_live_callbacks, j->cctx, id, "application/json-seq");
+out:
+	metrics_selection_free(&sel);
+	trace_config_free(&cfg);
+	ipc_process_info_free(&p.info);
+}
+
+/* GET /logs?level=... (or the app's filters) or POST with a LogsConfiguration; the format by Accept. */
+static void route_logs(struct api *a, struct httpd_req *r)
+{
+	static const char *const ctypes[] = { "application/x-ndjson", "application/json-seq", "text/plain; charset=utf-8" };
+	static const char *const exts[] = { "log.json", "log.json", "txt" };
+	struct logs_filter f = { .level = -1, .use_app_filters = true };
+	struct trace_config cfg = { 0 };
+	const struct egress_fs *prov;
+	const char *accept = httpd_header(r, "Accept"), *lv = httpd_query(r, "level");
+	struct port_runtime p;
+	struct trace_job *j;
+	struct err_msg em;
+	enum logs_format fmt = LOGS_NDJSON;
+	long long ms;
+	size_t blen;
+	const char *body = httpd_body(r, &blen);
+	char id[37];
+
+	if (!trace_duration(r, &ms) || !egress_param(a, r, &prov))
+		return;
+	if (accept && strstr(accept, "application/json-seq"))
+		fmt = LOGS_JSON_SEQ;
+	else if (accept && strstr(accept, "text/plain"))
+		fmt = LOGS_TEXT;
+	if (strcmp(httpd_method(r), "POST") == 0) {
+		if (logs_filter_json(body, blen, &f, &em) != 0) {
+			httpd_problem(r, 400, "Bad Request", "%s", em.text);
+			return;
+		}
+	}
+	if (lv) {
+		if ((f.level = logs_level(lv)) < 0) {
+			httpd_problem(r, 400, "Bad Request", "level '%.32s' is not one of Trace, Debug, Information, Warning, "
+				      "Error, Critical", lv);
+			logs_filter_free(&f);
+			return;
+		}
+		f.use_app_filters = false; /* a level given overrides the app's filters (dotnet-monitor's rule) */
+	}
+	if (logs_trace_config(&f, &cfg, &em) != 0) {
+		httpd_problem(r, 400, "Bad Request", "%s", em.text);
+		logs_filter_free(&f);
+		return;
+	}
+	if (!choose(a, r, &p))
+		goto done;
+	if (!slot_take(a, r, &a->logging, MAX_TRACES, "log streams are"))
+		goto out;
+	j = job_new(a, r, &p, prov, &a->logging, exts[fmt], id);
+	job_convert(j, NULL, logs_conv_free);
+	j->cctx = logs_new(&f, fmt, &j->conv);
+	job_run(a, r, j, &p, &cfg, ms, &logs_callbacks, j->cctx, id, ctypes[fmt]);
+out:
+	ipc_process_info_free(&p.info);
+done:
+	logs_filter_free(&f);
+	trace_config_free(&cfg);
+}
+
+static void route_trace(struct api *a, struct httpd_req *r)
+{
+	const char *eg = httpd_query(r, "egressProvider");
+	const struct egress_fs *prov = NULL;
+	struct trace_config cfg = { 0 };
+	struct trace_job *j;
+	struct port_runtime p;
+	struct err_msg em;
+	long long ms;
+	size_t blen;
+	const char *body = httpd_body(r, &blen);
+	char id[37];
+	int rc, format = -1;
+
+	if (!trace_duration(r, &ms))
+		return;
+	if (httpd_query(r, "format") &&
+	    ((format = profile_format(httpd_query(r, "format"))) < 0 || strcmp(httpd_method(r), "POST") == 0 || eg ||
+	     (httpd_query(r, "profile") && strcasecmp(httpd_query(r, "profile"), "Cpu") != 0))) {
+		httpd_problem(r, 400, "Bad Request", "format '%.32s': a CPU profile is folded, speedscope or flamegraph, "
+			      "from GET /trace with profile=Cpu (or none), sent back directly, not to egress",
+			      httpd_query(r, "format"));
+		return;
+	}
+	if (!egress_param(a, r, &prov))
+		return;
+	rc = strcmp(httpd_method(r), "POST") == 0 ? trace_config_json(body, blen, &cfg, &em) :
+		trace_config_profile(httpd_query(r, "profile"), METRICS_INTERVAL_S, &cfg, &em);
+	if (rc != 0) {
+		httpd_problem(r, 400, "Bad Request", "%s", em.text);
+		return;
+	}
+	if (!choose(a, r, &p)) {
+		trace_config_free(&cfg);
+		return;
+	}
+	if (!slot_take(a, r, &a->traces, MAX_TRACES, "traces are"))
+		goto out;
+	j = job_new(a, r, &p, prov, &a->traces, "nettrace", id);
+	if (format >= 0) {
+		trace_profile(a, r, &p, format, ms, j);
+		free(j);
+		slot_free(a, &a->traces);
+		goto out;
+	}
+	job_run(a, r, j, &p, &cfg, ms, NULL, NULL, id, "application/octet-stream");
 out:
 	trace_config_free(&cfg);
 	ipc_process_info_free(&p.info);
@@ -970,7 +1180,34 @@ out:
 
 bool api_takes_body(const char *path)
 {
-	return strcmp(path, "/trace") == 0;
+	return strcmp(path, "/trace") == 0 || strcmp(path, "/livemetrics") == 0 || strcmp(path, "/logs") == 0;
+}
+
+void api_metrics(struct metrics *m, struct httpd_req *r)
+{
+	struct buf out;
+
+	if (strcmp(httpd_method(r), "GET") != 0) {
+		httpd_problem(r, 405, "Method Not Allowed", "%s is not allowed on /metrics", httpd_method(r));
+		return;
+	}
+	if (m == NULL) {
+		httpd_problem(r, 404, "Not Found", "metrics are turned off (Metrics:Enabled is false)");
+		return;
+	}
+	buf_init(&out, 0);
+	buf_reserve(&out, 16384);
+	metrics_render(m, &out);
+	httpd_send(r, 200, "text/plain; version=0.0.4; charset=utf-8", out.data ? out.data : "", out.len);
+	buf_free(&out);
+}
+
+void api_metrics_handle(void *ctx, struct httpd_req *r)
+{
+	if (strcmp(httpd_path(r), "/metrics") == 0)
+		api_metrics(ctx, r);
+	else
+		httpd_problem(r, 404, "Not Found", "this listener serves /metrics only");
 }
 
 void api_handle(void *ctx, struct httpd_req *r)
@@ -980,6 +1217,10 @@ void api_handle(void *ctx, struct httpd_req *r)
 
 	if (strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0) {
 		httpd_send(r, 200, "text/plain", "Healthy", 7);
+		return;
+	}
+	if (strcmp(path, "/metrics") == 0) { /* unauthenticated, like dotnet-monitor's */
+		api_metrics(a->metrics, r);
 		return;
 	}
 	if (a->token && !token_ok(a, httpd_header(r, "Authorization"))) {
@@ -996,6 +1237,14 @@ void api_handle(void *ctx, struct httpd_req *r)
 	}
 	if (strcmp(path, "/trace") == 0 && (strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0)) {
 		route_trace(a, r);
+		return;
+	}
+	if (strcmp(path, "/livemetrics") == 0 && (strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0)) {
+		route_livemetrics(a, r);
+		return;
+	}
+	if (strcmp(path, "/logs") == 0 && (strcmp(m, "GET") == 0 || strcmp(m, "POST") == 0)) {
+		route_logs(a, r);
 		return;
 	}
 	if (strcmp(m, "GET") != 0) {

@@ -21,6 +21,8 @@ struct api_config {
 	uint64_t dumps_limit;       /* cap on one staged dump, bytes; 0 = none */
 	const struct egress_fs *egress; /* providers (borrowed: must outlive the api) */
 	size_t n_egress;
+	struct metrics *metrics;        /* the /metrics store (borrowed); NULL = turned off */
+	unsigned metrics_interval_s;    /* counters' interval for /livemetrics; 0 = 5 */
 };
 
 /* New API state (copies the strings; the token is wiped when freed). Removes staging leftovers in dumps_dir
@@ -30,8 +32,13 @@ struct api *api_new(const struct api_config *cfg);
 void api_free(struct api *a);
 /* The httpd handler; ctx is the struct api. */
 void api_handle(void *ctx, struct httpd_req *r);
-/* The routes that take a POST body (httpd_config.takes_body): /trace. */
+/* The routes that take a POST body (httpd_config.takes_body): /trace, /livemetrics, /logs. */
 bool api_takes_body(const char *path);
+struct metrics;
+/* GET /metrics from the store m (NULL: 404, turned off). */
+void api_metrics(struct metrics *m, struct httpd_req *r);
+/* The handler of the metrics-only listener (Metrics:Endpoints); ctx is the struct metrics. */
+void api_metrics_handle(void *ctx, struct httpd_req *r);
 #define API_MAX_BODY (64u << 10) /* a providers document */
 
 #endif

@@ -34,6 +34,7 @@ extern char **environ;
 #include "hclient.h"
 #include "httpd.h"
 #include "mem.h"
+#include "metrics.h"
 #include "port.h"
 #include "sandbox.h"
 
@@ -61,6 +62,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: diagport launch [--config FILE] [--socket PATH] [--urls URL[;URL...]] [--dumps DIR]\n"
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|fifo]\n"
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
+		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS] [--no-metrics]\n"
 		   "                       [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
@@ -72,7 +74,9 @@ static void usage(FILE *f)
 		   "dotnet-monitor's DOTNETMONITOR_Urls, DOTNETMONITOR_DiagnosticPort__EndpointName,\n"
 		   "DOTNETMONITOR_Storage__DumpTempFolder, DOTNETMONITOR_Egress__FileSystem__NAME__DirectoryPath),\n"
 		   "then these flags; a later source wins. --connect-dir DIR also attaches runtimes by\n"
-		   "their default sockets in DIR. See docs/agent.md.\n",
+		   "their default sockets in DIR. Counters of every runtime are kept for /metrics (Prometheus,\n"
+		   "no token, like dotnet-monitor's; also on --metrics-urls alone); --no-metrics turns that off.\n"
+		   "See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
 
@@ -175,6 +179,8 @@ static const struct {
 	{ "--dump-transport", "dumpTransport" },
 	{ "--dumps-limit", "dumpsLimit" },
 	{ "--connect-dir", "connectDir" },
+	{ "--metrics-urls", "metricsUrls" },
+	{ "--metrics-interval", "metricsInterval" },
 };
 
 /*
@@ -227,6 +233,8 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 			c->no_sandbox = true;
 		} else if (strcmp(argv[i], "--no-auth") == 0) {
 			c->no_auth = true;
+		} else if (strcmp(argv[i], "--no-metrics") == 0) {
+			c->metrics_off = true;
 		} else {
 			fprintf(stderr, "diagport: launch: %s '%s'\n",
 				k < sizeof(value_flags) / sizeof(value_flags[0]) ? "no value after" : "unknown argument",
@@ -278,6 +286,8 @@ int launch_cli(int argc, char **argv)
 	char *token = NULL;
 	struct httpd *h = NULL;
 	struct api *api = NULL;
+	struct metrics *metrics = NULL;
+	struct httpd *mh = NULL;
 	char **cmd = NULL;
 	struct port_config cfg = { 0 };
 	struct port *p = NULL;
@@ -311,14 +321,20 @@ int launch_cli(int argc, char **argv)
 	{
 		struct api_config ac = { .port = p, .socket_path = c.socket, .dumps_dir = c.dumps, .token = token,
 					 .dump_transport = c.dump_transport, .dumps_limit = c.dumps_limit,
-					 .egress = c.egress, .n_egress = c.n_egress };
+					 .egress = c.egress, .n_egress = c.n_egress,
+					 .metrics_interval_s = c.metrics_interval_s };
 		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body };
+		struct httpd_config mc = { .urls = c.metrics_urls };
 
+		if (!c.metrics_off)
+			metrics = metrics_start(p, c.metrics_interval_s);
+		ac.metrics = metrics;
 		api = api_new(&ac);
 		mem_wipe(token, token ? strlen(token) : 0); /* the api has its copy */
 		free(token);
 		token = NULL;
-		if (httpd_start(&hc, api_handle, api, &h, &em) != 0) {
+		if (httpd_start(&hc, api_handle, api, &h, &em) != 0 ||
+		    (c.metrics_urls && httpd_start(&mc, api_metrics_handle, metrics, &mh, &em) != 0)) {
 			fprintf(stderr, "diagport: launch: %s\n", em.text);
 			rc = 1;
 			goto out;
@@ -339,8 +355,10 @@ int launch_cli(int argc, char **argv)
 		rc = 0;
 	}
 out:
+	httpd_free(mh);
 	httpd_free(h);
 	api_free(api);
+	metrics_free(metrics); /* before the port: its sessions take connections from it */
 	port_free(p);
 	if (token) {
 		mem_wipe(token, strlen(token));

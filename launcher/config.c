@@ -28,7 +28,7 @@
 #define MAX_PATH_KEY 512
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-enum kind { K_STR, K_BOOL, K_TRANSPORT, K_SIZE, K_MODE };
+enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS };
 
 struct setting {
 	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
@@ -47,6 +47,9 @@ static const struct setting settings[] = {
 	{ { "dumpTransport" }, K_TRANSPORT, OFF(dump_transport) },
 	{ { "dumpsLimit" }, K_SIZE, OFF(dumps_limit) },
 	{ { "connectDir" }, K_STR, OFF(connect_dir) },
+	{ { "metrics", "Metrics:Enabled" }, K_NBOOL, OFF(metrics_off) },
+	{ { "metricsUrls", "Metrics:Endpoints" }, K_STR, OFF(metrics_urls) },
+	{ { "metricsInterval", "GlobalCounter:IntervalSeconds" }, K_SECONDS, OFF(metrics_interval_s) },
 	/* dotnet-monitor's connection mode: this agent always listens; Connect is refused with a reason. */
 	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
 };
@@ -59,6 +62,7 @@ void config_free(struct launch_config *c)
 	free(c->auth_token_file);
 	free(c->dump_transport);
 	free(c->connect_dir);
+	free(c->metrics_urls);
 	for (size_t i = 0; i < c->n_egress; i++) {
 		free(c->egress[i].name);
 		free(c->egress[i].dir);
@@ -123,6 +127,23 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		if (parse_bool(v, field) != 0)
 			return err_set(em, DP_EINVAL, "%s: %s takes true or false, not '%s'", where, key, v);
 		return 0;
+	case K_NBOOL:
+		if (parse_bool(v, field) != 0)
+			return err_set(em, DP_EINVAL, "%s: %s takes true or false, not '%s'", where, key, v);
+		*(bool *)field = !*(bool *)field;
+		return 0;
+	case K_SECONDS: {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > 86400)
+			return err_set(em, DP_EINVAL, "%s: %s takes a whole number of seconds from 1 to 86400, not '%s'",
+				       where, key, v);
+		*(unsigned *)field = (unsigned)n;
+		return 0;
+	}
 	case K_TRANSPORT:
 		if (strcmp(v, "file") != 0 && strcmp(v, "fifo") != 0)
 			return err_set(em, DP_EINVAL, "%s: %s takes file or fifo, not '%s'", where, key, v);

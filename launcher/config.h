@@ -3,9 +3,11 @@
  * environment and the command line, in that order (a later source wins).
  *
  * One key space serves all three: diagport's own names (socket, urls, dumps,
- * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox) and
+ * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox,
+ * metrics, metricsUrls, metricsInterval) and
  * dotnet-monitor's hierarchical names for the same settings
- * (DiagnosticPort:EndpointName, Urls, Storage:DumpTempFolder,
+ * (DiagnosticPort:EndpointName, Urls, Storage:DumpTempFolder, Metrics:Enabled,
+ * Metrics:Endpoints, GlobalCounter:IntervalSeconds,
  * Egress:FileSystem:NAME:DirectoryPath, ...). Keys are case-insensitive, as in
  * .NET configuration. In a file the hierarchy is nesting; in the environment
  * it is "__" (DOTNETMONITOR_Egress__FileSystem__shared__DirectoryPath).
@@ -27,7 +29,10 @@ struct egress_fs {
 
 struct launch_config {
 	char *socket, *urls, *dumps, *auth_token_file, *dump_transport, *connect_dir;
+	char *metrics_urls;          /* a listener for /metrics alone (Metrics:Endpoints); NULL = none */
 	bool no_auth, no_sandbox;
+	bool metrics_off;            /* Metrics:Enabled false: no counters sessions, /metrics 404 */
+	unsigned metrics_interval_s; /* GlobalCounter:IntervalSeconds; 0 = 5 */
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
 	struct egress_fs *egress;
 	size_t n_egress;

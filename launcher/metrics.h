@@ -98,8 +98,24 @@ bool metrics_selected(const struct metrics_selection *sel, const struct msample 
 int metrics_trace_config(const struct metrics_selection *sel, unsigned interval_s, const char *client_id,
 			 struct trace_config *out, struct err_msg *em);
 
-/* Wall-clock milliseconds of an event, from the trace's header. */
+/* Wall-clock milliseconds of an event, from the trace's header; and now. */
 int64_t metrics_event_ms(const struct nettrace_trace *h, int64_t timestamp);
+int64_t metrics_wall_ms(void);
+/* ms since the epoch as "YYYY-MM-DDTHH:MM:SS.mmmZ". */
+void metrics_iso_ms(char out[40], int64_t ms);
+
+/* ---- /livemetrics: readings as json-seq records ---- */
+struct metrics_live;
+/*
+ * A converter of a counters session's events into json-seq records
+ * (dotnet-monitor's: RS, {"timestamp","provider","name","displayName","unit",
+ * "counterType":"Rate"|"Metric","tags","value"}, LF; a histogram's value is an
+ * object of its quantiles), appended to out. Takes sel (zeroed after).
+ */
+struct metrics_live *metrics_live_new(struct metrics_selection *sel, struct buf *out);
+extern const struct nettrace_callbacks metrics_live_callbacks; /* ctx: the struct metrics_live */
+uint64_t metrics_live_records(const struct metrics_live *l);
+void metrics_live_free(struct metrics_live *l); /* accepts NULL */
 
 /* ---- the store behind /metrics ---- */
 struct metrics;

@@ -26,6 +26,9 @@ app.MapGet("/", () => "ok");
 
 app.MapGet("/pid", () => Environment.ProcessId.ToString());
 
+// The runtime's own GC counts, "gen0 gen1 gen2": what the GC counters are checked against.
+app.MapGet("/gc", () => $"{GC.CollectionCount(0)} {GC.CollectionCount(1)} {GC.CollectionCount(2)}\n");
+
 // Every count is capped so a typo cannot take the machine down.
 app.MapGet("/blocking-threads", (int? count, int? seconds) =>
 {

@@ -1,0 +1,428 @@
+/*
+ * logs.c - ILogger output from the logging EventSource (logs.h).
+ *
+ * The session asks for the JsonMessage keyword: each log call is one
+ * MessageJson event (level, category, event id and name, the formatted
+ * message, the arguments and the exception as JSON text), and each scope a
+ * pair of ActivityJsonStart/Stop events on the thread that opened it. Scopes
+ * are followed per thread (a small table; the oldest thread is forgotten when
+ * it is full).
+ */
+#include "logs.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "evpayload.h"
+#include "mem.h"
+#include "metrics.h"
+
+#define LOGGING_PROVIDER "Microsoft-Extensions-Logging"
+#define KW_JSON_MESSAGE 0x8ull
+#define MAX_THREADS 64
+#define MAX_SCOPES 16 /* per thread; deeper ones are not shown */
+
+static const char *const level_names[] = { "Trace", "Debug", "Information", "Warning", "Error", "Critical" };
+static const char *const level_short[] = { "trce", "dbug", "info", "warn", "fail", "crit" };
+
+int logs_level(const char *name)
+{
+	for (int i = 0; i < 6; i++)
+		if (strcasecmp(name, level_names[i]) == 0)
+			return i;
+	return -1;
+}
+
+void logs_filter_free(struct logs_filter *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->categories[i]);
+	free(f->categories);
+	free(f->levels);
+	memset(f, 0, sizeof(*f));
+}
+
+static json_t *member(json_t *o, const char *name)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(o, k, v)
+		if (strcasecmp(k, name) == 0)
+			return v;
+	return NULL;
+}
+
+/* A category as the FilterSpecs argument can carry it: printable, none of ; : = " */
+static bool good_category(const char *s)
+{
+	if (*s == '\0' || strlen(s) > 256)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e || strchr(";:=\"", *s))
+			return false;
+	return true;
+}
+
+int logs_filter_json(const char *body, size_t len, struct logs_filter *out, struct err_msg *em)
+{
+	json_error_t je;
+	json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je), *v, *specs;
+	struct logs_filter f = { .level = 0, .use_app_filters = true };
+	int rc = 0;
+
+	if (doc == NULL)
+		return err_set(em, DP_ESYNTAX, "the body is not JSON: line %d, column %d: %s", je.line, je.column, je.text);
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		return err_set(em, DP_EINVAL, "the body must be a JSON object");
+	}
+	if ((v = member(doc, "logLevel")) != NULL && !json_is_null(v)) {
+		if (!json_is_string(v) || (f.level = logs_level(json_string_value(v))) < 0)
+			rc = err_set(em, DP_EINVAL, "'logLevel' must be one of Trace, Debug, Information, Warning, Error, "
+				     "Critical");
+	}
+	if (rc == 0 && (v = member(doc, "useAppFilters")) != NULL && !json_is_null(v)) {
+		if (!json_is_boolean(v))
+			rc = err_set(em, DP_EINVAL, "'useAppFilters' must be true or false");
+		else
+			f.use_app_filters = json_is_true(v);
+	}
+	specs = member(doc, "filterSpecs");
+	if (rc == 0 && specs && !json_is_null(specs)) {
+		const char *k;
+
+		if (!json_is_object(specs))
+			rc = err_set(em, DP_EINVAL, "'filterSpecs' must be an object of category: level");
+		else if (json_object_size(specs) > LOGS_MAX_FILTERS)
+			rc = err_set(em, DP_ETOOBIG, "'filterSpecs' has more than %d categories", LOGS_MAX_FILTERS);
+		json_object_foreach(specs, k, v) {
+			int lv = -1;
+
+			if (rc != 0)
+				break;
+			if (!good_category(k)) {
+				rc = err_set(em, DP_EINVAL, "filterSpecs: category '%.64s' must be printable, without ; : = \"",
+					     k);
+				break;
+			}
+			if (!json_is_null(v) && (!json_is_string(v) || (lv = logs_level(json_string_value(v))) < 0)) {
+				rc = err_set(em, DP_EINVAL, "filterSpecs.%.64s must be a log level or null", k);
+				break;
+			}
+			f.categories = mem_realloc(f.categories, (f.n + 1) * sizeof(*f.categories));
+			f.levels = mem_realloc(f.levels, (f.n + 1) * sizeof(*f.levels));
+			f.categories[f.n] = mem_strdup(k);
+			f.levels[f.n++] = lv;
+		}
+	}
+	json_decref(doc);
+	if (rc != 0) {
+		logs_filter_free(&f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
+int logs_trace_config(const struct logs_filter *f, struct trace_config *out, struct err_msg *em)
+{
+	struct trace_config c = { .buffer_mb = 16 };
+	struct buf specs, args;
+	int rc;
+	/* EventLevel for the least LogLevel: Trace/Debug Verbose, Information Informational, ... Critical Critical */
+	static const uint32_t event_level[] = { 5, 5, 4, 3, 2, 1 };
+	int least = f->level < 0 ? 0 : f->level;
+
+	buf_init(&specs, 0);
+	buf_init(&args, 0);
+	if (f->use_app_filters)
+		buf_puts(&specs, "UseAppFilters");
+	for (size_t i = 0; i < f->n; i++) {
+		buf_printf(&specs, "%s%s", specs.len ? ";" : "", f->categories[i]);
+		if (f->levels[i] >= 0)
+			buf_printf(&specs, ":%s", level_names[f->levels[i]]);
+		if (f->levels[i] >= 0 && f->levels[i] < least)
+			least = f->levels[i];
+	}
+	/* a value with ; or = goes in double quotes, as the .NET client writes arguments */
+	if (specs.len)
+		buf_printf(&args, strpbrk(specs.data, ";=") ? "FilterSpecs=\"%s\"" : "FilterSpecs=%s", specs.data);
+	rc = trace_config_add(&c, LOGGING_PROVIDER, KW_JSON_MESSAGE, f->use_app_filters ? 5 : event_level[least],
+			      specs.len ? args.data : NULL, em);
+	buf_free(&specs);
+	buf_free(&args);
+	if (rc != 0) {
+		trace_config_free(&c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+/* ---- the converter ---- */
+
+struct scope {
+	uint64_t id;
+	char *json; /* the scope's arguments, a JSON object's text */
+};
+
+struct thread_scopes {
+	uint64_t thread;
+	struct scope s[MAX_SCOPES];
+	size_t n, depth; /* n kept, depth opened (deeper than MAX_SCOPES: not kept) */
+	uint64_t used;   /* for forgetting the oldest */
+};
+
+struct logs {
+	struct logs_filter f; /* level and use_app_filters only */
+	enum logs_format fmt;
+	struct buf *out;
+	struct nettrace_trace header;
+	bool have_header;
+	struct evpayload pl;
+	struct thread_scopes t[MAX_THREADS];
+	size_t nt;
+	uint64_t tick, entries;
+};
+
+struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct buf *out)
+{
+	struct logs *l = mem_zalloc(sizeof(*l));
+
+	l->f.level = f->level;
+	l->f.use_app_filters = f->use_app_filters;
+	l->fmt = fmt;
+	l->out = out;
+	return l;
+}
+
+void logs_free(struct logs *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t i = 0; i < l->nt; i++)
+		for (size_t k = 0; k < l->t[i].n; k++)
+			free(l->t[i].s[k].json);
+	evpayload_free(&l->pl);
+	free(l);
+}
+
+uint64_t logs_entries(const struct logs *l)
+{
+	return l->entries;
+}
+
+static struct thread_scopes *scopes_of(struct logs *l, uint64_t thread, bool make)
+{
+	struct thread_scopes *t = NULL;
+
+	for (size_t i = 0; i < l->nt; i++)
+		if (l->t[i].thread == thread) {
+			l->t[i].used = ++l->tick;
+			return &l->t[i];
+		}
+	if (!make)
+		return NULL;
+	if (l->nt < MAX_THREADS) {
+		t = &l->t[l->nt++];
+	} else {
+		t = &l->t[0];
+		for (size_t i = 1; i < l->nt; i++)
+			if (l->t[i].used < t->used)
+				t = &l->t[i];
+		for (size_t k = 0; k < t->n; k++)
+			free(t->s[k].json);
+	}
+	memset(t, 0, sizeof(*t));
+	t->thread = thread;
+	t->used = ++l->tick;
+	return t;
+}
+
+static int on_header(void *ctx, const struct nettrace_trace *h)
+{
+	struct logs *l = ctx;
+
+	l->header = *h;
+	l->have_header = true;
+	return 0;
+}
+
+/* "2026-11-22 15:06:39Z" (.NET's "u" format, as dotnet-monitor writes it). */
+static void stamp(struct logs *l, int64_t ticks, char out[40])
+{
+	int64_t ms = l->have_header ? metrics_event_ms(&l->header, ticks) : metrics_wall_ms();
+
+	metrics_iso_ms(out, ms);
+	out[10] = ' ';
+	out[19] = 'Z';
+	out[20] = '\0';
+}
+
+/* Arguments JSON text as an object (strings as they are); NULL when it is not an object. */
+static json_t *args_object(const char *text)
+{
+	json_t *o = *text ? json_loads(text, 0, NULL) : NULL;
+
+	if (o && !json_is_object(o)) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
+}
+
+static void put_record(struct logs *l, json_t *o)
+{
+	char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+	if (text == NULL)
+		return;
+	if (l->fmt == LOGS_JSON_SEQ)
+		buf_putc(l->out, 0x1e);
+	buf_puts(l->out, text);
+	buf_putc(l->out, '\n');
+	free(text);
+}
+
+/* text: every line of s after the first indented by 6 spaces */
+static void indented(struct buf *b, const char *s)
+{
+	buf_puts(b, "      ");
+	for (; *s; s++) {
+		if (*s == '\r')
+			continue;
+		buf_putc(b, *s);
+		if (*s == '\n' && s[1])
+			buf_puts(b, "      ");
+	}
+	buf_putc(b, '\n');
+}
+
+static void message(struct logs *l, const struct nettrace_event *e)
+{
+	const struct evpayload *p = &l->pl;
+	int level = (int)evpayload_num(p, "Level", -1);
+	const char *cat = evpayload_str(p, "LoggerName"), *msg = evpayload_str(p, "FormattedMessage"),
+		   *ename = evpayload_str(p, "EventName"), *exc = evpayload_str(p, "ExceptionJson");
+	int eid = (int)evpayload_num(p, "EventId", 0);
+	struct thread_scopes *t = scopes_of(l, e->thread_id, false);
+	json_t *exo = args_object(exc), *state = args_object(evpayload_str(p, "ArgumentsJson"));
+	char ts[40];
+
+	if (level < 0 || level > 5 || (l->f.level > 0 && level < l->f.level))
+		goto out;
+	stamp(l, e->timestamp, ts);
+	if (l->fmt == LOGS_TEXT) {
+		buf_printf(l->out, "%s %s: %s[%d]", ts, level_short[level], cat, eid);
+		if (*ename)
+			buf_printf(l->out, "[%s]", ename);
+		buf_putc(l->out, '\n');
+		if (t && t->n) {
+			buf_puts(l->out, "      ");
+			for (size_t i = 0; i < t->n; i++) {
+				json_t *so = args_object(t->s[i].json);
+				const char *k;
+				json_t *v;
+				bool first = true;
+
+				buf_puts(l->out, i ? " => " : "=> ");
+				json_object_foreach(so, k, v) {
+					buf_printf(l->out, "%s%s:%s", first ? "" : ", ", k,
+						   json_is_string(v) ? json_string_value(v) : "");
+					first = false;
+				}
+				json_decref(so);
+			}
+			buf_putc(l->out, '\n');
+		}
+		indented(l->out, msg);
+		if (exo && json_object_size(exo)) {
+			json_t *m = member(exo, "Message"), *ty = member(exo, "Type"), *st = member(exo, "VerboseMessage");
+			const char *text = json_is_string(st) ? json_string_value(st) : NULL;
+
+			if (text == NULL && json_is_string(ty))
+				buf_printf(l->out, "      %s: %s\n", json_string_value(ty),
+					   json_is_string(m) ? json_string_value(m) : "");
+			else if (text)
+				indented(l->out, text);
+		}
+	} else {
+		json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "Timestamp", ts, "LogLevel", level_names[level],
+				      "EventId", eid, "EventName", ename, "Category", cat, "Message", msg);
+
+		if (o == NULL)
+			goto out;
+		if (exo && json_object_size(exo)) {
+			json_t *vm = member(exo, "VerboseMessage"), *m = member(exo, "Message"), *ty = member(exo, "Type");
+			char *joined = NULL;
+
+			if (json_is_string(vm)) {
+				json_object_set(o, "Exception", vm);
+			} else if (json_is_string(ty)) {
+				joined = mem_printf("%s: %s", json_string_value(ty), json_is_string(m) ? json_string_value(m) : "");
+				json_object_set_new(o, "Exception", json_string(joined));
+				free(joined);
+			}
+		}
+		if (state) {
+			json_t *st = json_object();
+
+			json_object_set_new(st, "Message", json_string(msg));
+			json_object_update(st, state);
+			json_object_set_new(o, "State", st);
+		}
+		if (t && t->n) {
+			json_t *arr = json_array();
+
+			for (size_t i = 0; i < t->n; i++) {
+				json_t *so = args_object(t->s[i].json);
+
+				json_array_append_new(arr, so ? so : json_object());
+			}
+			json_object_set_new(o, "Scopes", arr);
+		}
+		put_record(l, o);
+		json_decref(o);
+	}
+	l->entries++;
+out:
+	json_decref(exo);
+	json_decref(state);
+}
+
+static int on_event(void *ctx, const struct nettrace_event *e)
+{
+	struct logs *l = ctx;
+	struct err_msg em;
+	const char *name = e->meta->name;
+	struct thread_scopes *t;
+
+	if (strcmp(e->meta->provider, LOGGING_PROVIDER) != 0 || e->meta->n_fields == 0 ||
+	    evpayload_decode(&l->pl, e, &em) != 0)
+		return 0;
+	if (strcmp(name, "MessageJson") == 0) {
+		message(l, e);
+	} else if (strcmp(name, "ActivityJsonStart") == 0) {
+		t = scopes_of(l, e->thread_id, true);
+		if (t->depth++ < MAX_SCOPES) {
+			t->s[t->n].id = (uint64_t)evpayload_num(&l->pl, "ID", 0);
+			t->s[t->n++].json = mem_strdup(evpayload_str(&l->pl, "ArgumentsJson"));
+		}
+	} else if (strcmp(name, "ActivityJsonStop") == 0) {
+		t = scopes_of(l, e->thread_id, false);
+		if (t && t->depth) {
+			if (t->depth-- <= MAX_SCOPES && t->n) {
+				free(t->s[t->n - 1].json);
+				t->n--;
+			}
+		}
+	}
+	return 0;
+}
+
+const struct nettrace_callbacks logs_callbacks = { .trace = on_header, .event = on_event };

@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# metrics.sh - /metrics and /livemetrics against a real .NET runtime (the webapp), counters every second
+# (GlobalCounter:IntervalSeconds=1), checked with promtool (Prometheus's own parser and linter) and against
+# the kernel and the runtime:
+#   prom/*       the exposition parses (promtool check metrics: no parse error; its only lint findings are the
+#                two kinds dotnet-monitor's names carry: "_count" gauges and abbreviated units), dotnet-monitor's
+#                names and units, the System.Runtime meter (.NET 9+) beside the EventCounters, no token needed
+#                while the API wants one, the same text on the metrics-only listener
+#   kernel/*     working set within 10% of VmRSS (/proc), CPU under a busy loop within 15 points of what
+#                /proc/PID/stat says, GC counts rising after allocation
+#   live/*       /livemetrics: json-seq records, the default counters and meters, a POST selection (only what was
+#                asked), the GC counters summed over a window equal to the runtime's own GC.CollectionCount
+#                delta, the duration kept, egress, 429, bad documents
+#   two/*        a second runtime: every series gets a pid label, still valid; the first runtime's series go
+#                when it exits
+#   off/*        --no-metrics: /metrics 404
+set -u
+cd "$(dirname "$0")/../.."
+D=$PWD/diagport
+B=${BUILD:-build}
+W=$(mktemp -d /tmp/dp-metrics.XXXXXX); chmod 755 "$W"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$W"
+}
+trap cleanup EXIT
+T_NAME=agent-metrics
+. tests/lib.sh
+export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+command -v promtool > /dev/null || { fail setup "promtool not found (scripts/prereqs.sh test installs Debian's prometheus)"; exit 0; }
+if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+
+mkdir -m 0777 "$W/dumps" "$W/out"
+P=$(free_port); U=http://127.0.0.1:$P; MP=$(free_port); MU=http://127.0.0.1:$MP
+printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
+printf 'sekrit-token-0123456789' > "$W/token"
+DOTNETMONITOR_GlobalCounter__IntervalSeconds=1 "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" \
+  --urls "$U" --metrics-urls "$MU" --dumps "$W/dumps" --auth-token-file "$W/token" 2> "$W/agent.log" & AG=$!
+PIDS+=($AG)
+AUTH=(-H "Authorization: Bearer sekrit-token-0123456789")
+# start_app NAME: the webapp on a free port, attached through the agent's socket; sets APID, AURL
+start_app() {
+  local ap
+  ap=$(free_port); AURL=http://127.0.0.1:$ap
+  DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend ASPNETCORE_URLS=$AURL dotnet "$B/apps/webapp/webapp.dll" \
+    > "$W/$1.out" 2>&1 &
+  APP=$!; PIDS+=($APP)
+  wait_for "$W/$1.out" READY 30 || return 1
+  APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/$1.out")
+  for _ in $(seq 1 100); do curl -s "${AUTH[@]}" "$U/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
+  return 1
+}
+if ! start_app app; then fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out") $(tail -3 "$W/agent.log")"; exit 0; fi
+# scrape FILE: /metrics into FILE (no token)
+scrape() { curl -s -o "$1" -w '%{http_code}' "$U/metrics"; }
+# value FILE SERIES: the value of the first sample whose name and labels start with SERIES
+value() { awk -v s="$2" 'index($0, s) == 1 && substr($0, length(s) + 1, 1) ~ /[ {]/ { print $(NF - 1); exit }' "$1"; }
+# the first readings come one interval after the session starts
+for _ in $(seq 1 100); do
+  scrape "$W/m0.txt" > /dev/null
+  grep -q '^systemruntime_working_set_bytes ' "$W/m0.txt" && grep -q '^systemruntime_dotnet_gc_collections' "$W/m0.txt" && break
+  sleep 0.1
+done
+
+# --- prom: the exposition format
+code=$(scrape "$W/m1.txt")
+WHY="code $code"; check prom/200-without-token test "$code" = 200
+code=$(curl -s -o /dev/null -w '%{http_code}' "$U/processes")
+WHY="code $code"; check prom/api-still-wants-the-token test "$code" = 401
+promtool check metrics < "$W/m1.txt" > "$W/lint.txt" 2>&1; rc=$?
+WHY="promtool exit $rc: $(head -3 "$W/lint.txt")"
+check prom/promtool-parses test "$rc" = 0 -o "$rc" = 3
+WHY="$(grep -v 'should not have "_count" suffix\|should not contain abbreviated units' "$W/lint.txt" | head -5)"
+check prom/promtool-only-naming-findings test -z "$WHY"
+WHY="$(grep -c '^# TYPE' "$W/m1.txt") families"
+check prom/families test "$(grep -c '^# TYPE' "$W/m1.txt")" -gt 20
+for n in systemruntime_cpu_usage_ratio systemruntime_working_set_bytes systemruntime_gc_heap_size_bytes \
+  systemruntime_gen_0_gc_count systemruntime_alloc_rate_bytes systemruntime_threadpool_thread_count \
+  microsoftaspnetcorehosting_total_requests microsoftaspnetcorehosting_current_requests; do
+  WHY="no $n in: $(grep -c . "$W/m1.txt") lines"
+  check "prom/name/$n" grep -Eq "^# TYPE $n gauge$" "$W/m1.txt"
+done
+WHY="$(grep dotnet_gc_collections "$W/m1.txt" | head -3)"
+check prom/meter-with-labels grep -q '^systemruntime_dotnet_gc_collections__collection_{gc_heap_generation="gen0"} [0-9.e+-]* [0-9]*$' "$W/m1.txt"
+WHY="$(grep -A1 'HELP systemruntime_cpu_usage_ratio' "$W/m1.txt")"
+check prom/help-and-timestamp grep -Eq '^systemruntime_cpu_usage_ratio [0-9.e+-]+ [0-9]{13}$' "$W/m1.txt"
+# MB counters are exported in bytes (x 1,000,000): the heap size is at least a megabyte, not a few units
+v=$(value "$W/m1.txt" systemruntime_gc_heap_size_bytes)
+WHY="gc heap size $v"; check prom/mb-in-bytes awk -v v="$v" 'BEGIN {exit !(v > 100000)}'
+curl -s "$MU/metrics" > "$W/mu.txt"
+WHY="$(grep -c '^# TYPE' "$W/mu.txt") families on the metrics listener, $(grep -c '^# TYPE' "$W/m1.txt") on the API"
+check prom/metrics-listener test "$(grep -c '^# TYPE' "$W/mu.txt")" = "$(grep -c '^# TYPE' "$W/m1.txt")"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$MU/processes")
+WHY="code $code"; check prom/metrics-listener-only-metrics test "$code" = 404
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$U/metrics")
+WHY="code $code"; check prom/post-405 test "$code" = 405
+
+# --- kernel: working set against /proc, CPU against /proc/PID/stat, GC counts after allocation
+rss=$(awk '/^VmRSS:/ {print $2 * 1024}' "/proc/$APID/status")
+ws=$(value "$W/m1.txt" systemruntime_working_set_bytes)
+wsm=$(value "$W/m1.txt" systemruntime_dotnet_process_memory_working_set_By)
+WHY="working set $ws, VmRSS $rss"
+check kernel/working-set awk -v a="$ws" -v b="$rss" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.1 * b)}'
+WHY="meter working set $wsm, VmRSS $rss"
+check kernel/working-set-meter awk -v a="$wsm" -v b="$rss" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= 0.1 * b)}'
+ticks() { awk '{print $14 + $15}' "/proc/$APID/stat"; }
+HZ=$(getconf CLK_TCK); NCPU=$(nproc)
+curl -s "$AURL/high-cpu?seconds=8" > /dev/null
+sleep 2
+t0=$(ticks); s0=$(date +%s.%N)
+sleep 3
+t1=$(ticks); s1=$(date +%s.%N)
+scrape "$W/cpu.txt" > /dev/null
+proc=$(awk -v a="$t0" -v b="$t1" -v s="$s0" -v e="$s1" -v hz="$HZ" -v n="$NCPU" 'BEGIN {printf "%.1f", (b - a) / hz / (e - s) / n * 100}')
+cpu=$(value "$W/cpu.txt" systemruntime_cpu_usage_ratio)
+WHY="cpu-usage $cpu %, /proc says $proc % of $NCPU CPUs over 3 s"
+check kernel/cpu-busy-loop awk -v a="$cpu" -v b="$proc" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(b > 30 && d <= 15)}'
+ut=$(value "$W/cpu.txt" 'systemruntime_dotnet_process_cpu_time_s{cpu_mode="user"}')
+st=$(value "$W/cpu.txt" 'systemruntime_dotnet_process_cpu_time_s{cpu_mode="system"}')
+persec=$(awk -v a="$t0" -v b="$t1" -v s="$s0" -v e="$s1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b - a) / hz / (e - s)}')
+WHY="dotnet.process.cpu.time per 1 s interval: user $ut + system $st; /proc: $persec CPU-seconds a second"
+check kernel/cpu-time-meter awk -v u="$ut" -v s="$st" -v p="$persec" 'BEGIN {d = u + s - p; if (d < 0) d = -d; exit !(p > 0.5 && d <= 0.3)}'
+sleep 3.5 # the busy loop ends
+g0=$(value "$W/m1.txt" systemruntime_gen_0_gc_count)
+read -r gc0 _ < <(curl -s "$AURL/gc")
+curl -s "$AURL/memory-leak?mb=200" > /dev/null
+read -r gc1 _ < <(curl -s "$AURL/gc")
+ok=1
+for _ in $(seq 1 40); do
+  scrape "$W/gc.txt" > /dev/null
+  g=$(value "$W/gc.txt" systemruntime_gen_0_gc_count); gm=$(value "$W/gc.txt" 'systemruntime_dotnet_gc_collections__collection_{gc_heap_generation="gen0"}')
+  awk -v a="$g" -v b="$gm" 'BEGIN {exit !(a > 0 && b > 0)}' && { ok=0; break; }
+  sleep 0.1
+done
+WHY="gen-0 collections during the allocation: $gc0 -> $gc1 (runtime); the counters after it: gen-0-gc-count $g, dotnet.gc.collections{gen0} $gm (before: $g0)"
+check kernel/gc-counts-rise test "$ok" = 0 -a "$gc1" -gt "$gc0"
+
+# --- live: /livemetrics
+live() { # live NAME URL [CURL ARGS]: into $W/NAME.seq, "CODE TOTAL" in $W/NAME.res
+  local name=$1 url=$2; shift 2
+  curl -s "${AUTH[@]}" -D "$W/$name.hdr" -o "$W/$name.seq" -w '%{http_code} %{time_total}' "$@" "$url" > "$W/$name.res"
+}
+# records NAME: the json-seq file as one JSON array (fails unless every record is RS + JSON + LF)
+records() {
+  python3 - "$W/$1.seq" <<'EOF'
+import json, sys
+data = open(sys.argv[1], 'rb').read()
+if not data.startswith(b'\x1e'):
+    sys.exit('does not start with RS')
+out = []
+for rec in data.split(b'\x1e')[1:]:
+    if not rec.endswith(b'\n'):
+        sys.exit('a record without its LF')
+    out.append(json.loads(rec))
+print(json.dumps(out))
+EOF
+}
+live default "$U/livemetrics?pid=$APID&durationSeconds=3"
+read -r code total < "$W/default.res"
+WHY="code $code in $total s"; check live/200 test "$code" = 200
+check live/content-type grep -qi '^Content-Type: application/json-seq' "$W/default.hdr"
+records default > "$W/default.json"; rc=$?
+WHY="$(head -c 300 "$W/default.seq" | tr '\036' '^')"; check live/json-seq test "$rc" = 0
+WHY="names: $(jq -r '[.[].name] | unique | join(",")' "$W/default.json" 2>/dev/null | head -c 400)"
+check live/eventcounter jq -e 'any(.[]; .provider == "System.Runtime" and .name == "cpu-usage" and .counterType == "Metric" and .unit == "%")' "$W/default.json"
+check live/eventcounter-rate jq -e 'any(.[]; .name == "gen-0-gc-count" and .counterType == "Rate")' "$W/default.json"
+check live/meter jq -e 'any(.[]; .provider == "System.Runtime" and .name == "dotnet.gc.collections" and (.tags | test("gc.heap.generation=gen0")))' "$W/default.json"
+check live/fields jq -e 'all(.[]; has("timestamp") and has("provider") and has("name") and has("displayName") and has("unit") and has("counterType") and has("value"))' "$W/default.json"
+WHY="took $total s for durationSeconds=3"; check live/duration awk -v t="$total" 'BEGIN {exit !(t >= 2.5 && t < 8)}'
+# a selection: two EventCounters and one meter instrument, nothing else
+cat > "$W/sel.json" <<'EOF'
+{"includeDefaultProviders": false,
+ "providers": [{"providerName": "System.Runtime", "counterNames": ["gen-0-gc-count", "working-set"]}],
+ "meters": [{"meterName": "System.Runtime", "instrumentNames": ["dotnet.gc.collections"]}]}
+EOF
+read -r gb _ < <(curl -s "$AURL/gc")
+( sleep 1.5; curl -s "$AURL/memory-leak?mb=150" > /dev/null; curl -s "$AURL/gc" > "$W/gc.after" ) &
+live sel "$U/livemetrics?pid=$APID&durationSeconds=5" -X POST -H 'Content-Type: application/json' --data-binary @"$W/sel.json"
+wait $!
+read -r ga _ < "$W/gc.after"
+records sel > "$W/sel.json.out"
+WHY="names: $(jq -r '[.[].name] | unique | join(",")' "$W/sel.json.out" 2>/dev/null)"
+check live/selection-only jq -e '([.[].name] | unique) == ["dotnet.gc.collections", "gen-0-gc-count", "working-set"]' "$W/sel.json.out"
+sum=$(jq '[.[] | select(.name == "gen-0-gc-count") | .value] | add // 0' "$W/sel.json.out")
+msum=$(jq '[.[] | select(.name == "dotnet.gc.collections" and (.tags | test("=gen0"))) | .value] | add // 0' "$W/sel.json.out")
+WHY="GC.CollectionCount(0) went $gb -> $ga ($((ga - gb))); gen-0-gc-count increments sum to $sum, dotnet.gc.collections{gen0} rates to $msum"
+check live/gc-counts-match-runtime awk -v d="$((ga - gb))" -v s="$sum" -v m="$msum" \
+  'BEGIN {a = s - d; b = m - d; if (a < 0) a = -a; if (b < 0) b = -b; exit !(d > 0 && a <= 1 && b <= 1)}'
+# to an egress provider: 202, then a json-seq file
+code=$(curl -s "${AUTH[@]}" -D "$W/eg.hdr" -o /dev/null -w '%{http_code}' "$U/livemetrics?pid=$APID&durationSeconds=2&egressProvider=out")
+loc=$(tr -d '\r' < "$W/eg.hdr" | sed -n 's/^Location: //p')
+st=
+for _ in $(seq 1 100); do
+  st=$(curl -s "${AUTH[@]}" "$U$loc" | jq -r .status); [ "$st" = Succeeded ] || [ "$st" = Failed ] && break; sleep 0.1
+done
+f=$(ls "$W/out"/*.metrics.json 2>/dev/null | head -1)
+WHY="code $code, $loc: $st, file '$f'"; check live/egress test "$code" = 202 -a "$st" = Succeeded -a -s "${f:-/nonexistent}"
+if [ -n "$f" ]; then cp "$f" "$W/egressed.seq"; fi
+records egressed > /dev/null; rc=$?
+WHY="$(head -c 200 "$W/egressed.seq" 2>/dev/null | tr '\036' '^')"; check live/egress-json-seq test "$rc" = 0
+# four at once: the fourth gets 429
+MANY=()
+for i in 1 2 3; do live "many$i" "$U/livemetrics?pid=$APID&durationSeconds=4" & MANY+=($!); done
+sleep 1.5
+code=$(curl -s "${AUTH[@]}" -o "$W/429.json" -w '%{http_code}' "$U/livemetrics?pid=$APID&durationSeconds=1")
+WHY="code $code $(cat "$W/429.json")"; check live/fourth-429 test "$code" = 429
+wait "${MANY[@]}"
+bad() { # bad NAME BODY WANT-IN-DETAIL
+  local code
+  code=$(curl -s "${AUTH[@]}" -o "$W/bad.json" -w '%{http_code}' -X POST -H 'Content-Type: application/json' --data-binary "$2" "$U/livemetrics?pid=$APID&durationSeconds=1")
+  WHY="code $code $(cat "$W/bad.json")"; check "live/bad/$1" test "$code" = 400 -a -n "$(grep -F -- "$3" "$W/bad.json")"
+}
+bad not-json '{"providers":' 'not JSON'
+bad providers-not-array '{"providers":{}}' "'providers' must be an array"
+bad no-name '{"providers":[{"counterNames":["x"]}]}' 'providers[0].providerName'
+bad bad-name '{"meters":[{"meterName":"a;b"}]}' 'meters[0].meterName'
+bad names-not-array '{"meters":[{"meterName":"M","instrumentNames":"x"}]}' 'meters[0].instrumentNames'
+bad nothing '{"includeDefaultProviders":false}' 'nothing to collect'
+bad include-not-bool '{"includeDefaultProviders":"yes"}' 'includeDefaultProviders'
+
+# --- two runtimes: a pid label on every sample; the first one's series go when it exits
+FIRST=$APID; FIRST_APP=$APP
+if start_app app2; then
+  for _ in $(seq 1 100); do
+    scrape "$W/two.txt" > /dev/null
+    grep -q "pid=\"$APID\"" "$W/two.txt" && grep -q "pid=\"$FIRST\"" "$W/two.txt" && break
+    sleep 0.1
+  done
+  WHY="$(grep -m2 working_set_bytes "$W/two.txt")"
+  check two/pid-labels grep -q "^systemruntime_working_set_bytes{pid=\"$APID\"} " "$W/two.txt"
+  WHY="$(grep -v '^#' "$W/two.txt" | grep -v 'pid="' | head -3)"
+  check two/every-sample-labelled test -z "$WHY"
+  promtool check metrics < "$W/two.txt" > "$W/lint2.txt" 2>&1; rc=$?
+  WHY="promtool exit $rc: $(grep -v 'should not' "$W/lint2.txt" | head -3)"
+  check two/promtool test "$rc" -le 3 -a "$rc" != 1 -a -z "$(grep -v 'should not have "_count" suffix\|should not contain abbreviated units' "$W/lint2.txt")"
+  kill -9 "$FIRST_APP"
+  for _ in $(seq 1 100); do
+    scrape "$W/gone.txt" > /dev/null
+    grep -q "pid=\"$FIRST\"" "$W/gone.txt" || break
+    sleep 0.1
+  done
+  WHY="$(grep -c "pid=\"$FIRST\"" "$W/gone.txt") samples of the exited runtime remain"
+  check two/exited-runtime-dropped test "$(grep -c "pid=\"$FIRST\"" "$W/gone.txt")" = 0
+else
+  fail two/start "the second webapp did not start: $(tail -3 "$W/app2.out")"
+fi
+
+# --- off: --no-metrics
+P2=$(free_port)
+"$D" launch --socket "$W/dumps/port2" --urls "http://127.0.0.1:$P2" --dumps "$W/dumps" --no-auth --no-metrics 2> "$W/agent2.log" & PIDS+=($!)
+for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$P2/healthz" > /dev/null && break; sleep 0.1; done
+code=$(curl -s -o "$W/off.json" -w '%{http_code}' "http://127.0.0.1:$P2/metrics")
+WHY="code $code $(cat "$W/off.json")"; check off/404 test "$code" = 404
+code=$(timeout 5 "$D" launch --socket "$W/dumps/port3" --no-auth --metrics-interval 0 > /dev/null 2>&1; echo $?)
+check off/bad-interval-refused test "$code" = 2

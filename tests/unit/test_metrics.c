@@ -1,0 +1,355 @@
+/*
+ * test_metrics.c - counters and logs from EventPipe events: payloads read by
+ * their field list (common/evpayload.h), dotnet-monitor's Prometheus names
+ * (launcher/metrics.h; the cases are dotnet-monitor's own unit-test table for
+ * PrometheusDataModel), the /livemetrics and /logs converters, and their
+ * request documents. The events come from a real .NET 10 trace
+ * (tests/fuzz/seeds-nettrace/meters.nettrace: System.Runtime and ASP.NET Core
+ * EventCounters, the Meter API's shared session, and logging with a scope,
+ * taken with /trace from the webapp).
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "evpayload.h"
+#include "launcher/logs.h"
+#include "launcher/metrics.h"
+#include "nettrace.h"
+#include "t.h"
+
+static char *slurp(const char *path, size_t *n)
+{
+	struct buf b;
+	char chunk[65536];
+	ssize_t k;
+	int fd = open(path, O_RDONLY);
+
+	buf_init(&b, 0);
+	if (fd < 0)
+		return NULL;
+	while ((k = read(fd, chunk, sizeof(chunk))) > 0)
+		buf_append(&b, chunk, (size_t)k);
+	close(fd);
+	*n = b.len;
+	return b.data;
+}
+
+/* Feed the fixture through callbacks; 0 when it read whole. */
+static int feed(const struct nettrace_callbacks *cb, void *ctx)
+{
+	size_t n = 0;
+	char *data = slurp("tests/fuzz/seeds-nettrace/meters.nettrace", &n);
+	struct nettrace *t;
+	struct err_msg em;
+	int rc;
+
+	if (data == NULL)
+		return -1;
+	t = nettrace_new(NULL, cb, ctx);
+	rc = nettrace_feed(t, data, n, &em);
+	if (rc == 0)
+		rc = nettrace_finish(t, &em);
+	nettrace_free(t);
+	free(data);
+	return rc;
+}
+
+static void names(void)
+{
+	static const struct {
+		const char *provider, *metric, *unit, *want;
+	} cases[] = {
+		{ "System.Runtime", "cpu-usage", "%", "systemruntime_cpu_usage_ratio" },
+		{ "System.Runtime", "working-set", "MB", "systemruntime_working_set_bytes" },
+		{ "System.Runtime", "gc-heap-size", "MB", "systemruntime_gc_heap_size_bytes" },
+		{ "System.Runtime", "gen-0-gc-count", "count", "systemruntime_gen_0_gc_count" },
+		{ "System.Runtime", "threadpool-thread-count", "", "systemruntime_threadpool_thread_count" },
+		{ "System.Runtime", "alloc-rate", "B", "systemruntime_alloc_rate_bytes" },
+		{ "System.Runtime", "gc-fragmentation", "%", "systemruntime_gc_fragmentation_ratio" },
+		{ "System.Runtime", "il-bytes-jitted", "B", "systemruntime_il_bytes_jitted_bytes" },
+		{ "System.Runtime", "time-in-jit", "ms", "systemruntime_time_in_jit_ms" },
+		{ "Microsoft.AspNetCore.Hosting", "requests-per-second", "count",
+		  "microsoftaspnetcorehosting_requests_per_second" },
+		{ "Microsoft.AspNetCore.Hosting", "total-requests", "", "microsoftaspnetcorehosting_total_requests" },
+		{ "Test-Provider", "Test-Metric", "b", "testprovider_Test_Metric_bytes" },
+		{ "!@#", "#@#", "b", "______bytes" },
+		{ "Asp-Net-Provider", "Requests!Received", "0$customs", "aspnetprovider_Requests_Received___customs" },
+		{ "a", "b", NULL, "a_b" },
+		{ "Unicode\xce\xac\xce\xae\xce\xb0Letter", "Unicode\xe0\xaf\xaf" "Digit", NULL, "unicodeletter_Unicode_Digit" },
+		/* the Meter API's instruments and UCUM units, by the same rule */
+		{ "System.Runtime", "dotnet.gc.collections", "{collection}", "systemruntime_dotnet_gc_collections__collection_" },
+		{ "System.Runtime", "dotnet.process.memory.working_set", "By", "systemruntime_dotnet_process_memory_working_set_By" },
+	};
+	struct buf b;
+
+	buf_init(&b, 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		buf_reset(&b);
+		metrics_prom_name(&b, cases[i].provider, cases[i].metric, cases[i].unit);
+		if (strcmp(b.data, cases[i].want) != 0)
+			T_FAIL("%s/%s/%s: %s, want %s", cases[i].provider, cases[i].metric, cases[i].unit ? cases[i].unit : "null",
+			       b.data, cases[i].want);
+	}
+	buf_free(&b);
+}
+
+static void values(void)
+{
+	static const struct {
+		const char *unit;
+		double v;
+		const char *want;
+	} cases[] = {
+		{ "", 225, "225" },	   { "MB", 9, "9000000" },
+		{ "mb", 112, "112000000" }, { "B", 178936, "178936" },
+		{ "%", 0.691783039570667, "0.691783039570667" }, { "%", 0, "0" },
+		{ "", 0.1, "0.1" },	   { "", -2.5, "-2.5" },
+		{ "", 1e300, "1e+300" },   { "", INFINITY, "+Inf" },
+		{ "", -INFINITY, "-Inf" }, { "", NAN, "NaN" },
+	};
+	char out[32];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		metrics_prom_value(out, sizeof(out), cases[i].unit, cases[i].v);
+		if (strcmp(out, cases[i].want) != 0)
+			T_FAIL("%s %g: %s, want %s", cases[i].unit, cases[i].v, out, cases[i].want);
+	}
+}
+
+static void labels(void)
+{
+	struct buf b;
+
+	buf_init(&b, 0);
+	metrics_prom_labels(&b, "http.route=/a,status=2\"0\\0", '=', -1);
+	T_STREQ(b.data, "http_route=\"/a\", status=\"2\\\"0\\\\0\"");
+	buf_reset(&b);
+	metrics_prom_labels(&b, "k:v,broken", ':', -1); /* one bad pair: none are used */
+	T_CHECK(b.len == 0);
+	buf_reset(&b);
+	metrics_prom_labels(&b, "", '=', 0.95);
+	T_STREQ(b.data, "quantile=\"0.95\"");
+	buf_reset(&b);
+	metrics_prom_labels(&b, "a=x\ny", '=', 0.5);
+	T_STREQ(b.data, "a=\"x\\ny\", quantile=\"0.5\"");
+	buf_free(&b);
+}
+
+/* ---- readings from the real trace ---- */
+
+struct seen {
+	struct evpayload pl;
+	int counters, rates, meters, summaries, logs, bad;
+	double cpu;
+	char hist_unit[16];
+	char logger[32];
+};
+
+static int on_event(void *ctx, const struct nettrace_event *e)
+{
+	struct seen *s = ctx;
+	struct msample r;
+	struct err_msg em;
+
+	if (e->meta->n_fields == 0)
+		return 0;
+	if (evpayload_decode(&s->pl, e, &em) != 0) {
+		s->bad++;
+		return 0;
+	}
+	if (strcmp(e->meta->name, "MessageJson") == 0) {
+		s->logs++;
+		snprintf(s->logger, sizeof(s->logger), "%s", evpayload_str(&s->pl, "LoggerName"));
+	}
+	if (!metrics_sample(e, &s->pl, &r))
+		return 0;
+	if (!r.meter) {
+		s->counters++;
+		s->rates += r.kind == MS_RATE;
+		if (strcmp(r.name, "cpu-usage") == 0 && strcmp(r.unit, "%") == 0 && r.kind == MS_GAUGE)
+			s->cpu = r.value;
+	} else {
+		s->meters++;
+	}
+	if (r.kind == MS_SUMMARY) {
+		s->summaries++;
+		snprintf(s->hist_unit, sizeof(s->hist_unit), "%s", r.unit);
+	}
+	return 0;
+}
+
+static void readings(void)
+{
+	struct seen s = { 0 };
+	struct nettrace_callbacks cb = { .event = on_event };
+
+	T_CHECK(feed(&cb, &s) == 0);
+	evpayload_free(&s.pl);
+	if (s.bad)
+		T_FAIL("%d payloads did not match their field lists", s.bad);
+	/* 120 EventCounters events (108 System.Runtime + 12 ASP.NET Core), Sum ones among them */
+	if (s.counters != 120 || s.rates == 0)
+		T_FAIL("EventCounters readings %d (rates %d), want 120", s.counters, s.rates);
+	T_CHECK(s.cpu >= 0 && s.cpu <= 100);
+	if (s.meters < 100 || s.summaries != 4)
+		T_FAIL("meter readings %d, histograms %d", s.meters, s.summaries);
+	T_STREQ(s.hist_unit, "s");
+	T_CHECK(s.logs == 6);
+	T_STREQ(s.logger, "Test.Logs");
+}
+
+static void bad_payloads(void)
+{
+	struct nettrace_field f[] = { { "Payload", NT_OBJECT, 0, 2 }, { "Name", NT_STRING, 0, 0 }, { "Mean", NT_DOUBLE, 0, 0 } };
+	struct nettrace_meta m = { .provider = "P", .name = "EventCounters", .fields = f, .n_fields = 3 };
+	uint8_t p[32] = { 'x', 0, 0, 0, 1, 2, 3 }; /* "x", then 3 bytes of an 8-byte double */
+	struct nettrace_event e = { .meta = &m, .payload = p, .payload_len = 7 };
+	struct evpayload pl = { 0 };
+	struct err_msg em;
+
+	T_CHECK(evpayload_decode(&pl, &e, &em) == DP_ESYNTAX);
+	T_CHECK(strstr(em.text, "ends inside a field") != NULL);
+	e.payload_len = 1; /* inside the string */
+	T_CHECK(evpayload_decode(&pl, &e, &em) == DP_ESYNTAX);
+	T_CHECK(strstr(em.text, "without its end") != NULL);
+	f[2].type = 99;
+	e.payload_len = 12;
+	T_CHECK(evpayload_decode(&pl, &e, &em) == DP_ESYNTAX);
+	T_CHECK(strstr(em.text, "unknown type") != NULL);
+	f[2].type = NT_DOUBLE;
+	f[0].n_fields = 7; /* more members than the list holds */
+	T_CHECK(evpayload_decode(&pl, &e, &em) == DP_ESYNTAX);
+	f[0].n_fields = 2;
+	T_CHECK(evpayload_decode(&pl, &e, &em) == 0);
+	T_CHECK(pl.n == 3 && pl.v[1].depth == 1);
+	T_STREQ(evpayload_str(&pl, "Name"), "x");
+	evpayload_free(&pl);
+}
+
+/* ---- the converters ---- */
+
+static void live(void)
+{
+	struct metrics_selection sel = { 0 };
+	struct buf out;
+	struct metrics_live *l;
+	struct err_msg em;
+	const char *doc = "{\"includeDefaultProviders\":false,\"providers\":[{\"providerName\":\"System.Runtime\","
+			  "\"counterNames\":[\"cpu-usage\"]}],\"meters\":[{\"meterName\":\"Microsoft.AspNetCore.Hosting\"}]}";
+	size_t records = 0, hist = 0;
+
+	T_CHECK(metrics_selection_json(doc, strlen(doc), &sel, &em) == 0);
+	buf_init(&out, 0);
+	l = metrics_live_new(&sel, &out);
+	T_CHECK(feed(&metrics_live_callbacks, l) == 0);
+	for (char *p = out.data; p && *p;) {
+		char *end = strchr(p, '\n');
+		json_t *o;
+
+		if (*p != 0x1e || end == NULL)
+			T_FAIL("not a json-seq record at %zu", (size_t)(p - out.data));
+		*end = '\0';
+		o = json_loads(p + 1, 0, NULL);
+		if (o == NULL)
+			T_FAIL("not JSON: %.80s", p + 1);
+		if (strcmp(json_string_value(json_object_get(o, "name")), "cpu-usage") != 0 &&
+		    strcmp(json_string_value(json_object_get(o, "provider")), "Microsoft.AspNetCore.Hosting") != 0)
+			T_FAIL("not selected: %.120s", p + 1);
+		hist += json_is_object(json_object_get(o, "value")) &&
+			json_object_get(json_object_get(o, "value"), "0.95") != NULL;
+		json_decref(o);
+		records++;
+		p = end + 1;
+	}
+	T_CHECK(records == metrics_live_records(l));
+	if (records < 5 || hist != 4)
+		T_FAIL("%zu records, %zu histograms", records, hist);
+	metrics_live_free(l);
+	buf_free(&out);
+}
+
+static void logs_formats(void)
+{
+	struct logs_filter f = { .level = -1, .use_app_filters = true };
+	struct buf out;
+	struct logs *l;
+
+	buf_init(&out, 0);
+	l = logs_new(&f, LOGS_NDJSON, &out);
+	T_CHECK(feed(&logs_callbacks, l) == 0);
+	T_CHECK(logs_entries(l) == 6);
+	T_CHECK(strstr(out.data, "\"LogLevel\":\"Warning\",\"EventId\":7,\"EventName\":\"TestEvent\",\"Category\":"
+				 "\"Test.Logs\",\"Message\":\"test message 0 hello\"") != NULL);
+	T_CHECK(strstr(out.data, "\"State\":{\"Message\":\"test message 0 hello\",\"Index\":\"0\",\"Text\":\"hello\"") !=
+		NULL);
+	T_CHECK(strstr(out.data, "\"Scopes\":[{\"RequestNumber\":\"42\"") != NULL);
+	logs_free(l);
+	buf_reset(&out);
+	l = logs_new(&f, LOGS_TEXT, &out);
+	T_CHECK(feed(&logs_callbacks, l) == 0);
+	T_CHECK(strstr(out.data, "Z warn: Test.Logs[7][TestEvent]\n      => RequestNumber:42") != NULL);
+	T_CHECK(strstr(out.data, "\n      test message 1 hello\n") != NULL);
+	logs_free(l);
+	buf_reset(&out);
+	f.level = 4; /* Error and above: the Warning entries are dropped */
+	l = logs_new(&f, LOGS_JSON_SEQ, &out);
+	T_CHECK(feed(&logs_callbacks, l) == 0);
+	T_CHECK(logs_entries(l) == 0 && out.len == 0);
+	logs_free(l);
+	buf_free(&out);
+}
+
+static void documents(void)
+{
+	struct logs_filter f;
+	struct trace_config c;
+	struct metrics_selection s;
+	struct err_msg em;
+	const char *ok = "{\"filterSpecs\":{\"Test.Logs\":\"Debug\",\"Microsoft\":null},\"logLevel\":\"Warning\","
+			 "\"useAppFilters\":false}";
+
+	T_CHECK(logs_filter_json(ok, strlen(ok), &f, &em) == 0);
+	T_CHECK(f.n == 2 && f.level == 3 && !f.use_app_filters);
+	T_CHECK(logs_trace_config(&f, &c, &em) == 0);
+	T_CHECK(c.n == 1 && c.p[0].keywords == 0x8 && c.p[0].level == 5); /* Debug for one category: Verbose */
+	T_STREQ(c.p[0].args, "FilterSpecs=\"Test.Logs:Debug;Microsoft\"");
+	trace_config_free(&c);
+	logs_filter_free(&f);
+	T_CHECK(logs_filter_json("{\"logLevel\":\"Loud\"}", 19, &f, &em) == DP_EINVAL && strstr(em.text, "logLevel"));
+	T_CHECK(logs_filter_json("{\"filterSpecs\":{\"a;b\":\"Debug\"}}", 31, &f, &em) == DP_EINVAL &&
+		strstr(em.text, "a;b"));
+	T_CHECK(logs_filter_json("[1]", 3, &f, &em) == DP_EINVAL);
+	T_CHECK(metrics_selection_json("{}", 2, &s, &em) == 0 && s.n == 5); /* the defaults */
+	T_CHECK(metrics_trace_config(&s, 5, "c1", &c, &em) == 0);
+	T_CHECK(c.n == 4); /* three EventCounter sources and the meters' provider */
+	T_STREQ(c.p[0].args, "EventCounterIntervalSec=5");
+	T_STREQ(c.p[3].name, "System.Diagnostics.Metrics");
+	T_STREQ(c.p[3].args, "SessionId=SHARED;ClientId=c1;Metrics=System.Runtime,Microsoft.AspNetCore.Hosting;"
+			     "RefreshInterval=5;MaxTimeSeries=1000;MaxHistograms=20");
+	trace_config_free(&c);
+	metrics_selection_free(&s);
+	ok = "{\"meters\":[{\"meterName\":\"M\",\"instrumentNames\":[\"a\",\"b\"]}],\"includeDefaultProviders\":false}";
+	T_CHECK(metrics_selection_json(ok, strlen(ok), &s, &em) == 0);
+	T_CHECK(metrics_trace_config(&s, 1, "c", &c, &em) == 0);
+	T_CHECK(strstr(c.p[0].args, "Metrics=M\\a,M\\b;") != NULL);
+	trace_config_free(&c);
+	metrics_selection_free(&s);
+}
+
+int main(void)
+{
+	t_file_name = "metrics";
+	T_RUN(names);
+	T_RUN(values);
+	T_RUN(labels);
+	T_RUN(readings);
+	T_RUN(bad_payloads);
+	T_RUN(live);
+	T_RUN(logs_formats);
+	T_RUN(documents);
+	return t_failed_cases ? 1 : 0;
+}
