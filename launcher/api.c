@@ -41,6 +41,7 @@
 #include "dump.h"
 #include "egress.h"
 #include "fsutil.h"
+#include "gcdump.h"
 #include "ipc.h"
 #include "logs.h"
 #include "mem.h"
@@ -70,6 +71,7 @@ struct api {
 	struct metrics *metrics;        /* borrowed; NULL = /metrics turned off */
 	unsigned metrics_interval_s;
 	bool stacking;   /* a /stacks capture runs, under mu */
+	bool heaping;    /* a /gcdump capture runs, under mu */
 	unsigned long seq;
 	uint64_t dumps_limit;
 	const struct egress_fs *egress; /* borrowed */
@@ -745,6 +747,7 @@ struct trace_job {
 	char *scratch;
 	void *cctx;
 	void (*cfree)(void *cctx);
+	void (*cflush)(void *cctx); /* after each piece of the stream, and at its end; may be NULL */
 };
 
 static void slot_free(struct api *a, unsigned *slot)
@@ -791,6 +794,8 @@ static long job_read(struct trace_job *j, char *out, size_t max)
 		if (j->conv_done)
 			return trace_error(j->s)[0] ? -1 : 0;
 		n = trace_read(j->s, j->scratch, TRACE_CHUNK);
+		if (j->cflush)
+			j->cflush(j->cctx);
 		if (n <= 0)
 			j->conv_done = true; /* what the last events became goes out first */
 	}
@@ -1008,6 +1013,11 @@ static void logs_conv_free(void *l)
 	logs_free(l);
 }
 
+static void logs_conv_flush(void *l)
+{
+	logs_flush(l);
+}
+
 /* The egress provider named by egressProvider (NULL when none); false with a 400 sent when there is no such one. */
 static bool egress_param(struct api *a, struct httpd_req *r, const struct egress_fs **prov)
 {
@@ -1118,6 +1128,7 @@ static void route_logs(struct api *a, struct httpd_req *r)
 		goto out;
 	j = job_new(a, r, &p, prov, &a->logging, exts[fmt], id);
 	job_convert(j, NULL, logs_conv_free);
+	j->cflush = logs_conv_flush;
 	j->cctx = logs_new(&f, fmt, &j->conv);
 	job_run(a, r, j, &p, &cfg, ms, &logs_callbacks, j->cctx, id, ctypes[fmt]);
 out:
@@ -1175,6 +1186,174 @@ static void route_trace(struct api *a, struct httpd_req *r)
 	job_run(a, r, j, &p, &cfg, ms, NULL, NULL, id, "application/octet-stream");
 out:
 	trace_config_free(&cfg);
+	ipc_process_info_free(&p.info);
+}
+
+/* ---- GC heap snapshots ---- */
+
+enum { GCD_TEXT, GCD_JSON, GCD_NETTRACE };
+
+struct gcdump_job {
+	struct api *a;
+	struct op *op;
+	const struct egress_fs *prov;
+	struct port_runtime p;
+	int kind;
+	size_t top;
+};
+
+static void gcdump_slot_free(struct api *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->heaping = false;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* Capture and render: 0 with the artifact in out (its file name ending in *ext), else the error in em. */
+static int gcdump_render(struct api *a, const struct port_runtime *p, int kind, size_t top, struct buf *out,
+			 const char **ext, struct err_msg *em)
+{
+	struct gcdump *g = NULL;
+	int rc = gcdump_capture(a->port, p->cookie, p->pid, kind == GCD_NETTRACE ? out : NULL, &g, em);
+
+	if (rc != 0)
+		return rc;
+	if (kind == GCD_TEXT) {
+		gcdump_text(g, top, out);
+		*ext = "gcdump.txt";
+	} else if (kind == GCD_JSON) {
+		char *t = json_dumps(gcdump_json(g, top), JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		buf_puts(out, t ? t : "");
+		free(t);
+		*ext = "gcdump.json";
+	} else {
+		*ext = "gcdump.nettrace";
+	}
+	gcdump_free(g);
+	return 0;
+}
+
+static void *gcdump_egress_main(void *arg)
+{
+	struct gcdump_job *j = arg;
+	struct err_msg em = { "" };
+	struct buf out;
+	const char *ext = "";
+	char name[80], *tmp = NULL, *final = NULL;
+	int fd = -1, rc;
+
+	buf_init(&out, 0);
+	rc = gcdump_render(j->a, &j->p, j->kind, j->top, &out, &ext, &em);
+	if (rc == 0)
+		rc = egress_fs_open(j->prov, "gcdump", &fd, &tmp, &em);
+	if (rc == 0 && fs_write_all(fd, out.data ? out.data : "", out.len) != 0) {
+		rc = err_set(&em, DP_EIO, "writing the snapshot to %s: %s", tmp, strerror(errno));
+		egress_fs_discard(fd, tmp);
+	} else if (rc == 0) {
+		trace_filename(name, sizeof(name), j->p.pid, ext);
+		rc = egress_fs_publish(j->prov, fd, tmp, name, &final, &em);
+	}
+	op_finish(j->a->ops, j->op, rc, final, rc ? em.text : NULL);
+	gcdump_slot_free(j->a);
+	buf_free(&out);
+	free(tmp);
+	free(final);
+	ipc_process_info_free(&j->p.info);
+	free(j);
+	return NULL;
+}
+
+/* GET /gcdump?pid=&format=stats|nettrace[&top=N][&egressProvider=]: a GC heap snapshot (gcdump.h). */
+static void route_gcdump(struct api *a, struct httpd_req *r)
+{
+	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json", "application/octet-stream" };
+	const char *f = httpd_query(r, "format"), *accept = httpd_header(r, "Accept"), *top_s = httpd_query(r, "top");
+	const struct egress_fs *prov;
+	struct port_runtime p;
+	struct err_msg em;
+	struct buf out;
+	const char *ext = "";
+	char fname[80], *disp, id[37], g[37];
+	size_t top = 0;
+	int kind, rc;
+
+	if (f == NULL || strcasecmp(f, "gcdump") == 0) {
+		httpd_problem(r, 501, "Not Implemented", "this agent does not write the .gcdump file format yet: "
+			      "format=stats gives the per-type table of the live heap, format=nettrace the heap "
+			      "snapshot's events (`dotnet-gcdump convert FILE` turns them into a .gcdump)");
+		return;
+	}
+	if (strcasecmp(f, "stats") == 0)
+		kind = accept && strstr(accept, "application/json") ? GCD_JSON : GCD_TEXT;
+	else if (strcasecmp(f, "nettrace") == 0)
+		kind = GCD_NETTRACE;
+	else {
+		httpd_problem(r, 400, "Bad Request", "format '%.32s' is not stats or nettrace", f);
+		return;
+	}
+	if (top_s) {
+		char *end;
+		unsigned long v = strtoul(top_s, &end, 10);
+
+		if (*top_s < '0' || *top_s > '9' || *end || v > 1000000) {
+			httpd_problem(r, 400, "Bad Request", "top '%.32s' is not a count of types (0 = all)", top_s);
+			return;
+		}
+		top = v;
+	}
+	if (!egress_param(a, r, &prov) || !choose(a, r, &p))
+		return;
+	pthread_mutex_lock(&a->mu);
+	rc = a->heaping ? DP_ETOOBIG : 0;
+	a->heaping = true;
+	pthread_mutex_unlock(&a->mu);
+	if (rc != 0) {
+		httpd_problem(r, 429, "Too Many Requests", "a GC heap snapshot is already being taken; try again when it is done");
+		ipc_process_info_free(&p.info);
+		return;
+	}
+	if (prov) {
+		struct gcdump_job *j = mem_zalloc(sizeof(*j));
+		pthread_attr_t attr;
+		pthread_t t;
+		const char *name = rt_name(&p);
+		char *short_name = mem_strndup(name, strcspn(name, " ")), *loc;
+
+		ipc_cookie_guid(p.cookie, g);
+		j->a = a;
+		j->prov = prov;
+		j->p = p; /* owns p.info now */
+		j->kind = kind;
+		j->top = top;
+		j->op = ops_add(a->ops, prov->name, p.pid, g, short_name, httpd_query(r, "tags"), false, id);
+		free(short_name);
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, gcdump_egress_main, j) != 0)
+			DP_FATAL("cannot start a thread for operation %s", id);
+		pthread_attr_destroy(&attr);
+		loc = mem_printf("/operations/%s", id);
+		httpd_set_header(r, "Location", loc);
+		free(loc);
+		httpd_send(r, 202, NULL, "", 0);
+		return;
+	}
+	buf_init(&out, 0);
+	rc = gcdump_render(a, &p, kind, top, &out, &ext, &em);
+	gcdump_slot_free(a);
+	if (rc != 0) {
+		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
+			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
+			      "pid %llu: %s", (unsigned long long)p.pid, em.text);
+	} else {
+		trace_filename(fname, sizeof(fname), p.pid, ext);
+		disp = mem_printf("%s; filename=\"%s\"", kind == GCD_NETTRACE ? "attachment" : "inline", fname);
+		httpd_set_header(r, "Content-Disposition", disp);
+		free(disp);
+		httpd_send(r, 200, ctypes[kind], out.data ? out.data : "", out.len);
+	}
+	buf_free(&out);
 	ipc_process_info_free(&p.info);
 }
 
@@ -1263,6 +1442,8 @@ void api_handle(void *ctx, struct httpd_req *r)
 		route_dump(a, r);
 	else if (strcmp(path, "/stacks") == 0)
 		route_stacks(a, r);
+	else if (strcmp(path, "/gcdump") == 0)
+		route_gcdump(a, r);
 	else
 		httpd_problem(r, 404, "Not Found", "no route %s", path);
 }

@@ -178,10 +178,21 @@ struct thread_scopes {
 	uint64_t used;   /* for forgetting the oldest */
 };
 
+/* An entry written but not yet sent: entries of one read are sent in timestamp order. */
+struct pending {
+	int64_t ts;
+	uint64_t seq;
+	size_t off, len; /* in struct logs.hold */
+};
+
 struct logs {
 	struct logs_filter f; /* level and use_app_filters only */
 	enum logs_format fmt;
-	struct buf *out;
+	struct buf *out;  /* where logs_flush sends them */
+	struct buf hold;  /* entries since the last flush, in arrival order */
+	struct pending *pend;
+	size_t npend, cap_pend;
+	uint64_t seq;
 	struct nettrace_trace header;
 	bool have_header;
 	struct evpayload pl;
@@ -198,7 +209,36 @@ struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct 
 	l->f.use_app_filters = f->use_app_filters;
 	l->fmt = fmt;
 	l->out = out;
+	buf_init(&l->hold, 0);
 	return l;
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void logs_flush(struct logs *l)
+{
+	qsort(l->pend, l->npend, sizeof(*l->pend), by_time);
+	for (size_t i = 0; i < l->npend; i++)
+		buf_append(l->out, l->hold.data + l->pend[i].off, l->pend[i].len);
+	l->npend = 0;
+	buf_reset(&l->hold);
+}
+
+/* The entry just written to l->hold from `start` on, at time ts. */
+static void held(struct logs *l, size_t start, int64_t ts)
+{
+	if (l->npend == l->cap_pend) {
+		l->cap_pend = l->cap_pend ? l->cap_pend * 2 : 64;
+		l->pend = mem_realloc(l->pend, l->cap_pend * sizeof(*l->pend));
+	}
+	l->pend[l->npend++] = (struct pending){ ts, l->seq++, start, l->hold.len - start };
 }
 
 void logs_free(struct logs *l)
@@ -209,6 +249,8 @@ void logs_free(struct logs *l)
 		for (size_t k = 0; k < l->t[i].n; k++)
 			free(l->t[i].s[k].json);
 	evpayload_free(&l->pl);
+	buf_free(&l->hold);
+	free(l->pend);
 	free(l);
 }
 
@@ -283,9 +325,9 @@ static void put_record(struct logs *l, json_t *o)
 	if (text == NULL)
 		return;
 	if (l->fmt == LOGS_JSON_SEQ)
-		buf_putc(l->out, 0x1e);
-	buf_puts(l->out, text);
-	buf_putc(l->out, '\n');
+		buf_putc(&l->hold, 0x1e);
+	buf_puts(&l->hold, text);
+	buf_putc(&l->hold, '\n');
 	free(text);
 }
 
@@ -313,43 +355,45 @@ static void message(struct logs *l, const struct nettrace_event *e)
 	struct thread_scopes *t = scopes_of(l, e->thread_id, false);
 	json_t *exo = args_object(exc), *state = args_object(evpayload_str(p, "ArgumentsJson"));
 	char ts[40];
+	size_t start;
 
 	if (level < 0 || level > 5 || (l->f.level > 0 && level < l->f.level))
 		goto out;
 	stamp(l, e->timestamp, ts);
+	start = l->hold.len;
 	if (l->fmt == LOGS_TEXT) {
-		buf_printf(l->out, "%s %s: %s[%d]", ts, level_short[level], cat, eid);
+		buf_printf(&l->hold, "%s %s: %s[%d]", ts, level_short[level], cat, eid);
 		if (*ename)
-			buf_printf(l->out, "[%s]", ename);
-		buf_putc(l->out, '\n');
+			buf_printf(&l->hold, "[%s]", ename);
+		buf_putc(&l->hold, '\n');
 		if (t && t->n) {
-			buf_puts(l->out, "      ");
+			buf_puts(&l->hold, "      ");
 			for (size_t i = 0; i < t->n; i++) {
 				json_t *so = args_object(t->s[i].json);
 				const char *k;
 				json_t *v;
 				bool first = true;
 
-				buf_puts(l->out, i ? " => " : "=> ");
+				buf_puts(&l->hold, i ? " => " : "=> ");
 				json_object_foreach(so, k, v) {
-					buf_printf(l->out, "%s%s:%s", first ? "" : ", ", k,
+					buf_printf(&l->hold, "%s%s:%s", first ? "" : ", ", k,
 						   json_is_string(v) ? json_string_value(v) : "");
 					first = false;
 				}
 				json_decref(so);
 			}
-			buf_putc(l->out, '\n');
+			buf_putc(&l->hold, '\n');
 		}
-		indented(l->out, msg);
+		indented(&l->hold, msg);
 		if (exo && json_object_size(exo)) {
 			json_t *m = member(exo, "Message"), *ty = member(exo, "Type"), *st = member(exo, "VerboseMessage");
 			const char *text = json_is_string(st) ? json_string_value(st) : NULL;
 
 			if (text == NULL && json_is_string(ty))
-				buf_printf(l->out, "      %s: %s\n", json_string_value(ty),
+				buf_printf(&l->hold, "      %s: %s\n", json_string_value(ty),
 					   json_is_string(m) ? json_string_value(m) : "");
 			else if (text)
-				indented(l->out, text);
+				indented(&l->hold, text);
 		}
 	} else {
 		json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "Timestamp", ts, "LogLevel", level_names[level],
@@ -389,6 +433,7 @@ static void message(struct logs *l, const struct nettrace_event *e)
 		put_record(l, o);
 		json_decref(o);
 	}
+	held(l, start, e->timestamp);
 	l->entries++;
 out:
 	json_decref(exo);

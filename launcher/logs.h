@@ -40,9 +40,16 @@ void logs_filter_free(struct logs_filter *f);
 int logs_trace_config(const struct logs_filter *f, struct trace_config *out, struct err_msg *em);
 
 struct logs;
-/* A converter of the session's events into entries appended to out. */
+/* A converter of the session's events into entries for out (see logs_flush). */
 struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct buf *out);
 extern const struct nettrace_callbacks logs_callbacks; /* ctx: the struct logs */
+/*
+ * Send the entries read since the last flush to out, in timestamp order
+ * (the runtime writes each thread's events in its own buffer, so one read
+ * can hold several threads' entries out of order). Call it after each piece
+ * of the stream is fed, and at the end.
+ */
+void logs_flush(struct logs *l);
 uint64_t logs_entries(const struct logs *l);
 void logs_free(struct logs *l); /* accepts NULL */
 

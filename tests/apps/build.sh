@@ -5,6 +5,8 @@
 #   OUTDIR/webapp/webapp.dll     run as: ASPNETCORE_URLS=http://127.0.0.1:PORT dotnet OUTDIR/webapp/webapp.dll
 #   OUTDIR/console/console.dll   run as: dotnet OUTDIR/console/console.dll [sleep N | exit N | signal | tick N [GAP_MS]]
 #   OUTDIR/tracecount/tracecount.dll FILE.nettrace   (only with TRACEEVENT_DIR: TraceEvent counting events)
+#   OUTDIR/heapstat/heapstat.dll CORE                (only with HEAPSTAT=1: ClrMD's per-type heap table;
+#                                                     its package comes from NuGet, tests/apps/heapstat/NuGet.config)
 #
 # The apps reference no packages, so restore needs only the targeting packs
 # that ship with the SDK; tests/apps/NuGet.config clears every package source
@@ -56,4 +58,8 @@ build console
 # directory that holds Microsoft.Diagnostics.Tracing.TraceEvent.dll (the dotnet-trace tool's own copy)
 if [ -n "${TRACEEVENT_DIR:-}" ]; then
 	build tracecount "-p:TraceEventDir=$TRACEEVENT_DIR"
+fi
+# heapstat (an independent GC heap reader for the tests: ClrMD) restores its package from NuGet
+if [ "${HEAPSTAT:-0}" = 1 ]; then
+	build heapstat
 fi

@@ -6,13 +6,20 @@
  * on the result, the error and every count (the piece size comes from the
  * input's length, so a real trace as a seed is read as it is). The callbacks touch every
  * stack address and field so that ASan sees any bad pointer handed out.
+ * Each event's payload is also read by its field list (evpayload.h) and
+ * given to what reads counters and logs (metrics.h, logs.h: the /metrics
+ * reading, the /livemetrics and /logs converters), whose output is dropped.
  * Seeds: small real .NET 10 traces (tests/fuzz/seeds-nettrace/).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/buf.h"
+#include "common/evpayload.h"
 #include "common/nettrace.h"
+#include "launcher/logs.h"
+#include "launcher/metrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,20 +34,50 @@ static int on_meta(void *ctx, const struct nettrace_meta *m)
 	return 0;
 }
 
+struct readers {
+	struct evpayload pl;
+	struct logs *logs;
+	struct metrics_live *live;
+	struct buf out;
+};
+
 static int on_event(void *ctx, const struct nettrace_event *e)
 {
-	(void)ctx;
+	struct readers *r = ctx;
+	struct msample ms;
+	struct err_msg em;
+
 	for (size_t i = 0; i < e->stack_n; i++)
 		sink += e->stack[i];
 	for (size_t i = 0; i < e->payload_len; i++)
 		sink += e->payload[i];
 	sink += e->meta->id;
+	if (r == NULL)
+		return 0;
+	if (evpayload_decode(&r->pl, e, &em) == 0 && metrics_sample(e, &r->pl, &ms))
+		sink += strlen(ms.provider) + strlen(ms.name) + strlen(ms.unit) + strlen(ms.tags);
+	logs_callbacks.event(r->logs, e);
+	metrics_live_callbacks.event(r->live, e);
+	if (r->out.len > (1 << 20))
+		buf_reset(&r->out);
 	return 0;
 }
 
-static const struct nettrace_callbacks cbs = { NULL, on_meta, on_event, NULL };
+static int on_trace(void *ctx, const struct nettrace_trace *t)
+{
+	struct readers *r = ctx;
 
-static int read_in(const uint8_t *p, size_t n, size_t piece, struct nettrace_stats *st, struct err_msg *em)
+	if (r) {
+		logs_callbacks.trace(r->logs, t);
+		metrics_live_callbacks.trace(r->live, t);
+	}
+	return 0;
+}
+
+static const struct nettrace_callbacks cbs = { on_trace, on_meta, on_event, NULL };
+
+static int read_in(const uint8_t *p, size_t n, size_t piece, struct nettrace_stats *st, struct err_msg *em,
+		   struct readers *r)
 {
 	struct nettrace_limits lim = nettrace_default_limits;
 	struct nettrace *t;
@@ -50,7 +87,7 @@ static int read_in(const uint8_t *p, size_t n, size_t piece, struct nettrace_sta
 	lim.max_metadata_bytes = 1 << 18;
 	lim.max_stack_bytes = 1 << 18;
 	lim.max_threads = 1024;
-	t = nettrace_new(&lim, &cbs, NULL);
+	t = nettrace_new(&lim, &cbs, r);
 	for (size_t at = 0; rc == 0 && at < n; at += piece)
 		rc = nettrace_feed(t, p + at, n - at < piece ? n - at : piece, em);
 	if (rc == 0)
@@ -70,8 +107,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	piece = size % 17 + 1;
-	ra = read_in(data, size, size, &a, &ea);
-	rb = read_in(data, size, piece, &b, &eb);
+	{
+		struct readers r = { 0 };
+		struct logs_filter f = { .level = -1, .use_app_filters = true };
+		struct metrics_selection sel = { 0 };
+
+		buf_init(&r.out, 0);
+		metrics_selection_defaults(&sel);
+		r.logs = logs_new(&f, (enum logs_format)(size % 3), &r.out);
+		r.live = metrics_live_new(&sel, &r.out);
+		ra = read_in(data, size, size, &a, &ea, &r);
+		logs_flush(r.logs);
+		logs_free(r.logs);
+		metrics_live_free(r.live);
+		evpayload_free(&r.pl);
+		buf_free(&r.out);
+	}
+	rb = read_in(data, size, piece, &b, &eb, NULL);
 	if (ra != rb || strcmp(ea.text, eb.text) != 0 || a.events != b.events || a.metadata != b.metadata ||
 	    a.stacks != b.stacks || a.dropped != b.dropped || a.blocks != b.blocks)
 		abort();

@@ -61,13 +61,13 @@ Egress:
       DirectoryPath: $W/out
       IntermediateDirectoryPath: $W/out/.partial
 EOF
-DOTNETMONITOR_Urls=$U DOTNETMONITOR_Metrics__Enabled=true "$D" launch --config "$W/settings.yaml" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+DOTNETMONITOR_Urls=$U DOTNETMONITOR_Metrics__MetricCount=3 "$D" launch --config "$W/settings.yaml" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
 DOTNET_DiagnosticPorts=$W/dumps/port,connect,suspend dotnet "$APP" sleep 120 > "$W/app.out" 2>&1 & PIDS+=($!)
 check config-socket-used wait_for "$W/app.out" READY 15
 APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
 wait_for "$W/agent.log" '"event":"attached"' 10
 WHY="got $(code "$U/processes")"; check env-urls-over-file test "$(code "$U/processes")" = 200
-WHY="$(cat "$W/agent.log")"; check unknown-monitor-setting-warned grep -q '"setting-ignored","variable":"DOTNETMONITOR_Metrics__Enabled"' "$W/agent.log"
+WHY="$(cat "$W/agent.log")"; check unknown-monitor-setting-warned grep -q '"setting-ignored","variable":"DOTNETMONITOR_Metrics__MetricCount"' "$W/agent.log"
 
 # --- egress: 202 + Location, the operation runs, the artifact appears complete under its final name only
 c=$(curl -s -D "$W/hdr" -o "$W/body" -w '%{http_code}' "$U/dump?type=WithHeap&egressProvider=artifacts&tags=incident-7,api")

@@ -35,8 +35,10 @@ Egress:
     out:
       DirectoryPath: $W/out
 EOF
+# --no-metrics: a counters session makes the app's thread pool start and retire threads, and the thread
+# counts of the dumps below are compared with /proc; /metrics from this runtime is checked at the end
 "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --dumps "$W/dumps" --connect-dir "$W/tmp" \
-  --urls "$U" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+  --urls "$U" --no-metrics 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
 check attached wait_for "$W/agent.log" "\"event\":\"attached\",\"pid\":$APID," 10
 
 # identity without ProcessInfo: the pid and start key of the socket's name
@@ -70,6 +72,15 @@ curl -s "$U$LOC" > "$W/op.json"
 WHY="$(cat "$W/op.json")"; check egress-succeeded jq -e '.status == "Succeeded"' "$W/op.json"
 ART=$(jq -r .resourceLocation "$W/op.json")
 WHY="$(file -b "$ART" 2>&1 | head -c 80)"; check egress-artifact-is-core bash -c "file -b '$ART' | grep -q 'ELF 64-bit LSB core'"
+
+# /metrics from .NET Core 3.1 (EventCounters; it has no Meter API): a second agent with metrics on
+P2=$(free_port)
+"$D" launch --socket "$W/dumps/port2" --dumps "$W/dumps" --connect-dir "$W/tmp" --urls "http://127.0.0.1:$P2" \
+  --no-auth --metrics-interval 1 2> "$W/agent2.log" & PIDS+=($!)
+for _ in $(seq 1 100); do curl -s "http://127.0.0.1:$P2/metrics" | grep -q '^systemruntime_cpu_usage_ratio ' && break; sleep 0.1; done
+curl -s "http://127.0.0.1:$P2/metrics" > "$W/metrics.txt"
+WHY="$(head -3 "$W/metrics.txt") $(tail -2 "$W/agent2.log")"
+check metrics-from-3.1 grep -q '^systemruntime_working_set_bytes [0-9]' "$W/metrics.txt"
 
 # the app exits: the agent drops it
 kill "$APID"

@@ -133,7 +133,7 @@ static void environment(void)
 	char *env[] = { "DIAGPORT_URLS=http://127.0.0.1:9", "DOTNETMONITOR_Urls=http://+:52323",
 			"DOTNETMONITOR_DiagnosticPort__EndpointName=/diag/port",
 			"DOTNETMONITOR_Egress__FileSystem__out__DirectoryPath=/out",
-			"DOTNETMONITOR_Metrics__Enabled=true", "DIAGPORT_DUMPS_LIMIT=64Mi", "DIAGPORT_AUTH_TOKEN=secret",
+			"DOTNETMONITOR_Metrics__MetricCount=3", "DIAGPORT_DUMPS_LIMIT=64Mi", "DIAGPORT_AUTH_TOKEN=secret",
 			"DIAGPORT_CONFIG=/x", "DIAGPORT_NO_AUTH=", "PATH=/bin", NULL };
 
 	warned = 0;
@@ -143,7 +143,7 @@ static void environment(void)
 	T_CHECK(c.dumps_limit == 64ULL << 20);
 	T_CHECK(!c.no_auth); /* empty = unset */
 	T_CHECK(c.n_egress == 1 && strcmp(c.egress[0].dir, "/out") == 0);
-	T_CHECK(warned == 1); /* Metrics__Enabled: not ours, warned and skipped */
+	T_CHECK(warned == 1); /* Metrics__MetricCount: not ours, warned and skipped */
 	config_free(&c);
 
 	{

@@ -281,6 +281,8 @@ static void logs_formats(void)
 	buf_init(&out, 0);
 	l = logs_new(&f, LOGS_NDJSON, &out);
 	T_CHECK(feed(&logs_callbacks, l) == 0);
+	T_CHECK(out.len == 0); /* held until flushed */
+	logs_flush(l);
 	T_CHECK(logs_entries(l) == 6);
 	T_CHECK(strstr(out.data, "\"LogLevel\":\"Warning\",\"EventId\":7,\"EventName\":\"TestEvent\",\"Category\":"
 				 "\"Test.Logs\",\"Message\":\"test message 0 hello\"") != NULL);
@@ -291,6 +293,7 @@ static void logs_formats(void)
 	buf_reset(&out);
 	l = logs_new(&f, LOGS_TEXT, &out);
 	T_CHECK(feed(&logs_callbacks, l) == 0);
+	logs_flush(l);
 	T_CHECK(strstr(out.data, "Z warn: Test.Logs[7][TestEvent]\n      => RequestNumber:42") != NULL);
 	T_CHECK(strstr(out.data, "\n      test message 1 hello\n") != NULL);
 	logs_free(l);
@@ -298,6 +301,7 @@ static void logs_formats(void)
 	f.level = 4; /* Error and above: the Warning entries are dropped */
 	l = logs_new(&f, LOGS_JSON_SEQ, &out);
 	T_CHECK(feed(&logs_callbacks, l) == 0);
+	logs_flush(l);
 	T_CHECK(logs_entries(l) == 0 && out.len == 0);
 	logs_free(l);
 	buf_free(&out);

@@ -1,0 +1,412 @@
+/*
+ * gcdump.c - GC heap snapshots (gcdump.h).
+ *
+ * The heap events are the runtime's own (no field list); their layouts are
+ * the runtime's manifest (reference §8.2), read with nettrace_reader:
+ *   GCStart (1)      u32 Count, u32 Depth, u32 Reason, u32 Type, ...
+ *   GCEnd (2)        u32 Count, u32 Depth, ...
+ *   BulkType (15)    u32 Count, u16 ClrInstanceID, Count x {u64 TypeID, u64 ModuleID, u32 TypeNameID,
+ *                    u32 Flags, u8 CorElementType, string Name, u32 TypeParameterCount, u64 params[]}
+ *   GCBulkNode (18)  u32 Index, u32 Count, u16 ClrInstanceID, Count x {ptr Address, u64 Size, u64 TypeID,
+ *                    u64 EdgeCount}
+ *   GCBulkEdge (19)  u32 Index, u32 Count, u16 ClrInstanceID, Count x {ptr Value, u32 ReferencingFieldID}
+ *   GCBulkRootEdge (16) u32 Index, u32 Count, ...
+ * Nodes are counted only between the induced gen-2 GC's start and its end
+ * (Depth 2, Reason 1 Induced, Type 0 blocking), as dotnet-gcdump does; the
+ * edges must add up to the nodes' EdgeCount, or the snapshot is refused.
+ */
+#include "gcdump.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "mem.h"
+#include "nettrace.h"
+#include "trace.h"
+
+#define RUNTIME_PROVIDER "Microsoft-Windows-DotNETRuntime"
+/* GC | Type | GCHeapDump | GCHeapCollect | GCHeapAndTypeNames: dotnet-gcdump's GCHeapSnapshot keywords */
+#define HEAP_KEYWORDS 0x1980001ull
+#define FLUSH_MS 100 /* the throw-away session that empties the runtime's table of types already described */
+#define MAX_RAW (256u << 20)
+
+#define EV_GC_START 1
+#define EV_GC_END 2
+#define EV_BULK_TYPE 15
+#define EV_BULK_ROOT_EDGE 16
+#define EV_BULK_NODE 18
+#define EV_BULK_EDGE 19
+
+/* An open-addressing table from a 64-bit id to a slot index. */
+struct idmap {
+	uint64_t *key;
+	uint32_t *val; /* slot + 1; 0 = empty */
+	size_t cap, n;
+};
+
+static uint32_t *idmap_at(struct idmap *m, uint64_t k, bool add)
+{
+	size_t i;
+
+	if (add && (m->n + 1) * 2 > m->cap) {
+		struct idmap bigger = { .cap = m->cap ? m->cap * 2 : 1024 };
+
+		bigger.key = mem_array(bigger.cap, sizeof(*bigger.key));
+		bigger.val = mem_array(bigger.cap, sizeof(*bigger.val));
+		memset(bigger.val, 0, bigger.cap * sizeof(*bigger.val));
+		for (size_t j = 0; j < m->cap; j++)
+			if (m->val[j])
+				*idmap_at(&bigger, m->key[j], true) = m->val[j];
+		free(m->key);
+		free(m->val);
+		*m = bigger;
+	}
+	if (m->cap == 0)
+		return NULL;
+	i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
+	while (m->val[i] && m->key[i] != k)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->val[i]) {
+		if (!add)
+			return NULL;
+		m->key[i] = k;
+		m->n++;
+	}
+	return &m->val[i];
+}
+
+static void idmap_free(struct idmap *m)
+{
+	free(m->key);
+	free(m->val);
+	memset(m, 0, sizeof(*m));
+}
+
+struct cap {
+	struct gcdump *g;
+	uint32_t pointer_size;
+	struct idmap names; /* TypeID -> index into name[] + 1 */
+	char **name;
+	size_t n_names;
+	struct idmap agg; /* TypeID -> index into stat[] + 1 */
+	struct {
+		uint64_t type_id;
+		uint64_t count, bytes;
+	} *stat;
+	size_t n_stat, cap_stat;
+	uint64_t other_count, other_bytes;
+	bool in_gc, done;
+	uint32_t gc;
+	uint64_t edges_due;
+	atomic_bool stop;
+	const char *bad;
+	struct buf *raw;
+};
+
+static void type_names(struct cap *c, struct nettrace_reader *r)
+{
+	uint32_t n = nettrace_u32(r);
+
+	nettrace_u16(r);
+	for (uint32_t i = 0; i < n && !r->bad; i++) {
+		uint64_t id = nettrace_u64(r);
+		uint32_t params, *slot;
+		char *name;
+
+		nettrace_u64(r); /* ModuleID */
+		nettrace_u32(r); /* TypeNameID */
+		nettrace_u32(r); /* Flags */
+		if (r->p >= r->end) {
+			r->bad = true;
+			break;
+		}
+		r->p++; /* CorElementType */
+		name = nettrace_utf16z(r);
+		params = nettrace_u32(r);
+		if (r->bad || (size_t)(r->end - r->p) / 8 < params) {
+			free(name);
+			r->bad = true;
+			break;
+		}
+		r->p += (size_t)params * 8;
+		slot = idmap_at(&c->names, id, true);
+		if (*slot) {
+			free(name); /* described before */
+			continue;
+		}
+		c->name = mem_realloc(c->name, (c->n_names + 1) * sizeof(*c->name));
+		c->name[c->n_names++] = name;
+		*slot = (uint32_t)c->n_names;
+	}
+}
+
+static uint64_t pointer(struct cap *c, struct nettrace_reader *r)
+{
+	return c->pointer_size == 4 ? nettrace_u32(r) : nettrace_u64(r);
+}
+
+static void nodes(struct cap *c, struct nettrace_reader *r)
+{
+	uint32_t n;
+
+	nettrace_u32(r); /* Index */
+	n = nettrace_u32(r);
+	nettrace_u16(r);
+	for (uint32_t i = 0; i < n && !r->bad; i++) {
+		uint64_t size, type, edges, *cnt, *bytes;
+		uint32_t *slot;
+
+		pointer(c, r); /* Address */
+		size = nettrace_u64(r);
+		type = nettrace_u64(r);
+		edges = nettrace_u64(r);
+		if (r->bad)
+			break;
+		c->g->objects++;
+		c->g->bytes += size;
+		c->edges_due += edges;
+		slot = idmap_at(&c->agg, type, c->n_stat < GCDUMP_MAX_TYPES);
+		if (slot == NULL) {
+			cnt = &c->other_count;
+			bytes = &c->other_bytes;
+		} else {
+			if (*slot == 0) {
+				if (c->n_stat == c->cap_stat) {
+					c->cap_stat = c->cap_stat ? c->cap_stat * 2 : 256;
+					c->stat = mem_realloc(c->stat, c->cap_stat * sizeof(*c->stat));
+				}
+				c->stat[c->n_stat].type_id = type;
+				c->stat[c->n_stat].count = c->stat[c->n_stat].bytes = 0;
+				*slot = (uint32_t)++c->n_stat;
+			}
+			cnt = &c->stat[*slot - 1].count;
+			bytes = &c->stat[*slot - 1].bytes;
+		}
+		(*cnt)++;
+		*bytes += size;
+	}
+}
+
+static int on_trace(void *ctx, const struct nettrace_trace *t)
+{
+	struct cap *c = ctx;
+
+	c->pointer_size = t->pointer_size;
+	c->g->pid = t->pid ? t->pid : c->g->pid;
+	return 0;
+}
+
+static int on_event(void *ctx, const struct nettrace_event *e)
+{
+	struct cap *c = ctx;
+	struct nettrace_reader r = { e->payload, e->payload + e->payload_len, false };
+	uint32_t count, depth, reason, type;
+
+	if (c->done || strcmp(e->meta->provider, RUNTIME_PROVIDER) != 0)
+		return 0;
+	switch (e->meta->event_id) {
+	case EV_GC_START:
+		count = nettrace_u32(&r);
+		depth = nettrace_u32(&r);
+		reason = nettrace_u32(&r);
+		type = nettrace_u32(&r);
+		if (!r.bad && !c->in_gc && depth == 2 && reason == 1 && type == 0) {
+			c->in_gc = true;
+			c->gc = count;
+		}
+		break;
+	case EV_GC_END:
+		count = nettrace_u32(&r);
+		if (!r.bad && c->in_gc && count == c->gc) {
+			c->in_gc = false;
+			c->done = true;
+			atomic_store(&c->stop, true); /* what we came for is in: stop the session */
+		}
+		break;
+	case EV_BULK_TYPE:
+		type_names(c, &r);
+		break;
+	case EV_BULK_NODE:
+		if (c->in_gc)
+			nodes(c, &r);
+		break;
+	case EV_BULK_EDGE:
+		if (c->in_gc) {
+			nettrace_u32(&r);
+			count = nettrace_u32(&r);
+			if (!r.bad)
+				c->g->edges += count;
+		}
+		break;
+	case EV_BULK_ROOT_EDGE:
+		if (c->in_gc) {
+			nettrace_u32(&r);
+			count = nettrace_u32(&r);
+			if (!r.bad)
+				c->g->roots += count;
+		}
+		break;
+	default:
+		break;
+	}
+	if (r.bad && !c->bad)
+		c->bad = "a heap event shorter than its layout";
+	return 0;
+}
+
+static int by_bytes(const void *a, const void *b)
+{
+	const struct gcdump_type *x = a, *y = b;
+
+	if (x->bytes != y->bytes)
+		return x->bytes > y->bytes ? -1 : 1;
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* One session to its end; its bytes to raw when set. */
+static int run(struct port *port, const uint8_t cookie[16], const struct trace_config *cfg, long long ms,
+	       const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct buf *raw,
+	       struct err_msg *em)
+{
+	struct trace_session *s;
+	char *chunk;
+	long n;
+	int rc = trace_start_cb(port, cookie, cfg, ms, stop, cb, ctx, &s, em);
+
+	if (rc != 0)
+		return rc;
+	chunk = mem_alloc(1 << 16);
+	while ((n = trace_read(s, chunk, 1 << 16)) > 0)
+		if (raw && buf_append(raw, chunk, (size_t)n) != 0 && rc == 0)
+			rc = err_set(em, DP_ETOOBIG, "the heap snapshot's trace is larger than %u MiB", MAX_RAW >> 20);
+	if (n < 0 && rc == 0)
+		rc = err_set(em, DP_EIO, "%s", trace_error(s));
+	free(chunk);
+	trace_free(s);
+	return rc;
+}
+
+int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, struct buf *raw, struct gcdump **out,
+		   struct err_msg *em)
+{
+	struct trace_config flush = { .buffer_mb = 16 }, heap = { .buffer_mb = 256 };
+	struct cap c = { 0 };
+	struct nettrace_callbacks cb = { .trace = on_trace, .event = on_event };
+	long long t0 = clock_ms();
+	int rc;
+
+	c.g = mem_zalloc(sizeof(*c.g));
+	c.g->pid = pid;
+	c.pointer_size = 8;
+	atomic_store(&c.stop, false);
+	if (raw) {
+		buf_free(raw);
+		buf_init(raw, MAX_RAW);
+	}
+	/* 1: a session that ends at once empties the runtime's table of types already described, so that the
+	 * heap session describes every type again (a second snapshot would otherwise lack their names) */
+	rc = trace_config_add(&flush, "Microsoft-DotNETCore-SampleProfiler", 0, 4, NULL, em);
+	if (rc == 0)
+		rc = trace_run_cb(port, cookie, &flush, FLUSH_MS, NULL, NULL, NULL, em);
+	/* 2: the heap session: enabling GCHeapCollect makes the runtime run the induced GC */
+	if (rc == 0)
+		rc = trace_config_add(&heap, RUNTIME_PROVIDER, HEAP_KEYWORDS, 5, NULL, em);
+	if (rc == 0)
+		rc = run(port, cookie, &heap, GCDUMP_TIMEOUT_MS, &c.stop, &cb, &c, raw, em);
+	trace_config_free(&flush);
+	trace_config_free(&heap);
+	if (rc == 0 && !c.done)
+		rc = err_set(em, DP_EIO, "no induced gen-2 GC ended within %d s", GCDUMP_TIMEOUT_MS / 1000);
+	if (rc == 0 && c.bad)
+		rc = err_set(em, DP_ESYNTAX, "%s", c.bad);
+	if (rc == 0 && c.edges_due != c.g->edges)
+		rc = err_set(em, DP_ESYNTAX, "the heap's objects name %llu references but %llu were described",
+			     (unsigned long long)c.edges_due, (unsigned long long)c.g->edges);
+	if (rc == 0) {
+		struct gcdump *g = c.g;
+
+		g->types = mem_array(c.n_stat + 1, sizeof(*g->types));
+		for (size_t i = 0; i < c.n_stat; i++) {
+			uint32_t *slot = idmap_at(&c.names, c.stat[i].type_id, false);
+			struct gcdump_type *t = &g->types[g->n_types++];
+
+			if (slot) {
+				t->name = mem_strdup(c.name[*slot - 1]);
+			} else {
+				t->name = mem_printf("(type 0x%llx)", (unsigned long long)c.stat[i].type_id);
+				g->unnamed_types++;
+			}
+			t->count = c.stat[i].count;
+			t->bytes = c.stat[i].bytes;
+		}
+		if (c.other_count) {
+			struct gcdump_type *t = &g->types[g->n_types++];
+
+			t->name = mem_strdup("(other types)");
+			t->count = c.other_count;
+			t->bytes = c.other_bytes;
+		}
+		qsort(g->types, g->n_types, sizeof(*g->types), by_bytes);
+		g->gc_count = c.gc;
+		g->took_ms = clock_ms() - t0;
+		*out = g;
+		c.g = NULL;
+	}
+	for (size_t i = 0; i < c.n_names; i++)
+		free(c.name[i]);
+	free(c.name);
+	free(c.stat);
+	idmap_free(&c.names);
+	idmap_free(&c.agg);
+	gcdump_free(c.g);
+	return rc;
+}
+
+void gcdump_text(const struct gcdump *g, size_t top, struct buf *out)
+{
+	size_t n = top && top < g->n_types ? top : g->n_types;
+
+	buf_printf(out, "GC heap of pid %llu after induced gen-2 GC #%u: %llu objects, %llu bytes, %zu types\n",
+		   (unsigned long long)g->pid, g->gc_count, (unsigned long long)g->objects, (unsigned long long)g->bytes,
+		   g->n_types);
+	buf_printf(out, "%12s %16s  %s\n", "count", "bytes", "type");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(out, "%12llu %16llu  %s\n", (unsigned long long)g->types[i].count,
+			   (unsigned long long)g->types[i].bytes, g->types[i].name);
+	if (n < g->n_types)
+		buf_printf(out, "(%zu more types)\n", g->n_types - n);
+}
+
+json_t *gcdump_json(const struct gcdump *g, size_t top)
+{
+	size_t n = top && top < g->n_types ? top : g->n_types;
+	json_t *types = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *t = json_pack("{s:s?, s:I, s:I}", "type", g->types[i].name, "count", (json_int_t)g->types[i].count,
+				      "bytes", (json_int_t)g->types[i].bytes);
+
+		if (t == NULL) /* a name that is not UTF-8 */
+			t = json_pack("{s:s, s:I, s:I}", "type", "(unreadable name)", "count",
+				      (json_int_t)g->types[i].count, "bytes", (json_int_t)g->types[i].bytes);
+		json_array_append_new(types, t);
+	}
+	return json_pack("{s:I, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "pid", (json_int_t)g->pid, "gcCount",
+			 (int)g->gc_count, "objects", (json_int_t)g->objects, "bytes", (json_int_t)g->bytes, "references",
+			 (json_int_t)g->edges, "roots", (json_int_t)g->roots, "typeCount", (json_int_t)g->n_types,
+			 "tookMs", (json_int_t)g->took_ms, "types", types);
+}
+
+void gcdump_free(struct gcdump *g)
+{
+	if (g == NULL)
+		return;
+	for (size_t i = 0; i < g->n_types; i++)
+		free(g->types[i].name);
+	free(g->types);
+	free(g);
+}
