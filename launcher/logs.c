@@ -46,27 +46,6 @@ void logs_filter_free(struct logs_filter *f)
 	memset(f, 0, sizeof(*f));
 }
 
-static json_t *member(json_t *o, const char *name)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach(o, k, v)
-		if (strcasecmp(k, name) == 0)
-			return v;
-	return NULL;
-}
-
-/* A category as the FilterSpecs argument can carry it: printable, none of ; : = " */
-static bool good_category(const char *s)
-{
-	if (*s == '\0' || strlen(s) > 256)
-		return false;
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e || strchr(";:=\"", *s))
-			return false;
-	return true;
-}
 
 int logs_filter_json(const char *body, size_t len, struct logs_filter *out, struct err_msg *em)
 {
@@ -81,18 +60,18 @@ int logs_filter_json(const char *body, size_t len, struct logs_filter *out, stru
 		json_decref(doc);
 		return err_set(em, DP_EINVAL, "the body must be a JSON object");
 	}
-	if ((v = member(doc, "logLevel")) != NULL && !json_is_null(v)) {
+	if ((v = trace_member(doc, "logLevel")) != NULL && !json_is_null(v)) {
 		if (!json_is_string(v) || (f.level = logs_level(json_string_value(v))) < 0)
 			rc = err_set(em, DP_EINVAL, "'logLevel' must be one of Trace, Debug, Information, Warning, Error, "
 				     "Critical");
 	}
-	if (rc == 0 && (v = member(doc, "useAppFilters")) != NULL && !json_is_null(v)) {
+	if (rc == 0 && (v = trace_member(doc, "useAppFilters")) != NULL && !json_is_null(v)) {
 		if (!json_is_boolean(v))
 			rc = err_set(em, DP_EINVAL, "'useAppFilters' must be true or false");
 		else
 			f.use_app_filters = json_is_true(v);
 	}
-	specs = member(doc, "filterSpecs");
+	specs = trace_member(doc, "filterSpecs");
 	if (rc == 0 && specs && !json_is_null(specs)) {
 		const char *k;
 
@@ -105,7 +84,7 @@ int logs_filter_json(const char *body, size_t len, struct logs_filter *out, stru
 
 			if (rc != 0)
 				break;
-			if (!good_category(k)) {
+			if (!trace_name_ok(k, ";:=\"")) {
 				rc = err_set(em, DP_EINVAL, "filterSpecs: category '%.64s' must be printable, without ; : = \"",
 					     k);
 				break;
@@ -386,7 +365,7 @@ static void message(struct logs *l, const struct nettrace_event *e)
 		}
 		indented(&l->hold, msg);
 		if (exo && json_object_size(exo)) {
-			json_t *m = member(exo, "Message"), *ty = member(exo, "Type"), *st = member(exo, "VerboseMessage");
+			json_t *m = trace_member(exo, "Message"), *ty = trace_member(exo, "Type"), *st = trace_member(exo, "VerboseMessage");
 			const char *text = json_is_string(st) ? json_string_value(st) : NULL;
 
 			if (text == NULL && json_is_string(ty))
@@ -402,7 +381,7 @@ static void message(struct logs *l, const struct nettrace_event *e)
 		if (o == NULL)
 			goto out;
 		if (exo && json_object_size(exo)) {
-			json_t *vm = member(exo, "VerboseMessage"), *m = member(exo, "Message"), *ty = member(exo, "Type");
+			json_t *vm = trace_member(exo, "VerboseMessage"), *m = trace_member(exo, "Message"), *ty = trace_member(exo, "Type");
 			char *joined = NULL;
 
 			if (json_is_string(vm)) {

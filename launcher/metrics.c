@@ -261,27 +261,6 @@ void metrics_selection_free(struct metrics_selection *sel)
 	memset(sel, 0, sizeof(*sel));
 }
 
-static json_t *member(json_t *o, const char *name)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach(o, k, v)
-		if (strcasecmp(k, name) == 0)
-			return v;
-	return NULL;
-}
-
-/* A provider's name: non-empty, printable ASCII without the characters that separate arguments. */
-static bool good_name(const char *s)
-{
-	if (*s == '\0' || strlen(s) > 256)
-		return false;
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e || strchr(";,\"=\\", *s))
-			return false;
-	return true;
-}
 
 static int sources_json(json_t *arr, const char *what, const char *name_key, const char *names_key, bool meter,
 			struct metrics_selection *sel, struct err_msg *em)
@@ -294,19 +273,19 @@ static int sources_json(json_t *arr, const char *what, const char *name_key, con
 	if (!json_is_array(arr))
 		return err_set(em, DP_EINVAL, "'%s' must be an array", what);
 	json_array_foreach(arr, i, it) {
-		json_t *nm = json_is_object(it) ? member(it, name_key) : NULL, *names;
+		json_t *nm = json_is_object(it) ? trace_member(it, name_key) : NULL, *names;
 		struct metrics_source *s;
 		size_t k;
 		json_t *n;
 
-		if (!json_is_string(nm) || !good_name(json_string_value(nm)))
+		if (!json_is_string(nm) || !trace_name_ok(json_string_value(nm), ";,\"=\\"))
 			return err_set(em, DP_EINVAL, "%s[%zu].%s must be a name (printable, no ; , = \" \\)", what, i,
 				       name_key);
 		if (sel->n == METRICS_MAX_SOURCES)
 			return err_set(em, DP_ETOOBIG, "more than %d providers and meters", METRICS_MAX_SOURCES);
 		source_add(sel, json_string_value(nm), meter);
 		s = &sel->s[sel->n - 1];
-		names = member(it, names_key);
+		names = trace_member(it, names_key);
 		if (names == NULL || json_is_null(names))
 			continue;
 		if (!json_is_array(names))
@@ -315,7 +294,7 @@ static int sources_json(json_t *arr, const char *what, const char *name_key, con
 			return err_set(em, DP_ETOOBIG, "%s[%zu].%s has more than %d names", what, i, names_key,
 				       METRICS_MAX_NAMES);
 		json_array_foreach(names, k, n) {
-			if (!json_is_string(n) || !good_name(json_string_value(n)))
+			if (!json_is_string(n) || !trace_name_ok(json_string_value(n), ";,\"=\\"))
 				return err_set(em, DP_EINVAL, "%s[%zu].%s[%zu] must be a name", what, i, names_key, k);
 			s->names = mem_realloc(s->names, (s->n_names + 1) * sizeof(*s->names));
 			s->names[s->n_names++] = mem_strdup(json_string_value(n));
@@ -337,14 +316,14 @@ int metrics_selection_json(const char *body, size_t len, struct metrics_selectio
 		json_decref(doc);
 		return err_set(em, DP_EINVAL, "the body must be a JSON object");
 	}
-	inc = member(doc, "includeDefaultProviders");
+	inc = trace_member(doc, "includeDefaultProviders");
 	if (inc && !json_is_boolean(inc)) {
 		json_decref(doc);
 		return err_set(em, DP_EINVAL, "'includeDefaultProviders' must be true or false");
 	}
-	rc = sources_json(member(doc, "providers"), "providers", "providerName", "counterNames", false, &sel, em);
+	rc = sources_json(trace_member(doc, "providers"), "providers", "providerName", "counterNames", false, &sel, em);
 	if (rc == 0)
-		rc = sources_json(member(doc, "meters"), "meters", "meterName", "instrumentNames", true, &sel, em);
+		rc = sources_json(trace_member(doc, "meters"), "meters", "meterName", "instrumentNames", true, &sel, em);
 	if (rc == 0 && (inc == NULL || json_is_true(inc)))
 		metrics_selection_defaults(&sel);
 	if (rc == 0 && sel.n == 0)

@@ -190,8 +190,17 @@ int trace_config_profile(const char *profiles, unsigned metrics_interval_s, stru
 	return 0;
 }
 
-/* A member of o by name, any case (ASP.NET Core reads JSON bodies that way). */
-static json_t *member(json_t *o, const char *name)
+bool trace_name_ok(const char *s, const char *forbidden)
+{
+	if (*s == '\0' || strlen(s) > 256)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x21 || (unsigned char)*s > 0x7e || strchr(forbidden, *s))
+			return false;
+	return true;
+}
+
+json_t *trace_member(json_t *o, const char *name)
 {
 	const char *k;
 	json_t *v;
@@ -252,7 +261,7 @@ static int parse_level(json_t *v, const char *where, uint32_t *out, struct err_m
 
 static int parse_provider(struct trace_config *c, json_t *p, size_t i, struct err_msg *em)
 {
-	json_t *name = member(p, "name"), *args = member(p, "arguments");
+	json_t *name = trace_member(p, "name"), *args = trace_member(p, "arguments");
 	char where[32];
 	uint64_t kw = 0;
 	uint32_t level = 0;
@@ -264,8 +273,8 @@ static int parse_provider(struct trace_config *c, json_t *p, size_t i, struct er
 		return err_set(em, DP_EINVAL, "%s must be an object", where);
 	if (!json_is_string(name) || json_string_length(name) == 0)
 		return err_set(em, DP_EINVAL, "%s.name must be a non-empty string", where);
-	if ((rc = parse_keywords(member(p, "keywords"), where, &kw, em)) != 0 ||
-	    (rc = parse_level(member(p, "eventLevel"), where, &level, em)) != 0)
+	if ((rc = parse_keywords(trace_member(p, "keywords"), where, &kw, em)) != 0 ||
+	    (rc = parse_level(trace_member(p, "eventLevel"), where, &level, em)) != 0)
 		return rc;
 	if (args && !json_is_object(args) && !json_is_null(args))
 		return err_set(em, DP_EINVAL, "%s.arguments must be an object of strings", where);
@@ -297,20 +306,20 @@ int trace_config_json(const char *body, size_t len, struct trace_config *out, st
 	if (root == NULL)
 		return err_set(em, DP_ESYNTAX, "the body is not JSON: %s at line %d, column %d", je.text, je.line,
 			       je.column);
-	ps = member(root, "providers");
+	ps = trace_member(root, "providers");
 	if (!json_is_object(root))
 		rc = err_set(em, DP_EINVAL, "the body must be a JSON object with \"providers\"");
 	else if (!json_is_array(ps) || json_array_size(ps) == 0)
 		rc = err_set(em, DP_EINVAL, "\"providers\" must be a non-empty array");
 	for (size_t i = 0; rc == 0 && i < json_array_size(ps); i++)
 		rc = parse_provider(&c, json_array_get(ps, i), i, em);
-	if (rc == 0 && (v = member(root, "requestRundown")) != NULL) {
+	if (rc == 0 && (v = trace_member(root, "requestRundown")) != NULL) {
 		if (!json_is_boolean(v))
 			rc = err_set(em, DP_EINVAL, "\"requestRundown\" must be true or false");
 		else if (!json_is_true(v))
 			c.rundown = 0;
 	}
-	if (rc == 0 && (v = member(root, "bufferSizeInMB")) != NULL) {
+	if (rc == 0 && (v = trace_member(root, "bufferSizeInMB")) != NULL) {
 		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > TRACE_MAX_BUFFER_MB)
 			rc = err_set(em, DP_EINVAL, "\"bufferSizeInMB\" must be an integer from 1 to %d",
 				     TRACE_MAX_BUFFER_MB);

@@ -9,6 +9,7 @@
 #ifndef DP_TRACE_H
 #define DP_TRACE_H
 
+#include <jansson.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,6 +54,10 @@ int trace_config_profile(const char *profiles, unsigned metrics_interval_s, stru
  */
 int trace_config_json(const char *body, size_t len, struct trace_config *out, struct err_msg *em);
 void trace_config_free(struct trace_config *c); /* accepts a zeroed config */
+/* A member of o by name, any case (ASP.NET Core reads JSON bodies that way), or NULL. Borrowed. */
+json_t *trace_member(json_t *o, const char *name);
+/* A name that can go into a provider's arguments: 1..256 printable ASCII characters, none of forbidden. */
+bool trace_name_ok(const char *s, const char *forbidden);
 /*
  * Add a provider (level 0 LogAlways .. 5 Verbose; args as in struct
  * trace_provider, or NULL). One already there by name (any case) takes the

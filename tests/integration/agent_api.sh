@@ -3,6 +3,8 @@
 # with real curl: dotnet-monitor's routes and status codes, authentication,
 # every dump type checked to be an ELF core with the process's thread count,
 # and the promise that dumps leave nothing behind, even when they fail.
+# (Agents here run with --no-metrics: a counters session makes the app's thread pool start and retire
+# threads, and the dumps' thread counts are compared with /proc. metrics.sh covers /metrics.)
 set -u
 cd "$(dirname "$0")/../.."
 D=$PWD/diagport
@@ -22,11 +24,11 @@ P=$(free_port)
 U=http://127.0.0.1:$P
 
 # --- security defaults, before anything runs
-"$D" launch --socket "$W/x.sock" --urls "http://+:$(free_port)" 2> "$W/refuse.err"; rc=$?
+"$D" launch --no-metrics --socket "$W/x.sock" --urls "http://+:$(free_port)" 2> "$W/refuse.err"; rc=$?
 WHY="exit $rc: $(cat "$W/refuse.err")"; check refuses-network-without-token grep -q "no token is configured" "$W/refuse.err"
 
 printf 's3cret-token\n' > "$W/token"
-"$D" launch --socket "$S" --dumps "$W/shared" --urls "http://0.0.0.0:$P" --auth-token-file "$W/token" 2> "$W/agent.log" &
+"$D" launch --no-metrics --socket "$S" --dumps "$W/shared" --urls "http://0.0.0.0:$P" --auth-token-file "$W/token" 2> "$W/agent.log" &
 AG=$!; PIDS+=($AG)
 DOTNET_DiagnosticPorts=$S,connect,suspend dotnet "$APP" > "$W/app.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app.out" READY 15
@@ -68,11 +70,12 @@ WHY="got $(code "${H[@]}" -X POST "$U/processes")"; check post-405 test "$(code 
 
 # --- every dump type: an ELF core of this process whose thread count matches /proc
 for t in Mini Triage WithHeap Full; do
+  t0=$(ls /proc/"$APID"/task | wc -l) # a thread may start or end while a dump runs: either count is right
   c=$(curl -s "${H[@]}" -o "$W/core.$t" -w '%{http_code}' "$U/dump?pid=$APID&type=$t")
   threads=$(ls /proc/"$APID"/task | wc -l)
   notes=$(readelf -n "$W/core.$t" 2>/dev/null | grep -c NT_PRSTATUS)
   WHY="http $c, $(file -b "$W/core.$t" | head -c 80)"; check "dump-$t-is-core" bash -c "[ $c = 200 ] && file -b '$W/core.$t' | grep -q 'ELF 64-bit LSB core'"
-  WHY="core has $notes threads, /proc has $threads"; check "dump-$t-threads" test "$notes" -eq "$threads"
+  WHY="core has $notes threads, /proc has $threads ($t0 before)"; check "dump-$t-threads" test "$notes" -eq "$threads" -o "$notes" -eq "$t0"
   rm -f "$W/core.$t"
 done
 WHY="left: $(ls -A "$W/shared")"; check no-staging-left test "$(ls -A "$W/shared")" = port
@@ -129,21 +132,23 @@ WHY="left: $(ls -A "$W/shared")"; check app-killed-mid-dump-nothing-left test "$
 # --- the agent as nobody, the app as root: both transports; FIFO: no file, nothing left, abandon is safe
 mkdir -m 0777 "$W/fx"   # like an emptyDir: writable by both users, no sticky bit
 P2=$(free_port); U2=http://127.0.0.1:$P2
-setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --socket "$W/fx/port" --dumps "$W/fx" --urls "$U2" \
+setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --no-metrics --socket "$W/fx/port" --dumps "$W/fx" --urls "$U2" \
   --dump-transport fifo 2> "$W/agent3.log" & PIDS+=($!)
 DOTNET_DiagnosticPorts=$W/fx/port,connect,suspend dotnet "$APP" > "$W/app3.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app3.out" READY 15
 A3=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app3.out")
 wait_for "$W/agent3.log" '"event":"attached"' 10
+t0=$(ls /proc/"$A3"/task | wc -l) # a thread may start or end while a dump runs: either count is right
 c=$(curl -s -o "$W/core.fifo" -w '%{http_code}' "$U2/dump?type=WithHeap")
 notes=$(readelf -n "$W/core.fifo" 2>/dev/null | grep -c NT_PRSTATUS); threads=$(ls /proc/"$A3"/task | wc -l)
 WHY="http $c, $(file -b "$W/core.fifo" | head -c 60)"; check fifo-cross-uid-dump bash -c "[ $c = 200 ] && file -b '$W/core.fifo' | grep -q 'ELF 64-bit LSB core'"
-WHY="core has $notes threads, /proc has $threads"; check fifo-dump-threads test "$notes" -eq "$threads"
+WHY="core has $notes threads, /proc has $threads ($t0 before)"; check fifo-dump-threads test "$notes" -eq "$threads" -o "$notes" -eq "$t0"
 # the file transport works across users too: createdump writes into the agent's pipe, the agent owns the staging file
+t0=$(ls /proc/"$A3"/task | wc -l)
 c=$(curl -s -o "$W/core.file" -w '%{http_code}' "$U2/dump?type=WithHeap&transport=file")
 notes=$(readelf -n "$W/core.file" 2>/dev/null | grep -c NT_PRSTATUS); threads=$(ls /proc/"$A3"/task | wc -l)
 WHY="http $c, $(file -b "$W/core.file" | head -c 60)"; check file-cross-uid-dump bash -c "[ $c = 200 ] && file -b '$W/core.file' | grep -q 'ELF 64-bit LSB core'"
-WHY="core has $notes threads, /proc has $threads"; check file-cross-uid-threads test "$notes" -eq "$threads"
+WHY="core has $notes threads, /proc has $threads ($t0 before)"; check file-cross-uid-threads test "$notes" -eq "$threads" -o "$notes" -eq "$t0"
 rm -f "$W/core.file"
 curl -s --max-time 0.3 --limit-rate 100k -o /dev/null "$U2/dump?type=Full"
 sleep 1
@@ -155,7 +160,7 @@ WHY="got $c"; check fifo-dump-after-abandon test "$c" = 200
 # --- the other way round, both non-root: the app as nobody (65534), the agent as 1654; both transports
 mkdir -m 0777 "$W/fy"
 P5=$(free_port); U5=http://127.0.0.1:$P5
-setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --socket "$W/fy/port" --dumps "$W/fy" --urls "$U5" \
+setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --no-metrics --socket "$W/fy/port" --dumps "$W/fy" --urls "$U5" \
   2> "$W/agent5.log" & PIDS+=($!)
 DOTNET_DiagnosticPorts=$W/fy/port,connect,suspend HOME=$W/fy setpriv --reuid 65534 --regid 65534 --clear-groups \
   dotnet "$APP" > "$W/app5.out" 2>&1 & PIDS+=($!)
@@ -163,10 +168,11 @@ wait_for "$W/app5.out" READY 15
 A5=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app5.out")
 wait_for "$W/agent5.log" '"event":"attached"' 10
 for tr in file fifo; do
+  t0=$(ls /proc/"$A5"/task | wc -l)
   c=$(curl -s -o "$W/core.$tr" -w '%{http_code}' "$U5/dump?type=WithHeap&transport=$tr")
   notes=$(readelf -n "$W/core.$tr" 2>/dev/null | grep -c NT_PRSTATUS); threads=$(ls /proc/"$A5"/task | wc -l)
   WHY="http $c, $(file -b "$W/core.$tr" | head -c 60)"; check "app-nobody-agent-1654-$tr-dump" bash -c "[ $c = 200 ] && file -b '$W/core.$tr' | grep -q 'ELF 64-bit LSB core'"
-  WHY="core has $notes threads, /proc has $threads"; check "app-nobody-agent-1654-$tr-threads" test "$notes" -eq "$threads"
+  WHY="core has $notes threads, /proc has $threads ($t0 before)"; check "app-nobody-agent-1654-$tr-threads" test "$notes" -eq "$threads" -o "$notes" -eq "$t0"
   rm -f "$W/core.$tr"
 done
 WHY="left: $(ls -A "$W/fy")"; check app-nobody-agent-1654-nothing-left test "$(ls -A "$W/fy" | grep -v '^port$' | grep -v '^\.dotnet$' | wc -l)" = 0
@@ -174,7 +180,7 @@ WHY="left: $(ls -A "$W/fy")"; check app-nobody-agent-1654-nothing-left test "$(l
 # --- an agent killed mid-dump: the next agent removes the staging file it left
 touch "$W/shared/.diagport-dump-123-1-99"
 kill -9 $AG; wait $AG 2>/dev/null
-"$D" launch --socket "$S" --dumps "$W/shared" --urls "$U" 2> "$W/agent2.log" & PIDS+=($!)
+"$D" launch --no-metrics --socket "$S" --dumps "$W/shared" --urls "$U" 2> "$W/agent2.log" & PIDS+=($!)
 for i in $(seq 1 100); do "$D" health --port "$P" 2>/dev/null && break; sleep 0.05; done
 WHY="left: $(ls -A "$W/shared")"; check restart-cleans-staging bash -c "! ls -A '$W/shared' | grep -q diagport-dump"
 exit 0

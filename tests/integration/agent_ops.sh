@@ -3,6 +3,8 @@
 # filesystem egress (202 + Location, atomic publish, DELETE cancels), the
 # staging cap (--dumps-limit) and full disks, against a real .NET runtime
 # and real curl. The small disks are real tmpfs mounts (this runs as root).
+# (Agents here run with --no-metrics: a counters session makes the app's thread pool start and retire
+# threads, and the dumps' thread counts are compared with /proc. metrics.sh covers /metrics.)
 set -u
 cd "$(dirname "$0")/../.."
 D=$PWD/diagport
@@ -31,18 +33,18 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 # --- a bad settings file: exit 2, the message names file:line:col and the setting; nothing is started
 printf 'urls: http://127.0.0.1:1\ndumpsLimit: lots\n' > "$W/bad.yaml"
-"$D" launch --config "$W/bad.yaml" --socket "$W/never.sock" 2> "$W/bad.err"; rc=$?
+"$D" launch --no-metrics --config "$W/bad.yaml" --socket "$W/never.sock" 2> "$W/bad.err"; rc=$?
 WHY="exit $rc: $(cat "$W/bad.err")"; check bad-config-exit-2 test "$rc" = 2
 WHY="$(cat "$W/bad.err")"; check bad-config-says-where grep -q "bad.yaml:2:13: dumpsLimit takes a size" "$W/bad.err"
 check bad-config-no-socket test ! -e "$W/never.sock"
-DIAGPORT_DUMP_TRANSPORT=pigeon "$D" launch --socket "$W/never.sock" 2> "$W/bad2.err"; rc=$?
+DIAGPORT_DUMP_TRANSPORT=pigeon "$D" launch --no-metrics --socket "$W/never.sock" 2> "$W/bad2.err"; rc=$?
 WHY="exit $rc: $(cat "$W/bad2.err")"; check bad-env-exit-2 bash -c "[ $rc = 2 ] && grep -q 'DIAGPORT_DUMP_TRANSPORT.*pigeon' '$W/bad2.err'"
-"$D" launch --socket "$W/never.sock" --dumps-limit 10XB 2> "$W/bad3.err"; rc=$?
+"$D" launch --no-metrics --socket "$W/never.sock" --dumps-limit 10XB 2> "$W/bad3.err"; rc=$?
 WHY="exit $rc: $(cat "$W/bad3.err")"; check bad-flag-exit-2 bash -c "[ $rc = 2 ] && grep -q -- '--dumps-limit' '$W/bad3.err'"
-"$D" launch --socket "$W/never.sock" --config "$W/missing.yaml" 2> "$W/bad4.err"; rc=$?
+"$D" launch --no-metrics --socket "$W/never.sock" --config "$W/missing.yaml" 2> "$W/bad4.err"; rc=$?
 WHY="exit $rc: $(cat "$W/bad4.err")"; check missing-config-exit-2 bash -c "[ $rc = 2 ] && grep -q 'missing.yaml' '$W/bad4.err'"
 printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/nope\n' "$W" > "$W/noegress.yaml"
-"$D" launch --config "$W/noegress.yaml" --socket "$W/never.sock" 2> "$W/bad5.err"; rc=$?
+"$D" launch --no-metrics --config "$W/noegress.yaml" --socket "$W/never.sock" 2> "$W/bad5.err"; rc=$?
 WHY="exit $rc: $(cat "$W/bad5.err")"; check egress-dir-missing-exit-2 bash -c "[ $rc = 2 ] && grep -q \"egress provider 'out'\" '$W/bad5.err'"
 
 # --- settings from a file in dotnet-monitor's vocabulary, the environment over the file, flags over both
@@ -61,7 +63,7 @@ Egress:
       DirectoryPath: $W/out
       IntermediateDirectoryPath: $W/out/.partial
 EOF
-DOTNETMONITOR_Urls=$U DOTNETMONITOR_Metrics__MetricCount=3 "$D" launch --config "$W/settings.yaml" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+DOTNETMONITOR_Urls=$U DOTNETMONITOR_Metrics__MetricCount=3 "$D" launch --no-metrics --config "$W/settings.yaml" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
 DOTNET_DiagnosticPorts=$W/dumps/port,connect,suspend dotnet "$APP" sleep 120 > "$W/app.out" 2>&1 & PIDS+=($!)
 check config-socket-used wait_for "$W/app.out" READY 15
 APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
@@ -131,7 +133,7 @@ small_disk "$W/tiny" 8
 mkdir -m 0777 "$W/tiny/out"
 kill $AG; wait $AG 2>/dev/null
 P2=$(free_port); U2=http://127.0.0.1:$P2
-DOTNETMONITOR_Egress__FileSystem__tiny__DirectoryPath=$W/tiny/out "$D" launch --config "$W/settings.yaml" --urls "$U2" \
+DOTNETMONITOR_Egress__FileSystem__tiny__DirectoryPath=$W/tiny/out "$D" launch --no-metrics --config "$W/settings.yaml" --urls "$U2" \
   --dumps-limit 16Mi 2> "$W/agent2.log" & AG=$!; PIDS+=($AG)
 check reattached wait_for "$W/agent2.log" "\"event\":\"attached\",\"pid\":$APID" 10
 curl -s -D "$W/hdr" -o /dev/null "$U2/dump?type=Full&egressProvider=tiny"
@@ -154,7 +156,7 @@ WHY="got $c, $(stat -c %s "$W/core") bytes"; check under-cap-dump-works bash -c 
 small_disk "$W/small" 24
 kill $AG; wait $AG 2>/dev/null
 P3=$(free_port); U3=http://127.0.0.1:$P3
-"$D" launch --socket "$W/dumps/port" --dumps "$W/small" --urls "$U3" 2> "$W/agent3.log" & AG=$!; PIDS+=($AG)
+"$D" launch --no-metrics --socket "$W/dumps/port" --dumps "$W/small" --urls "$U3" 2> "$W/agent3.log" & AG=$!; PIDS+=($AG)
 check reattached-again wait_for "$W/agent3.log" "\"event\":\"attached\",\"pid\":$APID" 10
 c=$(code "$U3/dump?type=Full")
 WHY="got $c: $(head -c 300 "$W/body")"; check disk-full-507 bash -c "[ $c = 507 ] && grep -q 'disk is full' '$W/body'"
@@ -167,7 +169,7 @@ WHY="got $c"; check disk-full-then-small-dump-works bash -c "[ $c = 200 ] && fil
 # --- SIGTERM with an egress dump running: the agent cancels it, removes the partial file, exits 0
 kill $AG; wait $AG 2>/dev/null
 P4=$(free_port); U4=http://127.0.0.1:$P4
-"$D" launch --config "$W/settings.yaml" --urls "$U4" 2> "$W/agent4.log" & AG=$!; PIDS+=($AG)
+"$D" launch --no-metrics --config "$W/settings.yaml" --urls "$U4" 2> "$W/agent4.log" & AG=$!; PIDS+=($AG)
 wait_for "$W/agent4.log" "\"event\":\"attached\",\"pid\":$APID" 10
 before=$(ls "$W/out" | wc -l)
 curl -s -o /dev/null "$U4/dump?type=Full&egressProvider=artifacts"

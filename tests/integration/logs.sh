@@ -32,12 +32,7 @@ P=$(free_port); U=http://127.0.0.1:$P
 printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
 "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" --no-metrics \
   2> "$W/agent.log" & PIDS+=($!)
-ap=$(free_port); AURL=http://127.0.0.1:$ap
-DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend ASPNETCORE_URLS=$AURL dotnet "$B/apps/webapp/webapp.dll" \
-  > "$W/app.out" 2>&1 & PIDS+=($!)
-wait_for "$W/app.out" READY 30 || { fail setup "the webapp did not start: $(tail -3 "$W/app.out")"; exit 0; }
-APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
-for _ in $(seq 1 100); do curl -s "$U/processes" | grep -q "\"pid\":$APID" && break; sleep 0.1; done
+start_webapp "$W/app.out" "$W/dumps/port" "$U" || { fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out")"; exit 0; }
 
 # logs NAME SECONDS LOGCALLS [CURL ARGS]: /logs for SECONDS into $W/NAME.out while, after 1.5 s, the app is
 # asked to log (LOGCALLS: query strings for /log, space-separated); "CODE TOTAL" in $W/NAME.res

@@ -40,18 +40,7 @@ DOTNETMONITOR_GlobalCounter__IntervalSeconds=1 "$D" launch --config "$W/agent.ya
   --urls "$U" --metrics-urls "$MU" --dumps "$W/dumps" --auth-token-file "$W/token" 2> "$W/agent.log" & AG=$!
 PIDS+=($AG)
 AUTH=(-H "Authorization: Bearer sekrit-token-0123456789")
-# start_app NAME: the webapp on a free port, attached through the agent's socket; sets APID, AURL
-start_app() {
-  local ap
-  ap=$(free_port); AURL=http://127.0.0.1:$ap
-  DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend ASPNETCORE_URLS=$AURL dotnet "$B/apps/webapp/webapp.dll" \
-    > "$W/$1.out" 2>&1 &
-  APP=$!; PIDS+=($APP)
-  wait_for "$W/$1.out" READY 30 || return 1
-  APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/$1.out")
-  for _ in $(seq 1 100); do curl -s "${AUTH[@]}" "$U/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
-  return 1
-}
+start_app() { start_webapp "$W/$1.out" "$W/dumps/port" "$U" "${AUTH[@]}"; }
 if ! start_app app; then fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out") $(tail -3 "$W/agent.log")"; exit 0; fi
 # scrape FILE: /metrics into FILE (no token)
 scrape() { curl -s -o "$1" -w '%{http_code}' "$U/metrics"; }

@@ -5,6 +5,8 @@
 # the same agent (the default process then needs a selector, and the 400 says
 # which); and a dump the runtime itself cannot write (its error text reaches
 # the client).
+# (Agents here run with --no-metrics: a counters session makes the app's thread pool start and retire
+# threads, and the dumps' thread counts are compared with /proc. metrics.sh covers /metrics.)
 set -u
 cd "$(dirname "$0")/../.."
 D=$PWD/diagport
@@ -27,7 +29,7 @@ AP=$(free_port); U=http://127.0.0.1:$AP
 WP=$(free_port); WEB=http://127.0.0.1:$WP
 
 # --- the webapp under the agent as its init
-ASPNETCORE_URLS=$WEB "$D" launch --socket "$W/diag/port" --dumps "$W/diag" --urls "$U" -- \
+ASPNETCORE_URLS=$WEB "$D" launch --no-metrics --socket "$W/diag/port" --dumps "$W/diag" --urls "$U" -- \
   dotnet "$B/apps/webapp/webapp.dll" > "$W/web.out" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
 check webapp-ready wait_for "$W/web.out" READY 30
 WPID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/web.out")
@@ -80,7 +82,7 @@ WHY="webapp pid $WPID still there"; check app-stopped bash -c "! kill -0 $WPID 2
 #     a 500 whose detail carries the runtime's and createdump's own words
 mkdir -m 0700 "$W/private"
 AP2=$(free_port); U2=http://127.0.0.1:$AP2
-"$D" launch --socket "$W/diag/p2" --dumps "$W/private" --urls "$U2" 2> "$W/agent2.log" & PIDS+=($!)
+"$D" launch --no-metrics --socket "$W/diag/p2" --dumps "$W/private" --urls "$U2" 2> "$W/agent2.log" & PIDS+=($!)
 DOTNET_DiagnosticPorts=$W/diag/p2,connect,nosuspend HOME=$W/diag setpriv --reuid 65534 --regid 65534 --clear-groups \
   dotnet "$B/apps/console/console.dll" sleep 60 > "$W/nobody.out" 2>&1 & PIDS+=($!)
 wait_for "$W/nobody.out" READY 15

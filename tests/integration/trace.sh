@@ -54,19 +54,7 @@ P=$(free_port); U=http://127.0.0.1:$P
 printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
 "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" 2> "$W/agent.log" & AG=$!
 PIDS+=($AG)
-# start_app: the webapp on a free port, attached through the agent's socket; sets APID, AURL
-start_app() {
-  local ap
-  ap=$(free_port); AURL=http://127.0.0.1:$ap
-  : > "$W/app.out"
-  DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend ASPNETCORE_URLS=$AURL dotnet "$B/apps/webapp/webapp.dll" \
-    > "$W/app.out" 2>&1 &
-  APP=$!; PIDS+=($APP)
-  wait_for "$W/app.out" READY 30 || return 1
-  APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
-  for _ in $(seq 1 100); do curl -s "$U/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
-  return 1
-}
+start_app() { : > "$W/app.out"; start_webapp "$W/app.out" "$W/dumps/port" "$U"; }
 if ! start_app; then fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out") $(tail -3 "$W/agent.log")"; exit 0; fi
 fds() { find "/proc/$AG/fd" -mindepth 1 2> /dev/null | wc -l; }
 FD0=$(fds)
