@@ -113,7 +113,6 @@ static bool scalar(struct dec *d, uint32_t t, struct evvalue *v, size_t *off)
 {
 	union {
 		uint8_t b[16];
-		int8_t i8;
 		int16_t i16;
 		uint16_t u16;
 		int32_t i32;
@@ -152,9 +151,9 @@ static bool scalar(struct dec *d, uint32_t t, struct evvalue *v, size_t *off)
 		v->i = x.i16;
 		break;
 	case NT_SBYTE:
-		if (!take(d, &x.i8, 1))
+		if (!take(d, x.b, 1))
 			return false;
-		v->i = x.i8;
+		v->i = x.b[0] >= 0x80 ? (int64_t)x.b[0] - 256 : (int64_t)x.b[0]; /* two's complement */
 		break;
 	case NT_BYTE:
 		if (!take(d, x.b, 1))
