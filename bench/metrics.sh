@@ -33,7 +33,7 @@ for _ in $(seq 1 300); do grep -q READY "$W/app.out" && curl -s "$U/processes" |
 curl -s "$U/processes" | grep -q pid || die "the webapp did not attach: $(tail -3 "$W/app.out")"
 # some traffic so that ASP.NET Core's meters have series (a histogram per route) too
 for r in / /pid /gc "/log?count=1" "/memory-leak?mb=8"; do curl -s "http://127.0.0.1:$AP$r" > /dev/null; done
-for _ in $(seq 1 100); do curl -s "$U/metrics" | grep -q http_server_request_duration && break; sleep 0.1; done
+for _ in $(seq 1 300); do curl -s "$U/metrics" | grep -q http_server_request_duration && break; sleep 0.1; done
 curl -s "$U/metrics" > "$W/metrics.txt"
 [ -s "$W/metrics.txt" ] || die "no metrics"
 

@@ -671,63 +671,6 @@ static void route_perfmap(struct api *a, struct httpd_req *r, bool enable)
 	ipc_process_info_free(&p.info);
 }
 
-/* ---- stacks ---- */
-
-/* GET /stacks: every managed thread's stack; text (default), JSON or speedscope by Accept or format=. */
-static void route_stacks(struct api *a, struct httpd_req *r)
-{
-	const char *accept = httpd_header(r, "Accept"), *f = httpd_query(r, "format");
-	struct port_runtime p;
-	struct stacks *st = NULL;
-	struct err_msg em;
-	struct buf out;
-	int kind = 0, rc; /* 0 text, 1 json, 2 speedscope */
-
-	if (f)
-		kind = strcasecmp(f, "json") == 0 ? 1 : strcasecmp(f, "speedscope") == 0 ? 2 : strcasecmp(f, "text") == 0 ? 0 : -1;
-	else if (accept && strstr(accept, "application/speedscope+json"))
-		kind = 2;
-	else if (accept && strstr(accept, "application/json"))
-		kind = 1;
-	if (kind < 0) {
-		httpd_problem(r, 400, "Bad Request", "format '%.32s' is not text, json or speedscope", f);
-		return;
-	}
-	if (!choose(a, r, &p))
-		return;
-	pthread_mutex_lock(&a->mu);
-	rc = a->stacking ? DP_ETOOBIG : 0;
-	a->stacking = true;
-	pthread_mutex_unlock(&a->mu);
-	if (rc != 0) {
-		httpd_problem(r, 429, "Too Many Requests", "stacks are already being taken; try again when that is done");
-		ipc_process_info_free(&p.info);
-		return;
-	}
-	rc = stacks_capture(a->port, p.cookie, STACKS_SAMPLE_MS, &st, &em);
-	pthread_mutex_lock(&a->mu);
-	a->stacking = false;
-	pthread_mutex_unlock(&a->mu);
-	if (rc != 0) {
-		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
-			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
-			      "pid %llu: %s", (unsigned long long)p.pid, em.text);
-	} else if (kind == 1) {
-		httpd_send_json(r, 200, stacks_json(st));
-	} else {
-		buf_init(&out, 0);
-		if (kind == 2)
-			stacks_speedscope(st, &out);
-		else
-			stacks_text(st, &out);
-		httpd_send(r, 200, kind == 2 ? "application/speedscope+json" : "text/plain; charset=utf-8", out.data ? out.data : "",
-			   out.len);
-		buf_free(&out);
-	}
-	stacks_free(st);
-	ipc_process_info_free(&p.info);
-}
-
 /* ---- traces ---- */
 
 /* A trace being relayed, to the client (stream) or to an egress provider (thread). */
@@ -808,9 +751,9 @@ static void trace_job_end(struct trace_job *j, int rc, const char *location, con
 		rc = DP_EIO;
 	if (rc != 0 && atomic_load(op_cancel_flag(j->op)))
 		rc = DP_ECANCELED;
+	slot_free(j->a, j->slot); /* before the operation ends: see whole_egress_main */
 	op_finish(j->a->ops, j->op, rc, location, rc == DP_ECANCELED ? "cancelled" : error ? error : trace_error(j->s));
 	trace_free(j->s);
-	slot_free(j->a, j->slot);
 	if (j->cfree)
 		j->cfree(j->cctx);
 	buf_free(&j->conv);
@@ -902,36 +845,342 @@ static bool trace_duration(struct httpd_req *r, long long *ms)
 	return true;
 }
 
-/* A trace as a CPU profile (format=folded|speedscope|flamegraph): sampled, aggregated, named, sent whole. */
-static void trace_profile(struct api *a, struct httpd_req *r, const struct port_runtime *p, int format, long long ms,
-			  struct trace_job *j)
+/* The egress provider named by egressProvider (NULL when none); false with a 400 sent when there is no such one. */
+static bool egress_param(struct api *a, struct httpd_req *r, const struct egress_fs **prov)
 {
-	static const char *const ext[] = { "folded.txt", "speedscope.json", "svg" };
-	static const char *const ctype[] = { "text/plain; charset=utf-8", "application/json", "image/svg+xml" };
-	struct profile *prof = NULL;
+	const char *eg = httpd_query(r, "egressProvider");
+
+	*prov = NULL;
+	if (eg && (*prov = find_egress(a, eg)) == NULL) {
+		httpd_problem(r, 400, "Bad Request", "there is no egress provider '%.64s'", eg);
+		return false;
+	}
+	return true;
+}
+
+/* ---- whole artifacts: stacks, CPU profiles, GC heap snapshots ---- */
+
+/*
+ * An artifact made whole in memory by render, then sent back in one answer
+ * or written to an egress provider by a thread of its own (202 and an
+ * operation). release gives back the capture's slot.
+ */
+struct whole_job {
+	struct api *a;
+	struct op *op; /* NULL for a capture sent back that no operation lists */
+	const struct egress_fs *prov;
+	struct port_runtime p;
+	const char *what; /* "stacks", "profile", "gcdump": the egress temp name and messages */
+	int kind;
+	size_t top;
+	long long ms;
+	int (*render)(struct whole_job *j, struct buf *out, const char **ext, const char **ctype, struct err_msg *em);
+	void (*release)(struct api *a);
+};
+
+static void whole_free(struct whole_job *j)
+{
+	j->release(j->a);
+	ipc_process_info_free(&j->p.info);
+	free(j);
+}
+
+static void *whole_egress_main(void *arg)
+{
+	struct whole_job *j = arg;
+	struct err_msg em = { "" };
+	struct buf out;
+	const char *ext = "", *ctype = "";
+	char name[80], *tmp = NULL, *final = NULL;
+	int fd = -1, rc;
+
+	buf_init(&out, 0);
+	rc = j->render(j, &out, &ext, &ctype, &em);
+	if (rc == 0)
+		rc = egress_fs_open(j->prov, j->what, &fd, &tmp, &em);
+	if (rc == 0 && fs_write_all(fd, out.data ? out.data : "", out.len) != 0) {
+		rc = err_set(&em, DP_EIO, "writing the %s to %s: %s", j->what, tmp, strerror(errno));
+		egress_fs_discard(fd, tmp);
+	} else if (rc == 0) {
+		trace_filename(name, sizeof(name), j->p.pid, ext);
+		rc = egress_fs_publish(j->prov, fd, tmp, name, &final, &em);
+	}
+	/* the slot goes back first: once the operation is finished, a client may ask again, and api_free may run */
+	j->release(j->a);
+	op_finish(j->a->ops, j->op, rc, final, rc ? em.text : NULL);
+	buf_free(&out);
+	free(tmp);
+	free(final);
+	ipc_process_info_free(&j->p.info);
+	free(j);
+	return NULL;
+}
+
+/*
+ * Take j (its slot held, p owned) to its end: with an egress provider, an
+ * operation, a thread and 202 with Location; else rendered now and sent
+ * (inline: shown by a browser; else an attachment), its operation (when
+ * stoppable) finished.
+ */
+static void whole_run(struct api *a, struct httpd_req *r, struct whole_job *j, bool stoppable, bool inline_)
+{
 	struct err_msg em;
 	struct buf out;
-	char title[96], fname[80], *disp;
-	int rc = profile_capture(a->port, p->cookie, ms, op_stop_flag(j->op), &prof, &em);
+	const char *ext = "", *ctype = "";
+	char fname[80], *disp, id[37], g[37];
+	int rc;
 
-	if (rc != 0) {
-		op_finish(a->ops, j->op, rc, NULL, em.text);
-		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
-			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
-			      "pid %llu: %s", (unsigned long long)p->pid, em.text);
+	if (j->prov || stoppable) {
+		const char *name = rt_name(&j->p);
+		char *short_name = mem_strndup(name, strcspn(name, " "));
+
+		ipc_cookie_guid(j->p.cookie, g);
+		j->op = ops_add(a->ops, j->prov ? j->prov->name : NULL, j->p.pid, g, short_name, httpd_query(r, "tags"),
+				stoppable, id);
+		free(short_name);
+	}
+	if (j->prov) {
+		pthread_attr_t attr;
+		pthread_t t;
+		char *loc;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, whole_egress_main, j) != 0)
+			DP_FATAL("cannot start a thread for operation %s", id);
+		pthread_attr_destroy(&attr);
+		loc = mem_printf("/operations/%s", id);
+		httpd_set_header(r, "Location", loc);
+		free(loc);
+		httpd_send(r, 202, NULL, "", 0);
 		return;
 	}
-	snprintf(title, sizeof(title), "CPU, pid %llu", (unsigned long long)p->pid);
-	trace_filename(fname, sizeof(fname), p->pid, ext[format]);
-	disp = mem_printf("attachment; filename=\"%s\"", fname);
 	buf_init(&out, 0);
-	profile_write(prof, (enum profile_format)format, title, &out);
-	op_finish(a->ops, j->op, 0, NULL, NULL);
-	httpd_set_header(r, "Content-Disposition", disp);
-	httpd_send(r, 200, ctype[format], out.data ? out.data : "", out.len);
-	free(disp);
+	rc = j->render(j, &out, &ext, &ctype, &em);
+	if (j->op)
+		op_finish(a->ops, j->op, rc, NULL, rc ? em.text : NULL);
+	if (rc != 0) {
+		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
+			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
+			      "pid %llu: %s", (unsigned long long)j->p.pid, em.text);
+	} else {
+		trace_filename(fname, sizeof(fname), j->p.pid, ext);
+		disp = mem_printf("%s; filename=\"%s\"", inline_ ? "inline" : "attachment", fname);
+		httpd_set_header(r, "Content-Disposition", disp);
+		free(disp);
+		httpd_send(r, 200, ctype, out.data ? out.data : "", out.len);
+	}
 	buf_free(&out);
+	whole_free(j);
+}
+
+/* A new job for p (taken over: its info is freed with the job), its slot already held. */
+static struct whole_job *whole_new(struct api *a, struct port_runtime *p, const struct egress_fs *prov, const char *what,
+				   int (*render)(struct whole_job *, struct buf *, const char **, const char **,
+						 struct err_msg *),
+				   void (*release)(struct api *))
+{
+	struct whole_job *j = mem_zalloc(sizeof(*j));
+
+	j->a = a;
+	j->p = *p;
+	j->prov = prov;
+	j->what = what;
+	j->render = render;
+	j->release = release;
+	return j;
+}
+
+/* A one-at-a-time capture (*flag under mu), or false with the 429 sent. */
+static bool flag_take(struct api *a, struct httpd_req *r, bool *flag, const char *what)
+{
+	bool busy;
+
+	pthread_mutex_lock(&a->mu);
+	busy = *flag;
+	*flag = true;
+	pthread_mutex_unlock(&a->mu);
+	if (busy)
+		httpd_problem(r, 429, "Too Many Requests", "%s already being taken; try again when that is done", what);
+	return !busy;
+}
+
+static void stacks_release(struct api *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->stacking = false;
+	pthread_mutex_unlock(&a->mu);
+}
+
+enum { STACKS_TEXT, STACKS_JSON, STACKS_SPEEDSCOPE };
+
+static int stacks_render(struct whole_job *j, struct buf *out, const char **ext, const char **ctype, struct err_msg *em)
+{
+	static const char *const exts[] = { "stacks.txt", "stacks.json", "stacks.speedscope.json" };
+	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json",
+					      "application/speedscope+json" };
+	struct stacks *st = NULL;
+	int rc = stacks_capture(j->a->port, j->p.cookie, STACKS_SAMPLE_MS, &st, em);
+
+	if (rc != 0)
+		return rc;
+	if (j->kind == STACKS_JSON) {
+		char *t = json_dumps(stacks_json(st), JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		buf_puts(out, t ? t : "");
+		free(t);
+	} else if (j->kind == STACKS_SPEEDSCOPE) {
+		stacks_speedscope(st, out);
+	} else {
+		stacks_text(st, out);
+	}
+	*ext = exts[j->kind];
+	*ctype = ctypes[j->kind];
+	stacks_free(st);
+	return 0;
+}
+
+/* GET /stacks[?format=text|json|speedscope][&egressProvider=]: every managed thread's stack (stacks.h). */
+static void route_stacks(struct api *a, struct httpd_req *r)
+{
+	const char *accept = httpd_header(r, "Accept"), *f = httpd_query(r, "format");
+	const struct egress_fs *prov;
+	struct port_runtime p;
+	struct whole_job *j;
+	int kind = STACKS_TEXT;
+
+	if (f)
+		kind = strcasecmp(f, "json") == 0	? STACKS_JSON :
+		       strcasecmp(f, "speedscope") == 0 ? STACKS_SPEEDSCOPE :
+		       strcasecmp(f, "text") == 0	? STACKS_TEXT :
+							  -1;
+	else if (accept && strstr(accept, "application/speedscope+json"))
+		kind = STACKS_SPEEDSCOPE;
+	else if (accept && strstr(accept, "application/json"))
+		kind = STACKS_JSON;
+	if (kind < 0) {
+		httpd_problem(r, 400, "Bad Request", "format '%.32s' is not text, json or speedscope", f);
+		return;
+	}
+	if (!egress_param(a, r, &prov) || !choose(a, r, &p))
+		return;
+	if (!flag_take(a, r, &a->stacking, "stacks are")) {
+		ipc_process_info_free(&p.info);
+		return;
+	}
+	j = whole_new(a, &p, prov, "stacks", stacks_render, stacks_release);
+	j->kind = kind;
+	whole_run(a, r, j, false, kind != STACKS_SPEEDSCOPE);
+}
+
+static void traces_release(struct api *a)
+{
+	slot_free(a, &a->traces);
+}
+
+/* A trace as a CPU profile (format=folded|speedscope|flamegraph): sampled, aggregated, named. */
+static int profile_render(struct whole_job *j, struct buf *out, const char **ext, const char **ctype,
+			  struct err_msg *em)
+{
+	static const char *const exts[] = { "folded.txt", "speedscope.json", "svg" };
+	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json", "image/svg+xml" };
+	struct profile *prof = NULL;
+	char title[96];
+	int rc = profile_capture(j->a->port, j->p.cookie, j->ms, op_stop_flag(j->op), &prof, em);
+
+	if (rc != 0)
+		return atomic_load(op_cancel_flag(j->op)) ? err_set(em, DP_ECANCELED, "cancelled") : rc;
+	if (atomic_load(op_cancel_flag(j->op))) {
+		profile_free(prof);
+		return err_set(em, DP_ECANCELED, "cancelled");
+	}
+	snprintf(title, sizeof(title), "CPU, pid %llu", (unsigned long long)j->p.pid);
+	profile_write(prof, (enum profile_format)j->kind, title, out);
+	*ext = exts[j->kind];
+	*ctype = ctypes[j->kind];
 	profile_free(prof);
+	return 0;
+}
+
+static void gcdump_release(struct api *a)
+{
+	pthread_mutex_lock(&a->mu);
+	a->heaping = false;
+	pthread_mutex_unlock(&a->mu);
+}
+
+enum { GCD_TEXT, GCD_JSON, GCD_NETTRACE };
+
+static int gcdump_render(struct whole_job *j, struct buf *out, const char **ext, const char **ctype, struct err_msg *em)
+{
+	struct gcdump *g = NULL;
+	int rc = gcdump_capture(j->a->port, j->p.cookie, j->p.pid, j->kind == GCD_NETTRACE ? out : NULL, &g, em);
+
+	if (rc != 0)
+		return rc;
+	if (j->kind == GCD_TEXT) {
+		gcdump_text(g, j->top, out);
+		*ext = "gcdump.txt";
+		*ctype = "text/plain; charset=utf-8";
+	} else if (j->kind == GCD_JSON) {
+		char *t = json_dumps(gcdump_json(g, j->top), JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		buf_puts(out, t ? t : "");
+		free(t);
+		*ext = "gcdump.json";
+		*ctype = "application/json";
+	} else {
+		*ext = "gcdump.nettrace";
+		*ctype = "application/octet-stream";
+	}
+	gcdump_free(g);
+	return 0;
+}
+
+/* GET /gcdump?pid=&format=stats|nettrace[&top=N][&egressProvider=]: a GC heap snapshot (gcdump.h). */
+static void route_gcdump(struct api *a, struct httpd_req *r)
+{
+	const char *f = httpd_query(r, "format"), *accept = httpd_header(r, "Accept"), *top_s = httpd_query(r, "top");
+	const struct egress_fs *prov;
+	struct port_runtime p;
+	struct whole_job *j;
+	size_t top = 0;
+	int kind;
+
+	if (f == NULL || strcasecmp(f, "gcdump") == 0) {
+		httpd_problem(r, 501, "Not Implemented", "this agent does not write the .gcdump file format yet: "
+			      "format=stats gives the per-type table of the live heap, format=nettrace the heap "
+			      "snapshot's events (`dotnet-gcdump convert FILE` turns them into a .gcdump)");
+		return;
+	}
+	if (strcasecmp(f, "stats") == 0)
+		kind = accept && strstr(accept, "application/json") ? GCD_JSON : GCD_TEXT;
+	else if (strcasecmp(f, "nettrace") == 0)
+		kind = GCD_NETTRACE;
+	else {
+		httpd_problem(r, 400, "Bad Request", "format '%.32s' is not stats or nettrace", f);
+		return;
+	}
+	if (top_s) {
+		char *end;
+		unsigned long v = strtoul(top_s, &end, 10);
+
+		if (*top_s < '0' || *top_s > '9' || *end || v > 1000000) {
+			httpd_problem(r, 400, "Bad Request", "top '%.32s' is not a count of types (0 = all)", top_s);
+			return;
+		}
+		top = v;
+	}
+	if (!egress_param(a, r, &prov) || !choose(a, r, &p))
+		return;
+	if (!flag_take(a, r, &a->heaping, "a GC heap snapshot is")) {
+		ipc_process_info_free(&p.info);
+		return;
+	}
+	j = whole_new(a, &p, prov, "gcdump", gcdump_render, gcdump_release);
+	j->kind = kind;
+	j->top = top;
+	whole_run(a, r, j, false, kind != GCD_NETTRACE);
 }
 
 /* A job for a capture on runtime p (its operation added; id filled), holding one of *slot. */
@@ -1018,18 +1267,6 @@ static void logs_conv_flush(void *l)
 	logs_flush(l);
 }
 
-/* The egress provider named by egressProvider (NULL when none); false with a 400 sent when there is no such one. */
-static bool egress_param(struct api *a, struct httpd_req *r, const struct egress_fs **prov)
-{
-	const char *eg = httpd_query(r, "egressProvider");
-
-	*prov = NULL;
-	if (eg && (*prov = find_egress(a, eg)) == NULL) {
-		httpd_problem(r, 400, "Bad Request", "there is no egress provider '%.64s'", eg);
-		return false;
-	}
-	return true;
-}
 
 /* GET /livemetrics (the default counters) or POST with an EventMetricsConfiguration: json-seq records. */
 static void route_livemetrics(struct api *a, struct httpd_req *r)
@@ -1140,7 +1377,6 @@ done:
 
 static void route_trace(struct api *a, struct httpd_req *r)
 {
-	const char *eg = httpd_query(r, "egressProvider");
 	const struct egress_fs *prov = NULL;
 	struct trace_config cfg = { 0 };
 	struct trace_job *j;
@@ -1155,11 +1391,10 @@ static void route_trace(struct api *a, struct httpd_req *r)
 	if (!trace_duration(r, &ms))
 		return;
 	if (httpd_query(r, "format") &&
-	    ((format = profile_format(httpd_query(r, "format"))) < 0 || strcmp(httpd_method(r), "POST") == 0 || eg ||
+	    ((format = profile_format(httpd_query(r, "format"))) < 0 || strcmp(httpd_method(r), "POST") == 0 ||
 	     (httpd_query(r, "profile") && strcasecmp(httpd_query(r, "profile"), "Cpu") != 0))) {
 		httpd_problem(r, 400, "Bad Request", "format '%.32s': a CPU profile is folded, speedscope or flamegraph, "
-			      "from GET /trace with profile=Cpu (or none), sent back directly, not to egress",
-			      httpd_query(r, "format"));
+			      "from GET /trace with profile=Cpu (or none)", httpd_query(r, "format"));
 		return;
 	}
 	if (!egress_param(a, r, &prov))
@@ -1174,187 +1409,20 @@ static void route_trace(struct api *a, struct httpd_req *r)
 		trace_config_free(&cfg);
 		return;
 	}
-	if (!slot_take(a, r, &a->traces, MAX_TRACES, "traces are"))
-		goto out;
-	j = job_new(a, r, &p, prov, &a->traces, "nettrace", id);
-	if (format >= 0) {
-		trace_profile(a, r, &p, format, ms, j);
-		free(j);
-		slot_free(a, &a->traces);
-		goto out;
-	}
-	job_run(a, r, j, &p, &cfg, ms, NULL, NULL, id, "application/octet-stream");
-out:
-	trace_config_free(&cfg);
-	ipc_process_info_free(&p.info);
-}
-
-/* ---- GC heap snapshots ---- */
-
-enum { GCD_TEXT, GCD_JSON, GCD_NETTRACE };
-
-struct gcdump_job {
-	struct api *a;
-	struct op *op;
-	const struct egress_fs *prov;
-	struct port_runtime p;
-	int kind;
-	size_t top;
-};
-
-static void gcdump_slot_free(struct api *a)
-{
-	pthread_mutex_lock(&a->mu);
-	a->heaping = false;
-	pthread_mutex_unlock(&a->mu);
-}
-
-/* Capture and render: 0 with the artifact in out (its file name ending in *ext), else the error in em. */
-static int gcdump_render(struct api *a, const struct port_runtime *p, int kind, size_t top, struct buf *out,
-			 const char **ext, struct err_msg *em)
-{
-	struct gcdump *g = NULL;
-	int rc = gcdump_capture(a->port, p->cookie, p->pid, kind == GCD_NETTRACE ? out : NULL, &g, em);
-
-	if (rc != 0)
-		return rc;
-	if (kind == GCD_TEXT) {
-		gcdump_text(g, top, out);
-		*ext = "gcdump.txt";
-	} else if (kind == GCD_JSON) {
-		char *t = json_dumps(gcdump_json(g, top), JSON_COMPACT | JSON_PRESERVE_ORDER);
-
-		buf_puts(out, t ? t : "");
-		free(t);
-		*ext = "gcdump.json";
-	} else {
-		*ext = "gcdump.nettrace";
-	}
-	gcdump_free(g);
-	return 0;
-}
-
-static void *gcdump_egress_main(void *arg)
-{
-	struct gcdump_job *j = arg;
-	struct err_msg em = { "" };
-	struct buf out;
-	const char *ext = "";
-	char name[80], *tmp = NULL, *final = NULL;
-	int fd = -1, rc;
-
-	buf_init(&out, 0);
-	rc = gcdump_render(j->a, &j->p, j->kind, j->top, &out, &ext, &em);
-	if (rc == 0)
-		rc = egress_fs_open(j->prov, "gcdump", &fd, &tmp, &em);
-	if (rc == 0 && fs_write_all(fd, out.data ? out.data : "", out.len) != 0) {
-		rc = err_set(&em, DP_EIO, "writing the snapshot to %s: %s", tmp, strerror(errno));
-		egress_fs_discard(fd, tmp);
-	} else if (rc == 0) {
-		trace_filename(name, sizeof(name), j->p.pid, ext);
-		rc = egress_fs_publish(j->prov, fd, tmp, name, &final, &em);
-	}
-	op_finish(j->a->ops, j->op, rc, final, rc ? em.text : NULL);
-	gcdump_slot_free(j->a);
-	buf_free(&out);
-	free(tmp);
-	free(final);
-	ipc_process_info_free(&j->p.info);
-	free(j);
-	return NULL;
-}
-
-/* GET /gcdump?pid=&format=stats|nettrace[&top=N][&egressProvider=]: a GC heap snapshot (gcdump.h). */
-static void route_gcdump(struct api *a, struct httpd_req *r)
-{
-	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json", "application/octet-stream" };
-	const char *f = httpd_query(r, "format"), *accept = httpd_header(r, "Accept"), *top_s = httpd_query(r, "top");
-	const struct egress_fs *prov;
-	struct port_runtime p;
-	struct err_msg em;
-	struct buf out;
-	const char *ext = "";
-	char fname[80], *disp, id[37], g[37];
-	size_t top = 0;
-	int kind, rc;
-
-	if (f == NULL || strcasecmp(f, "gcdump") == 0) {
-		httpd_problem(r, 501, "Not Implemented", "this agent does not write the .gcdump file format yet: "
-			      "format=stats gives the per-type table of the live heap, format=nettrace the heap "
-			      "snapshot's events (`dotnet-gcdump convert FILE` turns them into a .gcdump)");
-		return;
-	}
-	if (strcasecmp(f, "stats") == 0)
-		kind = accept && strstr(accept, "application/json") ? GCD_JSON : GCD_TEXT;
-	else if (strcasecmp(f, "nettrace") == 0)
-		kind = GCD_NETTRACE;
-	else {
-		httpd_problem(r, 400, "Bad Request", "format '%.32s' is not stats or nettrace", f);
-		return;
-	}
-	if (top_s) {
-		char *end;
-		unsigned long v = strtoul(top_s, &end, 10);
-
-		if (*top_s < '0' || *top_s > '9' || *end || v > 1000000) {
-			httpd_problem(r, 400, "Bad Request", "top '%.32s' is not a count of types (0 = all)", top_s);
-			return;
-		}
-		top = v;
-	}
-	if (!egress_param(a, r, &prov) || !choose(a, r, &p))
-		return;
-	pthread_mutex_lock(&a->mu);
-	rc = a->heaping ? DP_ETOOBIG : 0;
-	a->heaping = true;
-	pthread_mutex_unlock(&a->mu);
-	if (rc != 0) {
-		httpd_problem(r, 429, "Too Many Requests", "a GC heap snapshot is already being taken; try again when it is done");
+	if (!slot_take(a, r, &a->traces, MAX_TRACES, "traces are")) {
 		ipc_process_info_free(&p.info);
-		return;
-	}
-	if (prov) {
-		struct gcdump_job *j = mem_zalloc(sizeof(*j));
-		pthread_attr_t attr;
-		pthread_t t;
-		const char *name = rt_name(&p);
-		char *short_name = mem_strndup(name, strcspn(name, " ")), *loc;
+	} else if (format >= 0) {
+		struct whole_job *w = whole_new(a, &p, prov, "profile", profile_render, traces_release);
 
-		ipc_cookie_guid(p.cookie, g);
-		j->a = a;
-		j->prov = prov;
-		j->p = p; /* owns p.info now */
-		j->kind = kind;
-		j->top = top;
-		j->op = ops_add(a->ops, prov->name, p.pid, g, short_name, httpd_query(r, "tags"), false, id);
-		free(short_name);
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &attr, gcdump_egress_main, j) != 0)
-			DP_FATAL("cannot start a thread for operation %s", id);
-		pthread_attr_destroy(&attr);
-		loc = mem_printf("/operations/%s", id);
-		httpd_set_header(r, "Location", loc);
-		free(loc);
-		httpd_send(r, 202, NULL, "", 0);
-		return;
-	}
-	buf_init(&out, 0);
-	rc = gcdump_render(a, &p, kind, top, &out, &ext, &em);
-	gcdump_slot_free(a);
-	if (rc != 0) {
-		httpd_problem(r, rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? 502 : 500,
-			      rc == DP_EREMOTE || rc == DP_EUNSUPPORTED ? "Bad Gateway" : "Internal Server Error",
-			      "pid %llu: %s", (unsigned long long)p.pid, em.text);
+		w->kind = format;
+		w->ms = ms;
+		whole_run(a, r, w, true, format == PROFILE_FLAMEGRAPH);
 	} else {
-		trace_filename(fname, sizeof(fname), p.pid, ext);
-		disp = mem_printf("%s; filename=\"%s\"", kind == GCD_NETTRACE ? "attachment" : "inline", fname);
-		httpd_set_header(r, "Content-Disposition", disp);
-		free(disp);
-		httpd_send(r, 200, ctypes[kind], out.data ? out.data : "", out.len);
+		j = job_new(a, r, &p, prov, &a->traces, "nettrace", id);
+		job_run(a, r, j, &p, &cfg, ms, NULL, NULL, id, "application/octet-stream");
+		ipc_process_info_free(&p.info);
 	}
-	buf_free(&out);
-	ipc_process_info_free(&p.info);
+	trace_config_free(&cfg);
 }
 
 bool api_takes_body(const char *path)

@@ -62,7 +62,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: diagport launch [--config FILE] [--socket PATH] [--urls URL[;URL...]] [--dumps DIR]\n"
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|fifo]\n"
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
-		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS] [--no-metrics]\n"
+		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
+		   "                       [--metrics-start-delay SECONDS] [--no-metrics]\n"
 		   "                       [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
@@ -181,6 +182,7 @@ static const struct {
 	{ "--connect-dir", "connectDir" },
 	{ "--metrics-urls", "metricsUrls" },
 	{ "--metrics-interval", "metricsInterval" },
+	{ "--metrics-start-delay", "metricsStartDelay" },
 };
 
 /*
@@ -327,7 +329,8 @@ int launch_cli(int argc, char **argv)
 		struct httpd_config mc = { .urls = c.metrics_urls };
 
 		if (!c.metrics_off)
-			metrics = metrics_start(p, c.metrics_interval_s);
+			metrics = metrics_start(p, c.metrics_interval_s,
+						c.metrics_delay_set ? c.metrics_delay_s : METRICS_DEFAULT_DELAY_S);
 		ac.metrics = metrics;
 		api = api_new(&ac);
 		mem_wipe(token, token ? strlen(token) : 0); /* the api has its copy */

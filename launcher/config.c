@@ -28,7 +28,7 @@
 #define MAX_PATH_KEY 512
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS };
+enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY };
 
 struct setting {
 	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
@@ -50,6 +50,7 @@ static const struct setting settings[] = {
 	{ { "metrics", "Metrics:Enabled" }, K_NBOOL, OFF(metrics_off) },
 	{ { "metricsUrls", "Metrics:Endpoints" }, K_STR, OFF(metrics_urls) },
 	{ { "metricsInterval", "GlobalCounter:IntervalSeconds" }, K_SECONDS, OFF(metrics_interval_s) },
+	{ { "metricsStartDelay" }, K_DELAY, OFF(metrics_delay_s) },
 	/* dotnet-monitor's connection mode: this agent always listens; Connect is refused with a reason. */
 	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
 };
@@ -144,6 +145,19 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		*(unsigned *)field = (unsigned)n;
 		return 0;
 	}
+	case K_DELAY: {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n > 3600)
+			return err_set(em, DP_EINVAL, "%s: %s takes a whole number of seconds from 0 to 3600, not '%s'",
+				       where, key, v);
+		*(unsigned *)field = (unsigned)n;
+		c->metrics_delay_set = true;
+		return 0;
+	}
 	case K_TRANSPORT:
 		if (strcmp(v, "file") != 0 && strcmp(v, "fifo") != 0)
 			return err_set(em, DP_EINVAL, "%s: %s takes file or fifo, not '%s'", where, key, v);
@@ -226,7 +240,7 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
 		for (size_t k = 0; k < 3 && settings[i].names[k]; k++)
 			if (strcasecmp(key, settings[i].names[k]) == 0)
-				return set_one(c, &settings[i], key, value, where, em);
+				return set_one(c, &settings[i], settings[i].names[k], value, where, em);
 	return err_set(em, DP_ENOTFOUND, "%s: unknown setting '%s'", where, key);
 }
 

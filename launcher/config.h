@@ -33,6 +33,8 @@ struct launch_config {
 	bool no_auth, no_sandbox;
 	bool metrics_off;            /* Metrics:Enabled false: no counters sessions, /metrics 404 */
 	unsigned metrics_interval_s; /* GlobalCounter:IntervalSeconds; 0 = 5 */
+	unsigned metrics_delay_s;    /* metricsStartDelay: seconds from attach to the counters session */
+	bool metrics_delay_set;      /* false: METRICS_DEFAULT_DELAY_S */
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
 	struct egress_fs *egress;
 	size_t n_egress;

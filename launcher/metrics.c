@@ -559,6 +559,7 @@ struct collector {
 struct metrics {
 	struct port *port;
 	unsigned interval_s;
+	long long delay_ms; /* from attach to the first session */
 	char client_id[40];
 	struct metrics_selection sel;
 	pthread_mutex_t mu;
@@ -890,6 +891,7 @@ static void watch_once(struct metrics *m)
 			c->m = m;
 			memcpy(c->cookie, rt[i].cookie, 16);
 			c->pid = rt[i].pid;
+			c->retry_at = now + m->delay_ms;
 			buf_init(&c->name, 0);
 			buf_init(&c->labels, 0);
 			m->c = mem_realloc(m->c, (m->nc + 1) * sizeof(*m->c));
@@ -940,7 +942,7 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-struct metrics *metrics_start(struct port *port, unsigned interval_s)
+struct metrics *metrics_start(struct port *port, unsigned interval_s, unsigned delay_s)
 {
 	struct metrics *m = mem_zalloc(sizeof(*m));
 	unsigned char r[8] = { 0 };
@@ -955,6 +957,7 @@ struct metrics *metrics_start(struct port *port, unsigned interval_s)
 		 r[3], r[4], r[5], r[6], r[7]);
 	m->port = port;
 	m->interval_s = interval_s ? interval_s : METRICS_DEFAULT_INTERVAL_S;
+	m->delay_ms = (long long)delay_s * 1000;
 	metrics_selection_defaults(&m->sel);
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_mutex_init(&m->stop_mu, NULL);

@@ -31,6 +31,15 @@
 #include "trace.h"
 
 #define METRICS_DEFAULT_INTERVAL_S 5 /* dotnet-monitor's GlobalCounter:IntervalSeconds */
+/*
+ * Seconds from a runtime's attach to its counters session. Enabling the
+ * System.Runtime counters while the app's startup code first touches the
+ * thread pool or FrameworkEventSource can deadlock the app in the runtime
+ * (dotnet/runtime#118014, #105682, #119014: lock order between
+ * EventListenersLock and a class constructor); after startup those
+ * constructors have run and the session is safe.
+ */
+#define METRICS_DEFAULT_DELAY_S 10
 #define METRICS_MAX_TIME_SERIES 1000 /* MetricsEventSource's MaxTimeSeries, as dotnet-monitor sets it */
 #define METRICS_MAX_HISTOGRAMS 20
 #define METRICS_MAX_SOURCES 32
@@ -120,8 +129,12 @@ void metrics_live_free(struct metrics_live *l); /* accepts NULL */
 /* ---- the store behind /metrics ---- */
 struct metrics;
 
-/* Start collecting from every runtime port attaches (a thread watches the port). NULL port: nothing collected. */
-struct metrics *metrics_start(struct port *port, unsigned interval_s);
+/*
+ * Start collecting from every runtime port attaches (a thread watches the
+ * port), each one delay_s seconds after it attached. NULL port: nothing
+ * collected.
+ */
+struct metrics *metrics_start(struct port *port, unsigned interval_s, unsigned delay_s);
 /* Stop every session and free. Accepts NULL. */
 void metrics_free(struct metrics *m);
 /*

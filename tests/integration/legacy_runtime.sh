@@ -75,9 +75,10 @@ ART=$(jq -r .resourceLocation "$W/op.json")
 WHY="$(file -b "$ART" 2>&1 | head -c 80)"; check egress-artifact-is-core bash -c "file -b '$ART' | grep -q 'ELF 64-bit LSB core'"
 
 # /metrics from .NET Core 3.1 (EventCounters; it has no Meter API): a second agent with metrics on
+# (the app is long past its startup, so its session may start at once: --metrics-start-delay 0)
 P2=$(free_port)
 "$D" launch --socket "$W/dumps/port2" --dumps "$W/dumps" --connect-dir "$W/tmp" --urls "http://127.0.0.1:$P2" \
-  --no-auth --metrics-interval 1 2> "$W/agent2.log" & PIDS+=($!)
+  --no-auth --metrics-interval 1 --metrics-start-delay 0 2> "$W/agent2.log" & PIDS+=($!)
 for _ in $(seq 1 100); do curl -s "http://127.0.0.1:$P2/metrics" | grep -q '^systemruntime_cpu_usage_ratio ' && break; sleep 0.1; done
 curl -s "http://127.0.0.1:$P2/metrics" > "$W/metrics.txt"
 WHY="$(head -3 "$W/metrics.txt") $(tail -2 "$W/agent2.log")"

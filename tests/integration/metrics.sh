@@ -13,7 +13,10 @@
 #                delta, the duration kept, egress, 429, bad documents
 #   two/*        a second runtime: every series gets a pid label, still valid; the first runtime's series go
 #                when it exits
-#   off/*        --no-metrics: /metrics 404
+#   delay/*      the session starts metricsStartDelay (default 10 s) after the runtime attaches, not while the
+#                app's startup code runs (a runtime deadlock, see METRICS_DEFAULT_DELAY_S): nothing at attach,
+#                readings later
+#   off/*        --no-metrics: /metrics 404; a delay out of range refused
 set -u
 cd "$(dirname "$0")/../.."
 D=$PWD/diagport
@@ -46,12 +49,19 @@ if ! start_app app; then fail setup "the webapp did not start or attach: $(tail 
 scrape() { curl -s -o "$1" -w '%{http_code}' "$U/metrics"; }
 # value FILE SERIES: the value of the first sample whose name and labels start with SERIES
 value() { awk -v s="$2" 'index($0, s) == 1 && substr($0, length(s) + 1, 1) ~ /[ {]/ { print $(NF - 1); exit }' "$1"; }
-# the first readings come one interval after the session starts
-for _ in $(seq 1 100); do
+# --- delay: no session while the app starts; the first readings come one interval after the session starts
+T0=$(date +%s%N)
+scrape "$W/m00.txt" > /dev/null
+WHY="$(grep -m3 '^systemruntime_' "$W/m00.txt")"
+check delay/nothing-at-attach test -z "$WHY"
+for _ in $(seq 1 250); do
   scrape "$W/m0.txt" > /dev/null
   grep -q '^systemruntime_working_set_bytes ' "$W/m0.txt" && grep -q '^systemruntime_dotnet_gc_collections' "$W/m0.txt" && break
   sleep 0.1
 done
+WAITED_MS=$((($(date +%s%N) - T0) / 1000000))
+WHY="first readings ${WAITED_MS} ms after the app was listed"
+check delay/readings-after-the-delay test "$WAITED_MS" -ge 5000 -a "$WAITED_MS" -le 20000
 
 # --- prom: the exposition format
 code=$(scrape "$W/m1.txt")
@@ -212,7 +222,7 @@ bad include-not-bool '{"includeDefaultProviders":"yes"}' 'includeDefaultProvider
 # --- two runtimes: a pid label on every sample; the first one's series go when it exits
 FIRST=$APID; FIRST_APP=$APP
 if start_app app2; then
-  for _ in $(seq 1 100); do
+  for _ in $(seq 1 250); do
     scrape "$W/two.txt" > /dev/null
     grep -q "pid=\"$APID\"" "$W/two.txt" && grep -q "pid=\"$FIRST\"" "$W/two.txt" && break
     sleep 0.1
@@ -244,3 +254,6 @@ code=$(curl -s -o "$W/off.json" -w '%{http_code}' "http://127.0.0.1:$P2/metrics"
 WHY="code $code $(cat "$W/off.json")"; check off/404 test "$code" = 404
 code=$(timeout 5 "$D" launch --socket "$W/dumps/port3" --no-auth --metrics-interval 0 > /dev/null 2>&1; echo $?)
 check off/bad-interval-refused test "$code" = 2
+timeout 5 "$D" launch --socket "$W/dumps/port3" --no-auth --metrics-start-delay 3601 > /dev/null 2> "$W/delay.err"; code=$?
+WHY="exit $code: $(cat "$W/delay.err")"
+check off/bad-delay-refused test "$code" = 2 -a -n "$(grep -F -- '--metrics-start-delay: metricsStartDelay takes a whole number of seconds from 0 to 3600' "$W/delay.err")"

@@ -5,7 +5,8 @@
 #   cpu/*        profile=Cpu while /high-cpu spins: 200, the file name, chunked and
 #                streamed as it comes (first byte long before the end), complete
 #                (the end marker), TraceEvent's CPU samples show HotLoop.Spin
-#   cpuprofile/* format=folded|flamegraph|speedscope while a thread spins: the hot method dominates;
+#   cpuprofile/* format=folded|flamegraph|speedscope while a thread spins: the hot method dominates; to an
+#                egress provider too (a flame graph until stopped through /operations);
 #                the SVG renders to PNG (rsvg-convert), speedscope's own schema accepts the JSON, and the
 #                speedscope viewer opens it in headless Chromium
 #   default/*    no profile (Cpu,Http,Metrics): counters, samples, DiagnosticSource
@@ -21,7 +22,7 @@
 #   truncated/*  the process killed mid-trace: curl sees an incomplete body (18),
 #                the operation Failed "truncated"
 #   bad/*        bad profiles, durations, documents, bodies: 400/411/413 with the field named
-#   stacks/*     /stacks while 4 threads wait on a lock: text, JSON and speedscope, the waiters'
+#   stacks/*     /stacks while 4 threads wait on a lock: text, JSON, speedscope and to egress, the waiters'
 #                Monitor.Enter over LockContention.Wait and the holder named
 #   perfmap/*    POST /perfmap: the runtime writes /tmp/perf-PID.map naming JIT-compiled methods
 #                (HotLoop.Spin); DELETE turns it off
@@ -125,8 +126,18 @@ WHY="SampleProfiler events: $n (want > 100 in 4 s)"; check cpu/samples test "${n
 n=$(count cpu Microsoft-Windows-DotNETRuntimeRundown)
 WHY="rundown events: $n (want > 0: the session was stopped with StopTracing, not cut)"; check cpu/rundown test "${n:-0}" -gt 0
 
+# egressed NAME URL: request URL, follow its operation to the end; CODE and $W/NAME-op.json (the operation)
+egressed() {
+  local loc
+  CODE=$(curl -s -D "$W/$1.hdr" -o /dev/null -w '%{http_code}' "$2")
+  loc=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/$1.hdr")
+  [ -n "$loc" ] || { echo '{}' > "$W/$1-op.json"; return; }
+  for _ in $(seq 1 300); do [ "$(curl -s "$U$loc" | jq -r .status)" = Running ] || break; sleep 0.1; done
+  curl -s "$U$loc" > "$W/$1-op.json"
+}
+
 # --- CPU profiles people can look at: folded stacks, a flame graph, speedscope, while a thread spins
-curl -s "$AURL/high-cpu?seconds=20" > /dev/null
+curl -s "$AURL/high-cpu?seconds=30" > /dev/null
 V=$PWD/tests/validate
 c=$(curl -s -D "$W/fold.hdr" -o "$W/cpu.folded" -w '%{http_code}' "$U/trace?pid=$APID&profile=Cpu&durationSeconds=3&format=folded")
 read -r hot all < <(awk '{n = $NF; t += n; if ($0 ~ /HotLoop\.Spin/) h += n} END {print h + 0, t + 0}' "$W/cpu.folded")
@@ -135,8 +146,25 @@ check cpuprofile/folded-hot-method-dominates bash -c "[ '$c' = 200 ] && grep -qi
 c=$(curl -s -D "$W/svg.hdr" -o "$W/cpu.svg" -w '%{http_code}' "$U/trace?pid=$APID&durationSeconds=2&format=flamegraph")
 rsvg-convert -o "$W/cpu.png" "$W/cpu.svg" 2> "$W/svg.err"; rc=$?
 WHY="$c, rsvg-convert exit $rc $(cat "$W/svg.err"); $(file -b "$W/cpu.png" 2>&1)"
-check cpuprofile/flamegraph-renders bash -c "[ '$c' = 200 ] && [ $rc = 0 ] && grep -qi '^content-type: image/svg+xml' '$W/svg.hdr' && file -b '$W/cpu.png' | grep -q 'PNG image data, 1200 x'"
+check cpuprofile/flamegraph-renders bash -c "[ '$c' = 200 ] && [ $rc = 0 ] && grep -qi '^content-type: image/svg+xml' '$W/svg.hdr' && grep -qi '^content-disposition: inline; filename=\"[0-9_]*_$APID.svg\"' '$W/svg.hdr' && file -b '$W/cpu.png' | grep -q 'PNG image data, 1200 x'"
 WHY="$(grep -o 'HotLoop[^<]*' "$W/cpu.svg" | head -3)"; check cpuprofile/flamegraph-names-hot-method grep -q '<title>webapp.dll!HotLoop.Spin (' "$W/cpu.svg"
+# to an egress provider: a speedscope file of a fixed length; a flame graph until stopped through /operations
+egressed sseg "$U/trace?pid=$APID&durationSeconds=2&format=speedscope&egressProvider=out"
+F=$(jq -r '.resourceLocation // empty' "$W/sseg-op.json")
+node "$V/speedscope-validate.mjs" "$F" > "$W/sseg.err" 2>&1; rc=$?
+WHY="$CODE $(cat "$W/sseg-op.json"); schema exit $rc $(head -c 300 "$W/sseg.err")"
+check cpuprofile/egress-speedscope bash -c "[ $CODE = 202 ] && [ $rc = 0 ] && jq -e --argjson p $APID '.status == \"Succeeded\" and (.resourceLocation | endswith(\"_\(\$p).speedscope.json\"))' '$W/sseg-op.json' > /dev/null && grep -q 'HotLoop.Spin' '$F'"
+c=$(curl -s -D "$W/fgeg.hdr" -o /dev/null -w '%{http_code}' "$U/trace?pid=$APID&durationSeconds=-1&format=flamegraph&egressProvider=out")
+LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/fgeg.hdr")
+sleep 2
+curl -s "$U$LOC" > "$W/fgeg-run.json"
+curl -s -X DELETE -o /dev/null "$U$LOC?stop=true"
+for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.1; done
+curl -s "$U$LOC" > "$W/fgeg-op.json"
+F=$(jq -r '.resourceLocation // empty' "$W/fgeg-op.json")
+rsvg-convert -o "$W/fgeg.png" "$F" 2> "$W/fgeg.err"; rc=$?
+WHY="$c; running: $(cat "$W/fgeg-run.json"); then: $(cat "$W/fgeg-op.json"); rsvg-convert exit $rc $(head -c 200 "$W/fgeg.err")"
+check cpuprofile/egress-flamegraph-stopped bash -c "[ $c = 202 ] && [ $rc = 0 ] && jq -e '.status == \"Running\" and .isStoppable == true and .egressProviderName == \"out\"' '$W/fgeg-run.json' > /dev/null && jq -e '.status == \"Succeeded\" and (.resourceLocation | endswith(\".svg\"))' '$W/fgeg-op.json' > /dev/null && grep -q 'HotLoop.Spin' '$F'"
 c=$(curl -s -o "$W/cpu.speedscope.json" -w '%{http_code}' "$U/trace?pid=$APID&durationSeconds=2&format=speedscope")
 node "$V/speedscope-validate.mjs" "$W/cpu.speedscope.json" > "$W/ss.err" 2>&1; rc=$?
 WHY="$c, speedscope's schema: exit $rc $(head -c 600 "$W/ss.err")"; check cpuprofile/speedscope-valid test "$c:$rc" = 200:0
@@ -297,6 +325,11 @@ WHY="$(head -c 400 "$W/st.speedscope.json")"
 check stacks/speedscope jq -e '(.shared.frames | length) as $n | .["$schema"] == "https://www.speedscope.app/file-format-schema.json" and (.profiles | length) > 4 and all(.profiles[]; .type == "sampled" and (.samples | length) == 1 and all(.samples[0][]; . < $n)) and any(.shared.frames[]; .name == "LockContention.Wait")' "$W/st.speedscope.json"
 node "$V/speedscope-validate.mjs" "$W/st.speedscope.json" > "$W/stss.err" 2>&1; rc=$?
 WHY="speedscope's schema: exit $rc $(head -c 600 "$W/stss.err")"; check stacks/speedscope-schema test "$rc" = 0
+egressed steg "$U/stacks?pid=$APID&egressProvider=out"
+F=$(jq -r '.resourceLocation // empty' "$W/steg-op.json")
+waiters=$(awk '/^Thread:/ {prev = ""} /Monitor.Enter$/ {prev = "enter"; next} prev == "enter" && /webapp.dll!LockContention.Wait$/ {n++} {prev = ""} END {print n + 0}' "$F" 2> /dev/null)
+WHY="$CODE $(cat "$W/steg-op.json"); waiters in the file: $waiters"
+check stacks/egress bash -c "[ $CODE = 202 ] && jq -e --arg d '$W/out/' --argjson p $APID '.status == \"Succeeded\" and (.resourceLocation | startswith(\$d) and endswith(\"_\(\$p).stacks.txt\"))' '$W/steg-op.json' > /dev/null && [ '$waiters' = 4 ]"
 bad stacks-format 400 "format 'svg'" "$U/stacks?pid=$APID&format=svg"
 bad cpuprofile-not-cpu 400 "a CPU profile is folded" "$U/trace?pid=$APID&profile=Http&format=folded"
 bad cpuprofile-format 400 "format 'pdf'" "$U/trace?pid=$APID&format=pdf"

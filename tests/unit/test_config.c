@@ -162,6 +162,28 @@ static void environment(void)
 	}
 }
 
+/* metricsStartDelay: 0 is a value (no delay), not "unset"; the message names the setting as documented */
+static void metrics_settings(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	char *env[] = { "DIAGPORT_METRICS_START_DELAY=0", "DOTNETMONITOR_GlobalCounter__IntervalSeconds=2", NULL };
+	char *bad[] = { "DIAGPORT_METRICS_START_DELAY=3601", NULL };
+
+	T_CHECK(!c.metrics_delay_set);
+	T_CHECK(config_load_env(&c, env, NULL, &em) == 0);
+	T_CHECK(c.metrics_delay_set && c.metrics_delay_s == 0);
+	T_CHECK(c.metrics_interval_s == 2);
+	T_CHECK(config_set(&c, "metricsstartdelay", "3600", "test", &em) == 0 && c.metrics_delay_s == 3600);
+	T_CHECK(config_set(&c, "metricsStartDelay", "-1", "test", &em) == DP_EINVAL);
+	T_CHECK(config_set(&c, "metricsStartDelay", "", "test", &em) == DP_EINVAL);
+	T_CHECK(config_load_env(&c, bad, NULL, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "DIAGPORT_METRICS_START_DELAY: metricsStartDelay takes a whole number of seconds "
+				"from 0 to 3600, not '3601'") != NULL);
+	T_CHECK(c.metrics_delay_s == 3600); /* the refused value changed nothing */
+	config_free(&c);
+}
+
 static void egress_checks(void)
 {
 	struct launch_config c = { 0 };
@@ -197,6 +219,7 @@ int main(void)
 	T_RUN(errors_say_where);
 	T_RUN(environment);
 	T_RUN(egress_checks);
+	T_RUN(metrics_settings);
 	{
 		char cmd[300];
 
