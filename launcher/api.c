@@ -523,33 +523,51 @@ static void *egress_main(void *arg)
 	return NULL;
 }
 
-static void dump_egress(struct api *a, struct httpd_req *r, const struct port_runtime *p, int type, char *fifo,
-			const struct egress_fs *prov)
+/* An operation for a capture on runtime p (egress provider prov or none), its id in id. */
+static struct op *op_for(struct api *a, struct httpd_req *r, const struct port_runtime *p, const struct egress_fs *prov,
+			 bool stoppable, char id[37])
 {
-	struct egress_job *e = mem_zalloc(sizeof(*e));
-	pthread_attr_t attr;
-	pthread_t t;
-	char id[37], g[37], *loc;
 	const char *name = rt_name(p);
-	char *short_name = mem_strndup(name, strcspn(name, " "));
+	char g[37], *short_name = mem_strndup(name, strcspn(name, " "));
+	struct op *op;
 
 	ipc_cookie_guid(p->cookie, g);
-	e->a = a;
-	e->prov = prov;
-	e->type = type;
-	e->fifo = fifo;
-	memcpy(e->cookie, p->cookie, 16);
-	e->op = ops_add(a->ops, prov->name, p->pid, g, short_name, httpd_query(r, "tags"), false, id);
+	op = ops_add(a->ops, prov ? prov->name : NULL, p->pid, g, short_name, httpd_query(r, "tags"), stoppable, id);
 	free(short_name);
+	return op;
+}
+
+/* Run fn(arg) on a detached thread of its own and answer 202 with the Location of operation id. */
+static void in_background(struct httpd_req *r, void *(*fn)(void *), void *arg, const char *id)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	char *loc;
+
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, egress_main, e) != 0)
+	if (pthread_create(&t, &attr, fn, arg) != 0)
 		DP_FATAL("cannot start a thread for operation %s", id);
 	pthread_attr_destroy(&attr);
 	loc = mem_printf("/operations/%s", id);
 	httpd_set_header(r, "Location", loc);
 	free(loc);
 	httpd_send(r, 202, NULL, "", 0);
+}
+
+static void dump_egress(struct api *a, struct httpd_req *r, const struct port_runtime *p, int type, char *fifo,
+			const struct egress_fs *prov)
+{
+	struct egress_job *e = mem_zalloc(sizeof(*e));
+	char id[37];
+
+	e->a = a;
+	e->prov = prov;
+	e->type = type;
+	e->fifo = fifo;
+	memcpy(e->cookie, p->cookie, 16);
+	e->op = op_for(a, r, p, prov, false, id);
+	in_background(r, egress_main, e, id);
 }
 
 static const struct egress_fs *find_egress(struct api *a, const char *name)
@@ -875,12 +893,24 @@ struct whole_job {
 	size_t top;
 	long long ms;
 	int (*render)(struct whole_job *j, struct buf *out, const char **ext, const char **ctype, struct err_msg *em);
-	void (*release)(struct api *a);
+	bool *flag;     /* the one-at-a-time flag held (stacks, gcdump), or */
+	unsigned *slot; /* one of the counted slots held (traces) */
 };
+
+/* Give back the capture's slot (under the API's mutex). */
+static void whole_release(struct whole_job *j)
+{
+	pthread_mutex_lock(&j->a->mu);
+	if (j->flag)
+		*j->flag = false;
+	else
+		(*j->slot)--;
+	pthread_mutex_unlock(&j->a->mu);
+}
 
 static void whole_free(struct whole_job *j)
 {
-	j->release(j->a);
+	whole_release(j);
 	ipc_process_info_free(&j->p.info);
 	free(j);
 }
@@ -906,7 +936,7 @@ static void *whole_egress_main(void *arg)
 		rc = egress_fs_publish(j->prov, fd, tmp, name, &final, &em);
 	}
 	/* the slot goes back first: once the operation is finished, a client may ask again, and api_free may run */
-	j->release(j->a);
+	whole_release(j);
 	op_finish(j->a->ops, j->op, rc, final, rc ? em.text : NULL);
 	buf_free(&out);
 	free(tmp);
@@ -927,32 +957,13 @@ static void whole_run(struct api *a, struct httpd_req *r, struct whole_job *j, b
 	struct err_msg em;
 	struct buf out;
 	const char *ext = "", *ctype = "";
-	char fname[80], *disp, id[37], g[37];
+	char fname[80], *disp, id[37];
 	int rc;
 
-	if (j->prov || stoppable) {
-		const char *name = rt_name(&j->p);
-		char *short_name = mem_strndup(name, strcspn(name, " "));
-
-		ipc_cookie_guid(j->p.cookie, g);
-		j->op = ops_add(a->ops, j->prov ? j->prov->name : NULL, j->p.pid, g, short_name, httpd_query(r, "tags"),
-				stoppable, id);
-		free(short_name);
-	}
+	if (j->prov || stoppable)
+		j->op = op_for(a, r, &j->p, j->prov, stoppable, id);
 	if (j->prov) {
-		pthread_attr_t attr;
-		pthread_t t;
-		char *loc;
-
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &attr, whole_egress_main, j) != 0)
-			DP_FATAL("cannot start a thread for operation %s", id);
-		pthread_attr_destroy(&attr);
-		loc = mem_printf("/operations/%s", id);
-		httpd_set_header(r, "Location", loc);
-		free(loc);
-		httpd_send(r, 202, NULL, "", 0);
+		in_background(r, whole_egress_main, j, id);
 		return;
 	}
 	buf_init(&out, 0);
@@ -974,11 +985,11 @@ static void whole_run(struct api *a, struct httpd_req *r, struct whole_job *j, b
 	whole_free(j);
 }
 
-/* A new job for p (taken over: its info is freed with the job), its slot already held. */
+/* A new job for p (taken over: its info is freed with the job), holding *flag or one of *slot. */
 static struct whole_job *whole_new(struct api *a, struct port_runtime *p, const struct egress_fs *prov, const char *what,
 				   int (*render)(struct whole_job *, struct buf *, const char **, const char **,
 						 struct err_msg *),
-				   void (*release)(struct api *))
+				   bool *flag, unsigned *slot)
 {
 	struct whole_job *j = mem_zalloc(sizeof(*j));
 
@@ -987,7 +998,8 @@ static struct whole_job *whole_new(struct api *a, struct port_runtime *p, const 
 	j->prov = prov;
 	j->what = what;
 	j->render = render;
-	j->release = release;
+	j->flag = flag;
+	j->slot = slot;
 	return j;
 }
 
@@ -1003,13 +1015,6 @@ static bool flag_take(struct api *a, struct httpd_req *r, bool *flag, const char
 	if (busy)
 		httpd_problem(r, 429, "Too Many Requests", "%s already being taken; try again when that is done", what);
 	return !busy;
-}
-
-static void stacks_release(struct api *a)
-{
-	pthread_mutex_lock(&a->mu);
-	a->stacking = false;
-	pthread_mutex_unlock(&a->mu);
 }
 
 enum { STACKS_TEXT, STACKS_JSON, STACKS_SPEEDSCOPE };
@@ -1068,14 +1073,9 @@ static void route_stacks(struct api *a, struct httpd_req *r)
 		ipc_process_info_free(&p.info);
 		return;
 	}
-	j = whole_new(a, &p, prov, "stacks", stacks_render, stacks_release);
+	j = whole_new(a, &p, prov, "stacks", stacks_render, &a->stacking, NULL);
 	j->kind = kind;
 	whole_run(a, r, j, false, kind != STACKS_SPEEDSCOPE);
-}
-
-static void traces_release(struct api *a)
-{
-	slot_free(a, &a->traces);
 }
 
 /* A trace as a CPU profile (format=folded|speedscope|flamegraph): sampled, aggregated, named. */
@@ -1100,13 +1100,6 @@ static int profile_render(struct whole_job *j, struct buf *out, const char **ext
 	*ctype = ctypes[j->kind];
 	profile_free(prof);
 	return 0;
-}
-
-static void gcdump_release(struct api *a)
-{
-	pthread_mutex_lock(&a->mu);
-	a->heaping = false;
-	pthread_mutex_unlock(&a->mu);
 }
 
 enum { GCD_TEXT, GCD_JSON, GCD_NETTRACE };
@@ -1177,7 +1170,7 @@ static void route_gcdump(struct api *a, struct httpd_req *r)
 		ipc_process_info_free(&p.info);
 		return;
 	}
-	j = whole_new(a, &p, prov, "gcdump", gcdump_render, gcdump_release);
+	j = whole_new(a, &p, prov, "gcdump", gcdump_render, &a->heaping, NULL);
 	j->kind = kind;
 	j->top = top;
 	whole_run(a, r, j, false, kind != GCD_NETTRACE);
@@ -1188,17 +1181,13 @@ static struct trace_job *job_new(struct api *a, struct httpd_req *r, const struc
 				 const struct egress_fs *prov, unsigned *slot, const char *ext, char id[37])
 {
 	struct trace_job *j = mem_zalloc(sizeof(*j));
-	const char *name = rt_name(p);
-	char g[37], *short_name = mem_strndup(name, strcspn(name, " "));
 
 	j->a = a;
 	j->slot = slot;
 	j->ext = ext;
 	j->prov = prov;
 	j->pid = p->pid;
-	ipc_cookie_guid(p->cookie, g);
-	j->op = ops_add(a->ops, prov ? prov->name : NULL, p->pid, g, short_name, httpd_query(r, "tags"), true, id);
-	free(short_name);
+	j->op = op_for(a, r, p, prov, true, id);
 	return j;
 }
 
@@ -1224,18 +1213,7 @@ static void job_run(struct api *a, struct httpd_req *r, struct trace_job *j, con
 		return;
 	}
 	if (j->prov) {
-		pthread_attr_t attr;
-		pthread_t t;
-		char *loc = mem_printf("/operations/%s", id);
-
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &attr, trace_egress_main, j) != 0)
-			DP_FATAL("cannot start a thread for operation %s", id);
-		pthread_attr_destroy(&attr);
-		httpd_set_header(r, "Location", loc);
-		free(loc);
-		httpd_send(r, 202, NULL, "", 0);
+		in_background(r, trace_egress_main, j, id);
 		return;
 	}
 	trace_filename(fname, sizeof(fname), p->pid, j->ext);
@@ -1412,7 +1390,7 @@ static void route_trace(struct api *a, struct httpd_req *r)
 	if (!slot_take(a, r, &a->traces, MAX_TRACES, "traces are")) {
 		ipc_process_info_free(&p.info);
 	} else if (format >= 0) {
-		struct whole_job *w = whole_new(a, &p, prov, "profile", profile_render, traces_release);
+		struct whole_job *w = whole_new(a, &p, prov, "profile", profile_render, NULL, &a->traces);
 
 		w->kind = format;
 		w->ms = ms;
