@@ -35,7 +35,8 @@ CFLAGS   += -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' $(WARN) -I. -Icom
             -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDFLAGS  += -pie -Wl,-z,relro,-z,now
 ifneq ($(SANITIZER),)
-CFLAGS   += -fsanitize=$(SANITIZER) -fno-omit-frame-pointer -O1
+# a report fails the run (UBSan would otherwise print it and go on)
+CFLAGS   += -fsanitize=$(SANITIZER) -fno-sanitize-recover=all -fno-omit-frame-pointer -O1
 LDFLAGS  += -fsanitize=$(SANITIZER)
 BUILD    := build-$(subst $(comma),-,$(SANITIZER))
 endif

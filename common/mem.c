@@ -277,6 +277,12 @@ void *mem_array(size_t n, size_t size)
 	return mem_zalloc(n * size);
 }
 
+void mem_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(base, n, size, cmp);
+}
+
 char *mem_strdup(const char *s)
 {
 	return mem_strndup(s, strlen(s));

@@ -19,6 +19,8 @@ char *mem_strdup(const char *s);         /* new copy; never NULL */
 char *mem_strndup(const char *s, size_t n); /* copy of at most n bytes, NUL-terminated */
 char *mem_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* new string */
 void mem_wipe(void *p, size_t n);        /* zero in a way the compiler keeps */
+/* qsort that takes an empty array as NULL (qsort itself must not be given NULL) */
+void mem_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 /*
  * free() for anything from the wrappers above, inside or outside an arena

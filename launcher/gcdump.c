@@ -350,7 +350,7 @@ int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, st
 			t->count = c.other_count;
 			t->bytes = c.other_bytes;
 		}
-		qsort(g->types, g->n_types, sizeof(*g->types), by_bytes);
+		mem_sort(g->types, g->n_types, sizeof(*g->types), by_bytes);
 		g->gc_count = c.gc;
 		g->took_ms = clock_ms() - t0;
 		*out = g;

@@ -203,7 +203,7 @@ static int by_time(const void *a, const void *b)
 
 void logs_flush(struct logs *l)
 {
-	qsort(l->pend, l->npend, sizeof(*l->pend), by_time);
+	mem_sort(l->pend, l->npend, sizeof(*l->pend), by_time);
 	for (size_t i = 0; i < l->npend; i++)
 		buf_append(l->out, l->hold.data + l->pend[i].off, l->pend[i].len);
 	l->npend = 0;

@@ -73,7 +73,7 @@ static json_t *events_json(struct counts *cs)
 	for (size_t i = 0; i < cs->cap; i++)
 		if (cs->c[i].n)
 			l[n++] = cs->c[i];
-	qsort(l, n, sizeof(*l), by_provider_id);
+	mem_sort(l, n, sizeof(*l), by_provider_id);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t total = l[i].n;
 

@@ -231,7 +231,7 @@ static struct line *folded(const struct profile *p, size_t *n)
 		for (size_t j = 0; j < nf; j++)
 			free(names[j]);
 	}
-	qsort(l, k, sizeof(*l), by_key);
+	mem_sort(l, k, sizeof(*l), by_key);
 	for (size_t i = 0; i < k; i++) {
 		if (out && strcmp(l[out - 1].key, l[i].key) == 0) {
 			l[out - 1].count += l[i].count;

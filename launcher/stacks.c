@@ -72,7 +72,7 @@ int stacks_capture(struct port *port, const uint8_t cookie[16], int sample_ms, s
 		return rc;
 	}
 	symbols_done(s->sym);
-	qsort(s->threads, s->n_threads, sizeof(*s->threads), by_thread);
+	mem_sort(s->threads, s->n_threads, sizeof(*s->threads), by_thread);
 	*out = s;
 	return 0;
 }

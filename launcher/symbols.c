@@ -135,7 +135,7 @@ static int by_start(const void *a, const void *b)
 
 void symbols_done(struct symbols *s)
 {
-	qsort(s->methods, s->n_methods, sizeof(*s->methods), by_start);
+	mem_sort(s->methods, s->n_methods, sizeof(*s->methods), by_start);
 }
 
 const struct sym_method *symbols_lookup(const struct symbols *s, uint64_t ip)
