@@ -133,29 +133,19 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 			return err_set(em, DP_EINVAL, "%s: %s takes true or false, not '%s'", where, key, v);
 		*(bool *)field = !*(bool *)field;
 		return 0;
-	case K_SECONDS: {
+	case K_SECONDS: /* an interval: 1 s to a day */
+	case K_DELAY: { /* a delay: none to an hour */
+		unsigned long lo = s->kind == K_SECONDS ? 1 : 0, hi = s->kind == K_SECONDS ? 86400 : 3600, n;
 		char *end;
-		unsigned long n;
 
 		errno = 0;
 		n = strtoul(v, &end, 10);
-		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > 86400)
-			return err_set(em, DP_EINVAL, "%s: %s takes a whole number of seconds from 1 to 86400, not '%s'",
-				       where, key, v);
+		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < lo || n > hi)
+			return err_set(em, DP_EINVAL, "%s: %s takes a whole number of seconds from %lu to %lu, not '%s'",
+				       where, key, lo, hi, v);
 		*(unsigned *)field = (unsigned)n;
-		return 0;
-	}
-	case K_DELAY: {
-		char *end;
-		unsigned long n;
-
-		errno = 0;
-		n = strtoul(v, &end, 10);
-		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n > 3600)
-			return err_set(em, DP_EINVAL, "%s: %s takes a whole number of seconds from 0 to 3600, not '%s'",
-				       where, key, v);
-		*(unsigned *)field = (unsigned)n;
-		c->metrics_delay_set = true;
+		if (s->kind == K_DELAY)
+			c->metrics_delay_set = true;
 		return 0;
 	}
 	case K_TRANSPORT:

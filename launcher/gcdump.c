@@ -267,29 +267,6 @@ static int by_bytes(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* One session to its end; its bytes to raw when set. */
-static int run(struct port *port, const uint8_t cookie[16], const struct trace_config *cfg, long long ms,
-	       const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct buf *raw,
-	       struct err_msg *em)
-{
-	struct trace_session *s;
-	char *chunk;
-	long n;
-	int rc = trace_start_cb(port, cookie, cfg, ms, stop, cb, ctx, &s, em);
-
-	if (rc != 0)
-		return rc;
-	chunk = mem_alloc(1 << 16);
-	while ((n = trace_read(s, chunk, 1 << 16)) > 0)
-		if (raw && buf_append(raw, chunk, (size_t)n) != 0 && rc == 0)
-			rc = err_set(em, DP_ETOOBIG, "the heap snapshot's trace is larger than %u MiB", MAX_RAW >> 20);
-	if (n < 0 && rc == 0)
-		rc = err_set(em, DP_EIO, "%s", trace_error(s));
-	free(chunk);
-	trace_free(s);
-	return rc;
-}
-
 int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, struct buf *raw, struct gcdump **out,
 		   struct err_msg *em)
 {
@@ -311,12 +288,12 @@ int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, st
 	 * heap session describes every type again (a second snapshot would otherwise lack their names) */
 	rc = trace_config_add(&flush, "Microsoft-DotNETCore-SampleProfiler", 0, 4, NULL, em);
 	if (rc == 0)
-		rc = trace_run_cb(port, cookie, &flush, FLUSH_MS, NULL, NULL, NULL, em);
+		rc = trace_run_cb(port, cookie, &flush, FLUSH_MS, NULL, NULL, NULL, NULL, em);
 	/* 2: the heap session: enabling GCHeapCollect makes the runtime run the induced GC */
 	if (rc == 0)
 		rc = trace_config_add(&heap, RUNTIME_PROVIDER, HEAP_KEYWORDS, 5, NULL, em);
 	if (rc == 0)
-		rc = run(port, cookie, &heap, GCDUMP_TIMEOUT_MS, &c.stop, &cb, &c, raw, em);
+		rc = trace_run_cb(port, cookie, &heap, GCDUMP_TIMEOUT_MS, &c.stop, &cb, &c, raw, em);
 	trace_config_free(&flush);
 	trace_config_free(&heap);
 	if (rc == 0 && !c.done)

@@ -836,7 +836,7 @@ static void *collect_main(void *arg)
 	struct err_msg em;
 
 	if (metrics_trace_config(&c->m->sel, c->m->interval_s, c->m->client_id, &cfg, &em) == 0) {
-		trace_run_cb(c->m->port, c->cookie, &cfg, -1, &c->stop, &cb, c, &em);
+		trace_run_cb(c->m->port, c->cookie, &cfg, -1, &c->stop, &cb, c, NULL, &em);
 		trace_config_free(&cfg);
 	}
 	atomic_store(&c->done, true);

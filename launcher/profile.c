@@ -149,7 +149,7 @@ int profile_capture(struct port *port, const uint8_t cookie[16], long long durat
 	p->sym = symbols_new();
 	p->ms_per_sample = 1.0;
 	symbols_session(&c);
-	if ((rc = trace_run_cb(port, cookie, &c, duration_ms, stop, &cb, p, em)) != 0) {
+	if ((rc = trace_run_cb(port, cookie, &c, duration_ms, stop, &cb, p, NULL, em)) != 0) {
 		profile_free(p);
 		return rc;
 	}

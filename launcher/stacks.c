@@ -67,7 +67,7 @@ int stacks_capture(struct port *port, const uint8_t cookie[16], int sample_ms, s
 
 	s->sym = symbols_new();
 	symbols_session(&c);
-	if ((rc = trace_run_cb(port, cookie, &c, sample_ms, NULL, &cb, s, em)) != 0) {
+	if ((rc = trace_run_cb(port, cookie, &c, sample_ms, NULL, &cb, s, NULL, em)) != 0) {
 		stacks_free(s);
 		return rc;
 	}

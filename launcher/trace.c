@@ -565,7 +565,8 @@ long trace_read(struct trace_session *s, char *out, size_t max)
 }
 
 int trace_run_cb(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
-		 const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct err_msg *em)
+		 const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct buf *keep,
+		 struct err_msg *em)
 {
 	struct trace_session *s;
 	char *chunk;
@@ -576,8 +577,9 @@ int trace_run_cb(struct port *port, const uint8_t cookie[16], const struct trace
 		return rc;
 	chunk = mem_alloc(1 << 16);
 	while ((n = trace_read(s, chunk, 1 << 16)) > 0)
-		;
-	if (n < 0)
+		if (keep && rc == 0 && buf_append(keep, chunk, (size_t)n) != 0)
+			rc = err_set(em, DP_ETOOBIG, "the trace is larger than its cap of %zu MiB", keep->cap >> 20);
+	if (n < 0 && rc == 0)
 		rc = err_set(em, DP_EIO, "%s", trace_error(s));
 	free(chunk);
 	trace_free(s);

@@ -92,12 +92,15 @@ int trace_start_cb(struct port *port, const uint8_t cookie[16], const struct tra
 		   const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct trace_session **out,
 		   struct err_msg *em);
 /*
- * A whole session for its callbacks alone (/stacks, CPU profiles): started
- * as trace_start_cb, read to its end, the bytes dropped. 0 when the stream
- * ended whole; DP_EIO with em when it did not; trace_start's errors.
+ * A whole session for its callbacks (/stacks, CPU profiles, counters, GC
+ * heap snapshots): started as trace_start_cb, read to its end, its bytes
+ * appended to keep (NULL: dropped). 0 when the stream ended whole; DP_EIO
+ * with em when it did not; DP_ETOOBIG when keep's cap was reached (the
+ * session is still read to its end); trace_start's errors.
  */
 int trace_run_cb(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
-		 const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct err_msg *em);
+		 const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct buf *keep,
+		 struct err_msg *em);
 /*
  * The next bytes of the stream, as they come (blocks until some come, the
  * duration passes, or *stop is set; then stops the session and drains it to

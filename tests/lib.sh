@@ -1,5 +1,15 @@
 # tests/lib.sh - what the integration scripts share (sourced from the repository root). Source it after setting T_NAME
 # (the middle part of every result name: integration/$T_NAME/<check>).
+#   agent_setup PREFIX          D (the binary), B (the build directory), W (a new scratch directory
+#                               /tmp/dp-PREFIX.*, mode 755), PIDS; at exit the PIDS are killed, cleanup_more
+#                               runs when the script defines it, and W is removed; the .NET CLI kept quiet
+#   build_apps                  the test apps (tests/apps/build.sh) into $B/apps, else a FAIL and exit
+#   code CURL-ARGS...           the HTTP status of a curl request, its body in $W/body
+#   egressed NAME URL [CURL ARGS]
+#                               a capture sent to egress: requests URL, follows the operation in its Location to
+#                               its end; CODE (the answer's status) and $W/NAME-op.json (the operation at its end)
+#   start_agent [LAUNCH ARGS]   the agent on a free port (P, U), its socket $W/dumps/port, dumps in $W/dumps,
+#                               the egress provider "out" ($W/out), its log $W/agent.log; AG its pid (in PIDS)
 #   pass NAME / fail NAME WHY   print one result line
 #   check NAME CMD...           PASS when CMD succeeds (its stdout discarded), else FAIL
 #                               with $WHY (set just before) or the command as the reason
@@ -39,4 +49,43 @@ start_webapp() {
 	APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$out")
 	for _ in $(seq 1 100); do curl -s "$@" "$agent/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
 	return 1
+}
+agent_cleanup() {
+	local p
+	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -9 "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	if declare -F cleanup_more > /dev/null; then cleanup_more; fi
+	rm -rf "$W"
+}
+agent_setup() {
+	D=$PWD/diagport
+	B=${BUILD:-build}
+	W=$(mktemp -d "/tmp/dp-$1.XXXXXX") && chmod 755 "$W" || exit 1
+	PIDS=()
+	trap agent_cleanup EXIT
+	export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+}
+build_apps() {
+	bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1 && return 0
+	fail build-apps "$(tail -5 "$W/build.log")"
+	exit 0
+}
+code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
+start_agent() {
+	mkdir -p -m 0777 "$W/dumps" "$W/out"
+	P=$(free_port)
+	U=http://127.0.0.1:$P
+	printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
+	"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" "$@" 2> "$W/agent.log" &
+	AG=$!
+	PIDS+=("$AG")
+}
+egressed() {
+	local name=$1 url=$2 loc
+	shift 2
+	CODE=$(curl -s -D "$W/$name.hdr" -o /dev/null -w '%{http_code}' "$@" "$url")
+	loc=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/$name.hdr")
+	[ -n "$loc" ] || { echo '{}' > "$W/$name-op.json"; return; }
+	for _ in $(seq 1 300); do [ "$(curl -s "$@" "$U$loc" | jq -r .status)" = Running ] || break; sleep 0.1; done
+	curl -s "$@" "$U$loc" > "$W/$name-op.json"
 }

@@ -7,18 +7,13 @@
 # threads, and the dumps' thread counts are compared with /proc. metrics.sh covers /metrics.)
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-api.XXXXXX); chmod 755 "$W"; mkdir -m 1777 "$W/shared"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$W"; }
-trap cleanup EXIT
 T_NAME=agent-api
 . tests/lib.sh # every script runs from the repository root
+agent_setup api
+mkdir -m 1777 "$W/shared"
 
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+build_apps
 APP="$B/apps/console/console.dll"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 S=$W/shared/port
 P=$(free_port)
 U=http://127.0.0.1:$P
@@ -43,7 +38,6 @@ bad=$(for t in /proc/$AG/task/*; do grep -q '^Seccomp:[[:space:]]*2' "$t/status"
 WHY="threads without the filter: $bad"; check sandboxed-all-threads test -z "$bad"
 
 # --- probes open, everything else needs the token
-code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
 WHY="got $(code "$U/healthz")"; check healthz-open test "$(code "$U/healthz")" = 200
 check health-command "$D" health --port "$P"
 WHY="got $(code "$U/processes")"; check no-token-401 test "$(code "$U/processes")" = 401

@@ -7,29 +7,18 @@
 # threads, and the dumps' thread counts are compared with /proc. metrics.sh covers /metrics.)
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-ops.XXXXXX); chmod 755 "$W"
-PIDS=()
-MOUNTS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  for m in "${MOUNTS[@]+"${MOUNTS[@]}"}"; do umount "$m" 2>/dev/null; done
-  rm -rf "$W"
-}
-trap cleanup EXIT
 T_NAME=agent-ops
 . tests/lib.sh # every script runs from the repository root
-code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
+agent_setup ops
+MOUNTS=()
+cleanup_more() { for m in "${MOUNTS[@]+"${MOUNTS[@]}"}"; do umount "$m" 2>/dev/null; done; }
 small_disk() { # small_disk DIR MiB: a real filesystem that fills up
   mkdir -p "$1" && mount -t tmpfs -o "size=${2}m,mode=0777" tmpfs "$1" && MOUNTS+=("$1")
 }
 is_core() { file -b "$1" | grep -q 'ELF 64-bit LSB core'; }
 
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+build_apps
 APP="$B/apps/console/console.dll"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 # --- a bad settings file: exit 2, the message names file:line:col and the setting; nothing is started
 printf 'urls: http://127.0.0.1:1\ndumpsLimit: lots\n' > "$W/bad.yaml"

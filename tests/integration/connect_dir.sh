@@ -8,25 +8,17 @@
 # cannot do. The agent runs with its sandbox on (the default) throughout.
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-cdir.XXXXXX); chmod 755 "$W"
-PIDS=()
-stop_all() { { for p in "${PIDS[@]}"; do kill -9 "$p"; done; wait; } 2>/dev/null; }
-cleanup() { stop_all; rm -rf "$W"; }
-trap cleanup EXIT
 T_NAME=connect-dir
 . tests/lib.sh # every script runs from the repository root
+agent_setup cdir
+stop_all() { { for p in "${PIDS[@]}"; do kill -9 "$p"; done; wait; } 2>/dev/null; }
 # until_ok SECS CMD...: run CMD every 0.1 s until it succeeds; 1 when SECS pass first.
 until_ok() { local i n=$(($1 * 10)); shift; for ((i = 0; i < n; i++)); do "$@" > /dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
 # stale_socket PATH: a Unix socket file whose owner is gone, as a runtime killed by SIGKILL leaves it.
 stale_socket() { /usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$1"; }
 
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then
-  fail build-apps "$(tail -5 "$W/build.log")"; exit 0
-fi
+build_apps
 APP="$B/apps/console/console.dll"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 unset DOTNET_DiagnosticPorts
 T=$W/tmp; mkdir -m 1777 "$T"      # the shared temp directory: /tmp in both containers of a pod
 mkdir -m 1777 "$W/dumps"

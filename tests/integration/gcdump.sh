@@ -12,29 +12,15 @@
 #   bad/*        no format (the .gcdump file is not written: 501 naming the alternatives), a bad format or top
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-gcdump.XXXXXX); chmod 755 "$W"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
 T_NAME=agent-gcdump
 . tests/lib.sh
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+agent_setup gcdump
 TRACEEVENT_DIR=$(dirname "$(find "$PWD/build/tools/dotnet-trace/.store" -name Microsoft.Diagnostics.Tracing.TraceEvent.dll 2>/dev/null | head -1)")
 export TRACEEVENT_DIR HEAPSTAT=1
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+build_apps
 [ -f "$B/apps/heapstat/heapstat.dll" ] || { fail build-apps "heapstat was not built"; exit 0; }
 [ -f "$B/apps/tracecount/tracecount.dll" ] || { fail build-apps "tracecount was not built (TRACEEVENT_DIR=$TRACEEVENT_DIR)"; exit 0; }
-mkdir -m 0777 "$W/dumps" "$W/out"
-P=$(free_port); U=http://127.0.0.1:$P
-printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
-"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" --no-metrics \
-  2> "$W/agent.log" & PIDS+=($!)
+start_agent --no-metrics
 start_webapp "$W/app.out" "$W/dumps/port" "$U" || { fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out")"; exit 0; }
 mb=$(curl -s "$AURL/memory-leak?mb=100") # MB the app now holds in LeakedBuffer objects of 64 KiB each
 held=$((mb * 16))
@@ -89,14 +75,10 @@ WHY="exit $rc $(tail -2 "$W/heap.te.err"); $(diff "$W/our.ev" "$W/te.ev" 2>&1 | 
 check nettrace/same-as-traceevent cmp -s "$W/te.ev" "$W/our.ev"
 
 # --- egress
-code=$(curl -s -D "$W/eg.hdr" -o /dev/null -w '%{http_code}' "$U/gcdump?pid=$APID&format=stats&egressProvider=out")
-loc=$(tr -d '\r' < "$W/eg.hdr" | sed -n 's/^Location: //p')
-st=
-for _ in $(seq 1 100); do
-  st=$(curl -s "$U$loc" | jq -r .status); [ "$st" = Succeeded ] || [ "$st" = Failed ] && break; sleep 0.1
-done
+egressed eg "$U/gcdump?pid=$APID&format=stats&egressProvider=out"
+st=$(jq -r .status "$W/eg-op.json")
 f=$(ls "$W/out"/*.gcdump.txt 2>/dev/null | head -1)
-WHY="code $code, $loc $st, '$f'"; check egress/succeeded test "$code" = 202 -a "$st" = Succeeded -a -n "$f"
+WHY="code $CODE, $(cat "$W/eg-op.json"), '$f'"; check egress/succeeded test "$CODE" = 202 -a "$st" = Succeeded -a -n "$f"
 WHY="$(head -4 "${f:-/dev/null}")"; check egress/table grep -q ' LeakedBuffer$' "${f:-/dev/null}"
 
 # --- bad

@@ -5,20 +5,12 @@
 # connections that do not speak the protocol.
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-launch.XXXXXX); chmod 755 "$W"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$W"; }
-trap cleanup EXIT
 T_NAME=launch
 . tests/lib.sh # every script runs from the repository root
+agent_setup launch
 
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then
-  fail build-apps "$(tail -5 "$W/build.log")"; exit 0
-fi
+build_apps
 APP="$B/apps/console/console.dll"
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 # wait_for FILE PATTERN SECONDS
 start_agent() { # start_agent NAME SOCKET [as-user]

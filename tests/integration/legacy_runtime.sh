@@ -7,15 +7,9 @@
 # from the socket's name, GenerateCoreDump3 -> 2 -> 1).
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-legacy.XXXXXX); chmod 755 "$W"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"; }
-trap cleanup EXIT
 T_NAME=legacy-runtime
 . tests/lib.sh # every script runs from the repository root
-code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
+agent_setup legacy
 
 if ! bash tests/apps/build-legacy.sh "$B/apps" > "$W/build.log" 2>&1; then
   fail build-legacy-app "$(tail -5 "$W/build.log")"; exit 0

@@ -13,25 +13,11 @@
 #   bad/*        a bad level, a bad document: 400 naming it
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-logs.XXXXXX); chmod 755 "$W"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
 T_NAME=agent-logs
 . tests/lib.sh
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
-mkdir -m 0777 "$W/dumps" "$W/out"
-P=$(free_port); U=http://127.0.0.1:$P
-printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
-"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" --no-metrics \
-  2> "$W/agent.log" & PIDS+=($!)
+agent_setup logs
+build_apps
+start_agent --no-metrics
 start_webapp "$W/app.out" "$W/dumps/port" "$U" || { fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out")"; exit 0; }
 
 # logs NAME SECONDS LOGCALLS [CURL ARGS]: /logs for SECONDS into $W/NAME.out while, after 1.5 s, the app is
@@ -110,15 +96,11 @@ WHY="$(jq -c '[.[] | .Category] | unique' "$W/flt.json")"
 check filter/only-asked jq -e '([.[] | .Category] | unique) == ["Keep.Me"] and (.[0].LogLevel == "Debug")' "$W/flt.json"
 
 # --- egress
-code=$(curl -s -D "$W/eg.hdr" -o /dev/null -w '%{http_code}' "$U/logs?pid=$APID&durationSeconds=3&egressProvider=out")
 ( sleep 1; curl -s "$AURL/log?level=Warning&count=2&message=egressed" > /dev/null ) &
-loc=$(tr -d '\r' < "$W/eg.hdr" | sed -n 's/^Location: //p')
-st=
-for _ in $(seq 1 100); do
-  st=$(curl -s "$U$loc" | jq -r .status); [ "$st" = Succeeded ] || [ "$st" = Failed ] && break; sleep 0.1
-done
+egressed eg "$U/logs?pid=$APID&durationSeconds=3&egressProvider=out"
+st=$(jq -r .status "$W/eg-op.json")
 f=$(ls "$W/out"/*.log.json 2>/dev/null | head -1)
-WHY="code $code, $loc $st, file '$f'"; check egress/202-succeeded test "$code" = 202 -a "$st" = Succeeded -a -n "$f"
+WHY="code $CODE, $(cat "$W/eg-op.json"), file '$f'"; check egress/202-succeeded test "$CODE" = 202 -a "$st" = Succeeded -a -n "$f"
 WHY="$(head -c 300 "${f:-/dev/null}")"
 check egress/entries test "$(jq -s '[.[] | select(.Message == "test message 1 egressed")] | length' "${f:-/dev/null}" 2>/dev/null)" = 1
 

@@ -19,29 +19,15 @@
 #   off/*        --no-metrics: /metrics 404; a delay out of range refused
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-metrics.XXXXXX); chmod 755 "$W"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
 T_NAME=agent-metrics
 . tests/lib.sh
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+agent_setup metrics
 command -v promtool > /dev/null || { fail setup "promtool not found (scripts/prereqs.sh test installs Debian's prometheus)"; exit 0; }
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+build_apps
 
-mkdir -m 0777 "$W/dumps" "$W/out"
-P=$(free_port); U=http://127.0.0.1:$P; MP=$(free_port); MU=http://127.0.0.1:$MP
-printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
+MP=$(free_port); MU=http://127.0.0.1:$MP
 printf 'sekrit-token-0123456789' > "$W/token"
-DOTNETMONITOR_GlobalCounter__IntervalSeconds=1 "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" \
-  --urls "$U" --metrics-urls "$MU" --dumps "$W/dumps" --auth-token-file "$W/token" 2> "$W/agent.log" & AG=$!
-PIDS+=($AG)
+DOTNETMONITOR_GlobalCounter__IntervalSeconds=1 start_agent --metrics-urls "$MU" --auth-token-file "$W/token"
 AUTH=(-H "Authorization: Bearer sekrit-token-0123456789")
 start_app() { start_webapp "$W/$1.out" "$W/dumps/port" "$U" "${AUTH[@]}"; }
 if ! start_app app; then fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out") $(tail -3 "$W/agent.log")"; exit 0; fi

@@ -9,21 +9,14 @@
 # threads, and the dumps' thread counts are compared with /proc. metrics.sh covers /metrics.)
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-scen.XXXXXX); chmod 755 "$W"
-PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"; }
-trap cleanup EXIT
 T_NAME=scenarios
 . tests/lib.sh # every script runs from the repository root
-code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
+agent_setup scen
 threads_of() { ls /proc/"$1"/task | wc -l; }
 notes_of() { readelf -n "$1" 2>/dev/null | grep -c NT_PRSTATUS; }
 is_core() { file -b "$1" | grep -q 'ELF 64-bit LSB core'; }
 
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
+build_apps
 mkdir -m 0777 "$W/diag"
 AP=$(free_port); U=http://127.0.0.1:$AP
 WP=$(free_port); WEB=http://127.0.0.1:$WP

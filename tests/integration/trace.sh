@@ -29,32 +29,18 @@
 #   fds/*        the agent's descriptors flat after all of it
 set -u
 cd "$(dirname "$0")/../.."
-D=$PWD/diagport
-B=${BUILD:-build}
-W=$(mktemp -d /tmp/dp-trace.XXXXXX); chmod 755 "$W"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$W"
-}
-trap cleanup EXIT
 T_NAME=agent-trace
 . tests/lib.sh
+agent_setup trace
 DT=$PWD/build/tools/dotnet-trace/dotnet-trace # scripts/prereqs.sh test installs it
-export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 [ -x "$DT" ] || { fail setup "dotnet-trace not found at $DT (scripts/prereqs.sh test installs it)"; exit 0; }
 # tests/apps/build.sh builds tracecount against the TraceEvent inside the dotnet-trace tool
 TRACEEVENT_DIR=$(dirname "$(find "$PWD/build/tools/dotnet-trace/.store" -name Microsoft.Diagnostics.Tracing.TraceEvent.dll | head -1)")
 export TRACEEVENT_DIR
-if ! bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1; then fail build-apps "$(tail -5 "$W/build.log")"; exit 0; fi
+build_apps
 [ -f "$B/apps/tracecount/tracecount.dll" ] || { fail build-apps "tracecount was not built (TRACEEVENT_DIR=$TRACEEVENT_DIR)"; exit 0; }
 
-mkdir -m 0777 "$W/dumps" "$W/out"
-P=$(free_port); U=http://127.0.0.1:$P
-printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
-"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" 2> "$W/agent.log" & AG=$!
-PIDS+=($AG)
+start_agent
 start_app() { : > "$W/app.out"; start_webapp "$W/app.out" "$W/dumps/port" "$U"; }
 if ! start_app; then fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out") $(tail -3 "$W/agent.log")"; exit 0; fi
 fds() { find "/proc/$AG/fd" -mindepth 1 2> /dev/null | wc -l; }
@@ -125,16 +111,6 @@ n=$(count cpu Microsoft-DotNETCore-SampleProfiler)
 WHY="SampleProfiler events: $n (want > 100 in 4 s)"; check cpu/samples test "${n:-0}" -gt 100
 n=$(count cpu Microsoft-Windows-DotNETRuntimeRundown)
 WHY="rundown events: $n (want > 0: the session was stopped with StopTracing, not cut)"; check cpu/rundown test "${n:-0}" -gt 0
-
-# egressed NAME URL: request URL, follow its operation to the end; CODE and $W/NAME-op.json (the operation)
-egressed() {
-  local loc
-  CODE=$(curl -s -D "$W/$1.hdr" -o /dev/null -w '%{http_code}' "$2")
-  loc=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/$1.hdr")
-  [ -n "$loc" ] || { echo '{}' > "$W/$1-op.json"; return; }
-  for _ in $(seq 1 300); do [ "$(curl -s "$U$loc" | jq -r .status)" = Running ] || break; sleep 0.1; done
-  curl -s "$U$loc" > "$W/$1-op.json"
-}
 
 # --- CPU profiles people can look at: folded stacks, a flame graph, speedscope, while a thread spins
 curl -s "$AURL/high-cpu?seconds=30" > /dev/null
@@ -270,11 +246,9 @@ trace after-limit "$U/trace?pid=$APID&profile=Metrics&durationSeconds=1"
 WHY="code $CODE rc $RC"; check limit/free-again test "$CODE:$RC" = 200:0
 
 # --- egress
-c=$(curl -s -D "$W/eg.hdr" -o /dev/null -w '%{http_code}' "$U/trace?pid=$APID&profile=Cpu&durationSeconds=2&egressProvider=out&tags=t1")
+egressed eg "$U/trace?pid=$APID&profile=Cpu&durationSeconds=2&egressProvider=out&tags=t1"
 LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/eg.hdr")
-WHY="$c Location '$LOC'"; check egress/202 bash -c "[ $c = 202 ] && [[ '$LOC' =~ ^/operations/[0-9a-f-]{36}$ ]]"
-for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.1; done
-curl -s "$U$LOC" > "$W/eg-op.json"
+WHY="$CODE Location '$LOC'"; check egress/202 bash -c "[ $CODE = 202 ] && [[ '$LOC' =~ ^/operations/[0-9a-f-]{36}$ ]]"
 F=$(jq -r .resourceLocation "$W/eg-op.json")
 WHY="$(cat "$W/eg-op.json")"; check egress/succeeded jq -e --arg d "$W/out/" --argjson p "$APID" '.status == "Succeeded" and (.resourceLocation | startswith($d) and endswith("_\($p).nettrace")) and .tags == ["t1"]' "$W/eg-op.json"
 cp "$F" "$W/eg.nettrace" 2> /dev/null
