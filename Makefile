@@ -42,7 +42,8 @@ BUILD    := build-$(subst $(comma),-,$(SANITIZER))
 endif
 
 COMMON_SRC := $(wildcard common/*.c)
-COMP_SRC   := $(wildcard injector/*.c webhook/*.c launcher/*.c fleet/*.c)
+LIBS_SRC   := $(wildcard http/*.c eventpipe/*.c)
+COMP_SRC   := $(LIBS_SRC) $(wildcard injector/*.c webhook/*.c launcher/*.c fleet/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 COMP_OBJ   := $(COMP_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "eventpipe/cli.h"
 #include "injector/cli.h"
 #include "launcher/cli.h"
 #include "webhook/cli.h"

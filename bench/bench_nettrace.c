@@ -14,7 +14,7 @@
 
 #include "buf.h"
 #include "mem.h"
-#include "nettrace.h"
+#include "eventpipe/nettrace.h"
 #include "stats.h"
 
 static unsigned long long sink;

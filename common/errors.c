@@ -24,6 +24,7 @@ const char *err_str(int code)
 	case DP_EAUTH: return "not authenticated or not authorized";
 	case DP_EREMOTE: return "the remote API answered with an error";
 	case DP_ECRYPTO: return "cryptographic failure";
+	case DP_ENOLIB: return "a library is not installed";
 	}
 	return "unknown error";
 }

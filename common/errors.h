@@ -25,7 +25,8 @@ enum dp_err {
 	DP_ECANCELED = -9,    /* stopped at someone's request (an operation cancelled) */
 	DP_EAUTH = -10,       /* a remote API refused our credentials (HTTP 401 or 403) */
 	DP_EREMOTE = -11,     /* a remote API answered with an error, or with something we cannot use */
-	DP_ECRYPTO = -12,     /* the crypto library is missing or failed (key or certificate generation) */
+	DP_ECRYPTO = -12,     /* the crypto library failed (key or certificate generation) */
+	DP_ENOLIB = -13,      /* an optional library loaded at run time is missing, or lacks a function (dynlib.h) */
 };
 
 /* Static text for a DP_E* code ("syntax error", ...). Never NULL. */

@@ -9,16 +9,15 @@
 #include "hclient.h"
 
 #include <curl/curl.h>
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
+#include "dynlib.h"
 #include "mem.h"
 
-static const char *const sonames[] = { "libcurl-gnutls.so.4", "libcurl.so.4" };
+static const char *const sonames[] = { "libcurl-gnutls.so.4", "libcurl.so.4", NULL };
 
 static struct {
 	CURL *(*easy_init)(void);
@@ -29,37 +28,15 @@ static struct {
 	const char *(*easy_strerror)(CURLcode);
 	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
 	void (*slist_free_all)(struct curl_slist *);
-	char error[256];
 } lib;
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void)
-{
-	void *h = NULL;
-
-	for (size_t i = 0; h == NULL && i < sizeof(sonames) / sizeof(sonames[0]); i++)
-		h = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);
-	if (h == NULL) {
-		const char *why = dlerror();
-
-		snprintf(lib.error, sizeof(lib.error), "libcurl is not installed (%s)", why ? why : "dlopen failed");
-		return;
-	}
-	*(void **)&lib.easy_init = dlsym(h, "curl_easy_init");
-	*(void **)&lib.easy_setopt = dlsym(h, "curl_easy_setopt");
-	*(void **)&lib.easy_perform = dlsym(h, "curl_easy_perform");
-	*(void **)&lib.easy_getinfo = dlsym(h, "curl_easy_getinfo");
-	*(void **)&lib.easy_cleanup = dlsym(h, "curl_easy_cleanup");
-	*(void **)&lib.easy_strerror = dlsym(h, "curl_easy_strerror");
-	*(void **)&lib.slist_append = dlsym(h, "curl_slist_append");
-	*(void **)&lib.slist_free_all = dlsym(h, "curl_slist_free_all");
-	if (!lib.easy_init || !lib.easy_setopt || !lib.easy_perform || !lib.easy_getinfo || !lib.easy_cleanup ||
-	    !lib.easy_strerror || !lib.slist_append || !lib.slist_free_all) {
-		snprintf(lib.error, sizeof(lib.error), "the libcurl found lacks the easy interface");
-		lib.easy_init = NULL;
-	}
-}
+static const struct dynlib_sym syms[] = {
+	DYNLIB_SYM(curl_easy_init, lib.easy_init),	     DYNLIB_SYM(curl_easy_setopt, lib.easy_setopt),
+	DYNLIB_SYM(curl_easy_perform, lib.easy_perform),     DYNLIB_SYM(curl_easy_getinfo, lib.easy_getinfo),
+	DYNLIB_SYM(curl_easy_cleanup, lib.easy_cleanup),     DYNLIB_SYM(curl_easy_strerror, lib.easy_strerror),
+	DYNLIB_SYM(curl_slist_append, lib.slist_append),     DYNLIB_SYM(curl_slist_free_all, lib.slist_free_all),
+};
+static struct dynlib curl_lib = DYNLIB_INIT("libcurl", sonames, syms);
 
 struct sink {
 	struct buf *b;
@@ -101,9 +78,10 @@ int hclient_request(const struct hclient_req *req, long *status, struct buf *res
 
 	if (req->https_only && strncasecmp(req->url, "https://", 8) != 0)
 		return err_set(em, DP_EINVAL, "%s %s: only https:// URLs are allowed here", req->method, req->url);
-	pthread_once(&once, load);
-	if (lib.easy_init == NULL)
-		return err_set(em, DP_EIO, "%s %s: %s", req->method, req->url, lib.error);
+	if (dynlib_load(&curl_lib, em) != 0) {
+		err_prefix(em, "%s %s", req->method, req->url);
+		return DP_ENOLIB;
+	}
 	if ((c = lib.easy_init()) == NULL)
 		return err_set(em, DP_EIO, "%s %s: libcurl could not start", req->method, req->url);
 	/* no "Expect: 100-continue" wait before a body: the servers we call answer at once */

@@ -7,7 +7,7 @@
 #define DP_API_H
 
 #include "config.h"
-#include "httpd.h"
+#include "http/httpd.h"
 #include "port.h"
 
 struct api;

@@ -32,7 +32,7 @@ extern char **environ;
 #include "buf.h"
 #include "config.h"
 #include "hclient.h"
-#include "httpd.h"
+#include "http/httpd.h"
 #include "mem.h"
 #include "metrics.h"
 #include "port.h"

@@ -8,7 +8,5 @@
 int launch_cli(int argc, char **argv);
 /* `diagport health [--port N]`: 0 when the local agent answers /healthz. */
 int health_cli(int argc, char **argv);
-/* `diagport nettrace stats FILE|-` (nettrace_cli.c): 0, 1 unreadable, 2 usage, 3 not a whole nettrace stream. */
-int nettrace_cli(int argc, char **argv);
 
 #endif

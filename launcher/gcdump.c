@@ -23,7 +23,7 @@
 
 #include "clock.h"
 #include "mem.h"
-#include "nettrace.h"
+#include "eventpipe/nettrace.h"
 #include "trace.h"
 
 #define RUNTIME_PROVIDER "Microsoft-Windows-DotNETRuntime"

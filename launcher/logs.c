@@ -17,7 +17,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "evpayload.h"
+#include "eventpipe/evpayload.h"
 #include "mem.h"
 #include "metrics.h"
 

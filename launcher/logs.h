@@ -16,7 +16,7 @@
 
 #include "buf.h"
 #include "errors.h"
-#include "nettrace.h"
+#include "eventpipe/nettrace.h"
 #include "trace.h"
 
 #define LOGS_MAX_FILTERS 64

@@ -25,8 +25,8 @@
 
 #include "buf.h"
 #include "errors.h"
-#include "evpayload.h"
-#include "nettrace.h"
+#include "eventpipe/evpayload.h"
+#include "eventpipe/nettrace.h"
 #include "port.h"
 #include "trace.h"
 

@@ -14,7 +14,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "httpd.h"
+#include "http/httpd.h"
 
 struct ops;
 struct op;

@@ -15,7 +15,7 @@
  * (path). The grace rule below drops what only advertised; port_dir.c drops
  * what it alone knew, when that socket goes.
  */
-#include "port_int.h"
+#include "port_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -35,19 +35,6 @@
 #include "clock.h"
 #include "mem.h"
 
-
-void port_emit(struct port *p, const char *event, const struct runtime *r)
-{
-	char cookie[37], line[2048];
-
-	if (p->cfg.on_event == NULL)
-		return;
-	ipc_cookie_guid(r->cookie, cookie);
-	snprintf(line, sizeof(line), "{\"event\":\"%s\",\"pid\":%llu,\"uid\":\"%s\",\"assembly\":\"%s\",\"runtime\":\"%s\"}",
-		 event, (unsigned long long)r->pid, cookie, r->have_info && r->info.assembly ? r->info.assembly : "",
-		 r->have_info && r->info.clr_version ? r->info.clr_version : "");
-	p->cfg.on_event(line);
-}
 
 int port_open(const struct port_config *cfg, struct port **out, struct err_msg *em)
 {
@@ -105,65 +92,13 @@ int port_open(const struct port_config *cfg, struct port **out, struct err_msg *
 	return 0;
 }
 
-struct runtime *port_find(struct port *p, const uint8_t cookie[16])
-{
-	for (size_t i = 0; i < p->n; i++)
-		if (memcmp(p->rt[i].cookie, cookie, 16) == 0)
-			return &p->rt[i];
-	return NULL;
-}
-
-void port_drop(struct port *p, size_t i)
-{
-	struct runtime *r = &p->rt[i];
-
-	port_emit(p, "detached", r);
-	if (r->idle_fd >= 0)
-		close(r->idle_fd);
-	ipc_process_info_free(&r->info);
-	free(r->path);
-	p->rt[i] = p->rt[--p->n];
-}
-
-/* One command on a fresh connection, in the listener thread (resume, process info). */
-static int simple_command(int fd, uint8_t set, uint8_t id, struct ipc_header *h, struct buf *payload)
-{
-	struct buf req;
-	int rc;
-
-	buf_init(&req, IPC_MAX_MESSAGE);
-	ipc_begin(&req, set, id);
-	ipc_end(&req);
-	rc = ipc_transact(fd, &req, h, payload, PORT_IO_TIMEOUT_MS);
-	buf_free(&req);
-	return rc;
-}
-
-int port_ask_info(int fd, size_t try, struct ipc_process_info *out)
-{
-	static const struct { uint8_t id; int version; } tries[] = {
-		{ IPC_PROCESS_INFO3, 3 }, { IPC_PROCESS_INFO2, 2 }, { IPC_PROCESS_INFO, 1 },
-	};
-	struct ipc_header h;
-	struct buf pl;
-	int rc;
-
-	buf_init(&pl, IPC_MAX_MESSAGE);
-	rc = simple_command(fd, IPC_SET_PROCESS, tries[try].id, &h, &pl);
-	if (rc == 0 && (h.set != IPC_SET_SERVER || h.id != IPC_SERVER_OK ||
-			ipc_parse_process_info((const uint8_t *)pl.data, pl.len, tries[try].version, out) != 0))
-		rc = DP_EUNSUPPORTED;
-	buf_free(&pl);
-	return rc;
-}
-
 static void fetch_info(struct runtime *r, int fd)
 {
 	int rc;
 
 	if (r->stage < 1 || r->stage > 3)
 		return;
-	rc = port_ask_info(fd, (size_t)(r->stage - 1), &r->info);
+	rc = rtab_ask_info(fd, (size_t)(r->stage - 1), &r->info);
 	if (rc == 0) {
 		r->have_info = true;
 		r->stage = 4;
@@ -172,49 +107,10 @@ static void fetch_info(struct runtime *r, int fd)
 	}
 }
 
-/*
- * Make room by dropping the runtime gone longest (no idle connection, no
- * command in flight), even inside its grace period: a new runtime that is
- * here now matters more than one that has probably exited. False if all are live.
- */
-static bool evict_gone(struct port *p)
-{
-	size_t victim = p->n;
-
-	for (size_t i = 0; i < p->n; i++) {
-		const struct runtime *r = &p->rt[i];
-
-		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms && r->path == NULL &&
-		    (victim == p->n || r->lost_ms < p->rt[victim].lost_ms))
-			victim = i;
-	}
-	if (victim == p->n)
-		return false;
-	port_drop(p, victim);
-	return true;
-}
-
-struct runtime *port_find_or_add(struct port *p, const uint8_t cookie[16], uint64_t pid)
-{
-	struct runtime *r = port_find(p, cookie);
-
-	if (r != NULL)
-		return r;
-	if (p->n == p->cfg.max_runtimes && !evict_gone(p))
-		return NULL;
-	p->rt = mem_realloc(p->rt, (p->n + 1) * sizeof(*p->rt));
-	r = &p->rt[p->n++];
-	memset(r, 0, sizeof(*r));
-	memcpy(r->cookie, cookie, 16);
-	r->pid = pid;
-	r->idle_fd = -1;
-	return r;
-}
-
 /* A connection advertised runtime `a`: resume it, ask who it is, or keep the connection idle. */
 static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 {
-	struct runtime *r = port_find_or_add(p, a->cookie, a->pid);
+	struct runtime *r = rtab_find_or_add(p, a->cookie, a->pid);
 	struct ipc_header h;
 	struct buf pl;
 
@@ -231,7 +127,7 @@ static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 		 * works while a runtime is paused, so that says nothing).
 		 */
 		buf_init(&pl, IPC_MAX_MESSAGE);
-		if (simple_command(fd, IPC_SET_PROCESS, IPC_PROCESS_RESUME, &h, &pl) == 0)
+		if (rtab_command(fd, IPC_SET_PROCESS, IPC_PROCESS_RESUME, &h, &pl) == 0)
 			r->stage = r->have_info ? 4 : 1;
 		buf_free(&pl);
 		close(fd);
@@ -245,7 +141,7 @@ static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 		close(fd);
 		r->lost_ms = clock_ms();
 		if (r->have_info)
-			port_emit(p, "attached", r);
+			rtab_emit(p, "attached", r);
 		return;
 	}
 	if (r->idle_fd >= 0)
@@ -288,7 +184,7 @@ static void sweep(struct port *p, const struct pollfd *pf, size_t npf)
 		struct runtime *r = &p->rt[i];
 
 		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms && r->path == NULL && t - r->lost_ms > p->cfg.grace_ms)
-			port_drop(p, i);
+			rtab_drop(p, i);
 	}
 	pthread_mutex_unlock(&p->mu);
 }
@@ -424,7 +320,7 @@ int port_take(struct port *p, const uint8_t cookie[16], int timeout_ms, int *fd)
 	}
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		r = port_find(p, cookie);
+		r = rtab_find(p, cookie);
 		if (r == NULL) {
 			rc = DP_ENOTFOUND;
 			break;
@@ -443,7 +339,7 @@ int port_take(struct port *p, const uint8_t cookie[16], int timeout_ms, int *fd)
 			if (rc == 0)
 				break;
 			dialed = true;
-			r = port_find(p, cookie);
+			r = rtab_find(p, cookie);
 			if (r == NULL)
 				DP_FATAL("port: a runtime with a command in flight was dropped");
 			r->busy--;
@@ -482,7 +378,7 @@ void port_release(struct port *p, const uint8_t cookie[16])
 	struct runtime *r;
 
 	pthread_mutex_lock(&p->mu);
-	r = port_find(p, cookie);
+	r = rtab_find(p, cookie);
 	if (r && r->busy > 0) {
 		r->busy--;
 		if (r->idle_fd < 0 && r->lost_ms == 0)

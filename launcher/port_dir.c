@@ -22,7 +22,7 @@
  * add, update or drop a runtime. Commands never run here: port_take dials a
  * new connection for each one on the caller's thread.
  */
-#include "port_int.h"
+#include "port_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -154,7 +154,7 @@ static int dir_info(const char *path, struct ipc_process_info *out, int *err)
 			*err = errno;
 			return rc;
 		}
-		rc = port_ask_info(fd, i, out);
+		rc = rtab_ask_info(fd, i, out);
 		*err = rc == DP_EIO ? errno : EPROTO;
 		close(fd);
 		if (rc != DP_EUNSUPPORTED)
@@ -194,7 +194,7 @@ static int adopt(struct port *p, struct name *nm, struct ipc_process_info *info)
 	int rc = 0;
 
 	pthread_mutex_lock(&p->mu);
-	r = port_find_or_add(p, info->cookie, info->pid);
+	r = rtab_find_or_add(p, info->cookie, info->pid);
 	if (r == NULL) {
 		rc = DP_ETOOBIG;
 		goto out;
@@ -209,7 +209,7 @@ static int adopt(struct port *p, struct name *nm, struct ipc_process_info *info)
 		r->info = *info;
 		memset(info, 0, sizeof(*info)); /* moved */
 		r->have_info = true;
-		port_emit(p, "attached", r);
+		rtab_emit(p, "attached", r);
 	}
 out:
 	pthread_mutex_unlock(&p->mu);
@@ -227,12 +227,12 @@ static void lost(struct port *p, const struct name *nm)
 	struct runtime *r;
 
 	pthread_mutex_lock(&p->mu);
-	r = port_find(p, nm->cookie);
+	r = rtab_find(p, nm->cookie);
 	if (r && r->path && strcmp(r->path, nm->path) == 0) {
 		free(r->path);
 		r->path = NULL;
 		if (!r->via_port && r->busy == 0)
-			port_drop(p, (size_t)(r - p->rt));
+			rtab_drop(p, (size_t)(r - p->rt));
 		else if (r->idle_fd < 0 && r->lost_ms == 0)
 			r->lost_ms = clock_ms();
 	}

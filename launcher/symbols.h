@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nettrace.h"
+#include "eventpipe/nettrace.h"
 #include "trace.h"
 
 #define SYM_RUNTIME "Microsoft-Windows-DotNETRuntime"

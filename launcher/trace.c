@@ -32,7 +32,7 @@
 #include "clock.h"
 #include "ipc.h"
 #include "mem.h"
-#include "nettrace.h"
+#include "eventpipe/nettrace.h"
 
 #define IPC_EVENTPIPE_STOP 0x01
 #define IPC_EVENTPIPE_COLLECT2 0x03

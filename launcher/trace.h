@@ -16,7 +16,7 @@
 
 #include "buf.h"
 #include "errors.h"
-#include "nettrace.h"
+#include "eventpipe/nettrace.h"
 #include "port.h"
 
 #define TRACE_DEFAULT_RUNDOWN 0x80020139ull /* the runtime's default rundown keywords (reference §3.5) */

@@ -1,8 +1,8 @@
 /*
  * certgen.c - the webhook's CA and serving certificates, with GnuTLS (certgen.h).
  *
- * GnuTLS is reached through a table of function pointers filled by dlopen and
- * dlsym, as libmicrohttpd is in server.c: the types come from gnutls/x509.h
+ * GnuTLS is loaded at run time (dynlib.h), as libmicrohttpd is in server.c,
+ * into a table of function pointers whose types come from gnutls/x509.h
  * and gnutls/abstract.h (__typeof__ of each declaration), so every call is
  * checked by the compiler as if linked, and the Makefile keeps gnutls out of
  * the linked libraries. Exports go into buffers of the exact size GnuTLS
@@ -15,17 +15,16 @@
  */
 #include "certgen.h"
 
-#include <dlfcn.h>
 #include <gnutls/abstract.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dynlib.h"
 #include "mem.h"
 
 #define SONAME "libgnutls.so.30"
@@ -77,44 +76,15 @@
 #define DECLARE(n) __typeof__(&gnutls_##n)(n);
 static struct {
 	FUNCS(DECLARE)
-	bool ok;
-	char error[256];
 } gt;
-
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-static void load(void)
-{
-	void *h = dlopen(SONAME, RTLD_NOW | RTLD_LOCAL);
-	const char *missing = NULL;
-
-	if (h == NULL) {
-		const char *why = dlerror();
-
-		snprintf(gt.error, sizeof(gt.error), "GnuTLS (%s) is not installed: %s", SONAME, why ? why : "dlopen failed");
-		return;
-	}
-	/* POSIX guarantees that a data pointer from dlsym converts to a function pointer */
-#define LOAD(n)                                                                                                    \
-	{                                                                                                          \
-		void *sym = dlsym(h, "gnutls_" #n);                                                                \
-		memcpy(&gt.n, &sym, sizeof(sym));                                                                  \
-		if (sym == NULL && missing == NULL)                                                                \
-			missing = "gnutls_" #n;                                                                    \
-	}
-	FUNCS(LOAD)
-#undef LOAD
-	if (missing) {
-		snprintf(gt.error, sizeof(gt.error), "the %s found lacks %s", SONAME, missing);
-		return;
-	}
-	gt.ok = true;
-}
+#define SYM(n) DYNLIB_SYM(gnutls_##n, gt.n),
+static const struct dynlib_sym syms[] = { FUNCS(SYM) };
+static const char *const sonames[] = { SONAME, NULL };
+static struct dynlib gnutls_lib = DYNLIB_INIT("GnuTLS", sonames, syms);
 
 static int ready(struct err_msg *em)
 {
-	pthread_once(&once, load);
-	return gt.ok ? 0 : err_set(em, DP_ECRYPTO, "%s", gt.error);
+	return dynlib_load(&gnutls_lib, em);
 }
 
 void certgen_pair_free(struct certgen_pair *p)

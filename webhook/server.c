@@ -12,7 +12,6 @@
 #include "server.h"
 
 #include <arpa/inet.h>
-#include <dlfcn.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <errno.h>
@@ -34,8 +33,9 @@
 
 #include "buf.h"
 #include "clock.h"
-#include "httpd.h"
+#include "dynlib.h"
 #include "mem.h"
+#include "problem.h"
 #include "review.h"
 #include "wconfig.h"
 
@@ -60,40 +60,30 @@ static struct {
 	/* GnuTLS's record corking (the library libmicrohttpd brought in): see cork() */
 	void (*cork)(void *session);
 	int (*uncork)(void *session, unsigned int flags);
-	const char *error;
 } mhd;
 
-static pthread_once_t mhd_once = PTHREAD_ONCE_INIT;
+static const struct dynlib_sym mhd_syms[] = {
+	DYNLIB_SYM(MHD_start_daemon, mhd.start_daemon),
+	DYNLIB_SYM(MHD_stop_daemon, mhd.stop_daemon),
+	DYNLIB_SYM(MHD_quiesce_daemon, mhd.quiesce_daemon),
+	DYNLIB_SYM(MHD_create_response_from_buffer, mhd.response_from_buffer),
+	DYNLIB_SYM(MHD_add_response_header, mhd.add_header),
+	DYNLIB_SYM(MHD_queue_response, mhd.queue),
+	DYNLIB_SYM(MHD_destroy_response, mhd.destroy),
+	DYNLIB_SYM(MHD_lookup_connection_value, mhd.lookup),
+	DYNLIB_SYM(MHD_get_connection_info, mhd.info),
+};
+static const char *const mhd_sonames[] = { "libmicrohttpd.so.12", NULL };
+static struct dynlib mhd_lib = DYNLIB_INIT("libmicrohttpd", mhd_sonames, mhd_syms);
 
-static void mhd_load(void)
-{
-	void *h = dlopen("libmicrohttpd.so.12", RTLD_NOW | RTLD_LOCAL), *t;
-
-	if (h == NULL) {
-		mhd.error = "libmicrohttpd.so.12 is not installed";
-		return;
-	}
-	*(void **)&mhd.start_daemon = dlsym(h, "MHD_start_daemon");
-	*(void **)&mhd.stop_daemon = dlsym(h, "MHD_stop_daemon");
-	*(void **)&mhd.quiesce_daemon = dlsym(h, "MHD_quiesce_daemon");
-	*(void **)&mhd.response_from_buffer = dlsym(h, "MHD_create_response_from_buffer");
-	*(void **)&mhd.add_header = dlsym(h, "MHD_add_response_header");
-	*(void **)&mhd.queue = dlsym(h, "MHD_queue_response");
-	*(void **)&mhd.destroy = dlsym(h, "MHD_destroy_response");
-	*(void **)&mhd.lookup = dlsym(h, "MHD_lookup_connection_value");
-	*(void **)&mhd.info = dlsym(h, "MHD_get_connection_info");
-	if ((t = dlopen("libgnutls.so.30", RTLD_NOW | RTLD_NOLOAD)) != NULL) {
-		*(void **)&mhd.cork = dlsym(t, "gnutls_record_cork");
-		*(void **)&mhd.uncork = dlsym(t, "gnutls_record_uncork");
-		if (!mhd.cork || !mhd.uncork)
-			mhd.cork = NULL; /* answers go out as libmicrohttpd sends them: two records */
-	}
-	if (!mhd.start_daemon || !mhd.stop_daemon || !mhd.quiesce_daemon || !mhd.response_from_buffer ||
-	    !mhd.add_header || !mhd.queue || !mhd.destroy || !mhd.lookup || !mhd.info) {
-		mhd.error = "the libmicrohttpd found lacks functions this server needs";
-		mhd.start_daemon = NULL;
-	}
-}
+/* GnuTLS as libmicrohttpd mapped it (never loaded on its own): without it, answers go out as two records */
+static const struct dynlib_sym tls_syms[] = {
+	DYNLIB_SYM(gnutls_record_cork, mhd.cork),
+	DYNLIB_SYM(gnutls_record_uncork, mhd.uncork),
+};
+static const char *const tls_sonames[] = { "libgnutls.so.30", NULL };
+static struct dynlib tls_lib = { .what = "GnuTLS", .sonames = tls_sonames, .syms = tls_syms, .n_syms = 2,
+				 .noload = true, .once = PTHREAD_ONCE_INIT };
 
 /* One daemon generation: a key pair, and the connections it has open. */
 struct gen {
@@ -240,7 +230,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 
 static enum MHD_Result problem(struct MHD_Connection *c, unsigned status, const char *title, const char *detail)
 {
-	char *s = httpd_problem_json(status, title, detail);
+	char *s = problem_body(status, title, detail);
 	enum MHD_Result rc = reply(c, status, "application/problem+json", s, strlen(s));
 
 	free(s);
@@ -598,9 +588,9 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 	struct webhook *w;
 	int rc;
 
-	pthread_once(&mhd_once, mhd_load);
-	if (mhd.start_daemon == NULL)
-		return err_set(em, DP_EIO, "%s", mhd.error);
+	if ((rc = dynlib_load(&mhd_lib, em)) != 0)
+		return rc;
+	dynlib_load(&tls_lib, NULL);
 	w = mem_zalloc(sizeof(*w));
 	w->cfg = *cfg;
 	if (w->cfg.max_body == 0)

@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "common/buf.h"
-#include "common/evpayload.h"
-#include "common/nettrace.h"
+#include "eventpipe/evpayload.h"
+#include "eventpipe/nettrace.h"
 #include "launcher/logs.h"
 #include "launcher/metrics.h"
 

@@ -4,7 +4,7 @@
  */
 #include <stdlib.h>
 
-#include "http_parse.h"
+#include "http/http_parse.h"
 #include "t.h"
 
 /* Parse text (a C string holding a head) and return the status; r filled on 0. */

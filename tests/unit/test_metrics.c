@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "evpayload.h"
+#include "eventpipe/evpayload.h"
 #include "launcher/logs.h"
 #include "launcher/metrics.h"
-#include "nettrace.h"
+#include "eventpipe/nettrace.h"
 #include "t.h"
 
 static char *slurp(const char *path, size_t *n)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "nettrace.h"
+#include "eventpipe/nettrace.h"
 #include "t.h"
 
 /* ---- building streams ---- */

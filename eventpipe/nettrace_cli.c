@@ -8,7 +8,7 @@
  * 3 not nettrace, malformed or truncated (the message names the byte
  * offset). Nothing is printed on stdout unless the whole file read.
  */
-#include "cli.h"
+#include "eventpipe/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

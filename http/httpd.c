@@ -38,6 +38,7 @@
 #include "buf.h"
 #include "http_parse.h"
 #include "mem.h"
+#include "problem.h"
 
 #define MAX_LISTENERS 8
 #define MAX_EXTRA_HEADERS 4
@@ -259,18 +260,6 @@ int httpd_send_json(struct httpd_req *r, unsigned status, json_t *v)
 	return rc;
 }
 
-char *httpd_problem_json(unsigned status, const char *title, const char *detail)
-{
-	json_t *p = json_pack("{s:s, s:s, s:i, s:s}", "type", "about:blank", "title", title, "status", (int)status,
-			      "detail", detail);
-	char *s = json_dumps(p, JSON_COMPACT);
-
-	json_decref(p);
-	if (s == NULL)
-		DP_FATAL("cannot write a problem body");
-	return s;
-}
-
 int httpd_problem(struct httpd_req *r, unsigned status, const char *title, const char *fmt, ...)
 {
 	char detail[1024];
@@ -281,8 +270,8 @@ int httpd_problem(struct httpd_req *r, unsigned status, const char *title, const
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof(detail), fmt, ap);
 	va_end(ap);
-	s = httpd_problem_json(status, title, detail);
-	rc = httpd_send(r, status, "application/problem+json; charset=utf-8", s, strlen(s));
+	s = problem_body(status, title, detail);
+	rc = httpd_send(r, status, PROBLEM_CTYPE, s, strlen(s));
 	free(s);
 	return rc;
 }

@@ -1,12 +1,14 @@
 /*
- * port_int.h - what port.c (the listener, the table, port_take) and
- * port_dir.c (the connect_dir scanner) share: the runtime table and the
- * helpers that change it. Not for other files: they use port.h.
+ * rtable.h - what port.c (the listener, port_take) and port_dir.c (the
+ * connect_dir scanner) share: the port's state, its runtime table and the
+ * helpers that change it (rtable.c). Not for other files: they use port.h.
+ * port.c calls into port_dir.c (port_dir.h); both call into rtable.c, which
+ * calls neither.
  *
  * Every function here that touches p->rt is called with p->mu held.
  */
-#ifndef DP_PORT_INT_H
-#define DP_PORT_INT_H
+#ifndef DP_RTABLE_H
+#define DP_RTABLE_H
 
 #include <pthread.h>
 
@@ -45,35 +47,25 @@ struct port {
 };
 
 /* One JSON log line about runtime r ("attached", "detached"). */
-void port_emit(struct port *p, const char *event, const struct runtime *r);
+void rtab_emit(struct port *p, const char *event, const struct runtime *r);
 /* The entry for cookie (borrowed, valid until the lock is released), or NULL. */
-struct runtime *port_find(struct port *p, const uint8_t cookie[16]);
+struct runtime *rtab_find(struct port *p, const uint8_t cookie[16]);
 /*
  * The entry for cookie (borrowed), a new empty one when there is none; when
  * the table is full (max_runtimes), the runtime gone longest makes room. NULL
  * when the table is full of live runtimes.
  */
-struct runtime *port_find_or_add(struct port *p, const uint8_t cookie[16], uint64_t pid);
+struct runtime *rtab_find_or_add(struct port *p, const uint8_t cookie[16], uint64_t pid);
 /* Forget entry i, with a "detached" line; the caller checked that no command is in flight. */
-void port_drop(struct port *p, size_t i);
+void rtab_drop(struct port *p, size_t i);
+/* One command without a payload on fd (resume, process info), answered within PORT_IO_TIMEOUT_MS. */
+int rtab_command(int fd, uint8_t set, uint8_t id, struct ipc_header *h, struct buf *payload);
 /*
  * ProcessInfo3 (try 0), ProcessInfo2 (1) or ProcessInfo (2) on fd. 0 with *out
  * filled (new strings); DP_EUNSUPPORTED when the runtime answered anything
  * else (an older runtime answers UNKNOWN_COMMAND: ask the older command, on a
  * new connection); DP_EIO when the connection failed (errno kept).
  */
-int port_ask_info(int fd, size_t try, struct ipc_process_info *out);
-
-/* port_dir.c */
-/*
- * Connect to a Unix socket without waiting (a full listen queue answers
- * EAGAIN). 0 and *fd, a new blocking socket; DP_EIO with errno (ECONNREFUSED:
- * nobody listens there).
- */
-int port_dial(const char *path, int *fd);
-/* Start the scanner thread (p->dir is set). */
-int port_dir_start(struct port *p, struct err_msg *em);
-/* Stop it (p->stopping is already set) and free its state. Accepts a port without one. */
-void port_dir_free(struct port *p);
+int rtab_ask_info(int fd, size_t try, struct ipc_process_info *out);
 
 #endif

@@ -57,8 +57,6 @@ void httpd_on_done(struct httpd_req *r, void (*fn)(void *), void *ctx);
 int httpd_send(struct httpd_req *r, unsigned status, const char *ctype, const char *body, size_t len);
 /* Send a JSON value (stolen) as application/json. */
 int httpd_send_json(struct httpd_req *r, unsigned status, json_t *v);
-/* The body of an application/problem+json answer, {"type","title","status","detail"}: a new string. */
-char *httpd_problem_json(unsigned status, const char *title, const char *detail);
 /* application/problem+json: {"type","title","status","detail"}. */
 int httpd_problem(struct httpd_req *r, unsigned status, const char *title, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

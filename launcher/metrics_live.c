@@ -1,0 +1,140 @@
+/*
+ * metrics_live.c - /livemetrics (metrics.h): a counters session's readings
+ * turned into json-seq records as its events arrive.
+ */
+#include "metrics.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "mem.h"
+
+/* ---- /livemetrics ---- */
+
+int64_t metrics_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+
+struct metrics_live {
+	struct metrics_selection sel;
+	struct buf *out;
+	struct nettrace_trace header;
+	bool have_header;
+	struct evpayload pl;
+	uint64_t records;
+};
+
+struct metrics_live *metrics_live_new(struct metrics_selection *sel, struct buf *out)
+{
+	struct metrics_live *l = mem_zalloc(sizeof(*l));
+
+	l->sel = *sel;
+	memset(sel, 0, sizeof(*sel));
+	l->out = out;
+	return l;
+}
+
+void metrics_live_free(struct metrics_live *l)
+{
+	if (l == NULL)
+		return;
+	metrics_selection_free(&l->sel);
+	evpayload_free(&l->pl);
+	free(l);
+}
+
+uint64_t metrics_live_records(const struct metrics_live *l)
+{
+	return l->records;
+}
+
+static int live_header(void *ctx, const struct nettrace_trace *t)
+{
+	struct metrics_live *l = ctx;
+
+	l->header = *t;
+	l->have_header = true;
+	return 0;
+}
+
+/* ISO 8601 UTC with milliseconds. */
+void metrics_iso_ms(char out[40], int64_t ms)
+{
+	time_t secs = (time_t)(ms < 0 ? 0 : ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&secs, &tm);
+	snprintf(out, 40, "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ", (unsigned)(tm.tm_year + 1900) % 10000u,
+		 (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u, (unsigned)tm.tm_hour % 100u,
+		 (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u, (unsigned)(ms < 0 ? 0 : ms % 1000));
+}
+
+static int live_event(void *ctx, const struct nettrace_event *e)
+{
+	struct metrics_live *l = ctx;
+	struct msample r;
+	struct err_msg em;
+	char ts[40];
+	json_t *o;
+	char *text;
+
+	if (e->meta->n_fields == 0 || evpayload_decode(&l->pl, e, &em) != 0)
+		return 0;
+	if (!metrics_sample(e, &l->pl, &r) || !metrics_selected(&l->sel, &r))
+		return 0;
+	metrics_iso_ms(ts, l->have_header ? metrics_event_ms(&l->header, e->timestamp) : metrics_wall_ms());
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "timestamp", ts, "provider", r.provider, "name", r.name,
+		      "displayName", *r.display ? r.display : r.name, "unit", r.unit, "counterType",
+		      r.kind == MS_RATE ? "Rate" : "Metric", "tags", r.tags);
+	if (o == NULL)
+		return 0; /* a string that is not UTF-8: skipped */
+	if (r.kind == MS_SUMMARY) {
+		json_t *q = json_object();
+		const char *p = r.quantiles;
+
+		while (*p) {
+			size_t n = strcspn(p, ";"), k = strcspn(p, "=");
+			char key[32];
+			double v;
+
+			if (k < n && k < sizeof(key)) {
+				memcpy(key, p, k);
+				key[k] = '\0';
+				v = strtod(p + k + 1, NULL);
+				json_object_set_new(q, key, json_real(isfinite(v) ? v : 0));
+			}
+			p += n;
+			p += *p == ';';
+		}
+		json_object_set_new(o, "value", q);
+	} else {
+		json_object_set_new(o, "value", json_real(isfinite(r.value) ? r.value : 0));
+	}
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (text) {
+		buf_putc(l->out, 0x1e);
+		buf_puts(l->out, text);
+		buf_putc(l->out, '\n');
+		free(text);
+		l->records++;
+	}
+	return 0;
+}
+
+const struct nettrace_callbacks metrics_live_callbacks = { .trace = live_header, .event = live_event };

@@ -1,0 +1,500 @@
+/*
+ * metrics_store.c - the store behind /metrics (metrics.h): a watcher thread
+ * starts one counters session per attached runtime, and each reading
+ * replaces its series' value.
+ *
+ * The store keeps one entry per series (family, runtime, labels), sorted, so
+ * that a scrape is one pass under the lock writing text; a new reading only
+ * replaces a value. It holds at most MAX_SERIES; past that new series are
+ * dropped (and counted) while known ones keep updating.
+ */
+#include "metrics.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "mem.h"
+
+#define MAX_SERIES 20000
+#define MAX_QUANTILES 16
+#define WATCH_MS 500      /* how often the port's runtimes are looked at */
+#define RETRY_MS 5000     /* a session that ended while its runtime stays is started again after this */
+
+/* ---- the store ---- */
+
+struct qline {
+	char *labels; /* with the quantile */
+	char value[32];
+};
+
+struct series {
+	char *family, *help, *labels;
+	uint8_t cookie[16];
+	uint64_t pid;
+	bool summary;
+	char value[32];
+	int64_t ts_ms;
+	struct qline *q;
+	size_t nq;
+	char sum[32], count[32];
+	bool has_sum;
+};
+
+struct collector {
+	struct metrics *m;
+	uint8_t cookie[16];
+	uint64_t pid;
+	pthread_t th;
+	bool started, seen;
+	atomic_bool stop, done;
+	long long retry_at;
+	struct nettrace_trace header;
+	bool have_header;
+	struct evpayload pl;
+	struct buf name, labels; /* scratch */
+};
+
+struct metrics {
+	struct port *port;
+	unsigned interval_s;
+	long long delay_ms; /* from attach to the first session */
+	char client_id[40];
+	struct metrics_selection sel;
+	pthread_mutex_t mu;
+	struct series *s; /* sorted by family, pid, labels */
+	size_t n, cap;
+	uint64_t dropped;
+	size_t runtimes; /* attached, as last seen by the watcher */
+	pthread_t watcher;
+	bool watching;
+	pthread_mutex_t stop_mu;
+	pthread_cond_t stop_cv;
+	bool stopping;
+	struct collector **c;
+	size_t nc;
+};
+
+static int series_cmp(const char *family, uint64_t pid, const char *labels, const struct series *s)
+{
+	int c = strcmp(family, s->family);
+
+	if (c)
+		return c;
+	if (pid != s->pid)
+		return pid < s->pid ? -1 : 1;
+	return strcmp(labels, s->labels);
+}
+
+/* The index of the series, or where it would go (*found false). Under mu. */
+static size_t series_find(struct metrics *m, const char *family, uint64_t pid, const char *labels, bool *found)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = series_cmp(family, pid, labels, &m->s[mid]);
+
+		if (c == 0) {
+			*found = true;
+			return mid;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	*found = false;
+	return lo;
+}
+
+static void series_clear(struct series *s)
+{
+	free(s->family);
+	free(s->help);
+	free(s->labels);
+	for (size_t i = 0; i < s->nq; i++)
+		free(s->q[i].labels);
+	free(s->q);
+}
+
+/* The quantiles "q=v;q=v" as labelled lines, sorted by q (Prometheus wants them smallest first). */
+static void set_quantiles(struct series *s, const struct msample *r, struct buf *lab)
+{
+	struct {
+		double q, v;
+	} qs[MAX_QUANTILES];
+	size_t n = 0;
+	const char *p = r->quantiles;
+
+	while (*p && n < MAX_QUANTILES) {
+		char *end;
+		double q = strtod(p, &end), v;
+
+		if (end == p || *end != '=')
+			break;
+		p = end + 1;
+		v = strtod(p, &end);
+		if (end == p)
+			break;
+		qs[n].q = q;
+		qs[n++].v = v;
+		p = end + (*end == ';');
+	}
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && qs[k - 1].q > qs[k].q; k--) {
+			double tq = qs[k].q, tv = qs[k].v;
+
+			qs[k] = qs[k - 1];
+			qs[k - 1].q = tq;
+			qs[k - 1].v = tv;
+		}
+	for (size_t i = 0; i < s->nq; i++)
+		free(s->q[i].labels);
+	s->q = mem_realloc(s->q, (n ? n : 1) * sizeof(*s->q));
+	s->nq = n;
+	for (size_t i = 0; i < n; i++) {
+		buf_reset(lab);
+		metrics_prom_labels(lab, r->tags, r->tag_sep, qs[i].q);
+		s->q[i].labels = mem_strdup(lab->data ? lab->data : "");
+		metrics_prom_value(s->q[i].value, sizeof(s->q[i].value), r->unit, qs[i].v);
+	}
+	s->has_sum = r->has_sum;
+	if (r->has_sum) {
+		metrics_prom_value(s->sum, sizeof(s->sum), r->unit, r->sum);
+		metrics_prom_value(s->count, sizeof(s->count), NULL, r->count);
+	}
+}
+
+static void store(struct collector *c, const struct msample *r, int64_t ts_ms)
+{
+	struct metrics *m = c->m;
+	struct series *s;
+	bool found;
+	size_t i;
+	const char *labels;
+
+	buf_reset(&c->name);
+	buf_reset(&c->labels);
+	metrics_prom_name(&c->name, r->provider, r->name, r->unit);
+	metrics_prom_labels(&c->labels, r->tags, r->tag_sep, -1);
+	labels = c->labels.data ? c->labels.data : "";
+	pthread_mutex_lock(&m->mu);
+	i = series_find(m, c->name.data, c->pid, labels, &found);
+	if (!found) {
+		/* a family keeps the type it was first seen with */
+		bool clash = (i > 0 && strcmp(m->s[i - 1].family, c->name.data) == 0 &&
+			      m->s[i - 1].summary != (r->kind == MS_SUMMARY)) ||
+			     (i < m->n && strcmp(m->s[i].family, c->name.data) == 0 &&
+			      m->s[i].summary != (r->kind == MS_SUMMARY));
+
+		if (clash || m->n >= MAX_SERIES) {
+			m->dropped++;
+			pthread_mutex_unlock(&m->mu);
+			return;
+		}
+		if (m->n == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 64;
+			m->s = mem_realloc(m->s, m->cap * sizeof(*m->s));
+		}
+		memmove(&m->s[i + 1], &m->s[i], (m->n - i) * sizeof(*m->s));
+		m->n++;
+		s = &m->s[i];
+		*s = (struct series){ .family = mem_strdup(c->name.data), .help = mem_strdup(*r->display ? r->display : r->name),
+				      .labels = mem_strdup(labels), .pid = c->pid, .summary = r->kind == MS_SUMMARY };
+		memcpy(s->cookie, c->cookie, 16);
+	}
+	s = &m->s[i];
+	s->ts_ms = ts_ms;
+	if (s->summary)
+		set_quantiles(s, r, &c->labels);
+	else
+		metrics_prom_value(s->value, sizeof(s->value), r->unit, r->value);
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* Drop a runtime's series (it went away). */
+static void forget(struct metrics *m, const uint8_t cookie[16])
+{
+	size_t k = 0;
+
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->n; i++) {
+		if (memcmp(m->s[i].cookie, cookie, 16) == 0)
+			series_clear(&m->s[i]);
+		else
+			m->s[k++] = m->s[i];
+	}
+	m->n = k;
+	pthread_mutex_unlock(&m->mu);
+}
+
+static void help_text(struct buf *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\')
+			buf_puts(b, "\\\\");
+		else if (*s == '\n')
+			buf_puts(b, "\\n");
+		else
+			buf_putc(b, *s);
+	}
+}
+
+/* name{pid="N", labels} or name{labels} or name */
+static void sample_head(struct buf *b, const char *family, const char *suffix, bool with_pid, uint64_t pid,
+			const char *labels)
+{
+	buf_puts(b, family);
+	buf_puts(b, suffix);
+	if (!with_pid && *labels == '\0')
+		return;
+	buf_putc(b, '{');
+	if (with_pid)
+		buf_printf(b, "pid=\"%llu\"%s", (unsigned long long)pid, *labels ? ", " : "");
+	buf_puts(b, labels);
+	buf_putc(b, '}');
+}
+
+void metrics_render(struct metrics *m, struct buf *out)
+{
+	bool with_pid;
+
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&m->mu);
+	with_pid = m->runtimes > 1;
+	for (size_t i = 0; i < m->n; i++) {
+		const struct series *s = &m->s[i];
+
+		if (i == 0 || strcmp(m->s[i - 1].family, s->family) != 0) {
+			buf_printf(out, "# HELP %s ", s->family);
+			help_text(out, s->help);
+			buf_printf(out, "\n# TYPE %s %s\n", s->family, s->summary ? "summary" : "gauge");
+		}
+		if (!s->summary) {
+			sample_head(out, s->family, "", with_pid, s->pid, s->labels);
+			buf_printf(out, " %s %lld\n", s->value, (long long)s->ts_ms);
+			continue;
+		}
+		for (size_t k = 0; k < s->nq; k++) {
+			sample_head(out, s->family, "", with_pid, s->pid, s->q[k].labels);
+			buf_printf(out, " %s\n", s->q[k].value);
+		}
+		if (s->has_sum) {
+			sample_head(out, s->family, "_sum", with_pid, s->pid, s->labels);
+			buf_printf(out, " %s\n", s->sum);
+			sample_head(out, s->family, "_count", with_pid, s->pid, s->labels);
+			buf_printf(out, " %s\n", s->count);
+		}
+	}
+	pthread_mutex_unlock(&m->mu);
+}
+
+size_t metrics_series(struct metrics *m)
+{
+	size_t n;
+
+	if (m == NULL)
+		return 0;
+	pthread_mutex_lock(&m->mu);
+	n = m->n;
+	pthread_mutex_unlock(&m->mu);
+	return n;
+}
+
+/* ---- the sessions ---- */
+
+static int on_header(void *ctx, const struct nettrace_trace *t)
+{
+	struct collector *c = ctx;
+
+	c->header = *t;
+	c->have_header = true;
+	return 0;
+}
+
+static int on_event(void *ctx, const struct nettrace_event *e)
+{
+	struct collector *c = ctx;
+	struct msample r;
+	struct err_msg em;
+
+	if (e->meta->n_fields == 0 || evpayload_decode(&c->pl, e, &em) != 0)
+		return 0; /* not a counter, or a payload this reader cannot read: skipped, the session goes on */
+	if (metrics_sample(e, &c->pl, &r) && metrics_selected(&c->m->sel, &r))
+		store(c, &r, c->have_header ? metrics_event_ms(&c->header, e->timestamp) : metrics_wall_ms());
+	return 0;
+}
+
+static void *collect_main(void *arg)
+{
+	struct collector *c = arg;
+	struct trace_config cfg;
+	struct nettrace_callbacks cb = { .trace = on_header, .event = on_event };
+	struct err_msg em;
+
+	if (metrics_trace_config(&c->m->sel, c->m->interval_s, c->m->client_id, &cfg, &em) == 0) {
+		trace_run_cb(c->m->port, c->cookie, &cfg, -1, &c->stop, &cb, c, NULL, &em);
+		trace_config_free(&cfg);
+	}
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+static void collector_join(struct collector *c)
+{
+	if (!c->started)
+		return;
+	atomic_store(&c->stop, true);
+	pthread_join(c->th, NULL);
+	c->started = false;
+}
+
+static void collector_free(struct collector *c)
+{
+	collector_join(c);
+	evpayload_free(&c->pl);
+	buf_free(&c->name);
+	buf_free(&c->labels);
+	free(c);
+}
+
+static void collector_start(struct collector *c)
+{
+	atomic_store(&c->stop, false);
+	atomic_store(&c->done, false);
+	c->have_header = false;
+	c->started = pthread_create(&c->th, NULL, collect_main, c) == 0;
+	if (!c->started)
+		c->retry_at = clock_ms() + RETRY_MS;
+}
+
+/* One look at the port: sessions for new runtimes, restarts, and the ones that went away dropped. */
+static void watch_once(struct metrics *m)
+{
+	struct port_runtime *rt;
+	size_t n = port_list(m->port, &rt), k = 0;
+	long long now = clock_ms();
+
+	for (size_t i = 0; i < m->nc; i++)
+		m->c[i]->seen = false;
+	for (size_t i = 0; i < n; i++) {
+		struct collector *c = NULL;
+
+		for (size_t j = 0; j < m->nc && !c; j++)
+			if (memcmp(m->c[j]->cookie, rt[i].cookie, 16) == 0)
+				c = m->c[j];
+		if (c == NULL) {
+			c = mem_zalloc(sizeof(*c));
+			c->m = m;
+			memcpy(c->cookie, rt[i].cookie, 16);
+			c->pid = rt[i].pid;
+			c->retry_at = now + m->delay_ms;
+			buf_init(&c->name, 0);
+			buf_init(&c->labels, 0);
+			m->c = mem_realloc(m->c, (m->nc + 1) * sizeof(*m->c));
+			m->c[m->nc++] = c;
+		}
+		c->seen = true;
+		if (c->started && atomic_load(&c->done)) {
+			collector_join(c);
+			c->retry_at = now + RETRY_MS;
+		}
+		if (!c->started && now >= c->retry_at)
+			collector_start(c);
+	}
+	for (size_t i = 0; i < m->nc; i++) {
+		if (m->c[i]->seen) {
+			m->c[k++] = m->c[i];
+			continue;
+		}
+		forget(m, m->c[i]->cookie);
+		collector_free(m->c[i]);
+	}
+	m->nc = k;
+	pthread_mutex_lock(&m->mu);
+	m->runtimes = n;
+	pthread_mutex_unlock(&m->mu);
+	port_list_free(rt, n);
+}
+
+static void *watch_main(void *arg)
+{
+	struct metrics *m = arg;
+
+	pthread_mutex_lock(&m->stop_mu);
+	while (!m->stopping) {
+		struct timespec until;
+
+		pthread_mutex_unlock(&m->stop_mu);
+		watch_once(m);
+		pthread_mutex_lock(&m->stop_mu);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += WATCH_MS * 1000000L;
+		until.tv_sec += until.tv_nsec / 1000000000L;
+		until.tv_nsec %= 1000000000L;
+		if (!m->stopping)
+			pthread_cond_timedwait(&m->stop_cv, &m->stop_mu, &until);
+	}
+	pthread_mutex_unlock(&m->stop_mu);
+	return NULL;
+}
+
+struct metrics *metrics_start(struct port *port, unsigned interval_s, unsigned delay_s)
+{
+	struct metrics *m = mem_zalloc(sizeof(*m));
+	unsigned char r[8] = { 0 };
+	FILE *f = fopen("/dev/urandom", "rb");
+
+	if (f) {
+		if (fread(r, 1, sizeof(r), f) != sizeof(r))
+			memset(r, 0, sizeof(r));
+		fclose(f);
+	}
+	snprintf(m->client_id, sizeof(m->client_id), "diagport-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
+		 r[3], r[4], r[5], r[6], r[7]);
+	m->port = port;
+	m->interval_s = interval_s ? interval_s : METRICS_DEFAULT_INTERVAL_S;
+	m->delay_ms = (long long)delay_s * 1000;
+	metrics_selection_defaults(&m->sel);
+	pthread_mutex_init(&m->mu, NULL);
+	pthread_mutex_init(&m->stop_mu, NULL);
+	pthread_cond_init(&m->stop_cv, NULL);
+	if (port)
+		m->watching = pthread_create(&m->watcher, NULL, watch_main, m) == 0;
+	return m;
+}
+
+void metrics_free(struct metrics *m)
+{
+	if (m == NULL)
+		return;
+	if (m->watching) {
+		pthread_mutex_lock(&m->stop_mu);
+		m->stopping = true;
+		pthread_cond_signal(&m->stop_cv);
+		pthread_mutex_unlock(&m->stop_mu);
+		pthread_join(m->watcher, NULL);
+	}
+	for (size_t i = 0; i < m->nc; i++)
+		collector_free(m->c[i]);
+	free(m->c);
+	for (size_t i = 0; i < m->n; i++)
+		series_clear(&m->s[i]);
+	free(m->s);
+	metrics_selection_free(&m->sel);
+	pthread_mutex_destroy(&m->mu);
+	pthread_mutex_destroy(&m->stop_mu);
+	pthread_cond_destroy(&m->stop_cv);
+	free(m);
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""tree_check.py BUILD - the tree shows the architecture (docs/ARCHITECTURE.md).
+
+Reads the symbols of every object file built from a current source (nm) and
+prints one line per rule, "PASS name" or "FAIL name: why":
+  no-cycles          no two source files call each other, directly or round a loop
+                     (a file that needs another is below it, never beside it)
+  common-is-shared   every common/*.c is reached from two or more of injector/,
+                     webhook/ and launcher/ (code with one user lives with it)
+  no-private-headers a component includes only its own headers, common/'s, the
+                     libraries' (http/, eventpipe/) and the injector's public inj.h
+"""
+import collections, glob, os, re, subprocess, sys
+
+build = sys.argv[1]
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.chdir(root)
+COMPONENTS = ("injector", "webhook", "launcher")
+LIBS = ("common", "http", "eventpipe")
+sources = [s for d in COMPONENTS + LIBS for s in glob.glob(d + "/*.c")]
+
+defs, uses = {}, {}
+for src in sources:
+    obj = os.path.join(build, src[:-2] + ".o")
+    if not os.path.exists(obj):
+        print(f"FAIL no-cycles: {obj} was not built")
+        sys.exit(0)
+    out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+    name = src[:-2]
+    uses[name] = set()
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "TDBR":
+            defs[f[2]] = name
+        elif len(f) == 2 and f[0] == "U":
+            uses[name].add(f[1])
+graph = {n: {defs[s] for s in u if s in defs and defs[s] != n} for n, u in uses.items()}
+
+# strongly connected components (Tarjan, iterative)
+index, low, stack, on, cycles, counter = {}, {}, [], set(), [], [0]
+for start in graph:
+    if start in index:
+        continue
+    work = [(start, iter(sorted(graph[start])))]
+    index[start] = low[start] = counter[0]; counter[0] += 1; stack.append(start); on.add(start)
+    while work:
+        v, it = work[-1]
+        w = next(it, None)
+        if w is not None:
+            if w not in index:
+                index[w] = low[w] = counter[0]; counter[0] += 1; stack.append(w); on.add(w)
+                work.append((w, iter(sorted(graph[w]))))
+            elif w in on:
+                low[v] = min(low[v], index[w])
+            continue
+        work.pop()
+        if work:
+            low[work[-1][0]] = min(low[work[-1][0]], low[v])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                x = stack.pop(); on.discard(x); comp.append(x)
+                if x == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+if cycles:
+    print("FAIL no-cycles: " + "; ".join(" <-> ".join(c) for c in cycles))
+else:
+    print(f"PASS no-cycles ({len(graph)} files)")
+
+# who reaches each common/ file
+reach = collections.defaultdict(set)
+for n in graph:
+    comp = n.split("/")[0]
+    if comp not in COMPONENTS:
+        continue
+    seen, todo = set(), [n]
+    while todo:
+        x = todo.pop()
+        for y in graph[x]:
+            if y not in seen:
+                seen.add(y); todo.append(y)
+    for y in seen:
+        reach[y].add(comp)
+lonely = [f"{n}.c ({', '.join(sorted(reach[n])) or 'nobody'})" for n in sorted(graph)
+          if n.startswith("common/") and len(reach[n]) < 2]
+if lonely:
+    print("FAIL common-is-shared: used by fewer than two components: " + ", ".join(lonely))
+else:
+    print("PASS common-is-shared")
+
+def allowed(d, inc):
+    other = inc.split("/")[0] if "/" in inc else d
+    if other == d or other == "common":
+        return True
+    if other in ("http", "eventpipe"):
+        return d in COMPONENTS + ("http", "eventpipe")  # common/ stays below the libraries
+    return d in COMPONENTS and inc == "injector/inj.h"
+
+bad = []
+for src in sorted(sources + glob.glob("*/*.h")):
+    d = src.split("/")[0]
+    if d not in COMPONENTS + LIBS:
+        continue
+    bad += [f"{src} includes {m}" for m in re.findall(r'#include "([^"]+)"', open(src).read()) if not allowed(d, m)]
+if bad:
+    print("FAIL no-private-headers: " + "; ".join(bad))
+else:
+    print("PASS no-private-headers")
