@@ -27,6 +27,7 @@
 
 #include "errors.h"
 #include "mem.h"
+#include "utf8.h"
 
 enum op_state { OP_RUNNING, OP_SUCCEEDED, OP_FAILED, OP_CANCELLED };
 static const char *const state_names[] = { "Running", "Succeeded", "Failed", "Cancelled" };
@@ -171,6 +172,42 @@ const atomic_bool *op_cancel_flag(struct op *op)
 	return &op->cancel;
 }
 
+int ops_wait(struct ops *o, const char *id, int timeout_ms, char **location, char **error)
+{
+	struct timespec until;
+	struct op *op;
+	int rc = DP_ENOTFOUND;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&o->mu);
+	for (;;) {
+		for (op = o->head; op && strcasecmp(op->id, id) != 0; op = op->next)
+			;
+		if (op == NULL)
+			break;
+		if (op->state != OP_RUNNING) {
+			rc = op->state == OP_SUCCEEDED ? 0 : op->state == OP_CANCELLED ? DP_ECANCELED : DP_EIO;
+			*location = op->location ? mem_strdup(op->location) : NULL;
+			*error = op->error ? mem_strdup(op->error) : NULL;
+			break;
+		}
+		if (pthread_cond_timedwait(&o->cv, &o->mu, &until) != 0) {
+			rc = DP_EIO;
+			*location = NULL;
+			*error = mem_strdup("still running");
+			break;
+		}
+	}
+	pthread_mutex_unlock(&o->mu);
+	return rc;
+}
+
 void op_finish(struct ops *o, struct op *op, int rc, const char *location, const char *error)
 {
 	pthread_mutex_lock(&o->mu);
@@ -184,10 +221,10 @@ void op_finish(struct ops *o, struct op *op, int rc, const char *location, const
 	pthread_mutex_unlock(&o->mu);
 }
 
-/* The summary (list) or status (one) of op. Called locked. */
+/* The summary (list) or status (one) of op. Called locked. Names and tags came from outside: repaired to UTF-8. */
 static json_t *op_json(const struct op *op, bool status)
 {
-	json_t *tags = json_array(), *j;
+	json_t *tags = json_array(), *j = json_object(), *proc = json_object();
 
 	if (op->tags) {
 		const char *s = op->tags;
@@ -196,17 +233,31 @@ static json_t *op_json(const struct op *op, bool status)
 			size_t n = strcspn(s, ",");
 
 			if (n)
-				json_array_append_new(tags, json_stringn(s, n));
+				json_array_append_new(tags, utf8_json(s, n));
 			s += n + (s[n] == ',');
 		}
 	}
-	j = json_pack("{s:s, s:s, s:s, s:s?, s:b, s:{s:I, s:s, s:s}, s:o}", "operationId", op->id, "createdDateTime",
-		      op->created, "status", state_names[op->state], "egressProviderName", op->egress, "isStoppable", op->stoppable,
-		      "process", "pid", (json_int_t)op->pid, "uid", op->uid, "name", op->name, "tags", tags);
+	json_object_set_new(j, "operationId", json_string(op->id));
+	json_object_set_new(j, "createdDateTime", json_string(op->created));
+	json_object_set_new(j, "status", json_string(state_names[op->state]));
+	json_object_set_new(j, "egressProviderName", op->egress ? utf8_json_str(op->egress) : json_null());
+	json_object_set_new(j, "isStoppable", json_boolean(op->stoppable));
+	json_object_set_new(proc, "pid", json_integer((json_int_t)op->pid));
+	json_object_set_new(proc, "uid", json_string(op->uid));
+	json_object_set_new(proc, "name", utf8_json_str(op->name));
+	json_object_set_new(j, "process", proc);
+	json_object_set_new(j, "tags", tags);
 	if (status) {
-		json_object_set_new(j, "resourceLocation", op->location ? json_string(op->location) : json_null());
-		json_object_set_new(j, "error", op->error ? json_pack("{s:s, s:s}", "code",
-			op->state == OP_CANCELLED ? "Cancelled" : "Failed", "message", op->error) : json_null());
+		json_object_set_new(j, "resourceLocation", op->location ? utf8_json_str(op->location) : json_null());
+		if (op->error) {
+			json_t *e = json_object();
+
+			json_object_set_new(e, "code", json_string(op->state == OP_CANCELLED ? "Cancelled" : "Failed"));
+			json_object_set_new(e, "message", utf8_json_str(op->error));
+			json_object_set_new(j, "error", e);
+		} else {
+			json_object_set_new(j, "error", json_null());
+		}
 	}
 	return j;
 }

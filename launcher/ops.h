@@ -1,8 +1,9 @@
 /*
  * ops.h - the agent's operations: captures that run in the background and
  * are watched and cancelled through /operations (dotnet-monitor's API: list,
- * status, DELETE to cancel or ?stop=true to stop). An operation is a dump
- * sent to an egress provider, or a trace (streamed or sent to egress).
+ * status, DELETE to cancel or ?stop=true to stop). An operation is a capture
+ * sent to an egress provider or a file, or one that can be stopped (a
+ * trace, a CPU profile, live metrics, logs), streamed or not.
  *
  * The registry keeps the newest `keep` finished operations and every running
  * one. A running operation's record stays valid until op_finish; its worker
@@ -41,6 +42,14 @@ const atomic_bool *op_stop_flag(struct op *op);
  * after this.
  */
 void op_finish(struct ops *o, struct op *op, int rc, const char *location, const char *error);
+
+/*
+ * Wait up to timeout_ms for operation id to end (a capture nobody waits for
+ * over HTTP). 0 when it Succeeded, DP_ECANCELED, DP_EIO when it Failed or
+ * still runs, DP_ENOTFOUND when there is no such operation; *location and
+ * *error new strings (or NULL) unless DP_ENOTFOUND.
+ */
+int ops_wait(struct ops *o, const char *id, int timeout_ms, char **location, char **error);
 
 /* GET /operations, GET /operations/{id}, DELETE /operations/{id}. */
 void ops_route(struct ops *o, struct httpd_req *r);

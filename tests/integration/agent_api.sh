@@ -61,6 +61,16 @@ WHY="got $(code "${H[@]}" "$U/nope")"; check unknown-route-404 test "$(code "${H
 WHY="got $(code "${H[@]}" -d hello "$U/processes")"; check body-413 test "$(code "${H[@]}" -d hello "$U/processes")" = 413
 check 401-www-authenticate bash -c "curl -s -D - -o /dev/null '$U/processes' | grep -qi '^www-authenticate: Bearer'"
 WHY="got $(code "${H[@]}" -X POST "$U/processes")"; check post-405 test "$(code "${H[@]}" -X POST "$U/processes")" = 405
+WHY="$(curl -s -D - -o /dev/null -X POST "${H[@]}" "$U/processes")"
+check post-405-allow bash -c "curl -s -D - -o /dev/null -X POST ${H[*]@Q} '$U/processes' | grep -qi '^allow: GET'"
+# a refused parameter names its field, in ASP.NET's (dotnet-monitor's) validation shape
+c=$(code "${H[@]}" "$U/dump?type=Huge")
+WHY="got $c: $(cat "$W/body")"; check validation-errors-shape jq -e '.status == 400 and .title == "One or more validation errors occurred." and (.errors.type[0] | test("Huge")) and (.detail | test("Huge"))' "$W/body"
+c=$(code "${H[@]}" "$U/trace?durationSeconds=soon")
+WHY="got $c: $(cat "$W/body")"; check validation-errors-duration jq -e '(.errors.durationSeconds[0] | test("soon"))' "$W/body"
+c=$(code "${H[@]}" "$U/process?pid=%ff%fe")
+WHY="got $c: $(cat "$W/body")"; check invalid-utf8-echoed-as-json bash -c "[ $c = 400 ] && jq -e '.errors.pid[0] | test(\"\ufffd\")' '$W/body' > /dev/null"
+WHY="the agent died on a parameter that is not UTF-8"; check alive-after-invalid-utf8 test "$(code "${H[@]}" "$U/processes")" = 200
 
 # --- every dump type: an ELF core of this process whose thread count matches /proc
 for t in Mini Triage WithHeap Full; do

@@ -254,6 +254,12 @@ WHY="$(cat "$W/eg-op.json")"; check egress/succeeded jq -e --arg d "$W/out/" --a
 cp "$F" "$W/eg.nettrace" 2> /dev/null
 complete eg; rc=$?
 WHY="$(cat "$W/eg.stats.err" 2>/dev/null)"; check egress/complete test "$rc" = 0
+# two at once to the same provider: each its own partial file, both published whole
+egressed eg2a "$U/trace?pid=$APID&profile=Metrics&durationSeconds=2&egressProvider=out" &
+egressed eg2b "$U/trace?pid=$APID&profile=Metrics&durationSeconds=2&egressProvider=out"
+wait $!
+WHY="$(cat "$W/eg2a-op.json" "$W/eg2b-op.json")"
+check egress/two-at-once bash -c "jq -e '.status == \"Succeeded\"' '$W/eg2a-op.json' > /dev/null && jq -e '.status == \"Succeeded\"' '$W/eg2b-op.json' > /dev/null && [ \"\$(jq -r .resourceLocation '$W/eg2a-op.json')\" != \"\$(jq -r .resourceLocation '$W/eg2b-op.json')\" ]"
 
 # --- bad requests
 answered() { [ "$1" = "$2" ] && grep -q -- "$3" "$4"; } # answered GOT WANT PATTERN FILE

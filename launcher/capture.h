@@ -1,0 +1,117 @@
+/*
+ * capture.h - a capture as a value, and the one function that runs it.
+ *
+ * A capture says what (a dump of a type, a trace of some providers, a CPU
+ * profile, live metrics, logs, stacks, a GC heap snapshot; a duration and a
+ * format), from which process, and into which sink: the HTTP response of the
+ * request that asked, an egress provider, or a file. An HTTP request is
+ * parsed into one once (capture_from_request, with dotnet-monitor-shaped
+ * validation errors); a collection rule can build one directly. capture_run
+ * takes it from there: the kind's concurrency limit (dotnet-monitor's: one
+ * dump, one GC snapshot, one stacks capture, three traces, three live
+ * metrics and three log streams at a time), an operation in /operations
+ * when it goes to a sink of its own or can be stopped, the artifact made and
+ * sent, and the outcome reported to the operation. Nothing is left half
+ * written under a final name: a failed capture leaves no file.
+ */
+#ifndef DP_CAPTURE_H
+#define DP_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "errors.h"
+#include "http/httpd.h"
+#include "logs.h"
+#include "metrics.h"
+#include "ops.h"
+#include "port.h"
+#include "trace.h"
+
+enum capture_kind {
+	CAPTURE_DUMP,
+	CAPTURE_TRACE,   /* a nettrace stream */
+	CAPTURE_PROFILE, /* a trace made into a CPU profile */
+	CAPTURE_LIVEMETRICS,
+	CAPTURE_LOGS,
+	CAPTURE_STACKS,
+	CAPTURE_GCDUMP,
+	CAPTURE_KINDS
+};
+
+enum capture_stacks_format { CAPTURE_STACKS_TEXT, CAPTURE_STACKS_JSON, CAPTURE_STACKS_SPEEDSCOPE };
+enum capture_gcdump_format { CAPTURE_GCDUMP_TEXT, CAPTURE_GCDUMP_JSON, CAPTURE_GCDUMP_NETTRACE };
+
+struct capture {
+	enum capture_kind kind;
+	struct port_runtime target;   /* its info owned */
+	long long duration_ms;        /* traces, profiles, live metrics, logs: -1 = until stopped */
+	int format;                   /* the kind's: IPC_DUMP_* type, enum profile_format, logs_format, the enums above */
+	size_t top;                   /* GC snapshot: the largest types listed (0 = all) */
+	bool fifo;                    /* dump to the response: straight from the pipe, no staging file */
+	struct trace_config session;  /* traces, live metrics, logs: the session to ask for */
+	struct metrics_selection sel; /* live metrics: what to keep */
+	struct logs_filter filter;    /* logs */
+	const struct egress_fs *egress; /* the sink: an egress provider (borrowed), */
+	char *file;                     /* or a file (a path that must not exist yet), */
+					/* or neither: the HTTP response */
+	char *tags;                   /* the operation's tags (comma-separated), or NULL */
+};
+/* Free what c owns (accepts a zeroed capture). */
+void capture_free(struct capture *c);
+
+/* What request parsing needs to know of the agent. */
+struct capture_env {
+	struct port *port;
+	const struct egress_fs *egress; /* the providers */
+	size_t n_egress;
+	bool fifo_default;              /* dumpTransport=fifo */
+	unsigned metrics_interval_s;    /* counters' interval for /livemetrics and the Metrics trace profile */
+};
+
+/* Why a request is refused: an HTTP status, a title, the field at fault (NULL: none) and a sentence. */
+struct capture_problem {
+	unsigned status;
+	const char *title;
+	const char *field;
+	struct err_msg em;
+};
+
+/*
+ * Parse request r on the route of kind (CAPTURE_TRACE becomes
+ * CAPTURE_PROFILE when r asks for a profile format) into *out: the query
+ * parameters, the body of a POST, the Accept header, the process. 0, or -1
+ * with *p filled (out untouched).
+ */
+int capture_from_request(const struct capture_env *env, struct httpd_req *r, enum capture_kind kind,
+			 struct capture *out, struct capture_problem *p);
+/* Answer r with p (application/problem+json; a field's 400 in ASP.NET's validation shape). */
+void capture_send_problem(struct httpd_req *r, const struct capture_problem *p);
+
+struct captures;
+
+struct captures_config {
+	struct port *port;     /* borrowed */
+	struct ops *ops;       /* borrowed: the operations list */
+	const char *dumps_dir; /* staging for dumps, shared with the app */
+	uint64_t dumps_limit;  /* cap on one staged dump, bytes; 0 = none */
+};
+/* New runner state (the strings copied). Removes staging leftovers a killed agent left in dumps_dir. */
+struct captures *captures_new(const struct captures_config *cfg);
+/* Accepts NULL. The operations list must have been freed first (it waits for running captures). */
+void captures_free(struct captures *cs);
+
+/*
+ * Run c (taken: *c is zeroed). With r, answer it: 429 when the kind's limit
+ * is reached; the artifact (streamed as it is made, or whole) or a problem
+ * when the sink is the response; 202 with Location: /operations/{id} when it
+ * is an egress provider or a file, the capture then running on a thread of
+ * its own. Without r (a capture nobody waits for), the same but for the
+ * answer: 0 with the operation's id in op_id, or DP_ETOOBIG at the limit,
+ * DP_EINVAL when the sink is the response.
+ */
+int capture_run(struct captures *cs, struct capture *c, struct httpd_req *r, char op_id[37]);
+
+#endif

@@ -1,0 +1,398 @@
+/*
+ * capture_run.c - the one function that runs a capture (capture.h), and the
+ * sinks it can go to:
+ *  - the response, streamed: the source's bytes as they come, chunked (a
+ *    trace, live metrics, logs; a dump with transport=fifo, the app stopped
+ *    until the client has read the last byte);
+ *  - the response, whole: an artifact made in memory, sent with its length;
+ *  - the response, staged: a dump copied into a staging file in the dumps
+ *    directory that never has a name (O_TMPFILE, or unlinked at once),
+ *    capped by the dumps limit, then sent with sendfile; the app runs on as
+ *    soon as it is written, and the dump's slot is held until the download
+ *    ends (it holds the staging space);
+ *  - an egress provider or a file, on a thread of its own: written under a
+ *    partial name and published by rename only once complete (egress.h).
+ *
+ * Each kind's limit is one counter under one mutex. A slot is given back
+ * before the operation finishes, so a client that saw the operation end may
+ * ask again at once, and before the operations list is freed.
+ */
+#include "capture_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "egress.h"
+#include "fsutil.h"
+#include "mem.h"
+#include "target.h"
+
+#define SLOT_WAIT_MS 100
+#define CHUNK 65536
+
+struct captures *captures_new(const struct captures_config *cfg)
+{
+	struct captures *cs = mem_zalloc(sizeof(*cs));
+
+	cs->port = cfg->port;
+	cs->ops = cfg->ops;
+	cs->dumps_dir = mem_strdup(cfg->dumps_dir);
+	cs->dumps_limit = cfg->dumps_limit;
+	pthread_mutex_init(&cs->mu, NULL);
+	pthread_cond_init(&cs->freed, NULL);
+	fs_remove_prefixed(cs->dumps_dir, CAPTURE_STAGING_PREFIX);
+	return cs;
+}
+
+void captures_free(struct captures *cs)
+{
+	if (cs == NULL)
+		return;
+	free(cs->dumps_dir);
+	pthread_mutex_destroy(&cs->mu);
+	pthread_cond_destroy(&cs->freed);
+	free(cs);
+}
+
+/* ---- slots ---- */
+
+/*
+ * One of the kind's slots, waiting SLOT_WAIT_MS for one: a client that asks
+ * again the moment its download ends can be quicker than the thread that
+ * sent it is to give the slot back.
+ */
+static bool slot_take(struct captures *cs, const struct capture_kind_def *k)
+{
+	unsigned *n = &cs->running[k->group];
+	struct timespec until;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += SLOT_WAIT_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&cs->mu);
+	while (*n >= k->limit && pthread_cond_timedwait(&cs->freed, &cs->mu, &until) == 0)
+		;
+	ok = *n < k->limit;
+	if (ok)
+		(*n)++;
+	pthread_mutex_unlock(&cs->mu);
+	return ok;
+}
+
+static void slot_give(struct captures *cs, const struct capture_kind_def *k)
+{
+	pthread_mutex_lock(&cs->mu);
+	cs->running[k->group]--;
+	pthread_cond_broadcast(&cs->freed);
+	pthread_mutex_unlock(&cs->mu);
+}
+
+/* ---- jobs ---- */
+
+static struct job *job_new(struct captures *cs, struct capture *c)
+{
+	struct job *j = mem_zalloc(sizeof(*j));
+
+	j->cs = cs;
+	j->c = *c;
+	memset(c, 0, sizeof(*c));
+	j->k = &capture_kinds[j->c.kind];
+	return j;
+}
+
+/*
+ * The end of a job: the source's state freed, the slot given back, then the
+ * operation finished (rc 0: Succeeded at location; DP_ECANCELED when it was
+ * cancelled; else Failed with why), and the job freed.
+ */
+static void job_end(struct job *j, int rc, const char *location, const char *why)
+{
+	j->k->end(j);
+	slot_give(j->cs, j->k);
+	if (j->op) {
+		if (rc != 0 && job_cancelled(j))
+			rc = DP_ECANCELED;
+		op_finish(j->cs->ops, j->op, rc, location, rc == DP_ECANCELED ? "cancelled" : why);
+	}
+	capture_free(&j->c);
+	free(j);
+}
+
+/* The artifact's name: dotnet-monitor's, core_YYYYMMDD_HHMMSS for a dump, else YYYYMMDD_HHMMSS_PID.EXT (UTC). */
+static void artifact_name(const struct job *j, char *out, size_t n)
+{
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (j->ext == NULL) {
+		dump_filename(out, n);
+		return;
+	}
+	gmtime_r(&now, &tm);
+	strftime(out, n, "%Y%m%d_%H%M%S", &tm);
+	snprintf(out + strlen(out), n - strlen(out), "_%llu.%s", (unsigned long long)j->c.target.pid, j->ext);
+}
+
+/* ---- to an egress provider or a file ---- */
+
+/* Everything the source gives into fd: its copy when it has one, else read and written. */
+static int drain(struct job *j, int fd, const char *tmp, struct err_msg *em)
+{
+	char *chunk;
+	long n = 0;
+	int rc = 0;
+
+	if (j->k->copy) {
+		uint64_t written = 0;
+
+		rc = j->k->copy(j, fd, 0, j->cancel, &written, em);
+		j->bytes += written;
+		return rc;
+	}
+	chunk = mem_alloc(CHUNK);
+	while (!job_cancelled(j) && (n = j->k->read(j, chunk, CHUNK)) > 0) {
+		j->bytes += (uint64_t)n;
+		if (fs_write_all(fd, chunk, (size_t)n) != 0) {
+			rc = err_set(em, DP_EIO, "writing the %s to %s: %s", j->k->what, tmp, strerror(errno));
+			break;
+		}
+	}
+	free(chunk);
+	if (rc == 0 && job_cancelled(j))
+		rc = err_set(em, DP_ECANCELED, "cancelled");
+	else if (rc == 0 && n < 0)
+		rc = err_set(em, DP_EIO, "%s", j->k->error(j));
+	return rc;
+}
+
+/* The provider a file sink is: its directory, published under its own name. */
+static void file_provider(const char *path, struct egress_fs *p, char **dir, char **name)
+{
+	char *d = mem_strdup(path), *b = mem_strdup(path);
+
+	*dir = mem_strdup(dirname(d));
+	*name = mem_strdup(basename(b));
+	free(d);
+	free(b);
+	p->name = "file";
+	p->dir = *dir;
+	p->tmp_dir = NULL;
+}
+
+static void *sink_main(void *arg)
+{
+	struct job *j = arg;
+	struct egress_fs file = { 0 };
+	const struct egress_fs *prov = j->c.egress;
+	struct err_msg em = { "" };
+	char *tmp = NULL, *final = NULL, *dir = NULL, *fname = NULL, name[96];
+	int fd = -1, rc;
+
+	if (j->c.file) {
+		file_provider(j->c.file, &file, &dir, &fname);
+		prov = &file;
+	}
+	rc = j->k->start(j, &em);
+	if (rc == 0)
+		rc = egress_fs_open(prov, j->id, &fd, &tmp, &em);
+	if (rc == 0)
+		rc = drain(j, fd, tmp, &em);
+	if (rc == 0) {
+		if (fname)
+			snprintf(name, sizeof(name), "%s", fname);
+		else
+			artifact_name(j, name, sizeof(name));
+		rc = egress_fs_publish(prov, fd, tmp, name, &final, &em);
+	} else if (tmp) {
+		egress_fs_discard(fd, tmp);
+	}
+	job_end(j, rc, final, em.text);
+	free(tmp);
+	free(final);
+	free(dir);
+	free(fname);
+	return NULL;
+}
+
+static void in_background(struct job *j)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, sink_main, j) != 0)
+		DP_FATAL("cannot start a thread for operation %s", j->id);
+	pthread_attr_destroy(&attr);
+}
+
+/* ---- to the response ---- */
+
+static void send_failure(struct httpd_req *r, const struct job *j, int rc, const struct err_msg *em)
+{
+	if (rc == DP_ETOOBIG && j->k->copy)
+		httpd_problem(r, 507, "Insufficient Storage", "%s", em->text);
+	else if (rc == DP_EREMOTE || rc == DP_EUNSUPPORTED)
+		httpd_problem(r, 502, "Bad Gateway", "pid %llu: %s", (unsigned long long)j->c.target.pid, em->text);
+	else if (j->k->copy)
+		httpd_problem(r, 500, "Internal Server Error", "%s", em->text);
+	else
+		httpd_problem(r, 500, "Internal Server Error", "pid %llu: %s", (unsigned long long)j->c.target.pid,
+			      em->text);
+}
+
+static long stream_read(void *ctx, char *out, size_t max)
+{
+	struct job *j = ctx;
+	long n;
+
+	if (job_cancelled(j))
+		return -1; /* the client sees the body cut off */
+	n = j->k->read(j, out, max);
+	if (n > 0)
+		j->bytes += (uint64_t)n;
+	j->ended = n == 0;
+	return n;
+}
+
+static void stream_done(void *ctx)
+{
+	struct job *j = ctx;
+	const char *error = j->k->error(j);
+	char why[128];
+
+	if (j->ended || error[0]) {
+		job_end(j, j->ended ? 0 : DP_EIO, NULL, error);
+		return;
+	}
+	snprintf(why, sizeof(why), "the client went away after %llu bytes; the %s was stopped",
+		 (unsigned long long)j->bytes, j->k->what);
+	job_end(j, DP_EIO, NULL, why);
+}
+
+/* An unnamed staging file in the dumps directory (O_TMPFILE where the filesystem allows, else unlinked at once). */
+static int staging_open(struct captures *cs, struct err_msg *em)
+{
+	char *named;
+	int fd = open(cs->dumps_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd >= 0)
+		return fd;
+	named = captures_staging_path(cs, 0);
+	fd = open(named, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		unlink(named);
+	else
+		err_set(em, DP_EIO, "cannot create a staging file in %s: %s", cs->dumps_dir, strerror(errno));
+	free(named);
+	return fd;
+}
+
+static void staged_done(void *ctx)
+{
+	struct job *j = ctx;
+
+	job_end(j, 0, NULL, NULL);
+}
+
+/* The dump into the staging file, then the file to the client; the slot is held until the download ends. */
+static void send_staged(struct httpd_req *r, struct job *j, char *fname)
+{
+	struct err_msg em;
+	uint64_t n = 0;
+	int fd = staging_open(j->cs, &em), rc = fd < 0 ? DP_EIO : j->k->copy(j, fd, j->cs->dumps_limit, NULL, &n, &em);
+
+	j->k->end(j); /* the app runs on from here; the download can take its time */
+	if (rc != 0) {
+		if (fd >= 0)
+			close(fd); /* the space is freed with it: the file never had a name */
+		send_failure(r, j, rc, &em);
+		job_end(j, rc, NULL, em.text);
+		return;
+	}
+	httpd_on_done(r, staged_done, j);
+	httpd_send_fd(r, 200, j->ctype, fd, n, fname);
+}
+
+static void to_response(struct httpd_req *r, struct job *j)
+{
+	struct err_msg em;
+	char fname[96], *disp;
+	int rc = j->k->start(j, &em);
+
+	if (rc != 0) {
+		send_failure(r, j, rc, &em);
+		job_end(j, rc, NULL, em.text);
+		return;
+	}
+	artifact_name(j, fname, sizeof(fname));
+	if (j->k->whole) {
+		disp = mem_printf("%s; filename=\"%s\"", j->inline_ ? "inline" : "attachment", fname);
+		httpd_set_header(r, "Content-Disposition", disp);
+		free(disp);
+		httpd_send(r, 200, j->ctype, j->out.data ? j->out.data : "", j->out.len);
+		job_end(j, 0, NULL, NULL);
+	} else if (j->k->copy && !j->c.fifo) {
+		send_staged(r, j, fname);
+	} else {
+		httpd_send_stream(r, 200, j->ctype, stream_read, stream_done, j, fname);
+	}
+}
+
+int capture_run(struct captures *cs, struct capture *c, struct httpd_req *r, char op_id[37])
+{
+	const struct capture_kind_def *k = &capture_kinds[c->kind];
+	bool own_sink = c->egress || c->file;
+	struct job *j;
+	char id[37] = "", *loc;
+
+	if (!own_sink && r == NULL) {
+		capture_free(c);
+		return DP_EINVAL;
+	}
+	if (!slot_take(cs, k)) {
+		if (r)
+			httpd_problem(r, 429, "Too Many Requests", "%s", k->busy);
+		capture_free(c);
+		return DP_ETOOBIG;
+	}
+	j = job_new(cs, c);
+	if (own_sink || k->stoppable) {
+		char uid[37], *name;
+		size_t len;
+		const char *n = target_name(&j->c.target, &len);
+
+		target_uid(&j->c.target, uid);
+		name = mem_strndup(n, len);
+		j->op = ops_add(cs->ops, j->c.egress ? j->c.egress->name : j->c.file ? "file" : NULL, j->c.target.pid, uid,
+				name, j->c.tags, k->stoppable, j->id);
+		j->stop = op_stop_flag(j->op);
+		j->cancel = op_cancel_flag(j->op);
+		free(name);
+		memcpy(id, j->id, sizeof(id)); /* j is the thread's once it runs */
+		if (op_id)
+			memcpy(op_id, id, sizeof(id));
+	}
+	if (!own_sink) {
+		to_response(r, j);
+		return 0;
+	}
+	in_background(j);
+	if (r) {
+		loc = mem_printf("/operations/%s", id);
+		httpd_set_header(r, "Location", loc);
+		free(loc);
+		httpd_send(r, 202, NULL, "", 0);
+	}
+	return 0;
+}

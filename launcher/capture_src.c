@@ -1,0 +1,300 @@
+/*
+ * capture_src.c - where each kind of capture gets its bytes (capture_int.h):
+ *  - a dump: createdump writes into a pipe the agent reads (dump.h);
+ *  - a trace: a session's nettrace stream, relayed as it comes (trace.h);
+ *  - live metrics and logs: a session whose events are turned into text as
+ *    they arrive (metrics.h, logs.h); its nettrace bytes are dropped;
+ *  - stacks, CPU profiles, GC heap snapshots: made whole in memory first
+ *    (stacks.h, profile.h, gcdump.h), then handed out.
+ */
+#include "capture_int.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gcdump.h"
+#include "mem.h"
+#include "profile.h"
+#include "stacks.h"
+
+#define CHUNK 65536
+#define STACKS_SAMPLE_MS 200 /* long enough for the sample profiler (1 ms) to see every thread */
+#define OCTETS "application/octet-stream"
+
+/* ---- dumps ---- */
+
+static int dump_src_start(struct job *j, struct err_msg *em)
+{
+	j->fifo = captures_staging_path(j->cs, j->c.target.pid);
+	j->ctype = OCTETS;
+	j->ext = NULL;
+	return dump_start(j->cs->port, j->c.target.cookie, j->fifo, j->c.format, &j->dump, em);
+}
+
+static long dump_src_read(struct job *j, char *out, size_t max)
+{
+	return dump_read(j->dump, out, max);
+}
+
+static int dump_src_copy(struct job *j, int fd, uint64_t cap, const atomic_bool *cancel, uint64_t *n,
+			 struct err_msg *em)
+{
+	return dump_copy(j->dump, fd, cap, cancel, n, em);
+}
+
+static const char *dump_src_error(struct job *j)
+{
+	return "the dump failed (createdump stopped, or the runtime reported an error)";
+}
+
+static void dump_src_end(struct job *j)
+{
+	dump_free(j->dump); /* the app runs on from here */
+	j->dump = NULL;
+	free(j->fifo);
+	j->fifo = NULL;
+}
+
+/* ---- sessions relayed as they come ---- */
+
+static int trace_src_start(struct job *j, struct err_msg *em)
+{
+	j->ctype = OCTETS;
+	j->ext = "nettrace";
+	return trace_start(j->cs->port, j->c.target.cookie, &j->c.session, j->c.duration_ms, j->stop, &j->s, em);
+}
+
+static long trace_src_read(struct job *j, char *out, size_t max)
+{
+	return trace_read(j->s, out, max);
+}
+
+static const char *trace_src_error(struct job *j)
+{
+	return j->s ? trace_error(j->s) : "";
+}
+
+static void trace_src_end(struct job *j)
+{
+	trace_free(j->s);
+	j->s = NULL;
+}
+
+/* ---- sessions whose events become text ---- */
+
+/* The text the events became since the last call, then more of the session: as trace_read. */
+static long conv_read(struct job *j, char *out, size_t max, void (*flush)(void *))
+{
+	for (;;) {
+		long n;
+
+		if (j->out_off < j->out.len) {
+			size_t k = j->out.len - j->out_off;
+
+			if (k > max)
+				k = max;
+			memcpy(out, j->out.data + j->out_off, k);
+			j->out_off += k;
+			return (long)k;
+		}
+		buf_reset(&j->out);
+		j->out_off = 0;
+		if (j->conv_done)
+			return trace_error(j->s)[0] ? -1 : 0;
+		n = trace_read(j->s, j->scratch, CHUNK);
+		if (flush)
+			flush(j->conv);
+		if (n <= 0)
+			j->conv_done = true; /* what the last events became goes out first */
+	}
+}
+
+static int live_src_start(struct job *j, struct err_msg *em)
+{
+	j->ctype = "application/json-seq";
+	j->ext = "metrics.json";
+	buf_init(&j->out, 0);
+	j->scratch = mem_alloc(CHUNK);
+	j->conv = metrics_live_new(&j->c.sel, &j->out);
+	return trace_start_cb(j->cs->port, j->c.target.cookie, &j->c.session, j->c.duration_ms, j->stop,
+			      &metrics_live_callbacks, j->conv, &j->s, em);
+}
+
+static long live_src_read(struct job *j, char *out, size_t max)
+{
+	return conv_read(j, out, max, NULL);
+}
+
+static void live_src_end(struct job *j)
+{
+	trace_src_end(j);
+	metrics_live_free(j->conv);
+	j->conv = NULL;
+	buf_free(&j->out);
+	free(j->scratch);
+	j->scratch = NULL;
+}
+
+static void logs_flush_cb(void *l)
+{
+	logs_flush(l);
+}
+
+static int logs_src_start(struct job *j, struct err_msg *em)
+{
+	static const char *const ctypes[] = { "application/x-ndjson", "application/json-seq",
+					      "text/plain; charset=utf-8" };
+	static const char *const exts[] = { "log.json", "log.json", "txt" };
+
+	j->ctype = ctypes[j->c.format];
+	j->ext = exts[j->c.format];
+	buf_init(&j->out, 0);
+	j->scratch = mem_alloc(CHUNK);
+	j->conv = logs_new(&j->c.filter, (enum logs_format)j->c.format, &j->out);
+	return trace_start_cb(j->cs->port, j->c.target.cookie, &j->c.session, j->c.duration_ms, j->stop,
+			      &logs_callbacks, j->conv, &j->s, em);
+}
+
+static long logs_src_read(struct job *j, char *out, size_t max)
+{
+	return conv_read(j, out, max, logs_flush_cb);
+}
+
+static void logs_src_end(struct job *j)
+{
+	trace_src_end(j);
+	logs_free(j->conv);
+	j->conv = NULL;
+	buf_free(&j->out);
+	free(j->scratch);
+	j->scratch = NULL;
+}
+
+/* ---- artifacts made whole in memory ---- */
+
+static long whole_read(struct job *j, char *out, size_t max)
+{
+	size_t k = j->out.len - j->out_off;
+
+	if (k > max)
+		k = max;
+	memcpy(out, j->out.data + j->out_off, k);
+	j->out_off += k;
+	return (long)k;
+}
+
+static const char *whole_error(struct job *j)
+{
+	return "";
+}
+
+static void whole_end(struct job *j)
+{
+	buf_free(&j->out);
+}
+
+static void put_json(struct buf *out, json_t *v)
+{
+	char *t = json_dumps(v, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+	json_decref(v);
+	buf_puts(out, t ? t : "");
+	free(t);
+}
+
+static int stacks_src_start(struct job *j, struct err_msg *em)
+{
+	static const char *const exts[] = { "stacks.txt", "stacks.json", "stacks.speedscope.json" };
+	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json",
+					      "application/speedscope+json" };
+	struct stacks *st = NULL;
+	int rc = stacks_capture(j->cs->port, j->c.target.cookie, STACKS_SAMPLE_MS, &st, em);
+
+	buf_init(&j->out, 0);
+	if (rc != 0)
+		return rc;
+	if (j->c.format == CAPTURE_STACKS_JSON)
+		put_json(&j->out, stacks_json(st));
+	else if (j->c.format == CAPTURE_STACKS_SPEEDSCOPE)
+		stacks_speedscope(st, &j->out);
+	else
+		stacks_text(st, &j->out);
+	j->ext = exts[j->c.format];
+	j->ctype = ctypes[j->c.format];
+	j->inline_ = j->c.format != CAPTURE_STACKS_SPEEDSCOPE;
+	stacks_free(st);
+	return 0;
+}
+
+static int profile_src_start(struct job *j, struct err_msg *em)
+{
+	static const char *const exts[] = { "folded.txt", "speedscope.json", "svg" };
+	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json", "image/svg+xml" };
+	struct profile *prof = NULL;
+	char title[96];
+	int rc = profile_capture(j->cs->port, j->c.target.cookie, j->c.duration_ms, j->stop, &prof, em);
+
+	buf_init(&j->out, 0);
+	if (rc == 0 && job_cancelled(j)) {
+		profile_free(prof);
+		rc = DP_ECANCELED;
+	}
+	if (rc != 0)
+		return job_cancelled(j) ? err_set(em, DP_ECANCELED, "cancelled") : rc;
+	snprintf(title, sizeof(title), "CPU, pid %llu", (unsigned long long)j->c.target.pid);
+	profile_write(prof, (enum profile_format)j->c.format, title, &j->out);
+	j->ext = exts[j->c.format];
+	j->ctype = ctypes[j->c.format];
+	j->inline_ = j->c.format == PROFILE_FLAMEGRAPH;
+	profile_free(prof);
+	return 0;
+}
+
+static int gcdump_src_start(struct job *j, struct err_msg *em)
+{
+	struct gcdump *g = NULL;
+	bool raw = j->c.format == CAPTURE_GCDUMP_NETTRACE;
+	int rc;
+
+	buf_init(&j->out, 0);
+	rc = gcdump_capture(j->cs->port, j->c.target.cookie, j->c.target.pid, raw ? &j->out : NULL, &g, em);
+	if (rc != 0)
+		return rc;
+	if (j->c.format == CAPTURE_GCDUMP_TEXT) {
+		gcdump_text(g, j->c.top, &j->out);
+		j->ext = "gcdump.txt";
+		j->ctype = "text/plain; charset=utf-8";
+	} else if (j->c.format == CAPTURE_GCDUMP_JSON) {
+		put_json(&j->out, gcdump_json(g, j->c.top));
+		j->ext = "gcdump.json";
+		j->ctype = "application/json";
+	} else {
+		j->ext = "gcdump.nettrace";
+		j->ctype = OCTETS;
+	}
+	j->inline_ = !raw;
+	gcdump_free(g);
+	return 0;
+}
+
+/* dotnet-monitor's default limits: one dump, one GC dump, one stacks capture; three traces, metrics, log streams */
+const struct capture_kind_def capture_kinds[CAPTURE_KINDS] = {
+	[CAPTURE_DUMP] = { "dump", "a dump is already being taken or downloaded; try again when it is done", 1,
+			   CAPTURE_DUMP, false, false, dump_src_start, dump_src_read, dump_src_copy, dump_src_error,
+			   dump_src_end },
+	[CAPTURE_TRACE] = { "trace", "3 traces are already running; try again when one is done", 3, CAPTURE_TRACE,
+			    true, false, trace_src_start, trace_src_read, NULL, trace_src_error, trace_src_end },
+	[CAPTURE_PROFILE] = { "profile", "3 traces are already running; try again when one is done", 3, CAPTURE_TRACE,
+			      true, true, profile_src_start, whole_read, NULL, whole_error, whole_end },
+	[CAPTURE_LIVEMETRICS] = { "livemetrics", "3 live metrics streams are already running; try again when one is "
+				  "done", 3, CAPTURE_LIVEMETRICS, true, false, live_src_start, live_src_read, NULL,
+				  trace_src_error, live_src_end },
+	[CAPTURE_LOGS] = { "logs", "3 log streams are already running; try again when one is done", 3, CAPTURE_LOGS,
+			   true, false, logs_src_start, logs_src_read, NULL, trace_src_error, logs_src_end },
+	[CAPTURE_STACKS] = { "stacks", "stacks are already being taken; try again when that is done", 1,
+			     CAPTURE_STACKS, false, true, stacks_src_start, whole_read, NULL, whole_error, whole_end },
+	[CAPTURE_GCDUMP] = { "gcdump", "a GC heap snapshot is already being taken; try again when that is done", 1,
+			     CAPTURE_GCDUMP, false, true, gcdump_src_start, whole_read, NULL, whole_error, whole_end },
+};

@@ -1,0 +1,25 @@
+/*
+ * proc.h - one IPC command to a runtime, answered at once: its environment
+ * (/env) and its perf map (/perfmap). Each writes the HTTP answer itself.
+ */
+#ifndef DP_PROC_H
+#define DP_PROC_H
+
+#include <stdbool.h>
+
+#include "http/httpd.h"
+#include "port.h"
+
+/* GET /env: the runtime's environment as one JSON object (ProcessEnvironment, .NET 5+). */
+void proc_env(struct port *port, const struct port_runtime *p, struct httpd_req *r);
+/*
+ * POST /perfmap?type=PerfMap|JitDump|All: EnablePerfMap, so that `perf` can
+ * name JIT-compiled frames (the runtime writes /tmp/perf-PID.map, or
+ * /tmp/jit-PID.dump, or both, in its own filesystem); DELETE /perfmap:
+ * DisablePerfMap. type (1 All, 2 JitDump, 3 PerfMap) only when enabling.
+ */
+void proc_perfmap(struct port *port, const struct port_runtime *p, struct httpd_req *r, bool enable, unsigned type);
+/* The type a ?type= names (NULL: PerfMap), or 0. */
+unsigned proc_perfmap_type(const char *name);
+
+#endif
