@@ -30,6 +30,7 @@
 
 #include "egress.h"
 #include "fsutil.h"
+#include "log.h"
 #include "mem.h"
 #include "target.h"
 
@@ -119,11 +120,15 @@ static void job_end(struct job *j, int rc, const char *location, const char *why
 {
 	j->k->end(j);
 	slot_give(j->cs, j->k);
-	if (j->op) {
-		if (rc != 0 && job_cancelled(j))
-			rc = DP_ECANCELED;
+	if (rc != 0 && job_cancelled(j))
+		rc = DP_ECANCELED;
+	log_at(rc == 0 || rc == DP_ECANCELED ? LOG_INFO : LOG_WARN, "capture ended", LOG_STR("event", "capture-ended"),
+	       LOG_STR("kind", j->k->what), LOG_UINT("pid", j->c.target.pid), LOG_STR("operation", j->op ? j->id : NULL),
+	       LOG_STR("outcome", rc == 0 ? "Succeeded" : rc == DP_ECANCELED ? "Cancelled" : "Failed"),
+	       LOG_UINT("bytes", j->bytes), LOG_STR("location", location),
+	       LOG_STR("error", rc == 0 ? NULL : rc == DP_ECANCELED ? "cancelled" : why), LOG_END_);
+	if (j->op)
 		op_finish(j->cs->ops, j->op, rc, location, rc == DP_ECANCELED ? "cancelled" : why);
-	}
 	capture_free(&j->c);
 	free(j);
 }
@@ -320,6 +325,7 @@ static void send_staged(struct httpd_req *r, struct job *j, char *fname)
 		job_end(j, rc, NULL, em.text);
 		return;
 	}
+	j->bytes = n;
 	httpd_on_done(r, staged_done, j);
 	httpd_send_fd(r, 200, j->ctype, fd, n, fname);
 }
@@ -341,6 +347,7 @@ static void to_response(struct httpd_req *r, struct job *j)
 		httpd_set_header(r, "Content-Disposition", disp);
 		free(disp);
 		httpd_send(r, 200, j->ctype, j->out.data ? j->out.data : "", j->out.len);
+		j->bytes = j->out.len;
 		job_end(j, 0, NULL, NULL);
 	} else if (j->k->copy && !j->c.fifo) {
 		send_staged(r, j, fname);
@@ -383,6 +390,10 @@ int capture_run(struct captures *cs, struct capture *c, struct httpd_req *r, cha
 		if (op_id)
 			memcpy(op_id, id, sizeof(id));
 	}
+	log_info("capture started", LOG_STR("event", "capture-started"), LOG_STR("kind", k->what),
+		 LOG_UINT("pid", j->c.target.pid), LOG_STR("operation", j->op ? id : NULL),
+		 LOG_STR("sink", j->c.egress ? j->c.egress->name : j->c.file ? j->c.file : "response"),
+		 LOG_STR("tags", j->c.tags));
 	if (!own_sink) {
 		to_response(r, j);
 		return 0;

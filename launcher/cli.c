@@ -33,6 +33,7 @@ extern char **environ;
 #include "config.h"
 #include "hclient.h"
 #include "http/httpd.h"
+#include "log.h"
 #include "mem.h"
 #include "metrics.h"
 #include "port.h"
@@ -52,9 +53,18 @@ static void handled_set(sigset_t *set)
 		sigaddset(set, handled[i]);
 }
 
-static void log_event(const char *line)
+/* A setting from the environment that is not ours (dotnet-monitor's, for a feature this agent lacks). */
+static void setting_ignored(const char *variable)
 {
-	fprintf(stderr, "%s\n", line);
+	log_warn("setting ignored", LOG_STR("event", "setting-ignored"), LOG_STR("variable", variable),
+		 LOG_STR("reason", "not a setting of this agent"));
+}
+
+/* Why the agent cannot start (a setting, a socket): one error line, and the exit status. */
+static int cannot_start(int status, const char *why)
+{
+	log_error("cannot start", LOG_STR("event", "exit"), LOG_STR("error", why));
+	return status;
 }
 
 static void usage(FILE *f)
@@ -63,7 +73,7 @@ static void usage(FILE *f)
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|fifo]\n"
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
 		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
-		   "                       [--metrics-start-delay SECONDS] [--no-metrics]\n"
+		   "                       [--metrics-start-delay SECONDS] [--no-metrics] [--log-level LEVEL]\n"
 		   "                       [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
@@ -77,6 +87,7 @@ static void usage(FILE *f)
 		   "then these flags; a later source wins. --connect-dir DIR also attaches runtimes by\n"
 		   "their default sockets in DIR. Counters of every runtime are kept for /metrics (Prometheus,\n"
 		   "no token, like dotnet-monitor's; also on --metrics-urls alone); --no-metrics turns that off.\n"
+		   "The log is JSON lines on stderr (time, level, msg, ...); --log-level debug|info|warn|error.\n"
 		   "See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
@@ -109,7 +120,7 @@ static int run_child(char **cmd, const char *socket, const sigset_t *old, bool s
 	handled_set(&set);
 	child = fork();
 	if (child < 0) {
-		fprintf(stderr, "diagport: cannot start %s: %s\n", cmd[0], strerror(errno));
+		log_error("cannot start the app", LOG_STR("command", cmd[0]), LOG_STR("error", strerror(errno)));
 		free(ports);
 		return 127;
 	}
@@ -117,7 +128,7 @@ static int run_child(char **cmd, const char *socket, const sigset_t *old, bool s
 		sigprocmask(SIG_SETMASK, old, NULL);
 		setenv("DOTNET_DiagnosticPorts", ports, 1);
 		execvp(cmd[0], cmd);
-		fprintf(stderr, "diagport: cannot run %s: %s\n", cmd[0], strerror(errno));
+		log_error("cannot run the app", LOG_STR("command", cmd[0]), LOG_STR("error", strerror(errno)));
 		_exit(127);
 	}
 	free(ports);
@@ -157,10 +168,11 @@ static char *read_token(const char *file)
 	while (rc == 0 && b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' || b.data[b.len - 1] == ' '))
 		b.data[--b.len] = '\0';
 	if (rc != 0 || b.len == 0) {
-		if (rc != 0)
-			fprintf(stderr, "diagport: launch: the token file: %s\n", em.text);
-		else
-			fprintf(stderr, "diagport: launch: the token file %s is empty\n", file);
+		char why[1100];
+
+		snprintf(why, sizeof(why), rc != 0 ? "the token file: %s" : "the token file %s is empty",
+			 rc != 0 ? em.text : file);
+		cannot_start(2, why);
 		if (b.data)
 			mem_wipe(b.data, b.len);
 		buf_free(&b);
@@ -183,6 +195,7 @@ static const struct {
 	{ "--metrics-urls", "metricsUrls" },
 	{ "--metrics-interval", "metricsInterval" },
 	{ "--metrics-start-delay", "metricsStartDelay" },
+	{ "--log-level", "logLevel" },
 };
 
 /*
@@ -198,10 +211,8 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
-			if (i + 1 == argc) {
-				fprintf(stderr, "diagport: launch: nothing after --\n");
-				return 2;
-			}
+			if (i + 1 == argc)
+				return cannot_start(2, "nothing after --");
 			*cmd = argv + i + 1;
 			end = i;
 			break;
@@ -209,14 +220,10 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			file = argv[++i];
 	}
-	if (file && *file && config_load_file(c, file, &em) != 0) {
-		fprintf(stderr, "diagport: launch: %s\n", em.text);
-		return 2;
-	}
-	if (config_load_env(c, environ, log_event, &em) != 0) {
-		fprintf(stderr, "diagport: launch: %s\n", em.text);
-		return 2;
-	}
+	if (file && *file && config_load_file(c, file, &em) != 0)
+		return cannot_start(2, em.text);
+	if (config_load_env(c, environ, setting_ignored, &em) != 0)
+		return cannot_start(2, em.text);
 	for (int i = 1; i < end && argv[i]; i++) {
 		size_t k;
 
@@ -224,10 +231,8 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 			if (strcmp(argv[i], value_flags[k].flag) == 0)
 				break;
 		if (k < sizeof(value_flags) / sizeof(value_flags[0]) && i + 1 < end) {
-			if (config_set(c, value_flags[k].key, argv[i + 1], argv[i], &em) != 0) {
-				fprintf(stderr, "diagport: launch: %s\n", em.text);
-				return 2;
-			}
+			if (config_set(c, value_flags[k].key, argv[i + 1], argv[i], &em) != 0)
+				return cannot_start(2, em.text);
 			i++;
 		} else if (strcmp(argv[i], "--config") == 0 && i + 1 < end) {
 			i++; /* read above */
@@ -249,10 +254,9 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 		c->socket = mem_strdup(DEFAULT_SOCKET);
 	if (c->dumps == NULL)
 		c->dumps = mem_strdup("/dumps");
-	if (config_check(c, &em) != 0) {
-		fprintf(stderr, "diagport: launch: %s\n", em.text);
-		return 2;
-	}
+	if (config_check(c, &em) != 0)
+		return cannot_start(2, em.text);
+	log_set_level(c->log_level);
 	return 0;
 }
 
@@ -261,10 +265,8 @@ static int settle_auth(struct launch_config *c, char **token)
 {
 	const char *env_token = getenv("DIAGPORT_AUTH_TOKEN");
 
-	if (c->auth_token_file && c->no_auth) {
-		fprintf(stderr, "diagport: launch: --auth-token-file and --no-auth contradict each other\n");
-		return 2;
-	}
+	if (c->auth_token_file && c->no_auth)
+		return cannot_start(2, "--auth-token-file and --no-auth contradict each other");
 	if (c->auth_token_file) {
 		if ((*token = read_token(c->auth_token_file)) == NULL)
 			return 2;
@@ -274,10 +276,12 @@ static int settle_auth(struct launch_config *c, char **token)
 	if (c->urls == NULL)
 		c->urls = mem_printf("http://%s:%d", *token || c->no_auth ? "+" : "127.0.0.1", DEFAULT_PORT);
 	if (!*token && !c->no_auth && !httpd_urls_loopback_only(c->urls)) {
-		fprintf(stderr, "diagport: launch: %s is reachable from the network, and no token is configured; "
-				"give --auth-token-file FILE, listen on loopback only, or turn authentication off "
-				"explicitly with --no-auth\n", c->urls);
-		return 2;
+		char why[1024];
+
+		snprintf(why, sizeof(why), "%s is reachable from the network, and no token is configured; give "
+			 "--auth-token-file FILE, listen on loopback only, or turn authentication off explicitly with "
+			 "--no-auth", c->urls);
+		return cannot_start(2, why);
 	}
 	return 0;
 }
@@ -305,19 +309,18 @@ int launch_cli(int argc, char **argv)
 	if ((rc = load_settings(argc, argv, &c, &cmd)) != 0 || (rc = settle_auth(&c, &token)) != 0)
 		goto out;
 	if (geteuid() == 0)
-		log_event("{\"event\":\"warning\",\"reason\":\"running as root: the agent needs no privilege; run it "
-			  "as a non-root user (diagport inject uses the app's uid, else 1654)\"}");
+		log_warn("running as root", LOG_STR("event", "warning"),
+			 LOG_STR("reason", "running as root: the agent needs no privilege; run it as a non-root user "
+					   "(diagport inject uses the app's uid, else 1654)"));
 	cfg.path = c.socket;
 	cfg.connect_dir = c.connect_dir;
-	cfg.on_event = log_event;
 	handled_set(&set);
 	/* SIGPIPE too, in every thread: a client or runtime that hangs up mid-write (sendfile has no
 	 * MSG_NOSIGNAL) must give EPIPE, not kill the agent. Not waited for; the app gets the old mask. */
 	sigaddset(&set, SIGPIPE);
 	sigprocmask(SIG_BLOCK, &set, &old_mask);
 	if (port_open(&cfg, &p, &em) != 0 || port_start(p, &em) != 0) {
-		fprintf(stderr, "diagport: launch: %s\n", em.text);
-		rc = 1;
+		rc = cannot_start(1, em.text);
 		goto out;
 	}
 	{
@@ -338,10 +341,12 @@ int launch_cli(int argc, char **argv)
 		token = NULL;
 		if (httpd_start(&hc, api_handle, api, &h, &em) != 0 ||
 		    (c.metrics_urls && httpd_start(&mc, api_metrics_handle, metrics, &mh, &em) != 0)) {
-			fprintf(stderr, "diagport: launch: %s\n", em.text);
-			rc = 1;
+			rc = cannot_start(1, em.text);
 			goto out;
 		}
+		log_info("listening", LOG_STR("event", "listening"), LOG_STR("socket", c.socket),
+			 LOG_STR("urls", c.urls), LOG_STR("metricsUrls", c.metrics_urls),
+			 LOG_BOOL("authentication", !c.no_auth));
 	}
 	if (cmd) {
 		rc = run_child(cmd, c.socket, &old_mask, !c.no_sandbox);

@@ -21,6 +21,7 @@
 
 #include "buf.h"
 #include "doc.h"
+#include "log.h"
 #include "mem.h"
 
 #define MAX_FILE_BYTES (1 << 20)
@@ -28,7 +29,7 @@
 #define MAX_PATH_KEY 512
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY };
+enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_LOGLEVEL };
 
 struct setting {
 	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
@@ -51,6 +52,7 @@ static const struct setting settings[] = {
 	{ { "metricsUrls", "Metrics:Endpoints" }, K_STR, OFF(metrics_urls) },
 	{ { "metricsInterval", "GlobalCounter:IntervalSeconds" }, K_SECONDS, OFF(metrics_interval_s) },
 	{ { "metricsStartDelay" }, K_DELAY, OFF(metrics_delay_s) },
+	{ { "logLevel", "Logging:LogLevel:Default" }, K_LOGLEVEL, OFF(log_level) },
 	/* dotnet-monitor's connection mode: this agent always listens; Connect is refused with a reason. */
 	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
 };
@@ -158,6 +160,11 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		if (config_parse_size(v, field) != 0)
 			return err_set(em, DP_EINVAL, "%s: %s takes a size such as 2Gi, 512Mi or 100M (0 = no cap), "
 				       "not '%s'", where, key, v);
+		return 0;
+	case K_LOGLEVEL:
+		if (log_level_parse(v, field) != 0)
+			return err_set(em, DP_EINVAL, "%s: %s takes debug, info, warn or error (or .NET's Trace, Debug, "
+				       "Information, Warning, Error, Critical), not '%s'", where, key, v);
 		return 0;
 	case K_MODE:
 		if (strcasecmp(v, "Listen") != 0)
@@ -303,7 +310,7 @@ static void squash(const char *in, size_t n, char *out, size_t cap)
 }
 
 /* One variable: 1 when it is not one of prefix's, else config_set's result (unknown DOTNETMONITOR_ ones warned and skipped). */
-static int env_one(struct launch_config *c, const char *var, bool monitor, void (*warn)(const char *line),
+static int env_one(struct launch_config *c, const char *var, bool monitor, void (*warn)(const char *variable),
 		   struct err_msg *em)
 {
 	const char *eq = strchr(var, '=');
@@ -340,17 +347,16 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 	key[o] = '\0';
 	rc = config_set(c, key, eq + 1, where, em);
 	if (rc == DP_ENOTFOUND && warn) {
-		char line[MAX_PATH_KEY + 160];
+		char name[MAX_PATH_KEY + 64];
 
-		snprintf(line, sizeof(line), "{\"event\":\"setting-ignored\",\"variable\":\"%.*s\","
-			 "\"reason\":\"not a setting of this agent\"}", (int)n, var);
-		warn(line);
+		snprintf(name, sizeof(name), "%.*s", (int)n, var);
+		warn(name);
 		return 0;
 	}
 	return rc;
 }
 
-int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *line), struct err_msg *em)
+int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *variable), struct err_msg *em)
 {
 	/* dotnet-monitor's names first, so diagport's own win where both are set. */
 	for (int monitor = 1; monitor >= 0; monitor--)

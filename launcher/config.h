@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "errors.h"
+#include "log.h"
 
 /* A filesystem egress provider: artifacts are written under tmp_dir, then renamed into dir. */
 struct egress_fs {
@@ -36,6 +37,7 @@ struct launch_config {
 	unsigned metrics_delay_s;    /* metricsStartDelay: seconds from attach to the counters session */
 	bool metrics_delay_set;      /* false: METRICS_DEFAULT_DELAY_S */
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
+	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
 	struct egress_fs *egress;
 	size_t n_egress;
 };
@@ -57,10 +59,10 @@ int config_load_file(struct launch_config *c, const char *path, struct err_msg *
 /*
  * Apply DIAGPORT_* and DOTNETMONITOR_* variables from envp. Unknown
  * DOTNETMONITOR_ settings (ones this agent does not have) are reported on
- * warn (one line each) and skipped, so an existing dotnet-monitor manifest
+ * passed to warn (their names, one call each) and skipped, so an existing dotnet-monitor manifest
  * still starts; an unknown DIAGPORT_ variable or a bad value is an error.
  */
-int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *line), struct err_msg *em);
+int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *variable), struct err_msg *em);
 
 /* "2Gi", "512Mi", "100M", "4096" -> bytes. DP_EINVAL when not a size. */
 int config_parse_size(const char *s, uint64_t *out);

@@ -35,7 +35,6 @@ struct port_config {
 	int grace_ms;           /* a runtime gone this long is dropped (3000) */
 	unsigned max_runtimes;  /* cap on attached runtimes (64) */
 	const char *connect_dir; /* also attach the default sockets in this directory; NULL = off */
-	void (*on_event)(const char *json_line); /* one JSON log line per attach/detach; may be NULL */
 };
 
 /* Create the socket (a stale file at path is replaced), world-connectable so an app of any uid can

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "log.h"
 #include "mem.h"
 
 #define SCAN_MS 250        /* the directory is listed this often */
@@ -71,30 +72,12 @@ struct port_scan {
 	bool names_full_logged;
 };
 
-/*
- * A log line about a socket name, or about the directory when name is NULL.
- * A name matched the pattern and reasons are ours or strerror's: neither
- * needs JSON escaping. The directory is the operator's text: escaped.
- */
+/* The log line about a socket name, or about the directory when name is NULL. */
 static void emit_name(struct port *p, const char *event, const char *name, const char *reason)
 {
-	char line[1024], dir[600];
-	size_t k = 0;
-
-	if (p->cfg.on_event == NULL)
-		return;
-	for (const unsigned char *c = (const unsigned char *)p->dir; name == NULL && *c && k + 7 < sizeof(dir); c++) {
-		if (*c == '"' || *c == '\\')
-			k += (size_t)snprintf(dir + k, sizeof(dir) - k, "\\%c", *c);
-		else if (*c < 0x20)
-			k += (size_t)snprintf(dir + k, sizeof(dir) - k, "\\u%04x", *c);
-		else
-			dir[k++] = (char)*c;
-	}
-	dir[k] = '\0';
-	snprintf(line, sizeof(line), "{\"event\":\"%s\",\"%s\":\"%s\",\"reason\":\"%s\"}", event,
-		 name ? "socket" : "connectDir", name ? name : dir, reason);
-	p->cfg.on_event(line);
+	log_warn(strcmp(event, "skipped") == 0 ? "runtime socket skipped" : "runtime socket unreachable",
+		 LOG_STR("event", event), LOG_STR(name ? "socket" : "connectDir", name ? name : p->dir),
+		 LOG_STR("reason", reason));
 }
 
 int port_dial(const char *path, int *fd)

@@ -12,19 +12,18 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "log.h"
 #include "mem.h"
 
 void rtab_emit(struct port *p, const char *event, const struct runtime *r)
 {
-	char cookie[37], line[2048];
+	char cookie[37];
 
-	if (p->cfg.on_event == NULL)
-		return;
 	ipc_cookie_guid(r->cookie, cookie);
-	snprintf(line, sizeof(line), "{\"event\":\"%s\",\"pid\":%llu,\"uid\":\"%s\",\"assembly\":\"%s\",\"runtime\":\"%s\"}",
-		 event, (unsigned long long)r->pid, cookie, r->have_info && r->info.assembly ? r->info.assembly : "",
-		 r->have_info && r->info.clr_version ? r->info.clr_version : "");
-	p->cfg.on_event(line);
+	log_info(strcmp(event, "attached") == 0 ? "runtime attached" : "runtime detached", LOG_STR("event", event),
+		 LOG_UINT("pid", r->pid), LOG_STR("uid", cookie),
+		 LOG_STR("assembly", r->have_info && r->info.assembly ? r->info.assembly : ""),
+		 LOG_STR("runtime", r->have_info && r->info.clr_version ? r->info.clr_version : ""));
 }
 
 struct runtime *rtab_find(struct port *p, const uint8_t cookie[16])

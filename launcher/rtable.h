@@ -46,7 +46,7 @@ struct port {
 	struct port_scan *scan; /* with connect_dir */
 };
 
-/* One JSON log line about runtime r ("attached", "detached"). */
+/* The log line about runtime r (event "attached" or "detached"). */
 void rtab_emit(struct port *p, const char *event, const struct runtime *r);
 /* The entry for cookie (borrowed, valid until the lock is released), or NULL. */
 struct runtime *rtab_find(struct port *p, const uint8_t cookie[16]);

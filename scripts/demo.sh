@@ -62,7 +62,7 @@ for op in json.loads(base64.b64decode(r["patch"])):
     print(f"    {op['op']:8} {op['path']}")
 EOF
 kill "$WPID"; wait "$WPID" 2> /dev/null || true
-echo "webhook log:"; grep -v '^{"event":"listening"' "$W/webhook.log" | sed 's/^/  /'
+echo "webhook log:"; grep -v '"event":"listening"' "$W/webhook.log" | sed 's/^/  /'
 
 printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, dumped, dumped to an egress directory, traced\033[0m\n'
 bash tests/apps/build.sh build/apps | sed 's/^/  /'

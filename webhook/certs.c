@@ -26,6 +26,7 @@
 #include "base64.h"
 #include "buf.h"
 #include "certgen.h"
+#include "log.h"
 #include "mem.h"
 
 #define MAX_ROUNDS 5
@@ -206,8 +207,13 @@ static int decide_existing(const struct certs_config *cfg, const struct names *n
 	key_rc = s[CA_KEY] ? certgen_check_ca(ca, len[CA_CRT], s[CA_KEY], len[CA_KEY], now, &key_end, &key_why)
 			   : err_set(&key_why, DP_EINVAL, "the Secret has no ca.key");
 	srv_rc = certgen_check_serving(&stored, ca, len[CA_CRT], (const char *const *)nm->dns, 4, now, &srv_end, &srv_why);
-	if (ca_rc == DP_ECRYPTO || srv_rc == DP_ECRYPTO || key_rc == DP_ECRYPTO)
-		return err_set(em, DP_ECRYPTO, "%s", ca_rc == DP_ECRYPTO ? ca_why.text : srv_why.text);
+	/* GnuTLS missing or failing is not a verdict on the certificates */
+	for (int i = 0; i < 3; i++) {
+		int r = i == 0 ? ca_rc : i == 1 ? srv_rc : key_rc;
+
+		if (r == DP_ECRYPTO || r == DP_ENOLIB)
+			return err_set(em, r, "%s", i == 0 ? ca_why.text : i == 1 ? srv_why.text : key_why.text);
+	}
 	ca_keep = ca_rc == 0 && ca_end - now > renew;
 	srv_keep = srv_rc == 0 && srv_end - now > renew;
 	if (ca_keep && srv_keep) {
@@ -394,13 +400,9 @@ static int write_secret(const struct certs_config *cfg, const char *what, json_t
 		err_prefix(em, "%s", what);
 	} else if (r.status == 409) {
 		*conflict = true;
-		if (cfg->api->log) {
-			char line[800];
-
-			snprintf(line, sizeof(line), "%s: %s answered 409 (%s: %s); reading it again", what, method,
-				 r.reason, r.message);
-			cfg->api->log(line);
-		}
+		log_info("API conflict", LOG_STR("event", "api-conflict"), LOG_STR("object", what),
+			 LOG_STR("method", method), LOG_INT("status", 409), LOG_STR("reason", r.reason),
+			 LOG_STR("message", r.message), LOG_STR("action", "reading it again"));
 	} else if (r.status != 200 && r.status != 201) {
 		rc = kubeapi_error(&r, method, what, em);
 	}
@@ -500,13 +502,9 @@ static int sync_bundle(const struct certs_config *cfg, const char *want, struct 
 		}
 		if (r.status == 409 || r.status == 422) { /* 422: our `test` failed: it changed since we read it */
 			res->conflicts++;
-			if (cfg->api->log) {
-				char line[800];
-
-				snprintf(line, sizeof(line), "%s: PATCH answered %ld (%s: %s); reading it again", what,
-					 r.status, r.reason, r.message);
-				cfg->api->log(line);
-			}
+			log_info("API conflict", LOG_STR("event", "api-conflict"), LOG_STR("object", what),
+				 LOG_STR("method", "PATCH"), LOG_INT("status", r.status), LOG_STR("reason", r.reason),
+				 LOG_STR("message", r.message), LOG_STR("action", "reading it again"));
 			kubeapi_resp_free(&r);
 			continue;
 		}

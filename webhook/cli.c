@@ -26,12 +26,14 @@
 
 #include "buf.h"
 #include "certs.h"
+#include "log.h"
 #include "review.h"
 #include "wconfig.h"
 #include "sandbox.h"
 #include "server.h"
 
 #define MAX_BODY ((size_t)16 << 20)
+#define POLL_S 2 /* how often the key pair and the configuration file are looked at */
 
 static void usage(FILE *f)
 {
@@ -42,12 +44,13 @@ static void usage(FILE *f)
 		   "--no-ptrace: the namespace enforces Pod Security baseline or restricted (no SYS_PTRACE).\n"
 		   "\n"
 		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE [--config FILE]\n"
-		   "                        [--no-sandbox] [--no-review-cache]\n\n"
+		   "                        [--no-sandbox] [--no-review-cache] [--log-level LEVEL]\n\n"
 		   "Serves POST /mutate and /mutate/namespace over HTTPS (libmicrohttpd and GnuTLS, loaded at\n"
 		   "start), /healthz, /readyz and /metrics; reloads the key pair and the configuration\n"
 		   "(defaults under the diagport.dev/ annotation names, excludedNamespaces) when they change.\n"
 		   "Answers to repeated reviews (a ReplicaSet's replicas differ only in request.uid) are kept\n"
-		   "and reused; --no-review-cache reviews every request in full.\n"
+		   "and reused; --no-review-cache reviews every request in full. The log is JSON lines on\n"
+		   "stderr (time, level, msg, ...); --log-level debug|info|warn|error (default info).\n"
 		   "\n"
 		   "       diagport webhook certs --namespace NS --secret NAME --service NAME\n"
 		   "                        --webhook-configuration NAME [options]\n\n"
@@ -66,6 +69,7 @@ static void usage(FILE *f)
 		   "  --cluster-domain D      the last DNS name is SVC.NS.svc.D (cluster.local)\n"
 		   "  --timeout-seconds N     per API request (10)\n"
 		   "  --dry-run               read and decide, write nothing; say what would be done\n"
+		   "  --log-level LEVEL       debug, info, warn or error: the JSON log lines on stderr (info)\n"
 		   "Exit status: 0 done (or nothing to do), 2 usage, 3 the API answered with an error (the webhook\n"
 		   "configuration missing, a 5xx after retries, conflicts that did not stop, a Secret of another\n"
 		   "type), 4 the API refused the credentials (401, 403), 5 no answer from the API server (down,\n"
@@ -140,64 +144,23 @@ static int review(int argc, char **argv)
 	return rc == 0 ? 0 : rc == DP_ETOOBIG ? 4 : rc == DP_EIO ? 5 : 3;
 }
 
-/*
- * The log: one JSON line per admission, tens of thousands a second under
- * load. Admission lines are gathered in a buffer and written together, when
- * it fills and every LOG_FLUSH_MS by the main loop (what nginx's access_log
- * buffer= does), so the workers do not make a system call each; every other
- * event (reloads, errors, listening) is written at once, with what was
- * waiting before it. No stdio: one write(2) per flush.
- */
-#define LOG_FLUSH_MS 200
-#define ADMISSION_LINE "{\"event\":\"admission\"," /* how an admission's line begins */
-static struct {
-	pthread_mutex_t mu;
-	char buf[16384];
-	size_t len;
-} logq = { .mu = PTHREAD_MUTEX_INITIALIZER };
-
-static void log_flush_locked(void)
+/* The log level from --log-level LEVEL (argv[i] is the flag); false after a message when it is not one. */
+static bool log_level_flag(const char *cmd, const char *v)
 {
-	size_t off = 0;
+	enum log_level lvl;
 
-	while (off < logq.len) {
-		ssize_t n = write(2, logq.buf + off, logq.len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* stderr is gone: drop the lines rather than stall admissions */
-		off += (size_t)n;
+	if (v == NULL || log_level_parse(v, &lvl) != 0) {
+		fprintf(stderr, "diagport: %s: --log-level takes debug, info, warn or error, not '%s'\n", cmd, v ? v : "");
+		return false;
 	}
-	logq.len = 0;
-}
-
-static void log_flush(void)
-{
-	pthread_mutex_lock(&logq.mu);
-	log_flush_locked();
-	pthread_mutex_unlock(&logq.mu);
-}
-
-static void log_stderr(const char *line)
-{
-	size_t n = strnlen(line, 4096);
-
-	pthread_mutex_lock(&logq.mu);
-	if (logq.len + n + 1 > sizeof(logq.buf))
-		log_flush_locked();
-	memcpy(logq.buf + logq.len, line, n);
-	logq.len += n;
-	logq.buf[logq.len++] = '\n';
-	if (strncmp(line, ADMISSION_LINE, sizeof(ADMISSION_LINE) - 1) != 0)
-		log_flush_locked();
-	pthread_mutex_unlock(&logq.mu);
+	log_set_level(lvl);
+	return true;
 }
 
 /* `diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE`: serve until SIGTERM/SIGINT. */
 static int serve(int argc, char **argv)
 {
-	struct webhook_config cfg = { .log = log_stderr };
+	struct webhook_config cfg = { 0 };
 	bool sandbox = true;
 	struct webhook *w = NULL;
 	struct err_msg em;
@@ -217,7 +180,10 @@ static int serve(int argc, char **argv)
 			cfg.no_review_cache = true;
 		else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			cfg.config_file = argv[++i];
-		else {
+		else if (strcmp(argv[i], "--log-level") == 0) {
+			if (!log_level_flag("webhook", i + 1 < argc ? argv[++i] : NULL))
+				return 2;
+		} else {
 			fprintf(stderr, "diagport: webhook: unexpected argument '%s'\n", argv[i]);
 			usage(stderr);
 			return 2;
@@ -234,29 +200,22 @@ static int serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: the daemons' threads inherit it */
 	sigdelset(&set, SIGPIPE);
 	if (webhook_start(&cfg, &w, &em) != 0) {
-		fprintf(stderr, "diagport: webhook: %s\n", em.text);
+		log_error("cannot start", LOG_STR("event", "exit"), LOG_STR("error", em.text));
 		return 1;
 	}
 	if (sandbox)
 		sandbox_enter(SANDBOX_WEBHOOK); /* libraries loaded, socket bound, key pair read */
-	fprintf(stderr, "{\"event\":\"listening\",\"address\":\"%s\"}\n", cfg.listen);
-	for (unsigned ticks = 1;; ticks++) {
-		struct timespec tick = { .tv_nsec = LOG_FLUSH_MS * 1000000L };
+	log_info("listening", LOG_STR("event", "listening"), LOG_STR("address", cfg.listen));
+	for (;;) {
+		struct timespec tick = { .tv_sec = POLL_S };
 
 		if (sigtimedwait(&set, NULL, &tick) > 0)
 			break;
-		log_flush();
-		if (ticks % (2000 / LOG_FLUSH_MS) == 0)
-			webhook_poll(w); /* the key pair and the configuration, every 2 s */
+		webhook_poll(w); /* the key pair and the configuration */
 	}
 	webhook_free(w);
-	log_flush();
+	log_info("stopped", LOG_STR("event", "stopped"));
 	return rc;
-}
-
-static void log_certs(const char *line)
-{
-	fprintf(stderr, "diagport: webhook certs: %s\n", line);
 }
 
 /* A whole decimal number in [lo, hi], or -1. */
@@ -279,7 +238,7 @@ static int certs_exit(int rc)
 	case DP_EREMOTE: return 3;
 	case DP_EAUTH: return 4;
 	case DP_EIO: case DP_ETOOBIG: return 5;
-	case DP_ECRYPTO: return 6;
+	case DP_ECRYPTO: case DP_ENOLIB: return 6;
 	}
 	return 1;
 }
@@ -328,7 +287,7 @@ static int certs(int argc, char **argv)
 {
 	char server[300];
 	struct kubeapi_config api = { .token_file = KUBEAPI_SA_DIR "/token", .ca_file = KUBEAPI_SA_DIR "/ca.crt",
-				      .timeout_ms = 10000, .tries = 4, .log = log_certs };
+				      .timeout_ms = 10000, .tries = 4 };
 	struct certs_config c = { .api = &api, .cluster_domain = "cluster.local", .validity_days = 365,
 				  .ca_validity_days = 3650, .renew_before_days = 60 };
 	struct certs_result res;
@@ -374,7 +333,10 @@ static int certs(int argc, char **argv)
 			c.renew_before_days = (int)n;
 		else if (strcmp(a, "--timeout-seconds") == 0 && (n = number(v, 1, 600)) > 0)
 			api.timeout_ms = n * 1000;
-		else {
+		else if (strcmp(a, "--log-level") == 0) {
+			if (!log_level_flag("webhook certs", v))
+				return 2;
+		} else {
 			fprintf(stderr, "diagport: webhook certs: %s %s: %s\n", a, v,
 				n < 0 ? "not a whole number in range" : "unknown option");
 			usage(stderr);
@@ -398,12 +360,13 @@ static int certs(int argc, char **argv)
 		return 2;
 	}
 	if (access(api.ca_file, R_OK) != 0) {
-		fprintf(stderr, "diagport: webhook certs: cannot read the API server's CA file %s: %s\n", api.ca_file,
-			strerror(errno));
+		err_set(&em, DP_EIO, "cannot read the API server's CA file %s: %s", api.ca_file, strerror(errno));
+		log_error("certificates not settled", LOG_STR("event", "exit"), LOG_STR("error", em.text));
 		return 5;
 	}
 	if ((rc = certs_run(&c, &res, &em)) != 0) {
-		fprintf(stderr, "diagport: webhook certs: %s\n", em.text);
+		log_error("certificates not settled", LOG_STR("event", "exit"), LOG_STR("error", em.text),
+			  LOG_INT("status", certs_exit(rc)));
 		return certs_exit(rc);
 	}
 	print_certs(&c, &res);

@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "hclient.h"
+#include "log.h"
 #include "mem.h"
 
 #define MAX_TOKEN ((size_t)64 << 10)
@@ -110,20 +111,6 @@ static void parse(const struct buf *raw, struct kubeapi_resp *resp)
 	}
 }
 
-static void say(const struct kubeapi_config *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say(const struct kubeapi_config *cfg, const char *fmt, ...)
-{
-	char line[1200];
-	va_list ap;
-
-	if (cfg->log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	cfg->log(line);
-}
-
 int kubeapi_call(const struct kubeapi_config *cfg, const char *method, const char *path, const char *ctype,
 		 const char *body, size_t body_len, struct kubeapi_resp *resp, struct err_msg *em)
 {
@@ -162,9 +149,13 @@ int kubeapi_call(const struct kubeapi_config *cfg, const char *method, const cha
 			struct timespec pause = { .tv_sec = attempt / 2, .tv_nsec = (attempt % 2) * 500000000L };
 
 			if (rc == 0)
-				say(cfg, "%s %s: HTTP %ld, trying again (%d of %d)", method, path, status, attempt + 1, tries);
+				log_warn("API request retried", LOG_STR("event", "api-retry"), LOG_STR("method", method),
+					 LOG_STR("path", path), LOG_INT("status", status), LOG_INT("attempt", attempt + 1),
+					 LOG_INT("of", tries), LOG_STR("reason", "HTTP error, trying again"));
 			else
-				say(cfg, "%s: trying again (%d of %d)", em ? em->text : "no answer", attempt + 1, tries);
+				log_warn("API request retried", LOG_STR("event", "api-retry"), LOG_STR("method", method),
+					 LOG_STR("path", path), LOG_INT("attempt", attempt + 1), LOG_INT("of", tries),
+					 LOG_STR("reason", em ? em->text : "no answer"));
 			nanosleep(&pause, NULL);
 		}
 	}

@@ -30,7 +30,6 @@ struct kubeapi_config {
 	const char *ca_file;    /* the CA that signed the API server's certificate */
 	long timeout_ms;        /* per request */
 	int tries;              /* attempts per request when there is no answer or a 5xx/429 (>= 1) */
-	void (*log)(const char *line); /* told about each retry; may be NULL */
 };
 
 /*

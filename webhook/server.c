@@ -12,7 +12,6 @@
 #include "server.h"
 
 #include <arpa/inet.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +33,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "dynlib.h"
+#include "log.h"
 #include "mem.h"
 #include "problem.h"
 #include "review.h"
@@ -140,20 +140,6 @@ struct req {
 	bool too_big;
 	bool corked; /* the answer's TLS records are held until completed_cb (cork()) */
 };
-
-static void log_line(struct webhook *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void log_line(struct webhook *w, const char *fmt, ...)
-{
-	char line[1024];
-	va_list ap;
-
-	if (w->cfg.log == NULL)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	w->cfg.log(line);
-}
 
 /* The daemon generation whose worker thread this is, and the request in hand (set at the top of access_cb). */
 static __thread const struct gen *tl_gen;
@@ -306,6 +292,14 @@ static double now_ms(void)
 	return (double)t.tv_sec * 1000 + (double)t.tv_nsec / 1e6;
 }
 
+static const char *mutate_path(bool ns_enabled, bool no_ptrace)
+{
+	static const char *const paths[2][2] = { { "/mutate", "/mutate/no-ptrace" },
+						 { "/mutate/namespace", "/mutate/namespace/no-ptrace" } };
+
+	return paths[ns_enabled][no_ptrace];
+}
+
 static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled,
 				     bool no_ptrace)
 {
@@ -322,7 +316,7 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 	if (q->too_big) {
 		atomic_fetch_add(&w->too_big, 1);
 		snprintf(em.text, sizeof(em.text), "the request body is over %zu bytes", w->cfg.max_body);
-		log_line(w, "{\"event\":\"rejected\",\"status\":413,\"reason\":\"too big\"}");
+		log_warn("request rejected", LOG_STR("event", "rejected"), LOG_INT("status", 413), LOG_STR("reason", em.text));
 		return problem(c, 413, "Content Too Large", em.text);
 	}
 	buf_init(&out, (size_t)128 << 20);
@@ -335,13 +329,14 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 
 		atomic_fetch_add(big ? &w->too_big : &w->malformed, 1);
 		buf_free(&out);
-		log_line(w, "{\"event\":\"rejected\",\"status\":%d,\"ms\":%.3f}", big ? 413 : 400, ms);
+		log_warn("request rejected", LOG_STR("event", "rejected"), LOG_INT("status", big ? 413 : 400),
+			 LOG_STR("reason", em.text), LOG_NUM("ms", ms));
 		return problem(c, big ? 413 : 400, big ? "Content Too Large" : "Bad Request", em.text);
 	}
 	atomic_fetch_add(&w->outcomes[ns_enabled][o], 1);
 	observe(w, ms);
-	log_line(w, "{\"event\":\"admission\",\"path\":\"%s%s\",\"outcome\":\"%s\",\"ms\":%.3f}",
-		 ns_enabled ? "/mutate/namespace" : "/mutate", no_ptrace ? "/no-ptrace" : "", review_outcome_name(o), ms);
+	log_info("admission", LOG_STR("event", "admission"), LOG_STR("path", mutate_path(ns_enabled, no_ptrace)),
+		 LOG_STR("outcome", review_outcome_name(o)), LOG_NUM("ms", ms));
 	r = reply(c, 200, "application/json", out.data, out.len);
 	buf_free(&out);
 	return r;
@@ -462,26 +457,17 @@ static int read_file(const char *path, struct buf *b, struct stat *st, struct er
 }
 
 /* A new daemon generation on the listening socket with the key pair on disk now. */
-/* libmicrohttpd's own messages, as JSON log lines. */
+/* libmicrohttpd's own messages, as log lines. */
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
-	struct webhook *w = cls;
-	char msg[512], *line;
-	json_t *j;
+	char msg[512];
 	size_t n;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	n = strlen(msg);
 	while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r' || msg[n - 1] == ' '))
 		msg[--n] = '\0';
-	if (w->cfg.log == NULL)
-		return;
-	j = json_pack("{s:s, s:s}", "event", "http-error", "message", msg);
-	line = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	if (line)
-		w->cfg.log(line);
-	free(line);
+	log_warn("http error", LOG_STR("event", "http-error"), LOG_STR("message", msg));
 }
 
 static int start_gen(struct webhook *w, struct gen **out, struct stat *cst, struct stat *kst, struct err_msg *em)
@@ -655,7 +641,8 @@ static void poll_certs(struct webhook *w)
 		stat(w->cfg.key_file, &w->key_st);
 		atomic_fetch_add(&w->reload_failures, 1);
 		pthread_mutex_unlock(&w->mu);
-		log_line(w, "{\"event\":\"certificate-reload-failed\",\"reason\":\"%s\"}", em.text);
+		log_warn("certificate reload failed", LOG_STR("event", "certificate-reload-failed"),
+			 LOG_STR("reason", em.text));
 		return;
 	}
 	old = w->cur;
@@ -668,7 +655,7 @@ static void poll_certs(struct webhook *w)
 	else
 		retire(old, DRAIN_MAX_MS);
 	atomic_fetch_add(&w->reloads, 1);
-	log_line(w, "{\"event\":\"certificate-reloaded\"}");
+	log_info("certificate reloaded", LOG_STR("event", "certificate-reloaded"));
 }
 
 static void poll_config(struct webhook *w)
@@ -683,7 +670,7 @@ static void poll_config(struct webhook *w)
 	w->cfg_st = st; /* a broken file is reported once, until it changes again */
 	if (wconfig_load(w->cfg.config_file, &next, &em) != 0) {
 		atomic_fetch_add(&w->cfg_failures, 1);
-		log_line(w, "{\"event\":\"config-reload-failed\",\"reason\":\"%s\"}", em.text);
+		log_warn("configuration reload failed", LOG_STR("event", "config-reload-failed"), LOG_STR("reason", em.text));
 		return;
 	}
 	pthread_rwlock_wrlock(&w->cfg_lock);
@@ -692,7 +679,7 @@ static void poll_config(struct webhook *w)
 	rcache_clear(w->cache); /* under the lock: no review of the old configuration can put an answer after this */
 	pthread_rwlock_unlock(&w->cfg_lock);
 	atomic_fetch_add(&w->cfg_reloads, 1);
-	log_line(w, "{\"event\":\"config-reloaded\"}");
+	log_info("configuration reloaded", LOG_STR("event", "config-reloaded"));
 }
 
 void webhook_poll(struct webhook *w)

@@ -32,7 +32,6 @@ struct webhook_config {
 	unsigned timeout_s;        /* idle / per-request deadline (10) */
 	unsigned threads;          /* worker threads (2) */
 	bool no_review_cache;      /* --no-review-cache: review every request in full (rcache.h) */
-	void (*log)(const char *json_line); /* one line per admission and per event; may be NULL */
 };
 
 /* Read the configuration, load libmicrohttpd, read the key pair, listen. DP_EIO / DP_EINVAL with em. */

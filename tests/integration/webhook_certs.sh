@@ -555,7 +555,7 @@ ctl fault "{\"method\": \"GET\", \"path\": \"$SECRET_PATH\", \"action\": \"statu
 certs
 got=$(requests 1)
 re="^GET $SECRET_PATH 500\|GET $SECRET_PATH 404\|GET $MWC_PATH 200\|PATCH [^|]*\|POST [^|]* 201\|$"
-[[ $RC = 0 && $got =~ $re ]] && grep -q 'HTTP 500, trying again' "$W/err" && ok=1 || ok=0
+[[ $RC = 0 && $got =~ $re ]] && grep -q '"event":"api-retry".*"status":500' "$W/err" && ok=1 || ok=0
 WHY="exit $RC, requests '$got': $(oneline "$W/out") $(oneline "$W/err")"
 check retry/one-500 test $ok = 1
 ctl fault "{\"method\": \"GET\", \"path\": \"$SECRET_PATH\", \"action\": \"status\", \"status\": 500, \"message\": \"etcdserver: request timed out\", \"times\": 20}"
@@ -582,7 +582,7 @@ check auth/nothing-written test "$(st secret-rv "$NS/$SEC")" = none
 ctl fault "{\"method\": \"GET\", \"path\": \"$SECRET_PATH\", \"action\": \"status\", \"status\": 403, \"message\": \"secrets \\\"$SEC\\\" is forbidden: User \\\"system:serviceaccount:$NS:diagport-webhook\\\" cannot get resource \\\"secrets\\\"\"}"
 certs
 WHY="exit $RC (want 4), stderr $(oneline "$W/err")"
-check auth/forbidden-403 bash -c "test $RC = 4 && grep -q 'HTTP 403 Forbidden (Forbidden): secrets \"$SEC\" is forbidden' '$W/err'"
+check auth/forbidden-403 bash -c "test $RC = 4 && jq -r 'select(.event == \"exit\") | .error' '$W/err' | grep -q 'HTTP 403 Forbidden (Forbidden): secrets \"$SEC\" is forbidden'"
 "$D" webhook certs --namespace "$NS" --secret "$SEC" --service "$SVC" --webhook-configuration "$MWC" \
   --api-server "https://127.0.0.1:$FP" --token-file "$W/no-such-token" --api-ca-file "$W/api-ca.crt" > "$W/out" 2> "$W/err"
 RC=$?
@@ -610,7 +610,7 @@ start_fake empty || exit 0
 certs
 got=$(requests 1)
 WHY="exit $RC (want 3), stderr $(oneline "$W/err"), requests '$got' (want no write)"
-check errors/configuration-missing bash -c "test $RC = 3 && grep -q 'MutatingWebhookConfiguration $MWC: GET answered HTTP 404 Not Found (NotFound): mutatingwebhookconfigurations.admissionregistration.k8s.io \"$MWC\" not found' '$W/err' && ! grep -qE 'POST|PUT|PATCH' <<< '$got'"
+check errors/configuration-missing bash -c "test $RC = 3 && jq -r 'select(.event == \"exit\") | .error' '$W/err' | grep -q 'MutatingWebhookConfiguration $MWC: GET answered HTTP 404 Not Found (NotFound): mutatingwebhookconfigurations.admissionregistration.k8s.io \"$MWC\" not found' && ! grep -qE 'POST|PUT|PATCH' <<< '$got'"
 
 start_fake opaque "$W/seed.yaml" || exit 0
 ctl object "{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"$SEC\", \"namespace\": \"$NS\"}, \"type\": \"Opaque\", \"data\": {\"x\": \"eA==\"}}"
