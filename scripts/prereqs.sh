@@ -21,7 +21,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 build_pkgs=(pkg-config gcc make libjansson-dev libyaml-dev libcurl4-gnutls-dev
 	libseccomp-dev libmicrohttpd-dev libgnutls28-dev)
-test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind openssl file binutils util-linux strace librsvg2-bin chromium prometheus)
+test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind openssl file binutils util-linux librsvg2-bin chromium prometheus)
 bench_pkgs=(hyperfine jq wrk nginx)
 lint_pkgs=(cppcheck clang-tidy)
 fuzz_pkgs=(clang-14 libclang-rt-14-dev)
