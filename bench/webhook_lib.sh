@@ -16,6 +16,7 @@ webhook_keys() {
 
 webhook_streams() {
 # --- the two AdmissionReviews (compact JSON, as the API server sends them)
+mkdir -p "$W/pods"
 "$PY" tests/integration/webhook_review.py pods tests/golden/k8s/env-1500 "$W/pods" >/dev/null || die "cannot make the 1,500-env pod"
 "$PY" tests/integration/webhook_review.py review bench/webhook_pod.json shop >"$W/typical.json" || die "cannot make the typical review"
 "$PY" tests/integration/webhook_review.py review "$W/pods/pod1.json" default >"$W/env1500.json" || die "cannot make the 1,500-env review"

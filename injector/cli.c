@@ -48,13 +48,17 @@ static int exit_code(int rc)
 static void usage(FILE *f, const char *cmd)
 {
 	bool in = strcmp(cmd, "inject") == 0;
+	struct buf opts;
 
 	fprintf(f,
 		"usage: diagport %s [k8s|ecs|cfn] [OPTIONS] [-f FILE | FILE | -]\n\n"
 		"%s\n\n"
 		"  k8s|ecs|cfn            the kind of document (detected when not given)\n"
 		"  -f, --filename FILE    read FILE ('-' or none: standard input)\n"
-		"  -o, --output json|yaml write this format (default: the input's)\n"
+		"  -o, --output json|yaml write this format (default: the input's). Several documents in\n"
+		"                         JSON are a stream of JSON values, one per input document, one\n"
+		"                         after another (what `kubectl apply -f -` and `jq` read); in YAML,\n"
+		"                         one stream of documents separated by ---\n"
 		"  -i, --in-place         replace FILE atomically instead of writing to stdout\n"
 		"      --max-input BYTES  refuse inputs larger than this (default 64 MiB)\n",
 		cmd,
@@ -62,44 +66,48 @@ static void usage(FILE *f, const char *cmd)
 		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
 		     "CloudFormation Metadata.diagport) override these options."
 		   : "Removes exactly what inject added, as its status record lists it.");
-	if (!in)
-		return;
-	fprintf(f,
-		"      --mode suspend|nosuspend    the app waits for the agent at start (default nosuspend)\n"
-		"      --containers A,B            app containers to inject (default: all)\n"
-		"      --ptrace true|false, --no-ptrace   add SYS_PTRACE (default true)\n"
-		"      --image IMAGE               agent image\n"
-		"      --port N                    agent HTTP port (default 52323)\n"
-		"      --resources cpu=Q,memory=Q,memory-limit=Q   agent resources\n"
-		"      --dumps-size-limit Q        size limit of the dumps volume (e.g. 2Gi)\n"
-		"      --sidecar native|container  Kubernetes: native sidecar (1.29+) or regular container\n"
-		"      --flavour diagport|dotnet-monitor   which agent\n"
-		"      --auth-secret NAME|ARN      token Secret: the agent serves the pod network with it\n"
-		"      --no-auth                   serve the pod network without authentication (explicit)\n"
-		"      --all                       CloudFormation: every task definition, not only opted-in ones\n"
-		"\nExit status: 0 done, 1 refused by the rules, 2 usage, 3 unreadable input,\n"
-		"4 input too large, 5 I/O error.\n");
+	if (in) {
+		buf_init(&opts, 0);
+		inj_opts_help(&opts);
+		fprintf(f, "%s", opts.data ? opts.data : "");
+		buf_free(&opts);
+		fprintf(f, "      %-25s %s\n", "--all", "CloudFormation: every task definition, not only opted-in ones");
+	}
+	fprintf(f, "\nExit status: 0 done, 1 refused by the rules, 2 usage, 3 unreadable input,\n"
+		   "4 input too large, 5 I/O error. On any error nothing is written.\n");
+}
+
+/* getopt_long's table: the fixed flags, then every injection option's (opts.c); flags[] is what FLAG_BASE + i means. */
+#define FLAG_BASE 1000
+#define MAX_FLAGS 48
+static const struct option fixed_opts[] = {
+	{ "filename", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
+	{ "in-place", no_argument, NULL, 'i' },	      { "help", no_argument, NULL, 'h' },
+	{ "all", no_argument, NULL, 'A' },	      { "max-input", required_argument, NULL, 'X' },
+};
+#define N_FIXED (sizeof(fixed_opts) / sizeof(fixed_opts[0]))
+
+static size_t long_options(struct option *longopts, struct inj_flag *flags)
+{
+	size_t n = inj_flags(flags, MAX_FLAGS);
+
+	memcpy(longopts, fixed_opts, sizeof(fixed_opts));
+	for (size_t i = 0; i < n; i++)
+		longopts[N_FIXED + i] = (struct option){ flags[i].flag, flags[i].takes_value ? required_argument : no_argument,
+							  NULL, FLAG_BASE + (int)i };
+	longopts[N_FIXED + n] = (struct option){ NULL, 0, NULL, 0 };
+	return n;
 }
 
 static int parse_args(int argc, char **argv, struct args *a)
 {
-	static const struct option longopts[] = {
-		{ "filename", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
-		{ "in-place", no_argument, NULL, 'i' }, { "help", no_argument, NULL, 'h' },
-		{ "all", no_argument, NULL, 'A' }, { "max-input", required_argument, NULL, 'X' },
-		{ "no-ptrace", no_argument, NULL, 'P' }, { "no-auth", no_argument, NULL, 'N' },
-		{ "mode", required_argument, NULL, 1 }, { "containers", required_argument, NULL, 1 },
-		{ "ptrace", required_argument, NULL, 1 }, { "image", required_argument, NULL, 1 },
-		{ "port", required_argument, NULL, 1 }, { "resources", required_argument, NULL, 1 },
-		{ "dumps-size-limit", required_argument, NULL, 1 }, { "sidecar", required_argument, NULL, 1 },
-		{ "flavour", required_argument, NULL, 1 }, { "flavor", required_argument, NULL, 1 },
-		{ "auth-secret", required_argument, NULL, 1 },
-		{ NULL, 0, NULL, 0 },
-	};
+	struct option longopts[N_FIXED + MAX_FLAGS + 1];
+	struct inj_flag flags[MAX_FLAGS];
 	bool inject = strcmp(argv[0], "inject") == 0;
 	struct err_msg em;
 	int ch, idx;
 
+	long_options(longopts, flags);
 	memset(a, 0, sizeof(*a));
 	a->out_fmt = -1;
 	a->max_input = doc_default_limits.max_bytes;
@@ -110,9 +118,20 @@ static int parse_args(int argc, char **argv, struct args *a)
 	while ((ch = getopt_long(argc, argv, "f:o:ih", longopts, &idx)) != -1) {
 		const char *arg = optarg ? optarg : ""; /* every option with a value requires one */
 
-		if (!inject && (ch == 1 || ch == 'A' || ch == 'P' || ch == 'N')) {
+		if (!inject && (ch >= FLAG_BASE || ch == 'A')) {
 			fprintf(stderr, "diagport: uninject takes no injection options ('%s')\n", argv[optind - 1]);
 			return DP_EINVAL;
+		}
+		if (ch >= FLAG_BASE) {
+			const struct inj_flag *fl = &flags[ch - FLAG_BASE];
+
+			if (inj_opts_set(&a->opts, fl->option, fl->takes_value ? arg : fl->value, &em) != 0) {
+				const char *why = strchr(em.text, ':'); /* "option NAME: why": the flag names it */
+
+				fprintf(stderr, "diagport: --%s: %s\n", fl->flag, why ? why + 2 : em.text);
+				return DP_EINVAL;
+			}
+			continue;
 		}
 		switch (ch) {
 		case 'f':
@@ -146,14 +165,6 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->max_input = (size_t)v;
 			break;
 		}
-		case 'P': inj_opts_set(&a->opts, "ptrace", "false", NULL); break;
-		case 'N': inj_opts_set(&a->opts, "auth", "none", NULL); break;
-		case 1:
-			if (inj_opts_set(&a->opts, longopts[idx].name, arg, &em) != 0) {
-				fprintf(stderr, "diagport: --%s\n", em.text);
-				return DP_EINVAL;
-			}
-			break;
 		default:
 			fprintf(stderr, "diagport: unknown option or missing value: '%s'\n", argv[optind - 1]);
 			usage(stderr, argv[0]);

@@ -76,8 +76,25 @@ void inj_opts_free(struct inj_opts *o);
  * DP_ENOTFOUND when the name is not an option.
  */
 int inj_opts_set(struct inj_opts *o, const char *name, const char *value, struct err_msg *em);
-/* The list of option names, for messages and docs ("mode, containers, ..."). */
+/* The list of option names, for messages ("inject, mode, containers, ..."). Borrowed. */
 const char *inj_opts_names(void);
+/*
+ * The command-line flags of the options (for getopt_long): each a flag name
+ * without "--", whether it takes a value, the option it sets and, for a
+ * flag without a value, the value it sets. Fills up to max; returns the count.
+ */
+struct inj_flag {
+	const char *flag;
+	bool takes_value;
+	const char *option;
+	const char *value;
+};
+size_t inj_flags(struct inj_flag *out, size_t max);
+struct buf;
+/* The options' lines of `diagport inject --help`, appended to out. */
+void inj_opts_help(struct buf *out);
+/* The options table of docs/INJECTION.md (markdown), appended to out. */
+void inj_opts_markdown(struct buf *out);
 
 /* What a run did, for the person or the webhook's response. */
 struct inj_report {
@@ -101,6 +118,16 @@ struct inj_ctx {
 /* Kubernetes: one object of any kind (List items recursed; kinds without a pod template pass). */
 int inj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
 int uninj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
+/*
+ * What a Kubernetes object's metadata says about injecting it, for every
+ * front-end alike: 1 opt in, 0 opt out, -1 nothing. The annotation
+ * diagport.dev/inject decides ("false" or "disabled": out; any other value:
+ * in, and the rules check it); without it, the label diagport.dev/inject
+ * does ("enabled": in, "disabled": out; the label is what a webhook's
+ * objectSelector can match, manifests/README.md). A pod's namespace may
+ * opt it in besides (the webhook's /mutate/namespace).
+ */
+int inj_k8s_wants(const struct doc_node *metadata);
 /* Kubernetes: a bare pod (metadata + spec), as the webhook sees it. */
 int inj_k8s_pod(struct doc_node *pod, const struct inj_ctx *c, struct err_msg *em);
 

@@ -84,6 +84,20 @@ static struct doc_node *volume(const char *name, const struct inj_opts *o)
 static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
 			const char *what, struct err_msg *em);
 
+int inj_k8s_wants(const struct doc_node *metadata)
+{
+	const char *ann = doc_get_str(doc_get(metadata, "annotations"), INJ_PREFIX "inject");
+	const char *label = doc_get_str(doc_get(metadata, "labels"), INJ_PREFIX "inject");
+
+	if (ann)
+		return strcmp(ann, "false") != 0 && strcmp(ann, "disabled") != 0;
+	if (label && strcmp(label, "enabled") == 0)
+		return 1;
+	if (label && strcmp(label, "disabled") == 0)
+		return 0;
+	return -1;
+}
+
 static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
 		      const char *what, struct err_msg *em)
 {
@@ -102,7 +116,7 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		return rc;
 	if ((rc = inj_opts_from_map(c, c->base, ann, true, what, &o, em)) != 0)
 		return rc;
-	if (o.inject == 0) {
+	if (o.inject == 0 || inj_k8s_wants(md) == 0) {
 		if (c->report)
 			c->report->skipped++;
 		inj_opts_free(&o);

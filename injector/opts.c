@@ -1,15 +1,20 @@
 /*
- * opts.c - the injection options: one table of names, parsed the same way
- * from command-line flags, Kubernetes annotations (diagport.dev/NAME), ECS
- * tags and CloudFormation Metadata.diagport. See inj.h for the layering.
+ * opts.c - the injection options: one table (options[] below) read the same
+ * way from command-line flags, Kubernetes annotations (diagport.dev/NAME),
+ * ECS tags, CloudFormation Metadata.diagport and the webhook's
+ * configuration, and written out as --help and as the docs' table. See
+ * inj.h for the layering.
  */
 #include "inj_int.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "mem.h"
 
 void inj_opts_init(struct inj_opts *o)
@@ -53,6 +58,65 @@ void inj_opts_free(struct inj_opts *o)
 	mem_free(o->auth_secret);
 	inj_opts_init(o);
 }
+
+/*
+ * The options, one row each. Every reader works from this table: the
+ * command line (cli.c builds its getopt table and --help from it), the
+ * workload's annotations, ECS tags and CloudFormation Metadata
+ * (inj_opts_from_map, inj_opts_from_tags), the webhook's configuration
+ * file, and the options table of docs/INJECTION.md (inj_opts_markdown; a
+ * unit test fails when the two differ). Adding an option is adding a row,
+ * and its effect in the rules.
+ */
+enum opt_kind {
+	OK_CHOICE,    /* one of choices; the field holds its index (an enum, or a bool for two) */
+	OK_BOOL,      /* true / false */
+	OK_OPTIN,     /* true / false / enabled / disabled; -1 unset */
+	OK_PORT,      /* 1-65535 */
+	OK_NAMES,     /* comma-separated container names */
+	OK_REF,       /* a reference without spaces or quotes (image, Secret name or ARN) */
+	OK_QUANTITY,  /* a Kubernetes quantity */
+	OK_RESOURCES, /* cpu=Q,memory=Q,memory-limit=Q */
+};
+
+struct inj_option {
+	const char *name;         /* diagport.dev/NAME, the ECS tag, Metadata.diagport.NAME, the configuration key */
+	const char *alias;        /* another spelling of the name and the flag, or NULL */
+	const char *flag;         /* the flag that takes a value ("--mode"), or NULL */
+	const char *switch_flag;  /* a flag without a value ("--no-ptrace") that sets switch_value, or NULL */
+	const char *switch_value;
+	enum opt_kind kind;
+	size_t off, size;         /* the field of struct inj_opts */
+	const char *const *choices; /* OK_CHOICE: the values, in the order of the field's values */
+	const char *noun;         /* OK_REF: what a value must be ("an image reference") */
+	const char *values;       /* what it takes, for the docs */
+	const char *arg;          /* what it takes, for --help ("IMAGE"); NULL: the choices */
+	const char *def;          /* its default, likewise */
+	const char *help;         /* one line */
+};
+
+#define FIELD(f) offsetof(struct inj_opts, f), sizeof(((struct inj_opts *)0)->f)
+static const char *const mode_choices[] = { "nosuspend", "suspend", NULL };
+static const char *const sidecar_choices[] = { "native", "container", NULL };
+static const char *const flavour_choices[] = { "diagport", "dotnet-monitor", NULL };
+static const char *const auth_choices[] = { "required", "none", NULL };
+
+static const struct inj_option options[] = {
+	{ "inject", NULL, NULL, NULL, NULL, OK_OPTIN, FIELD(inject), NULL, NULL, "`true` / `false`", NULL, "CLI: true; CloudFormation: opt-in", "whether the workload is injected (a workload's `false` opts it out)" },
+	{ "mode", NULL, "--mode", NULL, NULL, OK_CHOICE, FIELD(mode), mode_choices, NULL, NULL, NULL, "`nosuspend`", "`suspend`: the app waits at start until the agent has attached it" },
+	{ "containers", NULL, "--containers", NULL, NULL, OK_NAMES, FIELD(containers), NULL, NULL, "comma-separated names", "A,B", "every app container", "the app containers to inject" },
+	{ "ptrace", NULL, "--ptrace", "--no-ptrace", "false", OK_BOOL, FIELD(ptrace), NULL, NULL, "`true` / `false`", "true|false", "`true`", "add `SYS_PTRACE` to the app containers (createdump needs it on most kernels)" },
+	{ "image", NULL, "--image", NULL, NULL, OK_REF, FIELD(image), NULL, "an image reference", "image reference", "IMAGE", "`ghcr.io/diagport/diagport:VERSION`", "the agent's image" },
+	{ "port", NULL, "--port", NULL, NULL, OK_PORT, FIELD(port), NULL, NULL, "1-65535", "N", "52323", "the agent's HTTP port" },
+	{ "resources", NULL, "--resources", NULL, NULL, OK_RESOURCES, 0, 0, NULL, NULL, "`cpu=Q,memory=Q,memory-limit=Q`", "cpu=Q,memory=Q,memory-limit=Q", "`cpu=10m,memory=16Mi,memory-limit=64Mi`", "the agent's requests and memory limit" },
+	{ "dumps-size-limit", NULL, "--dumps-size-limit", NULL, NULL, OK_QUANTITY, FIELD(dumps_limit), NULL, NULL, "quantity (`2Gi`)", "Q", "none", "the size limit of the dumps volume" },
+	{ "sidecar", NULL, "--sidecar", NULL, NULL, OK_CHOICE, FIELD(sidecar), sidecar_choices, NULL, NULL, NULL, "`native`", "Kubernetes: a native sidecar (1.29+) or a regular container" },
+	{ "flavour", "flavor", "--flavour", NULL, NULL, OK_CHOICE, FIELD(flavour), flavour_choices, NULL, NULL, NULL, "`diagport`", "which agent" },
+	{ "auth-secret", NULL, "--auth-secret", NULL, NULL, OK_REF, FIELD(auth_secret), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none (loopback only)", "the agent's token: with it the agent serves the pod network" },
+	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },
+};
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+#define HELP_COLUMN 32 /* where --help's descriptions start */
 
 static void replace(char **slot, const char *v)
 {
@@ -138,80 +202,206 @@ static int set_resources(struct inj_opts *o, const char *v, struct err_msg *em)
 	return rc;
 }
 
-int inj_opts_set(struct inj_opts *o, const char *name, const char *v, struct err_msg *em)
+/* "a or b", "a, b or c": the choices for a message. */
+static void choices_text(const char *const *c, char *out, size_t n)
 {
-	bool b = false;
+	size_t k = 0, count = 0;
 
-	if (strcmp(name, "inject") == 0) {
-		if (parse_bool(v, &b) != 0 && strcmp(v, "enabled") != 0 && strcmp(v, "disabled") != 0)
-			return err_set(em, DP_EINVAL, "option inject: '%s' is not true or false", v);
-		o->inject = strcmp(v, "enabled") == 0 ? 1 : strcmp(v, "disabled") == 0 ? 0 : b;
-	} else if (strcmp(name, "mode") == 0) {
-		if (strcmp(v, "suspend") == 0)
-			o->mode = INJ_SUSPEND;
-		else if (strcmp(v, "nosuspend") == 0)
-			o->mode = INJ_NOSUSPEND;
-		else
-			return err_set(em, DP_EINVAL, "option mode: '%s' is not suspend or nosuspend", v);
-	} else if (strcmp(name, "containers") == 0) {
-		return set_containers(o, v, em);
-	} else if (strcmp(name, "ptrace") == 0) {
+	while (c[count])
+		count++;
+	out[0] = '\0';
+	for (size_t i = 0; i < count && k < n; i++)
+		k += (size_t)snprintf(out + k, n - k, "%s%s", i == 0 ? "" : i + 1 == count ? " or " : ", ", c[i]);
+}
+
+static void set_int(void *field, size_t size, int v)
+{
+	if (size == sizeof(bool)) {
+		bool b = v != 0;
+
+		memcpy(field, &b, sizeof(b));
+	} else {
+		memcpy(field, &v, sizeof(v));
+	}
+}
+
+static int set_option(struct inj_opts *o, const struct inj_option *opt, const char *v, struct err_msg *em)
+{
+	void *field = (char *)o + opt->off;
+	char list[128];
+	bool b = false;
+	long long q;
+
+	switch (opt->kind) {
+	case OK_CHOICE:
+		for (int i = 0; opt->choices[i]; i++)
+			if (strcmp(v, opt->choices[i]) == 0) {
+				set_int(field, opt->size, i);
+				return 0;
+			}
+		choices_text(opt->choices, list, sizeof(list));
+		return err_set(em, DP_EINVAL, "option %s: '%s' is not %s", opt->name, v, list);
+	case OK_OPTIN:
+		if (strcmp(v, "enabled") == 0 || strcmp(v, "disabled") == 0)
+			b = strcmp(v, "enabled") == 0;
+		else if (parse_bool(v, &b) != 0)
+			return err_set(em, DP_EINVAL, "option %s: '%s' is not true or false", opt->name, v);
+		set_int(field, opt->size, b);
+		return 0;
+	case OK_BOOL:
 		if (parse_bool(v, &b) != 0)
-			return err_set(em, DP_EINVAL, "option ptrace: '%s' is not true or false", v);
-		o->ptrace = b;
-	} else if (strcmp(name, "image") == 0) {
-		if (*v == '\0' || strpbrk(v, " \t\r\n\"'") != NULL)
-			return err_set(em, DP_EINVAL, "option image: '%s' is not an image reference", v);
-		replace(&o->image, v);
-	} else if (strcmp(name, "port") == 0) {
+			return err_set(em, DP_EINVAL, "option %s: '%s' is not true or false", opt->name, v);
+		set_int(field, opt->size, b);
+		return 0;
+	case OK_PORT: {
 		char *end;
 		long p = strtol(v, &end, 10);
 
 		if (*v == '\0' || *end != '\0' || p < 1 || p > 65535)
-			return err_set(em, DP_EINVAL, "option port: '%s' is not a port number (1-65535)", v);
-		o->port = (int)p;
-	} else if (strcmp(name, "resources") == 0) {
-		return set_resources(o, v, em);
-	} else if (strcmp(name, "dumps-size-limit") == 0) {
-		long long q;
-
-		if (inj_quantity(v, false, &q) != 0 || q <= 0)
-			return err_set(em, DP_EINVAL, "option dumps-size-limit: '%s' is not a Kubernetes quantity (e.g. 2Gi)", v);
-		replace(&o->dumps_limit, v);
-	} else if (strcmp(name, "sidecar") == 0) {
-		if (strcmp(v, "native") == 0)
-			o->sidecar = INJ_SIDECAR_NATIVE;
-		else if (strcmp(v, "container") == 0)
-			o->sidecar = INJ_SIDECAR_CONTAINER;
-		else
-			return err_set(em, DP_EINVAL, "option sidecar: '%s' is not native or container", v);
-	} else if (strcmp(name, "flavour") == 0 || strcmp(name, "flavor") == 0) {
-		if (strcmp(v, "diagport") == 0)
-			o->flavour = INJ_FLAVOUR_DIAGPORT;
-		else if (strcmp(v, "dotnet-monitor") == 0)
-			o->flavour = INJ_FLAVOUR_DOTNET_MONITOR;
-		else
-			return err_set(em, DP_EINVAL, "option flavour: '%s' is not diagport or dotnet-monitor", v);
-	} else if (strcmp(name, "auth-secret") == 0) {
-		if (*v == '\0' || strpbrk(v, " \t\r\n\"'") != NULL)
-			return err_set(em, DP_EINVAL, "option auth-secret: '%s' is not a Secret name or ARN", v);
-		replace(&o->auth_secret, v);
-	} else if (strcmp(name, "auth") == 0) {
-		if (strcmp(v, "none") == 0)
-			o->no_auth = true;
-		else if (strcmp(v, "required") == 0)
-			o->no_auth = false;
-		else
-			return err_set(em, DP_EINVAL, "option auth: '%s' is not none or required", v);
-	} else {
-		return err_set(em, DP_ENOTFOUND, "unknown option '%s' (options: %s)", name, inj_opts_names());
+			return err_set(em, DP_EINVAL, "option %s: '%s' is not a port number (1-65535)", opt->name, v);
+		set_int(field, opt->size, (int)p);
+		return 0;
 	}
-	return 0;
+	case OK_NAMES:
+		return set_containers(o, v, em);
+	case OK_REF:
+		if (*v == '\0' || strpbrk(v, " \t\r\n\"'") != NULL)
+			return err_set(em, DP_EINVAL, "option %s: '%s' is not %s", opt->name, v, opt->noun);
+		replace((char **)field, v);
+		return 0;
+	case OK_QUANTITY:
+		if (inj_quantity(v, false, &q) != 0 || q <= 0)
+			return err_set(em, DP_EINVAL, "option %s: '%s' is not a Kubernetes quantity (e.g. 2Gi)", opt->name, v);
+		replace((char **)field, v);
+		return 0;
+	case OK_RESOURCES:
+		return set_resources(o, v, em);
+	}
+	return DP_EINTERNAL;
+}
+
+static const struct inj_option *find(const char *name)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++)
+		if (strcmp(name, options[i].name) == 0 || (options[i].alias && strcmp(name, options[i].alias) == 0))
+			return &options[i];
+	return NULL;
+}
+
+int inj_opts_set(struct inj_opts *o, const char *name, const char *v, struct err_msg *em)
+{
+	const struct inj_option *opt = find(name);
+
+	if (opt == NULL)
+		return err_set(em, DP_ENOTFOUND, "unknown option '%s' (options: %s)", name, inj_opts_names());
+	return set_option(o, opt, v, em);
+}
+
+static char names_buf[512];
+
+static void names_init(void)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < N_OPTIONS && k < sizeof(names_buf); i++)
+		k += (size_t)snprintf(names_buf + k, sizeof(names_buf) - k, "%s%s", i ? ", " : "", options[i].name);
 }
 
 const char *inj_opts_names(void)
 {
-	return "inject, mode, containers, ptrace, image, port, resources, dumps-size-limit, sidecar, flavour, auth-secret, auth";
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, names_init);
+	return names_buf;
+}
+
+size_t inj_flags(struct inj_flag *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < N_OPTIONS && n + 3 <= max; i++) {
+		const struct inj_option *opt = &options[i];
+
+		if (opt->flag)
+			out[n++] = (struct inj_flag){ opt->flag + 2, true, opt->name, NULL };
+		if (opt->flag && opt->alias)
+			out[n++] = (struct inj_flag){ opt->alias, true, opt->name, NULL };
+		if (opt->switch_flag)
+			out[n++] = (struct inj_flag){ opt->switch_flag + 2, false, opt->name, opt->switch_value };
+	}
+	return n;
+}
+
+/* What an option takes, as help and docs show it: its choices, or its values text. */
+static void takes(const struct inj_option *opt, bool markdown, char *out, size_t n)
+{
+	size_t k = 0;
+
+	if (opt->kind != OK_CHOICE) {
+		snprintf(out, n, "%s", opt->values);
+		return;
+	}
+	out[0] = '\0';
+	for (int i = 0; opt->choices[i] && k < n; i++)
+		k += (size_t)snprintf(out + k, n - k, markdown ? "%s`%s`" : "%s%s", i ? (markdown ? ", " : "|") : "",
+				      opt->choices[i]);
+}
+
+/* Text without markdown's backticks. */
+static void plain(const char *s, char *out, size_t n)
+{
+	size_t k = 0;
+
+	for (; *s && k + 1 < n; s++)
+		if (*s != '`')
+			out[k++] = *s;
+	out[k] = '\0';
+}
+
+void inj_opts_help(struct buf *out)
+{
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		const struct inj_option *opt = &options[i];
+		char t[160], left[200], h[300], d[160];
+
+		if (!opt->flag && !opt->switch_flag)
+			continue;
+		if (opt->arg)
+			snprintf(t, sizeof(t), "%s", opt->arg);
+		else
+			takes(opt, false, t, sizeof(t));
+		if (opt->flag && opt->switch_flag)
+			snprintf(left, sizeof(left), "%s %s, %s", opt->flag, t, opt->switch_flag);
+		else if (opt->flag)
+			snprintf(left, sizeof(left), "%s %s", opt->flag, t);
+		else
+			snprintf(left, sizeof(left), "%s", opt->switch_flag);
+		plain(opt->help, h, sizeof(h));
+		plain(opt->def, d, sizeof(d));
+		/* the flag, then what it does with its default: on the same line when both fit 100 columns */
+		if (6 + strlen(left) < HELP_COLUMN && HELP_COLUMN + strlen(h) + strlen(d) + 12 <= 100)
+			buf_printf(out, "      %-*s %s (default: %s)\n", HELP_COLUMN - 7, left, h, d);
+		else
+			buf_printf(out, "      %s\n%*s%s (default: %s)\n", left, HELP_COLUMN, "", h, d);
+	}
+}
+
+void inj_opts_markdown(struct buf *out)
+{
+	buf_puts(out, "| option | command line | values | default | what it does |\n|---|---|---|---|---|\n");
+	for (size_t i = 0; i < N_OPTIONS; i++) {
+		const struct inj_option *opt = &options[i];
+		char t[160], flags[128] = "—";
+
+		takes(opt, true, t, sizeof(t));
+		if (opt->flag && opt->switch_flag)
+			snprintf(flags, sizeof(flags), "`%s`, `%s`", opt->flag, opt->switch_flag);
+		else if (opt->flag && opt->alias)
+			snprintf(flags, sizeof(flags), "`%s` (`--%s`)", opt->flag, opt->alias);
+		else if (opt->flag || opt->switch_flag)
+			snprintf(flags, sizeof(flags), "`%s`", opt->flag ? opt->flag : opt->switch_flag);
+		buf_printf(out, "| `%s` | %s | %s | %s | %s |\n", opt->name, flags, t, opt->def, opt->help);
+	}
 }
 
 int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em)

@@ -178,8 +178,8 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 	 */
 	struct doc_limits lim = { cfg->max_body ? cfg->max_body : (size_t)16 << 20, 256, REVIEW_MAX_NODES };
 	struct doc_stream s = { 0 };
-	const struct doc_node *rv, *req, *pod = NULL, *ann;
-	const char *uid, *kind, *op, *av, *want;
+	const struct doc_node *rv, *req, *pod = NULL;
+	const char *uid, *kind, *op, *av;
 	struct buf patch;
 	size_t n_ops = 0;
 	struct warnings ws = { .n = 0 };
@@ -236,13 +236,13 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 	} else if (is_excluded(cfg, doc_get_str(req, "namespace"))) {
 		o = REVIEW_SKIPPED_EXCLUDED;
 	} else {
-		ann = doc_path(pod, "metadata/annotations");
-		want = doc_get_str(ann, INJ_PREFIX "inject");
-		if (doc_get(ann, INJ_STATUS_KEY) != NULL)
+		int want = inj_k8s_wants(doc_get(pod, "metadata"));
+
+		if (doc_get(doc_path(pod, "metadata/annotations"), INJ_STATUS_KEY) != NULL)
 			o = REVIEW_SKIPPED_INJECTED;
-		else if (want && strcmp(want, "false") == 0)
+		else if (want == 0)
 			o = REVIEW_SKIPPED_OPTED_OUT;
-		else if (want == NULL && !cfg->namespace_enabled)
+		else if (want < 0 && !cfg->namespace_enabled)
 			o = REVIEW_SKIPPED_NOT_OPTED;
 		else
 			o = inject(cfg, (struct doc_node *)pod, &patch, &n_ops, &ws); /* the request's tree is ours */

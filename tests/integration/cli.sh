@@ -71,6 +71,21 @@ head -c 2000000 /dev/zero | tr '\0' ' ' > "$W/big.yaml"
 "$D" inject --max-input 1000000 -f "$W/big.yaml" > "$W/out" 2> "$W/err"; rc=$?
 check cap-exit-4 test $rc -eq 4 -a ! -s "$W/out"
 
+# several documents as JSON: a stream of JSON values, one per document, read by jq and by kubectl's own
+# decoder (kubectl label --local reads what kubectl apply -f - reads, with no API server)
+MD=tests/golden/k8s/multidoc/input.yaml
+docs=$(/usr/bin/python3 -c 'import sys, yaml; print(sum(1 for d in yaml.safe_load_all(open(sys.argv[1])) if d is not None))' "$MD")
+"$D" inject -o json -f "$MD" > "$W/md.json" 2> "$W/err"
+WHY="jq read $(jq -c .kind "$W/md.json" 2>&1 | wc -l) values, the input has $docs documents"
+check json-stream-jq test "$(jq -c .kind "$W/md.json" 2> /dev/null | wc -l)" = "$docs"
+KUBECONFIG=/dev/null kubectl label --local -f - diagport.dev/check=1 -o name < "$W/md.json" > "$W/kubectl.out" 2> "$W/kubectl.err"
+WHY="kubectl: $(head -c 300 "$W/kubectl.err") $(cat "$W/kubectl.out" | tr '\n' ' ')"
+check json-stream-kubectl test "$(wc -l < "$W/kubectl.out")" = "$docs"
+WHY="kubectl's order: $(tr '\n' ' ' < "$W/kubectl.out"); jq's: $(jq -r .kind "$W/md.json" | tr '\n' ' ')"
+check json-stream-in-order test "$(sed 's|/.*||; s|\..*||' "$W/kubectl.out" | tr -d '\n')" = "$(jq -r '.kind | ascii_downcase' "$W/md.json" | tr -d '\n')"
+"$D" inject --help > "$W/help"
+check help-says-json-stream grep -q 'stream of JSON values' "$W/help"
+
 # empty input is an error, not an empty success
 : > "$W/empty.yaml"
 "$D" inject -f "$W/empty.yaml" > "$W/out" 2> "$W/err"; rc=$?

@@ -29,6 +29,7 @@ saying why (the shell script prints that line as the FAIL reason).
                                (beyond float64); prints "same" or "changed"
   strip-inject POD OUT         POD without the diagport.dev/inject annotation
   set-annotation POD KEY VALUE OUT
+  set-label POD KEY VALUE OUT
   drop POD OUT POINTER...      POD without the members at the JSON Pointers
 """
 import base64
@@ -492,6 +493,12 @@ def cmd_set_annotation(pod_path, key, value, out):
     save(out, pod)
 
 
+def cmd_set_label(pod_path, key, value, out):
+    pod = load(pod_path)
+    pod.setdefault("metadata", {}).setdefault("labels", {})[key] = value
+    save(out, pod)
+
+
 def cmd_drop(pod_path, out, *ptrs):
     pod = load(pod_path)
     for p in ptrs:
@@ -513,6 +520,7 @@ def main(argv):
         "kubectl-safe": (cmd_kubectl_safe, 2),
         "strip-inject": (cmd_strip_inject, 2),
         "set-annotation": (cmd_set_annotation, 4),
+        "set-label": (cmd_set_label, 4),
         "drop": (cmd_drop, None),
     }
     if len(argv) < 2 or argv[1] not in cmds:

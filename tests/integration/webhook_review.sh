@@ -302,6 +302,16 @@ P=$E/pod1.json # a Pod with annotations (team, diagport.dev/inject: "true") and 
 "$PY" "$H" strip-inject "$P" "$E/plain.json"
 "$PY" "$H" set-annotation "$P" diagport.dev/inject false "$E/false.json"
 
+# the label diagport.dev/inject (what the label-selected overlay's objectSelector matches): enabled
+# opts a pod in on /mutate as the annotation does, disabled opts it out even in an opted-in namespace,
+# and an annotation decides over it; each answer's patch is diagport inject's (one_pod checks that)
+"$PY" "$H" set-label "$E/plain.json" diagport.dev/inject enabled "$E/label.json"
+"$PY" "$H" set-label "$E/plain.json" diagport.dev/inject disabled "$E/label-off.json"
+"$PY" "$H" set-label "$E/false.json" diagport.dev/inject enabled "$E/label-ann-false.json"
+one_pod edge/label-enabled "$E/label.json" payments
+expect_none edge/label-disabled-namespace-enabled "$E/label-off.json" payments --namespace-enabled
+expect_none edge/label-enabled-annotation-false "$E/label-ann-false.json" payments
+
 expect_none edge/no-opt-in "$E/plain.json" payments
 expect_none edge/opt-out "$E/false.json" payments
 expect_none edge/opt-out-namespace-enabled "$E/false.json" payments --namespace-enabled

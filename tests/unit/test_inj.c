@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "t.h"
 #include "doc.h"
 #include "injector/inj.h"
@@ -46,7 +47,7 @@ static void options_parse(void)
 	inj_opts_init(&o);
 	T_CHECK(inj_opts_set(&o, "mode", "suspend", &em) == 0 && o.mode == INJ_SUSPEND);
 	T_CHECK(inj_opts_set(&o, "mode", "later", &em) == DP_EINVAL);
-	T_CHECK(strstr(em.text, "'later' is not suspend or nosuspend") != NULL);
+	T_CHECK(strstr(em.text, "'later' is not nosuspend or suspend") != NULL);
 	T_CHECK(inj_opts_set(&o, "port", "0", &em) == DP_EINVAL);
 	T_CHECK(inj_opts_set(&o, "port", "65536", &em) == DP_EINVAL);
 	T_CHECK(inj_opts_set(&o, "port", "9000", &em) == 0 && o.port == 9000);
@@ -60,6 +61,39 @@ static void options_parse(void)
 	T_CHECK(inj_opts_set(&o, "image", "has space", &em) == DP_EINVAL);
 	T_CHECK(inj_opts_set(&o, "nonsense", "x", &em) == DP_ENOTFOUND);
 	inj_opts_free(&o);
+}
+
+/*
+ * The options table of docs/INJECTION.md is the table in opts.c, as
+ * inj_opts_markdown writes it, between its two marker comments. On a
+ * difference the expected table is written to build/options-table.md.
+ */
+static void docs_options_table(void)
+{
+	static const char begin[] = "<!-- options table: written by inj_opts_markdown (injector/opts.c) -->\n",
+			  end[] = "<!-- end of options table -->";
+	struct buf doc, want;
+	struct err_msg em;
+	const char *a, *b;
+	FILE *f;
+
+	buf_init(&doc, 1 << 20);
+	buf_init(&want, 0);
+	T_CHECK(buf_read_path(&doc, "docs/INJECTION.md", NULL, &em) == 0);
+	inj_opts_markdown(&want);
+	T_CHECK((a = strstr(doc.data, begin)) != NULL);
+	a += strlen(begin);
+	T_CHECK((b = strstr(a, end)) != NULL);
+	if ((size_t)(b - a) != want.len || memcmp(a, want.data, want.len) != 0) {
+		if ((f = fopen("build/options-table.md", "w")) != NULL) {
+			fputs(want.data, f);
+			fclose(f);
+		}
+		T_FAIL("docs/INJECTION.md's options table differs from injector/opts.c's (the table it should be: "
+		       "build/options-table.md)");
+	}
+	buf_free(&doc);
+	buf_free(&want);
 }
 
 static void options_layering(void)
@@ -160,6 +194,7 @@ int main(void)
 	T_BEGIN("inj");
 	T_RUN(status_roundtrip);
 	T_RUN(options_parse);
+	T_RUN(docs_options_table);
 	T_RUN(options_layering);
 	T_RUN(quantities);
 	T_RUN(cfn_tags);
