@@ -17,11 +17,15 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -37,6 +41,8 @@
 #include "wconfig.h"
 
 #define MAX_KEYPAIR (1 << 20)
+#define GNUTLS_E_AGAIN_ (-28)       /* gnutls.h's values; GnuTLS is reached through libmicrohttpd */
+#define GNUTLS_E_INTERRUPTED_ (-52)
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define DRAIN_MAX_MS 60000   /* a reload: the old pair serves what it has for up to this long */
 #define SHUTDOWN_MAX_MS 10000 /* SIGTERM: well inside Kubernetes' 30 s grace period */
@@ -52,6 +58,9 @@ static struct {
 	void (*destroy)(struct MHD_Response *);
 	const char *(*lookup)(struct MHD_Connection *, enum MHD_ValueKind, const char *);
 	const union MHD_ConnectionInfo *(*info)(struct MHD_Connection *, enum MHD_ConnectionInfoType, ...);
+	/* GnuTLS's record corking (the library libmicrohttpd brought in): see cork() */
+	void (*cork)(void *session);
+	int (*uncork)(void *session, unsigned int flags);
 } mhd;
 
 static const struct dynlib_sym mhd_syms[] = {
@@ -67,6 +76,15 @@ static const struct dynlib_sym mhd_syms[] = {
 };
 static const char *const mhd_sonames[] = { "libmicrohttpd.so.12", NULL };
 static struct dynlib mhd_lib = DYNLIB_INIT("libmicrohttpd", mhd_sonames, mhd_syms);
+
+/* GnuTLS as libmicrohttpd mapped it (never loaded on its own): without it, answers go out as two records */
+static const struct dynlib_sym tls_syms[] = {
+	DYNLIB_SYM(gnutls_record_cork, mhd.cork),
+	DYNLIB_SYM(gnutls_record_uncork, mhd.uncork),
+};
+static const char *const tls_sonames[] = { "libgnutls.so.30", NULL };
+static struct dynlib tls_lib = { .what = "GnuTLS", .sonames = tls_sonames, .syms = tls_syms, .n_syms = 2,
+				 .noload = true, .once = PTHREAD_ONCE_INIT };
 
 /* One daemon generation: a key pair, and the connections it has open. */
 struct gen {
@@ -121,10 +139,71 @@ struct webhook {
 struct req {
 	struct buf body;
 	bool too_big;
+	bool corked; /* the answer's TLS records are held until completed_cb (cork()) */
 };
 
-/* The daemon generation whose worker thread this is (set at the top of access_cb). */
+/* The daemon generation whose worker thread this is, and the request in hand (set at the top of access_cb). */
 static __thread const struct gen *tl_gen;
+static __thread struct req *tl_req;
+
+/*
+ * One TLS record for the answer, not two. libmicrohttpd 0.9.75 sends the
+ * header and the body with one gnutls_record_send each under TLS (it has no
+ * vectored send there): two records, two sendmsg calls, and two wake-ups of
+ * the client, where nginx sends one. So the session is corked before the
+ * answer is queued (GnuTLS then gathers what libmicrohttpd sends) and
+ * uncorked in completed_cb, which libmicrohttpd calls on the same thread once
+ * it has handed over the last byte: one record, one sendmsg. Only when the
+ * socket's send queue is empty and the answer small (CORK_MAX): the kernel
+ * then takes the whole record at once, so uncorking never has to wait for a
+ * client that does not read (uncork() still bounds that wait).
+ *
+ * libmicrohttpd sets TCP_CORK on the socket before it sends and clears it
+ * after its last send; with GnuTLS corked, that last send writes nothing,
+ * so the record uncork() writes lands in a corked socket, and the kernel
+ * would hold it for its cork timer, ~200 ms (the answers that were held so
+ * until webhook_latency.sh caught it). uncork() clears TCP_CORK after the
+ * record, which sends it at once. Bought: ~9 us of CPU per answer and
+ * 10-30% more answers a second (docs/BENCHMARKS.md, "webhook clean-up").
+ */
+#define CORK_MAX (8u << 10)
+
+static void cork(struct MHD_Connection *c, struct req *q, size_t len)
+{
+	const union MHD_ConnectionInfo *s, *f;
+	int outq;
+
+	if (mhd.cork == NULL || q == NULL || len > CORK_MAX ||
+	    (s = mhd.info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION)) == NULL || s->tls_session == NULL ||
+	    (f = mhd.info(c, MHD_CONNECTION_INFO_CONNECTION_FD)) == NULL ||
+	    ioctl(f->connect_fd, SIOCOUTQ, &outq) != 0 || outq != 0)
+		return;
+	mhd.cork(s->tls_session);
+	q->corked = true;
+}
+
+/* Send what cork() held. A client that leaves the record unread for UNCORK_MAX_MS loses the connection. */
+#define UNCORK_MAX_MS 1000
+static void uncork(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *s = mhd.info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION),
+				       *f = mhd.info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	long long deadline = clock_ms() + UNCORK_MAX_MS;
+	int rc;
+
+	if (s == NULL || s->tls_session == NULL || f == NULL)
+		return;
+	while ((rc = mhd.uncork(s->tls_session, 0)) == GNUTLS_E_AGAIN_ || rc == GNUTLS_E_INTERRUPTED_) {
+		struct pollfd p = { .fd = f->connect_fd, .events = POLLOUT };
+		long long now = clock_ms();
+
+		if (now >= deadline || (poll(&p, 1, (int)(deadline - now)) < 0 && errno != EINTR)) {
+			shutdown(f->connect_fd, SHUT_RDWR); /* libmicrohttpd closes it at its next read */
+			return;
+		}
+	}
+	setsockopt(f->connect_fd, IPPROTO_TCP, TCP_CORK, &(int){ 0 }, sizeof(int)); /* out now, not in 200 ms */
+}
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
 			     size_t len)
@@ -134,6 +213,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 
 	if (r == NULL)
 		return MHD_NO;
+	cork(c, tl_req, len);
 	mhd.add_header(r, "Content-Type", ctype);
 	mhd.add_header(r, "Cache-Control", "no-store");
 	mhd.add_header(r, "X-Content-Type-Options", "nosniff");
@@ -230,6 +310,25 @@ static const char *mutate_path(bool ns_enabled, bool no_ptrace)
 	return paths[ns_enabled][no_ptrace];
 }
 
+/*
+ * A pod that asked for diagnostics is logged at info (warn when refused,
+ * error when we failed); one that did not ask, at debug. With the annotation
+ * default every pod created in the cluster reaches the webhook, so those are
+ * most answers, and a line each would be most of the log and, at saturation,
+ * a quarter of the CPU (docs/BENCHMARKS.md, "webhook clean-up").
+ */
+static enum log_level admission_level(enum review_outcome o)
+{
+	switch (o) {
+	case REVIEW_SKIPPED_NOT_OPTED:
+	case REVIEW_SKIPPED_NOT_POD_CREATE:
+	case REVIEW_SKIPPED_EXCLUDED: return LOG_DEBUG;
+	case REVIEW_REFUSED: return LOG_WARN;
+	case REVIEW_ERROR: return LOG_ERROR;
+	default: return LOG_INFO;
+	}
+}
+
 static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled,
 				     bool no_ptrace)
 {
@@ -265,8 +364,9 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 	}
 	atomic_fetch_add(&w->outcomes[ns_enabled][o], 1);
 	observe(w, ms);
-	log_info("admission", LOG_STR("event", "admission"), LOG_STR("path", mutate_path(ns_enabled, no_ptrace)),
-		 LOG_STR("outcome", review_outcome_name(o)), LOG_NUM("ms", ms));
+	log_at(admission_level(o), "admission", LOG_STR("event", "admission"),
+	       LOG_STR("path", mutate_path(ns_enabled, no_ptrace)), LOG_STR("outcome", review_outcome_name(o)),
+	       LOG_NUM("ms", ms), LOG_END_);
 	r = reply(c, 200, "application/json", out.data, out.len);
 	buf_free(&out);
 	return r;
@@ -283,6 +383,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 
 	(void)version;
 	tl_gen = g;
+	tl_req = q;
 	if (q == NULL) {
 		const union MHD_ConnectionInfo *ci = mhd.info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 
@@ -290,14 +391,15 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 			return MHD_NO; /* conn_cb had no memory for it: the connection is closed */
 		atomic_fetch_add(&g->inflight, 1);
 		q->body.len = 0;
-		q->too_big = false;
+		q->too_big = q->corked = false;
 		if ((cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length")) != NULL &&
 		    (n = strtoull(cl, NULL, 10)) > 0 && n <= w->cfg.max_body)
 			/* one allocation for the body, not a doubling series of copies; what a client only
 			   claims costs no more than 1 MiB of address space until it sends it */
 			buf_reserve(&q->body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
 		*con_cls = q;
-			return MHD_YES;
+		tl_req = q;
+		return MHD_YES;
 	}
 	if (*upload_size) {
 		if (!q->too_big && buf_append(&q->body, upload, *upload_size) != 0)
@@ -338,6 +440,8 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, en
 
 	(void)toe;
 	if (q) {
+		if (q->corked)
+			uncork(c);
 		atomic_fetch_sub(&g->inflight, 1);
 		if (q->body.alloc > BODY_KEEP)
 			buf_free(&q->body);
@@ -502,6 +606,7 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 
 	if ((rc = dynlib_load(&mhd_lib, em)) != 0)
 		return rc;
+	dynlib_load(&tls_lib, NULL);
 	w = mem_zalloc(sizeof(*w));
 	w->cfg = *cfg;
 	if (w->cfg.max_body == 0)

@@ -24,8 +24,9 @@
 #                full review's (`diagport webhook review`), all but the first from the cache
 #   config/*     --config reloaded on change (new defaults, excludedNamespaces), the kept answers
 #                dropped with it; a broken file counted once, with where, and the old one kept
-#   metrics/*    /metrics counts what was sent; logs/* the stderr log (one JSON line per admission,
-#                each written as it happens, every line JSON)
+#   metrics/*    /metrics counts what was sent; logs/* the stderr log (one JSON line per admission
+#                of a pod that asked, at its outcome's level; none at the default level for one that
+#                did not ask; each written as it happens, every line JSON)
 #   sigterm/*    SIGTERM: exit 0 within 5 s (also with an idle keep-alive
 #                connection open, on a third server)
 set -u
@@ -477,9 +478,40 @@ cnt=$(mv_ diagport_webhook_admission_seconds_count)
 inf=$(mv_ 'diagport_webhook_admission_seconds_bucket{le="+Inf"}')
 WHY="admission_seconds_count '$cnt', le=\"+Inf\" bucket '$inf', sum of admissions_total $sum"
 check metrics/histogram test "${cnt:-x}" = "$sum" -a "${inf:-x}" = "$sum"
-n=$(grep -c '"event":"admission"' "$LOG")
-WHY="$n {\"event\":\"admission\"} log lines, $sum admissions counted"
-check logs/one-line-per-admission test "$n" = "$sum"
+# One line per admission of a pod that asked (info; warn when refused, error when we failed), none
+# for a pod that did not ask (debug, below the default level): per outcome, lines == admissions_total.
+"$PY" - "$W/metrics" "$LOG" > "$W/levels.out" << 'EOF'
+import json, re, sys
+want = {"injected": "INFO", "skipped-opted-out": "INFO", "skipped-already-injected": "INFO",
+        "refused": "WARN", "error": "ERROR", "skipped-not-opted-in": None,
+        "skipped-not-pod-create": None, "skipped-excluded-namespace": None}
+counted, lines = {}, {}
+for l in open(sys.argv[1]):
+    m = re.match(r'diagport_webhook_admissions_total\{path="[^"]*",outcome="([^"]*)"\} (\d+)', l)
+    if m:
+        counted[m[1]] = counted.get(m[1], 0) + int(m[2])
+for l in open(sys.argv[2], encoding="utf-8", errors="replace"):
+    try:
+        o = json.loads(l)
+    except ValueError:
+        continue
+    if isinstance(o, dict) and o.get("event") == "admission":
+        k = (o.get("outcome"), o.get("level"))
+        lines[k] = lines.get(k, 0) + 1
+bad = []
+for outcome, n in sorted(counted.items()):
+    lvl = want.get(outcome, "?")
+    got = sum(v for (o, _), v in lines.items() if o == outcome)
+    right = lines.get((outcome, lvl), 0)
+    if (lvl is None and got) or (lvl is not None and (got != n or right != n)):
+        bad.append(f"{outcome}: {n} counted, {got} lines ({right} at {lvl})")
+quiet = [o for o, l in want.items() if l is None and counted.get(o)]
+if not counted.get("injected") or not quiet:
+    bad.append(f"the run needs injected pods and pods that did not ask: {counted}")
+print("; ".join(bad))
+EOF
+WHY="$(cat "$W/levels.out")"
+check logs/one-line-per-admission-that-asked test -z "$(tr -d '\n' < "$W/levels.out")"
 "$PY" - "$LOG" > "$W/notjson.out" << 'EOF'
 import json, sys
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
