@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # manifests.sh - manifests/ as a platform team applies it (`kubectl apply -k`).
-# For each of base, overlays/cert-manager, overlays/self-contained and
-# examples/dotnet-app: `kubectl kustomize` renders it (offline); every
-# built-in object in the render validates with kubernetes-models
+# For each of base, overlays/cert-manager, overlays/self-contained,
+# overlays/label-selected and examples/dotnet-app: `kubectl kustomize`
+# renders it (offline); every built-in object in the render validates with kubernetes-models
 # (tests/validate/k8s-validate.mjs, with its API-server rules), and none is
 # left unvalidated for want of a model. kubernetes-models has no classes for
 # cert-manager's custom resources (cert-manager.io/v1), so those are checked
@@ -12,10 +12,11 @@
 #
 # Then the issue's invariants on the rendered output (issue 4, section 2):
 # every webhook Ignore / None / timeout <= 10 / IfNeeded / [v1], CREATE of pods
-# only, routed to the right path; the namespace selectors, evaluated on sample
-# namespaces (kube-system and diagport-system never reach a webhook, whatever
-# their labels); the Deployment (2 replicas, anti-affinity, PDB, probes,
-# resources, command, mounts), the hardened security context on every pod
+# only, routed to the right path; the namespace and object selectors,
+# evaluated on sample namespaces and pods (kube-system and diagport-system
+# never reach a webhook, whatever their labels; which pods reach it with the
+# annotation default and with components/label-selected); the Deployment
+# (2 replicas, anti-affinity, PDB, probes, resources, command, mounts), the hardened security context on every pod
 # spec, the configuration's defaults, least-privilege RBAC (none at all
 # without the self-contained overlay; no wildcards; the ClusterRole limited
 # by resourceNames), and the certificate Job. Finally `diagport inject` of the
@@ -176,7 +177,41 @@ SELECTOR_CASES = [
 ]
 
 
-def check_selectors(docs):
+# (namespace labels, pod labels, which webhook must see the pod: None for
+# neither), for each way of opting in: "annotation" (base: every pod of a
+# namespace that did not opt in reaches the webhook, which reads the pod's
+# annotation) and "label-selected" (components/label-selected: only pods
+# labelled diagport.dev/inject=enabled do). Either way a pod labelled
+# disabled reaches no webhook, and a namespace's opt-in sends all its pods.
+POD_CASES = {
+    "annotation": [
+        (ns_labels("default"), {}, "pods.diagport.dev"),
+        (ns_labels("default"), {"app": "x"}, "pods.diagport.dev"),
+        (ns_labels("default"), {"diagport.dev/inject": "enabled"}, "pods.diagport.dev"),
+        (ns_labels("default"), {"diagport.dev/inject": "disabled"}, None),
+        (ns_labels("shop", None, "baseline"), {"diagport.dev/inject": "disabled"}, None),
+        (ns_labels("shop", "enabled"), {}, "namespaces.diagport.dev"),
+        (ns_labels("shop", "enabled"), {"diagport.dev/inject": "disabled"}, None),
+        (ns_labels("kube-system"), {"diagport.dev/inject": "enabled"}, None),
+    ],
+    "label-selected": [
+        (ns_labels("default"), {}, None),
+        (ns_labels("default"), {"app": "x"}, None),
+        (ns_labels("default"), {"diagport.dev/inject": "true"}, None),
+        (ns_labels("default"), {"diagport.dev/inject": "enabled"}, "pods.diagport.dev"),
+        (ns_labels("default"), {"diagport.dev/inject": "disabled"}, None),
+        (ns_labels("shop", None, "baseline"), {}, None),
+        (ns_labels("shop", None, "baseline"), {"diagport.dev/inject": "enabled"}, "pods-pss.diagport.dev"),
+        (ns_labels("shop", "enabled"), {}, "namespaces.diagport.dev"),
+        (ns_labels("shop", "enabled", "restricted"), {}, "namespaces-pss.diagport.dev"),
+        (ns_labels("shop", "enabled"), {"diagport.dev/inject": "disabled"}, None),
+        (ns_labels("kube-system"), {"diagport.dev/inject": "enabled"}, None),
+    ],
+}
+
+
+def check_selectors(docs, mode="annotation"):
+    need(mode in POD_CASES, f"unknown opt-in mode {mode}")
     hs = hooks(docs)
     for h in hs:
         exprs = dig(h, "namespaceSelector", "matchExpressions") or []
@@ -187,6 +222,12 @@ def check_selectors(docs):
         got = [h["name"] for h in hs if selector_matches(h.get("namespaceSelector"), labels)]
         need(got == ([want] if want else []),
              f"a namespace labelled {labels} reaches {got or 'no webhook'}, expected {want or 'none'}")
+    for labels, pod, want in POD_CASES[mode]:
+        got = [h["name"] for h in hs if selector_matches(h.get("namespaceSelector"), labels)
+               and selector_matches(h.get("objectSelector"), pod)]
+        need(got == ([want] if want else []),
+             f"{mode}: a pod labelled {pod} in a namespace labelled {labels} reaches {got or 'no webhook'}, "
+             f"expected {want or 'none'}")
 
 
 def check_rules(docs):
@@ -638,6 +679,9 @@ def mutate(which, src, out):
         hooks(docs)[1]["admissionReviewVersions"] = ["v1", "v1beta1"]
     elif which == "selector-kube-system":
         hooks(docs)[1]["namespaceSelector"] = {"matchLabels": {"diagport.dev/inject": "enabled"}}
+    elif which == "no-object-selector":
+        for h in hooks(docs):
+            h.pop("objectSelector", None)
     elif which == "schema-broken":
         hooks(docs)[0]["timeoutSeconds"] = "5"
         del hooks(docs)[1]["clientConfig"]
@@ -746,7 +790,7 @@ validate() {
 
 # --- render and validate every directory -----------------------------------
 
-DIRS="base overlays/cert-manager overlays/self-contained examples/dotnet-app"
+DIRS="base overlays/cert-manager overlays/self-contained overlays/label-selected examples/dotnet-app"
 for dir in $DIRS; do
 	n=${dir##*/}
 	r=$W/$n.yaml
@@ -762,7 +806,7 @@ for dir in $DIRS; do
 	validate "$n/validate" "$W/$n.k8s.yaml"
 	# Custom resources escape k8s-validate.mjs: only cert-manager's are
 	# expected, and only in its overlay, where the checker validates them.
-	if [ "$n" = cert-manager ]; then
+	if [ "$n" = cert-manager ] || [ "$n" = label-selected ]; then
 		pycheck "$n/cert-manager-fields" cert-manager-fields "$W/$n.crd.yaml" 4
 		pycheck "$n/cert-manager-chain" cert-manager-chain "$r"
 	else
@@ -772,10 +816,13 @@ done
 
 # --- the issue's invariants on each render that installs the webhook --------
 
-for n in base cert-manager self-contained; do
+for n in base cert-manager self-contained label-selected; do
 	r=$W/$n.yaml
 	[ -s "$r" ] || continue # its render already failed
-	for c in failure-policy side-effects timeout reinvocation review-versions rules routes selectors \
+	mode=annotation
+	[ "$n" = label-selected ] && mode=label-selected
+	pycheck "$n/selectors" selectors "$r" "$mode"
+	for c in failure-policy side-effects timeout reinvocation review-versions rules routes \
 		replicas anti-affinity pdb probes resources command mounts service namespace config; do
 		pycheck "$n/$c" "$c" "$r"
 	done
@@ -845,6 +892,8 @@ bite timeout "$B" timeout-30 timeout
 bite reinvocation "$B" reinvocation-never reinvocation
 bite review-versions "$B" review-v1beta1 review-versions
 bite selectors "$B" selector-kube-system selectors
+bite object-selector "$B" no-object-selector selectors annotation
+bite label-selected "$W/label-selected.yaml" no-object-selector selectors label-selected
 bite replicas "$B" replicas-1 replicas
 bite anti-affinity "$B" no-anti-affinity anti-affinity
 bite pdb "$B" no-pdb pdb
