@@ -5,12 +5,13 @@
                             annotated), plain.json (not opted in), big.json (annotated, about 150 KB:
                             2,600 env vars), bigplain.json (the same, not opted in), bad.json (not an
                             AdmissionReview)
-  run CAFILE PORT DIR       every kind of answer over Python's ssl: a new connection for each kind,
-                            three times, then one kept-alive connection for every kind three times,
+  run CAFILE PORT DIR [N]   every kind of answer over Python's ssl: a new connection for each kind,
+                            N times (3), then one kept-alive connection for every kind N times,
                             each followed by a small review. Each request is one write of the whole
                             request and a read of the whole answer, timed from that write to the
                             answer's last byte (a new connection's handshake is printed apart).
                             Prints "MODE KIND STATUS MS" per request
+  stats FILE                p50, p99 and max per (mode, kind) of FILE (bench/webhook_latency.sh)
   judge FILE CLIENT LIMIT   one PASS or FAIL line per (mode, kind) of FILE: its status as expected,
                             its median under LIMIT ms
 """
@@ -51,7 +52,7 @@ def bodies(pod_file, d):
         f.write('{"kind": "not an AdmissionReview"')
 
 
-def run(ca, port, d):
+def run(ca, port, d, reps=3):
     ctx = ssl.create_default_context(cafile=ca)
 
     def body(name):
@@ -98,7 +99,7 @@ def run(ca, port, d):
             rest += chunk
         return int(lines[0].split()[1]), (time.monotonic() - t0) * 1000
 
-    for _ in range(3):
+    for _ in range(reps):
         for name, m, p, b in kinds:
             s, hs = connect()
             st, ms = one(s, m, p, b)
@@ -106,7 +107,7 @@ def run(ca, port, d):
             s.close()
     s, _ = connect()
     mode = "first"
-    for _ in range(3):
+    for _ in range(reps):
         for name, m, p, b in kinds:
             st, ms = one(s, m, p, b)
             print(f"{mode} {name} {st} {ms:.2f}")
@@ -114,6 +115,17 @@ def run(ca, port, d):
             st, ms = one(s, "POST", "/mutate", plain)
             print(f"kept after-plain {st} {ms:.2f}")
     s.close()
+
+
+def stats(path):
+    groups = {}
+    for line in open(path):
+        f = line.split()
+        groups.setdefault(f"{f[0]} {f[1]}", []).append(float(f[3]))
+    for key, ms in sorted(groups.items()):
+        ms.sort()
+        q = lambda p: ms[min(len(ms) - 1, int(len(ms) * p))]
+        print(f"   {key:<30} n {len(ms):4d}  p50 {q(.5):7.3f}  p99 {q(.99):7.3f}  max {ms[-1]:7.3f} ms")
 
 
 def judge(path, client, limit):
@@ -139,6 +151,8 @@ def judge(path, client, limit):
 if sys.argv[1] == "bodies":
     bodies(sys.argv[2], sys.argv[3])
 elif sys.argv[1] == "run":
-    run(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    run(sys.argv[2], int(sys.argv[3]), sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 3)
+elif sys.argv[1] == "stats":
+    stats(sys.argv[2])
 else:
     judge(sys.argv[2], sys.argv[3], float(sys.argv[4]))
