@@ -1,8 +1,10 @@
 /*
- * clock.c - monotonic milliseconds (clock.h).
+ * clock.c - monotonic milliseconds, and the wall clock in RFC 3339 (clock.h).
  */
 #include "clock.h"
 
+#include <stdio.h>
+#include <sys/time.h>
 #include <time.h>
 
 long long clock_ms(void)
@@ -11,4 +13,19 @@ long long clock_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void clock_rfc3339(char out[CLOCK_RFC3339_LEN], int digits)
+{
+	struct timeval tv;
+	struct tm tm;
+	char s[24];
+
+	gettimeofday(&tv, NULL);
+	gmtime_r(&tv.tv_sec, &tm);
+	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
+	if (digits == 6)
+		snprintf(out, CLOCK_RFC3339_LEN, "%.19s.%06dZ", s, (int)(tv.tv_usec % 1000000));
+	else
+		snprintf(out, CLOCK_RFC3339_LEN, "%.19s.%03dZ", s, (int)(tv.tv_usec / 1000 % 1000));
 }

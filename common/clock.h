@@ -1,10 +1,15 @@
 /*
- * clock.h - monotonic time for deadlines and durations (never the wall clock).
+ * clock.h - monotonic time for deadlines and durations, and the wall clock
+ * written as RFC 3339 UTC (log lines, operations' creation times).
  */
 #ifndef DP_CLOCK_H
 #define DP_CLOCK_H
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 long long clock_ms(void);
+
+/* Now, UTC, as "2021-07-21T06:21:15.315Z" (digits 3) or "...15.315861Z" (digits 6). */
+#define CLOCK_RFC3339_LEN 32
+void clock_rfc3339(char out[CLOCK_RFC3339_LEN], int digits);
 
 #endif

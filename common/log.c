@@ -11,10 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/time.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "utf8.h"
 
@@ -85,18 +84,6 @@ static json_t *value(const struct log_kv *kv)
 	return json_null();
 }
 
-static void now_rfc3339(char out[40])
-{
-	struct timeval tv;
-	struct tm tm;
-	char s[24];
-
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, 40, "%.19s.%03dZ", s, (int)(tv.tv_usec / 1000) % 1000);
-}
-
 static void write_line(const char *s, size_t n)
 {
 	while (n > 0) {
@@ -114,7 +101,7 @@ static void write_line(const char *s, size_t n)
 void log_at(enum log_level lvl, const char *msg, ...)
 {
 	json_t *o;
-	char ts[40], *line;
+	char ts[CLOCK_RFC3339_LEN], *line;
 	struct log_kv kv;
 	va_list ap;
 	size_t n;
@@ -122,7 +109,7 @@ void log_at(enum log_level lvl, const char *msg, ...)
 	if (lvl < min_level)
 		return;
 	o = json_object();
-	now_rfc3339(ts);
+	clock_rfc3339(ts, 3);
 	json_object_set_new(o, "time", json_string(ts));
 	json_object_set_new(o, "level", json_string(level_name(lvl)));
 	json_object_set_new(o, "msg", utf8_json_str(msg));

@@ -111,15 +111,31 @@ static long conv_read(struct job *j, char *out, size_t max, void (*flush)(void *
 	}
 }
 
+/* Start a session whose events conv (writing into j->out) turns into text. */
+static int conv_start(struct job *j, void *conv, const struct nettrace_callbacks *cb, struct err_msg *em)
+{
+	j->scratch = mem_alloc(CHUNK);
+	j->conv = conv;
+	return trace_start_cb(j->cs->port, j->c.target.cookie, &j->c.session, j->c.duration_ms, j->stop, cb, conv,
+			      &j->s, em);
+}
+
+static void conv_end(struct job *j, void (*free_conv)(void *))
+{
+	trace_src_end(j);
+	free_conv(j->conv);
+	j->conv = NULL;
+	buf_free(&j->out);
+	free(j->scratch);
+	j->scratch = NULL;
+}
+
 static int live_src_start(struct job *j, struct err_msg *em)
 {
 	j->ctype = "application/json-seq";
 	j->ext = "metrics.json";
 	buf_init(&j->out, 0);
-	j->scratch = mem_alloc(CHUNK);
-	j->conv = metrics_live_new(&j->c.sel, &j->out);
-	return trace_start_cb(j->cs->port, j->c.target.cookie, &j->c.session, j->c.duration_ms, j->stop,
-			      &metrics_live_callbacks, j->conv, &j->s, em);
+	return conv_start(j, metrics_live_new(&j->c.sel, &j->out), &metrics_live_callbacks, em);
 }
 
 static long live_src_read(struct job *j, char *out, size_t max)
@@ -127,19 +143,24 @@ static long live_src_read(struct job *j, char *out, size_t max)
 	return conv_read(j, out, max, NULL);
 }
 
+static void live_free_cb(void *l)
+{
+	metrics_live_free(l);
+}
+
 static void live_src_end(struct job *j)
 {
-	trace_src_end(j);
-	metrics_live_free(j->conv);
-	j->conv = NULL;
-	buf_free(&j->out);
-	free(j->scratch);
-	j->scratch = NULL;
+	conv_end(j, live_free_cb);
 }
 
 static void logs_flush_cb(void *l)
 {
 	logs_flush(l);
+}
+
+static void logs_free_cb(void *l)
+{
+	logs_free(l);
 }
 
 static int logs_src_start(struct job *j, struct err_msg *em)
@@ -151,10 +172,7 @@ static int logs_src_start(struct job *j, struct err_msg *em)
 	j->ctype = ctypes[j->c.format];
 	j->ext = exts[j->c.format];
 	buf_init(&j->out, 0);
-	j->scratch = mem_alloc(CHUNK);
-	j->conv = logs_new(&j->c.filter, (enum logs_format)j->c.format, &j->out);
-	return trace_start_cb(j->cs->port, j->c.target.cookie, &j->c.session, j->c.duration_ms, j->stop,
-			      &logs_callbacks, j->conv, &j->s, em);
+	return conv_start(j, logs_new(&j->c.filter, (enum logs_format)j->c.format, &j->out), &logs_callbacks, em);
 }
 
 static long logs_src_read(struct job *j, char *out, size_t max)
@@ -164,12 +182,7 @@ static long logs_src_read(struct job *j, char *out, size_t max)
 
 static void logs_src_end(struct job *j)
 {
-	trace_src_end(j);
-	logs_free(j->conv);
-	j->conv = NULL;
-	buf_free(&j->out);
-	free(j->scratch);
-	j->scratch = NULL;
+	conv_end(j, logs_free_cb);
 }
 
 /* ---- artifacts made whole in memory ---- */

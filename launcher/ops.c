@@ -22,9 +22,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
-#include <sys/time.h>
 #include <time.h>
 
+#include "clock.h"
 #include "errors.h"
 #include "mem.h"
 #include "utf8.h"
@@ -35,7 +35,7 @@ static const char *const state_names[] = { "Running", "Succeeded", "Failed", "Ca
 struct op {
 	struct op *next;
 	char id[37];
-	char created[40];
+	char created[CLOCK_RFC3339_LEN];
 	enum op_state state;
 	atomic_bool cancel, stop;
 	bool stoppable;
@@ -105,19 +105,6 @@ static void new_id(char out[37])
 		 b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
-/* Now as "2021-07-21T06:21:15.315861Z". */
-static void now_iso(char out[40])
-{
-	struct timeval tv;
-	struct tm tm;
-	char s[32];
-
-	gettimeofday(&tv, NULL);
-	gmtime_r(&tv.tv_sec, &tm);
-	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, 40, "%s.%06ldZ", s, (long)tv.tv_usec);
-}
-
 /* Drop the oldest finished records above the cap. Called locked. */
 static void trim(struct ops *o)
 {
@@ -142,7 +129,7 @@ struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *
 	struct op *op = mem_zalloc(sizeof(*op)), **pp;
 
 	new_id(op->id);
-	now_iso(op->created);
+	clock_rfc3339(op->created, 6);
 	op->state = OP_RUNNING;
 	atomic_init(&op->cancel, false);
 	atomic_init(&op->stop, false);
