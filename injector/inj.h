@@ -120,14 +120,17 @@ int inj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg
 int uninj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
 /*
  * What a Kubernetes object's metadata says about injecting it, for every
- * front-end alike: 1 opt in, 0 opt out, -1 nothing. The annotation
- * diagport.dev/inject decides ("false" or "disabled": out; any other value:
- * in, and the rules check it); without it, the label diagport.dev/inject
- * does ("enabled": in, "disabled": out; the label is what a webhook's
- * objectSelector can match, manifests/README.md). A pod's namespace may
- * opt it in besides (the webhook's /mutate/namespace).
+ * front-end alike: 1 opt in, 0 opt out, -1 nothing, -2 the label
+ * diagport.dev/inject holds something other than "enabled" or "disabled"
+ * (*bad: that value, for the message). The annotation diagport.dev/inject
+ * and the label of the same name both count, and an opt-out either way
+ * wins (annotation "false" or "disabled", label "disabled": out, as the
+ * manifests' objectSelector keeps a pod labelled disabled from the webhook
+ * whatever it is annotated); otherwise either one opts in (any other
+ * annotation value: in, and the rules check it; label "enabled"). A pod's
+ * namespace may opt it in besides (the webhook's /mutate/namespace).
  */
-int inj_k8s_wants(const struct doc_node *metadata);
+int inj_k8s_wants(const struct doc_node *metadata, const struct doc_node **bad);
 /* Kubernetes: a bare pod (metadata + spec), as the webhook sees it. */
 int inj_k8s_pod(struct doc_node *pod, const struct inj_ctx *c, struct err_msg *em);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mem.h"
 
@@ -84,17 +85,21 @@ static struct doc_node *volume(const char *name, const struct inj_opts *o)
 static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
 			const char *what, struct err_msg *em);
 
-int inj_k8s_wants(const struct doc_node *metadata)
+int inj_k8s_wants(const struct doc_node *metadata, const struct doc_node **bad)
 {
-	const char *ann = doc_get_str(doc_get(metadata, "annotations"), INJ_PREFIX "inject");
-	const char *label = doc_get_str(doc_get(metadata, "labels"), INJ_PREFIX "inject");
+	const struct doc_node *an = doc_get(doc_get(metadata, "annotations"), INJ_PREFIX "inject"),
+			      *ln = doc_get(doc_get(metadata, "labels"), INJ_PREFIX "inject");
+	const char *ann = doc_strval(an), *label = doc_strval(ln);
+	bool ann_out = ann && (strcasecmp(ann, "false") == 0 || strcmp(ann, "disabled") == 0);
 
-	if (ann)
-		return strcmp(ann, "false") != 0 && strcmp(ann, "disabled") != 0;
-	if (label && strcmp(label, "enabled") == 0)
+	if (ln && (label == NULL || (strcmp(label, "enabled") != 0 && strcmp(label, "disabled") != 0))) {
+		*bad = ln;
+		return -2;
+	}
+	if (ann_out || (label && strcmp(label, "disabled") == 0))
+		return 0; /* an opt-out, either way, wins */
+	if (ann || label)
 		return 1;
-	if (label && strcmp(label, "disabled") == 0)
-		return 0;
 	return -1;
 }
 
@@ -106,8 +111,9 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 	struct inj_status st;
 	struct inj_agent_user u = { 0 };
 	bool *sel = NULL, first = true;
+	const struct doc_node *bad = NULL;
 	char *status;
-	int rc;
+	int rc, want;
 
 	/* Already injected? Take ours out first, then apply the options as they are now. */
 	if ((rc = pod_uninject(c, holder, spec, what, em)) != 0 ||
@@ -116,7 +122,12 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		return rc;
 	if ((rc = inj_opts_from_map(c, c->base, ann, true, what, &o, em)) != 0)
 		return rc;
-	if (o.inject == 0 || inj_k8s_wants(md) == 0) {
+	if ((want = inj_k8s_wants(md, &bad)) == -2) {
+		inj_opts_free(&o);
+		return inj_fail(c, em, bad, DP_EREFUSED, what, "label " INJ_PREFIX "inject: '%s' is not enabled or disabled",
+				doc_strval(bad) ? doc_strval(bad) : "(not a string)");
+	}
+	if (o.inject == 0 || want == 0) {
 		if (c->report)
 			c->report->skipped++;
 		inj_opts_free(&o);

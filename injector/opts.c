@@ -245,7 +245,8 @@ static int set_option(struct inj_opts *o, const struct inj_option *opt, const ch
 		if (strcmp(v, "enabled") == 0 || strcmp(v, "disabled") == 0)
 			b = strcmp(v, "enabled") == 0;
 		else if (parse_bool(v, &b) != 0)
-			return err_set(em, DP_EINVAL, "option %s: '%s' is not true or false", opt->name, v);
+			return err_set(em, DP_EINVAL, "option %s: '%s' is not true, false, enabled or disabled",
+				       opt->name, v);
 		set_int(field, opt->size, b);
 		return 0;
 	case OK_BOOL:

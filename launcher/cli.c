@@ -330,6 +330,7 @@ int launch_cli(int argc, char **argv)
 					 .metrics_interval_s = c.metrics_interval_s };
 		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body };
 		struct httpd_config mc = { .urls = c.metrics_urls };
+		bool authenticated = token != NULL; /* without one, loopback only (settle_auth) or --no-auth */
 
 		if (!c.metrics_off)
 			metrics = metrics_start(p, c.metrics_interval_s,
@@ -346,7 +347,7 @@ int launch_cli(int argc, char **argv)
 		}
 		log_info("listening", LOG_STR("event", "listening"), LOG_STR("socket", c.socket),
 			 LOG_STR("urls", c.urls), LOG_STR("metricsUrls", c.metrics_urls),
-			 LOG_BOOL("authentication", !c.no_auth));
+			 LOG_BOOL("authentication", authenticated));
 	}
 	if (cmd) {
 		rc = run_child(cmd, c.socket, &old_mask, !c.no_sandbox);

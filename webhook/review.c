@@ -236,13 +236,14 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 	} else if (is_excluded(cfg, doc_get_str(req, "namespace"))) {
 		o = REVIEW_SKIPPED_EXCLUDED;
 	} else {
-		int want = inj_k8s_wants(doc_get(pod, "metadata"));
+		const struct doc_node *bad = NULL; /* -2, a label the injector refuses with its message */
+		int want = inj_k8s_wants(doc_get(pod, "metadata"), &bad);
 
 		if (doc_get(doc_path(pod, "metadata/annotations"), INJ_STATUS_KEY) != NULL)
 			o = REVIEW_SKIPPED_INJECTED;
 		else if (want == 0)
 			o = REVIEW_SKIPPED_OPTED_OUT;
-		else if (want < 0 && !cfg->namespace_enabled)
+		else if (want == -1 && !cfg->namespace_enabled)
 			o = REVIEW_SKIPPED_NOT_OPTED;
 		else
 			o = inject(cfg, (struct doc_node *)pod, &patch, &n_ops, &ws); /* the request's tree is ours */

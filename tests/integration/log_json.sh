@@ -5,7 +5,8 @@
 # (jsonlines.py: strict UTF-8, an object starting time, level, msg):
 #   agent/*    an environment variable name that is not a setting (setting-ignored), a --connect-dir
 #              that does not exist (unreachable), captures with hostile tags (capture started/ended),
-#              a capture whose egress directory is gone (the error), wrong tokens (401s)
+#              a capture whose egress directory is gone (the error), wrong tokens (401s); the listening
+#              line says whether the API asks for a token (true with one, false without)
 #   secrets/*  the agent's token and the wrong tokens tried never appear in its log
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -50,6 +51,15 @@ r=$(/usr/bin/python3 "$J" "$W/agent.log" $'q"uote\\back\nnl\r\t\x01\x1f\uFFFD\uF
 WHY="$r"; check agent/tags-whole test "${r%% *}" = ok
 WHY="$(grep -c 'capture-started' "$W/agent.log") capture-started lines"; check agent/capture-lines test "$(grep -c '"event":"capture-started"' "$W/agent.log")" -ge 3
 WHY="$(grep '"outcome":"Failed"' "$W/agent.log" | head -c 300)"; check agent/failed-capture-says-why grep -q "\"outcome\":\"Failed\".*\"error\":\"egress provider 'gone'" "$W/agent.log"
+
+WHY="$(grep '"event":"listening"' "$W/agent.log")"; check agent/listening-says-authenticated grep -q '"event":"listening".*"authentication":true' "$W/agent.log"
+# Without a token (loopback only) the line must not say the API is protected.
+P2=$(free_port)
+"$D" launch --socket "$W/dumps/port2" --urls "http://127.0.0.1:$P2" --dumps "$W/dumps" 2> "$W/agent2.log" &
+AG2=$!; PIDS+=("$AG2")
+wait_for "$W/agent2.log" '"event":"listening"' 10
+kill -TERM "$AG2"; wait "$AG2" 2> /dev/null
+WHY="$(grep '"event":"listening"' "$W/agent2.log" | head -c 300)"; check agent/listening-without-token-says-so grep -q '"event":"listening".*"authentication":false' "$W/agent2.log"
 
 WHY="the token is in the agent's log"; check secrets/token-never-logged bash -c "! grep -qF -- '$TOKEN' '$W/agent.log'"
 WHY="a tried token is in the agent's log"; check secrets/guesses-never-logged bash -c "! grep -q 'guess-\|Zm9vOmJhcg' '$W/agent.log'"

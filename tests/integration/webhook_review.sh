@@ -304,13 +304,18 @@ P=$E/pod1.json # a Pod with annotations (team, diagport.dev/inject: "true") and 
 
 # the label diagport.dev/inject (what the label-selected overlay's objectSelector matches): enabled
 # opts a pod in on /mutate as the annotation does, disabled opts it out even in an opted-in namespace,
-# and an annotation decides over it; each answer's patch is diagport inject's (one_pod checks that)
+# an opt-out wins whichever of label and annotation says it, and a label value that is neither is
+# refused (admitted unchanged, with the reason); each patch is diagport inject's (one_pod checks that)
 "$PY" "$H" set-label "$E/plain.json" diagport.dev/inject enabled "$E/label.json"
 "$PY" "$H" set-label "$E/plain.json" diagport.dev/inject disabled "$E/label-off.json"
 "$PY" "$H" set-label "$E/false.json" diagport.dev/inject enabled "$E/label-ann-false.json"
+"$PY" "$H" set-label "$P" diagport.dev/inject disabled "$E/label-off-ann-true.json"
+"$PY" "$H" set-label "$E/plain.json" diagport.dev/inject disable "$E/label-typo.json"
 one_pod edge/label-enabled "$E/label.json" payments
 expect_none edge/label-disabled-namespace-enabled "$E/label-off.json" payments --namespace-enabled
 expect_none edge/label-enabled-annotation-false "$E/label-ann-false.json" payments
+expect_none edge/label-disabled-annotation-true "$E/label-off-ann-true.json" payments
+expect_refused edge/label-typo-refused "$E/label-typo.json" payments --namespace-enabled
 
 expect_none edge/no-opt-in "$E/plain.json" payments
 expect_none edge/opt-out "$E/false.json" payments
