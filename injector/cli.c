@@ -71,7 +71,7 @@ static void usage(FILE *f, const char *cmd)
 		inj_opts_help(&opts);
 		fprintf(f, "%s", opts.data ? opts.data : "");
 		buf_free(&opts);
-		fprintf(f, "      %-25s %s\n", "--all", "CloudFormation: every task definition, not only opted-in ones");
+		fprintf(f, "      %-18s %s\n", "--all", "CloudFormation: every task definition, not only opted-in ones");
 	}
 	fprintf(f, "\nExit status: 0 done, 1 refused by the rules, 2 usage, 3 unreadable input,\n"
 		   "4 input too large, 5 I/O error. On any error nothing is written.\n");
@@ -99,6 +99,34 @@ static size_t long_options(struct option *longopts, struct inj_flag *flags)
 	return n;
 }
 
+/*
+ * getopt_long takes any unambiguous prefix of a long flag: --auth would be
+ * --auth-secret, and "--auth none" would name a Secret "none". Only whole
+ * flag names are taken; the first that is not one is the error.
+ */
+static int whole_flags(int argc, char **argv, const struct option *longopts)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		size_t n = strcspn(a + 2, "=");
+		const struct option *o = longopts;
+
+		if (strcmp(a, "--") == 0)
+			break;
+		if (strncmp(a, "--", 2) != 0)
+			continue;
+		while (o->name && (strlen(o->name) != n || strncmp(o->name, a + 2, n) != 0))
+			o++;
+		if (o->name == NULL) {
+			fprintf(stderr, "diagport: unknown flag '%.*s' (see --help)\n", (int)n + 2, a);
+			return DP_EINVAL;
+		}
+		if (o->has_arg == required_argument && a[2 + n] != '=')
+			i++; /* its value, whatever it looks like */
+	}
+	return 0;
+}
+
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	struct option longopts[N_FIXED + MAX_FLAGS + 1];
@@ -109,6 +137,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 
 	long_options(longopts, flags);
 	memset(a, 0, sizeof(*a));
+	if (whole_flags(argc, argv, longopts) != 0)
+		return DP_EINVAL;
 	a->out_fmt = -1;
 	a->max_input = doc_default_limits.max_bytes;
 	inj_opts_init(&a->opts);

@@ -112,11 +112,12 @@ static const struct inj_option options[] = {
 	{ "dumps-size-limit", NULL, "--dumps-size-limit", NULL, NULL, OK_QUANTITY, FIELD(dumps_limit), NULL, NULL, "quantity (`2Gi`)", "Q", "none", "the size limit of the dumps volume" },
 	{ "sidecar", NULL, "--sidecar", NULL, NULL, OK_CHOICE, FIELD(sidecar), sidecar_choices, NULL, NULL, NULL, "`native`", "Kubernetes: a native sidecar (1.29+) or a regular container" },
 	{ "flavour", "flavor", "--flavour", NULL, NULL, OK_CHOICE, FIELD(flavour), flavour_choices, NULL, NULL, NULL, "`diagport`", "which agent" },
-	{ "auth-secret", NULL, "--auth-secret", NULL, NULL, OK_REF, FIELD(auth_secret), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none (loopback only)", "the agent's token: with it the agent serves the pod network" },
+	{ "auth-secret", NULL, "--auth-secret", NULL, NULL, OK_REF, FIELD(auth_secret), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none: loopback only", "the agent's token: with it the agent serves the pod network" },
 	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
-#define HELP_COLUMN 32 /* where --help's descriptions start */
+#define HELP_COLUMN 25 /* where --help's descriptions start, as in the fixed flags' lines (cli.c) */
+#define HELP_WIDTH 100
 
 static void replace(char **slot, const char *v)
 {
@@ -359,11 +360,43 @@ static void plain(const char *s, char *out, size_t n)
 	out[k] = '\0';
 }
 
+/* "      LEFT  TEXT", TEXT from HELP_COLUMN, wrapped at HELP_WIDTH; LEFT alone on its line when too long. */
+static void help_entry(struct buf *out, const char *left, const char *text)
+{
+	size_t col = 6 + strlen(left);
+
+	buf_printf(out, "      %s", left);
+	if (col + 1 > HELP_COLUMN) {
+		buf_putc(out, '\n');
+		col = 0;
+	}
+	while (*text) {
+		size_t w = strcspn(text, " ");
+
+		if (col > HELP_COLUMN && col + 1 + w > HELP_WIDTH) {
+			buf_putc(out, '\n');
+			col = 0;
+		}
+		if (col < HELP_COLUMN) {
+			buf_printf(out, "%*s", (int)(HELP_COLUMN - col), "");
+			col = HELP_COLUMN;
+		} else {
+			buf_putc(out, ' ');
+			col++;
+		}
+		buf_printf(out, "%.*s", (int)w, text);
+		col += w;
+		text += w;
+		text += strspn(text, " ");
+	}
+	buf_putc(out, '\n');
+}
+
 void inj_opts_help(struct buf *out)
 {
 	for (size_t i = 0; i < N_OPTIONS; i++) {
 		const struct inj_option *opt = &options[i];
-		char t[160], left[200], h[300], d[160];
+		char t[160], left[200], h[300], d[160], text[480];
 
 		if (!opt->flag && !opt->switch_flag)
 			continue;
@@ -379,11 +412,11 @@ void inj_opts_help(struct buf *out)
 			snprintf(left, sizeof(left), "%s", opt->switch_flag);
 		plain(opt->help, h, sizeof(h));
 		plain(opt->def, d, sizeof(d));
-		/* the flag, then what it does with its default: on the same line when both fit 100 columns */
-		if (6 + strlen(left) < HELP_COLUMN && HELP_COLUMN + strlen(h) + strlen(d) + 12 <= 100)
-			buf_printf(out, "      %-*s %s (default: %s)\n", HELP_COLUMN - 7, left, h, d);
+		if (opt->flag) /* a switch alone (--no-auth) says what it does, not the option's default */
+			snprintf(text, sizeof(text), "%s (default: %s)", h, d);
 		else
-			buf_printf(out, "      %s\n%*s%s (default: %s)\n", left, HELP_COLUMN, "", h, d);
+			snprintf(text, sizeof(text), "%s", h);
+		help_entry(out, left, text);
 	}
 }
 

@@ -276,7 +276,8 @@ void api_metrics(struct metrics *m, struct httpd_req *r)
 {
 	struct buf out;
 
-	if (strcmp(httpd_method(r), "GET") != 0) {
+	if (strcmp(httpd_method(r), "GET") != 0 && strcmp(httpd_method(r), "HEAD") != 0) {
+		httpd_set_header(r, "Allow", "GET, HEAD");
 		httpd_problem(r, 405, "Method Not Allowed", "%s is not allowed on /metrics", httpd_method(r));
 		return;
 	}
@@ -320,8 +321,8 @@ static const struct route *lookup(const struct api *a, struct httpd_req *r)
 		}
 		known = true;
 		open = open || routes[i].open;
-		snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s", allow[0] ? ", " : "",
-			 routes[i].method);
+		snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow), "%s%s%s", allow[0] ? ", " : "",
+			 routes[i].method, method_matches(&routes[i], "HEAD") ? ", HEAD" : "");
 	}
 	if (a->token && !open && !token_ok(a, httpd_header(r, "Authorization")))
 		httpd_problem(r, 401, "Unauthorized", "this agent requires 'Authorization: Bearer <token>'");

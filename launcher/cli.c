@@ -388,13 +388,18 @@ int health_cli(int argc, char **argv)
 		if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
 			char *end;
 
-			port = (int)strtol(argv[++i], &end, 10);
-			if (*end != '\0')
+			const char *v = argv[++i];
+
+			port = (int)strtol(v, &end, 10);
+			if (*v < '0' || *v > '9' || *end != '\0')
 				port = 0;
 		} else {
-			fprintf(stderr, "usage: diagport health [--port N]\n"
-					"Exits 0 when the agent on this host answers /healthz (for probes without a shell).\n");
-			return 2;
+			bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+
+			fprintf(help ? stdout : stderr, "usage: diagport health [--port N]\n"
+				"Exits 0 when the agent on this host answers /healthz (for probes without a shell),\n"
+				"1 when it does not, 2 on a usage error.\n");
+			return help ? 0 : 2;
 		}
 	}
 	if (port < 1 || port > 65535) {

@@ -63,6 +63,18 @@ check 401-www-authenticate bash -c "curl -s -D - -o /dev/null '$U/processes' | g
 WHY="got $(code "${H[@]}" -X POST "$U/processes")"; check post-405 test "$(code "${H[@]}" -X POST "$U/processes")" = 405
 WHY="$(curl -s -D - -o /dev/null -X POST "${H[@]}" "$U/processes")"
 check post-405-allow bash -c "curl -s -D - -o /dev/null -X POST ${H[*]@Q} '$U/processes' | grep -qi '^allow: GET'"
+# every 405 says what the path takes, HEAD with the GET of a route that only reads; HEAD answers there
+allow() { curl -s -D - -o /dev/null -X "$1" "${H[@]}" "$U$2" | tr -d '\r' | awk -F': ' 'tolower($1) == "allow" { print $2 }'; }
+for c in "POST /processes GET, HEAD" "POST /healthz GET, HEAD" "POST /metrics GET, HEAD" "POST /operations GET, HEAD" \
+	"POST /dump GET" "PUT /trace GET, POST" "GET /perfmap POST, DELETE"; do
+	read -r m p want <<< "$c"
+	got=$(allow "$m" "$p")
+	WHY="$m $p: Allow '$got', want '$want'"; check "allow${p//\//-}" test "$got" = "$want"
+done
+for p in /processes /operations /metrics /healthz; do # /metrics: 404 here (turned off), as its GET
+	g=$(code "${H[@]}" "$U$p") h=$(curl -s -o /dev/null -w '%{http_code}' -I "${H[@]}" "$U$p")
+	WHY="HEAD $p: $h, GET: $g"; check "head${p//\//-}" test "$h" = "$g" -a "$h" != 405
+done
 # a refused parameter names its field, in ASP.NET's (dotnet-monitor's) validation shape
 c=$(code "${H[@]}" "$U/dump?type=Huge")
 WHY="got $c: $(cat "$W/body")"; check validation-errors-shape jq -e '.status == 400 and .title == "One or more validation errors occurred." and (.errors.type[0] | test("Huge")) and (.detail | test("Huge"))' "$W/body"
