@@ -216,7 +216,7 @@ static int serve(int argc, char **argv)
 		webhook_poll(w); /* the key pair and the configuration */
 	}
 	webhook_free(w);
-	log_info("stopped", LOG_STR("event", "stopped"));
+	log_info("stopped", LOG_STR("event", "stopped"), LOG_STR("address", cfg.listen));
 	return rc;
 }
 

@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "buf.h"
 #include "clock.h"
 #include "dynlib.h"
@@ -205,8 +207,9 @@ static void uncork(struct MHD_Connection *c)
 	setsockopt(f->connect_fd, IPPROTO_TCP, TCP_CORK, &(int){ 0 }, sizeof(int)); /* out now, not in 200 ms */
 }
 
-static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
-			     size_t len)
+/* The answer; allow, when not NULL, is a 405's Allow header. */
+static enum MHD_Result reply_allow(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
+				   size_t len, const char *allow)
 {
 	struct MHD_Response *r = mhd.response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result rc;
@@ -217,6 +220,8 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	mhd.add_header(r, "Content-Type", ctype);
 	mhd.add_header(r, "Cache-Control", "no-store");
 	mhd.add_header(r, "X-Content-Type-Options", "nosniff");
+	if (allow)
+		mhd.add_header(r, "Allow", allow);
 	if (tl_gen && atomic_load(&tl_gen->draining))
 		mhd.add_header(r, "Connection", "close"); /* a reload or shutdown is waiting for this connection */
 	rc = mhd.queue(c, status, r);
@@ -224,13 +229,25 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
 	return rc;
 }
 
-static enum MHD_Result problem(struct MHD_Connection *c, unsigned status, const char *title, const char *detail)
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
+			     size_t len)
+{
+	return reply_allow(c, status, ctype, body, len, NULL);
+}
+
+static enum MHD_Result problem_allow(struct MHD_Connection *c, unsigned status, const char *title,
+				     const char *detail, const char *allow)
 {
 	char *s = problem_body(status, title, detail);
-	enum MHD_Result rc = reply(c, status, "application/problem+json", s, strlen(s));
+	enum MHD_Result rc = reply_allow(c, status, "application/problem+json", s, strlen(s), allow);
 
 	free(s);
 	return rc;
+}
+
+static enum MHD_Result problem(struct MHD_Connection *c, unsigned status, const char *title, const char *detail)
+{
+	return problem_allow(c, status, title, detail, NULL);
 }
 
 static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
@@ -329,6 +346,38 @@ static enum log_level admission_level(enum review_outcome o)
 	}
 }
 
+/*
+ * What an admission line says about the request: its uid (what the API
+ * server's own logs and audit events carry), read from the answer review.c
+ * wrote, which starts with a fixed prefix; and for a refused pod the reason,
+ * the answer's first warning. Both only when the line will be written.
+ */
+#define ANSWER_PREFIX "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":"
+static void answer_facts(const struct buf *out, bool reason, char uid[128], char why[512])
+{
+	size_t p = sizeof(ANSWER_PREFIX) - 1, n = 0;
+	json_t *j = NULL;
+
+	uid[0] = why[0] = '\0';
+	if (out->len < p + 2 || memcmp(out->data, ANSWER_PREFIX, p) != 0)
+		return;
+	while (p + 1 + n < out->len && n < 127 && out->data[p + 1 + n] != '"' && out->data[p + 1 + n] != '\\')
+		n++;
+	if (p + 1 + n < out->len && out->data[p + 1 + n] == '"') {
+		memcpy(uid, out->data + p + 1, n); /* a plain literal, as the API server's UUIDs are */
+		uid[n] = '\0';
+	} else {
+		reason = true; /* escapes: let the JSON reader take it */
+	}
+	if (!reason || (j = json_loadb(out->data, out->len, 0, NULL)) == NULL)
+		return;
+	if (!uid[0])
+		snprintf(uid, 128, "%s", json_string_value(json_object_get(json_object_get(j, "response"), "uid")) ?: "");
+	snprintf(why, 512, "%s",
+		 json_string_value(json_array_get(json_object_get(json_object_get(j, "response"), "warnings"), 0)) ?: "");
+	json_decref(j);
+}
+
 static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled,
 				     bool no_ptrace)
 {
@@ -364,9 +413,20 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 	}
 	atomic_fetch_add(&w->outcomes[ns_enabled][o], 1);
 	observe(w, ms);
-	log_at(admission_level(o), "admission", LOG_STR("event", "admission"),
-	       LOG_STR("path", mutate_path(ns_enabled, no_ptrace)), LOG_STR("outcome", review_outcome_name(o)),
-	       LOG_NUM("ms", ms), LOG_END_);
+	if (log_enabled(admission_level(o))) {
+		char uid[128], why[512];
+
+		answer_facts(&out, o == REVIEW_REFUSED || o == REVIEW_ERROR, uid, why);
+		if (why[0])
+			log_at(admission_level(o), "admission", LOG_STR("event", "admission"),
+			       LOG_STR("path", mutate_path(ns_enabled, no_ptrace)),
+			       LOG_STR("outcome", review_outcome_name(o)), LOG_STR("uid", uid), LOG_STR("reason", why),
+			       LOG_NUM("ms", ms), LOG_END_);
+		else
+			log_at(admission_level(o), "admission", LOG_STR("event", "admission"),
+			       LOG_STR("path", mutate_path(ns_enabled, no_ptrace)),
+			       LOG_STR("outcome", review_outcome_name(o)), LOG_STR("uid", uid), LOG_NUM("ms", ms), LOG_END_);
+	}
 	r = reply(c, 200, "application/json", out.data, out.len);
 	buf_free(&out);
 	return r;
@@ -409,8 +469,11 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 	}
 	if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
 		return reply(c, 200, "text/plain", "ok", 2);
-	if (strcmp(url, "/metrics") == 0 && strcmp(method, "GET") == 0)
+	if (strcmp(url, "/metrics") == 0) {
+		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+			return problem_allow(c, 405, "Method Not Allowed", "GET the metrics", "GET, HEAD");
 		return metrics(w, c);
+	}
 	if (strncmp(url, "/mutate", 7) == 0) {
 		/* /mutate[/namespace][/no-ptrace]: what the API server's choice of webhook tells us about the namespace */
 		const char *rest = url + 7;
@@ -426,7 +489,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		}
 		if (*rest == '\0') {
 			if (strcmp(method, "POST") != 0)
-				return problem(c, 405, "Method Not Allowed", "POST an AdmissionReview here");
+				return problem_allow(c, 405, "Method Not Allowed", "POST an AdmissionReview here", "POST");
 			return mutate(w, c, q, ns, no_ptrace);
 		}
 	}

@@ -99,6 +99,16 @@ r=$(/usr/bin/python3 "$J" "$W/webhook.log" 2>&1)
 WHY="$r"; check webhook/every-line-json test "${r%% *}" = ok
 WHY="$(grep -c '"event":"rejected"' "$W/webhook.log") rejected lines"; check webhook/rejected-lines test "$(grep -c '"event":"rejected"' "$W/webhook.log")" = 3
 WHY="$(grep '"event":"admission"' "$W/webhook.log")"; check webhook/hostile-pod-admitted grep -q '"event":"admission".*"outcome":"refused"' "$W/webhook.log"
+# the refused pod's line carries its uid, decoded whole, and the reason it was admitted without diagnostics
+r=$(/usr/bin/python3 - "$W/webhook.log" << 'EOF'
+import json, sys
+ls = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+a = [l for l in ls if l.get("event") == "admission" and l.get("outcome") == "refused"]
+ok = len(a) == 1 and a[0].get("uid") == 'u"1\\\n\x01' and a[0].get("level") == "WARN" and 'we"ird' in a[0].get("reason", "")
+print("ok" if ok else f"refused lines: {a}")
+EOF
+)
+WHY="$r"; check webhook/refused-line-uid-and-reason test "$r" = ok
 r=$(/usr/bin/python3 "$J" "$W/webhook.log" $'we"ird\\ \x01 \x7f' 2>&1)
 WHY="$r"; check webhook/config-reload-failed-whole test "${r%% *}" = ok
 r=$(/usr/bin/python3 "$J" "$W/webhook.log" $'wh"we\\ird\nnl/cert.pem' 2>&1)

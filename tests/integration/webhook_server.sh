@@ -360,6 +360,13 @@ for b in notjson truncated pod; do
   bad "$b-400" 400 -H 'Content-Type: application/json' --data-binary "@$M/$b" "$U/mutate" && MAL=$((MAL + 1))
 done
 bad get-405 405 "$U/mutate"
+bad post-metrics-405 405 -X POST "$U/metrics"
+# a 405 says what the path takes (RFC 9110)
+for c in "GET /mutate POST" "PUT /mutate/namespace POST" "POST /metrics GET, HEAD" "DELETE /metrics GET, HEAD"; do
+  read -r m p want <<< "$c"
+  got=$("${CURL[@]}" -o /dev/null -D - -X "$m" "$U$p" 2> /dev/null | tr -d '\r' | awk -F': ' 'tolower($1) == "allow" { print $2 }')
+  WHY="$m $p: Allow '$got', want '$want'"; check "malformed/allow-${m,,}${p//\//-}" test "$got" = "$want"
+done
 bad unknown-path-404 404 "$U/nope"
 bad unknown-subpath-404 404 -H 'Content-Type: application/json' --data-binary "@$R/req.json" "$U/mutate/other"
 "$PY" - "$R/req.json" "$M/big" << 'EOF'
@@ -498,6 +505,8 @@ for l in open(sys.argv[2], encoding="utf-8", errors="replace"):
     if isinstance(o, dict) and o.get("event") == "admission":
         k = (o.get("outcome"), o.get("level"))
         lines[k] = lines.get(k, 0) + 1
+        if not o.get("uid"):
+            lines[("no uid", None)] = lines.get(("no uid", None), 0) + 1
 bad = []
 for outcome, n in sorted(counted.items()):
     lvl = want.get(outcome, "?")
@@ -505,6 +514,8 @@ for outcome, n in sorted(counted.items()):
     right = lines.get((outcome, lvl), 0)
     if (lvl is None and got) or (lvl is not None and (got != n or right != n)):
         bad.append(f"{outcome}: {n} counted, {got} lines ({right} at {lvl})")
+if lines.get(("no uid", None)):
+    bad.append(f"{lines[('no uid', None)]} admission lines without the request's uid")
 quiet = [o for o, l in want.items() if l is None and counted.get(o)]
 if not counted.get("injected") or not quiet:
     bad.append(f"the run needs injected pods and pods that did not ask: {counted}")
