@@ -268,14 +268,22 @@ static int run_doc(const struct args *a, bool inject, struct doc_node **doc, siz
 	return inject ? inj_cfn_template(*doc, c, em) : uninj_cfn_template(*doc, c, em);
 }
 
-/* Write out to path atomically: a temporary file beside it, fsync, same mode, rename. */
-static int replace_file(const char *path, const struct buf *out, struct err_msg *em)
+/*
+ * Write out to path atomically: a temporary file beside it, fsync, same
+ * mode, rename. A symbolic link is followed: the file it names is replaced
+ * and the link stays (kustomize bases and checked-in manifests are often
+ * links), as sed -i --follow-symlinks does.
+ */
+static int replace_file(const char *link, const struct buf *out, struct err_msg *em)
 {
-	char *tmp = mem_printf("%s.diagport-XXXXXX", path);
+	char *path = realpath(link, NULL), *tmp;
 	struct stat st;
-	int fd = mkstemp(tmp), rc = 0;
+	int fd, rc = 0;
 
-	if (fd < 0) {
+	if (path == NULL)
+		return err_set(em, DP_EIO, "%s: %s", link, strerror(errno));
+	tmp = mem_printf("%s.diagport-XXXXXX", path);
+	if ((fd = mkstemp(tmp)) < 0) {
 		rc = err_set(em, DP_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
 		goto out;
 	}
@@ -293,6 +301,7 @@ static int replace_file(const char *path, const struct buf *out, struct err_msg 
 	}
 out:
 	mem_free(tmp);
+	free(path);
 	return rc;
 }
 

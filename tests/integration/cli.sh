@@ -22,6 +22,13 @@ check in-place-no-temp test "$(ls "$W")" = d.yaml
 "$D" uninject --in-place "$W/d.yaml"
 "$D" uninject -f "$IN" > "$W/u"
 check in-place-uninject cmp -s "$W/d.yaml" "$W/u"
+# --in-place through a symbolic link replaces the file it names; the link stays a link
+mkdir -p "$W/ln"; cp "$IN" "$W/ln/target.yaml"; ln -s target.yaml "$W/ln/link.yaml"
+"$D" inject --in-place -f "$W/ln/link.yaml"
+check in-place-link-stays test -L "$W/ln/link.yaml"
+check in-place-link-target-replaced cmp -s "$W/ln/target.yaml" "$EXP"
+check in-place-link-no-temp test "$(ls "$W/ln" | tr '\n' ' ')" = "link.yaml target.yaml "
+rm -r "$W/ln"
 
 # on error: file untouched, stdout empty, exit 1
 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n  volumes:\n  - name: diagport-diag\n' > "$W/bad.yaml"
