@@ -25,11 +25,9 @@ const char *inj_default_image(enum inj_flavour f)
 	return f == INJ_FLAVOUR_DOTNET_MONITOR ? MONITOR_IMAGE : "ghcr.io/diagport/diagport:" DP_VERSION;
 }
 
-struct res { const char *cpu, *mem, *limit, *cpu_limit; };
-
-static struct res resources(const struct inj_opts *o)
+struct inj_resources inj_agent_resources(const struct inj_opts *o)
 {
-	struct res r;
+	struct inj_resources r;
 	bool mon = o->flavour == INJ_FLAVOUR_DOTNET_MONITOR;
 
 	/* dotnet-monitor's figures are the ones its documentation recommends. */
@@ -156,7 +154,7 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 	struct doc_node *a = doc_map(), *ports = doc_seq(), *res = doc_map(), *sc = doc_map(), *mounts = doc_seq();
 	struct doc_node *req = doc_map(), *lim = doc_map();
 	bool mon = o->flavour == INJ_FLAVOUR_DOTNET_MONITOR;
-	struct res r = resources(o);
+	struct inj_resources r = inj_agent_resources(o);
 
 	doc_set(a, "name", doc_str(INJ_AGENT_NAME));
 	doc_set(a, "image", doc_str(o->image ? o->image : inj_default_image(o->flavour)));
@@ -226,7 +224,7 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 
 int inj_agent_mem_mib(const struct inj_opts *o, long long *reservation, long long *limit, struct err_msg *em)
 {
-	struct res r = resources(o);
+	struct inj_resources r = inj_agent_resources(o);
 	long long req, lim;
 
 	if (inj_quantity(r.mem, false, &req) != 0 || inj_quantity(r.limit, false, &lim) != 0)
@@ -241,7 +239,7 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 {
 	struct doc_node *a = doc_map(), *ports = doc_seq(), *mounts = doc_seq(), *pm;
 	bool mon = o->flavour == INJ_FLAVOUR_DOTNET_MONITOR;
-	struct res r = resources(o);
+	struct inj_resources r = inj_agent_resources(o);
 	long long res_mib = 0, lim_mib = 0, cpu = 0;
 
 	inj_agent_mem_mib(o, &res_mib, &lim_mib, NULL);

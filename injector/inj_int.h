@@ -109,6 +109,12 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 int inj_agent_mem_mib(const struct inj_opts *o, long long *reservation, long long *limit, struct err_msg *em);
 /* Parse a Kubernetes quantity into bytes (memory) or millicores (cpu). */
 int inj_quantity(const char *s, bool cpu, long long *out);
+
+/* The agent's requests and limits as injected: the options', else the flavour's defaults (agent.c). */
+struct inj_resources {
+	const char *cpu, *mem, *limit, *cpu_limit; /* cpu_limit: NULL for none */
+};
+struct inj_resources inj_agent_resources(const struct inj_opts *o);
 const char *inj_default_image(enum inj_flavour f);
 
 /* Options from a workload's annotations / tags / metadata, layered over base into *o (initialised here). */

@@ -174,9 +174,12 @@ static int set_resources(struct inj_opts *o, const char *v, struct err_msg *em)
 	char *copy = mem_strdup(v), *save = NULL;
 	int rc = 0;
 
+	unsigned seen = 0;
+
 	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *eq = strchr(tok, '=');
 		long long q;
+		unsigned bit;
 
 		if (eq == NULL) {
 			rc = err_set(em, DP_EINVAL, "option resources: '%s' is not KEY=QUANTITY (keys: cpu, memory, memory-limit)", tok);
@@ -188,6 +191,12 @@ static int set_resources(struct inj_opts *o, const char *v, struct err_msg *em)
 			rc = err_set(em, DP_EINVAL, "option resources: %s=%s is not a Kubernetes quantity (e.g. cpu=10m, memory=16Mi)", tok, eq + 1);
 			break;
 		}
+		bit = cpu ? 1u : strcmp(tok, "memory") == 0 ? 2u : strcmp(tok, "memory-limit") == 0 ? 4u : 0u;
+		if (bit & seen) {
+			rc = err_set(em, DP_EINVAL, "option resources: %s is given twice", tok);
+			break;
+		}
+		seen |= bit;
 		if (cpu)
 			replace(&o->cpu_request, eq + 1);
 		else if (strcmp(tok, "memory") == 0)
@@ -438,6 +447,23 @@ void inj_opts_markdown(struct buf *out)
 	}
 }
 
+/* A request over its limit is refused by Kubernetes and by ECS (memoryReservation over memory). */
+static int check_resources(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em)
+{
+	struct inj_resources r = inj_agent_resources(o);
+	long long req, lim;
+
+	if (inj_quantity(r.mem, false, &req) == 0 && inj_quantity(r.limit, false, &lim) == 0 && req > lim)
+		return inj_fail(c, em, NULL, DP_EREFUSED, what,
+				"resources: memory=%s is over memory-limit=%s; Kubernetes and ECS refuse a request "
+				"above its limit", r.mem, r.limit);
+	if (r.cpu_limit && inj_quantity(r.cpu, true, &req) == 0 && inj_quantity(r.cpu_limit, true, &lim) == 0 &&
+	    req > lim)
+		return inj_fail(c, em, NULL, DP_EREFUSED, what, "resources: cpu=%s is over the agent's cpu limit %s",
+				r.cpu, r.cpu_limit);
+	return 0;
+}
+
 int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em)
 {
 	if (o->auth_secret && o->no_auth)
@@ -448,7 +474,7 @@ int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char
 				"flavour dotnet-monitor serves the pod network and needs authentication: "
 				"name a Secret with its API key (auth-secret, keys Subject and PublicKey) "
 				"or turn authentication off explicitly (auth=none / --no-auth)");
-	return 0;
+	return check_resources(c, o, what, em);
 }
 
 /*
