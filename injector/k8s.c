@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 #include <strings.h>
 
@@ -103,6 +104,19 @@ int inj_k8s_wants(const struct doc_node *metadata, const struct doc_node **bad)
 	return -1;
 }
 
+/* A Secret's name: an RFC 1123 DNS subdomain, as the API server checks it. */
+static bool secret_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '-' || s[i] == '.'))
+			return false;
+	return true;
+}
+
 static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
 		      const char *what, struct err_msg *em)
 {
@@ -134,6 +148,13 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		return 0;
 	}
 	memset(&st, 0, sizeof(st));
+	if (o.auth_secret && !secret_name_ok(o.auth_secret)) {
+		rc = inj_fail(c, em, NULL, DP_EREFUSED, what,
+			      "auth-secret: '%s' is not a Kubernetes Secret name (lowercase letters, digits, '-' and "
+			      "'.', starting and ending with a letter or digit, at most 253; an ARN is for ECS)",
+			      o.auth_secret);
+		goto out;
+	}
 	if ((rc = inj_opts_check(c, &o, what, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "containers", what, &ctrs, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "initContainers", what, &inits, em)) != 0 ||
