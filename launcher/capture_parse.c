@@ -86,7 +86,8 @@ static int duration(struct httpd_req *r, long long *ms, struct capture_problem *
 	}
 	errno = 0;
 	v = strtoll(d, &end, 10);
-	if (*d == '\0' || *end != '\0' || errno != 0 || v < -1 || v > 2147483647LL)
+	if (!((*d >= '0' && *d <= '9') || strcmp(d, "-1") == 0) || *end != '\0' || errno != 0 || v < -1 ||
+	    v > 2147483647LL) /* digits, or -1: no sign, space or "+" that strtoll would take */
 		return bad(p, "durationSeconds", "durationSeconds '%.32s' is not -1 or a whole number of seconds", d);
 	*ms = v < 0 ? -1 : v * 1000;
 	return 0;
@@ -230,6 +231,14 @@ static int parse_gcdump(struct httpd_req *r, const struct capture_env *env, stru
 {
 	const char *f = httpd_query(r, "format"), *top = httpd_query(r, "top");
 
+	if (top) {
+		char *end;
+		unsigned long v = strtoul(top, &end, 10);
+
+		if (*top < '0' || *top > '9' || *end || v > MAX_TOP)
+			return bad(p, "top", "top '%.32s' is not a count of types (0 = all)", top);
+		c->top = v;
+	}
 	if (f == NULL || strcasecmp(f, "gcdump") == 0) {
 		p->status = 501;
 		p->title = "Not Implemented";
@@ -245,14 +254,6 @@ static int parse_gcdump(struct httpd_req *r, const struct capture_env *env, stru
 		c->format = CAPTURE_GCDUMP_NETTRACE;
 	else
 		return bad(p, "format", "format '%.32s' is not stats or nettrace", f);
-	if (top) {
-		char *end;
-		unsigned long v = strtoul(top, &end, 10);
-
-		if (*top < '0' || *top > '9' || *end || v > MAX_TOP)
-			return bad(p, "top", "top '%.32s' is not a count of types (0 = all)", top);
-		c->top = v;
-	}
 	return 0;
 }
 

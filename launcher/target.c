@@ -3,6 +3,7 @@
  */
 #include "target.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -73,8 +74,9 @@ int target_choose(struct port *port, const struct target_sel *sel, struct port_r
 	int rc = 0;
 
 	if (sel->pid) {
+		errno = 0;
 		pid = strtoull(sel->pid, &end, 10);
-		if (*sel->pid < '0' || *sel->pid > '9' || *end != '\0')
+		if (*sel->pid < '0' || *sel->pid > '9' || *end != '\0' || errno != 0 || pid > 0xFFFFFFFFull)
 			return err_set(em, DP_EINVAL, "pid '%.32s' is not a number", sel->pid);
 	}
 	n = port_list(port, &l);

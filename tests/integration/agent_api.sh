@@ -80,6 +80,13 @@ c=$(code "${H[@]}" "$U/dump?type=Huge")
 WHY="got $c: $(cat "$W/body")"; check validation-errors-shape jq -e '.status == 400 and .title == "One or more validation errors occurred." and (.errors.type[0] | test("Huge")) and (.detail | test("Huge"))' "$W/body"
 c=$(code "${H[@]}" "$U/trace?durationSeconds=soon")
 WHY="got $c: $(cat "$W/body")"; check validation-errors-duration jq -e '(.errors.durationSeconds[0] | test("soon"))' "$W/body"
+# numbers are digits: no sign, space or overflow that strtol would take; a parameter's 400 comes before a 501
+for c in "trace?durationSeconds=%2B5 durationSeconds" "trace?durationSeconds=%205 durationSeconds" \
+	"stacks?pid=%2B1 pid" "stacks?pid=99999999999999999999 pid" "gcdump?top=abc top"; do
+	read -r q f <<< "$c"
+	got=$(code "${H[@]}" "$U/$q")
+	WHY="$q: $got $(head -c 200 "$W/body")"; check "number-${f}-${q##*=}" jq -e --arg f "$f" '.status == 400 and (.errors[$f] | length) == 1' "$W/body"
+done
 c=$(code "${H[@]}" "$U/process?pid=%ff%fe")
 WHY="got $c: $(cat "$W/body")"; check invalid-utf8-echoed-as-json bash -c "[ $c = 400 ] && jq -e '.errors.pid[0] | test(\"\ufffd\")' '$W/body' > /dev/null"
 WHY="the agent died on a parameter that is not UTF-8"; check alive-after-invalid-utf8 test "$(code "${H[@]}" "$U/processes")" = 200
