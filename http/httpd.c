@@ -303,6 +303,18 @@ int httpd_send_stream(struct httpd_req *r, unsigned status, const char *ctype, h
 	return 0;
 }
 
+/* What was wrong with a request head http_parse_head refused with status. */
+static const char *parse_detail(int status)
+{
+	switch (status) {
+	case 414: return "the request target is longer than 8 KiB";
+	case 431: return "the request has more than 64 header fields or more than 32 query parameters";
+	case 505: return "only HTTP/1.0 and HTTP/1.1 are served";
+	default: return "the request line or a header field is malformed (RFC 9112), or the target has a "
+			"percent-escape that is not %XX or is %00";
+	}
+}
+
 /* ---- writing it (the connection's side) ---- */
 
 static const char *reason(unsigned status)
@@ -506,11 +518,11 @@ static bool read_body(struct httpd *d, int sock, struct httpd_req *r, const char
 		}
 	}
 	if ((want > 0 || te) && !post) {
-		httpd_problem(r, 413, "Payload Too Large", "this route takes no request body");
+		httpd_problem(r, 413, "Content Too Large", "this route takes no request body");
 		return false;
 	}
 	if (want > d->max_body) {
-		httpd_problem(r, 413, "Payload Too Large", "the body is %llu bytes; the cap is %zu", want, d->max_body);
+		httpd_problem(r, 413, "Content Too Large", "the body is %llu bytes; the cap is %zu", want, d->max_body);
 		return false;
 	}
 	if (want == 0)
@@ -568,7 +580,7 @@ static void serve(struct httpd *d, int sock)
 		goto send;
 	}
 	if ((rc = http_parse_head(buf, (size_t)head, &r.rq)) != 0) {
-		httpd_problem(&r, (unsigned)rc, reason((unsigned)rc), "the request is not HTTP/1.x as this server reads it");
+		httpd_problem(&r, (unsigned)rc, reason((unsigned)rc), "%s", parse_detail(rc));
 		goto send;
 	}
 	r.head_only = strcmp(r.rq.method, "HEAD") == 0;

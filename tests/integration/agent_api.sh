@@ -137,6 +137,11 @@ raw() { /usr/bin/python3 tests/integration/http_raw.py "$P" "$@"; }
 r=$(raw garbage); WHY="got '$r'"; check malformed-request-400-problem test "$r" = "400 application/problem+json"
 r=$(raw http2); WHY="got '$r'"; check http2-request-line-505 test "$r" = 505
 r=$(raw bighead); WHY="got '$r'"; check big-head-431-problem test "$r" = "431 application/problem+json"
+# each refusal of the parser says what it was
+for c in "longtarget 414 8 KiB" "manyheaders 431 64 header" "manyparams 431 32 query" "badescape 400 percent-escape"; do
+	read -r k st words <<< "$c"
+	r=$(raw detail "$k"); WHY="got '$r'"; check "detail-$k" bash -c "[[ '${r//\'/}' == '$st '*'$words'* ]]"
+done
 r=$(raw head); WHY="got '$r'"; check head-no-body test "$r" = "200 7 0"
 r=$(raw http10); WHY="got '$r'"; check http10-answered test "$r" = "200 Healthy"
 r=$(raw flood 40); WHY="got '$r' with 40 idle connections open"; check over-connection-cap-refused test "$r" = refused

@@ -8,6 +8,8 @@ what came back, for tests/integration/agent_api.sh. Cases:
   flood N      N idle connections held open while a      -> "served" or "refused"
                normal request is made, then closed
   bighead      a 40 KiB header                           -> "STATUS CONTENT-TYPE"
+  detail KIND  longtarget, manyheaders, manyparams, badescape: a head the parser refuses
+                                                         -> "STATUS DETAIL" (the problem's detail)
 """
 import socket
 import sys
@@ -59,6 +61,17 @@ elif case == "http10":
 elif case == "bighead":
     st, h, _ = parse(talk(b"GET /healthz HTTP/1.1\r\nX-Big: " + b"a" * 40960 + b"\r\n\r\n"))
     print(st, h.get("content-type", "-").split(";")[0])
+elif case == "detail":
+    import json
+    heads = {"longtarget": b"GET /processes?x=" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n",
+             "manyheaders": b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(70)) + b"\r\n",
+             "manyparams": b"GET /processes?" + b"&".join(b"p%d=1" % i for i in range(40)) + b" HTTP/1.1\r\n\r\n",
+             "badescape": b"GET /processes?%ZZ HTTP/1.1\r\n\r\n"}
+    st, h, body = parse(talk(heads[sys.argv[3]]))
+    try:
+        print(st, json.loads(body).get("detail"))
+    except ValueError:
+        print(st, "no problem document")
 elif case == "flood":
     n = int(sys.argv[3])
     held = []
