@@ -104,6 +104,18 @@ int inj_k8s_wants(const struct doc_node *metadata, const struct doc_node **bad)
 	return -1;
 }
 
+/* A label diagport.dev/NAME other than diagport.dev/inject (its key node), or NULL: a typo or a misplaced option. */
+static const struct doc_node *stray_label(const struct doc_node *metadata)
+{
+	const struct doc_node *l = doc_get(metadata, "labels");
+
+	for (size_t i = 0; doc_is(l, DOC_MAP) && i < l->n; i++)
+		if (strncmp(l->keys[i]->text, INJ_PREFIX, strlen(INJ_PREFIX)) == 0 &&
+		    strcmp(l->keys[i]->text, INJ_PREFIX "inject") != 0)
+			return l->keys[i];
+	return NULL;
+}
+
 /* A Secret's name: an RFC 1123 DNS subdomain, as the API server checks it. */
 static bool secret_name_ok(const char *s)
 {
@@ -136,6 +148,11 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		return rc;
 	if ((rc = inj_opts_from_map(c, c->base, ann, true, what, &o, em)) != 0)
 		return rc;
+	if ((bad = stray_label(md)) != NULL) {
+		inj_opts_free(&o);
+		return inj_fail(c, em, bad, DP_EREFUSED, what, "label %s: of diagport's labels only " INJ_PREFIX
+				"inject is read; options are annotations", bad->text);
+	}
 	if ((want = inj_k8s_wants(md, &bad)) == -2) {
 		inj_opts_free(&o);
 		return inj_fail(c, em, bad, DP_EREFUSED, what, "label " INJ_PREFIX "inject: '%s' is not enabled or disabled",
