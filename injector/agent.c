@@ -38,6 +38,23 @@ struct inj_resources inj_agent_resources(const struct inj_opts *o)
 	return r;
 }
 
+/* A request over its limit is refused by Kubernetes and by ECS (memoryReservation over memory). */
+int inj_agent_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em)
+{
+	struct inj_resources r = inj_agent_resources(o);
+	long long req, lim;
+
+	if (inj_quantity(r.mem, false, &req) == 0 && inj_quantity(r.limit, false, &lim) == 0 && req > lim)
+		return inj_fail(c, em, NULL, DP_EREFUSED, what,
+				"resources: memory=%s is over memory-limit=%s; Kubernetes and ECS refuse a request "
+				"above its limit", r.mem, r.limit);
+	if (r.cpu_limit && inj_quantity(r.cpu, true, &req) == 0 && inj_quantity(r.cpu_limit, true, &lim) == 0 &&
+	    req > lim)
+		return inj_fail(c, em, NULL, DP_EREFUSED, what, "resources: cpu=%s is over the agent's cpu limit %s",
+				r.cpu, r.cpu_limit);
+	return 0;
+}
+
 static struct doc_node *strs(const char *const *v)
 {
 	struct doc_node *s = doc_seq();

@@ -109,7 +109,7 @@ static int inj_resource(const struct inj_ctx *c, struct doc_node *res, const cha
 		goto out;
 	}
 	memset(&st, 0, sizeof(st));
-	if ((rc = inj_opts_check(c, &o, what, em)) != 0 ||
+	if ((rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0 ||
 	    (rc = inj_taskdef(c, &inj_cfn_dialect, props, &o, what, &st, em)) != 0)
 		goto out;
 	if (md == NULL)

@@ -115,6 +115,8 @@ struct inj_resources {
 	const char *cpu, *mem, *limit, *cpu_limit; /* cpu_limit: NULL for none */
 };
 struct inj_resources inj_agent_resources(const struct inj_opts *o);
+/* The agent's settings as a platform would take them: a request over its limit is refused. */
+int inj_agent_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em);
 const char *inj_default_image(enum inj_flavour f);
 
 /* Options from a workload's annotations / tags / metadata, layered over base into *o (initialised here). */

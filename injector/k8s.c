@@ -172,7 +172,7 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 			      o.auth_secret);
 		goto out;
 	}
-	if ((rc = inj_opts_check(c, &o, what, em)) != 0 ||
+	if ((rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "containers", what, &ctrs, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "initContainers", what, &inits, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "volumes", what, &vols, em)) != 0)

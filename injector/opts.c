@@ -447,23 +447,6 @@ void inj_opts_markdown(struct buf *out)
 	}
 }
 
-/* A request over its limit is refused by Kubernetes and by ECS (memoryReservation over memory). */
-static int check_resources(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em)
-{
-	struct inj_resources r = inj_agent_resources(o);
-	long long req, lim;
-
-	if (inj_quantity(r.mem, false, &req) == 0 && inj_quantity(r.limit, false, &lim) == 0 && req > lim)
-		return inj_fail(c, em, NULL, DP_EREFUSED, what,
-				"resources: memory=%s is over memory-limit=%s; Kubernetes and ECS refuse a request "
-				"above its limit", r.mem, r.limit);
-	if (r.cpu_limit && inj_quantity(r.cpu, true, &req) == 0 && inj_quantity(r.cpu_limit, true, &lim) == 0 &&
-	    req > lim)
-		return inj_fail(c, em, NULL, DP_EREFUSED, what, "resources: cpu=%s is over the agent's cpu limit %s",
-				r.cpu, r.cpu_limit);
-	return 0;
-}
-
 int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em)
 {
 	if (o->auth_secret && o->no_auth)
@@ -474,7 +457,7 @@ int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char
 				"flavour dotnet-monitor serves the pod network and needs authentication: "
 				"name a Secret with its API key (auth-secret, keys Subject and PublicKey) "
 				"or turn authentication off explicitly (auth=none / --no-auth)");
-	return check_resources(c, o, what, em);
+	return 0;
 }
 
 /*
