@@ -42,8 +42,11 @@ static void load(void)
 		}
 	}
 	/* POSIX guarantees that a data pointer from dlsym converts to a function pointer */
-	for (size_t i = 0; i < lib->n_syms; i++)
+	for (size_t i = 0; i < lib->n_syms; i++) {
+		/* slot is where a function pointer goes: one pointer's bytes are what is meant */
+		// cppcheck-suppress pointerSize
 		memcpy(lib->syms[i].slot, &addr[i], sizeof(void *));
+	}
 }
 
 int dynlib_load(struct dynlib *lib, struct err_msg *em)

@@ -61,8 +61,9 @@ json_t *utf8_json(const char *s, size_t n)
 	o = fixed = mem_alloc(n * 3 + 1); /* each bad byte becomes the 3 bytes of U+FFFD */
 	for (size_t i = 0, k; i < n; i += k) {
 		if ((k = seq_len(p + i, n - i)) == 0) {
-			memcpy(o, "\xEF\xBF\xBD", 3);
-			o += 3;
+			*o++ = '\xEF'; /* U+FFFD, bytes of text, not a C string */
+			*o++ = '\xBF';
+			*o++ = '\xBD';
 			k = 1;
 		} else {
 			memcpy(o, p + i, k);

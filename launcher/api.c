@@ -102,8 +102,8 @@ struct route {
 	const char *method;
 	const char *path;         /* exact, or a prefix when it ends in '/' ("/operations/": one operation) */
 	route_fn handler;
-	bool open;                /* no token needed */
 	enum capture_kind kind;   /* a capture route: the kind (its limit); else CAPTURE_KINDS */
+	bool open;                /* no token needed */
 	bool body;                /* takes a POST body (httpd.h's takes_body) */
 };
 
@@ -219,9 +219,9 @@ static void route_operations(struct api *a, struct httpd_req *r, const struct ro
 	ops_route(a->ops, r);
 }
 
-#define OPEN(m, p, fn) { m, p, fn, true, CAPTURE_KINDS, false }
-#define AUTH(m, p, fn) { m, p, fn, false, CAPTURE_KINDS, false }
-#define CAPTURE(m, p, kind, body) { m, p, route_capture, false, kind, body }
+#define OPEN(m, p, fn) { m, p, fn, CAPTURE_KINDS, true, false }
+#define AUTH(m, p, fn) { m, p, fn, CAPTURE_KINDS, false, false }
+#define CAPTURE(m, p, kind, body) { m, p, route_capture, kind, false, body }
 
 static const struct route routes[] = {
 	OPEN("GET", "/healthz", route_health),
