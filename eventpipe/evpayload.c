@@ -324,6 +324,14 @@ double evpayload_num(const struct evpayload *p, const char *name, double def)
 	return v->d;
 }
 
+long long evpayload_int(const struct evpayload *p, const char *name, long long lo, long long hi, long long def)
+{
+	double d = evpayload_num(p, name, NAN);
+
+	/* compared as doubles first: converting one outside the type's range is undefined */
+	return isnan(d) || d < (double)lo || d > (double)hi || d >= 9223372036854775808.0 ? def : (long long)d;
+}
+
 void evpayload_free(struct evpayload *p)
 {
 	free(p->text);

@@ -51,6 +51,8 @@ const struct evvalue *evpayload_get(const struct evpayload *p, const char *name)
 const char *evpayload_str(const struct evpayload *p, const char *name);
 /* Its number, or def when absent, or a string that is not a number (strings are read as numbers too). */
 double evpayload_num(const struct evpayload *p, const char *name, double def);
+/* Its number as an integer in [lo, hi] (the fraction dropped), or def when absent or outside it. */
+long long evpayload_int(const struct evpayload *p, const char *name, long long lo, long long hi, long long def);
 void evpayload_free(struct evpayload *p); /* the text; the struct itself is the caller's */
 
 #endif

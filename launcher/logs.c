@@ -11,6 +11,7 @@
 #include "logs.h"
 
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,10 +328,10 @@ static void indented(struct buf *b, const char *s)
 static void message(struct logs *l, const struct nettrace_event *e)
 {
 	const struct evpayload *p = &l->pl;
-	int level = (int)evpayload_num(p, "Level", -1);
+	int level = (int)evpayload_int(p, "Level", -1, 255, -1);
 	const char *cat = evpayload_str(p, "LoggerName"), *msg = evpayload_str(p, "FormattedMessage"),
 		   *ename = evpayload_str(p, "EventName"), *exc = evpayload_str(p, "ExceptionJson");
-	int eid = (int)evpayload_num(p, "EventId", 0);
+	int eid = (int)evpayload_int(p, "EventId", INT_MIN, INT_MAX, 0);
 	struct thread_scopes *t = scopes_of(l, e->thread_id, false);
 	json_t *exo = args_object(exc), *state = args_object(evpayload_str(p, "ArgumentsJson"));
 	char ts[40];
@@ -434,7 +435,7 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	} else if (strcmp(name, "ActivityJsonStart") == 0) {
 		t = scopes_of(l, e->thread_id, true);
 		if (t->depth++ < MAX_SCOPES) {
-			t->s[t->n].id = (uint64_t)evpayload_num(&l->pl, "ID", 0);
+			t->s[t->n].id = (uint64_t)evpayload_int(&l->pl, "ID", 0, LLONG_MAX, 0);
 			t->s[t->n++].json = mem_strdup(evpayload_str(&l->pl, "ArgumentsJson"));
 		}
 	} else if (strcmp(name, "ActivityJsonStop") == 0) {
