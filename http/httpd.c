@@ -323,9 +323,9 @@ static const char *reason(unsigned status)
 		unsigned code;
 		const char *text;
 	} t[] = { { 200, "OK" }, { 202, "Accepted" }, { 400, "Bad Request" }, { 401, "Unauthorized" },
-		  { 404, "Not Found" }, { 405, "Method Not Allowed" }, { 413, "Content Too Large" },
-		  { 414, "URI Too Long" }, { 429, "Too Many Requests" }, { 431, "Request Header Fields Too Large" },
-		  { 500, "Internal Server Error" }, { 503, "Service Unavailable" },
+		  { 404, "Not Found" }, { 405, "Method Not Allowed" }, { 411, "Length Required" },
+		  { 413, "Content Too Large" }, { 414, "URI Too Long" }, { 429, "Too Many Requests" },
+		  { 431, "Request Header Fields Too Large" }, { 500, "Internal Server Error" }, { 503, "Service Unavailable" },
 		  { 505, "HTTP Version Not Supported" }, { 507, "Insufficient Storage" } };
 
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
@@ -505,6 +505,15 @@ static bool read_body(struct httpd *d, int sock, struct httpd_req *r, const char
 	unsigned long long want = 0;
 	char *end = NULL;
 
+	size_t n_cl = 0;
+
+	for (size_t i = 0; i < r->rq.n_headers; i++)
+		n_cl += strcasecmp(r->rq.headers[i].name, "Content-Length") == 0;
+	if (n_cl > 1 || (cl && te)) { /* RFC 9112 6.3: the framing is in doubt (request smuggling) */
+		httpd_problem(r, 400, "Bad Request", "%s", n_cl > 1 ? "more than one Content-Length" :
+				      "both Content-Length and Transfer-Encoding");
+		return false;
+	}
 	if (te && post) {
 		httpd_problem(r, 411, "Length Required", "send the body with a Content-Length, not chunked");
 		return false;

@@ -138,10 +138,12 @@ r=$(raw garbage); WHY="got '$r'"; check malformed-request-400-problem test "$r" 
 r=$(raw http2); WHY="got '$r'"; check http2-request-line-505 test "$r" = 505
 r=$(raw bighead); WHY="got '$r'"; check big-head-431-problem test "$r" = "431 application/problem+json"
 # each refusal of the parser says what it was
-for c in "longtarget 414 8 KiB" "manyheaders 431 64 header" "manyparams 431 32 query" "badescape 400 percent-escape"; do
+for c in "longtarget 414 8 KiB" "manyheaders 431 64 header" "manyparams 431 32 query" "badescape 400 percent-escape" \
+	"twolengths 400 more than one Content-Length" "lengthandchunked 400 both Content-Length and Transfer-Encoding"; do
 	read -r k st words <<< "$c"
 	r=$(raw detail "$k"); WHY="got '$r'"; check "detail-$k" bash -c "[[ '${r//\'/}' == '$st '*'$words'* ]]"
 done
+r=$(raw status411); WHY="got '$r'"; check chunked-post-411-reason test "$r" = "HTTP/1.1 411 Length Required"
 r=$(raw head); WHY="got '$r'"; check head-no-body test "$r" = "200 7 0"
 r=$(raw http10); WHY="got '$r'"; check http10-answered test "$r" = "200 Healthy"
 r=$(raw flood 40); WHY="got '$r' with 40 idle connections open"; check over-connection-cap-refused test "$r" = refused

@@ -8,8 +8,10 @@ what came back, for tests/integration/agent_api.sh. Cases:
   flood N      N idle connections held open while a      -> "served" or "refused"
                normal request is made, then closed
   bighead      a 40 KiB header                           -> "STATUS CONTENT-TYPE"
-  detail KIND  longtarget, manyheaders, manyparams, badescape: a head the parser refuses
+  detail KIND  longtarget, manyheaders, manyparams, badescape: a head the parser refuses;
+               twolengths, lengthandchunked: a POST whose framing is in doubt; chunked: a chunked POST
                                                          -> "STATUS DETAIL" (the problem's detail)
+  status411    a chunked POST                            -> the status line
 """
 import socket
 import sys
@@ -66,12 +68,18 @@ elif case == "detail":
     heads = {"longtarget": b"GET /processes?x=" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n",
              "manyheaders": b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(70)) + b"\r\n",
              "manyparams": b"GET /processes?" + b"&".join(b"p%d=1" % i for i in range(40)) + b" HTTP/1.1\r\n\r\n",
-             "badescape": b"GET /processes?%ZZ HTTP/1.1\r\n\r\n"}
+             "badescape": b"GET /processes?%ZZ HTTP/1.1\r\n\r\n",
+             "twolengths": b"POST /trace HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+             "lengthandchunked": b"POST /trace HTTP/1.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}",
+             "chunked": b"POST /trace HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"}
     st, h, body = parse(talk(heads[sys.argv[3]]))
     try:
         print(st, json.loads(body).get("detail"))
     except ValueError:
         print(st, "no problem document")
+elif case == "status411":
+    r = talk(b"POST /trace HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    print(r.split(b"\r\n", 1)[0].decode("latin-1"))
 elif case == "flood":
     n = int(sys.argv[3])
     held = []
