@@ -6,8 +6,9 @@
  * doc_nodes that keep each scalar's style and tag as libyaml reports them.
  * Plain scalars are resolved with the YAML 1.2 core schema plus the YAML 1.1
  * booleans that Kubernetes accepts. Aliases are expanded into deep copies,
- * each copy counted against max_nodes, so a "billion laughs" document fails
- * on the cap instead of eating the machine. Empty documents (a trailing
+ * each copy counted against max_nodes and against go-yaml's alias ratio
+ * (excessive_aliasing), so a "billion laughs" document fails in a few
+ * thousand nodes instead of eating the machine. Empty documents (a trailing
  * "---") are dropped.
  *
  * The writer feeds libyaml's emitter: block style, 2-space indent, no line
@@ -185,6 +186,7 @@ struct yr {
 	size_t len;
 	const struct doc_limits *lim;
 	size_t nodes, depth;
+	size_t alias_nodes; /* of nodes, those that alias expansion made */
 	struct anchor *anchors; /* open addressing; name NULL = empty */
 	size_t anchor_cap, anchor_used;
 	struct err_msg *em;
@@ -342,6 +344,21 @@ static void stamp(struct doc_node *n, const yaml_event_t *ev, const yaml_char_t 
 	n->tag = tag ? mem_strdup((const char *)tag) : NULL;
 }
 
+/*
+ * go-yaml v3's rule (decode.go, allowedAliasRatio): once past 1,000 nodes of
+ * which over 100 are alias copies, copies may be 99 % of the nodes up to
+ * 400,000 nodes, falling linearly to 10 % at 4,000,000. An honest document
+ * stays far below; a few hundred bytes of nested anchors exceed it within
+ * a few thousand nodes, before any large copy is made.
+ */
+static bool excessive_aliasing(size_t nodes, size_t aliased)
+{
+	const double low = 400000, high = 4000000;
+	double ratio = nodes <= low ? 0.99 : nodes >= high ? 0.10 : 0.99 - 0.89 * ((double)nodes - low) / (high - low);
+
+	return aliased > 100 && nodes > 1000 && (double)aliased / (double)nodes > ratio;
+}
+
 static int parse_alias(struct yr *r, struct doc_node **out)
 {
 	const char *name = (const char *)r->ev.data.alias.anchor;
@@ -357,7 +374,12 @@ static int parse_alias(struct yr *r, struct doc_node **out)
 	if (size > budget)
 		return yr_err(r, r->ev.start_mark, DP_ETOOBIG,
 			      "alias *%s expands past %zu nodes (max_nodes)", name, r->lim->max_nodes);
+	if (excessive_aliasing(r->nodes + size, r->alias_nodes + size))
+		return yr_err(r, r->ev.start_mark, DP_ETOOBIG,
+			      "the document contains excessive aliasing: alias *%s would make %zu of its %zu nodes "
+			      "copies", name, r->alias_nodes + size, r->nodes + size);
 	r->nodes += size;
+	r->alias_nodes += size;
 	*out = doc_copy(a->node);
 	return 0;
 }
