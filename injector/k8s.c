@@ -297,7 +297,15 @@ static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn,
 	char *what;
 	int rc;
 
-	if (kind && strcmp(kind, "List") == 0 && doc_is(items = doc_get(obj, "items"), DOC_SEQ)) {
+	if (kind == NULL || doc_get_str(obj, "apiVersion") == NULL) {
+		bool ecs = doc_get(obj, "containerDefinitions") || doc_get(obj, "taskDefinition"),
+		     cfn = doc_get(obj, "Resources") != NULL;
+
+		return inj_fail(c, em, obj, DP_ESYNTAX, "document", "not a Kubernetes object (no apiVersion and kind)%s",
+				ecs ? "; it looks like an ECS task definition: diagport inject ecs" :
+				cfn ? "; it looks like a CloudFormation template: diagport inject cfn" : "");
+	}
+	if (strcmp(kind, "List") == 0 && doc_is(items = doc_get(obj, "items"), DOC_SEQ)) {
 		for (size_t i = 0; i < items->n; i++)
 			if ((rc = each_object(items->vals[i], c, fn, em)) != 0)
 				return rc;
