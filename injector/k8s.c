@@ -181,6 +181,16 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		rc = inj_fail(c, em, spec, DP_EREFUSED, what, "the pod spec has no containers");
 		goto out;
 	}
+	if (o.sidecar == INJ_SIDECAR_CONTAINER && doc_get_str(spec, "restartPolicy") &&
+	    strcmp(doc_get_str(spec, "restartPolicy"), "Always") != 0) {
+		/* a Job's pod (restartPolicy Never or OnFailure) completes when all its containers have */
+		rc = inj_fail(c, em, doc_get(spec, "restartPolicy"), DP_EREFUSED, what,
+			      "sidecar container: this pod runs to completion (restartPolicy %s), and an agent "
+			      "container never exits, so it would never complete; use the native sidecar "
+			      "(sidecar: native, Kubernetes 1.29+), which stops with the app",
+			      doc_get_str(spec, "restartPolicy"));
+		goto out;
+	}
 	lists[0] = ctrs;
 	lists[1] = inits;
 	sel = mem_array(ctrs->n, sizeof(bool));
