@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -60,7 +61,7 @@ static void usage(FILE *f, const char *cmd)
 		"                         after another (what `kubectl apply -f -` and `jq` read); in YAML,\n"
 		"                         one stream of documents separated by ---\n"
 		"  -i, --in-place         replace FILE atomically instead of writing to stdout\n"
-		"      --max-input BYTES  refuse inputs larger than this (default 64 MiB)\n",
+		"      --max-input SIZE   refuse inputs larger than this: bytes, or K, M, G (default 64M)\n",
 		cmd,
 		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
 		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
@@ -185,14 +186,25 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'h': usage(stdout, argv[0]); exit(0);
 		case 'A': a->all = true; break;
 		case 'X': {
+			/* bytes, or K, M, G (binary: KiB, MiB, GiB, as the default's 64 MiB); digits only */
+			static const char units[] = "KMG";
 			char *end;
-			unsigned long long v = strtoull(arg, &end, 10);
+			unsigned long long v;
+			const char *u;
+			int shift = 0;
 
-			if (*end != '\0' || v == 0) {
-				fprintf(stderr, "diagport: --max-input takes a number of bytes, not '%s'\n", arg);
+			errno = 0;
+			v = strtoull(arg, &end, 10);
+			if (*end && end[1] == '\0' && (u = strchr(units, *end)) != NULL) {
+				shift = 10 * (int)(u - units + 1);
+				end++;
+			}
+			if (*arg < '0' || *arg > '9' || *end != '\0' || errno != 0 || v == 0 || v > (SIZE_MAX >> shift)) {
+				fprintf(stderr, "diagport: --max-input takes a size in bytes, or with K, M or G (64M), not "
+					"'%s'\n", arg);
 				return DP_EINVAL;
 			}
-			a->max_input = (size_t)v;
+			a->max_input = (size_t)v << shift;
 			break;
 		}
 		default:
