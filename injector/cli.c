@@ -21,6 +21,7 @@
 #include "doc.h"
 #include "inj.h"
 #include "mem.h"
+#include "size.h"
 
 enum { EX_OK = 0, EX_REFUSED = 1, EX_USAGE = 2, EX_SYNTAX = 3, EX_TOOBIG = 4, EX_IO = 5, EX_INTERNAL = 70 };
 
@@ -61,7 +62,7 @@ static void usage(FILE *f, const char *cmd)
 		"                         after another (what `kubectl apply -f -` and `jq` read); in YAML,\n"
 		"                         one stream of documents separated by ---\n"
 		"  -i, --in-place         replace FILE atomically instead of writing to stdout\n"
-		"      --max-input SIZE   refuse inputs larger than this: bytes, or K, M, G (default 64M)\n",
+		"      --max-input SIZE   refuse inputs larger than this: 4096, 200M, 64Mi, 1Gi (default 64Mi)\n",
 		cmd,
 		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
 		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
@@ -186,25 +187,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'h': usage(stdout, argv[0]); exit(0);
 		case 'A': a->all = true; break;
 		case 'X': {
-			/* bytes, or K, M, G (binary: KiB, MiB, GiB, as the default's 64 MiB); digits only */
-			static const char units[] = "KMG";
-			char *end;
-			unsigned long long v;
-			const char *u;
-			int shift = 0;
+			uint64_t v;
 
-			errno = 0;
-			v = strtoull(arg, &end, 10);
-			if (*end && end[1] == '\0' && (u = strchr(units, *end)) != NULL) {
-				shift = 10 * (int)(u - units + 1);
-				end++;
-			}
-			if (*arg < '0' || *arg > '9' || *end != '\0' || errno != 0 || v == 0 || v > (SIZE_MAX >> shift)) {
-				fprintf(stderr, "diagport: --max-input takes a size in bytes, or with K, M or G (64M), not "
-					"'%s'\n", arg);
+			if (size_parse(arg, &v) != 0 || v == 0 || v > SIZE_MAX) {
+				fprintf(stderr, "diagport: --max-input takes a size: bytes, or with a unit as Kubernetes "
+					"writes them (64Mi, 200M), not '%s'\n", arg);
 				return DP_EINVAL;
 			}
-			a->max_input = (size_t)v << shift;
+			a->max_input = (size_t)v;
 			break;
 		}
 		default:

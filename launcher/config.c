@@ -23,6 +23,7 @@
 #include "doc.h"
 #include "log.h"
 #include "mem.h"
+#include "size.h"
 
 #define MAX_FILE_BYTES (1 << 20)
 #define MAX_EGRESS 16
@@ -73,32 +74,6 @@ void config_free(struct launch_config *c)
 	}
 	free(c->egress);
 	memset(c, 0, sizeof(*c));
-}
-
-int config_parse_size(const char *s, uint64_t *out)
-{
-	static const struct {
-		const char *suffix;
-		uint64_t mult;
-	} units[] = { { "", 1 }, { "k", 1000 }, { "Ki", 1024 }, { "M", 1000000 }, { "Mi", 1 << 20 },
-		      { "G", 1000000000 }, { "Gi", 1 << 30 }, { "T", 1000000000000ULL }, { "Ti", 1ULL << 40 } };
-	char *end;
-	unsigned long long v;
-
-	if (s == NULL || !isdigit((unsigned char)*s))
-		return DP_EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0)
-		return DP_EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(end, units[i].suffix) == 0) {
-			if (v > UINT64_MAX / units[i].mult)
-				return DP_EINVAL;
-			*out = v * units[i].mult;
-			return 0;
-		}
-	return DP_EINVAL;
 }
 
 static int parse_bool(const char *v, bool *out)
@@ -157,7 +132,7 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		*(char **)field = mem_strdup(v);
 		return 0;
 	case K_SIZE:
-		if (config_parse_size(v, field) != 0)
+		if (size_parse(v, field) != 0)
 			return err_set(em, DP_EINVAL, "%s: %s takes a size such as 2Gi, 512Mi or 100M (0 = no cap), "
 				       "not '%s'", where, key, v);
 		return 0;

@@ -64,9 +64,6 @@ int config_load_file(struct launch_config *c, const char *path, struct err_msg *
  */
 int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *variable), struct err_msg *em);
 
-/* "2Gi", "512Mi", "100M", "4096" -> bytes. DP_EINVAL when not a size. */
-int config_parse_size(const char *s, uint64_t *out);
-
 /* After loading: every egress provider has a DirectoryPath that is a directory; tmp_dir on the same filesystem. */
 int config_check(const struct launch_config *c, struct err_msg *em);
 

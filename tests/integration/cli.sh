@@ -22,12 +22,15 @@ check in-place-no-temp test "$(ls "$W")" = d.yaml
 "$D" uninject --in-place "$W/d.yaml"
 "$D" uninject -f "$IN" > "$W/u"
 check in-place-uninject cmp -s "$W/d.yaml" "$W/u"
-# --max-input takes bytes or K, M, G (binary); anything else is a usage error
-"$D" inject --max-input 1K -f "$IN" > /dev/null 2>&1; rc=$?
-WHY="exit $rc"; check max-input-1k-too-small test "$rc" = 4 -a "$(wc -c < "$IN")" -gt 1024
-"$D" inject --max-input 200M -f "$IN" > /dev/null 2>&1; rc=$?
-WHY="exit $rc"; check max-input-200m test "$rc" = 0
-for v in 5MB 1T ' 5' 0; do
+# --max-input takes a size as the agent's settings and Kubernetes write one (common/size.h); anything
+# else is a usage error
+"$D" inject --max-input 1Ki -f "$IN" > /dev/null 2>&1; rc=$?
+WHY="exit $rc"; check max-input-1ki-too-small test "$rc" = 4 -a "$(wc -c < "$IN")" -gt 1024
+for v in 200M 64Mi; do
+	"$D" inject --max-input "$v" -f "$IN" > /dev/null 2>&1; rc=$?
+	WHY="'$v': exit $rc"; check "max-input-$v" test "$rc" = 0
+done
+for v in 5MB 1X ' 5' 0 -1; do
 	"$D" inject --max-input "$v" -f "$IN" > /dev/null 2>&1; rc=$?
 	WHY="'$v': exit $rc"; check "max-input-refuses-${v// /space}" test "$rc" = 2
 done

@@ -8,6 +8,7 @@
 
 #include "../../launcher/config.h"
 #include "mem.h"
+#include "size.h"
 #include "t.h"
 
 static char dir[] = "/tmp/dp-config-XXXXXX";
@@ -29,17 +30,17 @@ static void sizes(void)
 {
 	uint64_t v = 0;
 
-	T_CHECK(config_parse_size("4096", &v) == 0 && v == 4096);
-	T_CHECK(config_parse_size("2Gi", &v) == 0 && v == 2ULL << 30);
-	T_CHECK(config_parse_size("512Mi", &v) == 0 && v == 512ULL << 20);
-	T_CHECK(config_parse_size("100M", &v) == 0 && v == 100000000ULL);
-	T_CHECK(config_parse_size("0", &v) == 0 && v == 0);
-	T_CHECK(config_parse_size("1.5Gi", &v) == DP_EINVAL);
-	T_CHECK(config_parse_size("-1", &v) == DP_EINVAL);
-	T_CHECK(config_parse_size("12XB", &v) == DP_EINVAL);
-	T_CHECK(config_parse_size("", &v) == DP_EINVAL);
-	T_CHECK(config_parse_size("99999999999999999999", &v) == DP_EINVAL);
-	T_CHECK(config_parse_size("20000000Ti", &v) == DP_EINVAL); /* overflows 64 bits */
+	T_CHECK(size_parse("4096", &v) == 0 && v == 4096);
+	T_CHECK(size_parse("2Gi", &v) == 0 && v == 2ULL << 30);
+	T_CHECK(size_parse("512Mi", &v) == 0 && v == 512ULL << 20);
+	T_CHECK(size_parse("100M", &v) == 0 && v == 100000000ULL);
+	T_CHECK(size_parse("0", &v) == 0 && v == 0);
+	T_CHECK(size_parse("1.5Gi", &v) == DP_EINVAL);
+	T_CHECK(size_parse("-1", &v) == DP_EINVAL);
+	T_CHECK(size_parse("12XB", &v) == DP_EINVAL);
+	T_CHECK(size_parse("", &v) == DP_EINVAL);
+	T_CHECK(size_parse("99999999999999999999", &v) == DP_EINVAL);
+	T_CHECK(size_parse("20000000Ti", &v) == DP_EINVAL); /* overflows 64 bits */
 }
 
 static void yaml_file_both_vocabularies(void)
