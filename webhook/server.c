@@ -165,8 +165,9 @@ static __thread struct req *tl_req;
  * so the record uncork() writes lands in a corked socket, and the kernel
  * would hold it for its cork timer, ~200 ms (the answers that were held so
  * until webhook_latency.sh caught it). uncork() clears TCP_CORK after the
- * record, which sends it at once. Bought: ~9 us of CPU per answer and
- * 10-30% more answers a second (docs/BENCHMARKS.md, "webhook clean-up").
+ * record, which sends it at once. Bought, that setsockopt included: 9-11 us
+ * of CPU per answer and 11-19 % more answers a second (docs/BENCHMARKS.md,
+ * "Webhook clean-up").
  */
 #define CORK_MAX (8u << 10)
 
