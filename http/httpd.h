@@ -1,8 +1,14 @@
 /*
  * httpd.h - the agent's HTTP/1.1 server (our own, http_parse.c reads the
- * requests): one listening socket per URL, a thread per connection (a dump
- * download may take minutes), caps on connections, header memory, bodies and
- * idle time.
+ * requests): one listening socket per URL, one request per connection.
+ *
+ * Requests are read by one acceptor thread that holds no thread per
+ * connection, under a deadline for the whole head (Go's ReadHeaderTimeout,
+ * Kestrel's RequestHeadersTimeout) and a minimum body rate (Kestrel's
+ * MinRequestBodyDataRate), a cap per client address (nginx's limit_conn) and
+ * one memory budget; a complete request gets a worker thread (a dump download
+ * may take minutes), up to max_connections, plus a few slots that only probe
+ * routes may use, so no client can starve the liveness probe.
  *
  * A handler is called once per request and must answer with exactly one
  * httpd_send* call. Request bodies: only a POST's to a route that takes one
@@ -25,11 +31,14 @@ typedef void (*httpd_handler)(void *ctx, struct httpd_req *r);
 
 struct httpd_config {
 	const char *urls;          /* "http://+:52323;http://127.0.0.1:52323" (dotnet-monitor's --urls form) */
-	unsigned max_connections;  /* 32 */
-	unsigned idle_timeout_s;   /* 30 */
+	unsigned max_connections;  /* requests in progress (a worker each), 32; more get 503 */
+	unsigned max_per_peer;     /* connections from one address, 64; over it the oldest still sending its head is closed */
+	unsigned idle_timeout_s;   /* writing an answer: a client that reads nothing for this long is cut off, 30 */
+	unsigned head_timeout_s;   /* the whole request head must come within this, 10; else 408 */
 	size_t header_memory;      /* per-connection memory for headers, 32 KiB */
 	size_t max_body;           /* a POST's body up to this many bytes (Content-Length); 0 = no bodies (413) */
 	bool (*takes_body)(const char *path); /* the POST routes that take one; NULL = none */
+	bool (*is_probe)(const char *path);   /* the routes that may use the probe slots; NULL = none */
 };
 
 /* Parse the URLs and start listening. DP_EINVAL (a bad URL) or DP_EIO (bind) with em. */

@@ -272,6 +272,11 @@ bool api_takes_body(const char *path)
 	return false;
 }
 
+bool api_is_probe(const char *path)
+{
+	return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;
+}
+
 void api_metrics(struct metrics *m, struct httpd_req *r)
 {
 	struct buf out;

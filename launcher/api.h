@@ -34,6 +34,8 @@ void api_free(struct api *a);
 void api_handle(void *ctx, struct httpd_req *r);
 /* The routes that take a POST body (httpd_config.takes_body): /trace, /livemetrics, /logs. */
 bool api_takes_body(const char *path);
+/* The probe routes (httpd_config.is_probe), answered from slots no other request takes: /healthz, /readyz. */
+bool api_is_probe(const char *path);
 struct metrics;
 /* GET /metrics from the store m (NULL: 404, turned off). */
 void api_metrics(struct metrics *m, struct httpd_req *r);

@@ -74,6 +74,7 @@ static void usage(FILE *f)
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
 		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
 		   "                       [--metrics-start-delay SECONDS] [--no-metrics] [--log-level LEVEL]\n"
+		   "                       [--request-headers-timeout SECONDS] [--max-connections-per-peer N]\n"
 		   "                       [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
@@ -88,6 +89,8 @@ static void usage(FILE *f)
 		   "their default sockets in DIR. Counters of every runtime are kept for /metrics (Prometheus,\n"
 		   "no token, like dotnet-monitor's; also on --metrics-urls alone); --no-metrics turns that off.\n"
 		   "The log is JSON lines on stderr (time, level, msg, ...); --log-level debug|info|warn|error.\n"
+		   "A request's head must arrive within --request-headers-timeout (10 s); one address holds at\n"
+		   "most --max-connections-per-peer connections (64); /healthz and /readyz have slots of their own.\n"
 		   "See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
@@ -196,6 +199,8 @@ static const struct {
 	{ "--metrics-interval", "metricsInterval" },
 	{ "--metrics-start-delay", "metricsStartDelay" },
 	{ "--log-level", "logLevel" },
+	{ "--request-headers-timeout", "requestHeadersTimeout" },
+	{ "--max-connections-per-peer", "maxConnectionsPerPeer" },
 };
 
 /*
@@ -328,8 +333,11 @@ int launch_cli(int argc, char **argv)
 					 .dump_transport = c.dump_transport, .dumps_limit = c.dumps_limit,
 					 .egress = c.egress, .n_egress = c.n_egress,
 					 .metrics_interval_s = c.metrics_interval_s };
-		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body };
-		struct httpd_config mc = { .urls = c.metrics_urls };
+		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body,
+					   .is_probe = api_is_probe, .head_timeout_s = c.head_timeout_s,
+					   .max_per_peer = c.per_peer };
+		struct httpd_config mc = { .urls = c.metrics_urls, .head_timeout_s = c.head_timeout_s,
+					   .max_per_peer = c.per_peer };
 		bool authenticated = token != NULL; /* without one, loopback only (settle_auth) or --no-auth */
 
 		if (!c.metrics_off)

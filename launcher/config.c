@@ -30,7 +30,7 @@
 #define MAX_PATH_KEY 512
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_LOGLEVEL };
+enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL };
 
 struct setting {
 	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
@@ -54,6 +54,8 @@ static const struct setting settings[] = {
 	{ { "metricsInterval", "GlobalCounter:IntervalSeconds" }, K_SECONDS, OFF(metrics_interval_s) },
 	{ { "metricsStartDelay" }, K_DELAY, OFF(metrics_delay_s) },
 	{ { "logLevel", "Logging:LogLevel:Default" }, K_LOGLEVEL, OFF(log_level) },
+	{ { "requestHeadersTimeout" }, K_SECONDS, OFF(head_timeout_s) },
+	{ { "maxConnectionsPerPeer" }, K_COUNT, OFF(per_peer) },
 	/* dotnet-monitor's connection mode: this agent always listens; Connect is refused with a reason. */
 	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
 };
@@ -123,6 +125,17 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		*(unsigned *)field = (unsigned)n;
 		if (s->kind == K_DELAY)
 			c->metrics_delay_set = true;
+		return 0;
+	}
+	case K_COUNT: { /* connections: 1 to 1024 */
+		unsigned long n;
+		char *end;
+
+		errno = 0;
+		n = strtoul(v, &end, 10);
+		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > 1024)
+			return err_set(em, DP_EINVAL, "%s: %s takes a whole number from 1 to 1024, not '%s'", where, key, v);
+		*(unsigned *)field = (unsigned)n;
 		return 0;
 	}
 	case K_TRANSPORT:

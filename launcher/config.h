@@ -3,7 +3,7 @@
  * environment and the command line, in that order (a later source wins).
  *
  * One key space serves all three: diagport's own names (socket, urls, dumps,
- * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox,
+ * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox, requestHeadersTimeout, maxConnectionsPerPeer,
  * metrics, metricsUrls, metricsInterval) and
  * dotnet-monitor's hierarchical names for the same settings
  * (DiagnosticPort:EndpointName, Urls, Storage:DumpTempFolder, Metrics:Enabled,
@@ -37,6 +37,8 @@ struct launch_config {
 	unsigned metrics_delay_s;    /* metricsStartDelay: seconds from attach to the counters session */
 	bool metrics_delay_set;      /* false: METRICS_DEFAULT_DELAY_S */
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
+	unsigned head_timeout_s;     /* requestHeadersTimeout: the whole request head within this; 0 = 10 */
+	unsigned per_peer;           /* maxConnectionsPerPeer: connections from one address; 0 = 64 */
 	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
 	struct egress_fs *egress;
 	size_t n_egress;

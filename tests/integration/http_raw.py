@@ -6,12 +6,14 @@ what came back, for tests/integration/agent_api.sh. Cases:
   head         HEAD /healthz                             -> "STATUS CONTENT-LENGTH BODYLEN"
   http10       GET /healthz HTTP/1.0                     -> "STATUS BODY"
   flood N      N idle connections held open while a      -> "served" or "refused"
-               normal request is made, then closed
+               normal request is made, then closed (idle connections take no
+               worker slot: it is served)
   bighead      a 40 KiB header                           -> "STATUS CONTENT-TYPE"
   detail KIND  longtarget, manyheaders, manyparams, badescape: a head the parser refuses;
                twolengths, lengthandchunked: a POST whose framing is in doubt; chunked: a chunked POST
                                                          -> "STATUS DETAIL" (the problem's detail)
   status411    a chunked POST                            -> the status line
+  headtimeout  a head sent a byte every 0.3 s, never ended -> "STATUS SECONDS" (until the answer)
 """
 import socket
 import sys
@@ -97,3 +99,22 @@ elif case == "flood":
     for s in held:
         s.close()
     print("served" if r.startswith(b"HTTP/1.1 200") else "refused")
+elif case == "headtimeout":
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    t0 = time.monotonic()
+    s.sendall(b"G")
+    s.settimeout(0.3)
+    out = b""
+    while time.monotonic() - t0 < 20:
+        try:
+            b = s.recv(65536)
+            if not b:
+                break
+            out += b
+        except socket.timeout:
+            try:
+                s.sendall(b"E")
+            except OSError:
+                break
+    st = out.split(b" ", 2)[1].decode() if out.startswith(b"HTTP/1.") else "none"
+    print(st, round(time.monotonic() - t0, 2))

@@ -1,0 +1,602 @@
+/*
+ * httpd_conn.c - the HTTP server's connections (httpd.h): one acceptor
+ * thread reads every request; a worker thread per complete request runs the
+ * handler and writes the answer (httpd.c).
+ *
+ * Reading is where slow and hostile clients are met, so it holds no thread:
+ * the acceptor polls every listening socket and every connection still
+ * sending its request and reads what has come without blocking. Its limits
+ * follow the servers that set the pattern:
+ *  - the whole head within head_timeout_s (10 s; Go's ReadHeaderTimeout,
+ *    Kestrel's RequestHeadersTimeout, nginx's client_header_timeout), else
+ *    408: not a timeout per read, which a byte every few seconds defeats;
+ *  - a body at 240 bytes/s or better after a 5 s grace (Kestrel's
+ *    MinRequestBodyDataRate defaults), else 408;
+ *  - at most max_per_peer connections from one address (nginx's limit_conn):
+ *    a new one closes that address's oldest connection still reading, so a
+ *    client crowds out only itself and a new request is always read;
+ *  - at most pend_cap connections reading at once (the oldest is closed for
+ *    a new one), and one budget for what they buffer beyond their first
+ *    1 KiB (a head that needs more once it is spent gets 503).
+ * A complete request goes to a worker: max_connections of them, and
+ * HTTPD_PROBE_SLOTS more that only probe routes (the agent's /healthz and
+ * /readyz) may take, so a liveness probe is answered whatever other clients
+ * do; with no slot free the answer is 503 at once. An answer the acceptor
+ * can give itself (a malformed head, a refused body, 408, 503) takes no
+ * worker. After an answer the connection lingers with the acceptor for a
+ * moment, its unread input read and dropped, so the client sees the answer
+ * rather than a reset, and no worker waits on it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "httpd_int.h"
+#include "mem.h"
+
+#define BODY_GRACE_MS 5000
+#define BODY_MIN_RATE 240 /* bytes per second */
+#define LINGER_MS 1000
+#define ACCEPT_BURST 64
+#define ACCEPT_PAUSE_MS 100
+#define THREAD_STACK ((size_t)256 * 1024)
+
+/* ---- the acceptor's list of connections still reading (or lingering) ---- */
+
+static void pend_add(struct httpd *d, struct conn *c)
+{
+	c->idx = d->n_pend;
+	d->pend[d->n_pend++] = c;
+}
+
+static void pend_remove(struct httpd *d, struct conn *c)
+{
+	struct conn *last = d->pend[--d->n_pend];
+
+	d->pend[c->idx] = last;
+	last->idx = c->idx;
+}
+
+/* Give back the big head buffer and the budget it was charged. */
+static void release_buffer(struct httpd *d, struct conn *c)
+{
+	if (c->buf != c->first)
+		free(c->buf);
+	c->buf = c->first;
+	c->len = 0;
+	d->budget_used -= c->charged;
+	c->charged = 0;
+}
+
+static void conn_free(struct conn *c)
+{
+	httpd_req_clean(&c->r);
+	if (c->buf != c->first)
+		free(c->buf);
+	close(c->sock);
+	free(c);
+}
+
+/* Close a connection the acceptor holds. */
+static void drop(struct httpd *d, struct conn *c)
+{
+	pend_remove(d, c);
+	d->budget_used -= c->charged;
+	conn_free(c);
+}
+
+static void linger(struct conn *c, long long now)
+{
+	shutdown(c->sock, SHUT_WR);
+	c->state = CONN_LINGER;
+	c->deadline_ms = now + LINGER_MS;
+}
+
+/* Write the answer already set on c's request (an error: small, into an empty send buffer) and linger. */
+static void answer_now(struct httpd *d, struct conn *c, long long now)
+{
+	httpd_transmit(c->sock, &c->r);
+	httpd_req_clean(&c->r);
+	memset(&c->r, 0, sizeof(c->r));
+	c->r.fd = -1;
+	release_buffer(d, c);
+	linger(c, now);
+}
+
+/* ---- a complete request: to a worker ---- */
+
+static void *worker_main(void *arg)
+{
+	struct conn *c = arg;
+	struct httpd *d = c->d;
+
+	d->h(d->ctx, &c->r);
+	if (!c->r.answered)
+		httpd_problem(&c->r, 500, "Internal Server Error", "the handler gave no answer");
+	httpd_transmit(c->sock, &c->r);
+	httpd_req_clean(&c->r); /* on_done: the handler's resources are free before the slot is */
+	memset(&c->r, 0, sizeof(c->r));
+	c->r.fd = -1;
+	if (c->buf != c->first)
+		free(c->buf); /* charged to no budget since it left the acceptor */
+	c->buf = c->first;
+	pthread_mutex_lock(&d->mu);
+	d->work[c->slot] = NULL;
+	if (c->probe_slot)
+		d->n_probe--;
+	else
+		d->n_general--;
+	if (d->stopping) {
+		close(c->sock);
+		free(c);
+	} else {
+		c->next = d->done;
+		d->done = c;
+		if (write(d->wake[1], "d", 1) < 0) {
+			/* full: the acceptor has wake-ups pending and takes the list then */
+		}
+	}
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+	return NULL;
+}
+
+static void busy(struct httpd *d, struct conn *c, long long now)
+{
+	httpd_set_header(&c->r, "Retry-After", "1");
+	httpd_problem(&c->r, 503, "Service Unavailable", "%u requests are in progress, the most this server takes; "
+		      "retry", d->max_conns);
+	answer_now(d, c, now);
+}
+
+/* Hand c (complete, not answered) to a worker thread, or answer 503 when every slot it may use is taken. */
+static void dispatch(struct httpd *d, struct conn *c, long long now)
+{
+	struct timeval tv = { .tv_sec = d->idle_s };
+	pthread_attr_t attr;
+	pthread_t t;
+	int flags, rc;
+
+	pthread_mutex_lock(&d->mu);
+	if (d->n_general < d->max_conns) {
+		c->probe_slot = false;
+		d->n_general++;
+	} else if (c->probe && d->n_probe < HTTPD_PROBE_SLOTS) {
+		c->probe_slot = true;
+		d->n_probe++;
+	} else {
+		pthread_mutex_unlock(&d->mu);
+		busy(d, c, now);
+		return;
+	}
+	for (c->slot = 0; d->work[c->slot]; c->slot++)
+		;
+	d->work[c->slot] = c;
+	c->state = CONN_WORK;
+	pthread_mutex_unlock(&d->mu);
+	pend_remove(d, c);
+	d->budget_used -= c->charged; /* the worker caps (max_connections) bound what it holds from here */
+	c->charged = 0;
+	flags = fcntl(c->sock, F_GETFL);
+	fcntl(c->sock, F_SETFL, flags & ~O_NONBLOCK);
+	setsockopt(c->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &attr, worker_main, c);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		pthread_mutex_lock(&d->mu);
+		d->work[c->slot] = NULL;
+		if (c->probe_slot)
+			d->n_probe--;
+		else
+			d->n_general--;
+		pthread_mutex_unlock(&d->mu);
+		fcntl(c->sock, F_SETFL, flags);
+		pend_add(d, c);
+		busy(d, c, now);
+	}
+}
+
+/* ---- reading the request ---- */
+
+/* What was wrong with a request head http_parse_head refused with status. */
+static const char *parse_detail(int status)
+{
+	switch (status) {
+	case 414: return "the request target is longer than 8 KiB";
+	case 431: return "the request has more than 64 header fields or more than 32 query parameters";
+	case 505: return "only HTTP/1.0 and HTTP/1.1 are served";
+	default: return "the request line or a header field is malformed (RFC 9112), or the target has a "
+			"percent-escape that is not %XX or is %00";
+	}
+}
+
+/*
+ * The body's framing: only a POST to a route that takes one has a body, with
+ * a Content-Length up to max_body (checked before a byte of it is read; no
+ * chunked bodies). Sets c->want; false when the answer (an error) is set.
+ */
+static bool body_plan(struct httpd *d, struct conn *c)
+{
+	struct httpd_req *r = &c->r;
+	const char *cl = http_header(&r->rq, "Content-Length"), *te = http_header(&r->rq, "Transfer-Encoding");
+	bool post = strcmp(r->rq.method, "POST") == 0 && d->max_body > 0 && d->takes_body && d->takes_body(r->rq.path);
+	unsigned long long want = 0;
+	char *end = NULL;
+	size_t n_cl = 0;
+
+	for (size_t i = 0; i < r->rq.n_headers; i++)
+		n_cl += strcasecmp(r->rq.headers[i].name, "Content-Length") == 0;
+	if (n_cl > 1 || (cl && te)) { /* RFC 9112 6.3: the framing is in doubt (request smuggling) */
+		httpd_problem(r, 400, "Bad Request", "%s", n_cl > 1 ? "more than one Content-Length" :
+				      "both Content-Length and Transfer-Encoding");
+		return false;
+	}
+	if (te && post) {
+		httpd_problem(r, 411, "Length Required", "send the body with a Content-Length, not chunked");
+		return false;
+	}
+	if (cl) {
+		errno = 0;
+		want = strtoull(cl, &end, 10);
+		if (*cl < '0' || *cl > '9' || *end != '\0' || errno != 0) {
+			httpd_problem(r, 400, "Bad Request", "Content-Length '%s' is not a number", cl);
+			return false;
+		}
+	}
+	if ((want > 0 || te) && !post) {
+		httpd_problem(r, 413, "Content Too Large", "this route takes no request body");
+		return false;
+	}
+	if (want > d->max_body) {
+		httpd_problem(r, 413, "Content Too Large", "the body is %llu bytes; the cap is %zu", want, d->max_body);
+		return false;
+	}
+	c->want = (size_t)want;
+	return true;
+}
+
+/* Charge n more bytes to the budget for c; false when the budget is spent. */
+static bool charge(struct httpd *d, struct conn *c, size_t n)
+{
+	if (d->budget_used + n > d->budget)
+		return false;
+	d->budget_used += n;
+	c->charged += n;
+	return true;
+}
+
+static void body_done(struct httpd *d, struct conn *c, long long now)
+{
+	c->r.body[c->r.body_len] = '\0';
+	dispatch(d, c, now);
+}
+
+static void head_done(struct httpd *d, struct conn *c, size_t head, long long now)
+{
+	struct httpd_req *r = &c->r;
+	size_t pre = c->len - head;
+	int rc = http_parse_head(c->buf, head, &r->rq);
+
+	if (rc != 0) {
+		httpd_problem(r, (unsigned)rc, httpd_reason((unsigned)rc), "%s", parse_detail(rc));
+		answer_now(d, c, now);
+		return;
+	}
+	r->head_only = strcmp(r->rq.method, "HEAD") == 0;
+	c->probe = d->is_probe && d->is_probe(r->rq.path);
+	if (!body_plan(d, c)) {
+		answer_now(d, c, now);
+		return;
+	}
+	if (c->want == 0) {
+		dispatch(d, c, now);
+		return;
+	}
+	if (!charge(d, c, c->want + 1)) {
+		busy(d, c, now);
+		return;
+	}
+	r->body = mem_alloc(c->want + 1);
+	r->body_len = pre < c->want ? pre : c->want;
+	memcpy(r->body, c->buf + head, r->body_len);
+	c->state = CONN_BODY;
+	c->deadline_ms = now + BODY_GRACE_MS + (long long)(c->want / BODY_MIN_RATE) * 1000;
+	if (r->body_len == c->want)
+		body_done(d, c, now);
+}
+
+/* Make room for more of the head: 0, or the status to refuse it with (431 too big, 503 budget spent). */
+static unsigned grow(struct httpd *d, struct conn *c)
+{
+	size_t to = c->cap * 2 < d->head_cap ? c->cap * 2 : d->head_cap;
+	char *nb;
+
+	if (c->cap >= d->head_cap)
+		return 431;
+	if (!charge(d, c, to - (c->buf == c->first ? 0 : c->cap)))
+		return 503;
+	nb = mem_alloc(to);
+	memcpy(nb, c->buf, c->len);
+	if (c->buf != c->first)
+		free(c->buf);
+	c->buf = nb;
+	c->cap = to;
+	return 0;
+}
+
+static void read_head(struct httpd *d, struct conn *c, long long now)
+{
+	unsigned st;
+	ssize_t n;
+	size_t head;
+
+	if (c->len == c->cap && (st = grow(d, c)) != 0) {
+		if (st == 431)
+			httpd_problem(&c->r, 431, "Request Header Fields Too Large",
+				      "the request head is larger than %zu bytes", d->head_cap);
+		else
+			httpd_problem(&c->r, 503, "Service Unavailable", "the server holds too many large request "
+				      "heads; retry");
+		answer_now(d, c, now);
+		return;
+	}
+	n = recv(c->sock, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		drop(d, c);
+		return;
+	}
+	c->len += (size_t)n;
+	if ((head = http_head_length(c->buf, c->len)) != 0)
+		head_done(d, c, head, now);
+}
+
+static void read_body(struct httpd *d, struct conn *c, long long now)
+{
+	struct httpd_req *r = &c->r;
+	ssize_t n = recv(c->sock, r->body + r->body_len, c->want - r->body_len, MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) {
+		drop(d, c);
+		return;
+	}
+	if (n == 0) {
+		httpd_problem(r, 400, "Bad Request", "the body ended after %zu of %zu bytes", r->body_len, c->want);
+		answer_now(d, c, now);
+		return;
+	}
+	r->body_len += (size_t)n;
+	if (r->body_len == c->want)
+		body_done(d, c, now);
+}
+
+static void readable(struct httpd *d, struct conn *c, long long now)
+{
+	char sink[4096];
+	ssize_t n;
+
+	switch (c->state) {
+	case CONN_HEAD:
+		read_head(d, c, now);
+		return;
+	case CONN_BODY:
+		read_body(d, c, now);
+		return;
+	case CONN_LINGER:
+		n = recv(c->sock, sink, sizeof(sink), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			drop(d, c);
+		return;
+	case CONN_WORK:
+		return;
+	}
+}
+
+/* Connections past their deadline: 408 for a request that started and stalled, else closed. */
+static void expire(struct httpd *d, long long now)
+{
+	for (size_t i = d->n_pend; i-- > 0;) {
+		struct conn *c = d->pend[i];
+
+		if (c->deadline_ms > now)
+			continue;
+		if (c->state == CONN_LINGER || (c->state == CONN_HEAD && c->len == 0)) {
+			drop(d, c);
+			continue;
+		}
+		if (c->state == CONN_HEAD)
+			httpd_problem(&c->r, 408, "Request Timeout", "the request head did not arrive within %lld s",
+				      d->head_ms / 1000);
+		else
+			httpd_problem(&c->r, 408, "Request Timeout", "the body came slower than %d bytes a second "
+				      "(%zu of %zu bytes)", BODY_MIN_RATE, c->r.body_len, c->want);
+		answer_now(d, c, now);
+	}
+}
+
+/* ---- accepting ---- */
+
+static void peer_of(const struct sockaddr_storage *sa, struct peer *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->family = sa->ss_family;
+	if (sa->ss_family == AF_INET)
+		memcpy(p->a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	else if (sa->ss_family == AF_INET6)
+		memcpy(p->a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+}
+
+static bool same_peer(const struct peer *a, const struct peer *b)
+{
+	return a->family == b->family && memcmp(a->a, b->a, sizeof(a->a)) == 0;
+}
+
+/* Close the oldest connection the acceptor holds (of peer p, or any): one lingering first. False when none. */
+static bool evict_oldest(struct httpd *d, const struct peer *p)
+{
+	struct conn *old = NULL;
+
+	for (size_t i = 0; i < d->n_pend; i++) {
+		struct conn *c = d->pend[i];
+
+		if (p && !same_peer(&c->peer, p))
+			continue;
+		if (old == NULL || (c->state == CONN_LINGER) > (old->state == CONN_LINGER) ||
+		    ((c->state == CONN_LINGER) == (old->state == CONN_LINGER) && c->seq < old->seq))
+			old = c;
+	}
+	if (old == NULL)
+		return false;
+	drop(d, old);
+	return true;
+}
+
+static size_t peer_count(struct httpd *d, const struct peer *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->n_pend; i++)
+		n += same_peer(&d->pend[i]->peer, p);
+	pthread_mutex_lock(&d->mu);
+	for (unsigned i = 0; i < d->max_conns + HTTPD_PROBE_SLOTS; i++)
+		n += d->work[i] && same_peer(&d->work[i]->peer, p);
+	pthread_mutex_unlock(&d->mu);
+	return n;
+}
+
+static void admit(struct httpd *d, int sock, const struct sockaddr_storage *sa, long long now)
+{
+	struct conn *c;
+	struct peer p;
+	int one = 1;
+
+	peer_of(sa, &p);
+	if (peer_count(d, &p) >= d->per_peer && !evict_oldest(d, &p)) {
+		close(sock); /* every one of its connections is being answered: refused, as a full listen queue would */
+		return;
+	}
+	if (d->n_pend == d->pend_cap)
+		evict_oldest(d, NULL);
+	setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c = mem_zalloc(sizeof(*c));
+	c->d = d;
+	c->sock = sock;
+	c->peer = p;
+	c->state = CONN_HEAD;
+	c->seq = ++d->seq;
+	c->deadline_ms = now + d->head_ms;
+	c->buf = c->first;
+	c->cap = d->head_cap < HTTPD_CONN_FIRST ? d->head_cap : HTTPD_CONN_FIRST;
+	c->r.fd = -1;
+	pend_add(d, c);
+}
+
+static void accept_some(struct httpd *d, int lfd, long long now)
+{
+	for (int k = 0; k < ACCEPT_BURST; k++) {
+		struct sockaddr_storage sa;
+		socklen_t sl = sizeof(sa);
+		int s = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+		if (s >= 0) {
+			admit(d, s, &sa, now);
+			continue;
+		}
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			if (evict_oldest(d, NULL))
+				continue; /* out of descriptors: the oldest reader makes room */
+			d->accept_pause_until = now + ACCEPT_PAUSE_MS;
+		}
+		return;
+	}
+}
+
+/* ---- the loop ---- */
+
+/* Take the connections workers have answered, to linger. True when the server is stopping. */
+static bool take_done(struct httpd *d, long long now)
+{
+	char drain[64];
+	struct conn *list;
+	bool stopping;
+
+	while (read(d->wake[0], drain, sizeof(drain)) > 0)
+		;
+	pthread_mutex_lock(&d->mu);
+	list = d->done;
+	d->done = NULL;
+	stopping = d->stopping;
+	pthread_mutex_unlock(&d->mu);
+	while (list) {
+		struct conn *c = list;
+
+		list = c->next;
+		if (stopping || d->n_pend == d->pend_cap) {
+			conn_free(c);
+			continue;
+		}
+		c->seq = ++d->seq;
+		linger(c, now);
+		pend_add(d, c);
+	}
+	return stopping;
+}
+
+void *httpd_acceptor_main(void *arg)
+{
+	struct httpd *d = arg;
+	struct pollfd *pf = mem_array(d->n + 1 + d->pend_cap, sizeof(*pf));
+	struct conn **polled = mem_array(d->pend_cap, sizeof(*polled));
+
+	for (;;) {
+		long long now = clock_ms(), next = -1;
+		bool listening = now >= d->accept_pause_until;
+		size_t m = 0, first_conn, np = d->n_pend;
+
+		for (size_t i = 0; listening && i < d->n; i++)
+			pf[m++] = (struct pollfd){ .fd = d->lfd[i], .events = POLLIN };
+		pf[m++] = (struct pollfd){ .fd = d->wake[0], .events = POLLIN };
+		first_conn = m;
+		for (size_t i = 0; i < np; i++) {
+			polled[i] = d->pend[i];
+			pf[m++] = (struct pollfd){ .fd = d->pend[i]->sock, .events = POLLIN };
+			if (next < 0 || d->pend[i]->deadline_ms < next)
+				next = d->pend[i]->deadline_ms;
+		}
+		if (!listening && (next < 0 || d->accept_pause_until < next))
+			next = d->accept_pause_until;
+		if (poll(pf, m, next < 0 ? -1 : (int)(next > now ? next - now : 0)) < 0)
+			continue;
+		now = clock_ms();
+		if (pf[first_conn - 1].revents && take_done(d, now))
+			break;
+		for (size_t i = 0; i < np; i++)
+			if (pf[first_conn + i].revents)
+				readable(d, polled[i], now);
+		expire(d, now);
+		for (size_t i = 0; listening && i < d->n; i++)
+			if (pf[i].revents & POLLIN)
+				accept_some(d, d->lfd[i], now);
+	}
+	while (d->n_pend)
+		drop(d, d->pend[0]);
+	free(polled);
+	free(pf);
+	return NULL;
+}

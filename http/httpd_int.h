@@ -1,0 +1,116 @@
+/*
+ * httpd_int.h - what the HTTP server's three files share (not for users of
+ * httpd.h): httpd.c describes and writes responses, httpd_conn.c reads
+ * requests and runs the connections, httpd_listen.c parses the URLs, listens,
+ * starts and stops.
+ */
+#ifndef DP_HTTPD_INT_H
+#define DP_HTTPD_INT_H
+
+#include <pthread.h>
+#include <sys/socket.h>
+
+#include "http_parse.h"
+#include "httpd.h"
+
+#define HTTPD_MAX_LISTENERS 8
+#define HTTPD_MAX_EXTRA_HEADERS 4
+#define HTTPD_PROBE_SLOTS 4     /* requests in progress only probes may use */
+#define HTTPD_CONN_FIRST 1024   /* the first bytes of a request, inside struct conn: a probe needs no more */
+
+enum body_kind { BODY_MEM, BODY_FD, BODY_STREAM };
+
+struct httpd_req {
+	struct http_request rq;
+	bool head_only;
+	bool answered;
+	unsigned status;
+	char *ctype, *disposition;
+	enum body_kind kind;
+	char *mem;
+	size_t mem_len;
+	int fd;
+	uint64_t fd_size;
+	httpd_read_fn read_fn;
+	void (*free_fn)(void *);
+	void *stream_ctx;
+	char *extra[HTTPD_MAX_EXTRA_HEADERS][2];
+	size_t n_extra;
+	void (*done)(void *);
+	void *done_ctx;
+	char *body; /* a POST's body (httpd_config.max_body), NUL-terminated */
+	size_t body_len;
+};
+
+/* A client's address without its port: what the per-peer cap counts. */
+struct peer {
+	sa_family_t family;
+	unsigned char a[16];
+};
+
+enum conn_state {
+	CONN_HEAD,   /* reading the request head (the acceptor's) */
+	CONN_BODY,   /* reading a POST's body (the acceptor's) */
+	CONN_WORK,   /* a worker thread runs the handler and writes the answer */
+	CONN_LINGER, /* answered and shut for writing; the acceptor reads what the client still sends, then closes */
+};
+
+struct conn {
+	struct httpd *d;
+	int sock;
+	size_t idx;            /* in httpd.pend, while the acceptor holds it */
+	unsigned slot;         /* in httpd.work, while a worker holds it */
+	bool probe_slot;       /* that slot is one of the probe slots */
+	struct conn *next;     /* in httpd.done */
+	unsigned long long seq; /* the order it was accepted (or handed back to linger) in: lower is older */
+	enum conn_state state;
+	struct peer peer;
+	long long deadline_ms; /* CONN_HEAD, CONN_BODY, CONN_LINGER: closed (or 408) then */
+	char *buf;             /* the head as it comes: first, or a larger block from the budget */
+	size_t len, cap;
+	size_t want;           /* the body's Content-Length */
+	size_t charged;        /* bytes of the budget this connection holds */
+	bool probe;            /* a probe route (httpd_config.is_probe): may use the probe slots */
+	struct httpd_req r;
+	char first[HTTPD_CONN_FIRST];
+};
+
+struct httpd {
+	int lfd[HTTPD_MAX_LISTENERS];
+	size_t n;
+	int wake[2];
+	pthread_t acceptor;
+	bool acceptor_started;
+	httpd_handler h;
+	void *ctx;
+	unsigned max_conns, per_peer, idle_s;
+	long long head_ms;
+	size_t head_cap, max_body;
+	bool (*takes_body)(const char *path);
+	bool (*is_probe)(const char *path);
+	/* The acceptor's own: connections reading a request or lingering, and the bytes they buffer. */
+	struct conn **pend;
+	size_t n_pend, pend_cap;
+	size_t budget, budget_used;
+	long long accept_pause_until;
+	unsigned long long seq;
+	/* Shared with the workers, under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct conn **work;     /* max_conns + HTTPD_PROBE_SLOTS slots, NULL = free */
+	unsigned n_general, n_probe;
+	struct conn *done;      /* answered connections handed back to the acceptor to linger */
+	bool stopping;
+};
+
+/* The reason phrase of status ("Not Found"). */
+const char *httpd_reason(unsigned status);
+/* Write r's answer to sock (head, then the body unless HEAD). */
+void httpd_transmit(int sock, struct httpd_req *r);
+/* Free what r holds and run its on_done. */
+void httpd_req_clean(struct httpd_req *r);
+
+/* The acceptor thread (httpd_conn.c): started by httpd_start, ended by a byte on wake[1]. */
+void *httpd_acceptor_main(void *arg);
+
+#endif

@@ -1,0 +1,257 @@
+/*
+ * test_httpd.c - the agent's HTTP server (http/httpd_conn.c) over real
+ * loopback sockets: a request in progress per worker slot and 503 beyond
+ * them, probe slots no other request takes, connections still sending their
+ * head taking no slot, the deadline for the whole head (408), the minimum
+ * body rate, and the cap per client address.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http/httpd.h"
+#include "t.h"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int in_slow;       /* handlers waiting in /slow */
+static bool release_slow; /* let them answer */
+
+static void handler(void *ctx, struct httpd_req *r)
+{
+	(void)ctx;
+	if (strcmp(httpd_path(r), "/slow") == 0) {
+		pthread_mutex_lock(&mu);
+		in_slow++;
+		pthread_cond_broadcast(&cv);
+		while (!release_slow)
+			pthread_cond_wait(&cv, &mu);
+		in_slow--;
+		pthread_mutex_unlock(&mu);
+	}
+	httpd_send(r, 200, "text/plain", "ok", 2);
+}
+
+static bool is_probe(const char *path)
+{
+	return strcmp(path, "/probe") == 0;
+}
+
+static bool takes_body(const char *path)
+{
+	return strcmp(path, "/post") == 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int port;
+
+/* Start a server on a free loopback port. */
+static struct httpd *start(unsigned max_conns, unsigned per_peer, unsigned head_s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+	char urls[64];
+	struct httpd_config cfg = { .urls = urls, .max_connections = max_conns, .max_per_peer = per_peer,
+				    .head_timeout_s = head_s, .max_body = 4096, .takes_body = takes_body,
+				    .is_probe = is_probe };
+	struct httpd *d = NULL;
+	struct err_msg em;
+
+	bind(s, (struct sockaddr *)&a, sizeof(a));
+	getsockname(s, (struct sockaddr *)&a, &al);
+	port = ntohs(a.sin_port);
+	close(s);
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%d", port);
+	if (httpd_start(&cfg, handler, NULL, &d, &em) != 0)
+		fprintf(stderr, "httpd_start: %s\n", em.text);
+	return d;
+}
+
+/* A connection from source address src (127.0.0.x), with data (may be NULL) sent. */
+static int dial(const char *src, const char *data)
+{
+	struct sockaddr_in from = { .sin_family = AF_INET }, to = { .sin_family = AF_INET };
+	int s = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, src, &from.sin_addr);
+	inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+	to.sin_port = htons((uint16_t)port);
+	if (bind(s, (struct sockaddr *)&from, sizeof(from)) != 0 || connect(s, (struct sockaddr *)&to, sizeof(to)) != 0) {
+		close(s);
+		return -1;
+	}
+	if (data && send(s, data, strlen(data), MSG_NOSIGNAL) < 0) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* Read the whole answer (until the server closes, at most wait_s); its status, 0 for none. */
+static int answer(int s, double wait_s, char *out, size_t cap)
+{
+	size_t n = 0;
+	double end = now_s() + wait_s;
+	int st = 0;
+
+	out[0] = '\0';
+	for (;;) {
+		struct pollfd pf = { .fd = s, .events = POLLIN };
+		int ms = (int)((end - now_s()) * 1000);
+		ssize_t k;
+
+		if (ms <= 0 || poll(&pf, 1, ms) <= 0)
+			break;
+		k = recv(s, out + n, cap - 1 - n, 0);
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+		out[n] = '\0';
+	}
+	close(s);
+	if (sscanf(out, "HTTP/1.1 %d", &st) != 1)
+		st = 0;
+	return st;
+}
+
+static int get(const char *src, const char *path, char *out, size_t cap)
+{
+	char req[256];
+
+	snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+	return answer(dial(src, req), 5, out, cap);
+}
+
+static void wait_in_slow(int n)
+{
+	pthread_mutex_lock(&mu);
+	while (in_slow < n)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+}
+
+static void set_release(bool v)
+{
+	pthread_mutex_lock(&mu);
+	release_slow = v;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+static void slots_and_probes(void)
+{
+	struct httpd *d = start(2, 64, 10);
+	static char out[8192];
+	int slow[2], idle[50];
+
+	T_CHECK(d != NULL);
+	set_release(false);
+	for (int i = 0; i < 50; i++) /* connections that never send a byte take no slot */
+		idle[i] = dial("127.0.0.2", NULL);
+	T_CHECK(get("127.0.0.1", "/x", out, sizeof(out)) == 200);
+	for (int i = 0; i < 2; i++)
+		slow[i] = dial("127.0.0.1", "GET /slow HTTP/1.1\r\n\r\n");
+	wait_in_slow(2);
+	T_CHECK(get("127.0.0.1", "/x", out, sizeof(out)) == 503);
+	T_CHECK(strstr(out, "Retry-After: 1\r\n") != NULL);
+	T_CHECK(strstr(out, "2 requests are in progress") != NULL);
+	T_CHECK(get("127.0.0.1", "/probe", out, sizeof(out)) == 200);
+	set_release(true);
+	for (int i = 0; i < 2; i++)
+		T_CHECK(answer(slow[i], 5, out, sizeof(out)) == 200);
+	T_CHECK(get("127.0.0.1", "/x", out, sizeof(out)) == 200);
+	for (int i = 0; i < 50; i++)
+		close(idle[i]);
+	httpd_free(d);
+}
+
+static void head_deadline(void)
+{
+	struct httpd *d = start(4, 64, 1);
+	static char out[8192];
+	int s = dial("127.0.0.1", "GET /x HTTP/1.1\r\n");
+	double t0 = now_s(), took;
+
+	T_CHECK(d != NULL && s >= 0);
+	/* a byte every 0.3 s: a timeout per read would never fire; the head's deadline does */
+	for (int i = 0; i < 20 && now_s() - t0 < 3; i++) {
+		struct pollfd pf = { .fd = s, .events = POLLIN };
+
+		if (poll(&pf, 1, 300) > 0)
+			break;
+		if (send(s, "X", 1, MSG_NOSIGNAL) < 0)
+			break;
+	}
+	T_CHECK(answer(s, 3, out, sizeof(out)) == 408);
+	took = now_s() - t0;
+	T_CHECK(took > 0.8 && took < 3);
+	T_CHECK(strstr(out, "did not arrive within 1 s") != NULL);
+	httpd_free(d);
+}
+
+static void body_rate(void)
+{
+	struct httpd *d = start(4, 64, 10);
+	static char out[8192];
+	/* 1200 bytes at 240 bytes/s after a 5 s grace: due in 10 s; none of it sent */
+	int s = dial("127.0.0.1", "POST /post HTTP/1.1\r\nContent-Length: 1200\r\n\r\n{");
+	double t0 = now_s(), took;
+
+	T_CHECK(d != NULL && s >= 0);
+	T_CHECK(answer(s, 20, out, sizeof(out)) == 408);
+	took = now_s() - t0;
+	T_CHECK(took > 9 && took < 15);
+	T_CHECK(strstr(out, "slower than 240 bytes a second (1 of 1200 bytes)") != NULL);
+	s = dial("127.0.0.1", "POST /post HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+	T_CHECK(answer(s, 5, out, sizeof(out)) == 200);
+	httpd_free(d);
+}
+
+static void per_peer(void)
+{
+	struct httpd *d = start(4, 3, 10);
+	static char out[8192];
+	int s[5], closed = 0;
+
+	T_CHECK(d != NULL);
+	for (int i = 0; i < 5; i++)
+		s[i] = dial("127.0.0.3", NULL);
+	usleep(300000);
+	for (int i = 0; i < 5; i++) { /* the oldest two were closed for the newest */
+		struct pollfd pf = { .fd = s[i], .events = POLLIN };
+		char c;
+
+		if (poll(&pf, 1, 0) > 0 && recv(s[i], &c, 1, 0) == 0)
+			closed += 1 + (i < 2) * 10;
+	}
+	T_CHECK(closed == 22);
+	/* from that address a new request still gets read and served; another address is untouched */
+	T_CHECK(get("127.0.0.3", "/x", out, sizeof(out)) == 200);
+	T_CHECK(get("127.0.0.4", "/x", out, sizeof(out)) == 200);
+	for (int i = 0; i < 5; i++)
+		close(s[i]);
+	httpd_free(d);
+}
+
+int main(void)
+{
+	t_file_name = "test_httpd";
+	T_RUN(slots_and_probes);
+	T_RUN(head_deadline);
+	T_RUN(per_peer);
+	T_RUN(body_rate);
+	return t_failed_cases ? 1 : 0;
+}
