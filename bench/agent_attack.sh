@@ -3,18 +3,18 @@
 # Each binary runs `diagport launch` with a token and a real .NET app attached (its counters session
 # on, as in production); for each attack (tests/integration/slow_clients.py: N connections of a mode
 # from one address, from the probes' own address, or each from its own), every agent in turn is
-# attacked for SECONDS while /healthz (no token) and /processes (token) are asked every 0.2 s on new
+# attacked for ATTACK_S seconds while /healthz (no token) and /processes (token) are asked every 0.2 s on new
 # connections and the agent's VmRSS is sampled. Prints, per agent and attack: the slowest and the
 # median answer of each, how many probes got no 200, and the peak RSS. Then each agent's idle RSS
 # and exec-to-ready time (bench/ready_probe.c). Measures and prints; never gates.
-# Knobs: N (500), SECONDS (10), READY_RUNS (30).
+# Knobs: N (500), ATTACK_S (10), READY_RUNS (30).
 # Example: git worktree add /tmp/before a5f7423 && make -C /tmp/before &&
 #          bench/agent_attack.sh before=/tmp/before/diagport after=./diagport
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 B=${BUILD:-build}
 N=${N:-500}
-SECONDS_=${SECONDS:-10}
+ATTACK_S=${ATTACK_S:-10}
 READY_RUNS=${READY_RUNS:-30}
 W=$(mktemp -d /tmp/dp-bench-attack.XXXXXX)
 . bench/lib.sh
@@ -40,20 +40,20 @@ for spec in "$@"; do
 	wait_for "$W/$name/agent.log" '"event":"attached"' 20 || die "$name: no runtime attached: $(tail -2 "$W/$name/agent.log")"
 done
 n=${#NAMES[@]}
-echo "== agents under attack: $(date -u +%FT%TZ), $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null), N=$N, ${SECONDS_} s each"
+echo "== agents under attack: $(date -u +%FT%TZ), $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null), N=$N, ${ATTACK_S} s each"
 for spec in "$@"; do echo "   $spec"; done
-printf '\n%-10s %-20s %15s %15s %8s %9s %s\n' agent attack "healthz max/p50" "processes max/p50" "no 200" "RSS peak" "closed by agent"
+printf '\n%-8s %-22s %17s %17s %10s %9s %s\n' agent attack "healthz max/p50" "processes max/p50" "no 200" "RSS peak" "closed by agent"
 for c in "idle 127.0.0.2" "trickle 127.0.0.2" "trickle 127.0.0.1" "trickle many" "bighead many" "slowbody many" \
 	"flood 127.0.0.2"; do
 	read -r mode src <<< "$c"
 	for i in $(seq 0 $((n - 1))); do
-		r=$(python3 tests/integration/slow_clients.py "${PORTS[$i]}" "$N" "$mode" "$SECONDS_" --token tok \
+		r=$(python3 tests/integration/slow_clients.py "${PORTS[$i]}" "$N" "$mode" "$ATTACK_S" --token tok \
 			--pid "${APIDS[$i]}" --src "$src")
 		jq -r --arg a "${NAMES[$i]}" --arg m "$mode from $src" '[$a, $m,
 			"\(.healthz_ms[0] // "-") / \(.healthz_ms[1] // "-") ms", "\(.processes_ms[0] // "-") / \(.processes_ms[1] // "-") ms",
-			"\(.n_failed)", "\(.rss_peak_kib) KiB", "\(.closed_by_server) of \(.opened)"] |
+			"\(.n_failed) of \(.probes)", "\(.rss_peak_kib) KiB", "\(.closed_by_server) of \(.opened)"] |
 			"\(.[0])\t\(.[1])\t\(.[2])\t\(.[3])\t\(.[4])\t\(.[5])\t\(.[6])"' <<< "$r" |
-			awk -F'\t' '{printf "%-10s %-20s %15s %17s %8s %9s %s\n", $1, $2, $3, $4, $5, $6, $7}'
+			awk -F'\t' '{printf "%-8s %-22s %17s %17s %10s %9s %s\n", $1, $2, $3, $4, $5, $6, $7}'
 		sleep 12 # the previous attack's connections time out (the old build: its idle timeout)
 	done
 done

@@ -189,11 +189,8 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 
 		if (!sel[i])
 			continue;
-		if (name == NULL || !inj_name_ok(name, strlen(name)) || st->n == INJ_MAX_CONTAINERS) {
-			rc = inj_fail(c, em, ctr, DP_EREFUSED, what,
-				      "%s[%zu] has no valid %s (letters, digits, '-', '_', '.'; at most 255)", defs_key, i, d->c_name);
+		if ((rc = inj_ctr_named(c, d, ctr, defs_key, i, st->n, what, em)) != 0)
 			goto out;
-		}
 		snprintf(st->c[st->n].name, sizeof(st->c[0].name), "%s", name);
 		cwhat = mem_printf("%s: container %s", what, name);
 		rc = inj_container(c, d, ctr, o, cwhat, &st->c[st->n], em);

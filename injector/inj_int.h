@@ -83,6 +83,13 @@ const char *inj_intrinsic(const struct doc_node *n);
 long inj_seq_find(const struct doc_node *s, const char *k, const char *v);
 /* A container name both platforms accept: 1-255 of [A-Za-z0-9._-] (what the status record can hold). */
 bool inj_name_ok(const char *s, size_t len);
+/*
+ * The container list[i] about to be injected as the n-th: 0, or DP_EREFUSED
+ * with em when it is not a map with a valid name, or when n is the most a
+ * status record holds (INJ_MAX_CONTAINERS).
+ */
+int inj_ctr_named(const struct inj_ctx *c, const struct inj_dialect *d, const struct doc_node *ctr,
+		  const char *list, size_t i, size_t n, const char *what, struct err_msg *em);
 /* A scalar's text as an option value ("true" for a bool, "3" for a number), or NULL. */
 const char *inj_scalar_text(const struct doc_node *n);
 

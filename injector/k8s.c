@@ -204,11 +204,8 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 
 		if (!sel[i])
 			continue;
-		if (!doc_is(ctr, DOC_MAP) || name == NULL || !inj_name_ok(name, strlen(name)) || st.n == INJ_MAX_CONTAINERS) {
-			rc = inj_fail(c, em, ctr, DP_EREFUSED, what,
-				      "containers[%zu] has no valid name (letters, digits, '-', '_', '.'; at most 255)", i);
+		if ((rc = inj_ctr_named(c, &inj_k8s_dialect, ctr, "containers", i, st.n, what, em)) != 0)
 			goto out;
-		}
 		snprintf(st.c[st.n].name, sizeof(st.c[0].name), "%s", name);
 		cwhat = mem_printf("%s: container %s", what, name);
 		rc = inj_container(c, &inj_k8s_dialect, ctr, &o, cwhat, &st.c[st.n], em);

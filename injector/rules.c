@@ -341,41 +341,94 @@ int inj_check_collisions(const struct inj_ctx *c, const struct inj_dialect *d,
 	return 0;
 }
 
+int inj_ctr_named(const struct inj_ctx *c, const struct inj_dialect *d, const struct doc_node *ctr,
+		  const char *list, size_t i, size_t n, const char *what, struct err_msg *em)
+{
+	const char *name = doc_get_str(ctr, d->c_name);
+
+	if (!doc_is(ctr, DOC_MAP) || name == NULL || !inj_name_ok(name, strlen(name)))
+		return inj_fail(c, em, ctr, DP_EREFUSED, what, "%s[%zu] has no valid %s (letters, digits, '-', '_', "
+				"'.'; at most 255)", list, i, d->c_name);
+	if (n == INJ_MAX_CONTAINERS)
+		return inj_fail(c, em, ctr, DP_EREFUSED, what, "more than %d containers to inject (the most one status "
+				"record holds); choose them with the containers option", INJ_MAX_CONTAINERS);
+	return 0;
+}
+
+struct named {
+	const char *name;
+	size_t i;
+};
+
+static int by_name(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	int r = strcmp(x->name, y->name);
+
+	return r ? r : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The entry named p[0..n) in ix (sorted by_name), or NULL. */
+static const struct named *find_named(const struct named *ix, size_t m, const char *p, size_t n)
+{
+	size_t lo = 0, hi = m;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int r = strncmp(ix[mid].name, p, n);
+
+		if (r == 0)
+			r = ix[mid].name[n] != '\0';
+		if (r == 0)
+			return &ix[mid];
+		if (r < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Names are sorted once, so a pod with thousands of containers costs n log n, not n squared. */
 int inj_select(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctrs,
 	       const struct inj_opts *o, const char *what, bool *sel, struct err_msg *em)
 {
 	const char *p = o->containers;
+	struct named *ix = mem_array(ctrs->n ? ctrs->n : 1, sizeof(*ix));
+	size_t m = 0, dup = (size_t)-1;
+	int rc = 0;
 
 	for (size_t i = 0; i < ctrs->n; i++) {
 		const char *a = doc_get_str(ctrs->vals[i], d->c_name);
 
 		sel[i] = p == NULL;
-		for (size_t k = 0; a && k < i; k++) {
-			const char *b = doc_get_str(ctrs->vals[k], d->c_name);
-
-			if (b && strcmp(a, b) == 0)
-				return inj_fail(c, em, ctrs->vals[i], DP_EREFUSED, what,
-						"two containers are named %s; %s requires unique names", a, d->platform);
-		}
+		if (a)
+			ix[m++] = (struct named){ a, i };
+	}
+	qsort(ix, m, sizeof(*ix), by_name);
+	for (size_t k = 1; k < m; k++) /* the first container whose name an earlier one has */
+		if (strcmp(ix[k].name, ix[k - 1].name) == 0 && ix[k].i < dup)
+			dup = ix[k].i;
+	if (dup != (size_t)-1) {
+		rc = inj_fail(c, em, ctrs->vals[dup], DP_EREFUSED, what, "two containers are named %s; %s requires "
+			      "unique names", doc_get_str(ctrs->vals[dup], d->c_name), d->platform);
+		goto out;
 	}
 	while (p && *p) {
 		size_t n = strcspn(p, ",");
-		bool found = false;
+		const struct named *hit = find_named(ix, m, p, n);
 
-		for (size_t i = 0; i < ctrs->n; i++) {
-			const char *name = doc_get_str(ctrs->vals[i], d->c_name);
-
-			if (name && strlen(name) == n && strncmp(name, p, n) == 0) {
-				sel[i] = true;
-				found = true;
-			}
+		if (hit == NULL) {
+			rc = inj_fail(c, em, ctrs, DP_EREFUSED, what,
+				      "the containers option names '%.*s', but there is no such container", (int)n, p);
+			goto out;
 		}
-		if (!found)
-			return inj_fail(c, em, ctrs, DP_EREFUSED, what,
-					"the containers option names '%.*s', but there is no such container", (int)n, p);
+		sel[hit->i] = true;
 		p += n;
 		if (*p == ',')
 			p++;
 	}
-	return 0;
+out:
+	mem_free(ix);
+	return rc;
 }

@@ -7,7 +7,8 @@ ADDR (default 127.0.0.2: another client than the probes, which come from
 GET /healthz (no token) and GET /processes (with the token, if given) on new
 connections from 127.0.0.1, and samples the agent's VmRSS (/proc/PID/status).
 Prints one JSON object:
-  {"healthz_ms": [max, p50], "processes_ms": [max, p50], "failed": [...],
+  {"healthz_ms": [max, p50], "processes_ms": [max, p50] (of the answers that were 200),
+   "failed": [...] (the first ten probes that got no 200), "n_failed": F, "probes": P,
    "rss_peak_kib": K, "opened": N, "closed_by_server": M, "answers": {status: count}}
 Modes:
   idle      connect and send nothing
@@ -142,16 +143,18 @@ while time.monotonic() < deadline:
     if now >= next_probe:
         try:
             ms, st = probe("/healthz", None)
-            hz.append(ms)
-            if st != "200":
+            if st == "200":
+                hz.append(ms)
+            else:
                 failed.append("healthz %s" % st)
         except OSError as e:
             failed.append("healthz %s" % e)
         if opts["--token"]:
             try:
                 ms, st = probe("/processes", opts["--token"])
-                pr.append(ms)
-                if st != "200":
+                if st == "200":
+                    pr.append(ms)
+                else:
                     failed.append("processes %s" % st)
             except OSError as e:
                 failed.append("processes %s" % e)
@@ -188,5 +191,5 @@ def stats(v):
 
 
 print(json.dumps({"healthz_ms": stats(hz), "processes_ms": stats(pr), "failed": failed[:10],
-                  "n_failed": len(failed), "rss_peak_kib": peak, "opened": len(conns),
+                  "n_failed": len(failed), "probes": len(hz) + len(pr) + len(failed), "rss_peak_kib": peak, "opened": len(conns),
                   "closed_by_server": closed, "answers": answers}))
