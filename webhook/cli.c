@@ -31,6 +31,7 @@
 #include "wconfig.h"
 #include "sandbox.h"
 #include "server.h"
+#include "size.h"
 
 #define MAX_BODY ((size_t)16 << 20)
 #define POLL_S 2 /* how often the key pair and the configuration file are looked at */
@@ -45,7 +46,8 @@ static void usage(FILE *f)
 		   "--no-ptrace: the namespace enforces Pod Security baseline or restricted (no SYS_PTRACE).\n"
 		   "\n"
 		   "       diagport webhook --listen ADDR:PORT --tls-cert FILE --tls-key FILE [--config FILE]\n"
-		   "                        [--no-sandbox] [--no-review-cache] [--log-level LEVEL]\n\n"
+		   "                        [--no-sandbox] [--no-review-cache] [--log-level LEVEL]\n"
+		   "                        [--body-budget SIZE]\n\n"
 		   "Serves POST /mutate, /mutate/namespace and both with /no-ptrace after them over HTTPS\n"
 		   "(libmicrohttpd and GnuTLS, loaded at start), GET /healthz, /readyz and /metrics; reloads\n"
 		   "the key pair and the configuration (defaults under the diagport.dev/ annotation names,\n"
@@ -53,6 +55,9 @@ static void usage(FILE *f)
 		   "Answers to repeated reviews (a ReplicaSet's replicas differ only in request.uid) are kept\n"
 		   "and reused; --no-review-cache reviews every request in full. The log is JSON lines on\n"
 		   "stderr (time, level, msg, ...); --log-level debug|info|warn|error (default info).\n"
+		   "Request bodies in flight share --body-budget (16Mi; at least 12Mi): one that does not fit is\n"
+		   "refused at once with 503, and its last 4Mi is kept for bodies up to 256Ki (every ordinary\n"
+		   "review); a body must come at 64 KiB/s after 2 s or its connection is closed.\n"
 		   "\n"
 		   "       diagport webhook certs --namespace NS --secret NAME --service NAME\n"
 		   "                        --webhook-configuration NAME [options]\n\n"
@@ -182,7 +187,16 @@ static int serve(int argc, char **argv)
 			cfg.no_review_cache = true;
 		else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			cfg.config_file = argv[++i];
-		else if (strcmp(argv[i], "--log-level") == 0) {
+		else if (strcmp(argv[i], "--body-budget") == 0) {
+			uint64_t v;
+
+			if (i + 1 == argc || size_parse(argv[++i], &v) != 0 || v == 0 || v > ((uint64_t)1 << 40)) {
+				fprintf(stderr, "diagport: webhook: --body-budget takes a size such as 16Mi or 32M, not "
+					"'%s'\n", i < argc ? argv[i] : "");
+				return 2;
+			}
+			cfg.body_budget = (size_t)v;
+		} else if (strcmp(argv[i], "--log-level") == 0) {
 			if (!log_level_flag("webhook", i + 1 < argc ? argv[++i] : NULL))
 				return 2;
 		} else {

@@ -128,6 +128,9 @@ struct webhook {
 	atomic_ullong hist[N_BUCKETS + 1];
 	atomic_ullong sum_us;
 	struct rcache *cache; /* answers to repeated reviews (rcache.h); cleared when the configuration changes */
+	atomic_size_t body_used; /* of cfg.body_budget */
+	atomic_size_t kept;      /* of KEEP_TOTAL */
+	atomic_ullong busy;      /* requests refused for the budget */
 };
 
 /*
@@ -138,11 +141,55 @@ struct webhook {
  * page (ten page faults a request). Up to BODY_KEEP is kept between requests.
  */
 #define BODY_KEEP (128u << 10)
+#define KEEP_TOTAL ((size_t)8 << 20) /* what all connections together keep between requests */
+
+/*
+ * Bodies in flight share one budget (webhook_config.body_budget), so memory
+ * stays bounded however many clients send. A body over BODY_SMALL is charged
+ * its declared Content-Length before a byte of it is read, and refused at
+ * once with 503 when that does not fit; it may not use the last BODY_RESERVE,
+ * which is left to the bodies up to BODY_SMALL (every ordinary review: a few
+ * KiB; 67 KiB for a pod with 1,500 env vars). Those are charged what has
+ * arrived, so a client that declares and sends nothing holds nothing. A body
+ * must also keep coming at BODY_MIN_RATE after BODY_GRACE_MS (Kestrel's
+ * MinRequestBodyDataRate, at a rate for the cluster network the API server
+ * sends from), or its connection is closed and its share freed: to hold the
+ * budget a client must keep sending.
+ */
+#define BODY_SMALL (256u << 10)
+#define BODY_RESERVE ((size_t)4 << 20)
+#define BODY_GRACE_MS 2000
+#define BODY_MIN_RATE (64u << 10) /* bytes per second */
+
 struct req {
 	struct buf body;
 	bool too_big;
-	bool corked; /* the answer's TLS records are held until completed_cb (cork()) */
+	bool busy;      /* the body did not fit in the budget: the answer is 503 */
+	bool corked;    /* the answer's TLS records are held until completed_cb (cork()) */
+	size_t charged; /* bytes of the budget this request holds */
+	size_t kept;    /* bytes of KEEP_TOTAL its connection holds */
+	long long t0;   /* when the request began (clock_ms) */
 };
+
+/* Charge n more bytes of body to q; false when the budget (less the reserve, for a large body) is spent. */
+static bool charge(struct webhook *w, struct req *q, size_t n)
+{
+	size_t cap = q->charged + n <= BODY_SMALL ? w->cfg.body_budget : w->cfg.body_budget - BODY_RESERVE;
+	size_t used = atomic_load(&w->body_used);
+
+	do {
+		if (used + n > cap)
+			return false;
+	} while (!atomic_compare_exchange_weak(&w->body_used, &used, used + n));
+	q->charged += n;
+	return true;
+}
+
+static void discharge(struct webhook *w, struct req *q)
+{
+	atomic_fetch_sub(&w->body_used, q->charged);
+	q->charged = 0;
+}
 
 /* The daemon generation whose worker thread this is, and the request in hand (set at the top of access_cb). */
 static __thread const struct gen *tl_gen;
@@ -208,9 +255,9 @@ static void uncork(struct MHD_Connection *c)
 	setsockopt(f->connect_fd, IPPROTO_TCP, TCP_CORK, &(int){ 0 }, sizeof(int)); /* out now, not in 200 ms */
 }
 
-/* The answer; allow, when not NULL, is a 405's Allow header. */
-static enum MHD_Result reply_allow(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
-				   size_t len, const char *allow)
+/* The answer, with one more header hname: hval when hname is not NULL (a 405's Allow, a 503's Retry-After). */
+static enum MHD_Result reply_with(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
+				  size_t len, const char *hname, const char *hval)
 {
 	struct MHD_Response *r = mhd.response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	enum MHD_Result rc;
@@ -221,8 +268,8 @@ static enum MHD_Result reply_allow(struct MHD_Connection *c, unsigned status, co
 	mhd.add_header(r, "Content-Type", ctype);
 	mhd.add_header(r, "Cache-Control", "no-store");
 	mhd.add_header(r, "X-Content-Type-Options", "nosniff");
-	if (allow)
-		mhd.add_header(r, "Allow", allow);
+	if (hname)
+		mhd.add_header(r, hname, hval);
 	if (tl_gen && atomic_load(&tl_gen->draining))
 		mhd.add_header(r, "Connection", "close"); /* a reload or shutdown is waiting for this connection */
 	rc = mhd.queue(c, status, r);
@@ -233,14 +280,14 @@ static enum MHD_Result reply_allow(struct MHD_Connection *c, unsigned status, co
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *ctype, const char *body,
 			     size_t len)
 {
-	return reply_allow(c, status, ctype, body, len, NULL);
+	return reply_with(c, status, ctype, body, len, NULL, NULL);
 }
 
-static enum MHD_Result problem_allow(struct MHD_Connection *c, unsigned status, const char *title,
-				     const char *detail, const char *allow)
+static enum MHD_Result problem_with(struct MHD_Connection *c, unsigned status, const char *title,
+				    const char *detail, const char *hname, const char *hval)
 {
 	char *s = problem_body(status, title, detail);
-	enum MHD_Result rc = reply_allow(c, status, "application/problem+json", s, strlen(s), allow);
+	enum MHD_Result rc = reply_with(c, status, "application/problem+json", s, strlen(s), hname, hval);
 
 	free(s);
 	return rc;
@@ -248,7 +295,7 @@ static enum MHD_Result problem_allow(struct MHD_Connection *c, unsigned status, 
 
 static enum MHD_Result problem(struct MHD_Connection *c, unsigned status, const char *title, const char *detail)
 {
-	return problem_allow(c, status, title, detail, NULL);
+	return problem_with(c, status, title, detail, NULL, NULL);
 }
 
 static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
@@ -266,10 +313,12 @@ static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
 				   ns ? "/mutate/namespace" : "/mutate", review_outcome_name((enum review_outcome)o),
 				   atomic_load(&w->outcomes[ns][o]));
 	buf_printf(&b, "# HELP diagport_webhook_rejected_requests_total Requests that were not a well-formed "
-		       "AdmissionReview (400) or too large (413).\n# TYPE diagport_webhook_rejected_requests_total counter\n"
+		       "AdmissionReview (400), too large (413), or whose body did not fit in the budget for bodies "
+		       "in flight (503).\n# TYPE diagport_webhook_rejected_requests_total counter\n"
 		       "diagport_webhook_rejected_requests_total{reason=\"malformed\"} %llu\n"
-		       "diagport_webhook_rejected_requests_total{reason=\"too_big\"} %llu\n",
-		   atomic_load(&w->malformed), atomic_load(&w->too_big));
+		       "diagport_webhook_rejected_requests_total{reason=\"too_big\"} %llu\n"
+		       "diagport_webhook_rejected_requests_total{reason=\"busy\"} %llu\n",
+		   atomic_load(&w->malformed), atomic_load(&w->too_big), atomic_load(&w->busy));
 	buf_printf(&b, "# HELP diagport_webhook_certificate_reloads_total Key pair reloads, by result.\n"
 		       "# TYPE diagport_webhook_certificate_reloads_total counter\n"
 		       "diagport_webhook_certificate_reloads_total{result=\"ok\"} %llu\n"
@@ -379,6 +428,27 @@ static void answer_facts(const struct buf *out, bool reason, char uid[128], char
 	json_decref(j);
 }
 
+static enum MHD_Result busy(struct webhook *w, struct MHD_Connection *c)
+{
+	char detail[160];
+
+	atomic_fetch_add(&w->busy, 1);
+	snprintf(detail, sizeof(detail), "the request bodies in flight fill the webhook's %zu-byte budget; retry",
+		 w->cfg.body_budget);
+	log_warn("request rejected", LOG_STR("event", "rejected"), LOG_INT("status", 503), LOG_STR("reason", detail));
+	return problem_with(c, 503, "Service Unavailable", detail, "Retry-After", "1");
+}
+
+static enum MHD_Result too_big(struct webhook *w, struct MHD_Connection *c)
+{
+	char detail[128];
+
+	atomic_fetch_add(&w->too_big, 1);
+	snprintf(detail, sizeof(detail), "the request body is over %zu bytes", w->cfg.max_body);
+	log_warn("request rejected", LOG_STR("event", "rejected"), LOG_INT("status", 413), LOG_STR("reason", detail));
+	return problem(c, 413, "Content Too Large", detail);
+}
+
 static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled,
 				     bool no_ptrace)
 {
@@ -392,12 +462,10 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 	enum MHD_Result r;
 	int rc;
 
-	if (q->too_big) {
-		atomic_fetch_add(&w->too_big, 1);
-		snprintf(em.text, sizeof(em.text), "the request body is over %zu bytes", w->cfg.max_body);
-		log_warn("request rejected", LOG_STR("event", "rejected"), LOG_INT("status", 413), LOG_STR("reason", em.text));
-		return problem(c, 413, "Content Too Large", em.text);
-	}
+	if (q->busy)
+		return busy(w, c);
+	if (q->too_big)
+		return too_big(w, c);
 	buf_init(&out, (size_t)128 << 20);
 	pthread_rwlock_rdlock(&w->cfg_lock);
 	rc = review_admit(&rc_cfg, q->body.data ? q->body.data : "", q->body.len, &out, &o, &em);
@@ -452,19 +520,38 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 			return MHD_NO; /* conn_cb had no memory for it: the connection is closed */
 		atomic_fetch_add(&g->inflight, 1);
 		q->body.len = 0;
-		q->too_big = q->corked = false;
+		q->too_big = q->busy = q->corked = false;
+		q->t0 = clock_ms();
+		*con_cls = q;
+		tl_req = q;
 		if ((cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length")) != NULL &&
-		    (n = strtoull(cl, NULL, 10)) > 0 && n <= w->cfg.max_body)
+		    (n = strtoull(cl, NULL, 10)) > 0) {
+			/* refused before a byte of the body is read (the connection then closes) */
+			if (n > w->cfg.max_body)
+				return too_big(w, c);
+			if (n > BODY_SMALL && !charge(w, q, (size_t)n))
+				return busy(w, c);
 			/* one allocation for the body, not a doubling series of copies; what a client only
 			   claims costs no more than 1 MiB of address space until it sends it */
 			buf_reserve(&q->body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
-		*con_cls = q;
-		tl_req = q;
+		}
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!q->too_big && buf_append(&q->body, upload, *upload_size) != 0)
-			q->too_big = true; /* the rest is read and dropped; the answer is 413 */
+		long long late = clock_ms() - q->t0 - BODY_GRACE_MS;
+		size_t need = q->body.len + *upload_size;
+
+		if (late > 0 && need < (unsigned long long)late * BODY_MIN_RATE / 1000) {
+			log_warn("request rejected", LOG_STR("event", "rejected"), LOG_STR("reason", "the body came slower "
+				 "than 64 KiB a second: connection closed"), LOG_INT("bytes", (long long)need));
+			return MHD_NO;
+		}
+		if (!q->too_big && !q->busy) {
+			if (need > q->charged && !charge(w, q, need - q->charged))
+				q->busy = true; /* a chunked body over the budget: the rest is read and dropped; 503 */
+			else if (buf_append(&q->body, upload, *upload_size) != 0)
+				q->too_big = true; /* the rest is read and dropped; the answer is 413 */
+		}
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -472,7 +559,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		return reply(c, 200, "text/plain", "ok", 2);
 	if (strcmp(url, "/metrics") == 0) {
 		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-			return problem_allow(c, 405, "Method Not Allowed", "GET the metrics", "GET, HEAD");
+			return problem_with(c, 405, "Method Not Allowed", "GET the metrics", "Allow", "GET, HEAD");
 		return metrics(w, c);
 	}
 	if (strncmp(url, "/mutate", 7) == 0) {
@@ -490,11 +577,26 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		}
 		if (*rest == '\0') {
 			if (strcmp(method, "POST") != 0)
-				return problem_allow(c, 405, "Method Not Allowed", "POST an AdmissionReview here", "POST");
+				return problem_with(c, 405, "Method Not Allowed", "POST an AdmissionReview here", "Allow", "POST");
 			return mutate(w, c, q, ns, no_ptrace);
 		}
 	}
 	return problem(c, 404, "Not Found", "no such route: /mutate[/namespace][/no-ptrace], /healthz, /readyz, /metrics");
+}
+
+/* Between requests a connection keeps its body's memory, up to BODY_KEEP, while all together keep under KEEP_TOTAL. */
+static void keep_body(struct webhook *w, struct req *q)
+{
+	atomic_fetch_sub(&w->kept, q->kept);
+	q->kept = 0;
+	q->body.len = 0;
+	if (q->body.alloc > BODY_KEEP || atomic_fetch_add(&w->kept, q->body.alloc) + q->body.alloc > KEEP_TOTAL) {
+		if (q->body.alloc <= BODY_KEEP)
+			atomic_fetch_sub(&w->kept, q->body.alloc);
+		buf_free(&q->body);
+		return;
+	}
+	q->kept = q->body.alloc;
 }
 
 static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode toe)
@@ -507,9 +609,8 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, en
 		if (q->corked)
 			uncork(c);
 		atomic_fetch_sub(&g->inflight, 1);
-		if (q->body.alloc > BODY_KEEP)
-			buf_free(&q->body);
-		q->body.len = 0;
+		discharge(g->w, q);
+		keep_body(g->w, q);
 		*con_cls = NULL;
 	}
 }
@@ -530,6 +631,7 @@ static void conn_cb(void *cls, struct MHD_Connection *c, void **socket_ctx, enum
 		struct req *q = *socket_ctx;
 
 		if (q) {
+			atomic_fetch_sub(&g->w->kept, q->kept);
 			buf_free(&q->body);
 			free(q);
 			*socket_ctx = NULL;
@@ -675,6 +777,10 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 	w->cfg = *cfg;
 	if (w->cfg.max_body == 0)
 		w->cfg.max_body = (size_t)8 << 20;
+	if (w->cfg.body_budget == 0)
+		w->cfg.body_budget = (size_t)16 << 20;
+	if (w->cfg.body_budget < w->cfg.max_body + BODY_RESERVE)
+		w->cfg.body_budget = w->cfg.max_body + BODY_RESERVE; /* a request of the largest size can be taken */
 	if (w->cfg.timeout_s == 0)
 		w->cfg.timeout_s = 10;
 	if (w->cfg.threads == 0)

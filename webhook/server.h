@@ -29,6 +29,7 @@ struct webhook_config {
 	const char *cert_file, *key_file;
 	const char *config_file;   /* --config (wconfig.h), or NULL for the built-in defaults */
 	size_t max_body;           /* request cap (8 MiB) */
+	size_t body_budget;        /* every request body in flight together (16 MiB; --body-budget) */
 	unsigned timeout_s;        /* idle / per-request deadline (10) */
 	unsigned threads;          /* worker threads (2) */
 	bool no_review_cache;      /* --no-review-cache: review every request in full (rcache.h) */
