@@ -33,6 +33,8 @@ static const char *const agent_calls[] = {
 	/* files: dumps staging and pipe, token already read */
 	"openat", "close", "read", "readv", "pread64", "write", "writev", "lseek", "fstat", "newfstatat", "statx",
 	"fcntl", "unlink", "unlinkat", "mknodat", "chmod", "fchmodat", "getdents64", "pipe2", "ioctl",
+	/* /stacks: is /proc/PID the runtime (its exe), to read its threads' names */
+	"readlink", "readlinkat",
 	/* dumps through the pipe: staging and egress files, atomic publish */
 	"splice", "fsync", "fdatasync", "rename", "renameat", "renameat2", "link", "linkat",
 	/* sockets already bound: accept and talk */

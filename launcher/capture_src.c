@@ -228,6 +228,7 @@ static int stacks_src_start(struct job *j, struct err_msg *em)
 	buf_init(&j->out, 0);
 	if (rc != 0)
 		return rc;
+	stacks_name_threads(st, j->c.target.pid, j->c.target.have_info ? j->c.target.info.command_line : NULL);
 	if (j->c.format == CAPTURE_STACKS_JSON)
 		put_json(&j->out, stacks_json(st));
 	else if (j->c.format == CAPTURE_STACKS_SPEEDSCOPE)

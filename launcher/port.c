@@ -119,6 +119,7 @@ static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 		return;
 	}
 	r->lost_ms = 0;
+	r->hung_up = false;
 	r->via_port = true;
 	if (r->stage == 0) {
 		/*
@@ -167,7 +168,13 @@ static void accept_one(struct port *p)
 	pthread_mutex_unlock(&p->mu);
 }
 
-/* Idle connections that hung up (or talked out of turn) are closed; long-gone runtimes dropped. */
+/*
+ * Idle connections that hung up (or talked out of turn) are closed; gone
+ * runtimes dropped. A runtime keeps its advertised connection open until it
+ * is used, so one that hangs up has exited (or shut its diagnostic server):
+ * it goes as soon as no command holds it. One that only stopped advertising
+ * (its connection was taken for a command) gets grace_ms to come back.
+ */
 static void sweep(struct port *p, const struct pollfd *pf, size_t npf)
 {
 	long long t = clock_ms();
@@ -179,11 +186,13 @@ static void sweep(struct port *p, const struct pollfd *pf, size_t npf)
 				close(p->rt[i].idle_fd);
 				p->rt[i].idle_fd = -1;
 				p->rt[i].lost_ms = t;
+				p->rt[i].hung_up = (pf[k].revents & (POLLHUP | POLLERR)) != 0;
 			}
 	for (size_t i = p->n; i-- > 0;) {
 		struct runtime *r = &p->rt[i];
 
-		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms && r->path == NULL && t - r->lost_ms > p->cfg.grace_ms)
+		if (r->idle_fd < 0 && r->busy == 0 && r->lost_ms && r->path == NULL &&
+		    (r->hung_up || t - r->lost_ms > p->cfg.grace_ms))
 			rtab_drop(p, i);
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -354,9 +363,9 @@ int port_take(struct port *p, const uint8_t cookie[16], int timeout_ms, int *fd)
 			rc = 0;
 			break;
 		}
-		if (!r->via_port) {
+		if (!r->via_port || r->hung_up) {
 			if (!dialed)
-				errno = ECONNREFUSED; /* its socket went away; nothing will be advertised either */
+				errno = ECONNREFUSED; /* its socket went away, or it exited: nothing will be advertised */
 			rc = DP_EIO;
 			break;
 		}

@@ -24,6 +24,7 @@ struct runtime {
 	int busy;             /* commands in flight */
 	int stage;            /* 0: needs resume; 1-3: asking ProcessInfo3, 2, 1 (one per connection); 4: ready */
 	long long lost_ms;    /* when its idle connection went away (0 = it has one) */
+	bool hung_up;         /* the runtime closed its idle connection: it has exited (no grace period) */
 	bool via_port;        /* has advertised on our socket at least once */
 	char *path;           /* its default socket in connect_dir while that accepts connections, or NULL */
 	bool have_info;

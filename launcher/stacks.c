@@ -7,9 +7,11 @@
  */
 #include "stacks.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mem.h"
 #include "symbols.h"
@@ -21,6 +23,7 @@ struct thread {
 	uint64_t id;
 	uint64_t *ips;
 	size_t n;
+	char name[16]; /* the OS thread's name (".NET TP Worker"), or "" */
 };
 
 struct stacks {
@@ -42,6 +45,7 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	if (s->n_threads == MAX_THREADS || e->stack_n == 0)
 		return 0;
 	s->threads = mem_realloc(s->threads, (s->n_threads + 1) * sizeof(*s->threads));
+	s->threads[s->n_threads].name[0] = '\0';
 	s->threads[s->n_threads].id = e->thread_id;
 	s->threads[s->n_threads].n = e->stack_n < MAX_FRAMES ? e->stack_n : MAX_FRAMES;
 	s->threads[s->n_threads].ips = mem_array(s->threads[s->n_threads].n, sizeof(uint64_t));
@@ -75,6 +79,39 @@ int stacks_capture(struct port *port, const uint8_t cookie[16], int sample_ms, s
 	mem_sort(s->threads, s->n_threads, sizeof(*s->threads), by_thread);
 	*out = s;
 	return 0;
+}
+
+/*
+ * EventPipe carries no thread names; the kernel has them (the runtime names
+ * its threads: ".NET TP Worker", ".NET Finalizer"). They are read from
+ * /proc/PID/task/TID/comm when PID in our /proc is the runtime itself, which
+ * holds when the agent shares the app's PID namespace (it started the app,
+ * or the pod sets shareProcessNamespace): the process there must run the
+ * executable the runtime reported. Otherwise names stay empty.
+ */
+void stacks_name_threads(struct stacks *s, uint64_t pid, const char *command_line)
+{
+	char path[64], exe[PATH_MAX];
+	size_t want = command_line ? strcspn(command_line, " ") : 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%llu/exe", (unsigned long long)pid);
+	if (want == 0 || (n = readlink(path, exe, sizeof(exe))) <= 0 || (size_t)n != want ||
+	    memcmp(exe, command_line, want) != 0)
+		return;
+	for (size_t i = 0; i < s->n_threads; i++) {
+		struct thread *t = &s->threads[i];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%llu/task/%llu/comm", (unsigned long long)pid,
+			 (unsigned long long)t->id);
+		if ((f = fopen(path, "re")) == NULL)
+			continue;
+		if (fgets(t->name, sizeof(t->name), f) == NULL)
+			t->name[0] = '\0';
+		t->name[strcspn(t->name, "\n")] = '\0';
+		fclose(f);
+	}
 }
 
 size_t stacks_threads(const struct stacks *s)
@@ -128,7 +165,7 @@ json_t *stacks_json(const struct stacks *s)
 								      "typeName", "", "moduleName", "", "methodToken",
 								      (json_int_t)0));
 		}
-		json_array_append_new(arr, json_pack("{s:I, s:s, s:o}", "threadId", (json_int_t)t->id, "threadName", "",
+		json_array_append_new(arr, json_pack("{s:I, s:s, s:o}", "threadId", (json_int_t)t->id, "threadName", t->name,
 						     "frames", frames));
 	}
 	return arr;
@@ -146,7 +183,7 @@ void stacks_speedscope(const struct stacks *s, struct buf *out)
 	for (size_t i = 0; i < s->n_threads; i++) {
 		const struct thread *t = &s->threads[i];
 		json_t *sample = json_array();
-		char name[48];
+		char name[64];
 
 		for (size_t k = t->n; k-- > 0;) { /* speedscope lists a sample root first */
 			const struct sym_method *m;
@@ -165,7 +202,7 @@ void stacks_speedscope(const struct stacks *s, struct buf *out)
 			}
 			json_array_append_new(sample, json_integer((json_int_t)*at));
 		}
-		snprintf(name, sizeof(name), "Thread (0x%llX)", (unsigned long long)t->id);
+		snprintf(name, sizeof(name), "%s%sThread (0x%llX)", t->name, t->name[0] ? " " : "", (unsigned long long)t->id);
 		json_array_append_new(profiles, json_pack("{s:s, s:s, s:s, s:i, s:i, s:[o], s:[i]}", "type", "sampled", "name",
 							  name, "unit", "none", "startValue", 0, "endValue", 1, "samples",
 							  sample, "weights", 1));

@@ -25,6 +25,12 @@ struct stacks;
  */
 int stacks_capture(struct port *port, const uint8_t cookie[16], int sample_ms, struct stacks **out,
 		   struct err_msg *em);
+/*
+ * Name the threads from /proc/PID/task/TID/comm, when PID in this agent's
+ * /proc runs the executable command_line starts with (the runtime's own
+ * ProcessInfo); else leave them unnamed.
+ */
+void stacks_name_threads(struct stacks *s, uint64_t pid, const char *command_line);
 size_t stacks_threads(const struct stacks *s);
 /* dotnet-monitor's text: "Thread: (0xID)" then one "  module!Type.Method" line per frame, innermost first. */
 void stacks_text(const struct stacks *s, struct buf *out);

@@ -300,6 +300,15 @@ WHY="captured in ${c#* } s (want under 5 s)"; check stacks/quick awk -v t="${c#*
 curl -s -H 'Accept: application/json' "$U/stacks?pid=$APID" > "$W/st.json"
 WHY="$(head -c 400 "$W/st.json")"
 check stacks/json jq -e '(map(select(any(.frames[]; .typeName == "LockContention" and .methodName == "Wait"))) | length) == 4 and all(.[]; (.threadId | type) == "number" and all(.frames[]; has("methodName") and has("typeName") and has("moduleName")))' "$W/st.json"
+# thread names: the kernel's (/proc/PID/task/TID/comm), which the runtime sets (".NET TP Worker"); the agent
+# shares this PID namespace here, so every thread it lists has its name
+names=$(jq -r '.[] | "\(.threadId)\t\(.threadName)"' "$W/st.json")
+bad=$(while IFS=$'\t' read -r tid name; do
+	want=$(cat "/proc/$APID/task/$tid/comm" 2> /dev/null) || continue
+	[ "$name" = "$want" ] || echo "$tid '$name' (kernel: '$want')"
+done <<< "$names")
+WHY="threads named unlike the kernel: ${bad:-none}; $(head -c 300 <<< "$names")"
+check stacks/thread-names bash -c "[ -z '$bad' ] && grep -q '	.NET' <<< '$names'"
 curl -s -D "$W/ss.hdr" -o "$W/st.speedscope.json" "$U/stacks?pid=$APID&format=speedscope"
 WHY="$(head -c 400 "$W/st.speedscope.json")"
 check stacks/speedscope jq -e '(.shared.frames | length) as $n | .["$schema"] == "https://www.speedscope.app/file-format-schema.json" and (.profiles | length) > 4 and all(.profiles[]; .type == "sampled" and (.samples | length) == 1 and all(.samples[0][]; . < $n)) and any(.shared.frames[]; .name == "LockContention.Wait")' "$W/st.speedscope.json"
