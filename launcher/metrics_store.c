@@ -58,6 +58,7 @@ struct collector {
 	bool started, seen;
 	atomic_bool stop, done;
 	long long retry_at;
+	long long due_ms;     /* when its session's first readings are due */
 	struct nettrace_trace header;
 	bool have_header;
 	struct evpayload pl;
@@ -75,6 +76,7 @@ struct metrics {
 	size_t n, cap;
 	uint64_t dropped;
 	size_t runtimes; /* attached, as last seen by the watcher */
+	long long first_due_ms; /* the soonest a collector's first readings are due (0: none is waiting) */
 	pthread_t watcher;
 	bool watching;
 	pthread_mutex_t stop_mu;
@@ -272,6 +274,17 @@ void metrics_render(struct metrics *m, struct buf *out)
 	if (m == NULL)
 		return;
 	pthread_mutex_lock(&m->mu);
+	if (m->n == 0) { /* a scrape that finds nothing says why, and when to look again (a comment to Prometheus) */
+		long long in_ms = m->first_due_ms - clock_ms();
+
+		if (m->runtimes == 0)
+			buf_printf(out, "# diagport: no .NET runtime is attached; counters come metricsStartDelay (%lld s) "
+				   "and one metricsInterval (%u s) after one attaches\n", m->delay_ms / 1000, m->interval_s);
+		else
+			buf_printf(out, "# diagport: no readings yet; the first are due in %lld s (metricsStartDelay %lld s "
+				   "after a runtime attaches, then one metricsInterval of %u s)\n",
+				   in_ms > 0 ? (in_ms + 999) / 1000 : 0, m->delay_ms / 1000, m->interval_s);
+	}
 	with_pid = m->runtimes > 1;
 	for (size_t i = 0; i < m->n; i++) {
 		const struct series *s = &m->s[i];
@@ -374,6 +387,7 @@ static void collector_start(struct collector *c)
 	atomic_store(&c->stop, false);
 	atomic_store(&c->done, false);
 	c->have_header = false;
+	c->due_ms = clock_ms() + (long long)c->m->interval_s * 1000;
 	c->started = pthread_create(&c->th, NULL, collect_main, c) == 0;
 	if (!c->started)
 		c->retry_at = clock_ms() + RETRY_MS;
@@ -400,6 +414,7 @@ static void watch_once(struct metrics *m)
 			memcpy(c->cookie, rt[i].cookie, 16);
 			c->pid = rt[i].pid;
 			c->retry_at = now + m->delay_ms;
+			c->due_ms = c->retry_at + (long long)m->interval_s * 1000;
 			buf_init(&c->name, 0);
 			buf_init(&c->labels, 0);
 			m->c = mem_realloc(m->c, (m->nc + 1) * sizeof(*m->c));
@@ -423,6 +438,10 @@ static void watch_once(struct metrics *m)
 	}
 	m->nc = k;
 	pthread_mutex_lock(&m->mu);
+	m->first_due_ms = 0;
+	for (size_t i = 0; i < m->nc; i++)
+		if (m->first_due_ms == 0 || m->c[i]->due_ms < m->first_due_ms)
+			m->first_due_ms = m->c[i]->due_ms;
 	m->runtimes = n;
 	pthread_mutex_unlock(&m->mu);
 	port_list_free(rt, n);

@@ -40,6 +40,11 @@ T0=$(date +%s%N)
 scrape "$W/m00.txt" > /dev/null
 WHY="$(grep -m3 '^systemruntime_' "$W/m00.txt")"
 check delay/nothing-at-attach test -z "$WHY"
+# an empty scrape says why and when the first readings are due (a comment: Prometheus ignores it)
+due=$(sed -n 's/^# diagport: no readings yet; the first are due in \([0-9]*\) s .*/\1/p' "$W/m00.txt")
+WHY="$(head -c 300 "$W/m00.txt")"; check delay/says-when-due test -n "$due" -a "${due:-99}" -le 15
+promtool check metrics < "$W/m00.txt" > "$W/lint0.txt" 2>&1; rc=$?
+WHY="promtool exit $rc: $(head -3 "$W/lint0.txt")"; check delay/empty-scrape-parses test "$rc" = 0 -o "$rc" = 3
 for _ in $(seq 1 250); do
   scrape "$W/m0.txt" > /dev/null
   grep -q '^systemruntime_working_set_bytes ' "$W/m0.txt" && grep -q '^systemruntime_dotnet_gc_collections' "$W/m0.txt" && break
