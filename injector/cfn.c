@@ -116,6 +116,7 @@ static int inj_resource(const struct inj_ctx *c, struct doc_node *res, const cha
 		md = inj_create(res, "Metadata", DOC_MAP, st.wflags, sizeof(st.wflags), 'X');
 	if (dmd == NULL)
 		dmd = inj_create(md, "diagport", DOC_MAP, st.wflags, sizeof(st.wflags), 'Y');
+	o.sidecar = INJ_SIDECAR_CONTAINER; /* ECS has no native sidecars: the agent is one of the task's containers */
 	status = inj_status_format(&st, &o);
 	doc_set(dmd, "status", doc_str(status));
 	mem_free(status);

@@ -348,6 +348,7 @@ int inj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err_m
 		goto out;
 	if (tags == NULL)
 		tags = inj_create(td, "tags", DOC_SEQ, st.wflags, sizeof(st.wflags), 'G');
+	o.sidecar = INJ_SIDECAR_CONTAINER; /* ECS has no native sidecars: the agent is one of the task's containers */
 	status = inj_status_format(&st, &o);
 	if (strlen(status) > 256) {
 		rc = inj_fail(c, em, td, DP_EREFUSED, what,
