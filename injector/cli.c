@@ -67,7 +67,8 @@ static void usage(FILE *f, const char *cmd)
 		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
 		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
 		     "CloudFormation Metadata.diagport) override these options."
-		   : "Removes exactly what inject added, as its status record lists it.");
+		   : "Removes exactly what inject added, as its status record lists it: the data comes back\n"
+		     "as it was (JSON byte for byte; YAML without its comments, anchors and layout).");
 	if (in) {
 		buf_init(&opts, 0);
 		inj_opts_help(&opts);
