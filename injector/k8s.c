@@ -164,6 +164,11 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		inj_opts_free(&o);
 		return 0;
 	}
+	if (doc_is(doc_get(spec, "hostNetwork"), DOC_BOOL) && strcmp(doc_get(spec, "hostNetwork")->text, "true") == 0)
+		inj_report_warn(c->report, "%s: hostNetwork is true: the agent listens in the node's network namespace, so "
+				"every process on the node reaches its port %u, and a second such pod on the node cannot "
+				"bind it; give it a token (auth-secret) and a port of its own (port), or leave it out",
+				what, o.port);
 	memset(&st, 0, sizeof(st));
 	if (o.auth_secret && !secret_name_ok(o.auth_secret)) {
 		rc = inj_fail(c, em, NULL, DP_EREFUSED, what,
@@ -297,6 +302,29 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 
 typedef int (*pod_fn)(const struct inj_ctx *, struct doc_node *, struct doc_node *, const char *, struct err_msg *);
 
+/*
+ * diagport reads its annotations (and the inject label) from the pod
+ * template, which is what the pods get; on a workload's own metadata they
+ * do nothing, silently, unless said so.
+ */
+static void misplaced_options(const struct inj_ctx *c, const struct doc_node *obj, const char *tmpl, const char *what)
+{
+	const struct doc_node *md = doc_get(obj, "metadata");
+	const char *lists[] = { "annotations", "labels" };
+
+	for (size_t l = 0; l < 2; l++) {
+		const struct doc_node *m = doc_get(md, lists[l]);
+
+		for (size_t i = 0; doc_is(m, DOC_MAP) && i < m->n; i++)
+			if (strncmp(m->keys[i]->text, INJ_PREFIX, strlen(INJ_PREFIX)) == 0) {
+				inj_report_warn(c->report, "%s: %s %s is on the workload's own metadata, which diagport does "
+						"not read; put it under %s/metadata/%s", what,
+						l ? "label" : "annotation", m->keys[i]->text, tmpl, lists[l]);
+				break;
+			}
+	}
+}
+
 static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn, struct err_msg *em)
 {
 	const char *kind = doc_get_str(obj, "kind");
@@ -325,6 +353,8 @@ static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn,
 			continue;
 		what = describe(obj);
 		holder = kinds[k].template ? doc_path(obj, kinds[k].template) : obj;
+		if (fn == pod_inject && kinds[k].template)
+			misplaced_options(c, obj, kinds[k].template, what);
 		spec = doc_get(holder, "spec");
 		if (!doc_is(holder, DOC_MAP) || !doc_is(spec, DOC_MAP))
 			rc = inj_fail(c, em, obj, DP_EREFUSED, what, "has no %s%sspec to inject into",

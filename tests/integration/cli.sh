@@ -109,4 +109,30 @@ check help-says-json-stream grep -q 'stream of JSON values' "$W/help"
 : > "$W/empty.yaml"
 "$D" inject -f "$W/empty.yaml" > "$W/out" 2> "$W/err"; rc=$?
 check empty-input-exit-3 test $rc -eq 3
+
+# warnings on stderr, output still written, exit 0: a hostNetwork pod; diagport's annotation on a
+# workload's own metadata (read only from the pod template)
+cat > "$W/hn.yaml" << 'YAML'
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  annotations:
+    diagport.dev/mode: suspend
+spec:
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata:
+      labels: {app: web}
+      annotations: {diagport.dev/inject: "true"}
+    spec:
+      hostNetwork: true
+      containers:
+      - name: app
+        image: app:1
+YAML
+"$D" inject k8s "$W/hn.yaml" > "$W/hn.out" 2> "$W/hn.err"; rc=$?
+WHY="exit $rc: $(cat "$W/hn.err")"
+check warn-hostnetwork bash -c "[ $rc = 0 ] && [ -s '$W/hn.out' ] && grep -q 'diagport: warning: Deployment web: hostNetwork is true' '$W/hn.err'"
+check warn-workload-annotation grep -q 'diagport: warning: Deployment web: annotation diagport.dev/mode is on the workload.s own metadata, which diagport does not read; put it under spec/template/metadata/annotations' "$W/hn.err"
 exit 0

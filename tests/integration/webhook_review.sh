@@ -506,4 +506,19 @@ WHY="exit $rc; $(oneline "$PT/why") $(oneline "$PT/err")"; check no-ptrace-left-
 timeout -k 5 "$STEP" "$D" webhook review --no-ptrace "$PT/insist.json" > "$PT/insist.out" 2>/dev/null; rc=$?
 WHY="exit $rc: $(oneline "$PT/insist.out")"
 check no-ptrace-insisting-pod-admitted-unchanged bash -c "[ $rc = 0 ] && jq -e '.response.allowed == true and (.response | has(\"patch\") | not) and (.response.warnings | map(test(\"SYS_PTRACE\")) | any)' '$PT/insist.out' > /dev/null"
+# a hostNetwork pod is injected with a warning in the response (kubectl prints it to the user)
+"$PY" - "$PT" << 'PYEOF'
+import json, sys
+d = sys.argv[1]
+pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "hn", "namespace": "default",
+       "annotations": {"diagport.dev/inject": "true"}},
+       "spec": {"hostNetwork": True, "containers": [{"name": "app", "image": "app:1"}]}}
+json.dump({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+           "request": {"uid": "hn-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                       "resource": {"group": "", "version": "v1", "resource": "pods"},
+                       "namespace": "default", "operation": "CREATE", "object": pod}}, open(d + "/hn.json", "w"))
+PYEOF
+timeout -k 5 "$STEP" "$D" webhook review "$PT/hn.json" > "$PT/hn.out" 2>/dev/null; rc=$?
+WHY="exit $rc: $(oneline "$PT/hn.out")"
+check hostnetwork-warning bash -c "[ $rc = 0 ] && jq -e '.response.allowed == true and (.response | has(\"patch\")) and (.response.warnings | map(test(\"hostNetwork is true\")) | any)' '$PT/hn.out' > /dev/null"
 exit 0
