@@ -116,7 +116,8 @@ build-fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(COMP_SRC) | $(PREREQ_STAMP)
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do echo "== $$f"; mkdir -p build-fuzz/corpus-$$(basename $$f); \
 		seeds=tests/fuzz/seeds; [ -d tests/fuzz/seeds-$${f##*fuzz_} ] && seeds=tests/fuzz/seeds-$${f##*fuzz_}; \
-		$$f -max_total_time=$${FUZZ_SECONDS:-30} -max_len=65536 build-fuzz/corpus-$$(basename $$f) $$seeds || exit 1; done
+		$$f -max_total_time=$${FUZZ_SECONDS:-30} -max_len=65536 -rss_limit_mb=$${FUZZ_RSS_MB:-512} \
+			build-fuzz/corpus-$$(basename $$f) $$seeds || exit 1; done
 
 clean:
 	rm -rf build build-* diagport
