@@ -4,9 +4,13 @@
  * The session asks for the JsonMessage keyword: each log call is one
  * MessageJson event (level, category, event id and name, the formatted
  * message, the arguments and the exception as JSON text), and each scope a
- * pair of ActivityJsonStart/Stop events on the thread that opened it. Scopes
- * are followed per thread (a small table; the oldest thread is forgotten when
- * it is full).
+ * pair of ActivityJsonStart/Stop events. Async code opens, logs in and closes
+ * a scope on different threads, so scopes are followed by activity ID, not
+ * by thread, as dotnet-monitor does: the session also turns on TplEventSource's
+ * TasksFlowActivityIds, which gives each Start a new activity ID (its parent's
+ * as the related one) that flows with the async code, and each log event the
+ * ID of its innermost scope; logscopes.h keeps the open scopes and walks a log
+ * event's ID up to its outermost scope.
  */
 #include "logs.h"
 
@@ -19,13 +23,14 @@
 #include <time.h>
 
 #include "eventpipe/evpayload.h"
+#include "logscopes.h"
 #include "mem.h"
 #include "metrics.h"
 
 #define LOGGING_PROVIDER "Microsoft-Extensions-Logging"
 #define KW_JSON_MESSAGE 0x8ull
-#define MAX_THREADS 64
-#define MAX_SCOPES 16 /* per thread; deeper ones are not shown */
+#define TPL_PROVIDER "System.Threading.Tasks.TplEventSource"
+#define KW_TASKS_FLOW_ACTIVITY_IDS 0x80ull
 
 static const char *const level_names[] = { "Trace", "Debug", "Information", "Warning", "Error", "Critical" };
 static const char *const level_short[] = { "trce", "dbug", "info", "warn", "fail", "crit" };
@@ -134,6 +139,9 @@ int logs_trace_config(const struct logs_filter *f, struct trace_config *out, str
 		buf_printf(&args, strpbrk(specs.data, ";=") ? "FilterSpecs=\"%s\"" : "FilterSpecs=%s", specs.data);
 	rc = trace_config_add(&c, LOGGING_PROVIDER, KW_JSON_MESSAGE, f->use_app_filters ? 5 : event_level[least],
 			      specs.len ? args.data : NULL, em);
+	/* activity IDs that flow with async code, at Informational: what turns the runtime's ActivityTracker on */
+	if (rc == 0)
+		rc = trace_config_add(&c, TPL_PROVIDER, KW_TASKS_FLOW_ACTIVITY_IDS, 4, NULL, em);
 	buf_free(&specs);
 	buf_free(&args);
 	if (rc != 0) {
@@ -145,18 +153,6 @@ int logs_trace_config(const struct logs_filter *f, struct trace_config *out, str
 }
 
 /* ---- the converter ---- */
-
-struct scope {
-	uint64_t id;
-	char *json; /* the scope's arguments, a JSON object's text */
-};
-
-struct thread_scopes {
-	uint64_t thread;
-	struct scope s[MAX_SCOPES];
-	size_t n, depth; /* n kept, depth opened (deeper than MAX_SCOPES: not kept) */
-	uint64_t used;   /* for forgetting the oldest */
-};
 
 /* An entry written but not yet sent: entries of one read are sent in timestamp order. */
 struct pending {
@@ -176,9 +172,8 @@ struct logs {
 	struct nettrace_trace header;
 	bool have_header;
 	struct evpayload pl;
-	struct thread_scopes t[MAX_THREADS];
-	size_t nt;
-	uint64_t tick, entries;
+	struct logscopes *scopes;
+	uint64_t entries;
 };
 
 struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct buf *out)
@@ -189,6 +184,7 @@ struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct 
 	l->f.use_app_filters = f->use_app_filters;
 	l->fmt = fmt;
 	l->out = out;
+	l->scopes = logscopes_new();
 	buf_init(&l->hold, 0);
 	return l;
 }
@@ -225,9 +221,7 @@ void logs_free(struct logs *l)
 {
 	if (l == NULL)
 		return;
-	for (size_t i = 0; i < l->nt; i++)
-		for (size_t k = 0; k < l->t[i].n; k++)
-			free(l->t[i].s[k].json);
+	logscopes_free(l->scopes);
 	evpayload_free(&l->pl);
 	buf_free(&l->hold);
 	free(l->pend);
@@ -237,33 +231,6 @@ void logs_free(struct logs *l)
 uint64_t logs_entries(const struct logs *l)
 {
 	return l->entries;
-}
-
-static struct thread_scopes *scopes_of(struct logs *l, uint64_t thread, bool make)
-{
-	struct thread_scopes *t = NULL;
-
-	for (size_t i = 0; i < l->nt; i++)
-		if (l->t[i].thread == thread) {
-			l->t[i].used = ++l->tick;
-			return &l->t[i];
-		}
-	if (!make)
-		return NULL;
-	if (l->nt < MAX_THREADS) {
-		t = &l->t[l->nt++];
-	} else {
-		t = &l->t[0];
-		for (size_t i = 1; i < l->nt; i++)
-			if (l->t[i].used < t->used)
-				t = &l->t[i];
-		for (size_t k = 0; k < t->n; k++)
-			free(t->s[k].json);
-	}
-	memset(t, 0, sizeof(*t));
-	t->thread = thread;
-	t->used = ++l->tick;
-	return t;
 }
 
 static int on_header(void *ctx, const struct nettrace_trace *h)
@@ -332,13 +299,19 @@ static void message(struct logs *l, const struct nettrace_event *e)
 	const char *cat = evpayload_str(p, "LoggerName"), *msg = evpayload_str(p, "FormattedMessage"),
 		   *ename = evpayload_str(p, "EventName"), *exc = evpayload_str(p, "ExceptionJson");
 	int eid = (int)evpayload_int(p, "EventId", INT_MIN, INT_MAX, 0);
-	struct thread_scopes *t = scopes_of(l, e->thread_id, false);
+	const char *scopes[LOGSCOPES_MAX_DEPTH];
+	size_t n_scopes;
 	json_t *exo = args_object(exc), *state = args_object(evpayload_str(p, "ArgumentsJson"));
 	char ts[40];
 	size_t start;
 
 	if (level < 0 || level > 5 || (l->f.level > 0 && level < l->f.level))
 		goto out;
+	/* by the related ID when the ID is unknown: another session's Start (TplEventSource's flow is shared by
+	 * every session) may have branched it once more, as dotnet-monitor allows for */
+	n_scopes = logscopes_chain(l->scopes, e->activity, scopes);
+	if (n_scopes == 0)
+		n_scopes = logscopes_chain(l->scopes, e->related, scopes);
 	stamp(l, e->timestamp, ts);
 	start = l->hold.len;
 	if (l->fmt == LOGS_TEXT) {
@@ -346,10 +319,10 @@ static void message(struct logs *l, const struct nettrace_event *e)
 		if (*ename)
 			buf_printf(&l->hold, "[%s]", ename);
 		buf_putc(&l->hold, '\n');
-		if (t && t->n) {
+		if (n_scopes) {
 			buf_puts(&l->hold, "      ");
-			for (size_t i = 0; i < t->n; i++) {
-				json_t *so = args_object(t->s[i].json);
+			for (size_t i = 0; i < n_scopes; i++) {
+				json_t *so = args_object(scopes[i]);
 				const char *k;
 				json_t *v;
 				bool first = true;
@@ -400,11 +373,11 @@ static void message(struct logs *l, const struct nettrace_event *e)
 			json_object_update(st, state);
 			json_object_set_new(o, "State", st);
 		}
-		if (t && t->n) {
+		if (n_scopes) {
 			json_t *arr = json_array();
 
-			for (size_t i = 0; i < t->n; i++) {
-				json_t *so = args_object(t->s[i].json);
+			for (size_t i = 0; i < n_scopes; i++) {
+				json_t *so = args_object(scopes[i]);
 
 				json_array_append_new(arr, so ? so : json_object());
 			}
@@ -425,7 +398,6 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	struct logs *l = ctx;
 	struct err_msg em;
 	const char *name = e->meta->name;
-	struct thread_scopes *t;
 
 	if (strcmp(e->meta->provider, LOGGING_PROVIDER) != 0 || e->meta->n_fields == 0 ||
 	    evpayload_decode(&l->pl, e, &em) != 0)
@@ -433,19 +405,10 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	if (strcmp(name, "MessageJson") == 0) {
 		message(l, e);
 	} else if (strcmp(name, "ActivityJsonStart") == 0) {
-		t = scopes_of(l, e->thread_id, true);
-		if (t->depth++ < MAX_SCOPES) {
-			t->s[t->n].id = (uint64_t)evpayload_int(&l->pl, "ID", 0, LLONG_MAX, 0);
-			t->s[t->n++].json = mem_strdup(evpayload_str(&l->pl, "ArgumentsJson"));
-		}
+		/* the payload's ID (a counter) is not used: the header's activity IDs say which scope is which */
+		(void)logscopes_start(l->scopes, e->activity, e->related, evpayload_str(&l->pl, "ArgumentsJson"));
 	} else if (strcmp(name, "ActivityJsonStop") == 0) {
-		t = scopes_of(l, e->thread_id, false);
-		if (t && t->depth) {
-			if (t->depth-- <= MAX_SCOPES && t->n) {
-				free(t->s[t->n - 1].json);
-				t->n--;
-			}
-		}
+		logscopes_stop(l->scopes, e->activity);
 	}
 	return 0;
 }
