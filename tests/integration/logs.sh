@@ -156,4 +156,5 @@ check scopes/every-message test "$n_app" = 96 -a "$n_dp" = 96
 WHY="$n_bad of $n_dp messages with other scopes than the app's: $(tail -n +2 "$W/sc.res" | head -c 1500)"
 check scopes/as-the-app-printed test "$n_bad" = 0 -a "$n_dp" -gt 0
 WHY="$(grep -m1 '"job 1001 step 2"' "$W/sc.out")"
-check scopes/nested jq -e 'select(.Message == "job 1001 step 2") | [.Scopes[] | .Job // .Stage // empty] == ["1001", "nested-1001"]' "$W/sc.out"
+check scopes/nested jq -s -e 'map(select(.Message == "job 1001 step 2")) | length == 1 and
+  ([.[0].Scopes[] | .Job // .Stage // empty] == ["1001", "nested-1001"])' "$W/sc.out"
