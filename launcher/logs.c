@@ -33,7 +33,8 @@
 #define KW_JSON_MESSAGE 0x8ull
 #define TPL_PROVIDER "System.Threading.Tasks.TplEventSource"
 #define KW_TASKS_FLOW_ACTIVITY_IDS 0x80ull
-#define MAX_HELD 65536 /* logging events waiting for their turn */
+#define MAX_HELD 65536              /* logging events waiting for their turn */
+#define MAX_HELD_BYTES (16u << 20) /* and their text */
 
 static const char *const level_names[] = { "Trace", "Debug", "Information", "Warning", "Error", "Critical" };
 static const char *const level_short[] = { "trce", "dbug", "info", "warn", "fail", "crit" };
@@ -175,7 +176,7 @@ struct logs {
 	enum logs_format fmt;
 	struct buf *out;
 	struct held_event *held;
-	size_t n_held, cap_held;
+	size_t n_held, cap_held, held_bytes;
 	uint64_t seq;
 	struct nettrace_trace header;
 	bool have_header;
@@ -196,10 +197,13 @@ struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct 
 	return l;
 }
 
-static void held_free(struct held_event *h)
+static void held_free(struct logs *l, struct held_event *h)
 {
 	for (int i = 0; i < N_STR; i++)
-		free(h->str[i]);
+		if (h->str[i]) {
+			l->held_bytes -= strlen(h->str[i]);
+			free(h->str[i]);
+		}
 }
 
 void logs_free(struct logs *l)
@@ -207,7 +211,7 @@ void logs_free(struct logs *l)
 	if (l == NULL)
 		return;
 	for (size_t i = 0; i < l->n_held; i++)
-		held_free(&l->held[i]);
+		held_free(l, &l->held[i]);
 	free(l->held);
 	logscopes_free(l->scopes);
 	evpayload_free(&l->pl);
@@ -382,7 +386,7 @@ static void apply(struct logs *l, struct held_event *h)
 		(void)logscopes_start(l->scopes, h->activity, h->related, h->str[STR_ARGUMENTS]);
 	else
 		logscopes_stop(l->scopes, h->activity);
-	held_free(h);
+	held_free(l, h);
 }
 
 static int by_time(const void *a, const void *b)
@@ -417,8 +421,13 @@ static void hold(struct logs *l, const struct nettrace_event *e, enum held_kind 
 	static const char *const fields[N_STR] = { "LoggerName", "FormattedMessage", "EventName", "ExceptionJson",
 						   "ArgumentsJson" };
 	struct held_event *h;
+	/* range-checked before the cast: a level indexes the level names */
+	int level = (int)evpayload_int(&l->pl, "Level", -1, 255, -1);
 
-	if (l->n_held == MAX_HELD) /* a stream that never says what is sorted: apply what is there */
+	if (kind == HELD_MESSAGE && (level < 0 || level > 5 || (l->f.level > 0 && level < l->f.level)))
+		return;
+	/* a stream that does not say what is sorted: apply what is there */
+	if (l->n_held == MAX_HELD || l->held_bytes > MAX_HELD_BYTES)
 		apply_until(l, INT64_MAX);
 	if (l->n_held == l->cap_held) {
 		l->cap_held = l->cap_held ? l->cap_held * 2 : 64;
@@ -431,15 +440,13 @@ static void hold(struct logs *l, const struct nettrace_event *e, enum held_kind 
 	h->kind = kind;
 	memcpy(h->activity, e->activity, 16);
 	memcpy(h->related, e->related, 16);
-	if (kind == HELD_START)
-		h->str[STR_ARGUMENTS] = mem_strdup(evpayload_str(&l->pl, "ArgumentsJson"));
-	if (kind != HELD_MESSAGE)
-		return;
-	/* range-checked before the casts: a level indexes the level names */
-	h->level = (int)evpayload_int(&l->pl, "Level", -1, 255, -1);
+	h->level = level;
 	h->eid = (int)evpayload_int(&l->pl, "EventId", INT_MIN, INT_MAX, 0);
 	for (int i = 0; i < N_STR; i++)
-		h->str[i] = mem_strdup(evpayload_str(&l->pl, fields[i]));
+		if (kind == HELD_MESSAGE || (kind == HELD_START && i == STR_ARGUMENTS)) {
+			h->str[i] = mem_strdup(evpayload_str(&l->pl, fields[i]));
+			l->held_bytes += strlen(h->str[i]);
+		}
 }
 
 /*
