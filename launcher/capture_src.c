@@ -84,8 +84,11 @@ static void trace_src_end(struct job *j)
 
 /* ---- sessions whose events become text ---- */
 
-/* The text the events became since the last call, then more of the session: as trace_read. */
-static long conv_read(struct job *j, char *out, size_t max, void (*flush)(void *))
+/*
+ * The text the events became since the last call, then more of the session: as trace_read. at_end, when
+ * not NULL, is called once the session has ended (a converter that held events back writes them then).
+ */
+static long conv_read(struct job *j, char *out, size_t max, void (*at_end)(void *))
 {
 	for (;;) {
 		long n;
@@ -104,10 +107,11 @@ static long conv_read(struct job *j, char *out, size_t max, void (*flush)(void *
 		if (j->conv_done)
 			return trace_error(j->s)[0] ? -1 : 0;
 		n = trace_read(j->s, j->scratch, CHUNK);
-		if (flush)
-			flush(j->conv);
-		if (n <= 0)
+		if (n <= 0) {
+			if (at_end)
+				at_end(j->conv);
 			j->conv_done = true; /* what the last events became goes out first */
+		}
 	}
 }
 

@@ -4,9 +4,15 @@
  * The session asks for the JsonMessage keyword: each log call is one
  * MessageJson event (level, category, event id and name, the formatted
  * message, the arguments and the exception as JSON text), and each scope a
- * pair of ActivityJsonStart/Stop events on the thread that opened it. Scopes
- * are followed per thread (a small table; the oldest thread is forgotten when
- * it is full).
+ * pair of ActivityJsonStart/Stop events. Async code opens, logs in and closes
+ * a scope on different threads, so scopes are followed by activity ID, not
+ * by thread, as dotnet-monitor does: the session also turns on TplEventSource's
+ * TasksFlowActivityIds, which gives each Start a new activity ID (its parent's
+ * as the related one) that flows with the async code, and each log event the
+ * ID of its innermost scope; logscopes.h keeps the open scopes and walks a log
+ * event's ID up to its outermost scope. Those events come from the threads'
+ * buffers in turn, not in time order, so they are held back and applied in
+ * timestamp order (on_event says when).
  */
 #include "logs.h"
 
@@ -19,13 +25,16 @@
 #include <time.h>
 
 #include "eventpipe/evpayload.h"
+#include "logscopes.h"
 #include "mem.h"
 #include "metrics.h"
 
 #define LOGGING_PROVIDER "Microsoft-Extensions-Logging"
 #define KW_JSON_MESSAGE 0x8ull
-#define MAX_THREADS 64
-#define MAX_SCOPES 16 /* per thread; deeper ones are not shown */
+#define TPL_PROVIDER "System.Threading.Tasks.TplEventSource"
+#define KW_TASKS_FLOW_ACTIVITY_IDS 0x80ull
+#define MAX_HELD 65536              /* logging events waiting for their turn */
+#define MAX_HELD_BYTES (16u << 20) /* and their text */
 
 static const char *const level_names[] = { "Trace", "Debug", "Information", "Warning", "Error", "Critical" };
 static const char *const level_short[] = { "trce", "dbug", "info", "warn", "fail", "crit" };
@@ -134,6 +143,9 @@ int logs_trace_config(const struct logs_filter *f, struct trace_config *out, str
 		buf_printf(&args, strpbrk(specs.data, ";=") ? "FilterSpecs=\"%s\"" : "FilterSpecs=%s", specs.data);
 	rc = trace_config_add(&c, LOGGING_PROVIDER, KW_JSON_MESSAGE, f->use_app_filters ? 5 : event_level[least],
 			      specs.len ? args.data : NULL, em);
+	/* activity IDs that flow with async code, at Informational: what turns the runtime's ActivityTracker on */
+	if (rc == 0)
+		rc = trace_config_add(&c, TPL_PROVIDER, KW_TASKS_FLOW_ACTIVITY_IDS, 4, NULL, em);
 	buf_free(&specs);
 	buf_free(&args);
 	if (rc != 0) {
@@ -146,39 +158,31 @@ int logs_trace_config(const struct logs_filter *f, struct trace_config *out, str
 
 /* ---- the converter ---- */
 
-struct scope {
-	uint64_t id;
-	char *json; /* the scope's arguments, a JSON object's text */
-};
+enum held_kind { HELD_MESSAGE, HELD_START, HELD_STOP };
+enum { STR_CATEGORY, STR_MESSAGE, STR_EVENT_NAME, STR_EXCEPTION, STR_ARGUMENTS, N_STR };
 
-struct thread_scopes {
-	uint64_t thread;
-	struct scope s[MAX_SCOPES];
-	size_t n, depth; /* n kept, depth opened (deeper than MAX_SCOPES: not kept) */
-	uint64_t used;   /* for forgetting the oldest */
-};
-
-/* An entry written but not yet sent: entries of one read are sent in timestamp order. */
-struct pending {
+/* A logging event read but not yet applied (what it needs of its payload, copied). */
+struct held_event {
 	int64_t ts;
-	uint64_t seq;
-	size_t off, len; /* in struct logs.hold */
+	uint64_t seq; /* arrival order, for equal timestamps */
+	enum held_kind kind;
+	int level, eid;
+	uint8_t activity[16], related[16];
+	char *str[N_STR]; /* owned; a start has only its arguments */
 };
 
 struct logs {
 	struct logs_filter f; /* level and use_app_filters only */
 	enum logs_format fmt;
-	struct buf *out;  /* where logs_flush sends them */
-	struct buf hold;  /* entries since the last flush, in arrival order */
-	struct pending *pend;
-	size_t npend, cap_pend;
+	struct buf *out;
+	struct held_event *held;
+	size_t n_held, cap_held, held_bytes;
 	uint64_t seq;
 	struct nettrace_trace header;
 	bool have_header;
 	struct evpayload pl;
-	struct thread_scopes t[MAX_THREADS];
-	size_t nt;
-	uint64_t tick, entries;
+	struct logscopes *scopes;
+	uint64_t entries;
 };
 
 struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct buf *out)
@@ -189,81 +193,34 @@ struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct 
 	l->f.use_app_filters = f->use_app_filters;
 	l->fmt = fmt;
 	l->out = out;
-	buf_init(&l->hold, 0);
+	l->scopes = logscopes_new();
 	return l;
 }
 
-static int by_time(const void *a, const void *b)
+static void held_free(struct logs *l, struct held_event *h)
 {
-	const struct pending *x = a, *y = b;
-
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-void logs_flush(struct logs *l)
-{
-	mem_sort(l->pend, l->npend, sizeof(*l->pend), by_time);
-	for (size_t i = 0; i < l->npend; i++)
-		buf_append(l->out, l->hold.data + l->pend[i].off, l->pend[i].len);
-	l->npend = 0;
-	buf_reset(&l->hold);
-}
-
-/* The entry just written to l->hold from `start` on, at time ts. */
-static void held(struct logs *l, size_t start, int64_t ts)
-{
-	if (l->npend == l->cap_pend) {
-		l->cap_pend = l->cap_pend ? l->cap_pend * 2 : 64;
-		l->pend = mem_realloc(l->pend, l->cap_pend * sizeof(*l->pend));
-	}
-	l->pend[l->npend++] = (struct pending){ ts, l->seq++, start, l->hold.len - start };
+	for (int i = 0; i < N_STR; i++)
+		if (h->str[i]) {
+			l->held_bytes -= strlen(h->str[i]);
+			free(h->str[i]);
+		}
 }
 
 void logs_free(struct logs *l)
 {
 	if (l == NULL)
 		return;
-	for (size_t i = 0; i < l->nt; i++)
-		for (size_t k = 0; k < l->t[i].n; k++)
-			free(l->t[i].s[k].json);
+	for (size_t i = 0; i < l->n_held; i++)
+		held_free(l, &l->held[i]);
+	free(l->held);
+	logscopes_free(l->scopes);
 	evpayload_free(&l->pl);
-	buf_free(&l->hold);
-	free(l->pend);
 	free(l);
 }
 
 uint64_t logs_entries(const struct logs *l)
 {
 	return l->entries;
-}
-
-static struct thread_scopes *scopes_of(struct logs *l, uint64_t thread, bool make)
-{
-	struct thread_scopes *t = NULL;
-
-	for (size_t i = 0; i < l->nt; i++)
-		if (l->t[i].thread == thread) {
-			l->t[i].used = ++l->tick;
-			return &l->t[i];
-		}
-	if (!make)
-		return NULL;
-	if (l->nt < MAX_THREADS) {
-		t = &l->t[l->nt++];
-	} else {
-		t = &l->t[0];
-		for (size_t i = 1; i < l->nt; i++)
-			if (l->t[i].used < t->used)
-				t = &l->t[i];
-		for (size_t k = 0; k < t->n; k++)
-			free(t->s[k].json);
-	}
-	memset(t, 0, sizeof(*t));
-	t->thread = thread;
-	t->used = ++l->tick;
-	return t;
 }
 
 static int on_header(void *ctx, const struct nettrace_trace *h)
@@ -305,9 +262,9 @@ static void put_record(struct logs *l, json_t *o)
 	if (text == NULL)
 		return;
 	if (l->fmt == LOGS_JSON_SEQ)
-		buf_putc(&l->hold, 0x1e);
-	buf_puts(&l->hold, text);
-	buf_putc(&l->hold, '\n');
+		buf_putc(l->out, 0x1e);
+	buf_puts(l->out, text);
+	buf_putc(l->out, '\n');
 	free(text);
 }
 
@@ -325,55 +282,57 @@ static void indented(struct buf *b, const char *s)
 	buf_putc(b, '\n');
 }
 
-static void message(struct logs *l, const struct nettrace_event *e)
+static void message(struct logs *l, const struct held_event *e)
 {
-	const struct evpayload *p = &l->pl;
-	int level = (int)evpayload_int(p, "Level", -1, 255, -1);
-	const char *cat = evpayload_str(p, "LoggerName"), *msg = evpayload_str(p, "FormattedMessage"),
-		   *ename = evpayload_str(p, "EventName"), *exc = evpayload_str(p, "ExceptionJson");
-	int eid = (int)evpayload_int(p, "EventId", INT_MIN, INT_MAX, 0);
-	struct thread_scopes *t = scopes_of(l, e->thread_id, false);
-	json_t *exo = args_object(exc), *state = args_object(evpayload_str(p, "ArgumentsJson"));
+	int level = e->level, eid = e->eid;
+	const char *cat = e->str[STR_CATEGORY], *msg = e->str[STR_MESSAGE], *ename = e->str[STR_EVENT_NAME];
+	const char *scopes[LOGSCOPES_MAX_DEPTH];
+	size_t n_scopes;
+	json_t *exo = args_object(e->str[STR_EXCEPTION]), *state = args_object(e->str[STR_ARGUMENTS]);
 	char ts[40];
-	size_t start;
+	struct buf *b = l->out;
 
 	if (level < 0 || level > 5 || (l->f.level > 0 && level < l->f.level))
 		goto out;
-	stamp(l, e->timestamp, ts);
-	start = l->hold.len;
+	/* by the related ID when the ID is unknown: another session's Start (TplEventSource's flow is shared by
+	 * every session) may have branched it once more, as dotnet-monitor allows for */
+	n_scopes = logscopes_chain(l->scopes, e->activity, scopes);
+	if (n_scopes == 0)
+		n_scopes = logscopes_chain(l->scopes, e->related, scopes);
+	stamp(l, e->ts, ts);
 	if (l->fmt == LOGS_TEXT) {
-		buf_printf(&l->hold, "%s %s: %s[%d]", ts, level_short[level], cat, eid);
+		buf_printf(b, "%s %s: %s[%d]", ts, level_short[level], cat, eid);
 		if (*ename)
-			buf_printf(&l->hold, "[%s]", ename);
-		buf_putc(&l->hold, '\n');
-		if (t && t->n) {
-			buf_puts(&l->hold, "      ");
-			for (size_t i = 0; i < t->n; i++) {
-				json_t *so = args_object(t->s[i].json);
+			buf_printf(b, "[%s]", ename);
+		buf_putc(b, '\n');
+		if (n_scopes) {
+			buf_puts(b, "      ");
+			for (size_t i = 0; i < n_scopes; i++) {
+				json_t *so = args_object(scopes[i]);
 				const char *k;
 				json_t *v;
 				bool first = true;
 
-				buf_puts(&l->hold, i ? " => " : "=> ");
+				buf_puts(b, i ? " => " : "=> ");
 				json_object_foreach(so, k, v) {
-					buf_printf(&l->hold, "%s%s:%s", first ? "" : ", ", k,
+					buf_printf(b, "%s%s:%s", first ? "" : ", ", k,
 						   json_is_string(v) ? json_string_value(v) : "");
 					first = false;
 				}
 				json_decref(so);
 			}
-			buf_putc(&l->hold, '\n');
+			buf_putc(b, '\n');
 		}
-		indented(&l->hold, msg);
+		indented(b, msg);
 		if (exo && json_object_size(exo)) {
 			json_t *m = trace_member(exo, "Message"), *ty = trace_member(exo, "Type"), *st = trace_member(exo, "VerboseMessage");
 			const char *text = json_is_string(st) ? json_string_value(st) : NULL;
 
 			if (text == NULL && json_is_string(ty))
-				buf_printf(&l->hold, "      %s: %s\n", json_string_value(ty),
+				buf_printf(b, "      %s: %s\n", json_string_value(ty),
 					   json_is_string(m) ? json_string_value(m) : "");
 			else if (text)
-				indented(&l->hold, text);
+				indented(b, text);
 		}
 	} else {
 		json_t *o = json_pack("{s:s, s:s, s:i, s:s, s:s, s:s}", "Timestamp", ts, "LogLevel", level_names[level],
@@ -400,11 +359,11 @@ static void message(struct logs *l, const struct nettrace_event *e)
 			json_object_update(st, state);
 			json_object_set_new(o, "State", st);
 		}
-		if (t && t->n) {
+		if (n_scopes) {
 			json_t *arr = json_array();
 
-			for (size_t i = 0; i < t->n; i++) {
-				json_t *so = args_object(t->s[i].json);
+			for (size_t i = 0; i < n_scopes; i++) {
+				json_t *so = args_object(scopes[i]);
 
 				json_array_append_new(arr, so ? so : json_object());
 			}
@@ -413,41 +372,117 @@ static void message(struct logs *l, const struct nettrace_event *e)
 		put_record(l, o);
 		json_decref(o);
 	}
-	held(l, start, e->timestamp);
 	l->entries++;
 out:
 	json_decref(exo);
 	json_decref(state);
 }
 
+static void apply(struct logs *l, struct held_event *h)
+{
+	if (h->kind == HELD_MESSAGE)
+		message(l, h);
+	else if (h->kind == HELD_START)
+		(void)logscopes_start(l->scopes, h->activity, h->related, h->str[STR_ARGUMENTS]);
+	else
+		logscopes_stop(l->scopes, h->activity);
+	held_free(l, h);
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct held_event *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Apply, in timestamp order, the held events up to ts (all of them: INT64_MAX). */
+static void apply_until(struct logs *l, int64_t ts)
+{
+	size_t k = 0;
+
+	mem_sort(l->held, l->n_held, sizeof(*l->held), by_time);
+	while (k < l->n_held && l->held[k].ts <= ts)
+		apply(l, &l->held[k++]);
+	memmove(l->held, l->held + k, (l->n_held - k) * sizeof(*l->held));
+	l->n_held -= k;
+}
+
+void logs_flush(struct logs *l)
+{
+	apply_until(l, INT64_MAX);
+}
+
+/* Hold a logging event of that kind, its payload decoded in l->pl. */
+static void hold(struct logs *l, const struct nettrace_event *e, enum held_kind kind)
+{
+	static const char *const fields[N_STR] = { "LoggerName", "FormattedMessage", "EventName", "ExceptionJson",
+						   "ArgumentsJson" };
+	struct held_event *h;
+	/* range-checked before the cast: a level indexes the level names */
+	int level = (int)evpayload_int(&l->pl, "Level", -1, 255, -1);
+
+	if (kind == HELD_MESSAGE && (level < 0 || level > 5 || (l->f.level > 0 && level < l->f.level)))
+		return;
+	/* a stream that does not say what is sorted: apply what is there */
+	if (l->n_held == MAX_HELD || l->held_bytes > MAX_HELD_BYTES)
+		apply_until(l, INT64_MAX);
+	if (l->n_held == l->cap_held) {
+		l->cap_held = l->cap_held ? l->cap_held * 2 : 64;
+		l->held = mem_realloc(l->held, l->cap_held * sizeof(*l->held));
+	}
+	h = &l->held[l->n_held++];
+	memset(h, 0, sizeof(*h));
+	h->ts = e->timestamp;
+	h->seq = l->seq++;
+	h->kind = kind;
+	memcpy(h->activity, e->activity, 16);
+	memcpy(h->related, e->related, 16);
+	h->level = level;
+	h->eid = (int)evpayload_int(&l->pl, "EventId", INT_MIN, INT_MAX, 0);
+	for (int i = 0; i < N_STR; i++)
+		if (kind == HELD_MESSAGE || (kind == HELD_START && i == STR_ARGUMENTS)) {
+			h->str[i] = mem_strdup(evpayload_str(&l->pl, fields[i]));
+			l->held_bytes += strlen(h->str[i]);
+		}
+}
+
+/*
+ * Each thread's events come in order, but not the threads' among themselves
+ * (the runtime writes each thread's buffer in turn), and a scope's Start, a
+ * log line inside it and its Stop are often on different threads. So logging
+ * events are held and applied in timestamp order once nothing earlier can
+ * still come, by TraceEvent's rule: an event marked sorted has every earlier
+ * event of the stream before it; so does a sequence point; and the end.
+ */
 static int on_event(void *ctx, const struct nettrace_event *e)
 {
 	struct logs *l = ctx;
 	struct err_msg em;
 	const char *name = e->meta->name;
-	struct thread_scopes *t;
 
-	if (strcmp(e->meta->provider, LOGGING_PROVIDER) != 0 || e->meta->n_fields == 0 ||
-	    evpayload_decode(&l->pl, e, &em) != 0)
-		return 0;
-	if (strcmp(name, "MessageJson") == 0) {
-		message(l, e);
-	} else if (strcmp(name, "ActivityJsonStart") == 0) {
-		t = scopes_of(l, e->thread_id, true);
-		if (t->depth++ < MAX_SCOPES) {
-			t->s[t->n].id = (uint64_t)evpayload_int(&l->pl, "ID", 0, LLONG_MAX, 0);
-			t->s[t->n++].json = mem_strdup(evpayload_str(&l->pl, "ArgumentsJson"));
-		}
-	} else if (strcmp(name, "ActivityJsonStop") == 0) {
-		t = scopes_of(l, e->thread_id, false);
-		if (t && t->depth) {
-			if (t->depth-- <= MAX_SCOPES && t->n) {
-				free(t->s[t->n - 1].json);
-				t->n--;
-			}
-		}
+	if (strcmp(e->meta->provider, LOGGING_PROVIDER) == 0 && e->meta->n_fields != 0 &&
+	    evpayload_decode(&l->pl, e, &em) == 0) {
+		if (strcmp(name, "MessageJson") == 0)
+			hold(l, e, HELD_MESSAGE);
+		else if (strcmp(name, "ActivityJsonStart") == 0)
+			hold(l, e, HELD_START);
+		else if (strcmp(name, "ActivityJsonStop") == 0)
+			hold(l, e, HELD_STOP);
 	}
+	if (e->sorted)
+		apply_until(l, e->timestamp);
 	return 0;
 }
 
-const struct nettrace_callbacks logs_callbacks = { .trace = on_header, .event = on_event };
+static int on_sequence_point(void *ctx, int64_t timestamp)
+{
+	(void)timestamp;
+	apply_until(ctx, INT64_MAX);
+	return 0;
+}
+
+const struct nettrace_callbacks logs_callbacks = { .trace = on_header, .event = on_event,
+						   .sequence_point = on_sequence_point };

@@ -36,19 +36,21 @@ int logs_level(const char *name);
 /* A LogsConfiguration body: {"filterSpecs":{"Cat":"Level"|null}, "logLevel":"Warning", "useAppFilters":true}. */
 int logs_filter_json(const char *body, size_t len, struct logs_filter *out, struct err_msg *em);
 void logs_filter_free(struct logs_filter *f);
-/* The session: the logging provider with FilterSpecs from f. */
+/* The session: the logging provider with FilterSpecs from f, and TplEventSource's TasksFlowActivityIds. */
 int logs_trace_config(const struct logs_filter *f, struct trace_config *out, struct err_msg *em);
 
 struct logs;
-/* A converter of the session's events into entries for out (see logs_flush). */
+/*
+ * A converter of the session's events into entries appended to out, in
+ * timestamp order. The runtime writes each thread's events in its own
+ * buffer, so a scope's Start, a log line in it and its Stop (often on three
+ * threads) can arrive out of order: logging events are held back until the
+ * stream shows that nothing earlier can still come (an event marked sorted,
+ * a sequence point), or until logs_flush.
+ */
 struct logs *logs_new(const struct logs_filter *f, enum logs_format fmt, struct buf *out);
 extern const struct nettrace_callbacks logs_callbacks; /* ctx: the struct logs */
-/*
- * Send the entries read since the last flush to out, in timestamp order
- * (the runtime writes each thread's events in its own buffer, so one read
- * can hold several threads' entries out of order). Call it after each piece
- * of the stream is fed, and at the end.
- */
+/* The stream has ended: write the entries of the events still held back. */
 void logs_flush(struct logs *l);
 uint64_t logs_entries(const struct logs *l);
 void logs_free(struct logs *l); /* accepts NULL */

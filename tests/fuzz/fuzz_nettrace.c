@@ -8,8 +8,9 @@
  * stack address and field so that ASan sees any bad pointer handed out.
  * Each event's payload is also read by its field list (evpayload.h) and
  * given to what reads counters and logs (metrics.h, logs.h: the /metrics
- * reading, the /livemetrics and /logs converters), whose output is dropped.
- * Seeds: small real .NET 10 traces (tests/fuzz/seeds-nettrace/).
+ * reading, the /livemetrics and /logs converters, the latter's scopes by
+ * activity ID and its events held back until sequence points), whose output
+ * is dropped. Seeds: small real .NET 10 traces (tests/fuzz/seeds-nettrace/).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -74,7 +75,16 @@ static int on_trace(void *ctx, const struct nettrace_trace *t)
 	return 0;
 }
 
-static const struct nettrace_callbacks cbs = { on_trace, on_meta, on_event, NULL };
+static int on_sequence_point(void *ctx, int64_t timestamp)
+{
+	struct readers *r = ctx;
+
+	if (r)
+		logs_callbacks.sequence_point(r->logs, timestamp);
+	return 0;
+}
+
+static const struct nettrace_callbacks cbs = { on_trace, on_meta, on_event, on_sequence_point };
 
 static int read_in(const uint8_t *p, size_t n, size_t piece, struct nettrace_stats *st, struct err_msg *em,
 		   struct readers *r)

@@ -11,6 +11,9 @@
 #   egress/*     egressProvider: 202, then the file
 #   limit/*      a fourth stream at once: 429
 #   bad/*        a bad level, a bad document: 400 naming it
+#   scopes/*     24 concurrent /scoped requests, whose scopes start, log and stop on different threads (async
+#                code resumes on other pool threads): for each of their 96 messages the Scopes /logs reports
+#                equal those the app's own JSON console logger printed for the same message (the reference)
 set -u
 cd "$(dirname "$0")/../.."
 T_NAME=agent-logs
@@ -119,3 +122,39 @@ code=$(curl -s -o "$W/bad2.json" -w '%{http_code}' -X POST -H 'Content-Type: app
 WHY="code $code $(cat "$W/bad2.json")"; check bad/document test "$code" = 400 -a -n "$(grep -F 'filterSpecs' "$W/bad2.json")"
 code=$(curl -s -o "$W/bad3.json" -w '%{http_code}' "$U/logs?pid=$APID&durationSeconds=x")
 WHY="code $code $(cat "$W/bad3.json")"; check bad/duration test "$code" = 400
+
+# --- scopes: the app's console (JSON, IncludeScopes) prints each Test.Scopes line with its scopes; /logs must
+# report the same scopes for the same message ("job ID step N"). A console scope's "Message" (its ToString)
+# is not in the EventSource's arguments, and its numbers are strings there: both are left out of the compare.
+( sleep 1.5; for i in $(seq 1001 1024); do curl -s "$AURL/scoped?id=$i" > /dev/null & done; wait ) &
+bg=$!
+curl -s -o "$W/sc.out" "$U/logs?pid=$APID&durationSeconds=5"
+wait "$bg"
+python3 - "$W/app.out" "$W/sc.out" > "$W/sc.res" <<'EOF'
+import json, re, sys
+def scoped(path):
+    got = {}
+    for line in open(path, encoding='utf-8', errors='replace'):
+        try:
+            o = json.loads(line)
+        except ValueError:
+            continue
+        m = re.fullmatch(r'job (\d+) step (\d)', str(o.get('Message', '')))
+        if isinstance(o, dict) and o.get('Category') == 'Test.Scopes' and m and 1001 <= int(m[1]) <= 1024:
+            got[o['Message']] = [{k: str(v) for k, v in s.items() if k != 'Message'} if isinstance(s, dict) else s
+                                 for s in o.get('Scopes') or []]
+    return got
+app, dp = scoped(sys.argv[1]), scoped(sys.argv[2])
+bad = [m for m in sorted(app) if m in dp and dp[m] != app[m]]
+print(len(app), len(dp), len(bad))
+for m in bad[:2]:
+    print(m, 'app:', json.dumps(app[m]), 'diagport:', json.dumps(dp[m]))
+EOF
+read -r n_app n_dp n_bad < "$W/sc.res"
+WHY="$n_app messages on the app's console, $n_dp from /logs (want 96 each)"
+check scopes/every-message test "$n_app" = 96 -a "$n_dp" = 96
+WHY="$n_bad of $n_dp messages with other scopes than the app's: $(tail -n +2 "$W/sc.res" | head -c 1500)"
+check scopes/as-the-app-printed test "$n_bad" = 0 -a "$n_dp" -gt 0
+WHY="$(grep -m1 '"job 1001 step 2"' "$W/sc.out")"
+check scopes/nested jq -s -e 'map(select(.Message == "job 1001 step 2")) | length == 1 and
+  ([.[0].Scopes[] | .Job // .Stage // empty] == ["1001", "nested-1001"])' "$W/sc.out"

@@ -39,10 +39,10 @@ static char *slurp(const char *path, size_t *n)
 }
 
 /* Feed the fixture through callbacks; 0 when it read whole. */
-static int feed(const struct nettrace_callbacks *cb, void *ctx)
+static int feed_file(const char *path, const struct nettrace_callbacks *cb, void *ctx)
 {
 	size_t n = 0;
-	char *data = slurp("tests/fuzz/seeds-nettrace/meters.nettrace", &n);
+	char *data = slurp(path, &n);
 	struct nettrace *t;
 	struct err_msg em;
 	int rc;
@@ -56,6 +56,11 @@ static int feed(const struct nettrace_callbacks *cb, void *ctx)
 	nettrace_free(t);
 	free(data);
 	return rc;
+}
+
+static int feed(const struct nettrace_callbacks *cb, void *ctx)
+{
+	return feed_file("tests/fuzz/seeds-nettrace/meters.nettrace", cb, ctx);
 }
 
 static void names(void)
@@ -272,35 +277,92 @@ static void live(void)
 	buf_free(&out);
 }
 
+/* The entry whose Message is msg in ndjson out, its Scopes as compact JSON text (new), or NULL. */
+static char *scopes_of_message(const struct buf *out, const char *msg)
+{
+	char *found = NULL;
+
+	for (const char *p = out->data, *nl; p && *p && found == NULL; p = nl ? nl + 1 : NULL) {
+		json_t *o = json_loadb(p, (nl = strchr(p, '\n')) ? (size_t)(nl - p) : strlen(p), 0, NULL);
+		json_t *m = json_object_get(o, "Message");
+
+		if (json_is_string(m) && strcmp(json_string_value(m), msg) == 0)
+			found = json_dumps(json_object_get(o, "Scopes") ? json_object_get(o, "Scopes") : json_array(),
+					   JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+		json_decref(o);
+	}
+	return found;
+}
+
+/* Each ...Id":"VALUE" in s (may be NULL) made ...Id":"*": connection and request ids differ per run. */
+static void blank_ids(char *s)
+{
+	for (char *p = s; p && (p = strstr(p, "Id\":\"")) != NULL;) {
+		char *end = strchr(p += 5, '"');
+
+		if (end == NULL)
+			return;
+		*p++ = '*';
+		memmove(p, end, strlen(end) + 1);
+	}
+}
+
+/*
+ * scopes.nettrace: /trace of the webapp with the logging provider and TplEventSource's TasksFlowActivityIds,
+ * while it served /log (a scope RequestNumber=42) and three concurrent /scoped requests, whose scopes start,
+ * log and stop on different threads. Each message's scopes as the app's JSON console printed them.
+ */
 static void logs_formats(void)
 {
+	static const char *const trace = "tests/fuzz/seeds-nettrace/scopes.nettrace";
+	static const struct {
+		const char *msg, *scopes;
+	} cases[] = {
+		{ "job 2 step 1", "[{\"ConnectionId\":\"*\"},{\"RequestId\":\"*\",\"RequestPath\":\"/scoped\"},"
+				  "{\"Job\":\"2\",\"{OriginalFormat}\":\"job {Job}\"}]" },
+		{ "job 2 step 2", "[{\"ConnectionId\":\"*\"},{\"RequestId\":\"*\",\"RequestPath\":\"/scoped\"},"
+				  "{\"Job\":\"2\",\"{OriginalFormat}\":\"job {Job}\"},{\"Stage\":\"nested-2\"}]" },
+		{ "job 3 step 3", "[{\"ConnectionId\":\"*\"},{\"RequestId\":\"*\",\"RequestPath\":\"/scoped\"},"
+				  "{\"Job\":\"3\",\"{OriginalFormat}\":\"job {Job}\"}]" },
+		{ "job 1 step 4", "[{\"ConnectionId\":\"*\"},{\"RequestId\":\"*\",\"RequestPath\":\"/scoped\"}]" },
+		{ "test message 1 hello", "[{\"ConnectionId\":\"*\"},{\"RequestId\":\"*\",\"RequestPath\":\"/log\"},"
+					  "{\"RequestNumber\":\"42\",\"{OriginalFormat}\":\"request {RequestNumber}\"}]" },
+	};
 	struct logs_filter f = { .level = -1, .use_app_filters = true };
 	struct buf out;
 	struct logs *l;
 
 	buf_init(&out, 0);
 	l = logs_new(&f, LOGS_NDJSON, &out);
-	T_CHECK(feed(&logs_callbacks, l) == 0);
-	T_CHECK(out.len == 0); /* held until flushed */
+	T_CHECK(feed_file(trace, &logs_callbacks, l) == 0);
 	logs_flush(l);
-	T_CHECK(logs_entries(l) == 6);
+	T_CHECK(logs_entries(l) == 78);
 	T_CHECK(strstr(out.data, "\"LogLevel\":\"Warning\",\"EventId\":7,\"EventName\":\"TestEvent\",\"Category\":"
 				 "\"Test.Logs\",\"Message\":\"test message 0 hello\"") != NULL);
 	T_CHECK(strstr(out.data, "\"State\":{\"Message\":\"test message 0 hello\",\"Index\":\"0\",\"Text\":\"hello\"") !=
 		NULL);
-	T_CHECK(strstr(out.data, "\"Scopes\":[{\"RequestNumber\":\"42\"") != NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = scopes_of_message(&out, cases[i].msg);
+
+		blank_ids(got);
+		if (got == NULL || strcmp(got, cases[i].scopes) != 0) {
+			T_FAIL("%s: scopes %s, want %s", cases[i].msg, got ? got : "(no entry)", cases[i].scopes);
+		}
+		free(got);
+	}
 	logs_free(l);
 	buf_reset(&out);
 	l = logs_new(&f, LOGS_TEXT, &out);
-	T_CHECK(feed(&logs_callbacks, l) == 0);
+	T_CHECK(feed_file(trace, &logs_callbacks, l) == 0);
 	logs_flush(l);
-	T_CHECK(strstr(out.data, "Z warn: Test.Logs[7][TestEvent]\n      => RequestNumber:42") != NULL);
+	T_CHECK(strstr(out.data, "Z info: Test.Scopes[0]\n      => ConnectionId:") != NULL);
+	T_CHECK(strstr(out.data, " => Job:2, {OriginalFormat}:job {Job} => Stage:nested-2\n      job 2 step 2\n") != NULL);
 	T_CHECK(strstr(out.data, "\n      test message 1 hello\n") != NULL);
 	logs_free(l);
 	buf_reset(&out);
-	f.level = 4; /* Error and above: the Warning entries are dropped */
+	f.level = 4; /* Error and above: none in the trace */
 	l = logs_new(&f, LOGS_JSON_SEQ, &out);
-	T_CHECK(feed(&logs_callbacks, l) == 0);
+	T_CHECK(feed_file(trace, &logs_callbacks, l) == 0);
 	logs_flush(l);
 	T_CHECK(logs_entries(l) == 0 && out.len == 0);
 	logs_free(l);
@@ -319,7 +381,9 @@ static void documents(void)
 	T_CHECK(logs_filter_json(ok, strlen(ok), &f, &em) == 0);
 	T_CHECK(f.n == 2 && f.level == 3 && !f.use_app_filters);
 	T_CHECK(logs_trace_config(&f, &c, &em) == 0);
-	T_CHECK(c.n == 1 && c.p[0].keywords == 0x8 && c.p[0].level == 5); /* Debug for one category: Verbose */
+	T_CHECK(c.n == 2 && c.p[0].keywords == 0x8 && c.p[0].level == 5); /* Debug for one category: Verbose */
+	T_STREQ(c.p[1].name, "System.Threading.Tasks.TplEventSource");
+	T_CHECK(c.p[1].keywords == 0x80 && c.p[1].level == 4); /* TasksFlowActivityIds, Informational */
 	T_STREQ(c.p[0].args, "FilterSpecs=\"Test.Logs:Debug;Microsoft\"");
 	trace_config_free(&c);
 	logs_filter_free(&f);

@@ -15,8 +15,15 @@ var builder = WebApplication.CreateBuilder(args);
 // Every level reaches the logging EventSource (/logs filters it there); the
 // console only gets warnings and errors: stdout is read by the tests for the
 // READY line.
+// Test.Scopes (/scoped) reaches the console at Information: its JSON lines,
+// scopes included, are the reference /logs is checked against. No activity
+// tracking scope (SpanId, TraceId, ParentId): only the console sees it, the
+// EventSource never does.
 builder.Logging.SetMinimumLevel(LogLevel.Trace);
 builder.Logging.AddFilter<Microsoft.Extensions.Logging.Console.ConsoleLoggerProvider>(null, LogLevel.Warning);
+builder.Logging.AddFilter<Microsoft.Extensions.Logging.Console.ConsoleLoggerProvider>("Test.Scopes", LogLevel.Information);
+builder.Logging.AddJsonConsole(o => o.IncludeScopes = true);
+builder.Logging.Configure(o => o.ActivityTrackingOptions = ActivityTrackingOptions.None);
 var app = builder.Build();
 
 app.Lifetime.ApplicationStarted.Register(
@@ -62,6 +69,34 @@ app.MapGet("/log", (ILoggerFactory factory, string? category, string? level, int
             logger.Log(lvl, new EventId(7, "TestEvent"), "test message {Index} {Text}", i, message ?? "hello");
     }
     return Results.Text($"logged {n}\n");
+});
+
+// A job whose scopes outlive the thread that opened them: a scope, an await
+// that resumes on another thread, a log line, a nested scope, another await
+// and log line, the nested scope closed, a third line in the outer scope only,
+// and a fourth after both. Each message names the job, so that concurrent
+// requests can be told apart. Scope states are lists of key/value pairs (a
+// message template, a List): the logging EventSource writes only those as
+// the scope's arguments (a Dictionary comes out as {}).
+app.MapGet("/scoped", async (ILoggerFactory factory, int? id) =>
+{
+    var logger = factory.CreateLogger("Test.Scopes");
+    int job = id ?? 0;
+    using (logger.BeginScope("job {Job}", job))
+    {
+        await Task.Delay(20).ConfigureAwait(false);
+        logger.LogInformation("job {JobId} step {Step}", job, 1);
+        using (logger.BeginScope(new List<KeyValuePair<string, object?>> { new("Stage", $"nested-{job}") }))
+        {
+            await Task.Yield();
+            await Task.Delay(10).ConfigureAwait(false);
+            logger.LogInformation("job {JobId} step {Step}", job, 2);
+        }
+        await Task.Delay(10).ConfigureAwait(false);
+        logger.LogInformation("job {JobId} step {Step}", job, 3);
+    }
+    logger.LogInformation("job {JobId} step {Step}", job, 4);
+    return Results.Text($"job {job}\n");
 });
 
 app.MapGet("/memory-leak", (int? mb) =>
