@@ -87,7 +87,9 @@ pod() {
 	else
 		WHY="exit $rc: $(cat "$S")"; check "$n/pod-failed" jq -e '.phase == "Failed"' "$S"
 	fi
-	WHY="took $(echo "$end - $start" | bc) s"; check "$n/within-60s" test "$(echo "$end - $start < 60" | bc)" = 1
+	local took
+	took=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+	WHY="took $took s"; check "$n/within-60s" awk -v t="$took" 'BEGIN { exit !(t < 60) }'
 	jqc "$n/agent-started-first" "[.[] | select(.container == \"diagport-agent\" or .container == \"$app\")
 		| select(.event | test(\"start\"))] | map(.event + \" \" + .container)
 		| . == [\"started diagport-agent\", \"startup-probe-succeeded diagport-agent\",
