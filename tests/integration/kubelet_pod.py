@@ -271,8 +271,8 @@ class Pod:
             st = self.state(n)
             if not st or st["Status"] != "running":
                 continue
-            self.podman("kill", "--signal", "TERM", self.cname(n), check=False)
             rec["sigterm"] = time.time()
+            self.podman("kill", "--signal", "TERM", self.cname(n), check=False)
             self.event("sigterm", n)
             while time.monotonic() < end:
                 st = self.state(n)
@@ -280,8 +280,8 @@ class Pod:
                     break
                 time.sleep(0.05)
             else:
-                self.podman("kill", "--signal", "KILL", self.cname(n), check=False)
                 rec["sigkill"] = time.time()
+                self.podman("kill", "--signal", "KILL", self.cname(n), check=False)
                 self.event("sigkill", n)
                 self.podman("wait", self.cname(n), check=False)
             st = self.state(n)
