@@ -622,3 +622,14 @@ void doc_append_pair(struct doc_node *m, struct doc_node *k, struct doc_node *v)
 	m->keys[m->n] = k;
 	m->vals[m->n++] = v;
 }
+
+size_t doc_count(const struct doc_node *n)
+{
+	size_t c = 1;
+
+	if (n == NULL)
+		return 0;
+	for (size_t i = 0; i < n->n && (n->type == DOC_MAP || n->type == DOC_SEQ); i++)
+		c += doc_count(n->vals[i]) + (n->type == DOC_MAP ? doc_count(n->keys[i]) : 0);
+	return c;
+}

@@ -166,6 +166,23 @@ int doc_read(const char *bytes, size_t len, const char *name,
 void doc_stream_free(struct doc_stream *s); /* frees the docs; s may be reused */
 
 /*
+ * doc_read, one document at a time: fn(ctx, s, doc, index) gets each
+ * document (new: fn owns it) as soon as it is whole, in order, so a YAML
+ * stream of many documents costs one document's tree at a time (JSON is read
+ * whole first). *s is filled as doc_read fills it, but its docs stay empty
+ * and s->n counts the documents handed over. The limits are the whole
+ * stream's, as doc_read's. A non-zero return of fn stops the reading and is
+ * returned; a document after the one that failed is not read.
+ */
+typedef int (*doc_each_fn)(void *ctx, const struct doc_stream *s, struct doc_node *doc, size_t index);
+int doc_read_each(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+		  struct doc_stream *s, doc_each_fn fn, void *ctx, struct err_msg *em);
+int doc_read_yaml_each(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+		       struct doc_stream *s, doc_each_fn fn, void *ctx, struct err_msg *em);
+/* Nodes in the tree under n (n included), as the readers count them against max_nodes. */
+size_t doc_count(const struct doc_node *n);
+
+/*
  * Write one node as JSON to out: `indent` spaces per level (0 = compact, no
  * spaces). Numbers are written as their text when it is valid JSON, else
  * converted (YAML 0x1F, 1_000, .5, +1); YAML booleans and nulls as JSON ones.
@@ -186,5 +203,13 @@ int doc_write_yaml(struct buf *out, struct doc_node *const *docs, size_t n, bool
 		   struct err_msg *em);
 /* Write the stream in `fmt` (JSON: one value per document, each followed by a newline). */
 int doc_write(struct buf *out, const struct doc_stream *s, enum doc_format fmt, struct err_msg *em);
+/*
+ * Write document `index` of stream s (its format, indent and explicit start
+ * as s says) in `fmt`: writing each document of a stream in turn gives
+ * doc_write's bytes, so a stream read with doc_read_each can be written as it
+ * is read.
+ */
+int doc_write_part(struct buf *out, const struct doc_stream *s, const struct doc_node *doc, size_t index,
+		   enum doc_format fmt, struct err_msg *em);
 
 #endif

@@ -9,21 +9,55 @@
 
 #include <string.h>
 
-int doc_read(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
-	     struct doc_stream *s, struct err_msg *em)
+/* True when the first byte that is not white space opens JSON ('{' or '['). */
+static bool looks_json(const char *bytes, size_t len)
 {
 	size_t i = 0;
 
-	if (bytes == NULL)
-		bytes = "";
 	if (len >= 3 && memcmp(bytes, "\xEF\xBB\xBF", 3) == 0)
 		i = 3;
-	while (i < len && (bytes[i] == ' ' || bytes[i] == '\t' || bytes[i] == '\r' ||
-			   bytes[i] == '\n'))
+	while (i < len && (bytes[i] == ' ' || bytes[i] == '\t' || bytes[i] == '\r' || bytes[i] == '\n'))
 		i++;
-	if (i < len && (bytes[i] == '{' || bytes[i] == '['))
+	return i < len && (bytes[i] == '{' || bytes[i] == '[');
+}
+
+int doc_read(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+	     struct doc_stream *s, struct err_msg *em)
+{
+	if (bytes == NULL)
+		bytes = "";
+	if (looks_json(bytes, len))
 		return doc_read_json(bytes, len, name, lim, s, em);
 	return doc_read_yaml(bytes, len, name, lim, s, em);
+}
+
+int doc_read_each(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+		  struct doc_stream *s, doc_each_fn fn, void *ctx, struct err_msg *em)
+{
+	struct doc_stream all = { 0 };
+	int rc = 0;
+
+	if (bytes == NULL)
+		bytes = "";
+	if (!looks_json(bytes, len))
+		return doc_read_yaml_each(bytes, len, name, lim, s, fn, ctx, em);
+	if ((rc = doc_read_json(bytes, len, name, lim, &all, em)) != 0)
+		return rc;
+	*s = all;
+	s->docs = NULL;
+	s->n = 0;
+	for (size_t i = 0; i < all.n; i++) {
+		struct doc_node *d = all.docs[i];
+
+		all.docs[i] = NULL;
+		s->n++;
+		if (rc == 0)
+			rc = fn(ctx, s, d, i);
+		else
+			doc_free(d);
+	}
+	doc_stream_free(&all);
+	return rc;
 }
 
 /*
@@ -41,25 +75,30 @@ static void name_message(struct err_msg *em, const char *name)
 		old[0] >= '0' && old[0] <= '9' ? "" : " ", old);
 }
 
-int doc_write(struct buf *out, const struct doc_stream *s, enum doc_format fmt, struct err_msg *em)
+int doc_write_part(struct buf *out, const struct doc_stream *s, const struct doc_node *doc, size_t index,
+		   enum doc_format fmt, struct err_msg *em)
 {
-	int rc, indent;
+	int rc, indent = s->format == DOC_JSON ? s->json_indent : 2;
 
 	if (fmt == DOC_YAML) {
-		rc = doc_write_yaml(out, s->docs, s->n, s->yaml_explicit_start, em);
-		if (rc != 0)
-			name_message(em, s->name);
-		return rc;
-	}
-	indent = s->format == DOC_JSON ? s->json_indent : 2;
-	for (size_t i = 0; i < s->n; i++) {
-		rc = doc_write_json(out, s->docs[i], indent, em);
+		/* a stream of one document: after the first, it begins with "---", as in one stream */
+		rc = doc_write_yaml(out, (struct doc_node *const *)&doc, 1, index > 0 || s->yaml_explicit_start, em);
+	} else {
+		rc = doc_write_json(out, doc, indent, em);
 		if (rc == 0 && indent == 0 && buf_putc(out, '\n') != 0)
 			rc = err_set(em, DP_ETOOBIG, "output is over the %zu-byte cap", out->cap);
-		if (rc != 0) {
-			name_message(em, s->name);
-			return rc;
-		}
 	}
+	if (rc != 0)
+		name_message(em, s->name);
+	return rc;
+}
+
+int doc_write(struct buf *out, const struct doc_stream *s, enum doc_format fmt, struct err_msg *em)
+{
+	int rc;
+
+	for (size_t i = 0; i < s->n; i++)
+		if ((rc = doc_write_part(out, s, s->docs[i], i, fmt, em)) != 0)
+			return rc;
 	return 0;
 }

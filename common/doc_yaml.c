@@ -190,6 +190,8 @@ struct yr {
 	struct anchor *anchors; /* open addressing; name NULL = empty */
 	size_t anchor_cap, anchor_used;
 	struct err_msg *em;
+	doc_each_fn fn;         /* doc_read_yaml_each: each document goes here, not into the stream */
+	void *ctx;
 };
 
 static int parse_node(struct yr *r, struct doc_node **out, bool is_key);
@@ -549,6 +551,12 @@ static int read_documents(struct yr *r, struct doc_stream *s)
 			return rc;
 		if (empty_document(root)) {
 			doc_free(root);
+		} else if (r->fn) {
+			if (s->n == 0)
+				s->yaml_explicit_start = explicit_start;
+			s->n++;
+			if ((rc = r->fn(r->ctx, s, root, s->n - 1)) != 0)
+				return rc;
 		} else {
 			if (s->n == 0)
 				s->yaml_explicit_start = explicit_start;
@@ -565,8 +573,14 @@ static int read_documents(struct yr *r, struct doc_stream *s)
 int doc_read_yaml(const char *bytes, size_t len, const char *name,
 		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em)
 {
+	return doc_read_yaml_each(bytes, len, name, lim, s, NULL, NULL, em);
+}
+
+int doc_read_yaml_each(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+		       struct doc_stream *s, doc_each_fn fn, void *ctx, struct err_msg *em)
+{
 	struct yr r = { .name = name ? name : "<input>", .bytes = bytes ? bytes : "", .len = len,
-			.em = em };
+			.em = em, .fn = fn, .ctx = ctx };
 	struct doc_stream got = { .format = DOC_YAML, .name = name };
 	int rc;
 
@@ -582,7 +596,11 @@ int doc_read_yaml(const char *bytes, size_t len, const char *name,
 		yaml_event_delete(&r.ev);
 	yaml_parser_delete(&r.parser);
 	anchors_clear(&r);
+	if (fn)
+		got.docs = NULL; /* each went to fn; got.n counts them */
 	if (rc != 0) {
+		if (fn)
+			got.n = 0;
 		doc_stream_free(&got);
 		return rc;
 	}

@@ -23,6 +23,8 @@
 #include "mem.h"
 #include "size.h"
 
+#define MAX_WARNINGS_SHOWN 100
+
 enum { EX_OK = 0, EX_REFUSED = 1, EX_USAGE = 2, EX_SYNTAX = 3, EX_TOOBIG = 4, EX_IO = 5, EX_INTERNAL = 70 };
 
 struct args {
@@ -30,7 +32,7 @@ struct args {
 	const char *file;   /* NULL or "-" = stdin */
 	int out_fmt;        /* -1 = same as input */
 	bool in_place, all;
-	size_t max_input;
+	size_t max_input, max_nodes; /* the limits of what is read, and of what inject writes */
 	struct inj_opts opts;
 };
 
@@ -62,7 +64,11 @@ static void usage(FILE *f, const char *cmd)
 		"                         after another (what `kubectl apply -f -` and `jq` read); in YAML,\n"
 		"                         one stream of documents separated by ---\n"
 		"  -i, --in-place         replace FILE atomically instead of writing to stdout\n"
-		"      --max-input SIZE   refuse inputs larger than this: 4096, 200M, 64Mi, 1Gi (default 64Mi)\n",
+		"      --max-input SIZE   refuse inputs larger than this: 4096, 200M, 64Mi, 1Gi (default 64Mi);\n"
+		"                         inject also refuses to write more, so what it writes, uninject\n"
+		"                         reads with the same limits\n"
+		"      --max-nodes N      refuse inputs of more values than this, YAML aliases expanded\n"
+		"                         (default 16777216); inject's output too\n",
 		cmd,
 		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
 		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
@@ -87,6 +93,7 @@ static const struct option fixed_opts[] = {
 	{ "filename", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
 	{ "in-place", no_argument, NULL, 'i' },	      { "help", no_argument, NULL, 'h' },
 	{ "all", no_argument, NULL, 'A' },	      { "max-input", required_argument, NULL, 'X' },
+	{ "max-nodes", required_argument, NULL, 'N' },
 };
 #define N_FIXED (sizeof(fixed_opts) / sizeof(fixed_opts[0]))
 
@@ -144,6 +151,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return DP_EINVAL;
 	a->out_fmt = -1;
 	a->max_input = doc_default_limits.max_bytes;
+	a->max_nodes = doc_default_limits.max_nodes;
 	inj_opts_init(&a->opts);
 	optind = 1;
 	opterr = 0;
@@ -196,6 +204,20 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return DP_EINVAL;
 			}
 			a->max_input = (size_t)v;
+			break;
+		}
+		case 'N': {
+			char *end;
+			unsigned long long v;
+
+			errno = 0;
+			v = strtoull(arg, &end, 10);
+			if (*arg < '0' || *arg > '9' || *end != '\0' || errno != 0 || v == 0 || v > ((size_t)1 << 32)) {
+				fprintf(stderr, "diagport: --max-nodes takes a whole number from 1 to 4294967296, not "
+					"'%s'\n", arg);
+				return DP_EINVAL;
+			}
+			a->max_nodes = (size_t)v;
 			break;
 		}
 		default:
@@ -308,6 +330,49 @@ out:
 	return rc;
 }
 
+/* What run() hands doc_read_each: each document is injected (or not), written and freed as it is read. */
+struct run_ctx {
+	const struct args *a;
+	bool inject;
+	const struct inj_ctx *c;
+	struct buf *out;
+	int fmt;
+	size_t nodes; /* written so far */
+	struct err_msg *em;
+};
+
+static int run_one(void *ctx, const struct doc_stream *s, struct doc_node *doc, size_t index)
+{
+	struct run_ctx *x = ctx;
+	struct doc_stream ws = *s;
+	int rc;
+
+	if (index == 0)
+		x->fmt = x->a->out_fmt >= 0 ? x->a->out_fmt : (int)s->format;
+	rc = run_doc(x->a, x->inject, &doc, index, x->c, x->em);
+	if (rc == 0 && x->fmt == DOC_JSON && s->format == DOC_YAML) {
+		rc = inj_cfn_expand_tags(doc, x->c->file, x->em);
+		ws.json_indent = 2;
+	}
+	if (rc == 0 && x->inject && (x->nodes += doc_count(doc)) > x->a->max_nodes)
+		rc = err_set(x->em, DP_ETOOBIG, "%s: the output would hold more than %zu values (--max-nodes), more "
+			     "than uninject reads with the same limits; raise --max-nodes for both", x->c->file,
+			     x->a->max_nodes);
+	if (rc == 0)
+		rc = doc_write_part(x->out, &ws, doc, index, (enum doc_format)x->fmt, x->em);
+	if (rc == 0 && x->inject && x->out->len > x->a->max_input)
+		rc = err_set(x->em, DP_ETOOBIG, "%s: the output would be over %zu bytes (--max-input), more than "
+			     "uninject reads with the same limits; raise --max-input for both", x->c->file,
+			     x->a->max_input);
+	doc_free(doc);
+	return rc;
+}
+
+/*
+ * One document at a time (doc_read_each): a stream of many documents costs
+ * one document's tree, not all of them, and the output, built in memory, is
+ * written only when every document went through (no partial output).
+ */
 static int run(int argc, char **argv, bool inject)
 {
 	struct args a;
@@ -317,7 +382,8 @@ static int run(int argc, char **argv, bool inject)
 	struct inj_report report = { 0 };
 	struct inj_ctx c;
 	struct err_msg em = { "" };
-	int rc, fmt;
+	struct run_ctx x = { .inject = inject, .out = &out, .em = &em };
+	int rc;
 
 	if (parse_args(argc, argv, &a) != 0) {
 		inj_opts_free(&a.opts);
@@ -328,39 +394,32 @@ static int run(int argc, char **argv, bool inject)
 	buf_init(&out, 0);
 	c = (struct inj_ctx){ .file = a.file && strcmp(a.file, "-") != 0 ? a.file : "<stdin>",
 			      .base = &a.opts, .all = a.all, .report = &report };
+	x.a = &a;
+	x.c = &c;
 	lim.max_bytes = a.max_input;
+	lim.max_nodes = a.max_nodes;
 	if ((rc = read_input(&a, &in, &em)) != 0)
 		goto out;
-	if ((rc = doc_read(in.data ? in.data : "", in.len, c.file, &lim, &s, &em)) != 0)
+	if ((rc = doc_read_each(in.data ? in.data : "", in.len, c.file, &lim, &s, run_one, &x, &em)) != 0)
 		goto out;
 	if (s.n == 0) {
 		rc = err_set(&em, DP_ESYNTAX, "%s: no documents in the input", c.file);
 		goto out;
 	}
-	for (size_t i = 0; i < s.n; i++)
-		if ((rc = run_doc(&a, inject, &s.docs[i], i, &c, &em)) != 0)
-			goto out;
-	fmt = a.out_fmt >= 0 ? a.out_fmt : (int)s.format;
-	if (fmt == DOC_JSON && s.format == DOC_YAML)
-		for (size_t i = 0; i < s.n; i++)
-			if ((rc = inj_cfn_expand_tags(s.docs[i], c.file, &em)) != 0)
-				goto out;
-	if (fmt == DOC_JSON && s.format == DOC_YAML)
-		s.json_indent = 2;
-	if ((rc = doc_write(&out, &s, (enum doc_format)fmt, &em)) != 0)
-		goto out;
+	buf_free(&in); /* before the output is written: the two need not be held at once on the way out */
 	if (a.in_place) {
 		rc = replace_file(a.file, &out, &em);
 	} else if (buf_write_fd(&out, STDOUT_FILENO) != 0) {
 		rc = err_set(&em, DP_EIO, "cannot write to standard output: %s", strerror(errno));
 	}
 out:
-	for (size_t i = 0; i < report.nwarn; i++)
+	for (size_t i = 0; i < report.nwarn && i < MAX_WARNINGS_SHOWN; i++)
 		fprintf(stderr, "diagport: warning: %s\n", report.warnings[i]);
+	if (report.nwarn > MAX_WARNINGS_SHOWN)
+		fprintf(stderr, "diagport: warning: and %zu more warnings like these\n", report.nwarn - MAX_WARNINGS_SHOWN);
 	if (rc != 0)
 		fprintf(stderr, "diagport: %s\n", em.text[0] ? em.text : err_str(rc));
 	inj_report_free(&report);
-	doc_stream_free(&s);
 	buf_free(&in);
 	buf_free(&out);
 	inj_opts_free(&a.opts);
