@@ -114,6 +114,20 @@ static void gen_free(struct gen *g)
 static const double buckets_ms[] = { 0.5, 1, 2, 5, 10, 25, 50, 100, 250 };
 #define N_BUCKETS (sizeof(buckets_ms) / sizeof(buckets_ms[0]))
 
+#define PEER_SLOTS 64 /* client addresses with bodies in flight followed apart; the rest share the last */
+
+/*
+ * What one client address holds of the budget: at most half of it, so that
+ * one client, however it sends, leaves the other half to the rest (the API
+ * server among them). Addresses past PEER_SLOTS share the last slot.
+ */
+struct peer_use {
+	unsigned char addr[16];
+	sa_family_t family;
+	unsigned refs;  /* requests of it in flight */
+	size_t bytes;
+};
+
 struct webhook {
 	struct webhook_config cfg;
 	int lfd;
@@ -128,7 +142,9 @@ struct webhook {
 	atomic_ullong hist[N_BUCKETS + 1];
 	atomic_ullong sum_us;
 	struct rcache *cache; /* answers to repeated reviews (rcache.h); cleared when the configuration changes */
-	atomic_size_t body_used; /* of cfg.body_budget */
+	pthread_mutex_t budget_mu;  /* guards body_used and peers */
+	size_t body_used;           /* of cfg.body_budget */
+	struct peer_use peers[PEER_SLOTS];
 	atomic_size_t kept;      /* of KEEP_TOTAL */
 	atomic_ullong busy;      /* requests refused for the budget */
 };
@@ -154,7 +170,9 @@ struct webhook {
  * must also keep coming at BODY_MIN_RATE after BODY_GRACE_MS (Kestrel's
  * MinRequestBodyDataRate, at a rate for the cluster network the API server
  * sends from), or its connection is closed and its share freed: to hold the
- * budget a client must keep sending.
+ * budget a client must keep sending. And one client address may hold at most
+ * half of the budget (struct peer_use), so a flood of small bodies from one
+ * client still leaves room for the API server's reviews.
  */
 #define BODY_SMALL (256u << 10)
 #define BODY_RESERVE ((size_t)4 << 20)
@@ -163,6 +181,7 @@ struct webhook {
 
 struct req {
 	struct buf body;
+	int peer;       /* its slot in webhook.peers, or -1 */
 	bool too_big;
 	bool busy;      /* the body did not fit in the budget: the answer is 503 */
 	bool corked;    /* the answer's TLS records are held until completed_cb (cork()) */
@@ -171,24 +190,79 @@ struct req {
 	long long t0;   /* when the request began (clock_ms) */
 };
 
-/* Charge n more bytes of body to q; false when the budget (less the reserve, for a large body) is spent. */
+/* The slot of c's client address (a reference taken), or the shared last one when all are in use. */
+static int peer_slot(struct webhook *w, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci = mhd.info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	unsigned char a[16] = { 0 };
+	sa_family_t fam = 0;
+	int free_slot = -1, k = PEER_SLOTS - 1;
+
+	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
+		fam = AF_INET;
+		memcpy(a, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, 4);
+	} else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6) {
+		fam = AF_INET6;
+		memcpy(a, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, 16);
+	}
+	pthread_mutex_lock(&w->budget_mu);
+	for (int i = 0; i < PEER_SLOTS - 1; i++) {
+		struct peer_use *p = &w->peers[i];
+
+		if (p->refs && p->family == fam && memcmp(p->addr, a, 16) == 0) {
+			k = i;
+			free_slot = -2;
+			break;
+		}
+		if (p->refs == 0 && free_slot == -1)
+			free_slot = i;
+	}
+	if (free_slot >= 0) {
+		k = free_slot;
+		memcpy(w->peers[k].addr, a, 16);
+		w->peers[k].family = fam;
+		w->peers[k].bytes = 0;
+	}
+	w->peers[k].refs++;
+	pthread_mutex_unlock(&w->budget_mu);
+	return k;
+}
+
+/*
+ * Charge n more bytes of body to q; false when the budget (less the reserve,
+ * for a large body) is spent, or q's client would hold more than half of it.
+ */
 static bool charge(struct webhook *w, struct req *q, size_t n)
 {
 	size_t cap = q->charged + n <= BODY_SMALL ? w->cfg.body_budget : w->cfg.body_budget - BODY_RESERVE;
-	size_t used = atomic_load(&w->body_used);
+	struct peer_use *p = &w->peers[q->peer];
+	bool ok;
 
-	do {
-		if (used + n > cap)
-			return false;
-	} while (!atomic_compare_exchange_weak(&w->body_used, &used, used + n));
-	q->charged += n;
-	return true;
+	pthread_mutex_lock(&w->budget_mu);
+	ok = w->body_used + n <= cap && p->bytes + n <= w->cfg.body_budget / 2;
+	if (ok) {
+		w->body_used += n;
+		p->bytes += n;
+		q->charged += n;
+	}
+	pthread_mutex_unlock(&w->budget_mu);
+	return ok;
 }
 
-static void discharge(struct webhook *w, struct req *q)
+/* Give back what q holds; with end, its reference to its client's slot too. */
+static void discharge(struct webhook *w, struct req *q, bool end)
 {
-	atomic_fetch_sub(&w->body_used, q->charged);
+	pthread_mutex_lock(&w->budget_mu);
+	w->body_used -= q->charged;
+	if (q->peer >= 0) {
+		w->peers[q->peer].bytes -= q->charged;
+		if (end)
+			w->peers[q->peer].refs--;
+	}
+	pthread_mutex_unlock(&w->budget_mu);
 	q->charged = 0;
+	if (end)
+		q->peer = -1;
 }
 
 /* The daemon generation whose worker thread this is, and the request in hand (set at the top of access_cb). */
@@ -433,8 +507,8 @@ static enum MHD_Result busy(struct webhook *w, struct MHD_Connection *c)
 	char detail[160];
 
 	atomic_fetch_add(&w->busy, 1);
-	snprintf(detail, sizeof(detail), "the request bodies in flight fill the webhook's %zu-byte budget; retry",
-		 w->cfg.body_budget);
+	snprintf(detail, sizeof(detail), "the request bodies in flight fill the webhook's %zu-byte budget (or this "
+		 "client's half of it); retry", w->cfg.body_budget);
 	log_warn("request rejected", LOG_STR("event", "rejected"), LOG_INT("status", 503), LOG_STR("reason", detail));
 	return problem_with(c, 503, "Service Unavailable", detail, "Retry-After", "1");
 }
@@ -522,6 +596,7 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		q->body.len = 0;
 		q->too_big = q->busy = q->corked = false;
 		q->t0 = clock_ms();
+		q->peer = peer_slot(w, c);
 		*con_cls = q;
 		tl_req = q;
 		if ((cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length")) != NULL &&
@@ -609,7 +684,7 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, en
 		if (q->corked)
 			uncork(c);
 		atomic_fetch_sub(&g->inflight, 1);
-		discharge(g->w, q);
+		discharge(g->w, q, true);
 		keep_body(g->w, q);
 		*con_cls = NULL;
 	}
@@ -623,8 +698,10 @@ static void conn_cb(void *cls, struct MHD_Connection *c, void **socket_ctx, enum
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		struct req *q = calloc(1, sizeof(*q));
 
-		if (q)
+		if (q) {
 			buf_init(&q->body, g->w->cfg.max_body);
+			q->peer = -1;
+		}
 		*socket_ctx = q;
 		atomic_fetch_add(&g->conns, 1);
 	} else {
@@ -786,6 +863,7 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 	if (w->cfg.threads == 0)
 		w->cfg.threads = 2;
 	pthread_mutex_init(&w->mu, NULL);
+	pthread_mutex_init(&w->budget_mu, NULL);
 	pthread_rwlock_init(&w->cfg_lock, NULL);
 	if (!cfg->no_review_cache)
 		w->cache = rcache_new();

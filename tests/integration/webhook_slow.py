@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""webhook_slow.py PORT CA N SECONDS RATE REVIEW [--pid PID] [--length BYTES] [--declare-only BYTES]
+"""webhook_slow.py PORT CA N SECONDS RATE REVIEW [--pid PID] [--length BYTES] [--src ADDR] [--declare-only BYTES]
 
 N TLS clients (a thread each) POST /mutate to the webhook on 127.0.0.1:PORT,
 each declaring a body of BYTES (default 8 MiB) and sending it at RATE bytes a
-second (0: the head, then nothing); a client whose request ends (answered or
+second (0: the head, then nothing), from source address ADDR (default 127.0.0.2:
+another client than the API server, whose reviews come from 127.0.0.1); a client whose request ends (answered or
 closed) starts another a second later, for SECONDS. Meanwhile, every 0.2 s, the
 ordinary review in file REVIEW is posted on a connection of its own (after
 its TLS handshake, which is not timed) and the webhook's VmRSS
@@ -23,7 +24,7 @@ import threading
 import time
 
 args = sys.argv[1:]
-opts = {"--pid": None, "--length": str(8 << 20), "--declare-only": None}
+opts = {"--pid": None, "--length": str(8 << 20), "--declare-only": None, "--src": "127.0.0.2"}
 pos = []
 i = 0
 while i < len(args):
@@ -55,8 +56,8 @@ lock = threading.Lock()
 answers, closed, attacks = {}, [0], [0]
 
 
-def connect(timeout):
-    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+def connect(timeout, src=None):
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(src, 0) if src else None)
     raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as Go's client (the API server's) does
     return ctx.wrap_socket(raw, server_hostname="127.0.0.1")
 
@@ -69,7 +70,7 @@ def attacker():
     chunk = b"{" * 1024
     while time.monotonic() < deadline:
         try:
-            s = connect(5)
+            s = connect(5, opts["--src"])
             s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                       b"Content-Length: %d\r\n\r\n" % length)
         except OSError:
