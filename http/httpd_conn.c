@@ -510,7 +510,7 @@ static void admit(struct httpd *d, int sock, const struct sockaddr_storage *sa, 
 static void accept_some(struct httpd *d, int lfd, long long now)
 {
 	for (int k = 0; k < ACCEPT_BURST; k++) {
-		struct sockaddr_storage sa;
+		struct sockaddr_storage sa = { 0 };
 		socklen_t sl = sizeof(sa);
 		int s = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
