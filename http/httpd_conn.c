@@ -114,6 +114,16 @@ static void answer_now(struct httpd *d, struct conn *c, long long now)
 
 /* ---- a complete request: to a worker ---- */
 
+/* Give c's worker slot back (d->mu held). */
+static void release_slot(struct httpd *d, struct conn *c)
+{
+	d->work[c->slot] = NULL;
+	if (c->probe_slot)
+		d->n_probe--;
+	else
+		d->n_general--;
+}
+
 static void *worker_main(void *arg)
 {
 	struct conn *c = arg;
@@ -130,11 +140,7 @@ static void *worker_main(void *arg)
 		free(c->buf); /* charged to no budget since it left the acceptor */
 	c->buf = c->first;
 	pthread_mutex_lock(&d->mu);
-	d->work[c->slot] = NULL;
-	if (c->probe_slot)
-		d->n_probe--;
-	else
-		d->n_general--;
+	release_slot(d, c);
 	if (d->stopping) {
 		close(c->sock);
 		free(c);
@@ -197,11 +203,7 @@ static void dispatch(struct httpd *d, struct conn *c, long long now)
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		pthread_mutex_lock(&d->mu);
-		d->work[c->slot] = NULL;
-		if (c->probe_slot)
-			d->n_probe--;
-		else
-			d->n_general--;
+		release_slot(d, c);
 		pthread_mutex_unlock(&d->mu);
 		fcntl(c->sock, F_SETFL, flags);
 		pend_add(d, c);

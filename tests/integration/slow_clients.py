@@ -20,37 +20,18 @@ Used by tests/integration/agent_limits.sh (which asserts on it) and
 bench/agent_attack.sh (which records its figures).
 """
 import json
+import os
 import select
 import socket
 import sys
 import time
 
-args = sys.argv[1:]
-opts = {"--src": "127.0.0.2", "--token": None, "--pid": None, "--path": "/trace"}
-pos = []
-i = 0
-while i < len(args):
-    if args[i] in opts:
-        opts[args[i]] = args[i + 1]
-        i += 2
-    else:
-        pos.append(args[i])
-        i += 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attack_lib  # noqa: E402
+
+pos, opts = attack_lib.parse({"--src": "127.0.0.2", "--token": None, "--pid": None, "--path": "/trace"})
 port, n, mode, seconds = int(pos[0]), int(pos[1]), pos[2], float(pos[3])
 HEAD = b"GET /processes HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200 + b"\r\n\r\n"
-
-
-def rss(pid):
-    if pid is None:
-        return 0
-    try:
-        with open("/proc/%s/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 n_attackers = 0
@@ -158,7 +139,7 @@ while time.monotonic() < deadline:
                     failed.append("processes %s" % st)
             except OSError as e:
                 failed.append("processes %s" % e)
-        peak = max(peak, rss(opts["--pid"]))
+        peak = max(peak, attack_lib.rss(opts["--pid"]))
         next_probe = now + 0.2
     # notice what the server closed or answered
     live = [s for s in conns if s.fileno() >= 0]
@@ -177,7 +158,7 @@ while time.monotonic() < deadline:
         elif mode != "flood":
             pass
 
-peak = max(peak, rss(opts["--pid"]))
+peak = max(peak, attack_lib.rss(opts["--pid"]))
 for s in conns:
     if s.fileno() >= 0:
         s.close()

@@ -16,6 +16,7 @@ its TLS handshake, which is not timed) and the webhook's VmRSS
 Used by tests/integration/webhook_server.sh (asserts) and bench/webhook_attack.sh (figures).
 """
 import json
+import os
 import multiprocessing
 import socket
 import ssl
@@ -23,17 +24,10 @@ import sys
 import threading
 import time
 
-args = sys.argv[1:]
-opts = {"--pid": None, "--length": str(8 << 20), "--declare-only": None, "--src": "127.0.0.2"}
-pos = []
-i = 0
-while i < len(args):
-    if args[i] in opts:
-        opts[args[i]] = args[i + 1]
-        i += 2
-    else:
-        pos.append(args[i])
-        i += 1
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import attack_lib  # noqa: E402
+
+pos, opts = attack_lib.parse({"--pid": None, "--length": str(8 << 20), "--declare-only": None, "--src": "127.0.0.2"})
 port, ca, n, seconds, rate, review = int(pos[0]), pos[1], int(pos[2]), float(pos[3]), int(pos[4]), pos[5]
 length = int(opts["--length"])
 ctx = ssl.create_default_context(cafile=ca)
@@ -113,17 +107,6 @@ def attacker():
         time.sleep(1)  # then another: the load is N clients at a time, not a flood of handshakes
 
 
-def rss(pid):
-    try:
-        with open("/proc/%s/status" % pid) as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
-    except (OSError, TypeError):
-        pass
-    return 0
-
-
 def attackers(q):
     """The N clients, in a process of their own: the probes below do not wait for their GIL."""
     threads = [threading.Thread(target=attacker, daemon=True) for _ in range(n)]
@@ -140,7 +123,7 @@ pool = multiprocessing.Process(target=attackers, args=(q,))
 pool.start()
 times, failed, peak = [], [], 0
 while time.monotonic() < deadline:
-    peak = max(peak, rss(opts["--pid"]))
+    peak = max(peak, attack_lib.rss(opts["--pid"]))
     try:
         s = connect(10)
         t0 = time.monotonic()
@@ -161,7 +144,7 @@ while time.monotonic() < deadline:
     except OSError as e:
         failed.append(str(e))
     time.sleep(0.2)
-peak = max(peak, rss(opts["--pid"]))
+peak = max(peak, attack_lib.rss(opts["--pid"]))
 attacks[0], answers, closed[0] = q.get(timeout=30)
 pool.join()
 times.sort()
