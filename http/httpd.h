@@ -39,6 +39,12 @@ struct httpd_config {
 	size_t max_body;           /* a POST's body up to this many bytes (Content-Length); 0 = no bodies (413) */
 	bool (*takes_body)(const char *path); /* the POST routes that take one; NULL = none */
 	bool (*is_probe)(const char *path);   /* the routes that may use the probe slots; NULL = none */
+	/*
+	 * Before a body is read, on the acceptor's thread: false with an answer
+	 * set (401) refuses it unread, so only a client that may use the route can
+	 * make the server hold body memory; NULL = every body is read.
+	 */
+	bool (*admit_body)(void *ctx, struct httpd_req *r);
 };
 
 /* Parse the URLs and start listening. DP_EINVAL (a bad URL) or DP_EIO (bind) with em. */

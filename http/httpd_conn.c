@@ -10,14 +10,17 @@
  *  - the whole head within head_timeout_s (10 s; Go's ReadHeaderTimeout,
  *    Kestrel's RequestHeadersTimeout, nginx's client_header_timeout), else
  *    408: not a timeout per read, which a byte every few seconds defeats;
- *  - a body at 240 bytes/s or better after a 5 s grace (Kestrel's
- *    MinRequestBodyDataRate defaults), else 408;
+ *  - a body at 240 bytes/s or better, on average, after a 5 s grace
+ *    (Kestrel's MinRequestBodyDataRate defaults), else 408; and only once
+ *    admit_body agreed (the agent: the token), so an unauthenticated client
+ *    cannot make the server hold body memory;
  *  - at most max_per_peer connections from one address (nginx's limit_conn):
  *    a new one closes that address's oldest connection still reading, so a
  *    client crowds out only itself and a new request is always read;
  *  - at most pend_cap connections reading at once (the oldest is closed for
  *    a new one), and one budget for what they buffer beyond their first
- *    1 KiB (a head that needs more once it is spent gets 503).
+ *    1 KiB, body bytes charged as they arrive (a request that needs more
+ *    once it is spent gets 503).
  * A complete request goes to a worker: max_connections of them, and
  * HTTPD_PROBE_SLOTS more that only probe routes (the agent's /healthz and
  * /readyz) may take, so a liveness probe is answered whatever other clients
@@ -156,6 +159,15 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* 503: the memory the requests being read share is spent. */
+static void budget_spent(struct httpd *d, struct conn *c, long long now)
+{
+	httpd_set_header(&c->r, "Retry-After", "1");
+	httpd_problem(&c->r, 503, "Service Unavailable", "the %zu bytes that requests being read may hold together "
+		      "are in use; retry", d->budget);
+	answer_now(d, c, now);
+}
+
 static void busy(struct httpd *d, struct conn *c, long long now)
 {
 	httpd_set_header(&c->r, "Retry-After", "1");
@@ -247,7 +259,7 @@ static bool body_plan(struct httpd *d, struct conn *c)
 		return false;
 	}
 	if (te && post) {
-		httpd_problem(r, 411, "Length Required", "send the body with a Content-Length, not chunked");
+		httpd_problem(r, 411, "Length Required", "send the body with a Content-Length, not a Transfer-Encoding");
 		return false;
 	}
 	if (cl) {
@@ -307,15 +319,26 @@ static void head_done(struct httpd *d, struct conn *c, size_t head, long long no
 		dispatch(d, c, now);
 		return;
 	}
-	if (!charge(d, c, c->want + 1)) {
-		busy(d, c, now);
+	if (d->admit_body && !d->admit_body(d->ctx, r)) {
+		answer_now(d, c, now); /* refused before a byte of the body is read */
 		return;
 	}
-	r->body = mem_alloc(c->want + 1);
-	r->body_len = pre < c->want ? pre : c->want;
+	pre = pre < c->want ? pre : c->want;
+	if (!charge(d, c, pre)) {
+		budget_spent(d, c, now);
+		return;
+	}
+	if (pre < c->want && http_header(&r->rq, "Expect") && strcasecmp(http_header(&r->rq, "Expect"), "100-continue") == 0 &&
+	    send(c->sock, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_DONTWAIT | MSG_NOSIGNAL) != 25) {
+		drop(d, c);
+		return;
+	}
+	r->body = mem_alloc(c->want + 1); /* address space; the budget counts the bytes as they come */
+	r->body_len = pre;
 	memcpy(r->body, c->buf + head, r->body_len);
 	c->state = CONN_BODY;
-	c->deadline_ms = now + BODY_GRACE_MS + (long long)(c->want / BODY_MIN_RATE) * 1000;
+	c->body_ms = now;
+	c->deadline_ms = now + BODY_GRACE_MS;
 	if (r->body_len == c->want)
 		body_done(d, c, now);
 }
@@ -384,6 +407,10 @@ static void read_body(struct httpd *d, struct conn *c, long long now)
 		return;
 	}
 	r->body_len += (size_t)n;
+	if (!charge(d, c, (size_t)n)) {
+		budget_spent(d, c, now);
+		return;
+	}
 	if (r->body_len == c->want)
 		body_done(d, c, now);
 }
@@ -418,6 +445,13 @@ static void expire(struct httpd *d, long long now)
 
 		if (c->deadline_ms > now)
 			continue;
+		if (c->state == CONN_BODY && (long long)c->r.body_len >= (now - c->body_ms - BODY_GRACE_MS) * BODY_MIN_RATE / 1000) {
+			/* on pace: due again when it would fall behind with nothing more */
+			c->deadline_ms = c->body_ms + BODY_GRACE_MS + (long long)(c->r.body_len + 1) * 1000 / BODY_MIN_RATE;
+			if (c->deadline_ms <= now)
+				c->deadline_ms = now + 1;
+			continue;
+		}
 		if (c->state == CONN_LINGER || (c->state == CONN_HEAD && c->len == 0)) {
 			drop(d, c);
 			continue;

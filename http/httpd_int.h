@@ -66,6 +66,7 @@ struct conn {
 	enum conn_state state;
 	struct peer peer;
 	long long deadline_ms; /* CONN_HEAD, CONN_BODY, CONN_LINGER: closed (or 408) then */
+	long long body_ms;     /* CONN_BODY: when the body began */
 	char *buf;             /* the head as it comes: first, or a larger block from the budget */
 	size_t len, cap;
 	size_t want;           /* the body's Content-Length */
@@ -88,6 +89,7 @@ struct httpd {
 	size_t head_cap, max_body;
 	bool (*takes_body)(const char *path);
 	bool (*is_probe)(const char *path);
+	bool (*admit_body)(void *ctx, struct httpd_req *r);
 	/* The acceptor's own: connections reading a request or lingering, and the bytes they buffer. */
 	struct conn **pend;
 	size_t n_pend, pend_cap;

@@ -309,20 +309,23 @@ typedef int (*pod_fn)(const struct inj_ctx *, struct doc_node *, struct doc_node
  */
 static void misplaced_options(const struct inj_ctx *c, const struct doc_node *obj, const char *tmpl, const char *what)
 {
-	const struct doc_node *md = doc_get(obj, "metadata");
+	/* the workload's own metadata, and a CronJob's Job template's */
+	const struct doc_node *mds[] = { doc_get(obj, "metadata"), doc_path(obj, "spec/jobTemplate/metadata") };
+	const char *whose[] = { "the workload's own metadata", "spec/jobTemplate/metadata" };
 	const char *lists[] = { "annotations", "labels" };
 
-	for (size_t l = 0; l < 2; l++) {
-		const struct doc_node *m = doc_get(md, lists[l]);
+	for (size_t k = 0; k < 2; k++)
+		for (size_t l = 0; l < 2; l++) {
+			const struct doc_node *m = doc_get(mds[k], lists[l]);
 
-		for (size_t i = 0; doc_is(m, DOC_MAP) && i < m->n; i++)
-			if (strncmp(m->keys[i]->text, INJ_PREFIX, strlen(INJ_PREFIX)) == 0) {
-				inj_report_warn(c->report, "%s: %s %s is on the workload's own metadata, which diagport does "
-						"not read; put it under %s/metadata/%s", what,
-						l ? "label" : "annotation", m->keys[i]->text, tmpl, lists[l]);
-				break;
-			}
-	}
+			for (size_t i = 0; doc_is(m, DOC_MAP) && i < m->n; i++)
+				if (strncmp(m->keys[i]->text, INJ_PREFIX, strlen(INJ_PREFIX)) == 0) {
+					inj_report_warn(c->report, "%s: %s %s is on %s, which diagport does not read; put "
+							"it under %s/metadata/%s", what, l ? "label" : "annotation",
+							m->keys[i]->text, whose[k], tmpl, lists[l]);
+					break;
+				}
+		}
 }
 
 static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn, struct err_msg *em)

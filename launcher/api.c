@@ -272,6 +272,16 @@ bool api_takes_body(const char *path)
 	return false;
 }
 
+bool api_admit_body(void *ctx, struct httpd_req *r)
+{
+	struct api *a = ctx;
+
+	if (a->token == NULL || token_ok(a, httpd_header(r, "Authorization")))
+		return true;
+	httpd_problem(r, 401, "Unauthorized", "this agent requires 'Authorization: Bearer <token>'");
+	return false;
+}
+
 bool api_is_probe(const char *path)
 {
 	return strcmp(path, "/healthz") == 0 || strcmp(path, "/readyz") == 0;

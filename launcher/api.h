@@ -36,6 +36,8 @@ void api_handle(void *ctx, struct httpd_req *r);
 bool api_takes_body(const char *path);
 /* The probe routes (httpd_config.is_probe), answered from slots no other request takes: /healthz, /readyz. */
 bool api_is_probe(const char *path);
+/* httpd_config.admit_body: a body is read only with the token (when there is one); else 401 unread. */
+bool api_admit_body(void *ctx, struct httpd_req *r);
 struct metrics;
 /* GET /metrics from the store m (NULL: 404, turned off). */
 void api_metrics(struct metrics *m, struct httpd_req *r);

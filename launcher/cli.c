@@ -334,7 +334,8 @@ int launch_cli(int argc, char **argv)
 					 .egress = c.egress, .n_egress = c.n_egress,
 					 .metrics_interval_s = c.metrics_interval_s };
 		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body,
-					   .is_probe = api_is_probe, .head_timeout_s = c.head_timeout_s,
+					   .is_probe = api_is_probe, .admit_body = api_admit_body,
+					   .head_timeout_s = c.head_timeout_s,
 					   .max_per_peer = c.per_peer };
 		struct httpd_config mc = { .urls = c.metrics_urls, .head_timeout_s = c.head_timeout_s,
 					   .max_per_peer = c.per_peer };

@@ -37,6 +37,8 @@ for c in "idle 127.0.0.2" "trickle 127.0.0.2" "trickle 127.0.0.1" "trickle many"
 	read -r mode src <<< "$c"
 	r=$(attack 500 "$mode" 4 "$src")
 	WHY="$r"; check "$mode-from-${src/127.0.0./}" jq -e "$OK" <<< "$r"
+	# a body is read only with the token: the slow uploads are refused unread (401), holding no memory
+	[ "$mode" = slowbody ] && { WHY="$r"; check slowbody-refused-unread jq -e '(.answers["401"] // 0) > 400' <<< "$r"; }
 done
 # one address holds at most 50 (--max-connections-per-peer): its oldest are closed for its newest
 r=$(attack 100 idle 1.5 127.0.0.3)

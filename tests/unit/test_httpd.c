@@ -3,7 +3,8 @@
  * loopback sockets: a request in progress per worker slot and 503 beyond
  * them, probe slots no other request takes, connections still sending their
  * head taking no slot, the deadline for the whole head (408), the minimum
- * body rate, and the cap per client address.
+ * body rate, the cap per client address, a body refused unread (401) and
+ * Expect: 100-continue.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -42,6 +43,15 @@ static bool is_probe(const char *path)
 	return strcmp(path, "/probe") == 0;
 }
 
+static bool admit_body(void *ctx, struct httpd_req *r)
+{
+	(void)ctx;
+	if (httpd_header(r, "X-Ok"))
+		return true;
+	httpd_problem(r, 401, "Unauthorized", "no X-Ok");
+	return false;
+}
+
 static bool takes_body(const char *path)
 {
 	return strcmp(path, "/post") == 0;
@@ -66,7 +76,7 @@ static struct httpd *start(unsigned max_conns, unsigned per_peer, unsigned head_
 	char urls[64];
 	struct httpd_config cfg = { .urls = urls, .max_connections = max_conns, .max_per_peer = per_peer,
 				    .head_timeout_s = head_s, .max_body = 4096, .takes_body = takes_body,
-				    .is_probe = is_probe };
+				    .is_probe = is_probe, .admit_body = admit_body };
 	struct httpd *d = NULL;
 	struct err_msg em;
 
@@ -206,16 +216,40 @@ static void body_rate(void)
 {
 	struct httpd *d = start(4, 64, 10);
 	static char out[8192];
-	/* 1200 bytes at 240 bytes/s after a 5 s grace: due in 10 s; none of it sent */
-	int s = dial("127.0.0.1", "POST /post HTTP/1.1\r\nContent-Length: 1200\r\n\r\n{");
+	/* one byte of 1200, then nothing: behind 240 bytes/s as soon as the 5 s grace is over */
+	int s = dial("127.0.0.1", "POST /post HTTP/1.1\r\nX-Ok: 1\r\nContent-Length: 1200\r\n\r\n{");
 	double t0 = now_s(), took;
 
 	T_CHECK(d != NULL && s >= 0);
 	T_CHECK(answer(s, 20, out, sizeof(out)) == 408);
 	took = now_s() - t0;
-	T_CHECK(took > 9 && took < 15);
+	T_CHECK(took > 4.5 && took < 8);
 	T_CHECK(strstr(out, "slower than 240 bytes a second (1 of 1200 bytes)") != NULL);
-	s = dial("127.0.0.1", "POST /post HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}");
+	s = dial("127.0.0.1", "POST /post HTTP/1.1\r\nX-Ok: 1\r\nContent-Length: 2\r\n\r\n{}");
+	T_CHECK(answer(s, 5, out, sizeof(out)) == 200);
+	httpd_free(d);
+}
+
+/* admit_body refuses a body unread (the agent: no token, 401); Expect: 100-continue gets its 100 */
+static void body_admission(void)
+{
+	struct httpd *d = start(4, 64, 10);
+	static char out[8192];
+	int s = dial("127.0.0.1", "POST /post HTTP/1.1\r\nContent-Length: 4000\r\n\r\n");
+	double t0 = now_s();
+
+	T_CHECK(d != NULL && s >= 0);
+	T_CHECK(answer(s, 5, out, sizeof(out)) == 401);
+	T_CHECK(now_s() - t0 < 2);
+	s = dial("127.0.0.1", "POST /post HTTP/1.1\r\nX-Ok: 1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n");
+	{
+		char b[64] = "";
+		struct pollfd pf = { .fd = s, .events = POLLIN };
+		ssize_t k = poll(&pf, 1, 3000) > 0 ? recv(s, b, sizeof(b) - 1, 0) : -1;
+
+		T_CHECK(k > 0 && strncmp(b, "HTTP/1.1 100 Continue\r\n\r\n", 25) == 0);
+	}
+	T_CHECK(send(s, "{}", 2, MSG_NOSIGNAL) == 2);
 	T_CHECK(answer(s, 5, out, sizeof(out)) == 200);
 	httpd_free(d);
 }
@@ -253,5 +287,6 @@ int main(void)
 	T_RUN(head_deadline);
 	T_RUN(per_peer);
 	T_RUN(body_rate);
+	T_RUN(body_admission);
 	return t_failed_cases ? 1 : 0;
 }
