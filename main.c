@@ -21,6 +21,7 @@ struct subcommand {
 static const struct subcommand subcommands[] = {
 	{ "inject", inj_cli_inject, "add diagnostics to Kubernetes objects, ECS task definitions, CloudFormation templates" },
 	{ "uninject", inj_cli_uninject, "remove exactly what inject added" },
+	{ "macro", inj_cli_macro, "the CloudFormation macro: one event in, the response out" },
 	{ "health", health_cli, "exit 0 when the local agent is ready (for probes without a shell)" },
 	{ "launch", launch_cli, "the in-container agent: own the diagnostic port (and optionally start the app)" },
 	{ "webhook", webhook_cli, "the admission webhook: the server, `webhook review`, `webhook certs`" },

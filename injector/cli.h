@@ -9,5 +9,7 @@
 
 int inj_cli_inject(int argc, char **argv);
 int inj_cli_uninject(int argc, char **argv);
+/* `diagport macro`: one CloudFormation macro event in, the response out (0 success, 1 failure). */
+int inj_cli_macro(int argc, char **argv);
 
 #endif

@@ -149,6 +149,16 @@ int uninj_cfn_template(struct doc_node *tpl, const struct inj_ctx *c, struct err
 /* Rewrite YAML short-form intrinsics (!Ref x, !GetAtt a.b, ...) into their JSON form, in place. */
 int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em);
 
+/*
+ * The CloudFormation macro contract: an event (JSON: requestId, fragment,
+ * params, ...) in, the response (JSON: requestId, status "success" with the
+ * injected fragment, or "failure" with errorMessage) appended to out. The
+ * fragment is a whole template (a template-level Transform) or one
+ * AWS::ECS::TaskDefinition's Properties (Fn::Transform in them); params are
+ * the inject options by name, plus all. 0, or DP_ETOOBIG when out is full.
+ */
+int inj_macro(const char *event, size_t len, struct buf *out);
+
 /* Which kind of document this is: "k8s", "ecs", "cfn", or NULL when it cannot tell. */
 const char *inj_detect(const struct doc_node *doc);
 

@@ -1,0 +1,141 @@
+/*
+ * macro.c - the CloudFormation macro contract (inj.h inj_macro), on the
+ * CloudFormation front-end (cfn.c).
+ *
+ * CloudFormation sends {"requestId", "fragment", "params",
+ * "templateParameterValues", ...} and takes {"requestId", "status",
+ * "fragment", "errorMessage"}. As a template-level Transform the fragment is
+ * the whole template: every task definition that opts in (or every one,
+ * with the param all: true) is injected, as `diagport inject cfn` does. As
+ * Fn::Transform inside a task definition's Properties the fragment is those
+ * Properties: that task definition is injected, with no Metadata to hold the
+ * status record (CloudFormation runs the macro on the template as written
+ * each time, so none is needed). params are the inject options by name
+ * (mode, port, sidecar, ...), plus all. Any refusal is status "failure" with
+ * the injector's message, which names the resource and the field.
+ */
+#include "inj_int.h"
+
+#include <string.h>
+
+#include "buf.h"
+#include "mem.h"
+
+#define MACRO_MAX_EVENT ((size_t)6 << 20)   /* Lambda's synchronous payload limit */
+#define MACRO_MAX_NODES ((size_t)4 << 20)
+
+/* The params map as options over the defaults: all apart, the rest by inject's names. */
+static int macro_params(const struct doc_node *params, struct inj_opts *o, bool *all, struct err_msg *em)
+{
+	for (size_t i = 0; doc_is(params, DOC_MAP) && i < params->n; i++) {
+		const char *k = params->keys[i]->text, *v = inj_scalar_text(params->vals[i]);
+		struct err_msg inner;
+		int rc;
+
+		if (v == NULL)
+			return err_set(em, DP_EINVAL, "params.%s: takes a string, number or boolean", k);
+		if (strcmp(k, "all") == 0) {
+			if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+				return err_set(em, DP_EINVAL, "params.all: takes true or false, not '%s'", v);
+			*all = strcmp(v, "true") == 0;
+			continue;
+		}
+		if ((rc = inj_opts_set(o, k, v, &inner)) == DP_ENOTFOUND)
+			return err_set(em, DP_EINVAL, "params.%s: not an option (all, %s)", k, inj_opts_names());
+		if (rc != 0) { /* inner: "option NAME: why" */
+			const char *why = strchr(inner.text, ':');
+
+			return err_set(em, DP_EINVAL, "params.%s: %s", k, why ? why + 2 : inner.text);
+		}
+	}
+	if (params && !doc_is(params, DOC_MAP) && !doc_is(params, DOC_NULL))
+		return err_set(em, DP_EINVAL, "params: a map of option names to values");
+	return 0;
+}
+
+/* Inject the fragment in place: a template, or one task definition's Properties. */
+static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, bool all, struct inj_report *rep,
+			  struct err_msg *em)
+{
+	struct inj_ctx c = { .file = "fragment", .base = o, .all = all, .report = rep };
+	struct doc_node *tpl, *res, *props;
+	int rc;
+
+	if (!doc_is(frag, DOC_MAP))
+		return err_set(em, DP_ESYNTAX, "fragment: not a map (a template, or a task definition's Properties)");
+	if (doc_get(frag, "Resources"))
+		return inj_cfn_template(frag, &c, em);
+	if (!doc_is(doc_get(frag, "ContainerDefinitions"), DOC_SEQ))
+		return err_set(em, DP_EINVAL, "fragment: neither a template (no Resources) nor a task definition's "
+			       "Properties (no ContainerDefinitions): use the macro as a template's Transform, or as "
+			       "Fn::Transform inside an AWS::ECS::TaskDefinition's Properties");
+	/* a snippet: one task definition, wrapped as a template of one resource that opts in */
+	props = doc_map();
+	for (size_t i = 0; i < frag->n; i++)
+		doc_append_pair(props, doc_copy(frag->keys[i]), doc_copy(frag->vals[i]));
+	res = doc_map();
+	doc_set(res, "Type", doc_str("AWS::ECS::TaskDefinition"));
+	doc_set(res, "Properties", props);
+	tpl = doc_map();
+	doc_set(tpl, "Resources", doc_map());
+	doc_set(doc_get(tpl, "Resources"), "TaskDefinition", res);
+	c.all = true;
+	if ((rc = inj_cfn_template(tpl, &c, em)) == 0) {
+		props = doc_get(doc_get(doc_get(tpl, "Resources"), "TaskDefinition"), "Properties");
+		while (frag->n)
+			doc_del(frag, frag->keys[frag->n - 1]->text);
+		for (size_t i = 0; i < props->n; i++)
+			doc_append_pair(frag, doc_copy(props->keys[i]), doc_copy(props->vals[i]));
+	}
+	doc_free(tpl);
+	return rc;
+}
+
+int inj_macro(const char *event, size_t len, struct buf *out)
+{
+	struct doc_limits lim = { MACRO_MAX_EVENT, 256, MACRO_MAX_NODES };
+	struct doc_stream s = { 0 };
+	struct inj_report rep = { 0 };
+	struct err_msg em = { "" };
+	struct doc_node *ev = NULL, *frag = NULL, *resp = doc_map();
+	struct inj_opts o;
+	const char *id = NULL;
+	bool all = false;
+	int rc;
+
+	inj_opts_init(&o);
+	if ((rc = doc_read_json(event, len, "event", &lim, &s, &em)) != 0)
+		goto out;
+	if (s.n != 1 || !doc_is(s.docs[0], DOC_MAP)) {
+		rc = err_set(&em, DP_ESYNTAX, "event: not one JSON object");
+		goto out;
+	}
+	ev = s.docs[0];
+	id = doc_get_str(ev, "requestId");
+	frag = doc_get(ev, "fragment");
+	if (id == NULL) {
+		rc = err_set(&em, DP_EINVAL, "event: no requestId (not a CloudFormation macro invocation?)");
+		goto out;
+	}
+	if (frag == NULL) {
+		rc = err_set(&em, DP_EINVAL, "event: no fragment");
+		goto out;
+	}
+	if ((rc = macro_params(doc_get(ev, "params"), &o, &all, &em)) != 0)
+		goto out;
+	rc = macro_fragment(frag, &o, all, &rep, &em);
+out:
+	doc_set(resp, "requestId", doc_str(id ? id : ""));
+	doc_set(resp, "status", doc_str(rc == 0 ? "success" : "failure"));
+	if (rc == 0) {
+		doc_set(resp, "fragment", doc_copy(frag));
+	} else {
+		doc_set(resp, "errorMessage", doc_str(em.text[0] ? em.text : err_str(rc)));
+	}
+	rc = doc_write_json(out, resp, 0, &em);
+	doc_free(resp);
+	doc_stream_free(&s);
+	inj_report_free(&rep);
+	inj_opts_free(&o);
+	return rc;
+}

@@ -1,0 +1,73 @@
+/*
+ * macro_cli.c - `diagport macro`: the CloudFormation macro (macro.c) on one
+ * event from a file or standard input, the response on standard output. The
+ * Lambda runtime loop (Runtime API) that serves the same contract is to come
+ * (issue 16); this is how the contract is tested offline and how a person
+ * tries an event by hand.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "inj.h"
+
+#define MAX_EVENT ((size_t)6 << 20) /* Lambda's synchronous invocation payload */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: diagport macro [--event FILE | -]\n\n"
+		   "Answers one CloudFormation macro event (JSON: requestId, fragment, params, ...) as the\n"
+		   "diagport macro does: the fragment with diagnostics added to its ECS task definitions\n"
+		   "(a whole template as a Transform: those that opt in, or all with params.all; or one task\n"
+		   "definition's Properties as Fn::Transform in them), params being the inject options by name.\n"
+		   "Prints the response (requestId, status, fragment or errorMessage).\n"
+		   "Exit status: 0 status success, 1 status failure, 2 usage, 3 the event cannot be read.\n");
+}
+
+int inj_cli_macro(int argc, char **argv)
+{
+	const char *file = "-";
+	struct buf in, out;
+	int fd, rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		}
+		if (strcmp(argv[i], "--event") == 0 && i + 1 < argc) {
+			file = argv[++i];
+		} else {
+			fprintf(stderr, "diagport: macro: unexpected argument '%s'\n", argv[i]);
+			usage(stderr);
+			return 2;
+		}
+	}
+	fd = strcmp(file, "-") == 0 ? STDIN_FILENO : open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "diagport: macro: %s: %s\n", file, strerror(errno));
+		return 3;
+	}
+	buf_init(&in, MAX_EVENT);
+	rc = buf_read_fd(&in, fd);
+	if (fd != STDIN_FILENO)
+		close(fd);
+	if (rc != 0) {
+		fprintf(stderr, "diagport: macro: %s: %s\n", file,
+			rc == DP_ETOOBIG ? "over 6 MiB, Lambda's payload limit" : strerror(errno));
+		buf_free(&in);
+		return 3;
+	}
+	buf_init(&out, 0);
+	rc = inj_macro(in.data ? in.data : "", in.len, &out);
+	if (rc == 0 && (buf_putc(&out, '\n') != 0 || buf_write_fd(&out, STDOUT_FILENO) != 0))
+		rc = DP_EIO;
+	rc = rc != 0 ? 5 : strstr(out.data, "\"status\":\"success\"") ? 0 : 1;
+	buf_free(&in);
+	buf_free(&out);
+	return rc;
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# macro.sh - the CloudFormation macro contract (`diagport macro`, injector/macro.c) on real macro
+# event shapes (issue 16, first part): CloudFormation's request (region, accountId, fragment,
+# transformId, params, requestId, templateParameterValues) in, its response (requestId, status,
+# fragment or errorMessage) out.
+#   template/*  a template-level Transform: the fragment is the template; the response's fragment
+#               is, as data, what `diagport inject cfn` gives for it (with params.all: --all), and
+#               CfnInclude loads it; a YAML-origin template (CloudFormation hands the macro its
+#               JSON form, intrinsics spelled out) the same
+#   snippet/*   Fn::Transform inside one task definition's Properties: the fragment is those
+#               Properties; the agent container, the app's port variable and SYS_PTRACE are added,
+#               as inject cfn adds them to that resource
+#   failure/*   a bad param, an unknown param, no requestId, a fragment that is neither, a task
+#               definition the rules refuse: status failure, an errorMessage that names the problem,
+#               exit 1
+# The Lambda runtime loop around this contract is not built yet.
+set -u
+cd "$(dirname "$0")/../.."
+T_NAME=macro
+. tests/lib.sh
+D=$PWD/diagport
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+V=tests/validate
+
+# event FRAGMENT_FILE PARAMS_JSON ID > event.json
+event() {
+	jq -c --slurpfile f "$1" --argjson p "$2" --arg id "$3" \
+		'{region: "eu-west-1", accountId: "123456789012", fragment: $f[0], transformId: "123456789012::diagport",
+		  params: $p, requestId: $id, templateParameterValues: {}}' -n
+}
+
+# --- template-level
+for c in "all-json {\"all\":true} --all" "json-tags {} "; do
+	read -r case params flags <<< "$c"
+	in=tests/golden/cfn/$case/input.json
+	event "$in" "$params" "t-$case" > "$W/$case.event"
+	"$D" macro --event "$W/$case.event" > "$W/$case.out"; rc=$?
+	# shellcheck disable=SC2086
+	"$D" inject cfn $flags -o json "$in" > "$W/$case.cli"
+	WHY="exit $rc: $(head -c 300 "$W/$case.out")"
+	check "template/$case-success" jq -e --arg id "t-$case" '.requestId == $id and .status == "success" and (has("errorMessage") | not)' "$W/$case.out"
+	jq -S .fragment "$W/$case.out" > "$W/$case.frag"
+	WHY="$(diff <(jq -S . "$W/$case.cli") "$W/$case.frag" | head -5)"
+	check "template/$case-as-inject-cfn" cmp -s <(jq -S . "$W/$case.cli") "$W/$case.frag"
+	node "$V/cfn-load.mjs" "$W/$case.frag" > "$W/$case.load" 2>&1; rc=$?
+	WHY="exit $rc: $(head -c 300 "$W/$case.load")"; check "template/$case-cfninclude" test "$rc" = 0
+done
+# YAML-origin: CloudFormation gives the macro the template's JSON form (short-form tags spelled out)
+"$D" uninject cfn -o json tests/golden/cfn/yaml-short-tags/input.yaml > "$W/yaml.json"
+event "$W/yaml.json" '{"all":true}' t-yaml > "$W/yaml.event"
+"$D" macro --event "$W/yaml.event" > "$W/yaml.out"; rc=$?
+"$D" inject cfn --all -o json tests/golden/cfn/yaml-short-tags/input.yaml > "$W/yaml.cli"
+WHY="exit $rc: $(head -c 300 "$W/yaml.out")"
+check template/yaml-origin bash -c "[ $rc = 0 ] && cmp -s <(jq -S . '$W/yaml.cli') <(jq -S .fragment '$W/yaml.out')"
+
+# --- snippet-level: Fn::Transform inside the Properties of one task definition
+jq '[.Resources[] | select(.Type == "AWS::ECS::TaskDefinition")][0].Properties' tests/golden/cfn/all-json/input.json > "$W/props.json"
+event "$W/props.json" '{"mode":"suspend","port":9090}' s-1 > "$W/snip.event"
+"$D" macro --event "$W/snip.event" > "$W/snip.out"; rc=$?
+WHY="exit $rc: $(head -c 400 "$W/snip.out")"
+check snippet/success jq -e '.requestId == "s-1" and .status == "success"' "$W/snip.out"
+WHY="$(jq -c '.fragment.ContainerDefinitions | map({Name, Environment, LinuxParameters})' "$W/snip.out" | head -c 600)"
+check snippet/injected jq -e '.fragment.ContainerDefinitions as $c | ($c | map(.Name) | index("diagport-agent")) != null and
+	($c[0].Environment | map(select(.Name == "DOTNET_DiagnosticPorts" and (.Value | test("suspend")))) | length) == 1 and
+	($c[0].LinuxParameters.Capabilities.Add | index("SYS_PTRACE")) != null and
+	($c | map(select(.Name == "diagport-agent"))[0].PortMappings[0].ContainerPort) == 9090' "$W/snip.out"
+# the same as inject cfn gives that resource (its Metadata aside: a snippet has none to keep the record in)
+jq '{Resources: {T: {Type: "AWS::ECS::TaskDefinition", Properties: .}}}' "$W/props.json" > "$W/one.json"
+"$D" inject cfn --all --mode suspend --port 9090 -o json "$W/one.json" | jq -S .Resources.T.Properties > "$W/one.props"
+WHY="$(diff "$W/one.props" <(jq -S .fragment "$W/snip.out") | head -5)"
+check snippet/as-inject-cfn cmp -s "$W/one.props" <(jq -S .fragment "$W/snip.out")
+
+# --- failures: status failure, a message that names the problem, exit 1
+fail_case() {
+	local name=$1 ev=$2 want=$3 rc
+	"$D" macro --event "$ev" > "$W/f.out"; rc=$?
+	WHY="exit $rc: $(head -c 400 "$W/f.out")"
+	WANT=$want check "failure/$name" bash -c "[ $rc = 1 ] && jq -e '.status == \"failure\" and (.errorMessage | contains(env.WANT)) and (has(\"fragment\") | not)' '$W/f.out' > /dev/null"
+}
+event tests/golden/cfn/all-json/input.json '{"mode":"sometimes"}' f-1 > "$W/f1.event"
+fail_case bad-param "$W/f1.event" "params.mode: 'sometimes' is not nosuspend or suspend"
+event tests/golden/cfn/all-json/input.json '{"colour":"red"}' f-2 > "$W/f2.event"
+fail_case unknown-param "$W/f2.event" "params.colour: not an option"
+jq 'del(.requestId)' "$W/f1.event" > "$W/f3.event"
+fail_case no-request-id "$W/f3.event" "no requestId"
+echo '{"Foo": 1}' > "$W/neither.json"
+event "$W/neither.json" '{}' f-4 > "$W/f4.event"
+fail_case neither "$W/f4.event" "neither a template"
+event tests/golden/cfn/err-intrinsic-env/input.json '{"all":true}' f-5 > "$W/f5.event"
+want=$(grep -v '^$' tests/golden/cfn/err-intrinsic-env/expected-stderr | head -1)
+fail_case refused-by-rules "$W/f5.event" "${want#diagport: }"
+"$D" macro --event "$W/nope.json" > /dev/null 2> "$W/nope.err"; rc=$?
+WHY="exit $rc: $(cat "$W/nope.err")"; check failure/no-event-file test "$rc" = 3
