@@ -52,7 +52,7 @@ LIBDP      := $(BUILD)/libdiagport.a
 
 PREREQ_STAMP := $(BUILD)/.prereqs-$(shell cat scripts/prereqs.sh 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: all prereqs test demo bench lint fuzz clean unit FORCE
+.PHONY: all prereqs test demo bench lint fuzz clean unit lambda FORCE
 all: diagport
 
 $(PREREQ_STAMP):
@@ -81,6 +81,20 @@ diagport: $(BUILD)/diagport FORCE
 	@cmp -s $< $@ || { cp $< $@.tmp && mv -f $@.tmp $@; }
 
 FORCE:
+
+# The CloudFormation macro's Lambda artefact (issue 16): the same binary, linked statically so that
+# it needs nothing from provided.al2023's glibc (2.34, older than ours), named bootstrap, zipped.
+# libcurl, libmicrohttpd and GnuTLS are loaded with dlopen and unused by the macro; the static
+# link warns about dlopen, which the macro never reaches.
+$(BUILD)/lambda/bootstrap: $(BUILD)/main.o $(LIBDP)
+	@mkdir -p $(dir $@)
+	$(CC) -static -o $@ $< $(LIBDP) $(shell pkg-config --static --libs $(LINKED) 2>/dev/null) -lpthread 2> $@.log || \
+		{ cat $@.log; exit 1; }
+
+lambda: $(BUILD)/lambda/bootstrap
+	@rm -f $(BUILD)/lambda/diagport-macro.zip
+	cd $(BUILD)/lambda && python3 -m zipfile -c diagport-macro.zip bootstrap
+	@echo "$(BUILD)/lambda/diagport-macro.zip"
 
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/t.h $(LIBDP)
 	@mkdir -p $(dir $@)

@@ -39,6 +39,12 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	mem_install();
+	{ /* the Lambda artefact runs this binary as its bootstrap: that is the macro */
+		const char *base = strrchr(argv[0], '/');
+
+		if (strcmp(base ? base + 1 : argv[0], "bootstrap") == 0)
+			return inj_cli_macro(argc, argv);
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

@@ -158,6 +158,13 @@ int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em
  * the inject options by name, plus all. 0, or DP_ETOOBIG when out is full.
  */
 int inj_macro(const char *event, size_t len, struct buf *out);
+/*
+ * The macro as a Lambda custom runtime: the Runtime API loop at
+ * $AWS_LAMBDA_RUNTIME_API (numeric HOST:PORT), each event through inj_macro.
+ * Returns only on failure: 2 when the variable is unusable, 1 when the API
+ * cannot be reached.
+ */
+int inj_lambda_serve(void);
 
 /* Which kind of document this is: "k8s", "ecs", "cfn", or NULL when it cannot tell. */
 const char *inj_detect(const struct doc_node *doc);

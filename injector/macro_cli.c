@@ -1,13 +1,13 @@
 /*
  * macro_cli.c - `diagport macro`: the CloudFormation macro (macro.c) on one
  * event from a file or standard input, the response on standard output. The
- * Lambda runtime loop (Runtime API) that serves the same contract is to come
- * (issue 16); this is how the contract is tested offline and how a person
- * tries an event by hand.
+ * same contract as a Lambda custom runtime is lambda.c's loop, which runs
+ * when AWS_LAMBDA_RUNTIME_API is set and no --event is given.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,13 +24,15 @@ static void usage(FILE *f)
 		   "diagport macro does: the fragment with diagnostics added to its ECS task definitions\n"
 		   "(a whole template as a Transform: those that opt in, or all with params.all; or one task\n"
 		   "definition's Properties as Fn::Transform in them), params being the inject options by name.\n"
-		   "Prints the response (requestId, status, fragment or errorMessage).\n"
+		   "Prints the response (requestId, status, fragment or errorMessage). With\n"
+		   "AWS_LAMBDA_RUNTIME_API set and no --event, serves events as a Lambda custom runtime\n"
+		   "(the Runtime API loop); the Lambda artefact runs this as its bootstrap (make lambda).\n"
 		   "Exit status: 0 status success, 1 status failure, 2 usage, 3 the event cannot be read.\n");
 }
 
 int inj_cli_macro(int argc, char **argv)
 {
-	const char *file = "-";
+	const char *file = getenv("AWS_LAMBDA_RUNTIME_API") ? NULL : "-";
 	struct buf in, out;
 	int fd, rc;
 
@@ -47,6 +49,8 @@ int inj_cli_macro(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (file == NULL) /* in Lambda: serve events until the sandbox ends */
+		return inj_lambda_serve();
 	fd = strcmp(file, "-") == 0 ? STDIN_FILENO : open(file, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		fprintf(stderr, "diagport: macro: %s: %s\n", file, strerror(errno));

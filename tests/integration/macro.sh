@@ -13,7 +13,10 @@
 #   failure/*   a bad param, an unknown param, no requestId, a fragment that is neither, a task
 #               definition the rules refuse: status failure, an errorMessage that names the problem,
 #               exit 1
-# The Lambda runtime loop around this contract is not built yet.
+#   lambda/*    `make lambda`: a static bootstrap (no dynamic section, no interpreter: nothing needed
+#               from provided.al2023's glibc), zipped executable; run as Lambda runs it, it serves
+#               three events through the Runtime API loop (lambda_runtime_fake.py, a stand-in that
+#               follows the Runtime API's published contract), each answer what `macro --event` gives
 set -u
 cd "$(dirname "$0")/../.."
 T_NAME=macro
@@ -91,3 +94,37 @@ want=$(grep -v '^$' tests/golden/cfn/err-intrinsic-env/expected-stderr | head -1
 fail_case refused-by-rules "$W/f5.event" "${want#diagport: }"
 "$D" macro --event "$W/nope.json" > /dev/null 2> "$W/nope.err"; rc=$?
 WHY="exit $rc: $(cat "$W/nope.err")"; check failure/no-event-file test "$rc" = 3
+
+# --- the Lambda artefact: static (it needs nothing from provided.al2023's glibc 2.34), and its
+# bootstrap serving events through the Runtime API loop (lambda_runtime_fake.py: a stand-in following
+# the Runtime API's published contract; no Lambda service runs here)
+# (the plain build's objects: a sanitizer build cannot be linked statically)
+env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZER make -s BUILD=build lambda > "$W/lambda.log" 2>&1; rc=$?
+BOOT=build/lambda/bootstrap
+WHY="make lambda exit $rc: $(tail -c 300 "$W/lambda.log")"; check lambda/built test "$rc" = 0 -a -x "$BOOT"
+WHY="$(readelf -d "$BOOT" 2>&1 | head -3; readelf -l "$BOOT" 2>&1 | grep -i interpreter)"
+check lambda/static bash -c "readelf -d '$BOOT' 2>&1 | grep -q 'no dynamic section' && ! readelf -l '$BOOT' | grep -qi 'program interpreter'"
+WHY="$(unzip -Z build/lambda/diagport-macro.zip 2>&1 | head -5)"
+check lambda/zip-has-executable-bootstrap python3 -c "import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); i = z.getinfo('bootstrap'); sys.exit(not (i.external_attr >> 16) & 0o100)" build/lambda/diagport-macro.zip
+mkdir -p "$W/events" "$W/task"
+cp "$W/all-json.event" "$W/events/1.json"
+cp "$W/snip.event" "$W/events/2.json"
+cp "$W/f1.event" "$W/events/3.json"
+cp "$BOOT" "$W/task/bootstrap"
+LP=$(free_port)
+python3 tests/integration/lambda_runtime_fake.py "$LP" "$W/events" "$W/posts" & FAKE=$!
+for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$LP/" && break; sleep 0.1; done
+(cd "$W/task" && AWS_LAMBDA_RUNTIME_API=127.0.0.1:$LP exec ./bootstrap) 2> "$W/boot.err" & BPID=$!
+for _ in $(seq 1 100); do [ "$(wc -l < "$W/posts" 2> /dev/null || echo 0)" -ge 3 ] && break; sleep 0.1; done
+kill "$BPID" "$FAKE" 2> /dev/null; wait "$BPID" "$FAKE" 2> /dev/null
+WHY="$(head -c 600 "$W/posts" 2> /dev/null) $(head -c 300 "$W/boot.err")"
+check lambda/three-answers bash -c "[ \"\$(jq -s 'map(.kind) == [\"response\", \"response\", \"response\"] and map(.id) == [\"req-1\", \"req-2\", \"req-3\"]' '$W/posts')\" = true ]"
+for k in 1 2 3; do
+	ev=$W/events/$k.json
+	"$D" macro --event "$ev" > "$W/direct.$k" 2> /dev/null
+	jq -c --argjson k "$k" 'select(.id == "req-\($k)") | .body' "$W/posts" > "$W/loop.$k"
+	WHY="$(diff <(jq -S . "$W/direct.$k") <(jq -S . "$W/loop.$k") | head -5)"
+	check "lambda/answer-$k-as-macro-event" cmp -s <(jq -S . "$W/direct.$k") <(jq -S . "$W/loop.$k")
+done
+AWS_LAMBDA_RUNTIME_API=not-an-address "$BOOT" > /dev/null 2> "$W/bad.err"; rc=$?
+WHY="exit $rc: $(cat "$W/bad.err")"; check lambda/bad-api-address bash -c "[ $rc = 2 ] && grep -q 'not a numeric HOST:PORT' '$W/bad.err'"
