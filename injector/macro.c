@@ -23,6 +23,7 @@
 
 #define MACRO_MAX_EVENT ((size_t)6 << 20)   /* Lambda's synchronous payload limit */
 #define MACRO_MAX_NODES ((size_t)4 << 20)
+#define MACRO_MAX_TEMPLATE ((size_t)1 << 20) /* a processed template, as CloudFormation takes it from S3 */
 
 /* The params map as options over the defaults: all apart, the rest by inject's names. */
 static int macro_params(const struct doc_node *params, struct inj_opts *o, bool *all, struct err_msg *em)
@@ -124,6 +125,17 @@ int inj_macro(const char *event, size_t len, struct buf *out)
 	if ((rc = macro_params(doc_get(ev, "params"), &o, &all, &em)) != 0)
 		goto out;
 	rc = macro_fragment(frag, &o, all, &rep, &em);
+	if (rc == 0 && doc_get(frag, "Resources")) {
+		/* CloudFormation takes a processed template of at most 1 MB (from S3; 51,200 bytes inline) */
+		struct buf t;
+
+		buf_init(&t, 0);
+		if (doc_write_json(&t, frag, 0, &em) == 0 && t.len > MACRO_MAX_TEMPLATE)
+			rc = err_set(&em, DP_ETOOBIG, "fragment: the processed template would be %zu bytes, over the %zu "
+				     "CloudFormation takes (1 MB, from S3); split the stack (nested stacks) or inject "
+				     "fewer task definitions", t.len, MACRO_MAX_TEMPLATE);
+		buf_free(&t);
+	}
 out:
 	doc_set(resp, "requestId", doc_str(id ? id : ""));
 	doc_set(resp, "status", doc_str(rc == 0 ? "success" : "failure"));

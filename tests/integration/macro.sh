@@ -92,6 +92,10 @@ fail_case neither "$W/f4.event" "neither a template"
 event tests/golden/cfn/err-intrinsic-env/input.json '{"all":true}' f-5 > "$W/f5.event"
 want=$(grep -v '^$' tests/golden/cfn/err-intrinsic-env/expected-stderr | head -1)
 fail_case refused-by-rules "$W/f5.event" "${want#diagport: }"
+# CloudFormation takes a processed template of at most 1 MB: a result over it is refused, with its size
+jq '.Description = ("x" * 1048000)' tests/golden/cfn/all-json/input.json > "$W/huge.json"
+event "$W/huge.json" '{"all":true}' f-6 > "$W/f6.event"
+fail_case over-1mb "$W/f6.event" "over the 1048576 CloudFormation takes"
 "$D" macro --event "$W/nope.json" > /dev/null 2> "$W/nope.err"; rc=$?
 WHY="exit $rc: $(cat "$W/nope.err")"; check failure/no-event-file test "$rc" = 3
 
