@@ -26,3 +26,18 @@ def rss(pid):
     except (OSError, TypeError):
         pass
     return 0
+
+
+def read_all(s):
+    """Everything the server sends on socket s until it closes."""
+    out = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            return out
+        out += b
+
+
+def status_of(data):
+    """The status code of an HTTP/1.x answer, as text, or "none"."""
+    return data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.") else "none"

@@ -60,16 +60,9 @@ def probe(path, token):
     if token:
         req += "Authorization: Bearer %s\r\n" % token
     s.sendall((req + "\r\n").encode())
-    out = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        out += b
+    out = attack_lib.read_all(s)
     s.close()
-    ms = (time.monotonic() - t0) * 1000
-    status = out.split(b" ", 2)[1].decode() if out.startswith(b"HTTP/1.") else "none"
-    return ms, status
+    return (time.monotonic() - t0) * 1000, attack_lib.status_of(out)
 
 
 conns = []
@@ -122,23 +115,17 @@ while time.monotonic() < deadline:
                 pass
         # keep the count near n: forget the oldest (left open, unread, until the end)
     if now >= next_probe:
-        try:
-            ms, st = probe("/healthz", None)
-            if st == "200":
-                hz.append(ms)
-            else:
-                failed.append("healthz %s" % st)
-        except OSError as e:
-            failed.append("healthz %s" % e)
-        if opts["--token"]:
+        for path, token, times in (("/healthz", None, hz), ("/processes", opts["--token"], pr)):
+            if path == "/processes" and not token:
+                continue
             try:
-                ms, st = probe("/processes", opts["--token"])
+                ms, st = probe(path, token)
                 if st == "200":
-                    pr.append(ms)
+                    times.append(ms)
                 else:
-                    failed.append("processes %s" % st)
+                    failed.append("%s %s" % (path[1:], st))
             except OSError as e:
-                failed.append("processes %s" % e)
+                failed.append("%s %s" % (path[1:], e))
         peak = max(peak, attack_lib.rss(opts["--pid"]))
         next_probe = now + 0.2
     # notice what the server closed or answered
@@ -150,7 +137,7 @@ while time.monotonic() < deadline:
         except OSError:
             b = b""
         if b.startswith(b"HTTP/1."):
-            st = b.split(b" ", 2)[1].decode()
+            st = attack_lib.status_of(b)
             answers[st] = answers.get(st, 0) + 1
         if not b:
             closed += 1

@@ -75,12 +75,12 @@ for n in graph:
     comp = n.split("/")[0]
     if comp not in COMPONENTS:
         continue
-    seen, todo = set(), [n]
-    while todo:
-        x = todo.pop()
+    seen, queue = set(), [n]
+    while queue:
+        x = queue.pop()
         for y in graph[x]:
             if y not in seen:
-                seen.add(y); todo.append(y)
+                seen.add(y); queue.append(y)
     for y in seen:
         reach[y].add(comp)
 lonely = [f"{n}.c ({', '.join(sorted(reach[n])) or 'nobody'})" for n in sorted(graph)

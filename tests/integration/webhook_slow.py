@@ -36,13 +36,8 @@ if opts["--declare-only"]:  # one request declaring that length, one byte sent: 
     t0 = time.monotonic()
     s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %s\r\n\r\n{"
               % opts["--declare-only"].encode())
-    out = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        out += b
-    print(out.split(b" ", 2)[1].decode() if out.startswith(b"HTTP/1.") else "none", round(time.monotonic() - t0, 2))
+    out = attack_lib.read_all(s)
+    print(attack_lib.status_of(out), round(time.monotonic() - t0, 2))
     sys.exit(0)
 body = open(review, "rb").read()
 deadline = time.monotonic() + seconds
@@ -54,10 +49,6 @@ def connect(timeout, src=None):
     raw = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(src, 0) if src else None)
     raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as Go's client (the API server's) does
     return ctx.wrap_socket(raw, server_hostname="127.0.0.1")
-
-
-def status_of(data):
-    return data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.") else "none"
 
 
 def attacker():
@@ -96,7 +87,7 @@ def attacker():
                 break
         with lock:
             if got:
-                st = status_of(got)
+                st = attack_lib.status_of(got)
                 answers[st] = answers.get(st, 0) + 1
             elif time.monotonic() < deadline:
                 closed[0] += 1
@@ -129,18 +120,13 @@ while time.monotonic() < deadline:
         t0 = time.monotonic()
         s.sendall(b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
-        out = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            out += b
+        out = attack_lib.read_all(s)
         ms = (time.monotonic() - t0) * 1000
         s.close()
-        if status_of(out) == "200" and b'"allowed":true' in out:
+        if attack_lib.status_of(out) == "200" and b'"allowed":true' in out:
             times.append(ms)
         else:
-            failed.append(status_of(out))
+            failed.append(attack_lib.status_of(out))
     except OSError as e:
         failed.append(str(e))
     time.sleep(0.2)
