@@ -145,7 +145,11 @@ struct doc_limits {
 	size_t max_bytes; /* whole input */
 	size_t max_depth; /* nesting */
 	size_t max_nodes; /* nodes in the whole stream, aliases expanded */
+	/* how messages name the caps (a command's flags: "--max-input"); NULL: "max_bytes", "max_nodes" */
+	const char *bytes_name, *nodes_name;
 };
+#define DOC_BYTES_NAME(l) ((l)->bytes_name ? (l)->bytes_name : "max_bytes")
+#define DOC_NODES_NAME(l) ((l)->nodes_name ? (l)->nodes_name : "max_nodes")
 extern const struct doc_limits doc_default_limits; /* 64 MiB, depth 256, 16M nodes */
 
 /*

@@ -89,8 +89,8 @@ static int new_node(struct jr *r, const char *at, struct doc_node *n)
 {
 	if (++r->nodes > r->lim->max_nodes) {
 		doc_free(n);
-		return jr_err(r, at, DP_ETOOBIG, "more than %zu nodes (max_nodes)",
-			      r->lim->max_nodes);
+		return jr_err(r, at, DP_ETOOBIG, "more than %zu values (%s)",
+			      r->lim->max_nodes, DOC_NODES_NAME(r->lim));
 	}
 	n->line = r->line;
 	n->col = col_of(r, at);
@@ -512,8 +512,8 @@ int doc_read_json(const char *bytes, size_t len, const char *name,
 	r.end = bytes + len;
 	r.lim = lim ? lim : &doc_default_limits;
 	if (len > r.lim->max_bytes)
-		return err_set(em, DP_ETOOBIG, "%s: input is %zu bytes, over the %zu-byte cap (max_bytes)",
-			       r.name, len, r.lim->max_bytes);
+		return err_set(em, DP_ETOOBIG, "%s: input is %zu bytes, over the %zu-byte cap (%s)",
+			       r.name, len, r.lim->max_bytes, DOC_BYTES_NAME(r.lim));
 	buf_init(&r.scratch, 0);
 	if (len >= 3 && memcmp(bytes, "\xEF\xBB\xBF", 3) == 0)
 		r.p = r.line_start = bytes + 3;

@@ -251,8 +251,8 @@ static int next(struct yr *r)
 static int count(struct yr *r, size_t more)
 {
 	if (more > r->lim->max_nodes - r->nodes)
-		return yr_err(r, r->ev.start_mark, DP_ETOOBIG, "more than %zu nodes (max_nodes)",
-			      r->lim->max_nodes);
+		return yr_err(r, r->ev.start_mark, DP_ETOOBIG, "more than %zu values (%s)",
+			      r->lim->max_nodes, DOC_NODES_NAME(r->lim));
 	r->nodes += more;
 	return 0;
 }
@@ -375,7 +375,8 @@ static int parse_alias(struct yr *r, struct doc_node **out)
 	size = subtree_size(a->node, budget);
 	if (size > budget)
 		return yr_err(r, r->ev.start_mark, DP_ETOOBIG,
-			      "alias *%s expands past %zu nodes (max_nodes)", name, r->lim->max_nodes);
+			      "alias *%s expands past %zu values (%s)", name, r->lim->max_nodes,
+			      DOC_NODES_NAME(r->lim));
 	if (excessive_aliasing(r->nodes + size, r->alias_nodes + size))
 		return yr_err(r, r->ev.start_mark, DP_ETOOBIG,
 			      "the document contains excessive aliasing: alias *%s would make %zu of its %zu nodes "
@@ -586,8 +587,8 @@ int doc_read_yaml_each(const char *bytes, size_t len, const char *name, const st
 
 	r.lim = lim ? lim : &doc_default_limits;
 	if (len > r.lim->max_bytes)
-		return err_set(em, DP_ETOOBIG, "%s: input is %zu bytes, over the %zu-byte cap (max_bytes)",
-			       r.name, len, r.lim->max_bytes);
+		return err_set(em, DP_ETOOBIG, "%s: input is %zu bytes, over the %zu-byte cap (%s)",
+			       r.name, len, r.lim->max_bytes, DOC_BYTES_NAME(r.lim));
 	if (!yaml_parser_initialize(&r.parser))
 		DP_FATAL("libyaml: cannot initialise a parser");
 	yaml_parser_set_input_string(&r.parser, (const unsigned char *)r.bytes, len);

@@ -330,24 +330,6 @@ out:
 	return rc;
 }
 
-/* The readers name their caps as the library does ("nodes (max_nodes)"); here they are flags. */
-static void flag_names(struct err_msg *em)
-{
-	static const char *const from[] = { " nodes (max_nodes)", "(max_bytes)" }, *const to[] = { " values (--max-nodes)",
-												   "(--max-input)" };
-
-	for (size_t i = 0; i < 2; i++) {
-		char *at = strstr(em->text, from[i]);
-
-		if (at) {
-			char rest[sizeof(em->text)];
-
-			snprintf(rest, sizeof(rest), "%s", at + strlen(from[i]));
-			snprintf(at, sizeof(em->text) - (size_t)(at - em->text), "%s%s", to[i], rest);
-		}
-	}
-}
-
 /* What run() hands doc_read_each: each document is injected (or not), written and freed as it is read. */
 struct run_ctx {
 	const struct args *a;
@@ -416,12 +398,12 @@ static int run(int argc, char **argv, bool inject)
 	x.c = &c;
 	lim.max_bytes = a.max_input;
 	lim.max_nodes = a.max_nodes;
+	lim.bytes_name = "--max-input";
+	lim.nodes_name = "--max-nodes";
 	if ((rc = read_input(&a, &in, &em)) != 0)
 		goto out;
-	if ((rc = doc_read_each(in.data ? in.data : "", in.len, c.file, &lim, &s, run_one, &x, &em)) != 0) {
-		flag_names(&em);
+	if ((rc = doc_read_each(in.data ? in.data : "", in.len, c.file, &lim, &s, run_one, &x, &em)) != 0)
 		goto out;
-	}
 	if (s.n == 0) {
 		rc = err_set(&em, DP_ESYNTAX, "%s: no documents in the input", c.file);
 		goto out;

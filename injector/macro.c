@@ -94,7 +94,7 @@ static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, bool 
 
 int inj_macro(const char *event, size_t len, struct buf *out)
 {
-	struct doc_limits lim = { MACRO_MAX_EVENT, 256, MACRO_MAX_NODES };
+	struct doc_limits lim = { .max_bytes = MACRO_MAX_EVENT, .max_depth = 256, .max_nodes = MACRO_MAX_NODES };
 	struct doc_stream s = { 0 };
 	struct inj_report rep = { 0 };
 	struct err_msg em = { "" };

@@ -260,7 +260,7 @@ static int walk(struct launch_config *c, const struct doc_node *n, char *key, si
 
 int config_load_file(struct launch_config *c, const char *path, struct err_msg *em)
 {
-	struct doc_limits lim = { MAX_FILE_BYTES, 32, 10000 };
+	struct doc_limits lim = { .max_bytes = MAX_FILE_BYTES, .max_depth = 32, .max_nodes = 10000 };
 	struct doc_stream s = { 0 };
 	struct buf b;
 	char key[MAX_PATH_KEY] = "";

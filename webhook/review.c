@@ -176,7 +176,8 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 	 * a whole copy the long way, on each of the server's threads, and the
 	 * webhook's pod has 64 MiB.
 	 */
-	struct doc_limits lim = { cfg->max_body ? cfg->max_body : (size_t)16 << 20, 256, REVIEW_MAX_NODES };
+	struct doc_limits lim = { .max_bytes = cfg->max_body ? cfg->max_body : (size_t)16 << 20, .max_depth = 256,
+				  .max_nodes = REVIEW_MAX_NODES };
 	struct doc_stream s = { 0 };
 	const struct doc_node *rv, *req, *pod = NULL;
 	const char *uid, *kind, *op, *av;

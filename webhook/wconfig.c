@@ -62,7 +62,7 @@ static int excluded(struct wconfig *c, const struct doc_node *v, const char *pat
 
 int wconfig_load(const char *path, struct wconfig *c, struct err_msg *em)
 {
-	struct doc_limits lim = { MAX_FILE, 16, 20000 };
+	struct doc_limits lim = { .max_bytes = MAX_FILE, .max_depth = 16, .max_nodes = 20000 };
 	struct doc_stream s = { 0 };
 	const struct doc_node *m;
 	struct buf b;

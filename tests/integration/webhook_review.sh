@@ -472,7 +472,7 @@ review "$M/many.out" "$M/many.err" "$M/many"; rc=$?
 why=
 [ $rc -eq 4 ] || why="exit $rc, expected 4"
 [ -s "$M/many.out" ] && why="${why:+$why; }printed $(wc -c < "$M/many.out") bytes on stdout"
-grep -q 'more than 100000 nodes' "$M/many.err" || why="${why:+$why; }stderr does not name the cap: $(oneline "$M/many.err")"
+grep -q 'more than 100000 values' "$M/many.err" || why="${why:+$why; }stderr does not name the cap: $(oneline "$M/many.err")"
 if [ -z "$why" ]; then pass too-many-values; else fail too-many-values "$why"; fi
 
 # Pod Security (--no-ptrace, the server's /no-ptrace paths): SYS_PTRACE left out with a warning, and the

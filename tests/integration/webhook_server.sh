@@ -391,7 +391,7 @@ too0=$(metric "$P" 'diagport_webhook_rejected_requests_total{reason="too_big"}')
 bad too-many-values-413 413 -H 'Content-Type: application/json' --data-binary "@$M/many" "$U/mutate"
 too1=$(metric "$P" 'diagport_webhook_rejected_requests_total{reason="too_big"}')
 WHY="rejected_requests_total{reason=\"too_big\"} '$too0' -> '$too1' (want +1); detail: $(json "$M/too-many-values-413.out" 'j.get("detail")')"
-check malformed/too-many-values-counted bash -c "test '$((${too1:-0} - ${too0:-0}))' = 1 && grep -q 'more than 100000 nodes' '$M/too-many-values-413.out'"
+check malformed/too-many-values-counted bash -c "test '$((${too1:-0} - ${too0:-0}))' = 1 && grep -q 'more than 100000 values' '$M/too-many-values-413.out'"
 review_case malformed/serving-after-413 /mutate "$R/req.json" "$POD" "$R/inj.json" patch && INJ=$((INJ + 1))
 
 # slow clients: 4 connections (more than the server's 2 threads) send headers and half a body and

@@ -451,7 +451,7 @@ static void json_caps(void)
 	lim = doc_default_limits;
 	lim.max_nodes = 3;
 	T_CHECK(doc_read_json("[1,2,3]", 7, "c", &lim, &st, &em) == DP_ETOOBIG);
-	T_STREQ(em.text, "c:1:6: more than 3 nodes (max_nodes)");
+	T_STREQ(em.text, "c:1:6: more than 3 values (max_nodes)");
 }
 
 static void json_writer_converts(void)
@@ -715,7 +715,7 @@ static void yaml_anchors(void)
 			   c, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1, c - 1);
 	lim.max_nodes = 100;
 	T_CHECK(doc_read_yaml(bomb.data, bomb.len, "bomb.yaml", &lim, &st, &em) == DP_ETOOBIG);
-	T_STREQ(em.text, "bomb.yaml:2:36: alias *a expands past 100 nodes (max_nodes)");
+	T_STREQ(em.text, "bomb.yaml:2:36: alias *a expands past 100 values (max_nodes)");
 	buf_free(&bomb);
 	T_CHECK(read_yaml("a: *nope\n", &st, &em) == DP_ESYNTAX);
 	T_STREQ(em.text, "t.yaml:1:4: alias *nope has no anchor");
@@ -765,7 +765,7 @@ static void yaml_caps(void)
 	lim = doc_default_limits;
 	lim.max_nodes = 4;
 	T_CHECK(doc_read_yaml("[a, b, c, d]", 12, "y", &lim, &st, &em) == DP_ETOOBIG);
-	T_STREQ(em.text, "y:1:11: more than 4 nodes (max_nodes)");
+	T_STREQ(em.text, "y:1:11: more than 4 values (max_nodes)");
 }
 
 static void yaml_writer_quoting(void)
