@@ -303,6 +303,7 @@ static void head_done(struct httpd *d, struct conn *c, size_t head, long long no
 	struct httpd_req *r = &c->r;
 	size_t pre = c->len - head;
 	int rc = http_parse_head(c->buf, head, &r->rq);
+	const char *expect;
 
 	if (rc != 0) {
 		httpd_problem(r, (unsigned)rc, httpd_reason((unsigned)rc), "%s", parse_detail(rc));
@@ -328,7 +329,8 @@ static void head_done(struct httpd *d, struct conn *c, size_t head, long long no
 		budget_spent(d, c, now);
 		return;
 	}
-	if (pre < c->want && http_header(&r->rq, "Expect") && strcasecmp(http_header(&r->rq, "Expect"), "100-continue") == 0 &&
+	expect = http_header(&r->rq, "Expect");
+	if (pre < c->want && expect && strcasecmp(expect, "100-continue") == 0 &&
 	    send(c->sock, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_DONTWAIT | MSG_NOSIGNAL) != 25) {
 		drop(d, c);
 		return;

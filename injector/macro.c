@@ -54,6 +54,14 @@ static int macro_params(const struct doc_node *params, struct inj_opts *o, bool 
 	return 0;
 }
 
+static void swap_nodes(struct doc_node *a, struct doc_node *b)
+{
+	struct doc_node t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
 /* Inject the fragment in place: a template, or one task definition's Properties. */
 static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, bool all, struct inj_report *rep,
 			  struct err_msg *em)
@@ -70,10 +78,10 @@ static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, bool 
 		return err_set(em, DP_EINVAL, "fragment: neither a template (no Resources) nor a task definition's "
 			       "Properties (no ContainerDefinitions): use the macro as a template's Transform, or as "
 			       "Fn::Transform inside an AWS::ECS::TaskDefinition's Properties");
-	/* a snippet: one task definition, wrapped as a template of one resource that opts in */
+	/* a snippet: one task definition, wrapped as a template of one resource that opts in; the
+	   Properties node trades places with the fragment's (no copy) and trades back after */
 	props = doc_map();
-	for (size_t i = 0; i < frag->n; i++)
-		doc_append_pair(props, doc_copy(frag->keys[i]), doc_copy(frag->vals[i]));
+	swap_nodes(props, frag);
 	res = doc_map();
 	doc_set(res, "Type", doc_str("AWS::ECS::TaskDefinition"));
 	doc_set(res, "Properties", props);
@@ -81,13 +89,8 @@ static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, bool 
 	doc_set(tpl, "Resources", doc_map());
 	doc_set(doc_get(tpl, "Resources"), "TaskDefinition", res);
 	c.all = true;
-	if ((rc = inj_cfn_template(tpl, &c, em)) == 0) {
-		props = doc_get(doc_get(doc_get(tpl, "Resources"), "TaskDefinition"), "Properties");
-		while (frag->n)
-			doc_del(frag, frag->keys[frag->n - 1]->text);
-		for (size_t i = 0; i < props->n; i++)
-			doc_append_pair(frag, doc_copy(props->keys[i]), doc_copy(props->vals[i]));
-	}
+	rc = inj_cfn_template(tpl, &c, em);
+	swap_nodes(doc_get(res, "Properties"), frag); /* back (a refusal's fragment is not sent) */
 	doc_free(tpl);
 	return rc;
 }
@@ -140,7 +143,10 @@ out:
 	doc_set(resp, "requestId", doc_str(id ? id : ""));
 	doc_set(resp, "status", doc_str(rc == 0 ? "success" : "failure"));
 	if (rc == 0) {
-		doc_set(resp, "fragment", doc_copy(frag));
+		struct doc_node *f = doc_map();
+
+		swap_nodes(f, frag); /* the injected fragment moves to the response, uncopied */
+		doc_set(resp, "fragment", f);
 	} else {
 		doc_set(resp, "errorMessage", doc_str(em.text[0] ? em.text : err_str(rc)));
 	}
