@@ -90,7 +90,7 @@ static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, bool 
 	doc_set(doc_get(tpl, "Resources"), "TaskDefinition", res);
 	c.all = true;
 	rc = inj_cfn_template(tpl, &c, em);
-	swap_nodes(doc_get(res, "Properties"), frag); /* back (a refusal's fragment is not sent) */
+	swap_nodes(props, frag); /* back (a refusal's fragment is not sent) */
 	doc_free(tpl);
 	return rc;
 }
