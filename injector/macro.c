@@ -142,7 +142,7 @@ int inj_macro(const char *event, size_t len, struct buf *out)
 out:
 	doc_set(resp, "requestId", doc_str(id ? id : ""));
 	doc_set(resp, "status", doc_str(rc == 0 ? "success" : "failure"));
-	if (rc == 0) {
+	if (rc == 0 && frag) {
 		struct doc_node *f = doc_map();
 
 		swap_nodes(f, frag); /* the injected fragment moves to the response, uncopied */
