@@ -5,6 +5,8 @@
 #   make bench      run the benchmarks under bench/ (they measure, they do not gate)
 #   make lint       clang-tidy and cppcheck over the sources
 #   make fuzz       build the libFuzzer targets under tests/fuzz/ and run each briefly
+#   make lambda     the CloudFormation macro's Lambda artefact (build/lambda/diagport-macro.zip)
+#   make cdk        the CDK construct library under cdk/ (rules in WebAssembly, TypeScript, asset)
 #   make clean
 # Switches: SANITIZER=address|undefined|address,undefined   WERROR=1 (on in CI)
 
@@ -52,7 +54,7 @@ LIBDP      := $(BUILD)/libdiagport.a
 
 PREREQ_STAMP := $(BUILD)/.prereqs-$(shell cat scripts/prereqs.sh 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: all prereqs test demo bench lint fuzz clean unit lambda FORCE
+.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk FORCE
 all: diagport
 
 $(PREREQ_STAMP):
@@ -96,13 +98,49 @@ lambda: $(BUILD)/lambda/bootstrap
 	cd $(BUILD)/lambda && python3 -m zipfile -c diagport-macro.zip bootstrap
 	@echo "$(BUILD)/lambda/diagport-macro.zip"
 
+# The CDK construct library (cdk/, issue 16). Its Aspect runs these very rules: the injector alone
+# (no jansson, no libyaml: the macro contract reads and writes JSON with our own reader and
+# writer) compiled to WebAssembly by Debian's emscripten into one CommonJS file with the module
+# inlined, loaded synchronously (Aspects are synchronous), so the npm package needs no native
+# binary and synthesizes on any machine Node runs on. Debian's emscripten finds acorn through
+# NODE_PATH (its JavaScript passes assume Debian's node, whose search path has it).
+WASM_SRC := common/buf.c common/doc.c common/doc_json.c common/doc_json_write.c common/errors.c \
+            common/mem.c common/size.c injector/agent.c injector/cfn.c injector/ecs.c injector/macro.c \
+            injector/opts.c injector/rules.c injector/status.c injector/util.c cdk/native/rules.c
+CDK_STAMP := cdk/node_modules/.diagport-stamp
+
+$(CDK_STAMP): cdk/package.json scripts/prereqs.sh
+	@scripts/prereqs.sh cdk
+	@touch $@
+
+cdk/lib/rules-wasm.cjs: $(WASM_SRC) $(wildcard common/*.h injector/*.h) VERSION | $(CDK_STAMP)
+	@mkdir -p $(dir $@)
+	NODE_PATH=/usr/share/nodejs emcc -O2 -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' -I. -Icommon \
+		-Iinjector $(WASM_SRC) -o $@.tmp.cjs -sMODULARIZE=1 -sEXPORT_NAME=diagportRules \
+		-sEXPORTED_FUNCTIONS=_dp_rules,_malloc,_free -sEXPORTED_RUNTIME_METHODS=UTF8ToString,stringToUTF8 \
+		-sALLOW_MEMORY_GROWTH=1 -sWASM_ASYNC_COMPILATION=0 -sSINGLE_FILE=1 -sENVIRONMENT=node
+	mv -f $@.tmp.cjs $@
+
+cdk/lib/index.js: $(wildcard cdk/src/*.ts) cdk/tsconfig.json | $(CDK_STAMP)
+	cd cdk && node_modules/.bin/tsc -p .
+
+cdk/lambda/bootstrap: $(BUILD)/lambda/bootstrap
+	@mkdir -p $(dir $@)
+	cp $< $@.tmp && mv -f $@.tmp $@
+
+cdk/examples/fargate-api/build/app.js: $(wildcard cdk/examples/fargate-api/*.ts) \
+		cdk/examples/fargate-api/tsconfig.json cdk/lib/index.js
+	cd cdk && node_modules/.bin/tsc -p examples/fargate-api
+
+cdk: cdk/lib/rules-wasm.cjs cdk/lib/index.js cdk/lambda/bootstrap cdk/examples/fargate-api/build/app.js
+
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/t.h $(LIBDP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIBDP) $(PKG_LIBS)
 
 unit: $(UNIT_BIN)
 
-test: diagport $(UNIT_BIN)
+test: diagport $(UNIT_BIN) cdk
 	@scripts/prereqs.sh test
 	@BUILD=$(BUILD) tests/run
 
@@ -134,6 +172,6 @@ fuzz: $(FUZZ_BIN)
 			build-fuzz/corpus-$$(basename $$f) $$seeds || exit 1; done
 
 clean:
-	rm -rf build build-* diagport
+	rm -rf build build-* diagport cdk/lib cdk/lambda cdk/examples/fargate-api/build cdk/examples/fargate-api/cdk.out
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

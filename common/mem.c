@@ -12,7 +12,6 @@
  */
 #include "mem.h"
 
-#include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -327,14 +326,4 @@ void mem_wipe(void *p, size_t n)
 
 	while (n--)
 		*v++ = 0;
-}
-
-static void *jansson_alloc(size_t n)
-{
-	return mem_alloc(n);
-}
-
-void mem_install(void)
-{
-	json_set_alloc_funcs(jansson_alloc, mem_free);
 }

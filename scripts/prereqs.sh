@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# prereqs.sh MODE - install what MODE (build|demo|test|bench|lint|fuzz) needs, and
+# prereqs.sh MODE - install what MODE (build|demo|test|bench|lint|fuzz|cdk) needs, and
 # nothing else. Called by every Makefile target before it does its work, so it
 # must be quiet and fast when everything is present: it only looks (dpkg-query,
 # command -v, a stamp file) and calls apt-get or npm when something is missing,
 # printing one line per thing it installs.
 #
-# Debian packages come from apt; the test validators' npm packages are
-# installed into tests/validate/node_modules from tests/validate/package.json
-# (exact versions, no lock file), re-installed whenever package.json changes.
+# Debian packages come from apt; npm packages are installed into
+# tests/validate/node_modules (the test validators) and cdk/node_modules (the
+# CDK construct library's build and test tools) from the package.json beside
+# them (exact versions, no lock file), re-installed whenever it changes.
 set -euo pipefail
 
 usage() {
-	echo "usage: scripts/prereqs.sh build|demo|test|bench|lint|fuzz" >&2
+	echo "usage: scripts/prereqs.sh build|demo|test|bench|lint|fuzz|cdk" >&2
 	exit 2
 }
 [ $# -eq 1 ] || usage
@@ -28,18 +29,22 @@ test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind openssl file b
 bench_pkgs=(hyperfine jq wrk nginx)
 lint_pkgs=(cppcheck clang-tidy)
 fuzz_pkgs=(clang-14 libclang-rt-14-dev)
+# the CDK library's copy of the injection rules is compiled to WebAssembly by Debian's emscripten,
+# whose JavaScript passes need acorn (node-acorn; see NODE_PATH in the Makefile)
+cdk_pkgs=(emscripten node-acorn)
 
 want=()
-want_npm=0
+want_npm=()
 case $mode in
 build) want=("${build_pkgs[@]}") ;;
 # the demo pipes through kubectl
 demo) want=("${build_pkgs[@]}" curl file openssl) ;;
-test) want=("${build_pkgs[@]}" "${test_pkgs[@]}"); want_npm=1 ;;
-bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}"); want_npm=1 ;;
+test) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${cdk_pkgs[@]}"); want_npm=(tests/validate cdk) ;;
+bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}"); want_npm=(tests/validate) ;;
 # lint and fuzz compile the sources too, so they need the build headers.
 lint) want=("${build_pkgs[@]}" "${lint_pkgs[@]}") ;;
 fuzz) want=("${build_pkgs[@]}" "${fuzz_pkgs[@]}") ;;
+cdk) want=("${build_pkgs[@]}" "${cdk_pkgs[@]}"); want_npm=(cdk) ;;
 *) usage ;;
 esac
 
@@ -67,6 +72,11 @@ done
 
 if [ "$mode" = demo ]; then
 	command -v kubectl >/dev/null 2>&1 || add_missing kubernetes-client
+elif [ "$mode" = cdk ]; then
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		add_missing nodejs
+		add_missing npm
+	fi
 elif [ "$mode" != build ] && [ "$mode" != lint ] && [ "$mode" != fuzz ]; then
 	# The tests call Debian's AWS CLI and Debian's python3 by absolute path:
 	# an `aws` or `python3` earlier on PATH may be another installation.
@@ -99,17 +109,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt_run apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
-if [ "$want_npm" -eq 1 ]; then
-	dir=$root/tests/validate
+for rel in "${want_npm[@]+"${want_npm[@]}"}"; do
+	dir=$root/$rel
 	stamp=$dir/node_modules/.diagport-stamp
 	sum="$(sha256sum <"$dir/package.json" | cut -d' ' -f1) node-$(node --version)"
 	if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sum" ]; then
-		echo "prereqs: installing tests/validate npm packages (npm)"
+		echo "prereqs: installing $rel npm packages (npm)"
 		rm -rf "$dir/node_modules"
 		npm_log=$(mktemp)
 		if ! (cd "$dir" && npm install --no-package-lock --no-audit --no-fund \
 			--loglevel=error >"$npm_log" 2>&1 </dev/null); then
-			echo "prereqs: npm install in tests/validate failed; its output:" >&2
+			echo "prereqs: npm install in $rel failed; its output:" >&2
 			tail -n 40 "$npm_log" >&2
 			rm -f "$npm_log"
 			exit 1
@@ -117,7 +127,7 @@ if [ "$want_npm" -eq 1 ]; then
 		rm -f "$npm_log"
 		printf '%s\n' "$sum" >"$stamp"
 	fi
-fi
+done
 
 # dotnet-trace, for the tests' independent reading of traces (TraceEvent, which it ships) and the
 # nettrace benchmark: a pinned version from NuGet into build/tools/dotnet-trace.

@@ -1,0 +1,208 @@
+// aspect.ts - DiagportAspect: diagnostics added to ECS task definitions at
+// synthesis, by the rules of `diagport inject cfn` (rules.ts), never by rules
+// of its own.
+//
+// For each AWS::ECS::TaskDefinition in scope (Fargate, EC2 or External; L2
+// or L1) the Aspect resolves the resource as it stands, hands it to the
+// rules as a template of one resource, and writes back only what the rules
+// changed, as overrides on that resource. Every value the rules leave alone
+// stays the construct's own, so tokens that resolve late (a cross-stack
+// image reference, a secret) keep working.
+
+import {
+  Annotations,
+  CfnResource,
+  IAspect,
+  Stack,
+} from "aws-cdk-lib";
+import * as ecs from "aws-cdk-lib/aws-ecs";
+import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
+import { IConstruct } from "constructs";
+
+import { runMacro } from "./rules";
+
+const TASKDEF = "AWS::ECS::TaskDefinition";
+
+/**
+ * The options of `diagport inject` (docs/INJECTION.md), by their CDK names.
+ * Unset options take the CLI's defaults; a task definition's own
+ * Metadata.diagport and diagport.dev/* tags override them, as they do for the
+ * CLI and the macro.
+ */
+export interface DiagnosticsOptions {
+  /** `nosuspend` (default) or `suspend`: the app waits at start until the agent has attached it. */
+  readonly mode?: "nosuspend" | "suspend";
+  /** The app containers to inject (default: every app container). */
+  readonly containers?: string[];
+  /** Add SYS_PTRACE to the app containers (default true; createdump needs it on most kernels). */
+  readonly ptrace?: boolean;
+  /** The agent's image (default ghcr.io/diagport/diagport:VERSION). */
+  readonly image?: string;
+  /** The agent's HTTP port (default 52323). */
+  readonly port?: number;
+  /** The agent's reservations and memory limit, `cpu=Q,memory=Q,memory-limit=Q`. */
+  readonly resources?: string;
+  /** The size limit of the dumps volume (default none). */
+  readonly dumpsSizeLimit?: string;
+  /** `diagport` (default) or `dotnet-monitor`. */
+  readonly flavour?: "diagport" | "dotnet-monitor";
+  /**
+   * The agent's token, a Secrets Manager secret: with it the agent serves the
+   * task's network (an internal load balancer, ECS Exec port forwarding), not
+   * only loopback. Given as an ISecret, the task's execution role is granted
+   * read on it.
+   */
+  readonly authSecret?: secretsmanager.ISecret | string;
+  /** false: serve the task's network without a token (never the default). */
+  readonly auth?: boolean;
+}
+
+export interface DiagportAspectProps extends DiagnosticsOptions {
+  /**
+   * true: only the task definitions that opt in (DiagportAspect.optIn, the
+   * tag diagport.dev/inject, or Metadata.diagport.inject), as the CLI without
+   * --all. Default false: every task definition the Aspect is added to.
+   */
+  readonly optedInOnly?: boolean;
+}
+
+/** The options as the macro's params: inject's option names, string values. */
+export function optionParams(o: DiagnosticsOptions): Record<string, string> {
+  const p: Record<string, string> = {};
+  const set = (name: string, v: string | number | boolean | undefined) => {
+    if (v !== undefined) p[name] = String(v);
+  };
+  set("mode", o.mode);
+  set("containers", o.containers?.join(","));
+  set("ptrace", o.ptrace);
+  set("image", o.image);
+  set("port", o.port);
+  set("resources", o.resources);
+  set("dumps-size-limit", o.dumpsSizeLimit);
+  set("flavour", o.flavour);
+  if (o.authSecret !== undefined) {
+    set("auth-secret", typeof o.authSecret === "string" ? o.authSecret : o.authSecret.secretArn);
+  }
+  if (o.auth === false) set("auth", "none");
+  return p;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function same(a: unknown, b: unknown): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+// an override path segment: CDK splits override paths on periods, a backslash escapes
+function seg(k: string): string {
+  return k.replace(/[\\.]/g, (c) => "\\" + c);
+}
+
+/*
+ * The overrides that turn a into b: [path, value], value undefined for a
+ * deletion. Maps are walked key by key; a list that b extends is walked
+ * element by element with the new elements appended by index; anything else
+ * that differs is replaced whole (a list that shrank, a scalar, an intrinsic).
+ */
+function overrides(a: unknown, b: unknown, at: string, out: Array<[string, unknown]>): void {
+  if (same(a, b)) return;
+  const dot = at === "" ? "" : at + ".";
+  if (isObject(a) && isObject(b) && Object.keys(b).length > 0) {
+    for (const k of Object.keys(b)) overrides(a[k], b[k], dot + seg(k), out);
+    for (const k of Object.keys(a)) if (!(k in b)) out.push([dot + seg(k), undefined]);
+    return;
+  }
+  if (Array.isArray(a) && Array.isArray(b) && b.length >= a.length) {
+    for (let i = 0; i < b.length; i++) {
+      if (i < a.length) overrides(a[i], b[i], dot + i, out);
+      else out.push([dot + i, b[i]]);
+    }
+    return;
+  }
+  out.push([at, b]);
+}
+
+function isTaskDefinition(node: IConstruct): node is CfnResource {
+  return CfnResource.isCfnResource(node) && node.cfnResourceType === TASKDEF;
+}
+
+/**
+ * Adds diagport's diagnostics to the ECS task definitions under the scope it
+ * is added to:
+ *
+ *   Aspects.of(app).add(new DiagportAspect({ authSecret }), { priority: AspectPriority.MUTATING });
+ *
+ * A refusal by the rules (an intrinsic where a list must be extended, an
+ * option value out of range) is an error on that task definition: synthesis
+ * fails with the rules' message and the construct path.
+ */
+export class DiagportAspect implements IAspect {
+  /**
+   * Opt one task definition in (for an Aspect with optedInOnly), with
+   * options of its own that override the Aspect's: written to the
+   * resource's Metadata.diagport, where the CLI and the macro read them too.
+   */
+  public static optIn(taskDefinition: ecs.TaskDefinition | CfnResource, options: DiagnosticsOptions = {}): void {
+    const cfn = (CfnResource.isCfnResource(taskDefinition)
+      ? taskDefinition
+      : taskDefinition.node.defaultChild) as CfnResource;
+    if (!cfn || cfn.cfnResourceType !== TASKDEF) {
+      throw new Error(`DiagportAspect.optIn: ${taskDefinition.node.path} is not an ECS task definition`);
+    }
+    const secret = options.authSecret;
+    if (secret !== undefined && typeof secret !== "string" && taskDefinition instanceof ecs.TaskDefinition) {
+      secret.grantRead(taskDefinition.obtainExecutionRole());
+    }
+    cfn.addMetadata("diagport", { inject: true, ...optionParams(options) });
+  }
+
+  private readonly params: Record<string, string>;
+
+  constructor(private readonly props: DiagportAspectProps = {}) {
+    this.params = { ...optionParams(props), all: props.optedInOnly ? "false" : "true" };
+  }
+
+  public visit(node: IConstruct): void {
+    if (!isTaskDefinition(node)) return;
+    const stack = Stack.of(node);
+    const rendered = stack.resolve((node as any)._toCloudFormation()) as { Resources?: Record<string, unknown> };
+    const ids = Object.keys(rendered.Resources ?? {});
+    if (ids.length !== 1) return; // not synthesized (shouldSynthesize false)
+    const id = ids[0];
+    const before = rendered.Resources![id];
+    const answer = runMacro({
+      requestId: node.node.path,
+      fragment: { Resources: { [id]: before } },
+      params: this.params,
+    });
+    if (answer.status !== "success") {
+      Annotations.of(node).addError(`diagport: ${answer.errorMessage}`);
+      return;
+    }
+    const after = answer.fragment?.Resources?.[id];
+    const edits: Array<[string, unknown]> = [];
+    overrides(before, after, "", edits);
+    for (const [p, v] of edits) {
+      if (v === undefined) node.addDeletionOverride(p);
+      else node.addOverride(p, v);
+    }
+    if (edits.length > 0) this.grantSecret(node);
+  }
+
+  // an ISecret token: the execution role (ECS fetches Secrets with it) may read it
+  private grantSecret(node: CfnResource): void {
+    const secret = this.props.authSecret;
+    if (secret === undefined || typeof secret === "string") return;
+    const td = node.node.scope;
+    if (td instanceof ecs.TaskDefinition) {
+      secret.grantRead(td.obtainExecutionRole());
+    } else {
+      Annotations.of(node).addWarningV2(
+        "@diagport/cdk:auth-secret-grant",
+        "diagport: an L1 task definition: grant its execution role secretsmanager:GetSecretValue on the auth secret yourself",
+      );
+    }
+  }
+}

@@ -1,0 +1,8 @@
+// @diagport/cdk - diagport's .NET diagnostics for ECS task definitions in
+// the AWS CDK: DiagportAspect adds them at synthesis with the rules of
+// `diagport inject cfn` (compiled to WebAssembly), DiagportMacro deploys the
+// CloudFormation macro. docs/aws.md describes both.
+
+export { DiagportAspect, DiagportAspectProps, DiagnosticsOptions, optionParams } from "./aspect";
+export { DiagportMacro, DiagportMacroProps } from "./macro";
+export { MacroResponse, runMacro } from "./rules";
