@@ -167,6 +167,8 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 	const char *vols_key = K(d, "volumes", "Volumes");
 	struct doc_node *defs, *vols, *v;
 	struct inj_agent_user u = { 0 };
+	const struct doc_node *logs = NULL;
+	struct doc_node *agent;
 	bool *sel = NULL;
 	int rc;
 
@@ -199,8 +201,10 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 		mem_free(cwhat);
 		if (rc != 0)
 			goto out;
-		if (st->n == 0)
+		if (st->n == 0) {
 			u.ecs_user = ecs_user(d, ctr);
+			logs = doc_get(ctr, K(d, "logConfiguration", "LogConfiguration"));
+		}
 		st->n++;
 	}
 	if (vols == NULL)
@@ -211,7 +215,11 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 	v = doc_map();
 	doc_set(v, d->v_name, doc_str(INJ_VOL_DUMPS));
 	doc_push(vols, v);
-	doc_push(defs, inj_agent_ecs(o, &u, d->pascal));
+	/* the agent logs where the first app container does: on Fargate there is nowhere else to look */
+	agent = inj_agent_ecs(o, &u, d->pascal);
+	if (logs)
+		doc_set(agent, K(d, "logConfiguration", "LogConfiguration"), doc_copy(logs));
+	doc_push(defs, agent);
 out:
 	mem_free(u.ecs_user);
 	mem_free(sel);

@@ -6,3 +6,4 @@
 export { DiagportAspect, DiagportAspectProps, DiagnosticsOptions, optionParams } from "./aspect";
 export { DiagportMacro, DiagportMacroProps } from "./macro";
 export { MacroResponse, runMacro } from "./rules";
+export { AGENT_CONTAINER, DiagportAgentTarget, DiagportAgentTargetProps } from "./target";
