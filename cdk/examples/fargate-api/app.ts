@@ -1,0 +1,36 @@
+#!/usr/bin/env node
+// app.ts - the example Fargate app (cdk/examples/fargate-api): a .NET API
+// whose task definition gets diagport's agent from one line, the
+// DiagportAspect below, and cdk-nag's AWS Solutions checks over everything.
+//
+//   cdk synth                      the app as it deploys
+//   cdk synth -c diagport=off      the same app without the Aspect (the tests
+//                                  compare it, through `diagport inject cfn`)
+//   cdk synth -c nag=off           without cdk-nag
+//   cdk synth -c region=us-east-1  another region (default: the CLI's, else eu-west-1;
+//                                  the load balancers' access logs need one)
+
+import { App, AspectPriority, Aspects, Validations } from "aws-cdk-lib";
+import { AwsSolutionsChecks } from "cdk-nag";
+
+import { DiagportAspect } from "@diagport/cdk";
+
+import { AGENT_PORT, FargateApiStack } from "./stack";
+
+const app = new App();
+const region = app.node.tryGetContext("region") ?? process.env.CDK_DEFAULT_REGION ?? "eu-west-1";
+const stack = new FargateApiStack(app, "DiagportFargateApi", {
+  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region },
+});
+
+if (app.node.tryGetContext("diagport") !== "off") {
+  // the one line: every task definition in the app gets the agent, which serves the task
+  // network (the internal load balancer) because it has a token
+  Aspects.of(app).add(new DiagportAspect({ authSecret: stack.agentToken, port: AGENT_PORT }), {
+    priority: AspectPriority.MUTATING,
+  });
+}
+if (app.node.tryGetContext("nag") !== "off") {
+  // the reasons go into the template's Metadata (cdk_nag), where a reviewer of the template sees them
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }));
+}
