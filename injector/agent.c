@@ -74,8 +74,12 @@ static struct doc_node *pair(const char *k1, struct doc_node *v1, const char *k2
 	return m;
 }
 
-/* `launch` arguments of the diagport agent. */
-static struct doc_node *launch_args(const struct inj_opts *o)
+/*
+ * `launch` arguments of the diagport agent. The token: on Kubernetes the file
+ * the Secret is mounted as; on ECS the environment (the task's secret
+ * DIAGPORT_AUTH_TOKEN), which the agent reads when it is given no file.
+ */
+static struct doc_node *launch_args(const struct inj_opts *o, bool ecs)
 {
 	struct doc_node *a = doc_seq();
 	char url[64];
@@ -89,7 +93,7 @@ static struct doc_node *launch_args(const struct inj_opts *o)
 	doc_push(a, doc_str(INJ_DUMPS_DIR));
 	doc_push(a, doc_str("--urls"));
 	doc_push(a, doc_str(url));
-	if (o->auth_secret) {
+	if (o->auth_secret && !ecs) {
 		doc_push(a, doc_str("--auth-token-file"));
 		doc_push(a, doc_str(TOKEN_FILE));
 	}
@@ -197,7 +201,7 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 		const char *const cmd[] = { "/diagport", NULL };
 
 		doc_set(a, "command", strs(cmd));
-		doc_set(a, "args", launch_args(o));
+		doc_set(a, "args", launch_args(o, false));
 	}
 	if (o->sidecar == INJ_SIDECAR_NATIVE)
 		doc_set(a, "restartPolicy", doc_str("Always"));
@@ -290,7 +294,7 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 		const char *const ep[] = { "/diagport", NULL };
 
 		doc_set(a, "entryPoint", strs(ep));
-		doc_set(a, "command", launch_args(o));
+		doc_set(a, "command", launch_args(o, true));
 		if (o->auth_secret) {
 			struct doc_node *sec = doc_seq();
 

@@ -20,6 +20,10 @@
 #                    sees diagport's addition (ECS2), no container without
 #                    logs (ECS7), and each finding is acknowledged, with a
 #                    reason, in the template's own Metadata.cdk_nag;
+#   agent-starts     the agent container's command, as synthesized (paths and
+#                    port moved into a scratch directory), starts with the
+#                    token from its secret's environment variable: /healthz
+#                    answers without it, /processes 401 without it, 200 with;
 #   api-builds       the example's .NET API builds with the SDK, offline;
 #   image-asset      the API's Docker context is staged as an image asset.
 # Prints PASS/FAIL lines; a check that cannot run says why.
@@ -209,6 +213,44 @@ EOF
 	fi
 else
 	fail nag-template "nag-template.js failed" "$tmp/nag.err"
+fi
+
+# The agent's command line from the template, its fixed paths and port moved to the scratch
+# directory; the secret becomes the environment variable ECS sets from it.
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir -p "$tmp/diag" "$tmp/dumps"
+if /usr/bin/python3 - "$A" "$tmp" "$port" >"$tmp/agent.argv" 2>"$tmp/argv.err" <<'EOF'; then
+import json, sys
+R = json.load(open(sys.argv[1]))["Resources"]
+td = [r for r in R.values() if r["Type"] == "AWS::ECS::TaskDefinition"][0]["Properties"]
+a = [c for c in td["ContainerDefinitions"] if c["Name"] == "diagport-agent"][0]
+assert a["EntryPoint"] == ["/diagport"], a["EntryPoint"]
+assert [s["Name"] for s in a["Secrets"]] == ["DIAGPORT_AUTH_TOKEN"], a["Secrets"]
+moved = {"/diag/port": sys.argv[2] + "/diag/port", "/dumps": sys.argv[2] + "/dumps",
+         "http://+:52323": "http://127.0.0.1:" + sys.argv[3]}
+for w in a["Command"]:
+    print(moved.get(w, w))
+EOF
+	mapfile -t argv <"$tmp/agent.argv"
+	DIAGPORT_AUTH_TOKEN=s3cret-token "$diagport" "${argv[@]}" >"$tmp/agent.out" 2>"$tmp/agent.log" </dev/null &
+	agent=$!
+	u=http://127.0.0.1:$port
+	for _ in $(seq 1 100); do
+		curl -s -o /dev/null "$u/healthz" && break
+		sleep 0.1
+	done
+	h=$(curl -s -o /dev/null -w '%{http_code}' "$u/healthz")
+	n=$(curl -s -o /dev/null -w '%{http_code}' "$u/processes")
+	y=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret-token' "$u/processes")
+	kill "$agent" 2>/dev/null
+	wait "$agent" 2>/dev/null
+	if [ "$h" = 200 ] && [ "$n" = 401 ] && [ "$y" = 200 ]; then
+		pass agent-starts
+	else
+		fail agent-starts "healthz $h, processes without the token $n, with it $y (want 200 401 200); argv: $(tr '\n' ' ' <"$tmp/agent.argv")" "$tmp/agent.log"
+	fi
+else
+	fail agent-starts "no agent command in the template" "$tmp/argv.err"
 fi
 
 cp -r "$ex/api" "$tmp/api"
