@@ -7,13 +7,20 @@
 // rules as a template of one resource, and writes back only what the rules
 // changed, as overrides on that resource. Every value the rules leave alone
 // stays the construct's own, so tokens that resolve late (a cross-stack
-// image reference, a secret) keep working.
+// image reference, a secret) keep working; a value the rules copy (the app's
+// log configuration, for the agent) that refers to another stack's resource
+// is written back as that resource's reference, which the CDK turns into an
+// export and an import.
 
 import {
+  AspectPriority,
   Annotations,
+  Aspects,
+  CfnElement,
   CfnResource,
   IAspect,
   Stack,
+  Token,
 } from "aws-cdk-lib";
 import * as ecs from "aws-cdk-lib/aws-ecs";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
@@ -124,6 +131,59 @@ function overrides(a: unknown, b: unknown, at: string, out: Array<[string, unkno
   out.push([at, b]);
 }
 
+/*
+ * The resource with its Metadata.diagport options as the construct holds
+ * them: an option that is a token (DiagportAspect.optIn with an ISecret) goes
+ * to the rules as the token's string, which they copy where the option goes
+ * and the CDK resolves when it writes the template, as with the Aspect's own
+ * options; resolved, it would be a {"Ref": ...} the rules refuse.
+ */
+function withMetadataTokens(node: CfnResource, resource: any): any {
+  const raw = node.getMetadata("diagport");
+  const md = resource?.Metadata?.diagport;
+  if (!isObject(raw) || !isObject(md)) return resource;
+  const copy = { ...md };
+  for (const [k, v] of Object.entries(raw)) {
+    if (typeof v === "string" && Token.isUnresolved(v)) copy[k] = v;
+  }
+  return { ...resource, Metadata: { ...resource.Metadata, diagport: copy } };
+}
+
+/*
+ * A value the rules wrote, with each {"Ref": ID} or {"Fn::GetAtt": [ID, A]}
+ * whose ID is no element of this stack replaced by that element's reference
+ * (another stack's resource, found by its logical ID): resolved before the
+ * CDK has turned references across stacks into imports, it names a resource
+ * this stack does not have.
+ */
+function relink(v: unknown, stack: Stack): unknown {
+  let local: Set<string> | undefined;
+  const elsewhere = (id: string): CfnElement | undefined => {
+    if (id.includes("::")) return undefined; // a pseudo parameter
+    local ??= new Set(stack.node.findAll().filter(CfnElement.isCfnElement)
+      .filter((e) => Stack.of(e) === stack).map((e) => stack.resolve(e.logicalId)));
+    if (local.has(id)) return undefined;
+    return stack.node.root.node.findAll().filter(CfnElement.isCfnElement)
+      .find((e) => Stack.of(e) !== stack && Stack.of(e).resolve(e.logicalId) === id);
+  };
+  const walk = (x: unknown): unknown => {
+    if (Array.isArray(x)) return x.map(walk);
+    if (!isObject(x)) return x;
+    const keys = Object.keys(x);
+    if (keys.length === 1 && keys[0] === "Ref" && typeof x.Ref === "string") {
+      const e = elsewhere(x.Ref);
+      if (e && CfnResource.isCfnResource(e)) return e.ref;
+    }
+    const ga = x["Fn::GetAtt"];
+    if (keys.length === 1 && Array.isArray(ga) && ga.length === 2 && typeof ga[0] === "string" && typeof ga[1] === "string") {
+      const e = elsewhere(ga[0]);
+      if (e && CfnResource.isCfnResource(e)) return e.getAtt(ga[1]);
+    }
+    return Object.fromEntries(keys.map((k) => [k, walk(x[k])]));
+  };
+  return walk(v);
+}
+
 function isTaskDefinition(node: IConstruct): node is CfnResource {
   return CfnResource.isCfnResource(node) && node.cfnResourceType === TASKDEF;
 }
@@ -132,13 +192,29 @@ function isTaskDefinition(node: IConstruct): node is CfnResource {
  * Adds diagport's diagnostics to the ECS task definitions under the scope it
  * is added to:
  *
- *   Aspects.of(app).add(new DiagportAspect({ authSecret }), { priority: AspectPriority.MUTATING });
+ *   DiagportAspect.applyTo(app, { authSecret });
  *
  * A refusal by the rules (an intrinsic where a list must be extended, an
  * option value out of range) is an error on that task definition: synthesis
  * fails with the rules' message and the construct path.
  */
 export class DiagportAspect implements IAspect {
+  /**
+   * The priority to add it with: a mutating Aspect that runs after the
+   * default priority, where Tags.of applies tags (diagport.dev/* tags opt in,
+   * out and set options) and other Aspects finish the task definitions, and
+   * before the read-only ones (cdk-nag, policy checks), which then see the
+   * agent.
+   */
+  public static readonly PRIORITY = AspectPriority.DEFAULT + 100;
+
+  /** Add a DiagportAspect to scope, at DiagportAspect.PRIORITY. The one line. */
+  public static applyTo(scope: IConstruct, props: DiagportAspectProps = {}): DiagportAspect {
+    const aspect = new DiagportAspect(props);
+    Aspects.of(scope).add(aspect, { priority: DiagportAspect.PRIORITY });
+    return aspect;
+  }
+
   /**
    * Opt one task definition in (for an Aspect with optedInOnly), with
    * options of its own that override the Aspect's: written to the
@@ -171,10 +247,11 @@ export class DiagportAspect implements IAspect {
     const ids = Object.keys(rendered.Resources ?? {});
     if (ids.length !== 1) return; // not synthesized (shouldSynthesize false)
     const id = ids[0];
-    const before = rendered.Resources![id];
+    // as JSON has it: a key whose value is undefined is no key (it would read as deleted)
+    const before = JSON.parse(JSON.stringify(rendered.Resources![id]));
     const answer = runMacro({
       requestId: node.node.path,
-      fragment: { Resources: { [id]: before } },
+      fragment: { Resources: { [id]: withMetadataTokens(node, before) } },
       params: this.params,
     });
     if (answer.status !== "success") {
@@ -186,7 +263,7 @@ export class DiagportAspect implements IAspect {
     overrides(before, after, "", edits);
     for (const [p, v] of edits) {
       if (v === undefined) node.addDeletionOverride(p);
-      else node.addOverride(p, v);
+      else node.addOverride(p, relink(v, stack));
     }
     if (edits.length > 0) this.grantSecret(node);
   }

@@ -13,6 +13,7 @@ const path = require('node:path');
 const cdk = require('aws-cdk-lib');
 const ecr = require('aws-cdk-lib/aws-ecr');
 const ecs = require('aws-cdk-lib/aws-ecs');
+const logs = require('aws-cdk-lib/aws-logs');
 const s3 = require('aws-cdk-lib/aws-s3');
 const secretsmanager = require('aws-cdk-lib/aws-secretsmanager');
 const { Annotations, Match, Template } = require('aws-cdk-lib/assertions');
@@ -39,7 +40,7 @@ function newApp(t) {
 }
 
 function addAspect(scope, props) {
-  cdk.Aspects.of(scope).add(new DiagportAspect(props), { priority: cdk.AspectPriority.MUTATING });
+  DiagportAspect.applyTo(scope, props);
 }
 
 function fargate(scope, id, containers = ['app']) {
@@ -430,6 +431,40 @@ test('an image from an ECR repository in another stack is still an Fn::ImportVal
   // and the producing stack still exports it
   const exports = Object.values(repoTpl.toJSON().Outputs ?? {}).map((o) => o.Export.Name);
   assert.ok(exports.some((n) => n.startsWith('Repos:ExportsOutput')), exports.join(', '));
+});
+
+test('the agent logs where the app does, in the same stack: its LogConfiguration is the app\'s', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'Service');
+  const group = new logs.LogGroup(stack, 'Logs');
+  const td = new ecs.FargateTaskDefinition(stack, 'Api');
+  td.addContainer('app', {
+    image: ecs.ContainerImage.fromRegistry('example.com/app:1'),
+    logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'api', logGroup: group }),
+  });
+  addAspect(app);
+  const tpl = Template.fromStack(stack);
+  const appLogs = container(tpl, td, 'app').LogConfiguration;
+  assert.deepEqual(appLogs.Options['awslogs-group'], { Ref: logicalId(group) });
+  assert.deepEqual(container(tpl, td, AGENT).LogConfiguration, appLogs);
+});
+
+test('the agent logs where the app does, to a log group in another stack: an Fn::ImportValue too', (t) => {
+  const app = newApp(t);
+  const shared = new cdk.Stack(app, 'Shared');
+  const group = new logs.LogGroup(shared, 'Logs');
+  const stack = new cdk.Stack(app, 'Service');
+  const td = new ecs.FargateTaskDefinition(stack, 'Api');
+  td.addContainer('app', {
+    image: ecs.ContainerImage.fromRegistry('example.com/app:1'),
+    logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'api', logGroup: group }),
+  });
+  addAspect(app);
+  const tpl = Template.fromStack(stack);
+  const appLogs = container(tpl, td, 'app').LogConfiguration;
+  assert.match(JSON.stringify(appLogs), /"Fn::ImportValue":"Shared:ExportsOutput/);
+  // a Ref to the producing stack's logical ID would not deploy: no such resource in this template
+  assert.deepEqual(container(tpl, td, AGENT).LogConfiguration, appLogs);
 });
 
 // ------------------------------------------------------------- 6. refusals

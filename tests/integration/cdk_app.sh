@@ -187,7 +187,7 @@ else
 	fail load-balancers "the load balancers are not as expected" "$tmp/lb.log"
 fi
 
-if (cd "$root/cdk" && timeout 300 node test/tools/nag-template.js "$A") >"$tmp/nag.jsonl" 2>"$tmp/nag.err" </dev/null; then
+if (cd "$root/cdk" && timeout 300 node tools/nag-template.js "$A") >"$tmp/nag.jsonl" 2>"$tmp/nag.err" </dev/null; then
 	if /usr/bin/python3 - "$A" "$tmp/nag.jsonl" >"$tmp/nag.log" 2>&1 <<'EOF'; then
 import json, sys
 R = json.load(open(sys.argv[1]))["Resources"]

@@ -10,7 +10,7 @@
 //   cdk synth -c region=us-east-1  another region (default: the CLI's, else eu-west-1;
 //                                  the load balancers' access logs need one)
 
-import { App, AspectPriority, Aspects, Validations } from "aws-cdk-lib";
+import { App, Validations } from "aws-cdk-lib";
 import { AwsSolutionsChecks } from "cdk-nag";
 
 import { DiagportAspect } from "@diagport/cdk";
@@ -26,9 +26,7 @@ const stack = new FargateApiStack(app, "DiagportFargateApi", {
 if (app.node.tryGetContext("diagport") !== "off") {
   // the one line: every task definition in the app gets the agent, which serves the task
   // network (the internal load balancer) because it has a token
-  Aspects.of(app).add(new DiagportAspect({ authSecret: stack.agentToken, port: AGENT_PORT }), {
-    priority: AspectPriority.MUTATING,
-  });
+  DiagportAspect.applyTo(app, { authSecret: stack.agentToken, port: AGENT_PORT });
 }
 if (app.node.tryGetContext("nag") !== "off") {
   // the reasons go into the template's Metadata (cdk_nag), where a reviewer of the template sees them

@@ -1,0 +1,156 @@
+'use strict';
+// DiagportMacro (the Lambda function and the AWS::CloudFormation::Macro) and
+// runMacro (the rules behind both the macro and the Aspect), called directly.
+// Run: cd cdk && node --test test/
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const cdk = require('aws-cdk-lib');
+const { Template } = require('aws-cdk-lib/assertions');
+
+const { DiagportMacro, runMacro } = require('@diagport/cdk');
+
+const BOOTSTRAP = path.resolve(__dirname, '..', 'lambda', 'bootstrap');
+
+function newApp(t) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'diagport-cdk-test-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return new cdk.App({ outdir: dir });
+}
+
+function macroStack(t, props) {
+  assert.ok(fs.existsSync(BOOTSTRAP), `${BOOTSTRAP} is missing: make -C ../ cdk/lambda/bootstrap`);
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'Macros');
+  const macro = new DiagportMacro(stack, 'Diag', props);
+  return { app, stack, macro, tpl: Template.fromStack(stack) };
+}
+
+function only(tpl, type) {
+  const found = Object.entries(tpl.toJSON().Resources).filter(([, r]) => r.Type === type);
+  assert.equal(found.length, 1, `one ${type}`);
+  return { id: found[0][0], resource: found[0][1] };
+}
+
+// ------------------------------------------------------------ DiagportMacro
+
+test('DiagportMacro: one Lambda function on provided.al2023, handler bootstrap, x86_64', (t) => {
+  const { tpl } = macroStack(t);
+  const fn = only(tpl, 'AWS::Lambda::Function').resource.Properties;
+  assert.equal(fn.Runtime, 'provided.al2023');
+  assert.equal(fn.Handler, 'bootstrap');
+  assert.deepEqual(fn.Architectures, ['x86_64']);
+  assert.equal(fn.MemorySize, 256);
+  assert.equal(fn.Timeout, 30);
+});
+
+test('DiagportMacro: the macro is named diagport and its FunctionName is the function ARN', (t) => {
+  const { tpl, macro } = macroStack(t);
+  const fnId = only(tpl, 'AWS::Lambda::Function').id;
+  const m = only(tpl, 'AWS::CloudFormation::Macro').resource.Properties;
+  assert.equal(m.Name, 'diagport');
+  assert.deepEqual(m.FunctionName, { 'Fn::GetAtt': [fnId, 'Arn'] });
+  assert.equal(macro.macroName, 'diagport');
+});
+
+test('DiagportMacro: a custom macroName is the macro Name', (t) => {
+  const { tpl, macro } = macroStack(t, { macroName: 'diagport-staging' });
+  const fnId = only(tpl, 'AWS::Lambda::Function').id;
+  const m = only(tpl, 'AWS::CloudFormation::Macro').resource.Properties;
+  assert.equal(m.Name, 'diagport-staging');
+  assert.deepEqual(m.FunctionName, { 'Fn::GetAtt': [fnId, 'Arn'] });
+  assert.equal(macro.macroName, 'diagport-staging');
+});
+
+test('DiagportMacro: memorySize and timeout are passed to the function', (t) => {
+  const { tpl } = macroStack(t, { memorySize: 512, timeout: cdk.Duration.seconds(10) });
+  const fn = only(tpl, 'AWS::Lambda::Function').resource.Properties;
+  assert.equal(fn.MemorySize, 512);
+  assert.equal(fn.Timeout, 10);
+});
+
+test('DiagportMacro: the staged asset holds bootstrap, an executable ELF file', (t) => {
+  const { app, tpl } = macroStack(t);
+  const fn = only(tpl, 'AWS::Lambda::Function').resource.Properties;
+  const hash = fn.Code.S3Key.replace(/\.zip$/, '');
+  assert.match(hash, /^[0-9a-f]{64}$/);
+  const staged = path.join(app.outdir, `asset.${hash}`, 'bootstrap');
+  const st = fs.statSync(staged);
+  assert.ok(st.isFile(), `${staged} is a file`);
+  assert.notEqual(st.mode & 0o111, 0, `${staged} is executable (mode ${(st.mode & 0o777).toString(8)})`);
+  const magic = Buffer.alloc(4);
+  const fd = fs.openSync(staged, 'r');
+  try {
+    fs.readSync(fd, magic, 0, 4, 0);
+  } finally {
+    fs.closeSync(fd);
+  }
+  assert.deepEqual([...magic], [0x7f, 0x45, 0x4c, 0x46]); // \x7fELF
+  // the very binary the package ships
+  assert.equal(st.size, fs.statSync(BOOTSTRAP).size);
+});
+
+// ------------------------------------------------------------------ runMacro
+
+const PROPS = { ContainerDefinitions: [{ Name: 'app', Image: 'example.com/app:1', Memory: 256 }] };
+
+test('runMacro: a snippet (a task definition\'s Properties) succeeds and gets the agent and volumes', () => {
+  const r = runMacro({ requestId: 'req-1', fragment: PROPS, params: { mode: 'suspend' } });
+  assert.equal(r.status, 'success', r.errorMessage);
+  assert.equal(r.requestId, 'req-1');
+  assert.equal(r.errorMessage, undefined);
+  const names = r.fragment.ContainerDefinitions.map((c) => c.Name);
+  assert.deepEqual(names, ['app', 'diagport-agent']);
+  assert.deepEqual(r.fragment.ContainerDefinitions[0].Environment,
+    [{ Name: 'DOTNET_DiagnosticPorts', Value: '/diag/port,suspend,connect' }]);
+  assert.deepEqual(r.fragment.Volumes, [{ Name: 'diagport-diag' }, { Name: 'diagport-dumps' }]);
+});
+
+test('runMacro: a template fragment injects only opted-in task definitions unless all=true', () => {
+  const fragment = {
+    Resources: {
+      In: { Type: 'AWS::ECS::TaskDefinition', Metadata: { diagport: { inject: true } }, Properties: PROPS },
+      Out: { Type: 'AWS::ECS::TaskDefinition', Properties: PROPS },
+    },
+  };
+  const agentIn = (res, id) => res.fragment.Resources[id].Properties.ContainerDefinitions
+    .some((c) => c.Name === 'diagport-agent');
+  const some = runMacro({ requestId: 'r', fragment, params: {} });
+  assert.equal(some.status, 'success', some.errorMessage);
+  assert.equal(agentIn(some, 'In'), true);
+  assert.equal(agentIn(some, 'Out'), false);
+  const all = runMacro({ requestId: 'r', fragment, params: { all: 'true' } });
+  assert.equal(agentIn(all, 'Out'), true);
+});
+
+test('runMacro: a fragment that is not a map is a failure with an errorMessage', () => {
+  const r = runMacro({ requestId: 'req-2', fragment: 'not a template', params: {} });
+  assert.equal(r.status, 'failure');
+  assert.equal(r.requestId, 'req-2');
+  assert.equal(r.fragment, undefined);
+  assert.match(r.errorMessage, /fragment: not a map/);
+});
+
+test('runMacro: a bad param value is a failure naming it', () => {
+  const r = runMacro({ requestId: 'req-3', fragment: PROPS, params: { port: '0' } });
+  assert.equal(r.status, 'failure');
+  assert.equal(r.errorMessage, "params.port: '0' is not a port number (1-65535)");
+});
+
+test('runMacro: an intrinsic where a list must be extended is a failure', () => {
+  const fragment = {
+    Resources: {
+      Task: {
+        Type: 'AWS::ECS::TaskDefinition',
+        Properties: { ContainerDefinitions: { 'Fn::If': ['C', [], []] } },
+      },
+    },
+  };
+  const r = runMacro({ requestId: 'req-4', fragment, params: { all: 'true' } });
+  assert.equal(r.status, 'failure');
+  assert.match(r.errorMessage, /ContainerDefinitions is the intrinsic function Fn::If/);
+});
