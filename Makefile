@@ -115,7 +115,7 @@ $(CDK_STAMP): cdk/package.json scripts/prereqs.sh
 
 cdk/lib/rules-wasm.cjs: $(WASM_SRC) $(wildcard common/*.h injector/*.h) VERSION | $(CDK_STAMP)
 	@mkdir -p $(dir $@)
-	NODE_PATH=/usr/share/nodejs emcc -O2 -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' -I. -Icommon \
+	NODE_PATH=/usr/share/nodejs emcc -O2 -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' -DDP_NO_JANSSON -I. -Icommon \
 		-Iinjector $(WASM_SRC) -o $@.tmp.cjs -sMODULARIZE=1 -sEXPORT_NAME=diagportRules \
 		-sEXPORTED_FUNCTIONS=_dp_rules,_malloc,_free -sEXPORTED_RUNTIME_METHODS=UTF8ToString,stringToUTF8 \
 		-sALLOW_MEMORY_GROWTH=1 -sWASM_ASYNC_COMPILATION=0 -sSINGLE_FILE=1 -sENVIRONMENT=node

@@ -12,6 +12,9 @@
  */
 #include "mem.h"
 
+#ifndef DP_NO_JANSSON /* cdk/: the rules alone, built to WebAssembly without jansson */
+#include <jansson.h>
+#endif
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -327,3 +330,15 @@ void mem_wipe(void *p, size_t n)
 	while (n--)
 		*v++ = 0;
 }
+
+#ifndef DP_NO_JANSSON
+static void *jansson_alloc(size_t n)
+{
+	return mem_alloc(n);
+}
+
+void mem_install(void)
+{
+	json_set_alloc_funcs(jansson_alloc, mem_free);
+}
+#endif
