@@ -433,10 +433,12 @@ test('an image from an ECR repository in another stack is still an Fn::ImportVal
   assert.ok(exports.some((n) => n.startsWith('Repos:ExportsOutput')), exports.join(', '));
 });
 
-test('the agent logs where the app does, in the same stack: its LogConfiguration is the app\'s', (t) => {
+// an app container logging to a log group in the task definition's stack or in another one
+function agentLogs(t, otherStack) {
   const app = newApp(t);
+  const shared = otherStack ? new cdk.Stack(app, 'Shared') : undefined;
   const stack = new cdk.Stack(app, 'Service');
-  const group = new logs.LogGroup(stack, 'Logs');
+  const group = new logs.LogGroup(shared ?? stack, 'Logs');
   const td = new ecs.FargateTaskDefinition(stack, 'Api');
   td.addContainer('app', {
     image: ecs.ContainerImage.fromRegistry('example.com/app:1'),
@@ -444,27 +446,20 @@ test('the agent logs where the app does, in the same stack: its LogConfiguration
   });
   addAspect(app);
   const tpl = Template.fromStack(stack);
-  const appLogs = container(tpl, td, 'app').LogConfiguration;
-  assert.deepEqual(appLogs.Options['awslogs-group'], { Ref: logicalId(group) });
-  assert.deepEqual(container(tpl, td, AGENT).LogConfiguration, appLogs);
+  return { group, app: container(tpl, td, 'app').LogConfiguration, agent: container(tpl, td, AGENT).LogConfiguration };
+}
+
+test('the agent logs where the app does, in the same stack: its LogConfiguration is the app\'s', (t) => {
+  const { group, app, agent } = agentLogs(t, false);
+  assert.deepEqual(app.Options['awslogs-group'], { Ref: logicalId(group) });
+  assert.deepEqual(agent, app);
 });
 
 test('the agent logs where the app does, to a log group in another stack: an Fn::ImportValue too', (t) => {
-  const app = newApp(t);
-  const shared = new cdk.Stack(app, 'Shared');
-  const group = new logs.LogGroup(shared, 'Logs');
-  const stack = new cdk.Stack(app, 'Service');
-  const td = new ecs.FargateTaskDefinition(stack, 'Api');
-  td.addContainer('app', {
-    image: ecs.ContainerImage.fromRegistry('example.com/app:1'),
-    logging: ecs.LogDrivers.awsLogs({ streamPrefix: 'api', logGroup: group }),
-  });
-  addAspect(app);
-  const tpl = Template.fromStack(stack);
-  const appLogs = container(tpl, td, 'app').LogConfiguration;
-  assert.match(JSON.stringify(appLogs), /"Fn::ImportValue":"Shared:ExportsOutput/);
+  const { app, agent } = agentLogs(t, true);
+  assert.match(JSON.stringify(app), /"Fn::ImportValue":"Shared:ExportsOutput/);
   // a Ref to the producing stack's logical ID would not deploy: no such resource in this template
-  assert.deepEqual(container(tpl, td, AGENT).LogConfiguration, appLogs);
+  assert.deepEqual(agent, app);
 });
 
 // ------------------------------------------------------------- 6. refusals
