@@ -137,9 +137,9 @@ static int exchange(const struct rt *r, const char *method, const char *path, co
 			id[0] = '\0';
 		if (id && !header(in.data, "Lambda-Runtime-Aws-Request-Id", id, id_cap))
 			id[0] = '\0';
-		if (out)
-			buf_append(out, end + 4, in.len - (size_t)(end + 4 - in.data));
 		rc = 0;
+		if (out && buf_append(out, end + 4, in.len - (size_t)(end + 4 - in.data)) != 0)
+			rc = DP_ETOOBIG; /* over the event cap: answered as an error, not read as half an event */
 	}
 	buf_free(&in);
 out_fd:
@@ -175,11 +175,14 @@ int inj_lambda_serve(void)
 	for (;;) {
 		struct buf ev, resp;
 		char id[128], path[256];
-		int st = 0;
+		int st = 0, rc;
 
 		buf_init(&ev, MAX_EVENT);
-		if (exchange(&r, "GET", API "/invocation/next", NULL, &st, id, sizeof(id), &ev) != 0 || st != 200 ||
-		    id[0] == '\0' || strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(id)) {
+		rc = exchange(&r, "GET", API "/invocation/next", NULL, &st, id, sizeof(id), &ev);
+		/* the id goes into the response's path: letters, digits, - and _ only (Lambda's are UUIDs), and
+		   whole (one that filled the buffer may have been cut) */
+		if ((rc != 0 && rc != DP_ETOOBIG) || st != 200 || id[0] == '\0' || strlen(id) >= sizeof(id) - 1 ||
+		    strspn(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != strlen(id)) {
 			fprintf(stderr, "diagport: macro: the Runtime API at %s did not give an event (status %d)\n",
 				r.hostport, st);
 			buf_free(&ev);
@@ -189,7 +192,10 @@ int inj_lambda_serve(void)
 			continue;
 		}
 		buf_init(&resp, 0);
-		if (inj_macro(ev.data ? ev.data : "", ev.len, &resp) != 0) {
+		if (rc == DP_ETOOBIG) {
+			snprintf(path, sizeof(path), API "/invocation/%s/error", id);
+			report_error(&r, path, "the event is over 6 MiB, Lambda's payload limit");
+		} else if (inj_macro(ev.data ? ev.data : "", ev.len, &resp) != 0) {
 			snprintf(path, sizeof(path), API "/invocation/%s/error", id);
 			report_error(&r, path, "the response would not fit");
 		} else {

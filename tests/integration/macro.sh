@@ -114,15 +114,18 @@ mkdir -p "$W/events" "$W/task"
 cp "$W/all-json.event" "$W/events/1.json"
 cp "$W/snip.event" "$W/events/2.json"
 cp "$W/f1.event" "$W/events/3.json"
+# 4: an event over Lambda's 6 MiB payload limit: answered through /error, not read as half an event
+python3 -c 'import json, sys; json.dump({"requestId": "big", "fragment": {"Resources": {}}, "pad": "x" * (6 * 1024 * 1024 + 1000)}, open(sys.argv[1], "w"))' "$W/events/4.json"
 cp "$BOOT" "$W/task/bootstrap"
 LP=$(free_port)
 python3 tests/integration/lambda_runtime_fake.py "$LP" "$W/events" "$W/posts" & FAKE=$!
 for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$LP/" && break; sleep 0.1; done
 (cd "$W/task" && AWS_LAMBDA_RUNTIME_API=127.0.0.1:$LP exec ./bootstrap) 2> "$W/boot.err" & BPID=$!
-for _ in $(seq 1 100); do [ "$(wc -l < "$W/posts" 2> /dev/null || echo 0)" -ge 3 ] && break; sleep 0.1; done
+for _ in $(seq 1 100); do [ "$(wc -l < "$W/posts" 2> /dev/null || echo 0)" -ge 4 ] && break; sleep 0.1; done
 kill "$BPID" "$FAKE" 2> /dev/null; wait "$BPID" "$FAKE" 2> /dev/null
 WHY="$(head -c 600 "$W/posts" 2> /dev/null) $(head -c 300 "$W/boot.err")"
-check lambda/three-answers bash -c "[ \"\$(jq -s 'map(.kind) == [\"response\", \"response\", \"response\"] and map(.id) == [\"req-1\", \"req-2\", \"req-3\"]' '$W/posts')\" = true ]"
+check lambda/three-answers bash -c "[ \"\$(jq -s '.[0:3] | map(.kind) == [\"response\", \"response\", \"response\"] and map(.id) == [\"req-1\", \"req-2\", \"req-3\"]' '$W/posts')\" = true ]"
+check lambda/over-6mib-is-an-error bash -c "[ \"\$(jq -s '.[3].kind == \"error\" and .[3].id == \"req-4\" and (.[3].body.errorMessage | test(\"6 MiB\"))' '$W/posts')\" = true ]"
 for k in 1 2 3; do
 	ev=$W/events/$k.json
 	"$D" macro --event "$ev" > "$W/direct.$k" 2> /dev/null
