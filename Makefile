@@ -103,7 +103,8 @@ lambda: $(BUILD)/lambda/bootstrap
 # writer) compiled to WebAssembly by Debian's emscripten into one CommonJS file with the module
 # inlined, loaded synchronously (Aspects are synchronous), so the npm package needs no native
 # binary and synthesizes on any machine Node runs on. Debian's emscripten finds acorn through
-# NODE_PATH (its JavaScript passes assume Debian's node, whose search path has it).
+# NODE_PATH (its JavaScript passes assume Debian's node, whose search path has it). The module
+# leaves the process's exception and rejection handlers alone: they are the user's CDK app's.
 WASM_SRC := common/buf.c common/doc.c common/doc_json.c common/doc_json_write.c common/errors.c \
             common/mem.c common/size.c injector/agent.c injector/cfn.c injector/ecs.c injector/macro.c \
             injector/opts.c injector/rules.c injector/status.c injector/util.c cdk/native/rules.c
@@ -118,7 +119,8 @@ cdk/lib/rules-wasm.cjs: $(WASM_SRC) $(wildcard common/*.h injector/*.h) VERSION 
 	NODE_PATH=/usr/share/nodejs emcc -O2 -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' -DDP_NO_JANSSON -I. -Icommon \
 		-Iinjector $(WASM_SRC) -o $@.tmp.cjs -sMODULARIZE=1 -sEXPORT_NAME=diagportRules \
 		-sEXPORTED_FUNCTIONS=_dp_rules,_malloc,_free -sEXPORTED_RUNTIME_METHODS=UTF8ToString,stringToUTF8 \
-		-sALLOW_MEMORY_GROWTH=1 -sWASM_ASYNC_COMPILATION=0 -sSINGLE_FILE=1 -sENVIRONMENT=node
+		-sALLOW_MEMORY_GROWTH=1 -sWASM_ASYNC_COMPILATION=0 -sSINGLE_FILE=1 -sENVIRONMENT=node \
+		-sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0
 	mv -f $@.tmp.cjs $@
 
 cdk/lib/index.js: $(wildcard cdk/src/*.ts) cdk/tsconfig.json | $(CDK_STAMP)

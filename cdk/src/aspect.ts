@@ -7,20 +7,26 @@
 // rules as a template of one resource, and writes back only what the rules
 // changed, as overrides on that resource. Every value the rules leave alone
 // stays the construct's own, so tokens that resolve late (a cross-stack
-// image reference, a secret) keep working; a value the rules copy (the app's
-// log configuration, for the agent) that refers to another stack's resource
-// is written back as that resource's reference, which the CDK turns into an
-// export and an import.
+// image reference, a secret) keep working; in a list the rules changed (the
+// containers, the volumes), written back whole, each reference to another
+// stack's resource is written back as the reference the construct held,
+// which the CDK then turns into an export and an import.
 
 import {
   AspectPriority,
   Annotations,
   Aspects,
-  CfnElement,
   CfnResource,
+  DefaultTokenResolver,
   IAspect,
+  IPostProcessor,
+  IResolvable,
+  IResolveContext,
+  Reference,
   Stack,
+  StringConcat,
   Token,
+  Tokenization,
 } from "aws-cdk-lib";
 import * as ecs from "aws-cdk-lib/aws-ecs";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
@@ -109,9 +115,10 @@ function seg(k: string): string {
 
 /*
  * The overrides that turn a into b: [path, value], value undefined for a
- * deletion. Maps are walked key by key; a list that b extends is walked
- * element by element with the new elements appended by index; anything else
- * that differs is replaced whole (a list that shrank, a scalar, an intrinsic).
+ * deletion. Maps are walked key by key; a list that differs is replaced
+ * whole (overriding one element of a list would turn a list that is
+ * already overridden, by the user or an earlier visit, into a map); anything
+ * else that differs is replaced whole.
  */
 function overrides(a: unknown, b: unknown, at: string, out: Array<[string, unknown]>): void {
   if (same(a, b)) return;
@@ -119,13 +126,6 @@ function overrides(a: unknown, b: unknown, at: string, out: Array<[string, unkno
   if (isObject(a) && isObject(b) && Object.keys(b).length > 0) {
     for (const k of Object.keys(b)) overrides(a[k], b[k], dot + seg(k), out);
     for (const k of Object.keys(a)) if (!(k in b)) out.push([dot + seg(k), undefined]);
-    return;
-  }
-  if (Array.isArray(a) && Array.isArray(b) && b.length >= a.length) {
-    for (let i = 0; i < b.length; i++) {
-      if (i < a.length) overrides(a[i], b[i], dot + i, out);
-      else out.push([dot + i, b[i]]);
-    }
     return;
   }
   out.push([at, b]);
@@ -150,38 +150,53 @@ function withMetadataTokens(node: CfnResource, resource: any): any {
 }
 
 /*
- * A value the rules wrote, with each {"Ref": ID} or {"Fn::GetAtt": [ID, A]}
- * whose ID is no element of this stack replaced by that element's reference
- * (another stack's resource, found by its logical ID): resolved before the
- * CDK has turned references across stacks into imports, it names a resource
- * this stack does not have.
+ * The references to other stacks' resources the task definition holds, by
+ * what they resolve to now ({"Ref": ID}, {"Fn::GetAtt": [ID, A]}, the ID
+ * the producing stack's): the CDK turns them into imports only after the
+ * Aspects, so a value written back resolved would name a resource this
+ * stack does not have. Found as the CDK finds them, by resolving the
+ * resource with a resolver that remembers each token it meets.
  */
-function relink(v: unknown, stack: Stack): unknown {
-  let local: Set<string> | undefined;
-  const elsewhere = (id: string): CfnElement | undefined => {
-    if (id.includes("::")) return undefined; // a pseudo parameter
-    local ??= new Set(stack.node.findAll().filter(CfnElement.isCfnElement)
-      .filter((e) => Stack.of(e) === stack).map((e) => stack.resolve(e.logicalId)));
-    if (local.has(id)) return undefined;
-    return stack.node.root.node.findAll().filter(CfnElement.isCfnElement)
-      .find((e) => Stack.of(e) !== stack && Stack.of(e).resolve(e.logicalId) === id);
-  };
+class RememberReferences extends DefaultTokenResolver {
+  public readonly refs: Reference[] = [];
+
+  constructor() {
+    super(new StringConcat());
+  }
+
+  public resolveToken(t: IResolvable, context: IResolveContext, post: IPostProcessor): any {
+    if (Reference.isReference(t)) this.refs.push(t);
+    return super.resolveToken(t, context, post);
+  }
+}
+
+function foreignReferences(node: CfnResource, stack: Stack): Map<string, IResolvable> {
+  const r = new RememberReferences();
+  Tokenization.resolve((node as any)._toCloudFormation(), { scope: node, resolver: r, preparing: true });
+  const found = new Map<string, IResolvable>();
+  for (const ref of r.refs) {
+    if (Stack.of(ref.target) !== stack) found.set(JSON.stringify(stack.resolve(ref)), ref);
+  }
+  return found;
+}
+
+/* A value the rules wrote, each resolved foreign reference in it the reference again. */
+function relink(v: unknown, foreign: Map<string, IResolvable>): unknown {
+  if (foreign.size === 0) return v;
   const walk = (x: unknown): unknown => {
     if (Array.isArray(x)) return x.map(walk);
     if (!isObject(x)) return x;
-    const keys = Object.keys(x);
-    if (keys.length === 1 && keys[0] === "Ref" && typeof x.Ref === "string") {
-      const e = elsewhere(x.Ref);
-      if (e && CfnResource.isCfnResource(e)) return e.ref;
-    }
-    const ga = x["Fn::GetAtt"];
-    if (keys.length === 1 && Array.isArray(ga) && ga.length === 2 && typeof ga[0] === "string" && typeof ga[1] === "string") {
-      const e = elsewhere(ga[0]);
-      if (e && CfnResource.isCfnResource(e)) return e.getAtt(ga[1]);
-    }
-    return Object.fromEntries(keys.map((k) => [k, walk(x[k])]));
+    const ref = foreign.get(JSON.stringify(x));
+    if (ref !== undefined) return ref;
+    return Object.fromEntries(Object.keys(x).map((k) => [k, walk(x[k])]));
   };
   return walk(v);
+}
+
+/* An L2 task definition (duck-typed: another copy of aws-cdk-lib is another class), or undefined. */
+function taskDefinitionOf(node: CfnResource): ecs.TaskDefinition | undefined {
+  const td = node.node.scope as any;
+  return td && typeof td.obtainExecutionRole === "function" ? (td as ecs.TaskDefinition) : undefined;
 }
 
 function isTaskDefinition(node: IConstruct): node is CfnResource {
@@ -228,8 +243,9 @@ export class DiagportAspect implements IAspect {
       throw new Error(`DiagportAspect.optIn: ${taskDefinition.node.path} is not an ECS task definition`);
     }
     const secret = options.authSecret;
-    if (secret !== undefined && typeof secret !== "string" && taskDefinition instanceof ecs.TaskDefinition) {
-      secret.grantRead(taskDefinition.obtainExecutionRole());
+    const td = CfnResource.isCfnResource(taskDefinition) ? taskDefinitionOf(taskDefinition) : taskDefinition;
+    if (secret !== undefined && typeof secret !== "string" && td !== undefined) {
+      secret.grantRead(td.obtainExecutionRole());
     }
     cfn.addMetadata("diagport", { inject: true, ...optionParams(options) });
   }
@@ -261,9 +277,10 @@ export class DiagportAspect implements IAspect {
     const after = answer.fragment?.Resources?.[id];
     const edits: Array<[string, unknown]> = [];
     overrides(before, after, "", edits);
+    const foreign = edits.length > 0 ? foreignReferences(node, stack) : new Map<string, IResolvable>();
     for (const [p, v] of edits) {
       if (v === undefined) node.addDeletionOverride(p);
-      else node.addOverride(p, relink(v, stack));
+      else node.addOverride(p, relink(v, foreign));
     }
     if (edits.length > 0) this.grantSecret(node);
   }
@@ -272,8 +289,8 @@ export class DiagportAspect implements IAspect {
   private grantSecret(node: CfnResource): void {
     const secret = this.props.authSecret;
     if (secret === undefined || typeof secret === "string") return;
-    const td = node.node.scope;
-    if (td instanceof ecs.TaskDefinition) {
+    const td = taskDefinitionOf(node);
+    if (td !== undefined) {
       secret.grantRead(td.obtainExecutionRole());
     } else {
       Annotations.of(node).addWarningV2(

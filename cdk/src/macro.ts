@@ -20,7 +20,11 @@ export interface DiagportMacroProps {
    * built by `make lambda`, for x86_64).
    */
   readonly code?: lambda.Code;
-  /** Memory for the function in MiB (default 256: a 6 MiB event takes about 40). */
+  /**
+   * Memory for the function in MiB (default 512: a realistic 5 MB template
+   * peaks near 120 MB, and the worst 6 MiB event, millions of tiny values,
+   * near 380 MB).
+   */
   readonly memorySize?: number;
   /** Time allowed per invocation (default 30 seconds; a large template takes well under one). */
   readonly timeout?: Duration;
@@ -42,7 +46,7 @@ export class DiagportMacro extends Construct {
       architecture: lambda.Architecture.X86_64,
       handler: "bootstrap",
       code: props.code ?? lambda.Code.fromAsset(path.join(__dirname, "..", "lambda")),
-      memorySize: props.memorySize ?? 256,
+      memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(30),
       description: `diagport CloudFormation macro ${this.macroName}: adds .NET diagnostics to ECS task definitions`,
     });

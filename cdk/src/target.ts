@@ -12,13 +12,13 @@ import * as elbv2 from "aws-cdk-lib/aws-elasticloadbalancingv2";
 export const AGENT_CONTAINER = "diagport-agent";
 
 export interface DiagportAgentTargetProps {
-  /** The agent's port (default 52323; the DiagportAspect's port if it sets one). */
+  /** The agent's port (default 52323): give the DiagportAspect's port if it sets another. */
   readonly port?: number;
 }
 
 /**
- * listener.addTargets("Agents", { port: 52323, targets: [new DiagportAgentTarget(service)],
- *   healthCheck: { path: "/healthz" } })
+ * listener.addTargets("Agents", { port: 52323, protocol: elbv2.ApplicationProtocol.HTTP,
+ *   targets: [new DiagportAgentTarget(service)], healthCheck: { path: "/healthz" } })
  *
  * The agent serves the task's network only with a token (authSecret); the
  * service's security group is opened to the target group's load balancer on

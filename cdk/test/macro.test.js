@@ -44,7 +44,7 @@ test('DiagportMacro: one Lambda function on provided.al2023, handler bootstrap, 
   assert.equal(fn.Runtime, 'provided.al2023');
   assert.equal(fn.Handler, 'bootstrap');
   assert.deepEqual(fn.Architectures, ['x86_64']);
-  assert.equal(fn.MemorySize, 256);
+  assert.equal(fn.MemorySize, 512);
   assert.equal(fn.Timeout, 30);
 });
 
