@@ -19,7 +19,7 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: diagport macro [--event FILE | -]\n\n"
+	fprintf(f, "usage: diagport macro [--event FILE|-]\n\n"
 		   "Answers one CloudFormation macro event (JSON: requestId, fragment, params, ...) as the\n"
 		   "diagport macro does: the fragment with diagnostics added to its ECS task definitions\n"
 		   "(a whole template as a Transform: those that opt in, or all with params.all; or one task\n"
@@ -27,7 +27,8 @@ static void usage(FILE *f)
 		   "Prints the response (requestId, status, fragment or errorMessage). With\n"
 		   "AWS_LAMBDA_RUNTIME_API set and no --event, serves events as a Lambda custom runtime\n"
 		   "(the Runtime API loop); the Lambda artefact runs this as its bootstrap (make lambda).\n"
-		   "Exit status: 0 status success, 1 status failure, 2 usage, 3 the event cannot be read.\n");
+		   "Exit status: 0 status success, 1 status failure, 2 usage, 3 the event cannot be read,\n"
+		   "5 the response cannot be written.\n");
 }
 
 int inj_cli_macro(int argc, char **argv)
