@@ -157,7 +157,7 @@ const char *httpd_reason(unsigned status)
 }
 
 /* Write all of p; false on error or when the client stops reading for the idle timeout. */
-static bool write_all(int fd, const void *p, size_t n)
+bool httpd_send_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 
@@ -198,7 +198,7 @@ static bool write_head(int fd, struct httpd_req *r, const char *length_header)
 	if (length_header)
 		buf_printf(&b, "%s\r\n", length_header);
 	buf_printf(&b, "\r\n");
-	ok = b.data && write_all(fd, b.data, b.len);
+	ok = b.data && httpd_send_all(fd, b.data, b.len);
 	buf_free(&b);
 	return ok;
 }
@@ -232,11 +232,11 @@ static void send_stream_body(int sock, struct httpd_req *r)
 			break; /* cut off: no last chunk, so the client sees an incomplete body */
 		if (n == 0) {
 			if (chunked)
-				write_all(sock, "0\r\n\r\n", 5);
+				httpd_send_all(sock, "0\r\n\r\n", 5);
 			break;
 		}
 		if (!chunked) {
-			if (!write_all(sock, chunk + 16, (size_t)n))
+			if (!httpd_send_all(sock, chunk + 16, (size_t)n))
 				break;
 			continue;
 		}
@@ -244,7 +244,7 @@ static void send_stream_body(int sock, struct httpd_req *r)
 		memcpy(chunk + 16 - hl, hdr, (size_t)hl);
 		chunk[16 + n] = '\r';
 		chunk[16 + n + 1] = '\n';
-		if (!write_all(sock, chunk + 16 - hl, (size_t)(hl + n + 2)))
+		if (!httpd_send_all(sock, chunk + 16 - hl, (size_t)(hl + n + 2)))
 			break;
 	}
 	free(chunk);
@@ -258,7 +258,7 @@ void httpd_transmit(int sock, struct httpd_req *r)
 	case BODY_MEM:
 		snprintf(len, sizeof(len), "Content-Length: %zu", r->mem_len);
 		if (write_head(sock, r, len) && !r->head_only)
-			write_all(sock, r->mem, r->mem_len);
+			httpd_send_all(sock, r->mem, r->mem_len);
 		break;
 	case BODY_FD:
 		snprintf(len, sizeof(len), "Content-Length: %llu", (unsigned long long)r->fd_size);

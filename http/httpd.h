@@ -52,6 +52,8 @@ int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, stru
 void httpd_free(struct httpd *d); /* stops listening; accepts NULL */
 /* True when every URL binds a loopback address (127.0.0.0/8, ::1, localhost). */
 bool httpd_urls_loopback_only(const char *urls);
+/* Every byte of p on the socket fd (EINTR retried, no SIGPIPE); false on an error. Clients use it too. */
+bool httpd_send_all(int fd, const void *p, size_t n);
 
 const char *httpd_method(const struct httpd_req *r);
 const char *httpd_path(const struct httpd_req *r);

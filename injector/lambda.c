@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "http/httpd.h"
 #include "inj.h"
 
 #define API "/2018-06-01/runtime"
@@ -56,21 +57,6 @@ static int rt_parse(const char *v, struct rt *r)
 		return -1;
 	snprintf(r->hostport, sizeof(r->hostport), "%s", v);
 	return 0;
-}
-
-static bool send_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return false;
-		p += w;
-		n -= (size_t)w;
-	}
-	return true;
 }
 
 /* The value of header name in head (NUL-terminated lines), copied to out; false when absent. */
@@ -110,7 +96,7 @@ static int exchange(const struct rt *r, const char *method, const char *path, co
 		goto out_fd;
 	snprintf(head, sizeof(head), "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Type: application/json\r\n"
 		 "Content-Length: %zu\r\n\r\n", method, path, r->hostport, body ? body->len : 0);
-	if (!send_all(fd, head, strlen(head)) || (body && body->len && !send_all(fd, body->data, body->len)))
+	if (!httpd_send_all(fd, head, strlen(head)) || (body && body->len && !httpd_send_all(fd, body->data, body->len)))
 		goto out_fd;
 	buf_init(&in, MAX_HEAD + MAX_EVENT);
 	for (;;) { /* the whole answer: the server closes (Connection: close) or Content-Length is reached */
