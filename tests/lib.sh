@@ -10,7 +10,8 @@
 #                               its end; CODE (the answer's status) and $W/NAME-op.json (the operation at its end)
 #   start_agent [LAUNCH ARGS]   the agent on a free port (P, U), its socket $W/dumps/port, dumps in $W/dumps,
 #                               the egress provider "out" ($W/out), its log $W/agent.log; AG its pid (in PIDS)
-#   pass NAME / fail NAME WHY   print one result line
+#   pass NAME / fail NAME WHY [FILE]
+#                               print one result line; with FILE (a log), its first 40 lines beneath it
 #   check NAME CMD...           PASS when CMD succeeds (its stdout discarded), else FAIL
 #                               with $WHY (set just before) or the command as the reason
 #   wait_for FILE PATTERN SECS  until grep finds PATTERN in FILE; 1 on timeout
@@ -21,7 +22,11 @@
 #                               it prints), AURL; appends to PIDS; 1 unless it started and the agent lists it
 #                               (CURL ARGS: e.g. the token header) within 30 s
 pass() { echo "PASS integration/$T_NAME/$1"; }
-fail() { echo "FAIL integration/$T_NAME/$1: $2"; }
+fail() {
+	echo "FAIL integration/$T_NAME/$1: $2"
+	if [ $# -ge 3 ] && [ -s "$3" ]; then head -n 40 "$3" | sed 's/^/    /'; fi
+	return 0
+}
 WHY=
 check() {
 	local name=$1

@@ -18,13 +18,8 @@ diagport=${DIAGPORT:-$root/diagport}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-failed=0
-pass() { echo "PASS integration/cdk/$1"; }
-fail() {
-	echo "FAIL integration/cdk/$1: $2"
-	failed=1
-	if [ $# -ge 3 ] && [ -s "$3" ]; then head -n 40 "$3" | sed 's/^/    /'; fi
-}
+T_NAME=cdk
+. "$root/tests/lib.sh"
 first_lines() { head -c 300 "$1" | tr '\n' ' '; }
 dp() { timeout 60 "$diagport" "$@" </dev/null; }
 
@@ -117,4 +112,3 @@ else
 	fail preserve "$(first_lines "$tmp/pres.log")"
 fi
 
-exit "$failed"

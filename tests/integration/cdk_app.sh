@@ -36,13 +36,8 @@ cdk=$root/cdk/node_modules/.bin/cdk
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-failed=0
-pass() { echo "PASS integration/cdk_app/$1"; }
-fail() {
-	echo "FAIL integration/cdk_app/$1: $2"
-	failed=1
-	if [ $# -ge 3 ] && [ -s "$3" ]; then head -n 40 "$3" | sed 's/^/    /'; fi
-}
+T_NAME=cdk_app
+. "$root/tests/lib.sh"
 
 # Offline and credential-free: the CLI finds no account and no region of its own.
 synth() { # OUTDIR LOG [cdk args...]
@@ -217,7 +212,7 @@ fi
 
 # The agent's command line from the template, its fixed paths and port moved to the scratch
 # directory; the secret becomes the environment variable ECS sets from it.
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 mkdir -p "$tmp/diag" "$tmp/dumps"
 if /usr/bin/python3 - "$A" "$tmp" "$port" >"$tmp/agent.argv" 2>"$tmp/argv.err" <<'EOF'; then
 import json, sys
@@ -277,5 +272,3 @@ EOF
 else
 	fail image-asset "the API's image asset is not staged" "$tmp/asset.log"
 fi
-
-exit $failed
