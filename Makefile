@@ -85,12 +85,13 @@ diagport: $(BUILD)/diagport FORCE
 FORCE:
 
 # The CloudFormation macro's Lambda artefact (issue 16): the same binary, linked statically so that
-# it needs nothing from provided.al2023's glibc (2.34, older than ours), named bootstrap, zipped.
+# it needs nothing from provided.al2023's glibc (2.34, older than ours), stripped (1.6 MB, not 2.9:
+# the zip Lambda fetches at a cold start), named bootstrap, zipped.
 # libcurl, libmicrohttpd and GnuTLS are loaded with dlopen and unused by the macro; the static
 # link warns about dlopen, which the macro never reaches.
 $(BUILD)/lambda/bootstrap: $(BUILD)/main.o $(LIBDP)
 	@mkdir -p $(dir $@)
-	$(CC) -static -o $@ $< $(LIBDP) $(shell pkg-config --static --libs $(LINKED) 2>/dev/null) -lpthread 2> $@.log || \
+	$(CC) -static -s -o $@ $< $(LIBDP) $(shell pkg-config --static --libs $(LINKED) 2>/dev/null) -lpthread 2> $@.log || \
 		{ cat $@.log; exit 1; }
 
 lambda: $(BUILD)/lambda/bootstrap
