@@ -19,22 +19,14 @@
 
 static const char *const sonames[] = { "libcurl-gnutls.so.4", "libcurl.so.4", NULL };
 
-static struct {
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_perform)(CURL *);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	void (*easy_cleanup)(CURL *);
-	const char *(*easy_strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-} lib;
+static struct hclient_lib lib;
 
 static const struct dynlib_sym syms[] = {
 	DYNLIB_SYM(curl_easy_init, lib.easy_init),	     DYNLIB_SYM(curl_easy_setopt, lib.easy_setopt),
 	DYNLIB_SYM(curl_easy_perform, lib.easy_perform),     DYNLIB_SYM(curl_easy_getinfo, lib.easy_getinfo),
 	DYNLIB_SYM(curl_easy_cleanup, lib.easy_cleanup),     DYNLIB_SYM(curl_easy_strerror, lib.easy_strerror),
 	DYNLIB_SYM(curl_slist_append, lib.slist_append),     DYNLIB_SYM(curl_slist_free_all, lib.slist_free_all),
+	DYNLIB_SYM(curl_easy_send, lib.easy_send),	     DYNLIB_SYM(curl_easy_recv, lib.easy_recv),
 };
 static struct dynlib curl_lib = DYNLIB_INIT("libcurl", sonames, syms);
 
@@ -56,8 +48,12 @@ static size_t collect(char *p, size_t size, size_t n, void *u)
 	return size * n;
 }
 
-/* Free a header list after wiping its strings: one of them may be an Authorization header. */
-static void free_headers(struct curl_slist *h)
+const struct hclient_lib *hclient_lib(struct err_msg *em)
+{
+	return dynlib_load(&curl_lib, em) == 0 ? &lib : NULL;
+}
+
+void hclient_free_headers(struct curl_slist *h)
 {
 	for (struct curl_slist *i = h; i; i = i->next)
 		if (i->data)
@@ -113,6 +109,14 @@ int hclient_request(const struct hclient_req *req, long *status, struct buf *res
 		lib.easy_setopt(c, CURLOPT_CAINFO, req->ca_file);
 		lib.easy_setopt(c, CURLOPT_CAPATH, (char *)NULL); /* this CA only, not also the system's directory */
 	}
+	if (req->insecure) {
+		lib.easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+		lib.easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (req->cert_file) {
+		lib.easy_setopt(c, CURLOPT_SSLCERT, req->cert_file);
+		lib.easy_setopt(c, CURLOPT_SSLKEY, req->key_file);
+	}
 	lib.easy_setopt(c, CURLOPT_TIMEOUT_MS, req->timeout_ms);
 	lib.easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, req->timeout_ms);
 	lib.easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -136,7 +140,7 @@ out:
 		resp->data[start] = '\0';
 	}
 	if (headers)
-		free_headers(headers);
+		hclient_free_headers(headers);
 	lib.easy_cleanup(c);
 	return ret;
 }

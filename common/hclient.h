@@ -10,6 +10,7 @@
 #ifndef DP_HCLIENT_H
 #define DP_HCLIENT_H
 
+#include <curl/curl.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -33,6 +34,10 @@ struct hclient_req {
 	size_t body_len;
 	const char *ca_file;        /* verify the server against the CAs in this PEM file only;
 				       NULL: the system's trust store */
+	const char *cert_file;      /* a client certificate (PEM) and its key, or NULL (a path may be
+				       /proc/self/fd/N: a memfd holding kubeconfig's *-data) */
+	const char *key_file;
+	bool insecure;              /* do not verify the server (kubeconfig's insecure-skip-tls-verify) */
 	bool https_only;            /* refuse any scheme but https:// (also on redirects, which are not followed) */
 	long timeout_ms;            /* the whole request, connecting included */
 };
@@ -47,5 +52,28 @@ struct hclient_req {
  * https_only refuses. em names the method and URL, never a header.
  */
 int hclient_request(const struct hclient_req *req, long *status, struct buf *resp, struct err_msg *em);
+
+/*
+ * libcurl itself, for callers that drive a transfer (the fleet client's
+ * streaming captures and its port-forward tunnels): the one table of libcurl's
+ * functions, loaded once per process. NULL with em (DP_ENOLIB) when libcurl
+ * is missing. Borrowed, valid for the process.
+ */
+struct hclient_lib {
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_perform)(CURL *);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	void (*easy_cleanup)(CURL *);
+	const char *(*easy_strerror)(CURLcode);
+	CURLcode (*easy_send)(CURL *, const void *, size_t, size_t *);
+	CURLcode (*easy_recv)(CURL *, void *, size_t, size_t *);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+};
+const struct hclient_lib *hclient_lib(struct err_msg *em);
+
+/* Free a header list after wiping its strings (one of them may hold a token). */
+void hclient_free_headers(struct curl_slist *h);
 
 #endif
