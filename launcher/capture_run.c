@@ -433,7 +433,7 @@ int capture_run(struct captures *cs, struct capture *c, struct httpd_req *r, cha
 		 LOG_UINT("pid", j->c.target.pid), LOG_STR("operation", j->op ? id : NULL),
 		 LOG_STR("sink", j->c.egress ? j->c.egress->name : j->c.file ? j->c.file : "response"),
 		 LOG_STR("tags", j->c.tags), LOG_STR("peer", j->c.peer[0] ? j->c.peer : NULL),
-		 LOG_BOOL("token", j->c.token), LOG_STR("caller", j->c.caller));
+		 LOG_BOOL("authenticated", j->c.token), LOG_STR("caller", j->c.caller));
 	if (!own_sink) {
 		to_response(r, j);
 		return 0;

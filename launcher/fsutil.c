@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,8 +18,21 @@ void fs_remove_prefixed(const char *dir, const char *prefix)
 	if (d == NULL)
 		return;
 	while ((e = readdir(d)) != NULL)
-		if (strncmp(e->d_name, prefix, n) == 0)
+		if (strncmp(e->d_name, prefix, n) == 0) {
+			/*
+			 * A dump pipe a killed agent left may still have createdump
+			 * blocked opening it for writing, with the app's threads
+			 * stopped: opening it for reading and closing it lets that
+			 * open return, and createdump's first write fails (EPIPE), so
+			 * it gives up and the app runs on.
+			 */
+			int fd = e->d_type == DT_FIFO || e->d_type == DT_UNKNOWN
+					 ? openat(dirfd(d), e->d_name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW) : -1;
+
+			if (fd >= 0)
+				close(fd);
 			unlinkat(dirfd(d), e->d_name, 0);
+		}
 	closedir(d);
 }
 

@@ -58,6 +58,8 @@ start_webapp() {
 agent_cleanup() {
 	local p
 	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -9 "$p" 2>/dev/null; done
+	# a createdump whose agent died holds its app (a child of ours) unreaped: wait would never return
+	pkill -9 -f "createdump --name $W/" 2>/dev/null
 	wait 2>/dev/null
 	if declare -F cleanup_more > /dev/null; then cleanup_more; fi
 	rm -rf "$W"

@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# fleet_static.sh - `diagport ps` and `diagport capture` against real agents with real .NET apps on this
+# machine, named as static targets (--target, --targets-file): parallel captures, the per-workload limit,
+# progress on a pseudo-terminal (script(1)) and as plain lines, Ctrl-C, a target dying mid-dump, a target
+# refusing the token, the manifest (checked against sha256sum and the files), egress, exit codes, and the
+# binary as a real kubectl plugin (`kubectl diagport`, found by kubectl on PATH).
+set -uo pipefail
+T_NAME=fleet_static
+source tests/lib.sh
+agent_setup fleet
+build_apps
+N=6
+
+# agent i: its socket and dumps in $W/a$i, HTTP on a free loopback port, its log $W/a$i/agent.log; URL[i], APPPID[i]
+declare -a URL AGPID APPPID APPURL
+start_one() {
+	local i=$1 p
+	shift
+	mkdir -p -m 0777 "$W/a$i" "$W/a$i/out"
+	p=$(free_port)
+	URL[$i]=http://127.0.0.1:$p
+	printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/a%s/out\n' "$W" "$i" > "$W/a$i/agent.yaml"
+	"$D" launch --config "$W/a$i/agent.yaml" --socket "$W/a$i/port" --urls "${URL[$i]}" --dumps "$W/a$i" "$@" \
+		2> "$W/a$i/agent.log" &
+	AGPID[$i]=$!
+	PIDS+=($!)
+}
+printf 's3cret-token-%s\n' 1 > "$W/token"
+printf 'another-token\n' > "$W/wrong-token"
+for i in $(seq 1 $N); do
+	if [ "$i" = 2 ] || [ "$i" = 5 ]; then start_one "$i" --auth-token-file "$W/token"; else start_one "$i"; fi
+done
+for i in $(seq 1 $N); do
+	hdr=()
+	{ [ "$i" = 2 ] || [ "$i" = 5 ]; } && hdr=(-H "Authorization: Bearer s3cret-token-1")
+	if ! start_webapp "$W/a$i/app.log" "$W/a$i/port" "${URL[$i]}" "${hdr[@]+"${hdr[@]}"}"; then
+		fail setup "webapp $i did not attach" "$W/a$i/agent.log"
+		exit 0
+	fi
+	APPPID[$i]=$APID
+	APPURL[$i]=$AURL
+done
+
+# two workloads of three, as a platform would group replicas; agent 2 needs the token, agent 5 gets the wrong one
+{
+	echo "# orders and payments, three replicas each"
+	for i in 1 2 3; do
+		extra=""
+		[ "$i" = 2 ] && extra="token-file=$W/token"
+		echo "${URL[$i]}  name=orders-$i  workload=orders $extra"
+	done
+	for i in 4 5 6; do
+		extra=""
+		[ "$i" = 5 ] && extra="token-file=$W/wrong-token"
+		echo "${URL[$i]}  name=payments-$i  workload=payments $extra"
+	done
+} > "$W/targets"
+
+# ---- ps ----
+"$D" ps --targets-file "$W/targets" -o json > "$W/ps.json" 2> "$W/ps.err"
+rc=$?
+WHY="ps -o json: exit $rc, $(head -c 300 "$W/ps.err")"
+check ps-exit test "$rc" = 0
+WHY="ps -o json: $(head -c 600 "$W/ps.json")"
+check ps-json python3 - "$W/ps.json" "${APPPID[1]}" "${APPPID[3]}" "${APPPID[6]}" << 'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["kind"] == "ProcessList", d
+items = {i["target"]: i for i in d["items"]}
+assert len(items) == 6, items.keys()
+for name, pid in (("orders-1", sys.argv[2]), ("orders-3", sys.argv[3]), ("payments-6", sys.argv[4])):
+    it = items[name]
+    assert it["state"] == "ready" and it["workload"] in ("orders", "payments"), it
+    p = it["processes"]
+    assert len(p) == 1 and p[0]["pid"] == int(pid) and p[0]["name"] == "webapp", p
+    assert p[0]["runtimeVersion"].startswith("10.") and p[0]["uptimeSeconds"] >= 0, p
+assert items["orders-2"]["state"] == "ready"          # its own token-file
+assert items["payments-5"]["state"] == "unavailable"  # the wrong token
+assert "refused the token" in items["payments-5"]["reason"], items["payments-5"]
+EOF
+"$D" ps --targets-file "$W/targets" -o yaml > "$W/ps.yaml" 2>&1
+WHY="ps -o yaml is not the JSON document: $(head -c 300 "$W/ps.yaml")"
+check ps-yaml python3 -c '
+import json, sys, yaml
+y = yaml.safe_load(open(sys.argv[1])); j = json.load(open(sys.argv[2]))
+for d in (y, j):
+    for i in d["items"]:
+        for p in i["processes"]: p.pop("uptimeSeconds", None)
+assert y == j' "$W/ps.yaml" "$W/ps.json"
+"$D" ps --targets-file "$W/targets" > "$W/ps.txt" 2>&1
+WHY="ps table: $(head -c 400 "$W/ps.txt")"
+check ps-table bash -c "head -1 '$W/ps.txt' | grep -q 'WORKLOAD *TARGET *CONTAINER *PID' &&
+	grep -q '^orders .*orders-1 .* ${APPPID[1]} webapp .*ready' '$W/ps.txt' &&
+	grep -q 'payments-5 .*refused the token' '$W/ps.txt'"
+
+# ---- capture stacks from all six, four at a time: five files, one refusal, exit 1 ----
+"$D" capture stacks --targets-file "$W/targets" -o "$W/stacks" --parallel 4 > "$W/stacks.out" 2> "$W/stacks.err"
+rc=$?
+WHY="exit $rc (want 1: one target refused the token): $(tail -3 "$W/stacks.out")"
+check stacks-exit test "$rc" = 1
+WHY="manifest or files wrong: $(head -c 800 "$W/stacks/manifest.json" 2>/dev/null)"
+check stacks-manifest python3 - "$W/stacks" << 'EOF'
+import hashlib, json, os, re, sys
+d = sys.argv[1]
+m = json.load(open(os.path.join(d, "manifest.json")))
+assert m["kind"] == "CaptureManifest" and m["capture"] == "stacks", m
+assert (m["succeeded"], m["failed"], m["unavailable"]) == (5, 0, 1), m
+names = sorted(f for f in os.listdir(d) if f != "manifest.json")
+assert len(names) == 5 and not any(f.startswith(".") for f in os.listdir(d)), os.listdir(d)
+for it in m["items"]:
+    if it["status"] != "succeeded":
+        assert it["target"]["name"] == "payments-5" and "refused the token" in it["error"], it
+        continue
+    f = os.path.join(d, it["file"])
+    data = open(f, "rb").read()
+    assert hashlib.sha256(data).hexdigest() == it["sha256"], it
+    assert len(data) == it["bytes"] > 0 and data.startswith(b"Thread"), it
+    assert it["durationSeconds"] > 0 and it["startedAt"].endswith("Z") and it["pid"] > 0
+    assert re.fullmatch(r"(orders|payments)-\d_%d_stacks_\d{8}T\d{6}Z\.txt" % it["pid"], it["file"]), it["file"]
+    assert oct(os.stat(f).st_mode & 0o777) == "0o600", f
+EOF
+WHY="plain progress lines (not a terminal): $(head -c 400 "$W/stacks.err")"
+check progress-plain bash -c "grep -q 'orders-1 pid ${APPPID[1]}: stacks started' '$W/stacks.err' &&
+	grep -q 'orders-1 pid ${APPPID[1]}: stacks succeeded, .* B in ' '$W/stacks.err' &&
+	! grep -q \$'\\e\\[' '$W/stacks.err'"
+WHY="every agent logs the capture with its caller: $(grep capture-started "$W/a1/agent.log" | tail -1)"
+check caller-logged bash -c "grep capture-started '$W/a1/agent.log' | tail -1 |
+	jq -e '.caller == \"${USER:-unknown}@'\$(hostname)'\" and .peer == \"127.0.0.1\" and .authenticated == false' &&
+	grep capture-started '$W/a2/agent.log' | tail -1 | jq -e '.authenticated == true'"
+
+# ---- the per-workload limit: dumps (they freeze the process) of one workload never overlap ----
+"$D" capture dump --type Mini --targets-file "$W/targets" -o "$W/dumps1" --parallel 4 > "$W/dumps1.out" 2>&1
+check_overlap() {
+	python3 - "$1/manifest.json" "$2" << 'EOF'
+import datetime, json, sys
+m = json.load(open(sys.argv[1])); limit = int(sys.argv[2])
+def span(it):
+    t = datetime.datetime.strptime(it["startedAt"], "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+    return t, t + it["durationSeconds"]
+ok = [i for i in m["items"] if i["status"] == "succeeded"]
+assert len(ok) == 5, m
+most = {}
+for w in ("orders", "payments"):
+    spans = [span(i) for i in ok if i["target"]["workload"] == w]
+    # the most that ran at once: at each start, how many had started and not ended (ends are measured
+    # after the transfer, starts before it, so 5 ms of clock slack)
+    most[w] = max(sum(1 for s2, e2 in spans if s2 <= s + 0.005 and e2 > s + 0.005) for s, e in spans)
+assert max(most.values()) <= limit, most
+allspans = [span(i) for i in ok]
+cross = max(sum(1 for s2, e2 in allspans if s2 <= s + 0.005 and e2 > s + 0.005) for s, e in allspans)
+print(most, cross)
+if limit > 1: assert max(most.values()) > 1, most   # with room, replicas did run together
+EOF
+}
+WHY="two dumps of one workload overlapped: $(check_overlap "$W/dumps1" 1 2>&1 | tail -2)"
+check max-unavailable-1 check_overlap "$W/dumps1" 1
+"$D" capture dump --type Mini --targets-file "$W/targets" -o "$W/dumps2" --parallel 6 --max-unavailable 2 \
+	> "$W/dumps2.out" 2>&1
+WHY="--max-unavailable 2: $(check_overlap "$W/dumps2" 2 2>&1 | tail -2)"
+check max-unavailable-2 check_overlap "$W/dumps2" 2
+
+# ---- progress on a terminal: lines redrawn in place, a total line ----
+script -qfec "'$D' capture stacks --target '${URL[1]}' --target '${URL[3]}' -o '$W/tty'" /dev/null > "$W/tty.txt" 2>&1
+rc=$?
+WHY="exit $rc; $(head -c 600 "$W/tty.txt" | cat -v)"
+check progress-tty bash -c "test $rc = 0 && grep -q \$'\\e\\[[0-9]*A\\e\\[J' '$W/tty.txt' &&
+	grep -q 'stacks: 2/2 done (0 failed, 0 cancelled), 0 running, 0 queued' '$W/tty.txt' &&
+	grep -q '127.0.0.1:[0-9]* pid [0-9]* *succeeded' '$W/tty.txt'"
+
+# ---- more than ten targets need --yes ----
+args=()
+for _ in 1 2; do for i in 1 3 4 6; do args+=(--target "${URL[$i]}"); done; done
+args+=(--target "${URL[1]}" --target "${URL[3]}" --target "${URL[4]}")
+"$D" capture stacks "${args[@]}" -o "$W/yes" < /dev/null > "$W/yes.out" 2>&1
+rc=$?
+WHY="11 targets without --yes: exit $rc, $(cat "$W/yes.out")"
+check needs-yes bash -c "test $rc = 2 && grep -q '11 targets; more than 10 need --yes' '$W/yes.out' && test -z \"\$(ls -A '$W/yes')\""
+
+# ---- Ctrl-C during a dump: cancelled on the agent, nothing partial anywhere, exit 130 ----
+curl -s "${APPURL[3]}/memory-leak?mb=1500" > /dev/null
+"$D" capture dump --type Full --target "${URL[3]}" -o "$W/cancel" > "$W/cancel.out" 2> "$W/cancel.err" &
+cap=$!
+wait_for "$W/cancel.err" "dump started" 10
+sleep 1.5
+kill -INT $cap
+wait $cap
+rc=$?
+WHY="exit $rc (want 130): $(tail -3 "$W/cancel.out")"
+check ctrl-c-exit test "$rc" = 130
+WHY="left: $(ls -A "$W/cancel"); manifest: $(head -c 400 "$W/cancel/manifest.json" 2>/dev/null)"
+check ctrl-c-no-partial bash -c "test \"\$(ls -A '$W/cancel')\" = manifest.json &&
+	jq -e '.cancelled == 1 and .items[0].status == \"cancelled\" and (.items[0] | has(\"file\") | not)' '$W/cancel/manifest.json'"
+wait_for "$W/a3/agent.log" '"outcome":"Cancelled"' 15
+WHY="the agent did not stop the dump: $(grep capture-ended "$W/a3/agent.log" | tail -1)"
+check ctrl-c-agent-cancelled bash -c "grep capture-ended '$W/a3/agent.log' | tail -1 |
+	jq -e '.kind == \"dump\" and .outcome == \"Cancelled\"'"
+WHY="staging files left in the agent's dumps directory: $(ls -A "$W/a3")"
+check ctrl-c-agent-clean bash -c "test -z \"\$(ls -A '$W/a3' | grep -v -e '^port$' -e '^agent' -e '^app.log$' -e '^out$')\""
+WHY="the app did not run on after the cancelled dump"
+check ctrl-c-app-alive curl -sf "${APPURL[3]}/"
+
+# ---- one target dying mid-dump: its item fails, the others succeed, nothing partial ----
+"$D" capture dump --type Full --target "${URL[3]}" --target "${URL[4]}" -o "$W/dying" --parallel 2 \
+	> "$W/dying.out" 2> "$W/dying.err" &
+cap=$!
+wait_for "$W/dying.err" "127.0.0.1:${URL[3]##*:} pid .*: dump started" 10
+sleep 1
+kill -9 "${AGPID[3]}"
+wait $cap
+rc=$?
+WHY="exit $rc (want 1); $(cat "$W/dying.out")"
+check dying-exit test "$rc" = 1
+# the kubelet restarts a dead agent: the new one releases the dump its predecessor left half-way (createdump
+# waiting on the pipe with the app stopped), and the app runs on
+start_one 3
+WHY="the app stayed frozen after its agent died mid-dump and came back"
+check dying-app-resumes bash -c "for _ in \$(seq 1 150); do curl -sf -m 1 '${APPURL[3]}/' > /dev/null && exit 0; sleep 0.1; done; exit 1"
+WHY="$(head -c 900 "$W/dying/manifest.json" 2>/dev/null); files: $(ls -A "$W/dying")"
+check dying-manifest python3 - "$W/dying" "${URL[3]##*:}" << 'EOF'
+import json, os, sys
+d = sys.argv[1]; m = json.load(open(os.path.join(d, "manifest.json")))
+st = {i["target"]["name"].split(":")[1]: i for i in m["items"]}
+dead = st[sys.argv[2]]
+assert dead["status"] == "failed" and "file" not in dead and dead["error"], dead
+ok = [i for i in m["items"] if i["status"] == "succeeded"]
+assert len(ok) == 1 and os.path.getsize(os.path.join(d, ok[0]["file"])) == ok[0]["bytes"] > 1000000, ok
+assert not [f for f in os.listdir(d) if f.startswith(".")], os.listdir(d)
+EOF
+
+# ---- egress: each agent writes to its provider; the manifest (stdout) says where ----
+"$D" capture stacks --target "${URL[1]}" --target "${URL[6]}" --egress out > "$W/egress.json" 2> "$W/egress.err"
+rc=$?
+WHY="exit $rc: $(head -c 300 "$W/egress.err") $(head -c 500 "$W/egress.json")"
+check egress python3 - "$W/egress.json" "$W/a1/out" "$W/a6/out" << 'EOF'
+import json, os, sys
+m = json.load(open(sys.argv[1]))
+assert m["egressProvider"] == "out" and m["succeeded"] == 2, m
+for it in m["items"]:
+    loc = it["location"]
+    assert os.path.dirname(loc) in (sys.argv[2], sys.argv[3]) and open(loc, "rb").read().startswith(b"Thread"), it
+EOF
+
+# ---- other kinds, briefly: each file is what its format says ----
+"$D" capture cpuprofile --target "${URL[1]}" --duration 1 -o "$W/cpu" > /dev/null 2>&1
+WHY="cpuprofile: $(ls "$W/cpu")"
+check cpuprofile bash -c "jq -e '.\"\$schema\" | test(\"speedscope\")' '$W/cpu/'*.speedscope.json"
+"$D" capture metrics --target "${URL[1]}" --target "${URL[4]}" -o "$W/metrics" > /dev/null 2>&1
+WHY="metrics: $(cat "$W/metrics/manifest.json" 2>/dev/null | head -c 300)"
+check metrics-per-agent bash -c "jq -e '.succeeded == 2 and ([.items[] | has(\"pid\")] | any | not)' '$W/metrics/manifest.json' &&
+	test \$(ls '$W/metrics'/*.prom | wc -l) = 2"
+curl -s "${APPURL[1]}/log?count=3&message=fleet-hello" > /dev/null &
+"$D" capture logs --target "${URL[1]}" --duration 2 --level Information -o "$W/logs" > /dev/null 2>&1
+WHY="logs: $(ls "$W/logs")"
+check logs bash -c "jq -e -s 'length >= 0' '$W/logs/'*.ndjson"
+
+# ---- exit codes and messages ----
+"$D" capture frobnicate --target "${URL[1]}" > "$W/e1" 2>&1
+rc=$?
+check usage-kind bash -c "test $rc = 2 && grep -q \"'frobnicate' is not a kind\" '$W/e1'"
+"$D" capture stacks --target "${URL[1]}" --format svg > "$W/e2" 2>&1
+rc=$?
+check usage-format bash -c "test $rc = 2 && grep -q \"format 'svg' is not one of text, json, speedscope\" '$W/e2'"
+printf '%s\n# fine\nftp://nope\n' "${URL[1]}" > "$W/bad-targets"
+"$D" ps --targets-file "$W/bad-targets" > "$W/e3" 2>&1
+rc=$?
+WHY="$(cat "$W/e3")"
+check usage-targets-file-line bash -c "test $rc = 2 && grep -q \"$W/bad-targets:3: 'ftp://nope' is not an http:// or https:// URL\" '$W/e3'"
+"$D" capture stacks --target "http://127.0.0.1:$(free_port)" -o "$W/none" > "$W/e4" 2>&1
+rc=$?
+WHY="exit $rc: $(cat "$W/e4")"
+check nothing-to-capture test "$rc" = 5
+
+# ---- a kubectl plugin: kubectl finds kubectl-diagport on PATH and runs it ----
+mkdir -p "$W/bin"
+ln -s "$D" "$W/bin/kubectl-diagport"
+PATH="$W/bin:$PATH" kubectl plugin list > "$W/plugins" 2>&1
+WHY="$(cat "$W/plugins")"
+check kubectl-plugin-list grep -q "$W/bin/kubectl-diagport" "$W/plugins"
+PATH="$W/bin:$PATH" kubectl diagport ps --target "${URL[1]}" -o json > "$W/kps.json" 2>&1
+WHY="$(head -c 300 "$W/kps.json")"
+check kubectl-plugin-ps jq -e ".items[0].processes[0].pid == ${APPPID[1]}" "$W/kps.json"
+PATH="$W/bin:$PATH" kubectl diagport capture --help > "$W/khelp" 2>&1
+check kubectl-plugin-help grep -q '^usage: kubectl diagport capture KIND' "$W/khelp"
