@@ -247,6 +247,15 @@ static const char *token_secret(const json_t *spec, const json_t *agent)
 	return NULL;
 }
 
+/* {"why": why}, freeing why. */
+static json_t *why_json(char *why)
+{
+	json_t *j = json_pack("{s:s}", "why", why);
+
+	free(why);
+	return j;
+}
+
 /* The token of Secret ns/name into a (or a->why_not). */
 static int fetch_token(struct disc *d, struct fleet_agent *a, const char *ns, const char *name, struct err_msg *em)
 {
@@ -273,21 +282,19 @@ static int fetch_token(struct disc *d, struct fleet_agent *a, const char *ns, co
 				mem_wipe(tok, n);
 				free(tok);
 			} else {
-				c = json_pack("{s:s+++}", "why", "the agent's token Secret ", key, " has no key ", "token");
+				c = why_json(mem_printf("the agent's token Secret %s has no key token", key));
 			}
 			if (b64)
 				mem_wipe((char *)b64, strlen(b64));
 		} else if (r.status == 403) {
-			c = json_pack("{s:s++++}", "why", "the agent needs a token: give --token-file, or the right to get secret ",
-				      name, " in ", ns);
+			c = why_json(mem_printf("the agent needs a token: give --token-file, or the right to get secret %s in %s",
+						name, ns));
 		} else if (r.status == 404) {
-			c = json_pack("{s:s++}", "why", "the agent's token Secret does not exist: ", key);
+			c = why_json(mem_printf("the agent's token Secret %s does not exist", key));
 		} else {
 			rc = kapi_error(&r, key, em);
 			goto out;
 		}
-		if (c == NULL)
-			c = json_pack("{s:s}", "why", "the agent's token cannot be read");
 		json_object_set_new(d->tokens, key, c);
 	}
 	if (str_at(c, "token", NULL))
