@@ -69,13 +69,16 @@ EOF2
 printf '%s,frank,u6,"shop-team"\n' "$PW" > "$W/basic.csv"
 printf '%s\n' "$TE" > "$W/eve.token"
 
+"$PY" -c 'import json; print(json.dumps({"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod",
+  "metadata": {"name": f"bulk-{i:04d}", "namespace": "bulk", "labels": {"app": "bulk"}}, "status": {"phase": "Running"}}
+  for i in range(520)]}))' > "$W/bulk.json"
 mkdir -p "$W/api"
 start_fake() { # seeds...: the fake on a free port; PORT, SERVER
   rm -f "$W/api/port"
   "$PY" tests/integration/kubeapi_fake.py --cert "$W/api.crt" --key "$W/api.key" --token-auth-file "$W/tokens.csv" \
     --basic-auth-file "$W/basic.csv" --client-ca-file "$W/client-ca.crt" --log "$W/api/req.log" --ready "$W/api/port" \
     --seed "$DATA/cluster.yaml" --seed "$DATA/rbac.yaml" --seed manifests/rbac/clusterrole.yaml \
-    --seed manifests/rbac/rolebinding-example.yaml "$@" > "$W/api/fake.out" 2>&1 &
+    --seed manifests/rbac/rolebinding-example.yaml --seed "$W/bulk.json" "$@" > "$W/api/fake.out" 2>&1 &
   PIDS+=($!)
   wait_for "$W/api/port" . 10 || { fail setup "the fake API server did not start" "$W/api/fake.out"; exit 0; }
   PORT=$(cat "$W/api/port") SERVER=https://127.0.0.1:$(cat "$W/api/port")
@@ -241,7 +244,7 @@ is select/container "$(jq -sr '[.[] | select(.name) | .name] | join(",")' "$W/ou
 run --kubeconfig "$K" -A --capture
 is all/billing "$(field billing/invoices-0 why_not)" "access denied: cannot create pods/portforward in namespace billing"
 is all/shop "$(field shop/cache-0 why_not)" null
-is all/count "$(nagents)" 9
+is all/count "$(nagents)" 529 # 520 of them in namespace bulk
 
 # --- refusals --------------------------------------------------------------------------------------------
 run --kubeconfig "$K" --context bob --capture deploy/orders
@@ -251,3 +254,80 @@ is denied/carol "$(cat "$W/out")" "error EAUTH: cannot list pods in namespace sh
 run --kubeconfig "$K" --context bob deploy/orders
 is denied/bob-secret "$(field shop/orders-7d9f8c6b5-abcde why_not)" \
   "the agent needs a token: give --token-file, or the right to get secret orders-agent-token in shop"
+
+run --kubeconfig "$K" -n bulk
+is select/pages "$(nagents) $(grep -c '^GET /api/v1/namespaces/bulk/pods 200' "$W/api/req.log")" "520 2"
+
+# --- each way of authenticating ---------------------------------------------------------------------------
+auth() { # NAME CONTEXT WANT-CALLER
+  run --kubeconfig "$K" --context "$2" --capture deploy/orders
+  is "auth/$1" "$(head -1 "$W/out" | jq -r .caller 2> /dev/null) $(nagents)" "$3 3"
+}
+auth client-cert dave dave
+auth exec-v1beta1 eve eve
+auth exec-v1 eve-v1 eve
+auth basic frank frank
+auth token-file eve-file eve
+auth oidc grace grace
+run --kubeconfig "$K" --context broken
+is auth/exec-failure "$(cat "$W/out")" \
+  "error EAUTH: $K: users[broken].user.exec: ./bin/broken.sh failed with exit status 3 (its own message is above)"
+WHY="the plugin's stderr is passed through: $(oneline "$W/err")" check auth/exec-stderr grep -q 'the identity provider said no' "$W/err"
+run --kubeconfig "$K" --context grace-old
+has auth/oidc-expired "users[grace-old].user.auth-provider: the id-token has expired and there is no refresh-token"
+sed 's/plugin.sh$/no-such-plugin/' "$K" > "$W/kube/missing.yaml"
+run --kubeconfig "$W/kube/missing.yaml" --context eve-v1
+has auth/exec-missing "users[eve-v1].user.exec: cannot run no-such-plugin: No such file or directory"
+
+# --- KUBECONFIG=a:b, merged as kubectl merges it ------------------------------------------------------
+CA_DATA=$(base64 -w0 < "$W/ca.crt")
+cat > "$W/kube/a.yaml" << EOF2
+apiVersion: v1
+kind: Config
+contexts: [{name: merged, context: {cluster: fake, user: alice, namespace: shop}}]
+users: [{name: alice, user: {token: $TA}}]
+EOF2
+cat > "$W/kube/b.yaml" << EOF2
+apiVersion: v1
+kind: Config
+current-context: merged
+clusters: [{name: fake, cluster: {server: $SERVER, certificate-authority-data: $CA_DATA}}]
+users: [{name: alice, user: {token: $TC}}]
+contexts: [{name: merged, context: {cluster: fake, user: alice, namespace: billing}}]
+EOF2
+KUBECONFIG=$W/kube/a.yaml:$W/kube/nothere.yaml:$W/kube/b.yaml run --capture
+is merge/first-wins "$(head -1 "$W/out" | jq -r .caller) $(jq -sr '[.[] | select(.name) | .namespace] | unique | join(",")' "$W/out")" \
+  "alice shop"
+KUBECONFIG=$W/kube/a.yaml:$W/kube/b.yaml HOME=$W/home "$KUBECTL" --cache-dir "$W/home/cache" auth whoami -o json > "$W/out" 2> "$W/err"
+is merge/kubectl-agrees "$(jq -r .status.userInfo.username "$W/out" 2> /dev/null)" alice
+
+# --- bad kubeconfigs: the file and the field named ------------------------------------------------------
+sed 's|command: ./bin/plugin.sh|args2: []|' "$K" > "$W/kube/bad.yaml"
+run --kubeconfig "$W/kube/bad.yaml" --context eve
+is bad/exec-command "$(cat "$W/out")" "error EINVAL: $W/kube/bad.yaml: users[eve].user.exec.command: missing"
+printf 'clusters: [\n' > "$W/kube/broken.yaml"
+run --kubeconfig "$W/kube/broken.yaml"
+has bad/not-yaml "error EINVAL: $W/kube/broken.yaml:2:1: "
+run --kubeconfig "$K" --context nobody
+is bad/context "$(cat "$W/out")" "error EINVAL: $K: contexts[nobody]: no such context (--context)"
+sed 's|certificate-authority: certs/ca.crt|certificate-authority-data: "not base64!"|' "$K" > "$W/kube/bad-ca.yaml"
+run --kubeconfig "$W/kube/bad-ca.yaml"
+is bad/ca-data "$(cat "$W/out")" "error EINVAL: $W/kube/bad-ca.yaml: clusters[fake].cluster.certificate-authority-data: not base64"
+mkdir -p "$W/home2/.kube" && cp "$W/kube/bad.yaml" "$W/home2/.kube/config"
+env -u KUBECONFIG HOME="$W/home2" "$W/driver" --context eve > "$W/out" 2> "$W/err"
+is bad/home-config "$(cat "$W/out")" "error EINVAL: ~/.kube/config: users[eve].user.exec.command: missing"
+
+# --- in-cluster: no kubeconfig, the service account's files (in a private mount namespace) ---------------
+mkdir -p "$W/sa"
+cp "$W/ca.crt" "$W/sa/ca.crt"
+printf '%s' "$TSA" > "$W/sa/token"
+printf 'shop' > "$W/sa/namespace"
+EXPECT_TOKEN=s3cret-agent-token unshare -m sh -c '
+  mount -t tmpfs none /run && mkdir -p /run/secrets/kubernetes.io/serviceaccount &&
+  mount --bind "$1/sa" /run/secrets/kubernetes.io/serviceaccount &&
+  exec env -u KUBECONFIG HOME=$1/nohome KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=$2 "$1/driver" --capture deploy/orders
+' sh "$W" "$PORT" > "$W/out" 2> "$W/err"
+is incluster/caller "$(head -1 "$W/out" | jq -r .caller 2> /dev/null)" system:serviceaccount:shop:diagport-cli
+is incluster/token "$(field shop/orders-7d9f8c6b5-abcde token_ok)" true
+env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST HOME="$W/nohome" "$W/driver" > "$W/out" 2> "$W/err"
+has incluster/nothing "error ENOTFOUND: no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) and not in a pod"
