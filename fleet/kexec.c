@@ -153,7 +153,7 @@ static int reap(pid_t pid, long long deadline, int *status)
 {
 	for (;;) {
 		pid_t w = waitpid(pid, status, WNOHANG);
-		struct timespec t = { 0, 10 * 1000 * 1000 };
+		struct timespec t = { 0, 10L * 1000 * 1000 };
 
 		if (w == pid)
 			return 0;

@@ -162,7 +162,9 @@ static int selector_string(const json_t *sel, const char *what, char **out, stru
 			continue;
 		if (strcmp(op, "In") == 0 || strcmp(op, "NotIn") == 0) {
 			buf_printf(&b, "%s%s %s (", b.len ? "," : "", key, op[0] == 'I' ? "in" : "notin");
-			json_array_foreach(vals, j, x) buf_printf(&b, "%s%s", j ? "," : "", json_string_value(x));
+			json_array_foreach(vals, j, x) {
+				buf_printf(&b, "%s%s", j ? "," : "", json_string_value(x));
+			}
 			buf_puts(&b, ")");
 		} else if (strcmp(op, "Exists") == 0) {
 			buf_printf(&b, "%s%s", b.len ? "," : "", key);
@@ -353,6 +355,7 @@ static bool read_record(const char *rec, char **mode, char **containers)
 	if (!ok) {
 		free(*mode);
 		free(*containers);
+		*mode = *containers = NULL;
 	}
 	return ok;
 }

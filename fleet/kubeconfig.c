@@ -621,7 +621,7 @@ static int load_in_cluster(struct kcfg *out, struct err_msg *em)
 	struct buf ns;
 	int rc;
 
-	if ((rc = incluster_server(server, sizeof(server), em)) != 0) {
+	if (incluster_server(server, sizeof(server), em) != 0) {
 		err_prefix(em, "no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) and not in a pod");
 		return DP_ENOTFOUND;
 	}
