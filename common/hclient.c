@@ -11,6 +11,7 @@
 #include <curl/curl.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -61,9 +62,38 @@ void hclient_free_headers(struct curl_slist *h)
 	lib.slist_free_all(h);
 }
 
+/*
+ * For server_name: the URL with its host replaced by name, and the libcurl
+ * CURLOPT_CONNECT_TO entry that sends name's connections to the real host,
+ * so that TLS (SNI and verification) sees name. Both new; 0 or DP_EINVAL.
+ */
+static int rename_host(const char *url, const char *name, char **new_url, char **connect_to)
+{
+	const char *h = strstr(url, "://"), *e, *port;
+	size_t hlen;
+
+	if (h == NULL)
+		return DP_EINVAL;
+	h += 3;
+	if (*h == '[') {
+		if ((e = strchr(h, ']')) == NULL)
+			return DP_EINVAL;
+		e++;
+	} else {
+		e = h + strcspn(h, ":/?#");
+	}
+	hlen = (size_t)(e - h);
+	port = *e == ':' ? e + 1 : (strncasecmp(url, "https", 5) == 0 ? "443" : "80");
+	*new_url = mem_printf("%.*s%s%s", (int)(h - url), url, name, e);
+	*connect_to = mem_printf("%s:%.*s:%.*s:%.*s", name, (int)strspn(port, "0123456789"), port, (int)hlen, h,
+				 (int)strspn(port, "0123456789"), port);
+	return 0;
+}
+
 int hclient_request(const struct hclient_req *req, long *status, struct buf *resp, struct err_msg *em)
 {
-	struct curl_slist *headers = NULL;
+	struct curl_slist *headers = NULL, *connect_to = NULL;
+	char *url = NULL, *ct = NULL;
 	struct sink sink = { .b = resp };
 	char errbuf[CURL_ERROR_SIZE] = "";
 	size_t start = resp ? resp->len : 0;
@@ -89,7 +119,18 @@ int hclient_request(const struct hclient_req *req, long *status, struct buf *res
 		ret = err_set(em, DP_EIO, "%s %s: libcurl could not allocate the headers", req->method, req->url);
 		goto out;
 	}
-	lib.easy_setopt(c, CURLOPT_URL, req->url);
+	if (req->server_name) {
+		if (rename_host(req->url, req->server_name, &url, &ct) != 0 ||
+		    (connect_to = lib.slist_append(NULL, ct)) == NULL) {
+			ret = err_set(em, DP_EINVAL, "%s %s: cannot verify the server as %s", req->method, req->url,
+				      req->server_name);
+			goto out;
+		}
+		lib.easy_setopt(c, CURLOPT_CONNECT_TO, connect_to);
+	}
+	lib.easy_setopt(c, CURLOPT_URL, url ? url : req->url);
+	if (req->proxy)
+		lib.easy_setopt(c, CURLOPT_PROXY, req->proxy);
 	lib.easy_setopt(c, CURLOPT_CUSTOMREQUEST, req->method);
 	lib.easy_setopt(c, CURLOPT_HTTPHEADER, headers);
 	if (req->body) {
@@ -141,6 +182,10 @@ out:
 	}
 	if (headers)
 		hclient_free_headers(headers);
+	if (connect_to)
+		lib.slist_free_all(connect_to);
+	free(url);
+	free(ct);
 	lib.easy_cleanup(c);
 	return ret;
 }

@@ -40,6 +40,10 @@ struct hclient_req {
 	bool insecure;              /* do not verify the server (kubeconfig's insecure-skip-tls-verify) */
 	bool https_only;            /* refuse any scheme but https:// (also on redirects, which are not followed) */
 	long timeout_ms;            /* the whole request, connecting included */
+	const char *proxy;          /* a proxy URL (http://, https://, socks5://: kubeconfig's proxy-url), or NULL:
+				       libcurl's own (the https_proxy, no_proxy environment variables) */
+	const char *server_name;    /* verify the server's certificate as this name, not the URL's host
+				       (kubeconfig's tls-server-name), or NULL */
 };
 
 /*

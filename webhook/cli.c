@@ -365,8 +365,9 @@ static int certs(int argc, char **argv)
 		return 2;
 	}
 	if (api.server == NULL) {
-		if (kubeapi_in_cluster_server(server, sizeof(server), &em) != 0) {
-			fprintf(stderr, "diagport: webhook certs: %s\n", em.text);
+		if (incluster_server(server, sizeof(server), &em) != 0) {
+			fprintf(stderr, "diagport: webhook certs: %s: give the API server with --api-server https://HOST:PORT\n",
+				em.text);
 			return 2;
 		}
 		api.server = server;

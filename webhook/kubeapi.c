@@ -24,23 +24,6 @@
 #define MAX_TOKEN ((size_t)64 << 10)
 #define PRESIZE ((size_t)16 << 10) /* a response buffer starts this big, so a Secret is never moved by realloc */
 
-int kubeapi_in_cluster_server(char *out, size_t n, struct err_msg *em)
-{
-	const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
-	int w;
-
-	if (host == NULL || host[0] == '\0' || port == NULL || port[0] == '\0')
-		return err_set(em, DP_EINVAL, "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set (not in a "
-					      "pod?): give the API server with --api-server https://HOST:PORT");
-	if (strchr(host, ':'))
-		w = snprintf(out, n, "https://[%s]:%s", host, port);
-	else
-		w = snprintf(out, n, "https://%s:%s", host, port);
-	if (w < 0 || (size_t)w >= n)
-		return err_set(em, DP_EINVAL, "KUBERNETES_SERVICE_HOST is too long");
-	return 0;
-}
-
 void kubeapi_resp_free(struct kubeapi_resp *r)
 {
 	json_decref(r->body);

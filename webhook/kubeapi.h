@@ -20,8 +20,9 @@
 #include <stddef.h>
 
 #include "errors.h"
+#include "incluster.h"
 
-#define KUBEAPI_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define KUBEAPI_SA_DIR INCLUSTER_SA_DIR
 #define KUBEAPI_MAX_RESPONSE ((size_t)2 << 20) /* a Secret may hold 1 MiB, which base64 makes 1.4 MiB */
 
 struct kubeapi_config {
@@ -31,13 +32,6 @@ struct kubeapi_config {
 	long timeout_ms;        /* per request */
 	int tries;              /* attempts per request when there is no answer or a 5xx/429 (>= 1) */
 };
-
-/*
- * The in-cluster API server, from KUBERNETES_SERVICE_HOST and
- * KUBERNETES_SERVICE_PORT (an IPv6 address gets its brackets), into
- * out[0..n). 0, or DP_EINVAL with em when they are not set.
- */
-int kubeapi_in_cluster_server(char *out, size_t n, struct err_msg *em);
 
 /* An answer. */
 struct kubeapi_resp {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "webhook/base64.h"
+#include "common/base64.h"
 #include "common/mem.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

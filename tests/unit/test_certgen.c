@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "webhook/base64.h"
+#include "common/base64.h"
 #include "webhook/certgen.h"
 #include "errors.h"
 #include "mem.h"
