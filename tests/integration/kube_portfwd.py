@@ -36,8 +36,9 @@ socket and the pod connections, so TLS reads and writes never run in two
 threads at once. Each end is logged: "WS NS/POD closed by the client",
 "WS NS/POD closed by the server".
 
-Test knob, per forward: "oversize": N sends one data message of N bytes
-before relaying (to try a client's cap on a frame).
+Test knobs, per forward: "oversize": N sends one data message of N bytes
+before relaying (to try a client's cap on a frame); "tee": PATH writes every
+byte the pod's port sent into PATH (what the client should have received).
 """
 import base64
 import hashlib
@@ -111,6 +112,7 @@ class Tunnel:
         self.inbuf = bytearray()   # bytes from the client
         self.msg, self.msg_op = None, 0
         self.pods = {}             # port index -> socket to the pod's port
+        self.tees = {}             # port index -> file ("tee")
         self.to_pod = {}           # port index -> bytes waiting for it
         self.closed_by = None
         self.sent_close = self.got_close = self.client_eof = False
@@ -141,6 +143,8 @@ class Tunnel:
             if fwd.get("oversize"):
                 self.send_msg(2 * i, b"x" * int(fwd["oversize"]))
             self.pods[i], self.to_pod[i] = s, bytearray()
+            if fwd.get("tee"):
+                self.tees[i] = open(fwd["tee"], "wb")
 
     def on_message(self, op, data):
         if not data:
@@ -245,6 +249,8 @@ class Tunnel:
                 data = b""
             if data:
                 self.send_msg(2 * i, data)
+                if i in self.tees:
+                    self.tees[i].write(data)
             else:
                 self.end_pod(i)  # the pod's side ended: PortForward returns, the pair closes
 
@@ -282,6 +288,9 @@ class Tunnel:
         s = self.pods.pop(i, None)
         if s:
             s.close()
+        t = self.tees.pop(i, None)
+        if t:
+            t.close()
 
 
 def serve(handler, ns, pod, lookup, log):
