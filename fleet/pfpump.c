@@ -44,7 +44,7 @@
 #include "mem.h"
 #include "ws.h"
 
-#define PF_BUF (64 * 1024)
+#define PF_BUF ((size_t)64 * 1024)
 #define PF_ERRTEXT 1024       /* the error channel's message kept, at most */
 #define PF_CLOSE_WAIT_MS 2000 /* for the server's close frame after ours */
 
@@ -410,7 +410,7 @@ static void run(struct pump *p)
 			moved = true;
 		if (r < 0)
 			break;
-		if ((r = read_local(p, &local_in)) > 0)
+		if (read_local(p, &local_in) > 0)
 			moved = true;
 		if ((r = flush(p, &sock_out)) < 0)
 			break;
@@ -467,7 +467,7 @@ int pf_pump_start(const struct pf_stream *s, struct err_msg *em)
 	p->rnd_off = sizeof(p->rnd);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 256 * 1024);
+	pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
 	rc = pthread_create(&t, &attr, pump_main, p);
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {

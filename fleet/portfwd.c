@@ -39,8 +39,8 @@
 #include "ws.h"
 
 #define PF_PROTOCOL "v4.channel.k8s.io"
-#define PF_HEAD_MAX (16 * 1024) /* the API server's answer head */
-#define PF_BODY_MAX (64 * 1024) /* a refusal's body (a metav1.Status) */
+#define PF_HEAD_MAX ((size_t)16 * 1024) /* the API server's answer head */
+#define PF_BODY_MAX ((size_t)64 * 1024) /* a refusal's body (a metav1.Status) */
 
 struct pf_dialer {
 	struct fleet_dialer base; /* first: the runner holds a fleet_dialer * */
@@ -347,12 +347,15 @@ static int upgrade(struct pf_dialer *d, const struct fleet_agent *a, struct conn
 			return rc;
 		if (eof)
 			return err_set(em, DP_EREMOTE, "%s: the API server closed the connection before answering", what);
-		if (memchr(b->data, '\0', b->len))
+		if (b->data && memchr(b->data, '\0', b->len))
 			return err_set(em, DP_EREMOTE, "%s: the API server's answer is not HTTP", what);
 	}
 	*head_len = (size_t)(end + 4 - b->data);
-	if (sscanf(b->data, "HTTP/1.%*1[01] %3d", &status) != 1)
+	if (strncmp(b->data, "HTTP/1.", 7) != 0 || (b->data[7] != '0' && b->data[7] != '1') || b->data[8] != ' ' ||
+	    !isdigit((unsigned char)b->data[9]) || !isdigit((unsigned char)b->data[10]) ||
+	    !isdigit((unsigned char)b->data[11]))
 		return err_set(em, DP_EREMOTE, "%s: the API server's answer is not HTTP", what);
+	status = (b->data[9] - '0') * 100 + (b->data[10] - '0') * 10 + (b->data[11] - '0');
 	if (status != 101)
 		return refused(cn, b, *head_len, status, what, em);
 	b->data[*head_len - 2] = '\0'; /* the head ends at its last CRLF, for header() */

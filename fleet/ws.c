@@ -44,7 +44,7 @@ static void sha1_block(uint32_t h[5], const uint8_t *p)
 {
 	uint32_t w[80], a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
 
-	for (int i = 0; i < 16; i++)
+	for (size_t i = 0; i < 16; i++)
 		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
 	for (int i = 16; i < 80; i++)
 		w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
@@ -96,7 +96,7 @@ static void sha1(const void *msg, size_t n, uint8_t out[20])
 		last[tail - 1 - i] = (uint8_t)(bits >> (8 * i));
 	for (size_t i = 0; i < tail; i += 64)
 		sha1_block(h, last + i);
-	for (int i = 0; i < 5; i++) {
+	for (size_t i = 0; i < 5; i++) {
 		out[4 * i] = (uint8_t)(h[i] >> 24);
 		out[4 * i + 1] = (uint8_t)(h[i] >> 16);
 		out[4 * i + 2] = (uint8_t)(h[i] >> 8);
