@@ -61,15 +61,23 @@ static void busy_open(void)
 	/* else both stay open for the life of the process: the listener, its queue full with c */
 }
 
-static curl_socket_t open_fd(void *u, curlsocktype purpose, struct curl_sockaddr *addr)
+int fdcurl_aim(struct curl_sockaddr *addr, struct err_msg *em)
 {
-	if (purpose != CURLSOCKTYPE_IPCXN || busy_len > sizeof(addr->addr))
-		return CURL_SOCKET_BAD;
+	pthread_once(&once, busy_open);
+	if (busy_err)
+		return err_set(em, DP_EIO, "cannot make the listener libcurl is pointed at: %s", strerror(busy_err));
 	addr->family = AF_UNIX;
 	addr->socktype = SOCK_STREAM;
 	addr->protocol = 0;
-	addr->addrlen = busy_len;
+	addr->addrlen = busy_len; /* 16 bytes: fits struct curl_sockaddr's addr */
 	memcpy(&addr->addr, &busy, busy_len);
+	return 0;
+}
+
+static curl_socket_t open_fd(void *u, curlsocktype purpose, struct curl_sockaddr *addr)
+{
+	if (purpose != CURLSOCKTYPE_IPCXN || fdcurl_aim(addr, NULL) != 0)
+		return CURL_SOCKET_BAD;
 	return *(int *)u;
 }
 

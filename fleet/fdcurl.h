@@ -22,6 +22,14 @@
 #include "hclient.h"
 
 /*
+ * For a caller with its own CURLOPT_OPENSOCKETFUNCTION (one that dials in
+ * it): aim the address libcurl will connect() the returned fd to at the
+ * busy listener, as the callback's last step. 0, or DP_EIO with em when the
+ * listener cannot be made (the callback then returns CURL_SOCKET_BAD).
+ */
+int fdcurl_aim(struct curl_sockaddr *addr, struct err_msg *em);
+
+/*
  * Make c's next transfer run over *fd (connected; borrowed: libcurl does not
  * close it, the caller does, after kube_portfwd_explain if it failed). The
  * URL's "HOST:PORT" must be given as hostport: it is resolved to a
