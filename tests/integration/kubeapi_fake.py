@@ -11,6 +11,7 @@ way the API conventions and the API server's own code say the real one does
   GET/POST     /api/v1/namespaces/NS/secrets[/NAME]
   PUT          /api/v1/namespaces/NS/secrets/NAME
   GET/PATCH    /apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/NAME
+  GET          /api/v1/namespaces/NS/pods/NAME/portforward?ports=P   (WebSocket; kube_portfwd.py)
 
 - HTTPS only (the test makes the certificate with openssl); every request
   needs "Authorization: Bearer TOKEN", TOKEN being the token file's content
@@ -52,6 +53,10 @@ Test control, no token needed, not logged, under /__fake/:
         action "rotate-token":  handle the request, then write {"token": ...} into the token file, as the
                                 kubelet rotates a projected token: the next request needs the new one
 
+  POST /__fake/forward         {"namespace", "pod", "port", "to": "127.0.0.1:N"[, "oversize": N]}: where a
+                              pod's port leads for port-forward; a port with none is refused by the
+                              kubelet (the message on the error channel, kube_portfwd.py)
+
 Usage: kubeapi_fake.py --cert C --key K --token-file T --log L --ready R [--seed FILE]...
 (the port it listens on, on 127.0.0.1, is written to R when it accepts connections).
 """
@@ -73,13 +78,17 @@ import uuid
 import jsonpatch
 import yaml
 
+import kube_portfwd
+
 SECRETS = re.compile(r"^/api/v1/namespaces/([a-z0-9.-]+)/secrets(?:/([a-z0-9.-]+))?$")
 MWCS = re.compile(r"^/apis/admissionregistration\.k8s\.io/v1/mutatingwebhookconfigurations/([a-z0-9.-]+)$")
+PORTFWD = re.compile(r"^/api/v1/namespaces/([a-z0-9.-]+)/pods/([a-z0-9.-]+)/portforward$")
 MAX_BODY = 3 << 20  # the API server's limit on a request body is 3 MiB
 
 lock = threading.Lock()
 store = {"secrets": {}, "mutatingwebhookconfigurations": {}}
 faults = []
+forwards = {}  # "NS/POD/PORT" -> {"to": "HOST:PORT", ...} (POST /__fake/forward)
 revision = [1000]
 args = None
 
@@ -262,7 +271,35 @@ def mwcs(method, name, body, ctype):
     return 200, new
 
 
+def portforward_route(method, ns, pod):
+    """The API server's side of pods/portforward: the upgrade itself happens after the store's lock."""
+    if method not in ("GET", "POST"):
+        return status(405, "MethodNotAllowed", f"{method} is not supported here")
+    return 101, None
+
+
+def forward_lookup(ns, pod, port):
+    with lock:
+        return forwards.get(f"{ns}/{pod}/{port}")
+
+
+def forward_control(body):
+    forwards[f"{body['namespace']}/{body['pod']}/{int(body['port'])}"] = body
+    return 200, body
+
+
+def portforward_serve(handler, path):
+    m = PORTFWD.match(path)
+
+    def log(line):
+        with lock, open(args.log, "a") as f:
+            f.write(line + "\n")
+    kube_portfwd.serve(handler, m.group(1), m.group(2), forward_lookup, log)
+
+
 def control(method, path, body):
+    if path == "/__fake/forward" and method == "POST":
+        return forward_control(body)
     if path == "/__fake/state" and method == "GET":
         return 200, store
     if path == "/__fake/object" and method == "POST":
@@ -771,6 +808,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 ops = " " + ",".join(f"{o.get('op')}:{o.get('path')}" for o in body if isinstance(o, dict))
             with open(args.log, "a") as f:
                 f.write(f"{method} {path} {code}{ops}\n")
+        if code == 101:
+            portforward_serve(self, path)
+            return
         self.reply(code, obj)
 
     def api(self, method, path, body, bad_json):
@@ -805,6 +845,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         m = SECRETS.match(path)
         if m:
             return secrets(method, path, m.group(1), m.group(2), body)
+        m = PORTFWD.match(path)
+        if m:
+            return portforward_route(method, m.group(1), m.group(2))
         m = MWCS.match(path)
         if m:
             return mwcs(method, m.group(1), body, (self.headers.get("Content-Type") or "").split(";")[0].strip())
