@@ -74,33 +74,8 @@ static void uri_encode(struct buf *b, const char *s, size_t n, bool keep_slash)
 	}
 }
 
-static int hexval(int c)
-{
-	return isdigit(c) ? c - '0' : isxdigit(c) ? (tolower(c) - 'a' + 10) : -1;
-}
-
-/* A query component decoded as a form decoder does ('+' is a space, %XY a byte); new string. */
-static char *qdecode(const char *s, size_t n)
-{
-	char *o = mem_alloc(n + 1), *p = o;
-
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '+') {
-			*p++ = ' ';
-		} else if (s[i] == '%' && i + 2 < n && hexval((unsigned char)s[i + 1]) >= 0 &&
-			   hexval((unsigned char)s[i + 2]) >= 0) {
-			*p++ = (char)(hexval((unsigned char)s[i + 1]) * 16 + hexval((unsigned char)s[i + 2]));
-			i += 2;
-		} else {
-			*p++ = s[i];
-		}
-	}
-	*p = '\0';
-	return o;
-}
-
 struct qpair {
-	char *k, *v; /* encoded */
+	char *k, *v;
 };
 
 static int cmp_qpair(const void *a, const void *b)
@@ -111,34 +86,27 @@ static int cmp_qpair(const void *a, const void *b)
 	return c ? c : strcmp(x->v, y->v);
 }
 
-static char *encoded(const char *s, size_t n)
-{
-	char *d = qdecode(s, n);
-	struct buf b;
-
-	buf_init(&b, 0);
-	buf_puts(&b, ""); /* "" stays a string, not NULL */
-	uri_encode(&b, d, strlen(d), false);
-	free(d);
-	return buf_steal(&b, NULL);
-}
-
-/* The canonical query string: pairs decoded, encoded again, sorted by name, then value. */
+/*
+ * The canonical query string: the pairs as the URL encodes them, sorted by
+ * name, then value. The URL must already be encoded canonically (every byte
+ * but the unreserved ones as %XX), as botocore assumes of the URLs it signs;
+ * our calls put their parameters in the body.
+ */
 static void canonical_query(struct buf *b, const char *q)
 {
 	struct qpair *pairs = NULL;
 	size_t n = 0;
 
-	while (q && *q) {
+	if (q && *q == '\0')
+		q = NULL; /* "https://host/?" has no pairs */
+	while (q) {
 		size_t len = strcspn(q, "&");
 		const char *eq = memchr(q, '=', len);
 
-		if (len) {
-			pairs = mem_realloc(pairs, (n + 1) * sizeof(*pairs));
-			pairs[n].k = encoded(q, eq ? (size_t)(eq - q) : len);
-			pairs[n++].v = eq ? encoded(eq + 1, len - (size_t)(eq + 1 - q)) : mem_strdup("");
-		}
-		q += len + (q[len] == '&');
+		pairs = mem_realloc(pairs, (n + 1) * sizeof(*pairs));
+		pairs[n].k = mem_strndup(q, eq ? (size_t)(eq - q) : len);
+		pairs[n++].v = eq ? mem_strndup(eq + 1, len - (size_t)(eq + 1 - q)) : mem_strdup("");
+		q = q[len] == '&' ? q + len + 1 : NULL;
 	}
 	mem_sort(pairs, n, sizeof(*pairs), cmp_qpair);
 	for (size_t i = 0; i < n; i++) {
