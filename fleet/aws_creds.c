@@ -487,7 +487,7 @@ int aws_creds_load(const char *profile, long timeout_ms, struct aws_creds *out, 
 		c.access_key = mem_strdup(ak);
 		c.secret_key = mem_strdup(sk);
 		c.token = env("AWS_SESSION_TOKEN") ? mem_strdup(env("AWS_SESSION_TOKEN")) : NULL;
-		snprintf(c.source, sizeof(c.source), "the environment (AWS_ACCESS_KEY_ID)");
+		snprintf(c.source, sizeof(c.source), "the environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
 		*out = c;
 		return 0;
 	} else if (ak || sk) {

@@ -92,7 +92,7 @@ static int ecs_call(struct disc *d, const char *op, json_t *in, json_t **out, st
 	if (rc == 0 || ae.status == 0)
 		return rc;
 	if (eq(ae.type, "AccessDeniedException"))
-		return err_set(em, DP_EAUTH, "not authorized to perform %s on cluster %s (as %s): %s", action,
+		return err_set(em, DP_EAUTH, "not authorized to perform %s on cluster %s (credentials from %s): %s", action,
 			       d->cluster, d->c.creds.source, ae.message);
 	if (eq(ae.type, "ClusterNotFoundException"))
 		return err_set(em, DP_ENOTFOUND, "ECS cluster %s not found in region %s (%s at %s)", d->cluster,
@@ -462,8 +462,8 @@ int fleet_ecs_discover(const struct fleet_ecs_opts *o, struct fleet_set *out, st
 	}
 	d.cluster = strncmp(o->cluster, "arn:", 4) == 0 ? last_part(o->cluster) : o->cluster;
 	d.c.timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
-	if ((rc = aws_region(o->region, o->profile, &d.c.region, em)) != 0 ||
-	    (rc = aws_creds_load(o->profile, d.c.timeout_ms, &d.c.creds, em)) != 0)
+	if ((rc = aws_creds_load(o->profile, d.c.timeout_ms, &d.c.creds, em)) != 0 ||
+	    (rc = aws_region(o->region, o->profile, &d.c.region, em)) != 0)
 		goto out;
 	d.endpoint = aws_endpoint("ECS", "ecs", d.c.region);
 	if ((rc = list_tasks(&d, arns, em)) != 0 || (rc = describe_tasks(&d, arns, tasks, em)) != 0)
