@@ -157,15 +157,21 @@ static int split_url(const char *url, char **host, char **path, const char **que
 	const char *s = strstr(url, "://"), *a, *end, *colon;
 	bool https;
 
-	if (s == NULL || strlen(url) > MAX_URL)
-		return err_set(em, DP_EINVAL, "%.200s is not an http:// or https:// URL", url);
+	if (s == NULL || strlen(url) > MAX_URL) {
+		err_set(em, DP_EINVAL, "%.200s is not an http:// or https:// URL", url);
+		return DP_EINVAL;
+	}
 	https = (size_t)(s - url) == 5 && strncasecmp(url, "https", 5) == 0;
-	if (!https && !((size_t)(s - url) == 4 && strncasecmp(url, "http", 4) == 0))
-		return err_set(em, DP_EINVAL, "%.200s is not an http:// or https:// URL", url);
+	if (!https && !((size_t)(s - url) == 4 && strncasecmp(url, "http", 4) == 0)) {
+		err_set(em, DP_EINVAL, "%.200s is not an http:// or https:// URL", url);
+		return DP_EINVAL;
+	}
 	a = s + 3;
 	end = a + strcspn(a, "/?#");
-	if (end == a)
-		return err_set(em, DP_EINVAL, "%.200s has no host", url);
+	if (end == a) {
+		err_set(em, DP_EINVAL, "%.200s has no host", url);
+		return DP_EINVAL;
+	}
 	colon = memchr(a, ':', (size_t)(end - a));
 	if (colon && a[0] != '[' && ((https && end - colon == 4 && strncmp(colon, ":443", 4) == 0) ||
 				     (!https && end - colon == 3 && strncmp(colon, ":80", 3) == 0)))

@@ -63,7 +63,8 @@ static void ini_free(struct ini *s)
 {
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->k[i]);
-		mem_wipe(s->v[i], strlen(s->v[i]));
+		if (s->v[i])
+			mem_wipe(s->v[i], strlen(s->v[i]));
 		free(s->v[i]);
 	}
 	free(s->path);
@@ -496,7 +497,7 @@ int aws_creds_load(const char *profile, long timeout_ms, struct aws_creds *out, 
 	} else {
 		snprintf(why[0], sizeof(why[0]), "environment: AWS_ACCESS_KEY_ID is not set");
 	}
-	if ((rc = profile_read(profile, &p, em)) != 0) {
+	if (profile_read(profile, &p, em) != 0) {
 		profile_free(&p);
 		return DP_EINVAL;
 	}
@@ -525,6 +526,7 @@ int aws_region(const char *region, const char *profile, char **out, struct err_m
 {
 	struct profile p;
 	const char *r;
+	bool found;
 
 	if ((r = region) != NULL || (r = env("AWS_REGION")) != NULL || (r = env("AWS_DEFAULT_REGION")) != NULL) {
 		*out = mem_strdup(r);
@@ -535,10 +537,11 @@ int aws_region(const char *region, const char *profile, char **out, struct err_m
 		return DP_EINVAL;
 	}
 	r = ini_get(&p.conf, "region");
-	if (r && *r)
+	found = r && *r;
+	if (found)
 		*out = mem_strdup(r);
 	profile_free(&p);
-	if (r && *r)
+	if (found)
 		return 0;
 	return err_set(em, DP_EINVAL, "no AWS region: give --region, or set AWS_REGION, or region in the profile's "
 				      "section of the config file");

@@ -64,9 +64,13 @@ static void wipe_json(json_t *j)
 	if (json_is_string(j))
 		mem_wipe((char *)json_string_value(j), json_string_length(j));
 	else if (json_is_object(j))
-		json_object_foreach(j, k, v) wipe_json(v);
+		json_object_foreach(j, k, v) {
+			wipe_json(v);
+		}
 	else if (json_is_array(j))
-		json_array_foreach(j, i, v) wipe_json(v);
+		json_array_foreach(j, i, v) {
+			wipe_json(v);
+		}
 }
 
 /* The ARN's last '/'-separated part ("arn:aws:ecs:r:a:task/prod/0123" → "0123"). */
@@ -176,7 +180,10 @@ static json_t *named(const json_t *list, const char *name)
 	size_t i;
 	json_t *v;
 
-	json_array_foreach(list, i, v) if (eq(js(v, "name"), name)) return v;
+	json_array_foreach(list, i, v) {
+		if (eq(js(v, "name"), name))
+			return v;
+	}
 	return NULL;
 }
 
@@ -244,18 +251,21 @@ static const char *address(const json_t *task, bool public_ip)
 	json_array_foreach(json_object_get(task, "attachments"), i, a) {
 		if (!eq(js(a, "type"), "ElasticNetworkInterface") && !eq(js(a, "type"), "eni"))
 			continue;
-		json_array_foreach(json_object_get(a, "details"), k, det) if (eq(js(det, "name"), want) && js(det, "value"))
-			return js(det, "value");
+		json_array_foreach(json_object_get(a, "details"), k, det) {
+			if (eq(js(det, "name"), want) && js(det, "value"))
+				return js(det, "value");
+		}
 	}
 	if (public_ip)
 		return NULL; /* containers[].networkInterfaces has private addresses only */
-	json_array_foreach(json_object_get(task, "containers"), i, c)
+	json_array_foreach(json_object_get(task, "containers"), i, c) {
 		json_array_foreach(json_object_get(c, "networkInterfaces"), k, ni) {
 			if (js(ni, "privateIpv4Address"))
 				return js(ni, "privateIpv4Address");
 			if (js(ni, "ipv6Address"))
 				return js(ni, "ipv6Address");
 		}
+	}
 	return NULL;
 }
 

@@ -26,6 +26,16 @@ static void put(json_t *o, const char *k, const char *v)
 	json_object_set_new(o, k, v ? json_string(v) : json_null());
 }
 
+/* Print j as one line and release it. */
+static void emit(json_t *j)
+{
+	char *t = json_dumps(j, JSON_COMPACT);
+
+	puts(t);
+	free(t);
+	json_decref(j);
+}
+
 static long probe(const struct fleet_agent *a)
 {
 	char *url = mem_printf("%s/processes", a->url), *auth = a->token ? mem_printf("Authorization: Bearer %s", a->token) : NULL;
@@ -67,13 +77,13 @@ static int discover(int argc, char **argv)
 	}
 	if ((rc = fleet_ecs_discover(&o, &s, &em)) != 0) {
 		j = json_pack("{s:s, s:s}", "error", err_str(rc), "message", em.text);
-		puts(json_dumps(j, JSON_COMPACT));
+		emit(j);
 		return 1;
 	}
 	j = json_object();
 	put(j, "caller", s.caller);
 	json_object_set_new(j, "n", json_integer((json_int_t)s.n));
-	puts(json_dumps(j, JSON_COMPACT));
+	emit(j);
 	for (size_t i = 0; i < s.n; i++) {
 		const struct fleet_agent *a = &s.v[i];
 
@@ -90,7 +100,7 @@ static int discover(int argc, char **argv)
 		json_object_set_new(j, "token", json_boolean(a->token != NULL));
 		if (do_probe && a->url)
 			json_object_set_new(j, "probe", json_integer(probe(a)));
-		puts(json_dumps(j, JSON_COMPACT));
+		emit(j);
 	}
 	fleet_set_free(&s);
 	return 0;
