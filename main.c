@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "eventpipe/cli.h"
+#include "fleet/cli.h"
 #include "injector/cli.h"
 #include "launcher/cli.h"
 #include "webhook/cli.h"
@@ -26,6 +27,8 @@ static const struct subcommand subcommands[] = {
 	{ "launch", launch_cli, "the in-container agent: own the diagnostic port (and optionally start the app)" },
 	{ "webhook", webhook_cli, "the admission webhook: the server, `webhook review`, `webhook certs`" },
 	{ "nettrace", nettrace_cli, "read a .nettrace file (an EventPipe trace): `nettrace stats FILE`" },
+	{ "ps", fleet_ps_cli, "the .NET processes behind pods, ECS tasks or agents' URLs" },
+	{ "capture", fleet_capture_cli, "dumps, traces, stacks, ... from many pods or tasks at once" },
 };
 
 static void usage(FILE *f)
@@ -44,6 +47,8 @@ int main(int argc, char **argv)
 
 		if (strcmp(base ? base + 1 : argv[0], "bootstrap") == 0)
 			return inj_cli_macro(argc, argv);
+		if (strcmp(base ? base + 1 : argv[0], "kubectl-diagport") == 0)
+			fleet_cli_as_kubectl_plugin(); /* `kubectl diagport ps ...` runs kubectl-diagport ps ... */
 	}
 	if (argc < 2) {
 		usage(stderr);

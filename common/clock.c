@@ -29,3 +29,22 @@ void clock_rfc3339(char out[CLOCK_RFC3339_LEN], int digits)
 	else
 		snprintf(out, CLOCK_RFC3339_LEN, "%.19s.%03dZ", s, (int)(tv.tv_usec / 1000 % 1000));
 }
+
+long long clock_unix_ms(void)
+{
+	struct timeval tv;
+
+	gettimeofday(&tv, NULL);
+	return (long long)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+void clock_rfc3339_at(char out[CLOCK_RFC3339_LEN], long long unix_ms)
+{
+	time_t t = (time_t)(unix_ms / 1000);
+	struct tm tm;
+	char s[24];
+
+	gmtime_r(&t, &tm);
+	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, CLOCK_RFC3339_LEN, "%.19s.%03dZ", s, (int)(unix_ms % 1000));
+}

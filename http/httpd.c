@@ -10,8 +10,11 @@
  * resident memory in every pod's agent, which needs no TLS. See
  * docs/ARCHITECTURE.md.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +251,30 @@ static void send_stream_body(int sock, struct httpd_req *r)
 			break;
 	}
 	free(chunk);
+}
+
+/* The connection a request came on: every request lives inside its conn. */
+static const struct conn *conn_of(const struct httpd_req *r)
+{
+	return (const struct conn *)(const void *)((const char *)r - offsetof(struct conn, r));
+}
+
+void httpd_peer_text(const struct httpd_req *r, char *out, size_t n)
+{
+	const struct conn *c = conn_of(r);
+
+	if (n == 0)
+		return;
+	out[0] = '\0';
+	if (c->peer.family == AF_INET || c->peer.family == AF_INET6)
+		inet_ntop(c->peer.family, c->peer.a, out, (socklen_t)n);
+}
+
+bool httpd_client_gone(const struct httpd_req *r, int timeout_ms)
+{
+	struct pollfd p = { .fd = conn_of(r)->sock, .events = POLLRDHUP };
+
+	return poll(&p, 1, timeout_ms) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 void httpd_transmit(int sock, struct httpd_req *r)

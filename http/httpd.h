@@ -61,6 +61,10 @@ const char *httpd_query(const struct httpd_req *r, const char *key);   /* borrow
 const char *httpd_header(const struct httpd_req *r, const char *name); /* borrowed, or NULL */
 /* The body of a POST (borrowed, NUL-terminated), or NULL with *len 0 when there is none. */
 const char *httpd_body(const struct httpd_req *r, size_t *len);
+/* The client's address as text ("127.0.0.1", "fd00::5"), into out. */
+void httpd_peer_text(const struct httpd_req *r, char *out, size_t n);
+/* Whether the client has gone (closed its side or reset), waiting up to timeout_ms for it to. */
+bool httpd_client_gone(const struct httpd_req *r, int timeout_ms);
 
 /* Add a response header (copied) to the answer this request will send; at most 4. */
 void httpd_set_header(struct httpd_req *r, const char *name, const char *value);

@@ -20,6 +20,7 @@
 
 #include "capture.h"
 #include "egress.h"
+#include "clock.h"
 #include "mem.h"
 #include "ops.h"
 #include "proc.h"
@@ -27,6 +28,7 @@
 #include "utf8.h"
 
 #define KEEP_OPERATIONS 100
+#define MAX_CALLER 256 /* X-Diagport-Caller, logged with every capture */
 
 struct api {
 	struct port *port;
@@ -168,6 +170,12 @@ static void route_process(struct api *a, struct httpd_req *r, const struct route
 	json_object_set_new(o, "processArchitecture", text_or_empty(p.info.arch));
 	if (p.info.clr_version)
 		json_object_set_new(o, "runtimeVersion", text_or_empty(p.info.clr_version));
+	if (p.attached_unix_ms) { /* diagport's: uptime for `diagport ps` (since the start, in suspend mode) */
+		char t[CLOCK_RFC3339_LEN];
+
+		clock_rfc3339_at(t, p.attached_unix_ms);
+		json_object_set_new(o, "attachedDateTime", json_string(t));
+	}
 	ipc_process_info_free(&p.info);
 	httpd_send_json(r, 200, o);
 }
@@ -206,11 +214,16 @@ static void route_capture(struct api *a, struct httpd_req *r, const struct route
 {
 	struct capture c;
 	struct capture_problem p;
+	const char *caller;
 
 	if (capture_from_request(&a->env, r, rt->kind, &c, &p) != 0) {
 		capture_send_problem(r, &p);
 		return;
 	}
+	httpd_peer_text(r, c.peer, sizeof(c.peer));
+	c.token = a->token != NULL; /* the route is behind the token: it was presented */
+	if ((caller = httpd_header(r, "X-Diagport-Caller")) != NULL)
+		c.caller = mem_strndup(caller, strnlen(caller, MAX_CALLER));
 	capture_run(a->captures, &c, r, NULL);
 }
 

@@ -58,6 +58,11 @@ struct capture {
 	char *file;                     /* or a file (a path that must not exist yet), */
 					/* or neither: the HTTP response */
 	char *tags;                   /* the operation's tags (comma-separated), or NULL */
+	/* who asked, for the log line of every capture: what the agent can tell of its caller */
+	char peer[48];                /* the client's address ("" when not over HTTP) */
+	bool token;                   /* it presented the agent's token (false: no token is configured) */
+	char *caller;                 /* the X-Diagport-Caller header (who the fleet client says it acts for:
+					 a claim, not a proof), at most 256 bytes, or NULL */
 };
 /* Free what c owns (accepts a zeroed capture). */
 void capture_free(struct capture *c);

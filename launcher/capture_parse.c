@@ -38,6 +38,7 @@ void capture_free(struct capture *c)
 	logs_filter_free(&c->filter);
 	free(c->file);
 	free(c->tags);
+	free(c->caller);
 	memset(c, 0, sizeof(*c));
 }
 

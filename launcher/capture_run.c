@@ -22,6 +22,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,12 +312,49 @@ static void staged_done(void *ctx)
 	job_end(j, 0, NULL, NULL);
 }
 
+/*
+ * While a dump is staged nothing is sent, so a client that gives up (the
+ * fleet client's Ctrl-C, a curl killed) is seen only by watching its
+ * socket: the watcher sets gone, which stops createdump as a cancel does.
+ */
+struct client_watch {
+	struct httpd_req *r;
+	atomic_bool gone, done;
+};
+
+static void *watch_client(void *arg)
+{
+	struct client_watch *w = arg;
+
+	while (!atomic_load(&w->done))
+		if (httpd_client_gone(w->r, 200)) {
+			atomic_store(&w->gone, true);
+			break;
+		}
+	return NULL;
+}
+
+static int copy_watched(struct httpd_req *r, struct job *j, int fd, uint64_t *n, struct err_msg *em)
+{
+	struct client_watch w = { .r = r };
+	pthread_t t;
+	bool watching = pthread_create(&t, NULL, watch_client, &w) == 0;
+	int rc = j->k->copy(j, fd, j->cs->dumps_limit, watching ? &w.gone : NULL, n, em);
+
+	atomic_store(&w.done, true);
+	if (watching)
+		pthread_join(t, NULL);
+	if (rc == DP_ECANCELED)
+		err_set(em, DP_ECANCELED, "the client went away; the dump was stopped");
+	return rc;
+}
+
 /* The dump into the staging file, then the file to the client; the slot is held until the download ends. */
 static void send_staged(struct httpd_req *r, struct job *j, char *fname)
 {
 	struct err_msg em;
 	uint64_t n = 0;
-	int fd = staging_open(j->cs, &em), rc = fd < 0 ? DP_EIO : j->k->copy(j, fd, j->cs->dumps_limit, NULL, &n, &em);
+	int fd = staging_open(j->cs, &em), rc = fd < 0 ? DP_EIO : copy_watched(r, j, fd, &n, &em);
 
 	j->k->end(j); /* the app runs on from here; the download can take its time */
 	if (rc != 0) {
@@ -393,7 +432,8 @@ int capture_run(struct captures *cs, struct capture *c, struct httpd_req *r, cha
 	log_info("capture started", LOG_STR("event", "capture-started"), LOG_STR("kind", k->what),
 		 LOG_UINT("pid", j->c.target.pid), LOG_STR("operation", j->op ? id : NULL),
 		 LOG_STR("sink", j->c.egress ? j->c.egress->name : j->c.file ? j->c.file : "response"),
-		 LOG_STR("tags", j->c.tags));
+		 LOG_STR("tags", j->c.tags), LOG_STR("peer", j->c.peer[0] ? j->c.peer : NULL),
+		 LOG_BOOL("token", j->c.token), LOG_STR("caller", j->c.caller));
 	if (!own_sink) {
 		to_response(r, j);
 		return 0;

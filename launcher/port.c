@@ -288,6 +288,7 @@ size_t port_list(struct port *p, struct port_runtime **out)
 			continue; /* not fully attached yet */
 		memcpy(l[n].cookie, r->cookie, 16);
 		l[n].pid = r->pid;
+		l[n].attached_unix_ms = r->attached_unix_ms;
 		l[n].have_info = true;
 		l[n].info.pid = r->info.pid;
 		memcpy(l[n].info.cookie, r->info.cookie, 16);

@@ -50,6 +50,7 @@ void port_free(struct port *p);
 struct port_runtime {
 	uint8_t cookie[16];
 	uint64_t pid;
+	long long attached_unix_ms;   /* when it first reached the agent */
 	bool have_info;
 	struct ipc_process_info info; /* owned by the snapshot */
 };

@@ -13,6 +13,7 @@
 
 #include "buf.h"
 #include "log.h"
+#include "clock.h"
 #include "mem.h"
 
 void rtab_emit(struct port *p, const char *event, const struct runtime *r)
@@ -113,6 +114,7 @@ struct runtime *rtab_find_or_add(struct port *p, const uint8_t cookie[16], uint6
 	memset(r, 0, sizeof(*r));
 	memcpy(r->cookie, cookie, 16);
 	r->pid = pid;
+	r->attached_unix_ms = clock_unix_ms();
 	r->idle_fd = -1;
 	return r;
 }

@@ -20,6 +20,7 @@
 struct runtime {
 	uint8_t cookie[16];
 	uint64_t pid;
+	long long attached_unix_ms; /* when it first reached us (wall clock): /process's attachedDateTime */
 	int idle_fd;          /* newest idle advertised connection, or -1 */
 	int busy;             /* commands in flight */
 	int stage;            /* 0: needs resume; 1-3: asking ProcessInfo3, 2, 1 (one per connection); 4: ready */
