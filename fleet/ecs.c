@@ -430,11 +430,8 @@ static void fetch_token(struct disc *d, const json_t *def, struct fleet_agent *a
 		snprintf(why, sizeof(why), "%s", s->why);
 	else
 		a->token = token_of(s, key, arn, why, sizeof(why));
-	if (why[0]) {
-		free(a->url);
-		a->url = NULL;
-		a->why_not = mem_strdup(why);
-	}
+	if (why[0])
+		a->why_not = mem_strdup(why); /* the URL stays: with a token from elsewhere the agent is callable */
 	free(arn);
 	free(region);
 	free(key);

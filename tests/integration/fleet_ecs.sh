@@ -10,6 +10,7 @@
 #   mixed/*      the agent reached at the discovered address with the fetched token (plain and JSON-key
 #                secrets), a wrong token refused, no agent, bridge mode, agent unhealthy, loopback-only
 #                agent, a standalone task, --public-ip
+#   ps/*         the same through `diagport ps --ecs-cluster -o json` and its exit codes
 #   token/*      GetSecretValue denied; no secret is ever printed
 #   creds/*      each source of the chain (environment, profile files, credential_process, container
 #                endpoint, IMDSv2), their order, and what is said when none has credentials
@@ -36,9 +37,10 @@ for _ in $(seq 1 100); do curl -s -o /dev/null "$U/healthz" && break; sleep 0.1;
 "$PY" $I/ecs_seed.py "$D" "$P" "$W/seed.json" 2> "$W/seed.err" || { fail seed "$(head -c 300 "$W/seed.err")"; exit 0; }
 
 # start_fake NAME SEED: the stand-in; its port in FP_NAME's file $W/NAME.port
+FAKES=()
 start_fake() {
 	"$PY" $I/ecs_api_fake.py "$2" "$W/$1.port" "$W/$1.log" 2> "$W/$1.err" &
-	PIDS+=($!)
+	FAKES+=($!)
 	for _ in $(seq 1 100); do [ -s "$W/$1.port" ] && return 0; sleep 0.05; done
 	fail "start-$1" "the stand-in did not start: $(head -c 300 "$W/$1.err")"
 	exit 0
@@ -164,9 +166,32 @@ disc public "$REG" "${ENVKEYS[@]}" -- mixed --public-ip
 WHY="$(agent public 1)"; check mixed/public-ip test "$(field public 1 url)" = "$U"
 WHY="$(agent public 2)"; check mixed/no-public-ip has 'no public address' "$(field public 2 why_not)"
 
+# the same through `diagport ps` (the lead's CLI): its JSON items, its exit codes
+# dps NAME ENV... -- PS-ARGS: like disc, with diagport ps; stdout $W/NAME.out, stderr $W/NAME.err
+dps() {
+	local name=$1 envs=()
+	shift
+	while [ "$1" != -- ]; do envs+=("$1"); shift; done
+	shift
+	env -i PATH=/usr/bin:/bin HOME="$W/empty" AWS_ENDPOINT_URL="$EP" AWS_EC2_METADATA_DISABLED=true "${envs[@]}" \
+		"$D" ps "$@" > "$W/$name.out" 2> "$W/$name.err"
+	RC=$?
+}
+item() { jq -c --arg t "$2" '.items[] | select(.task | endswith($t))' "$W/$1.out"; }
+dps ps "$REG" "${ENVKEYS[@]}" -- --ecs-cluster mixed -o json
+WHY="rc $RC: $(head -c 300 "$W/ps.err")"; check ps/lists-every-task test "$RC/$(jq '.items | length' "$W/ps.out")" = 0/8
+WHY="$(item ps 1)"; check ps/live-ready test "$(item ps 1 | jq -r '[.state, .url, .workload, .service, .cluster] | join(" ")')" = "ready $U mixed/service:web web mixed"
+WHY="$(item ps 3)"; check ps/wrong-token-unavailable has 'refused the token' "$(item ps 3 | jq -r .reason)"
+WHY="$(item ps 5)"; check ps/bridge-reason has '^bridge network mode' "$(item ps 5 | jq -r '.state + " " + .reason' | sed 's/^unavailable //')"
+WHY="$(head -c 300 "$W/ps.out")"; check ps/caller test "$(jq -r .caller "$W/ps.out")" = arn:aws:iam::123456789012:user/alice
+dps ps-deny "$REG" AWS_ACCESS_KEY_ID=AKIDNOLIST AWS_SECRET_ACCESS_KEY=nolist-secret-key -- --ecs-cluster mixed -o json
+WHY="rc $RC: $(cat "$W/ps-deny.err")"; check ps/denied-exit-4 bash -c "[ $RC = 4 ] && grep -q 'not authorized to perform ecs:ListTasks on cluster mixed' '$W/ps-deny.err'"
+dps ps-nocl "$REG" "${ENVKEYS[@]}" -- --ecs-cluster nope -o json
+WHY="rc $RC: $(cat "$W/ps-nocl.err")"; check ps/unknown-cluster-exit-3 bash -c "[ $RC = 3 ] && grep -q 'ECS cluster nope not found' '$W/ps-nocl.err'"
+
 disc nosm "$REG" AWS_ACCESS_KEY_ID=AKIDNOSM AWS_SECRET_ACCESS_KEY=nosm-secret-key -- mixed
 WHY="$(agent nosm 1)"; check token/denied test "$(field nosm 1 why_not)" = "the agent needs a token: give --token-file, or secretsmanager:GetSecretValue on $SM:live-token-AbCdEf"
-WHY="$(agent nosm 1)"; check token/denied-no-url test "$(field nosm 1 url)/$(field nosm 1 token)" = "null/false"
+WHY="$(agent nosm 1)"; check token/denied-no-token test "$(field nosm 1 url)/$(field nosm 1 token)" = "$U/false"
 
 # ---- the credential chain (cluster tiny; the caller says whose keys were used) ----
 cat > "$W/home/.aws/credentials" << 'EOF'
@@ -260,3 +285,6 @@ WHY="$(cat "$W/slow.log" | head -5)"; check retry/three-throttled test "$(grep -
 # ---- no secret printed anywhere ----
 WHY="$(grep -l -e s3cr3t -e secret-key "$W"/*.out "$W"/*.err 2> /dev/null | head -3)"
 check token/never-printed bash -c "! grep -q -e s3cr3t -e '-secret-key' $W/*.out $W/*.err"
+
+for f in "${FAKES[@]}"; do kill "$f" 2> /dev/null; wait "$f" 2> /dev/null; done
+exit 0
