@@ -24,6 +24,7 @@
 #define MAX_FILE ((size_t)1 << 20)  /* a shared credentials or config file */
 #define MAX_ANSWER ((size_t)64 << 10) /* a credentials endpoint's answer, credential_process's output */
 #define IMDS_TIMEOUT_MS 1000L       /* the SDKs' default: a laptop is not held */
+#define CONTAINER_TIMEOUT_MS 2000L  /* botocore's for the container endpoint */
 #define ECS_CREDS_HOST "http://169.254.170.2"
 
 void aws_creds_free(struct aws_creds *c)
@@ -509,7 +510,8 @@ int aws_creds_load(const char *profile, long timeout_ms, struct aws_creds *out, 
 	rc = from_profile(&p, &c, why[1], sizeof(why[1]), em);
 	profile_free(&p);
 	if (rc == 1)
-		rc = from_container(timeout_ms, &c, why[2], sizeof(why[2]), em);
+		rc = from_container(timeout_ms < CONTAINER_TIMEOUT_MS ? timeout_ms : CONTAINER_TIMEOUT_MS, &c, why[2],
+				    sizeof(why[2]), em);
 	if (rc == 1)
 		rc = from_imds(&c, why[3], sizeof(why[3]), em);
 	if (rc == 1)

@@ -250,6 +250,8 @@ disc c-contbad "$REG" AWS_CONTAINER_CREDENTIALS_FULL_URI="$EP/v2/credentials/tas
 WHY="$(caller c-contbad)"; check creds/container-endpoint-refused bash -c "grep -q 'the container credentials endpoint $EP/v2/credentials/task-creds: HTTP 401' '$W/c-contbad.out'"
 disc c-contfar "$REG" AWS_CONTAINER_CREDENTIALS_FULL_URI="http://192.0.2.1/creds" -- tiny
 WHY="$(caller c-contfar)"; check creds/container-endpoint-not-loopback bash -c "grep -q 'plain http is allowed only to loopback' '$W/c-contfar.out'"
+disc c-rel "$REG" AWS_CONTAINER_CREDENTIALS_RELATIVE_URI=/v2/credentials/abc -- tiny
+WHY="$(caller c-rel)"; check creds/container-relative-uri-at-ecs-address grep -q '"message":"the container credentials endpoint http://169.254.170.2/v2/credentials/abc: ' "$W/c-rel.out"
 disc c-imds "$REG" "${IMDS[@]}" -- tiny
 WHY="$(caller c-imds)"; check creds/imdsv2 test "$(caller c-imds)" = $STSR/ec2-role/i-0123
 WHY="$(cat "$W/c-imds.calls")"; check creds/imdsv2-token-first test "$(jq -r .op "$W/c-imds.calls" | head -1)" = imds-token
