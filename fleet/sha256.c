@@ -27,7 +27,7 @@ static void block(uint32_t h[8], const uint8_t *p)
 {
 	uint32_t w[64], a, b, c, d, e, f, g, hh;
 
-	for (int i = 0; i < 16; i++)
+	for (size_t i = 0; i < 16; i++)
 		w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 |
 		       (uint32_t)p[4 * i + 3];
 	for (int i = 16; i < 64; i++) {
@@ -91,10 +91,10 @@ void sha256_final(struct sha256_ctx *c, uint8_t out[SHA256_LEN])
 		c->n = 0;
 	}
 	memset(c->blk + c->n, 0, 56 - c->n);
-	for (int i = 0; i < 8; i++)
+	for (size_t i = 0; i < 8; i++)
 		c->blk[56 + i] = (uint8_t)(bits >> (56 - 8 * i));
 	block(c->h, c->blk);
-	for (int i = 0; i < 8; i++) {
+	for (size_t i = 0; i < 8; i++) {
 		out[4 * i] = (uint8_t)(c->h[i] >> 24);
 		out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
 		out[4 * i + 2] = (uint8_t)(c->h[i] >> 8);
@@ -142,9 +142,9 @@ void sha256_hex(const uint8_t d[SHA256_LEN], char out[SHA256_HEX_LEN])
 {
 	static const char hex[] = "0123456789abcdef";
 
-	for (int i = 0; i < SHA256_LEN; i++) {
+	for (size_t i = 0; i < SHA256_LEN; i++) {
 		out[2 * i] = hex[d[i] >> 4];
 		out[2 * i + 1] = hex[d[i] & 15];
 	}
-	out[2 * SHA256_LEN] = '\0';
+	out[SHA256_HEX_LEN - 1] = '\0';
 }
