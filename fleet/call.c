@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdcurl.h"
 #include "hclient.h"
 #include "kconn.h"
 #include "mem.h"
@@ -42,8 +43,11 @@ static curl_socket_t open_stream(void *u, curlsocktype purpose, struct curl_sock
 	int fd = -1;
 
 	(void)purpose;
-	(void)addr;
 	s->dial_rc = d->dial(d, s->c->agent, &fd, &s->dial_em);
+	if (s->dial_rc == 0 && (s->dial_rc = fdcurl_aim(addr, &s->dial_em)) != 0) { /* libcurl 7.88: fdcurl.h */
+		close(fd);
+		fd = -1;
+	}
 	return s->dial_rc == 0 ? fd : CURL_SOCKET_BAD;
 }
 
