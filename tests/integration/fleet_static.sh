@@ -212,11 +212,12 @@ WHY="exit $rc (want 1); $(cat "$W/dying.out")"
 check dying-exit test "$rc" = 1
 # the kubelet restarts a dead agent: the new one releases the dump its predecessor left half-way (createdump
 # waiting on the pipe with the app stopped), and the app runs on
+dead_port=${URL[3]##*:}
 start_one 3
 WHY="the app stayed frozen after its agent died mid-dump and came back"
 check dying-app-resumes bash -c "for _ in \$(seq 1 150); do curl -sf -m 1 '${APPURL[3]}/' > /dev/null && exit 0; sleep 0.1; done; exit 1"
 WHY="$(head -c 900 "$W/dying/manifest.json" 2>/dev/null); files: $(ls -A "$W/dying")"
-check dying-manifest python3 - "$W/dying" "${URL[3]##*:}" << 'EOF'
+check dying-manifest python3 - "$W/dying" "$dead_port" << 'EOF'
 import json, os, sys
 d = sys.argv[1]; m = json.load(open(os.path.join(d, "manifest.json")))
 st = {i["target"]["name"].split(":")[1]: i for i in m["items"]}
