@@ -159,6 +159,8 @@ static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_m
 	if (rc != CURLE_OK) {
 		if (s->tunnel_said)
 			return err_set(em, DP_EIO, "%s", s->tunnel_em.text);
+		if (rc == CURLE_GOT_NOTHING)
+			return err_set(em, DP_EIO, "the agent closed the connection without an answer (did it stop?)");
 		if (rc == CURLE_PARTIAL_FILE || (rc == CURLE_RECV_ERROR && c->bytes > 0))
 			return err_set(em, DP_EIO, "the answer was cut off after %llu bytes (the capture failed on the "
 				       "agent, or the connection broke)", (unsigned long long)c->bytes);
