@@ -393,9 +393,17 @@ static int discover(const char *cmd, struct args *a, bool for_capture, struct fl
 
 		rc = fleet_kube_discover(&o, s, &em);
 	}
-	for (size_t i = 0; rc == 0 && token && i < s->n; i++) /* the given token serves agents without their own */
-		if (!s->v[i].token)
-			s->v[i].token = mem_strdup(token);
+	for (size_t i = 0; rc == 0 && token && i < s->n; i++) { /* the given token serves agents without their own */
+		struct fleet_agent *ag = &s->v[i];
+
+		if (ag->token)
+			continue;
+		ag->token = mem_strdup(token);
+		if (ag->why_not && strncmp(ag->why_not, "the agent needs a token", 23) == 0 && ag->url) {
+			free(ag->why_not); /* its own could not be read; the one given may serve */
+			ag->why_not = NULL;
+		}
+	}
 	if (token) {
 		mem_wipe(token, strlen(token));
 		free(token);
