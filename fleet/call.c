@@ -23,7 +23,7 @@
 #include "kconn.h"
 #include "mem.h"
 
-#define ERR_BODY_CAP (64 * 1024)
+#define ERR_BODY_CAP ((size_t)64 * 1024)
 #define CONNECT_TIMEOUT_MS 15000L
 
 struct state {

@@ -29,7 +29,7 @@
 #include "targets.h"
 
 #define MAX_REFS 256
-#define MAX_BODY (64 * 1024)
+#define MAX_BODY ((size_t)64 * 1024)
 #define CONFIRM_OVER 10
 
 /* A format a kind can be captured in: the agent's spelling, an Accept header, the file extension. */
@@ -265,7 +265,7 @@ static int parse(int argc, char **argv, const char *cmd, struct args *a)
 	a->request_timeout_s = 30;
 	a->duration_s = -2; /* not given */
 	a->top = -1;
-	buf_init(&a->params, 64 * 1024);
+	buf_init(&a->params, (size_t)64 * 1024);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+n:Al:c:o:h", options, NULL)) != -1) {
@@ -439,7 +439,8 @@ int fleet_ps_cli(int argc, char **argv)
 		goto out;
 	if (a.output == NULL)
 		a.output = "table";
-	if (strcmp(a.output, "table") && strcmp(a.output, "wide") && strcmp(a.output, "json") && strcmp(a.output, "yaml")) {
+	if (strcmp(a.output, "table") != 0 && strcmp(a.output, "wide") != 0 && strcmp(a.output, "json") != 0 &&
+	    strcmp(a.output, "yaml") != 0) {
 		rc = usage_error("ps", "-o '%s' is not table, wide, json or yaml", a.output);
 		goto out;
 	}
@@ -484,8 +485,8 @@ static int build_capture(struct args *a, struct fleet_capture *c, struct buf *ro
 		struct buf names;
 
 		buf_init(&names, 1024);
-		for (const struct format *g = k->formats; g->name; g++)
-			buf_printf(&names, "%s%s", g == k->formats ? "" : ", ", g->name);
+		for (size_t i = 0; k->formats && k->formats[i].name; i++)
+			buf_printf(&names, "%s%s", i ? ", " : "", k->formats[i].name);
 		fprintf(stderr, "%s capture %s: --format '%s' is not one of %s\n", prog(), k->name, a->format, names.data);
 		buf_free(&names);
 		return FLEET_EXIT_USAGE;
@@ -507,7 +508,7 @@ static int build_capture(struct args *a, struct fleet_capture *c, struct buf *ro
 		return usage_error("capture", "--duration is for trace, cpuprofile and logs, not %s", k->name);
 	if (a->top >= 0 && strcmp(k->name, "gcdump") != 0)
 		return usage_error("capture", "--top is for gcdump, not %s", k->name);
-	buf_init(route, 64 * 1024);
+	buf_init(route, (size_t)64 * 1024);
 	buf_puts(route, k->path);
 	if (f->query)
 		buf_printf(route, "%s%s", strchr(route->data, '?') ? "&" : "?", f->query);

@@ -19,7 +19,7 @@
 #include "mem.h"
 #include "pool.h"
 
-#define ANSWER_CAP (1024 * 1024)
+#define ANSWER_CAP ((size_t)1024 * 1024)
 #define TIMEOUT_MS 20000L
 
 struct ps {
@@ -31,9 +31,8 @@ struct ps {
 static long long uptime_s(const char *rfc3339)
 {
 	struct tm tm = { 0 };
-	const char *end;
 
-	if (rfc3339 == NULL || (end = strptime(rfc3339, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+	if (rfc3339 == NULL || strptime(rfc3339, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
 		return -1;
 	return (long long)(time(NULL) - timegm(&tm));
 }

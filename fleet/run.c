@@ -39,7 +39,7 @@
 #include "pool.h"
 #include "sha256.h"
 
-#define LIST_CAP (1024 * 1024)
+#define LIST_CAP ((size_t)1024 * 1024)
 #define LIST_TIMEOUT_MS 20000L
 #define POLL_MS 1000
 
@@ -386,9 +386,9 @@ static int capture_to_egress(struct run *r, struct job *j, const char *path, str
 
 static void human_bytes(uint64_t n, char *out, size_t len)
 {
-	if (n < 10 * 1024)
+	if (n < 10ULL * 1024)
 		snprintf(out, len, "%llu B", (unsigned long long)n);
-	else if (n < 10 * 1024 * 1024)
+	else if (n < 10ULL * 1024 * 1024)
 		snprintf(out, len, "%.1f KiB", n / 1024.0);
 	else if (n < 10ULL * 1024 * 1024 * 1024)
 		snprintf(out, len, "%.1f MiB", n / 1048576.0);

@@ -18,7 +18,7 @@
 #include "buf.h"
 #include "mem.h"
 
-#define MAX_FILE (4 * 1024 * 1024)
+#define MAX_FILE ((size_t)4 * 1024 * 1024)
 #define MAX_TOKEN 4096
 #define MAX_TARGETS 10000
 
