@@ -268,7 +268,7 @@ static int parse(int argc, char **argv, const char *cmd, struct args *a)
 	buf_init(&a->params, (size_t)64 * 1024);
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+n:Al:c:o:h", options, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:Al:c:o:h", options, NULL)) != -1) {
 		switch (c) {
 		case O_KUBECONFIG: a->kubeconfig = optarg; break;
 		case O_CONTEXT: a->context = optarg; break;

@@ -99,7 +99,7 @@ static const char *pf_refusal(struct disc *d, const char *ns, struct err_msg *em
 	char *why = NULL;
 
 	*rc = 0;
-	if (!d->o->for_capture || d->pf_anywhere)
+	if (d->pf_anywhere)
 		return NULL;
 	if (c == NULL) {
 		*rc = require(d, "create", "", "pods", "portforward", ns, &why, em);
@@ -427,7 +427,8 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 			a->port = (int)json_integer_value(json_object_get(p, "containerPort"));
 	}
 	a->url = mem_printf("http://%s.%s:%d", name, ns, a->port);
-	if ((refusal = pf_refusal(d, ns, em, &rc)) != NULL || rc != 0) {
+	/* a capture asks first (no token fetched where it may not go); ps, last, of a pod it would call */
+	if (d->o->for_capture && ((refusal = pf_refusal(d, ns, em, &rc)) != NULL || rc != 0)) {
 		if (refusal)
 			a->why_not = mem_printf("access denied: %s", refusal);
 		return rc;
@@ -442,6 +443,8 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 		a->why_not = mem_strdup("agent not ready");
 	else if ((secret = token_secret(spec, agent)) != NULL)
 		rc = fetch_token(d, a, ns, secret, em);
+	if (rc == 0 && a->why_not == NULL && !d->o->for_capture && (refusal = pf_refusal(d, ns, em, &rc)) != NULL)
+		a->why_not = mem_printf("access denied: %s", refusal);
 	return rc;
 }
 

@@ -3,13 +3,16 @@
 shape, and task definitions injected by diagport itself (`diagport inject ecs`), so discovery reads
 what the injector really writes.
 
-Usage: ecs_seed.py DIAGPORT AGENT_PORT OUT.json
+Usage: ecs_seed.py DIAGPORT AGENT_PORT OUT.json [PORT1 PORT2 PORT3]
   prod    150 running tasks: 100 of service orders (suspend), 50 of service billing (nosuspend)
   mixed   one task per case: live (the real agent at 127.0.0.1:AGENT_PORT, token secret, public
           address), jsonkey (token under a JSON key), wrongtok (a secret that is not the agent's
           token), plain (no agent), bridge (EC2, bridge mode), unhealthy (agent UNHEALTHY),
           loopback (injected without a token), standalone (group family:batch)
   tiny    one task without the agent (credential tests)
+  shopc   with PORT1..3 (fleet_e2e.sh): service orders, three tasks at 127.0.0.1, each task's
+          agent on its own port (so each its own task definition, orders-N:1), each with a token
+          secret; PORT1's agent really needs its token, e2e-token-1
 """
 import json
 import subprocess
@@ -92,6 +95,10 @@ mixed = [
     task("mixed", 8, live, "family:batch", ip="127.0.0.1"),
 ]
 
+e2e = [int(p) for p in sys.argv[4:7]]
+shopc = [task("shopc", 0xe2e0 + n, td(f"orders-{n}", "--port", str(port), "--auth-secret", f"{SM}:e2e-token-{n}-AbCdEf"),
+              "service:orders", ip="127.0.0.1") for n, port in enumerate(e2e, 1)]
+
 seed = {
     "region": REGION, "account": ACCOUNT,
     "keys": {
@@ -112,12 +119,14 @@ seed = {
         "prod": {"services": ["orders", "billing"], "tasks": prod},
         "mixed": {"services": ["web", "legacy"], "tasks": mixed},
         "tiny": {"services": [], "tasks": [task("tiny", 1, plain, "family:x", ip="10.3.0.1", agent=False)]},
+        **({"shopc": {"services": ["orders"], "tasks": shopc}} if shopc else {}),
     },
     "taskDefinitions": tds,
     "secrets": {
         f"{SM}:orders-token-AbCdEf": "orders-" + TOKEN, f"{SM}:billing-token-AbCdEf": "billing-" + TOKEN,
         f"{SM}:live-token-AbCdEf": TOKEN, f"{SM}:json-token-AbCdEf": json.dumps({"token": TOKEN, "other": "x"}),
         f"{SM}:wrong-token-AbCdEf": "s3cr3t-not-the-agents",
+        **{f"{SM}:e2e-token-{n}-AbCdEf": f"e2e-token-{n}" for n in range(1, len(e2e) + 1)},
     },
     "container": {"path": "/v2/credentials/task-creds", "authorization": "s3cr3t-container-auth", "key": "ASIACONT"},
     "imds": {"role": "ec2-role", "key": "ASIAIMDS"},
