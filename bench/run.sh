@@ -43,3 +43,4 @@ echo; bash bench/agent.sh
 echo; bash bench/transport.sh
 echo; bash bench/webhook.sh
 echo; bash bench/nettrace.sh
+echo; bash bench/fleet_stacks.sh
