@@ -22,7 +22,7 @@
 # Runs alone after `make` (it builds the apps with tests/apps/build.sh); bench/run.sh runs it last.
 # Figures go to docs/BENCHMARKS.md ("Fleet client") by hand.
 # Knobs: NS ("10 25 50"), PARALLEL ("4 8 16"), ROUNDS (3), BATCH (5), LEAK_MB (1500), DUMP_RUNS (2),
-#        SHA_MB (256), SHA_RUNS (5), DIAGPORT (./diagport), BUILD (build).
+#        SHA_MB (256), SHA_RUNS (5), SETTLE (30 s at most after the starts), DIAGPORT (./diagport), BUILD (build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
@@ -35,6 +35,7 @@ LEAK_MB=${LEAK_MB:-1500}
 DUMP_RUNS=${DUMP_RUNS:-2}
 SHA_MB=${SHA_MB:-256}
 SHA_RUNS=${SHA_RUNS:-5}
+SETTLE=${SETTLE:-30}
 W=$(mktemp -d /tmp/dp-bench.XXXXXX)
 chmod 755 "$W"
 . bench/lib.sh
@@ -86,7 +87,12 @@ done
 echo "== $MAXN agents and webapps ready in $(echo "$(date +%s.%N) - $t0" | bc | xargs printf '%.1f') s" \
 	"(batches of $BATCH); one webapp's VmRSS $(awk '/VmRSS/{print $2, $3}' "/proc/${APPPID[1]}/status")," \
 	"one agent's $(awk '/VmRSS/{print $2, $3}' "/proc/$(pgrep -f "launch --socket $W/a1/port" | head -1)/status")"
-echo "   load: $(load)"
+# the starts leave the load high for a while (JIT, the counters sessions): let it settle
+for _ in $(seq 1 "$SETTLE"); do
+	awk '{exit !($1 < 3)}' /proc/loadavg && break
+	sleep 1
+done
+echo "   load after settling (1-min under 3, or $SETTLE s): $(load)"
 
 for n in $NS; do
 	: > "$W/targets-$n"
