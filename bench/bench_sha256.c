@@ -22,8 +22,8 @@
 
 #include "fleet/sha256.h"
 
-#define PIECE (128 * 1024)
-#define UPDATE (16 * 1024)
+#define PIECE ((size_t)128 * 1024)
+#define UPDATE ((size_t)16 * 1024)
 #define MAX_RUNS 100
 
 static double now(void)
@@ -41,7 +41,7 @@ static int cmp(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void report(const char *what, double *s, int n, double bytes)
+static void report(const char *what, double *s, long n, double bytes)
 {
 	qsort(s, (size_t)n, sizeof(*s), cmp);
 	printf("%-32s median %7.1f MB/s (%.3f s)  best %7.1f MB/s\n", what, bytes / s[n / 2] / 1e6, s[n / 2],
@@ -56,9 +56,11 @@ int main(int argc, char **argv)
 	char hex[SHA256_HEX_LEN];
 	struct stat st;
 	char *all;
-	int runs, fd;
+	char *end = NULL;
+	long runs = argc == 3 ? strtol(argv[2], &end, 10) : 0;
+	int fd;
 
-	if (argc != 3 || (runs = atoi(argv[2])) < 1 || runs > MAX_RUNS) {
+	if (argc != 3 || !end || *end || runs < 1 || runs > MAX_RUNS) {
 		fprintf(stderr, "usage: bench_sha256 FILE RUNS (1..%d)\n", MAX_RUNS);
 		return 2;
 	}
@@ -72,15 +74,18 @@ int main(int argc, char **argv)
 		perror("malloc");
 		return 1;
 	}
-	for (int r = 0; r < runs; r++) {
+	for (long r = 0; r < runs; r++) {
 		struct sha256_ctx c;
 		size_t got = 0;
 		ssize_t n;
 		double t0 = now();
 
 		sha256_init(&c);
-		if (lseek(fd, 0, SEEK_SET) != 0)
+		if (lseek(fd, 0, SEEK_SET) != 0) {
+			perror(argv[1]);
+			free(all);
 			return 1;
+		}
 		while ((n = read(fd, piece, sizeof(piece))) > 0) {
 			sha256_update(&c, piece, (size_t)n);
 			if (r == 0)
@@ -91,12 +96,13 @@ int main(int argc, char **argv)
 		by_read[r] = now() - t0;
 		if (n < 0 || got != (size_t)st.st_size) {
 			fprintf(stderr, "%s: short read\n", argv[1]);
+			free(all);
 			return 1;
 		}
 	}
 	sha256_hex(d, hex);
 	printf("%s  %s\n", hex, argv[1]);
-	for (int r = 0; r < runs; r++) {
+	for (long r = 0; r < runs; r++) {
 		struct sha256_ctx c;
 		double t0 = now();
 
