@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/run.sh - the injector's benchmarks (issue 2), then bench/agent.sh and bench/transport.sh. Measures and prints; never gates.
+# bench/run.sh - the injector's benchmarks (issue 2), then the other bench/*.sh that make bench runs (the last:
+# bench/fleet_stacks.sh, the fleet client). Measures and prints; never gates.
 # Runs diagport and the reference (jq doing one comparable edit of the same file)
 # side by side in one run, and prints the ratio. Figures go to docs/BENCHMARKS.md by hand.
 set -euo pipefail
@@ -43,3 +44,4 @@ echo; bash bench/agent.sh
 echo; bash bench/transport.sh
 echo; bash bench/webhook.sh
 echo; bash bench/nettrace.sh
+echo; bash bench/fleet_stacks.sh

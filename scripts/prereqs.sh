@@ -26,7 +26,7 @@ test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind openssl file b
 	# job_pod.sh runs an injected pod in real containers: podman with runc (crun refuses cgroup v1
 	# hybrids), catatonit for the pod's infra container (a Recommends, not a Depends, of podman)
 	podman runc catatonit)
-bench_pkgs=(hyperfine jq wrk nginx)
+bench_pkgs=(hyperfine jq wrk nginx bc time)
 lint_pkgs=(cppcheck clang-tidy)
 fuzz_pkgs=(clang-14 libclang-rt-14-dev)
 # the CDK library's copy of the injection rules is compiled to WebAssembly by Debian's emscripten,
