@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "fleet.h"
 #include "hclient.h"
 #include "mem.h"
 #include "sha256.h"
@@ -55,24 +56,6 @@ char *aws_endpoint(const char *env_id, const char *host_prefix, const char *regi
 }
 
 /* ---- SigV4 ---- */
-
-static bool unreserved(unsigned char c)
-{
-	return isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~';
-}
-
-/* URI-encode s[0..n) as SigV4 asks (every byte but the unreserved ones; '/' kept when keep_slash). */
-static void uri_encode(struct buf *b, const char *s, size_t n, bool keep_slash)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (unreserved(c) || (keep_slash && c == '/'))
-			buf_putc(b, (char)c);
-		else
-			buf_printf(b, "%%%02X", c);
-	}
-}
 
 struct qpair {
 	char *k, *v;
@@ -240,7 +223,7 @@ int aws_sigv4_sign(const struct aws_sigv4_req *req, const struct aws_creds *c, c
 	buf_init(&cr, 0);
 	buf_init(&names, 0);
 	buf_printf(&cr, "%s\n", req->method);
-	uri_encode(&cr, path, strlen(path), true);
+	fleet_pct_encode(&cr, path, strlen(path), true);
 	buf_putc(&cr, '\n');
 	canonical_query(&cr, query);
 	buf_putc(&cr, '\n');

@@ -237,22 +237,10 @@ static bool number(const char *s, long lo, long hi, long *out)
 	return true;
 }
 
-/* Percent-encode v (RFC 3986 unreserved kept) onto b. */
-static void escape(struct buf *b, const char *v)
-{
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		    strchr("-._~,", *p))
-			buf_putc(b, (char)*p);
-		else
-			buf_printf(b, "%%%02X", *p);
-	}
-}
-
 static void add_param(struct buf *b, const char *k, const char *v)
 {
 	buf_printf(b, "&%s=", k);
-	escape(b, v);
+	fleet_pct_encode(b, v, strlen(v), false);
 }
 
 static int parse(int argc, char **argv, const char *cmd, struct args *a)

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "mem.h"
+
+#include <jansson.h>
 
 struct fleet_agent *fleet_set_add(struct fleet_set *s)
 {
@@ -59,4 +62,45 @@ void fleet_set_sort(struct fleet_set *s)
 {
 	if (s->n > 1)
 		qsort(s->v, s->n, sizeof(*s->v), by_workload_name);
+}
+
+void fleet_pct_encode(struct buf *b, const char *s, size_t n, bool keep_slash)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+		    c == '_' || c == '~' || (keep_slash && c == '/'))
+			buf_putc(b, (char)c);
+		else
+			buf_printf(b, "%%%02X", c);
+	}
+}
+
+char *fleet_pct_escape(const char *s)
+{
+	struct buf b;
+
+	buf_init(&b, 0);
+	buf_puts(&b, "");
+	fleet_pct_encode(&b, s, strlen(s), false);
+	return buf_steal(&b, NULL);
+}
+
+static void set_str(json_t *o, const char *k, const char *v)
+{
+	if (v)
+		json_object_set_new(o, k, json_string(v));
+}
+
+void fleet_agent_describe(json_t *o, const struct fleet_agent *a)
+{
+	set_str(o, "namespace", a->namespace_);
+	set_str(o, "pod", a->pod);
+	set_str(o, "container", a->container);
+	set_str(o, "cluster", a->cluster);
+	set_str(o, "task", a->task);
+	set_str(o, "service", a->service);
+	set_str(o, "workload", a->workload);
+	set_str(o, "url", a->dialer ? NULL : a->url);
 }

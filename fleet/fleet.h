@@ -68,6 +68,20 @@ struct fleet_agent *fleet_set_add(struct fleet_set *s);
 /* Release everything s owns; s is then empty. */
 void fleet_set_free(struct fleet_set *s);
 
+/*
+ * Percent-encode s[0..n) onto b (RFC 3986: every byte but A-Z a-z 0-9 - . _ ~,
+ * and '/' too when keep_slash): query values, SigV4's canonical URI, form bodies.
+ */
+struct buf;
+void fleet_pct_encode(struct buf *b, const char *s, size_t n, bool keep_slash);
+/* The same into a new string. */
+char *fleet_pct_escape(const char *s);
+
+/* Where an agent is, as JSON members set on o (namespace, pod, container, cluster, task, service,
+ * workload; url when it is reached by it): the manifest's and ps's shared description. */
+typedef struct json_t json_t;
+void fleet_agent_describe(json_t *o, const struct fleet_agent *a);
+
 /* Sort s by workload, then name (the order ps prints and captures start in). */
 void fleet_set_sort(struct fleet_set *s);
 

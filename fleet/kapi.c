@@ -109,22 +109,6 @@ int kapi_error(const struct kapi_resp *r, const char *what, struct err_msg *em)
 		       hint);
 }
 
-char *kapi_escape(const char *s)
-{
-	struct buf b;
-
-	buf_init(&b, 0);
-	buf_puts(&b, "");
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("-._~", c))
-			buf_putc(&b, (char)c);
-		else
-			buf_printf(&b, "%%%02X", c);
-	}
-	return buf_steal(&b, NULL);
-}
 
 int kapi_can(const struct kapi *a, const char *verb, const char *group, const char *resource, const char *sub,
 	     const char *ns, bool *allowed, struct err_msg *em)

@@ -41,8 +41,6 @@ int kapi_call(const struct kapi *a, const char *method, const char *path, json_t
  * DP_EREMOTE, with em "WHAT: HTTP 403: <the Status message>". */
 int kapi_error(const struct kapi_resp *r, const char *what, struct err_msg *em);
 
-/* s percent-encoded for a query value (new). */
-char *kapi_escape(const char *s);
 
 /*
  * May the user VERB (group, resource[/sub]) in ns ("": cluster-wide), name

@@ -18,6 +18,7 @@
 
 #include "base64.h"
 #include "buf.h"
+#include "fleet.h"
 #include "hclient.h"
 #include "mem.h"
 
@@ -52,24 +53,6 @@ static long long jwt_exp(const char *jwt)
 	}
 	free(b64);
 	return exp;
-}
-
-static char *form_escape(const char *s)
-{
-	struct buf b;
-
-	buf_init(&b, 0);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || strchr("-._~", c))
-			buf_putc(&b, (char)c);
-		else
-			buf_printf(&b, "%%%02X", c);
-	}
-	if (b.data == NULL)
-		buf_puts(&b, "");
-	return buf_steal(&b, NULL);
 }
 
 static int refresh(const struct doc_node *cfg, const char *where, const char *dir, long timeout_ms, char **token,
@@ -110,9 +93,9 @@ static int refresh(const struct doc_node *cfg, const char *where, const char *di
 	}
 	free(url);
 	url = mem_strdup(endpoint);
-	e1 = form_escape(rt);
-	e2 = form_escape(id);
-	e3 = form_escape(secret ? secret : "");
+	e1 = fleet_pct_escape(rt);
+	e2 = fleet_pct_escape(id);
+	e3 = fleet_pct_escape(secret ? secret : "");
 	body = mem_printf("grant_type=refresh_token&refresh_token=%s&client_id=%s%s%s", e1, e2,
 			  secret ? "&client_secret=" : "", secret ? e3 : "");
 	hdr[1] = "Content-Type: application/x-www-form-urlencoded";

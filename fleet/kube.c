@@ -452,12 +452,12 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 
 static int list_pods(struct disc *d, const char *selector, struct err_msg *em)
 {
-	char *cont = NULL, *sel = selector ? kapi_escape(selector) : NULL;
+	char *cont = NULL, *sel = selector ? fleet_pct_escape(selector) : NULL;
 	size_t total = 0;
 	int rc = 0;
 
 	do {
-		char *c = cont ? kapi_escape(cont) : NULL;
+		char *c = cont ? fleet_pct_escape(cont) : NULL;
 		char *path = d->o->all_namespaces
 				     ? mem_printf("/api/v1/pods?limit=" PAGE "%s%s%s%s", sel ? "&labelSelector=" : "",
 						  sel ? sel : "", c ? "&continue=" : "", c ? c : "")

@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base64.h"
 #include "buf.h"
 #include "clock.h"
 #include "hclient.h"
@@ -311,12 +312,11 @@ static void request(const struct pf_dialer *d, const struct fleet_agent *a, cons
 	if (d->k->token) {
 		buf_printf(b, "Authorization: Bearer %s\r\n", d->k->token);
 	} else if (d->k->basic) {
-		size_t n = strlen(d->k->basic);
-		char *enc = mem_alloc((n + 2) / 3 * 4 + 1);
+		size_t len;
+		char *enc = b64_encode(d->k->basic, strlen(d->k->basic), &len);
 
-		ws_base64(d->k->basic, n, enc);
 		buf_printf(b, "Authorization: Basic %s\r\n", enc);
-		mem_wipe(enc, strlen(enc));
+		mem_wipe(enc, len);
 		free(enc);
 	}
 	buf_puts(b, "\r\n");

@@ -102,14 +102,7 @@ static json_t *process_list(const struct ps *ps)
 		const char *why = a->why_not ? a->why_not : ps->errors[i];
 
 		json_object_set_new(it, "target", json_string(a->name));
-		set_str(it, "namespace", a->namespace_);
-		set_str(it, "pod", a->pod);
-		set_str(it, "container", a->container);
-		set_str(it, "cluster", a->cluster);
-		set_str(it, "task", a->task);
-		set_str(it, "service", a->service);
-		set_str(it, "workload", a->workload);
-		set_str(it, "url", a->dialer ? NULL : a->url);
+		fleet_agent_describe(it, a);
 		set_str(it, "mode", a->mode);
 		json_object_set_new(it, "state", json_string(why ? "unavailable" : "ready"));
 		set_str(it, "reason", why);

@@ -599,14 +599,7 @@ static json_t *manifest(const struct run *r)
 
 		counts[j->st]++;
 		set_str(t, "name", a->name);
-		set_str(t, "namespace", a->namespace_);
-		set_str(t, "pod", a->pod);
-		set_str(t, "container", a->container);
-		set_str(t, "cluster", a->cluster);
-		set_str(t, "task", a->task);
-		set_str(t, "service", a->service);
-		set_str(t, "workload", a->workload);
-		set_str(t, "url", a->dialer ? NULL : a->url);
+		fleet_agent_describe(t, a);
 		json_object_set_new(it, "target", t);
 		if (j->pid)
 			json_object_set_new(it, "pid", json_integer((json_int_t)j->pid));

@@ -17,6 +17,11 @@
 #define SHA256_HEX_LEN 65 /* its lowercase hex form with the NUL */
 
 struct sha256_ctx {
+	union {                   /* nettle's context, when it is the one hashing (sha256.c) */
+		uint64_t align;
+		unsigned char ctx[128];
+	} lib;
+	int via_lib;
 	uint32_t h[8];
 	uint64_t bytes;  /* message length so far */
 	uint8_t blk[64]; /* the block being filled */
@@ -32,6 +37,9 @@ void sha256_final(struct sha256_ctx *c, uint8_t out[SHA256_LEN]);
 void sha256(const void *p, size_t n, uint8_t out[SHA256_LEN]);
 /* HMAC-SHA256 of msg under key (any length). Intermediate state is wiped. */
 void sha256_hmac(const void *key, size_t key_len, const void *msg, size_t msg_len, uint8_t out[SHA256_LEN]);
+/* Hash with our own code only, not nettle's (the unit test checks both against the vectors). */
+void sha256_portable_only(void);
+
 /* Lowercase hex of a digest into out (SHA256_HEX_LEN bytes, NUL-terminated). */
 void sha256_hex(const uint8_t d[SHA256_LEN], char out[SHA256_HEX_LEN]);
 

@@ -11,29 +11,8 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "base64.h"
 #include "errors.h"
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-void ws_base64(const void *in_, size_t n, char *dst)
-{
-	const uint8_t *in = in_;
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16;
-
-		if (i + 1 < n)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (i + 2 < n)
-			v |= in[i + 2];
-		dst[o++] = b64[(v >> 18) & 63];
-		dst[o++] = b64[(v >> 12) & 63];
-		dst[o++] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
-		dst[o++] = i + 2 < n ? b64[v & 63] : '=';
-	}
-	dst[o] = '\0';
-}
 
 static uint32_t rol(uint32_t x, int n)
 {
@@ -110,7 +89,7 @@ int ws_key(char key[WS_KEY_LEN + 1])
 
 	if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
 		return DP_EIO;
-	ws_base64(nonce, sizeof(nonce), key);
+	key[b64_encode_to(nonce, sizeof(nonce), key)] = '\0';
 	return 0;
 }
 
@@ -124,7 +103,7 @@ void ws_accept(const char *key, char accept[WS_ACCEPT_LEN + 1])
 	memcpy(msg, key, n);
 	memcpy(msg + n, guid, sizeof(guid) - 1);
 	sha1(msg, n + sizeof(guid) - 1, digest);
-	ws_base64(digest, sizeof(digest), accept);
+	accept[b64_encode_to(digest, sizeof(digest), accept)] = '\0';
 }
 
 size_t ws_head_put(uint8_t *dst, enum ws_opcode op, uint64_t len, const uint8_t mask[4])

@@ -24,13 +24,6 @@ enum ws_opcode {
 #define WS_HEAD_MAX 14       /* 2 + 8 (64-bit length) + 4 (mask) */
 #define WS_CONTROL_MAX 125   /* a control frame's payload (RFC 6455 5.5) */
 
-/*
- * base64 with padding (RFC 4648 4) of in[0..n) into dst: 4 * ceil(n / 3)
- * characters and a NUL. The handshake's encoding, and the Basic
- * credentials' the handshake carries.
- */
-void ws_base64(const void *in, size_t n, char *dst);
-
 /* A new random Sec-WebSocket-Key: WS_KEY_LEN characters and a NUL into key. 0, or DP_EIO (no randomness). */
 int ws_key(char key[WS_KEY_LEN + 1]);
 
