@@ -125,6 +125,7 @@ static void answer_reason(const struct buf *b, long status, struct err_msg *em, 
 		err_set(em, code, "HTTP %ld: %.*s", status, (int)strcspn(b->data, "\r\n"), b->data);
 	else
 		err_set(em, code, "HTTP %ld", status);
+	fleet_safe_text(em->text); /* the agent's words go to a terminal */
 	json_decref(j);
 }
 
@@ -159,6 +160,8 @@ static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_m
 	if (rc != CURLE_OK) {
 		if (s->tunnel_said)
 			return err_set(em, DP_EIO, "%s", s->tunnel_em.text);
+		if (rc == CURLE_OUT_OF_MEMORY)
+			return err_set(em, DP_ETOOBIG, "the agent's answer has headers larger than libcurl takes");
 		if (rc == CURLE_GOT_NOTHING)
 			return err_set(em, DP_EIO, "the agent closed the connection without an answer (did it stop?)");
 		if (rc == CURLE_PARTIAL_FILE || (rc == CURLE_RECV_ERROR && c->bytes > 0))
@@ -170,7 +173,9 @@ static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_m
 		return 0;
 	code = c->status == 401 || c->status == 403 ? DP_EAUTH : c->status == 404 ? DP_ENOTFOUND : DP_EREMOTE;
 	answer_reason(&s->errbody, c->status, em, code);
-	if (c->status == 401)
+	if (c->status == 401 && c->agent->token == NULL)
+		err_prefix(em, "the agent needs a token (give --token-file, or DIAGPORT_TOKEN)");
+	else if (c->status == 401)
 		err_prefix(em, "the agent refused the token");
 	else if (c->status == 429)
 		err_prefix(em, "the agent is busy");
@@ -202,7 +207,7 @@ int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 		mem_wipe(line, strlen(line));
 		free(line);
 	}
-	if (c->caller) {
+	if (c->caller) { /* fleet_set_safe made it one line without control bytes */
 		line = mem_printf("X-Diagport-Caller: %s", c->caller);
 		hdr = s.lib->slist_append(hdr, line);
 		free(line);

@@ -26,11 +26,13 @@
 #include "fleet.h"
 #include "mem.h"
 #include "run.h"
+#include "size.h"
 #include "targets.h"
 
 #define MAX_REFS 256
 #define MAX_BODY ((size_t)64 * 1024)
 #define CONFIRM_OVER 10
+#define GIB ((uint64_t)1 << 30)
 
 /* A format a kind can be captured in: the agent's spelling, an Accept header, the file extension. */
 struct format {
@@ -41,6 +43,7 @@ struct kind {
 	const char *name, *method, *path;
 	bool freezes, per_process, takes_duration;
 	long default_timeout_s;      /* beyond --duration */
+	uint64_t default_max;        /* bytes per artifact unless --max-size says otherwise */
 	const struct format *formats; /* the first is the default; NULL-named end */
 	const char *help;
 };
@@ -67,17 +70,17 @@ static const struct format logs_f[] = { { "ndjson", NULL, "application/x-ndjson"
 					{ 0 } };
 
 static const struct kind kinds[] = {
-	{ "dump", "GET", "/dump", true, true, false, 1800, dump_f, "a core dump (--type Mini|Full|WithHeap|Triage)" },
-	{ "trace", "GET", "/trace", false, true, true, 300, trace_f,
+	{ "dump", "GET", "/dump", true, true, false, 1800, 1024 * GIB, dump_f, "a core dump (--type Mini|Full|WithHeap|Triage)" },
+	{ "trace", "GET", "/trace", false, true, true, 300, 16 * GIB, trace_f,
 	  "an EventPipe trace (--profile P[,P] or --providers FILE; --duration)" },
-	{ "cpuprofile", "GET", "/trace?profile=Cpu", false, true, true, 300, cpu_f,
+	{ "cpuprofile", "GET", "/trace?profile=Cpu", false, true, true, 300, 4 * GIB, cpu_f,
 	  "a CPU profile (--format speedscope|folded|flamegraph|nettrace; --duration)" },
-	{ "stacks", "GET", "/stacks", false, true, false, 120, stacks_f,
+	{ "stacks", "GET", "/stacks", false, true, false, 120, GIB / 16, stacks_f,
 	  "every managed thread's stack, now (--format text|json|speedscope)" },
-	{ "gcdump", "GET", "/gcdump", true, true, false, 600, gc_f,
+	{ "gcdump", "GET", "/gcdump", true, true, false, 600, 4 * GIB, gc_f,
 	  "a GC heap snapshot (--format stats|json|nettrace, --top N)" },
-	{ "metrics", "GET", "/metrics", false, false, false, 60, metrics_f, "a snapshot of the counters (Prometheus text)" },
-	{ "logs", "GET", "/logs", false, true, true, 300, logs_f,
+	{ "metrics", "GET", "/metrics", false, false, false, 60, GIB / 16, metrics_f, "a snapshot of the counters (Prometheus text)" },
+	{ "logs", "GET", "/logs", false, true, true, 300, 16 * GIB, logs_f,
 	  "what the app logs (--level, --duration; --format ndjson|json-seq|text)" },
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
@@ -101,6 +104,7 @@ struct args {
 	const struct kind *kind;
 	const char *type, *profile_names, *providers, *format, *level, *egress, *tags;
 	long duration_s, timeout_s, top;
+	uint64_t max_size;
 	unsigned max_unavailable;
 	bool yes;
 	struct buf params;   /* "&k=v" for each --param */
@@ -109,7 +113,7 @@ struct args {
 enum {
 	O_KUBECONFIG = 256, O_CONTEXT, O_ECS_CLUSTER, O_ECS_SERVICE, O_REGION, O_PROFILE_AWS, O_PUBLIC_IP, O_TARGET,
 	O_TARGETS_FILE, O_TOKEN_FILE, O_PARALLEL, O_REQ_TIMEOUT, O_TYPE, O_TRACE_PROFILE, O_PROVIDERS, O_FORMAT,
-	O_LEVEL, O_EGRESS, O_TAGS, O_DURATION, O_TIMEOUT, O_TOP, O_MAX_UNAVAILABLE, O_YES, O_PARAM
+	O_LEVEL, O_EGRESS, O_TAGS, O_DURATION, O_TIMEOUT, O_TOP, O_MAX_UNAVAILABLE, O_YES, O_PARAM, O_MAX_SIZE
 };
 
 static const struct option options[] = {
@@ -143,6 +147,7 @@ static const struct option options[] = {
 	{ "max-unavailable", required_argument, NULL, O_MAX_UNAVAILABLE },
 	{ "yes", no_argument, NULL, O_YES },
 	{ "param", required_argument, NULL, O_PARAM },
+	{ "max-size", required_argument, NULL, O_MAX_SIZE },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 }
 };
@@ -203,7 +208,9 @@ static void usage_capture(FILE *f)
 		   "  --yes                    needed for more than %d targets when not asked on a terminal\n"
 		   "  --type T  --duration S  --profile P  --providers FILE  --format F  --level L  --top N\n"
 		   "  --tags T  --param KEY=VALUE (any other query parameter of the agent's route)\n"
-		   "  --timeout S              each capture (default: the duration plus the kind's allowance)\n",
+		   "  --timeout S              each capture (default: the duration plus the kind's allowance)\n"
+		   "  --max-size SIZE          each artifact at most (default: 1Ti dump, 16Gi trace and logs, 4Gi\n"
+		   "                           cpuprofile and gcdump, 64Mi stacks and metrics)\n",
 		CONFIRM_OVER);
 	usage_targets(f);
 	fprintf(f, "\nexit codes: 0 all succeeded, 1 some failed (see the summary and manifest.json), 2 usage,\n"
@@ -315,6 +322,10 @@ static int parse(int argc, char **argv, const char *cmd, struct args *a)
 			a->max_unavailable = (unsigned)v;
 			break;
 		case O_YES: a->yes = true; break;
+		case O_MAX_SIZE:
+			if (size_parse(optarg, &a->max_size) != 0 || a->max_size == 0)
+				return usage_error(cmd, "--max-size '%s' is not a size (4096, 100M, 512Mi, 2Gi)", optarg);
+			break;
 		case O_PARAM: {
 			const char *eq = strchr(optarg, '=');
 			char *k;
@@ -397,6 +408,7 @@ static int discover(const char *cmd, struct args *a, bool for_capture, struct fl
 		free(token);
 	}
 	if (rc != 0) {
+		fleet_safe_text(em.text);
 		fprintf(stderr, "%s %s: %s\n", prog(), cmd, em.text);
 		return rc == DP_EAUTH ? FLEET_EXIT_DENIED : rc == DP_EINVAL && (a->n_targets || a->targets_file)
 									  ? FLEET_EXIT_USAGE : FLEET_EXIT_DISCOVERY;
@@ -408,6 +420,7 @@ static int discover(const char *cmd, struct args *a, bool for_capture, struct fl
 		gethostname(host, sizeof(host) - 1);
 		s->caller = mem_printf("%s@%s", user && *user ? user : "unknown", host[0] ? host : "unknown");
 	}
+	fleet_set_safe(s);
 	fleet_set_sort(s);
 	return 0;
 }
@@ -432,9 +445,10 @@ int fleet_ps_cli(int argc, char **argv)
 		rc = usage_error("ps", "-o '%s' is not table, wide, json or yaml", a.output);
 		goto out;
 	}
-	fleet_signals_install();
-	if ((rc = discover("ps", &a, false, &s)) == 0)
+	if ((rc = discover("ps", &a, false, &s)) == 0) {
+		fleet_signals_install();
 		rc = fleet_ps(&s, a.output, a.parallel);
+	}
 out:
 	fleet_set_free(&s);
 	buf_free(&a.params);
@@ -539,6 +553,7 @@ static int build_capture(struct args *a, struct fleet_capture *c, struct buf *ro
 	c->freezes = k->freezes;
 	c->per_process = k->per_process;
 	c->egress = a->egress;
+	c->max_bytes = a->max_size ? a->max_size : k->default_max;
 	c->timeout_ms = (a->timeout_s ? a->timeout_s : k->default_timeout_s + (k->takes_duration ? duration : 0)) * 1000;
 	return 0;
 }
@@ -561,11 +576,17 @@ static bool confirmed(const struct args *a, const struct fleet_set *s)
 	return fgets(line, sizeof(line), stdin) && (line[0] == 'y' || line[0] == 'Y');
 }
 
-static int output_dir(struct args *a, char **dir)
+/*
+ * The output directory: made (0700) when missing, else it must be a
+ * directory of ours that we can write in: a shared one (another user's, or
+ * /tmp itself) could hold planted names. *created says we made it.
+ */
+static int output_dir(struct args *a, char **dir, bool *created)
 {
 	char t[20];
 	time_t now = time(NULL);
 	struct tm tm;
+	struct stat st;
 
 	if (a->output == NULL && a->egress) {
 		*dir = NULL;
@@ -578,8 +599,18 @@ static int output_dir(struct args *a, char **dir)
 		strftime(t, sizeof(t), "%Y%m%dT%H%M%SZ", &tm);
 		*dir = mem_printf("diagport-%s-%s", a->kind->name, t);
 	}
-	if (mkdir(*dir, 0700) != 0 && errno != EEXIST) {
+	*created = mkdir(*dir, 0700) == 0;
+	if (!*created && errno != EEXIST) {
 		fprintf(stderr, "%s capture: cannot create %s: %s\n", prog(), *dir, strerror(errno));
+		return FLEET_EXIT_USAGE;
+	}
+	if (lstat(*dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s capture: %s is not a directory\n", prog(), *dir);
+		return FLEET_EXIT_USAGE;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 0022) != 0) {
+		fprintf(stderr, "%s capture: %s is %s; give a directory of your own (it is made when missing)\n",
+			prog(), *dir, st.st_uid != geteuid() ? "another user's" : "writable by others");
 		return FLEET_EXIT_USAGE;
 	}
 	if (access(*dir, W_OK | X_OK) != 0) {
@@ -596,6 +627,7 @@ int fleet_capture_cli(int argc, char **argv)
 	struct fleet_capture c = { 0 };
 	struct buf route = { 0 }, body = { 0 };
 	char *dir = NULL;
+	bool created = false;
 	int rc;
 
 	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
@@ -615,9 +647,9 @@ int fleet_capture_cli(int argc, char **argv)
 		}
 		goto out;
 	}
-	if ((rc = build_capture(&a, &c, &route, &body)) != 0 || (rc = output_dir(&a, &dir)) != 0)
+	if ((rc = build_capture(&a, &c, &route, &body)) != 0)
 		goto out;
-	fleet_signals_install();
+	/* until the captures start, Ctrl-C ends the process at once: nothing has been written */
 	if ((rc = discover("capture", &a, true, &s)) != 0)
 		goto out;
 	if (s.n == 0) {
@@ -629,6 +661,9 @@ int fleet_capture_cli(int argc, char **argv)
 		rc = FLEET_EXIT_USAGE;
 		goto out;
 	}
+	if ((rc = output_dir(&a, &dir, &created)) != 0)
+		goto out;
+	fleet_signals_install();
 	{
 		struct fleet_run_opts o = { .parallel = a.parallel, .max_unavailable = a.max_unavailable, .out_dir = dir,
 					    .tty = isatty(STDERR_FILENO) == 1 };
@@ -636,7 +671,7 @@ int fleet_capture_cli(int argc, char **argv)
 		rc = fleet_run_capture(&s, &c, &o);
 	}
 out:
-	if (dir && rc != FLEET_EXIT_OK && rc != FLEET_EXIT_SOME && rc != FLEET_EXIT_CANCELLED && !a.output)
+	if (dir && created && rc != FLEET_EXIT_OK && rc != FLEET_EXIT_SOME && rc != FLEET_EXIT_CANCELLED)
 		rmdir(dir); /* the directory we made, empty: nothing ran */
 	free(dir);
 	fleet_set_free(&s);

@@ -104,3 +104,29 @@ void fleet_agent_describe(json_t *o, const struct fleet_agent *a)
 	set_str(o, "workload", a->workload);
 	set_str(o, "url", a->dialer ? NULL : a->url);
 }
+
+void fleet_safe_text(char *s)
+{
+	for (unsigned char *p = (unsigned char *)s; p && *p; p++) {
+		if (*p < 0x20 || *p == 0x7f) {
+			*p = '?';
+		} else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+			p[0] = '?';
+			p[1] = '?';
+			p++;
+		}
+	}
+}
+
+void fleet_set_safe(struct fleet_set *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct fleet_agent *a = &s->v[i];
+		char *strs[] = { a->name, a->workload, a->namespace_, a->pod, a->container, a->cluster, a->task,
+				 a->service, a->mode, a->why_not };
+
+		for (size_t k = 0; k < sizeof(strs) / sizeof(strs[0]); k++)
+			fleet_safe_text(strs[k]);
+	}
+	fleet_safe_text(s->caller);
+}

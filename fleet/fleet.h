@@ -82,6 +82,16 @@ char *fleet_pct_escape(const char *s);
 typedef struct json_t json_t;
 void fleet_agent_describe(json_t *o, const struct fleet_agent *a);
 
+/*
+ * Make s safe to print on a terminal, in place: every C0 control byte, DEL
+ * and C1 control (U+0080-U+009F in UTF-8) becomes '?'. What agents, API
+ * servers and files say is printed in tables, progress lines and errors; an
+ * escape sequence in it must not reach the operator's terminal.
+ */
+void fleet_safe_text(char *s);
+/* fleet_safe_text over every string of every agent in s, and its caller. */
+void fleet_set_safe(struct fleet_set *s);
+
 /* Sort s by workload, then name (the order ps prints and captures start in). */
 void fleet_set_sort(struct fleet_set *s);
 

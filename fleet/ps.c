@@ -4,15 +4,19 @@
  * Every agent that can be called is asked, in parallel, for /processes and
  * then /process?pid=N for each (command line, runtime version, when it
  * attached); a target without an agent is a row that says why. The rows
- * are printed as a table (wide adds the command line and the address), or
- * as one JSON or YAML document (kind ProcessList) for scripts.
+ * are printed as a table (wide adds the command line), or as one JSON or
+ * YAML document (kind ProcessList) for scripts. What an agent says is taken
+ * field by field (known names only, strings made safe for a terminal, at
+ * most FLEET_MAX_PROCESSES processes and 64 KiB an answer).
  */
 #include "run.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "call.h"
@@ -20,6 +24,7 @@
 #include "pool.h"
 
 #define ANSWER_CAP ((size_t)1024 * 1024)
+#define PROCESS_CAP ((size_t)64 * 1024)
 #define TIMEOUT_MS 20000L
 
 struct ps {
@@ -35,6 +40,29 @@ static long long uptime_s(const char *rfc3339)
 	if (rfc3339 == NULL || strptime(rfc3339, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
 		return -1;
 	return (long long)(time(NULL) - timegm(&tm));
+}
+
+/* A process as ps shows it: pid, and the agent's known string fields made safe (steals p). */
+static json_t *known_fields(json_t *p, json_int_t pid)
+{
+	static const char *const names[] = { "uid", "name", "commandLine", "operatingSystem", "processArchitecture",
+					     "runtimeVersion", "attachedDateTime" };
+	json_t *o = json_object();
+
+	json_object_set_new(o, "pid", json_integer(pid));
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		const char *v = json_string_value(json_object_get(p, names[i]));
+		char *safe;
+
+		if (v == NULL)
+			continue;
+		safe = mem_strndup(v, 4096);
+		fleet_safe_text(safe);
+		json_object_set_new(o, names[i], json_string(safe));
+		free(safe);
+	}
+	json_decref(p);
+	return o;
 }
 
 static void ask_one(void *ctx, size_t i)
@@ -58,6 +86,12 @@ static void ask_one(void *ctx, size_t i)
 		json_decref(list);
 		return;
 	}
+	if (json_array_size(list) > FLEET_MAX_PROCESSES) {
+		ps->errors[i] = mem_printf("the agent lists %zu processes; more than %d is not taken", json_array_size(list),
+					   FLEET_MAX_PROCESSES);
+		json_decref(list);
+		return;
+	}
 	out = json_array();
 	for (size_t k = 0; k < json_array_size(list); k++) {
 		json_int_t pid = json_integer_value(json_object_get(json_array_get(list, k), "pid"));
@@ -65,16 +99,18 @@ static void ask_one(void *ctx, size_t i)
 		json_t *p = NULL;
 		long long up;
 
+		if (pid <= 0 || pid > INT32_MAX)
+			continue; /* not a process we could name to the agent */
 		snprintf(path, sizeof(path), "/process?pid=%lld", (long long)pid);
-		if (fleet_call_get(a, ps->s->caller, path, ANSWER_CAP, TIMEOUT_MS, &body, &em) == 0) {
+		if (fleet_call_get(a, ps->s->caller, path, PROCESS_CAP, TIMEOUT_MS, &body, &em) == 0) {
 			p = json_loads(body, 0, NULL);
 			free(body);
 		}
 		if (!json_is_object(p)) { /* it went away in between, or an old agent: what the list said */
 			json_decref(p);
-			p = json_deep_copy(json_array_get(list, k));
-			json_object_del(p, "isDefault");
+			p = json_incref(json_array_get(list, k));
 		}
+		p = known_fields(p, pid);
 		if ((up = uptime_s(json_string_value(json_object_get(p, "attachedDateTime")))) >= 0)
 			json_object_set_new(p, "uptimeSeconds", json_integer(up));
 		json_array_append_new(out, p);
@@ -113,6 +149,20 @@ static json_t *process_list(const struct ps *ps)
 	return doc;
 }
 
+/* A key YAML reads back as the same string when written plain: letters and digits, not a word YAML 1.1 resolves. */
+static bool plain_key(const char *k)
+{
+	static const char *const words[] = { "true", "false", "null", "yes", "no", "on", "off", "y", "n", "~" };
+
+	if (*k == '\0' || strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != strlen(k) ||
+	    (*k >= '0' && *k <= '9'))
+		return false;
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strcasecmp(k, words[i]) == 0)
+			return false;
+	return true;
+}
+
 /* YAML for a JSON value: block mappings and sequences, every scalar in its JSON spelling (valid YAML). */
 static void yaml_out(FILE *f, const json_t *v, int indent, bool in_seq)
 {
@@ -124,8 +174,7 @@ static void yaml_out(FILE *f, const json_t *v, int indent, bool in_seq)
 	if (json_is_object(v) && json_object_size(v)) {
 		json_object_foreach((json_t *)v, k, x) {
 			json_t *ks = json_string(k);
-			char *key = strspn(k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == strlen(k)
-					    ? mem_strdup(k) : json_dumps(ks, JSON_ENCODE_ANY);
+			char *key = plain_key(k) ? mem_strdup(k) : json_dumps(ks, JSON_ENCODE_ANY);
 
 			fprintf(f, "%*s%s:", first && in_seq ? 0 : indent, "", key);
 			free(key);

@@ -48,6 +48,7 @@ static const char *const state_names[] = { "queued", "running", "succeeded", "fa
 
 struct job {
 	const struct fleet_agent *a;
+	size_t ai, wi;           /* the agent's index in the set, its workload's (for the counters) */
 	uint64_t pid;            /* 0: the agent as a whole (/metrics), or none found */
 	char *pname;             /* the process's name, or NULL */
 	enum job_state st;
@@ -69,6 +70,9 @@ struct run {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	size_t running;
+	unsigned *agent_busy;    /* per agent: its captures running (at most one) */
+	unsigned *wl_running;    /* per workload: its captures running */
+	size_t first_queued;     /* no job before it is queued */
 	long long t0;
 	bool done;
 	unsigned drawn;          /* lines of progress on the terminal now */
@@ -113,6 +117,7 @@ static struct job *job_add(struct run *r, const struct fleet_agent *a)
 	j = &r->jobs[r->n++];
 	memset(j, 0, sizeof(*j));
 	j->a = a;
+	j->ai = (size_t)(a - r->s->v);
 	return j;
 }
 
@@ -155,10 +160,12 @@ static void plan(struct run *r)
 					      "the agent's /processes answer is not a list");
 		} else if (!r->c->per_process) {
 			job_add(r, a);
-		} else if (json_array_size(arr) == 0) {
+		} else if (json_array_size(arr) == 0 || json_array_size(arr) > FLEET_MAX_PROCESSES) {
 			j = job_add(r, a);
 			j->st = J_UNAVAILABLE;
-			j->error = mem_strdup("no .NET process is attached to the agent");
+			j->error = json_array_size(arr) ? mem_printf("the agent lists %zu processes; more than %d is not taken",
+								     json_array_size(arr), FLEET_MAX_PROCESSES)
+							: mem_strdup("no .NET process is attached to the agent");
 		} else {
 			for (size_t k = 0; k < json_array_size(arr); k++) {
 				json_t *p = json_array_get(arr, k);
@@ -166,8 +173,14 @@ static void plan(struct run *r)
 				const char *name = json_string_value(json_object_get(p, "name"));
 
 				j = job_add(r, a);
-				j->pid = pid > 0 ? (uint64_t)pid : 0;
-				j->pname = name ? mem_strdup(name) : NULL;
+				j->pname = name ? mem_strndup(name, 256) : NULL;
+				fleet_safe_text(j->pname);
+				if (pid > 0 && pid <= INT32_MAX) {
+					j->pid = (uint64_t)pid;
+				} else { /* without a pid the agent would take its default process: not this one */
+					j->st = J_UNAVAILABLE;
+					j->error = mem_strdup("the agent listed a process without a valid pid");
+				}
 			}
 		}
 		json_decref(arr);
@@ -227,6 +240,7 @@ static char *artifact_name(const struct run *r, const struct job *j)
 
 struct file_sink {
 	int fd;
+	uint64_t cap;
 	struct sha256_ctx h;
 	struct job *j;
 	const char *path;
@@ -236,6 +250,9 @@ static int to_file(void *ctx, const char *p, size_t n, struct err_msg *em)
 {
 	struct file_sink *f = ctx;
 
+	if (f->cap && atomic_load(&f->j->bytes) + n > f->cap)
+		return err_set(em, DP_ETOOBIG, "the artifact is larger than %llu bytes (--max-size)",
+			       (unsigned long long)f->cap);
 	for (size_t off = 0; off < n;) {
 		ssize_t w = write(f->fd, p + off, n - off);
 
@@ -297,7 +314,7 @@ static int publish(const char *dir, const char *tmp, char **name, struct err_msg
 
 static int capture_to_file(struct run *r, struct job *j, const char *path, struct err_msg *em)
 {
-	struct file_sink f = { .j = j };
+	struct file_sink f = { .j = j, .cap = r->c->max_bytes };
 	char *name = artifact_name(r, j), *tmp = mem_printf("%s/.%s.partial", r->o->out_dir, name);
 	struct fleet_call c = { .agent = j->a, .caller = r->s->caller, .method = r->c->method, .path = path,
 				.accept = r->c->accept, .body = r->c->body, .body_len = r->c->body_len,
@@ -498,27 +515,45 @@ static const char *workload_of(const struct fleet_agent *a)
 	return a->workload ? a->workload : a->name;
 }
 
+static int by_workload(const void *x, const void *y, void *ctx)
+{
+	const struct fleet_agent *v = ctx;
+
+	return strcmp(workload_of(&v[*(const size_t *)x]), workload_of(&v[*(const size_t *)y]));
+}
+
+/* Number the workloads (the agents' indices sorted by workload, equal names one number) and size the counters. */
+static void count_workloads(struct run *r)
+{
+	size_t n = r->s->n, *idx = mem_array(n ? n : 1, sizeof(size_t)), *wid = mem_array(n ? n : 1, sizeof(size_t));
+	size_t next = 0;
+
+	for (size_t i = 0; i < n; i++)
+		idx[i] = i;
+	qsort_r(idx, n, sizeof(size_t), by_workload, r->s->v);
+	for (size_t i = 0; i < n; i++)
+		wid[idx[i]] = i > 0 && by_workload(&idx[i - 1], &idx[i], r->s->v) == 0 ? wid[idx[i - 1]] : next++;
+	for (size_t i = 0; i < r->n; i++)
+		r->jobs[i].wi = wid[r->jobs[i].ai];
+	r->agent_busy = mem_array(n ? n : 1, sizeof(unsigned));
+	r->wl_running = mem_array(next ? next : 1, sizeof(unsigned));
+	free(idx);
+	free(wid);
+}
+
 /* The first queued job that may start now, or NULL. r->mu held. */
 static struct job *next_job(struct run *r, bool *any_queued)
 {
 	*any_queued = false;
-	for (size_t i = 0; i < r->n; i++) {
+	while (r->first_queued < r->n && r->jobs[r->first_queued].st != J_QUEUED)
+		r->first_queued++;
+	for (size_t i = r->first_queued; i < r->n; i++) {
 		struct job *j = &r->jobs[i];
-		unsigned same = 0;
-		bool agent_busy = false;
 
 		if (j->st != J_QUEUED)
 			continue;
 		*any_queued = true;
-		for (size_t k = 0; k < r->n; k++) {
-			const struct job *o = &r->jobs[k];
-
-			if (o->st != J_RUNNING)
-				continue;
-			agent_busy |= o->a == j->a;
-			same += strcmp(workload_of(o->a), workload_of(j->a)) == 0;
-		}
-		if (!agent_busy && (!r->c->freezes || same < r->o->max_unavailable))
+		if (r->agent_busy[j->ai] == 0 && (!r->c->freezes || r->wl_running[j->wi] < r->o->max_unavailable))
 			return j;
 	}
 	return NULL;
@@ -546,6 +581,8 @@ static void *worker_main(void *arg)
 		j->t0 = clock_ms();
 		clock_rfc3339(j->started, 3);
 		r->running++;
+		r->agent_busy[j->ai]++;
+		r->wl_running[j->wi]++;
 		if (!r->o->tty)
 			log_event(r, j);
 		pthread_mutex_unlock(&r->mu);
@@ -560,6 +597,8 @@ static void *worker_main(void *arg)
 		if (rc != 0)
 			j->error = mem_strdup(j->st == J_CANCELLED ? "cancelled" : em.text);
 		r->running--;
+		r->agent_busy[j->ai]--;
+		r->wl_running[j->wi]--;
 		if (!r->o->tty)
 			log_event(r, j);
 		pthread_cond_broadcast(&r->cv);
@@ -639,9 +678,9 @@ static int write_manifest(const struct run *r, struct err_msg *em)
 		free(text);
 		return rc ? err_set(em, rc, "writing the manifest to stdout failed") : 0;
 	}
-	tmp = mem_printf("%s/.manifest.json.partial", r->o->out_dir);
+	tmp = mem_printf("%s/.manifest.json.XXXXXX", r->o->out_dir);
 	path = mem_printf("%s/manifest.json", r->o->out_dir);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	fd = mkostemp(tmp, O_CLOEXEC); /* a new file of ours, never one planted (a symlink) under a known name */
 	if (fd < 0 || write(fd, text, len) != (ssize_t)len || write(fd, "\n", 1) != 1 || fsync(fd) != 0 ||
 	    close(fd) != 0 || rename(tmp, path) != 0) {
 		rc = err_set(em, DP_EIO, "writing %s: %s", path, strerror(errno));
@@ -684,6 +723,7 @@ int fleet_run_capture(const struct fleet_set *s, const struct fleet_capture *c, 
 	pthread_cond_init(&r.cv, NULL);
 	clock_rfc3339(r.started, 3);
 	plan(&r);
+	count_workloads(&r);
 	for (size_t i = 0; i < r.n; i++)
 		if (r.jobs[i].st == J_UNAVAILABLE && !o->tty)
 			log_event(&r, &r.jobs[i]);
@@ -726,6 +766,8 @@ int fleet_run_capture(const struct fleet_set *s, const struct fleet_capture *c, 
 		free(r.jobs[i].location);
 	}
 	free(r.jobs);
+	free(r.agent_busy);
+	free(r.wl_running);
 	free(t);
 	pthread_mutex_destroy(&r.mu);
 	pthread_cond_destroy(&r.cv);

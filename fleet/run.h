@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fleet.h"
 
@@ -21,6 +22,8 @@ enum {
 	FLEET_EXIT_CANCELLED = 130 /* Ctrl-C (SIGINT) or SIGTERM: the captures were cancelled */
 };
 
+#define FLEET_MAX_PROCESSES 256 /* taken from one agent's /processes */
+
 /* One capture, the same for every target. Strings borrowed. */
 struct fleet_capture {
 	const char *kind;        /* "dump", "trace", ...: file names, lines, the manifest */
@@ -34,6 +37,7 @@ struct fleet_capture {
 	bool per_process;        /* one capture per .NET process (false: one per agent, /metrics) */
 	const char *egress;      /* the agent writes to this provider (202 + an operation), or NULL */
 	long timeout_ms;         /* each capture; 0: none */
+	uint64_t max_bytes;      /* each artifact at most (--max-size); 0: none */
 };
 
 struct fleet_run_opts {

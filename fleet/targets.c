@@ -7,13 +7,20 @@
  *     http://10.0.3.18:52323  name=orders-b  workload=orders  token-file=/run/orders-token
  *
  * A target's name defaults to its host and port; its workload (what
- * --max-unavailable counts) to itself. Errors name the file and line.
+ * --max-unavailable counts) to itself. Errors name the file and line. The
+ * same URL twice is an error (two captures would race on one agent). A
+ * token-file= must be the user's own and private (not readable by group or
+ * others), as ssh asks of a key: a targets file from elsewhere must not be
+ * able to send any readable file to any URL.
  */
 #include "targets.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "mem.h"
@@ -83,6 +90,19 @@ static int parse_url(const char *url, char **name, int *port, struct err_msg *em
 	return 0;
 }
 
+/* A token file named in a targets file: a regular file of the user's, not readable by group or others. */
+static int private_file(const char *path, struct err_msg *em)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0)
+		return err_set(em, DP_EINVAL, "token-file %s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0077) != 0)
+		return err_set(em, DP_EINVAL, "token-file %s must be a file of your own that only you can read "
+			       "(chmod 600), as it is sent to the target", path);
+	return 0;
+}
+
 static int add_target(struct fleet_set *s, const char *url, const char *name, const char *workload,
 		      const char *token_file, const char *token, struct err_msg *em)
 {
@@ -95,13 +115,22 @@ static int add_target(struct fleet_set *s, const char *url, const char *name, co
 		return err_set(em, DP_ETOOBIG, "more than %d targets", MAX_TARGETS);
 	if ((rc = parse_url(url, &host, &port, em)) != 0)
 		return rc;
+	while (len && url[len - 1] == '/')
+		len--;
+	for (size_t i = 0; i < s->n; i++)
+		if (strlen(s->v[i].url) == len && strncmp(s->v[i].url, url, len) == 0) {
+			free(host);
+			return err_set(em, DP_EINVAL, "%.*s is listed twice (as %s already)", (int)len, url, s->v[i].name);
+		}
+	if (token_file && (rc = private_file(token_file, em)) != 0) {
+		free(host);
+		return rc;
+	}
 	if (token_file && (tok = fleet_read_token(token_file, em)) == NULL) {
 		free(host);
 		return DP_EINVAL;
 	}
 	a = fleet_set_add(s);
-	while (len && url[len - 1] == '/')
-		len--;
 	a->url = mem_strndup(url, len);
 	a->port = port;
 	a->name = mem_strdup(name ? name : host);
@@ -152,6 +181,14 @@ int fleet_targets_add_file(struct fleet_set *s, const char *file, const char *to
 	if ((rc = buf_read_path(&b, file, NULL, em)) != 0) {
 		buf_free(&b);
 		return rc;
+	}
+	if (b.data && memchr(b.data, '\0', b.len)) {
+		size_t at = (size_t)((char *)memchr(b.data, '\0', b.len) - b.data), ln = 1;
+
+		for (size_t i = 0; i < at; i++)
+			ln += b.data[i] == '\n';
+		buf_free(&b);
+		return err_set(em, DP_EINVAL, "%s:%zu: a NUL byte (this is not a text file)", file, ln);
 	}
 	for (p = b.data ? b.data : (char *)""; *p; p = nl ? nl + 1 : p + strlen(p)) {
 		char *t;

@@ -219,6 +219,7 @@ static void send_fd_body(int sock, struct httpd_req *r)
 		if (n <= 0)
 			return; /* the client went away or stalled: the connection is closed */
 	}
+	r->sent_whole = true;
 }
 
 static void send_stream_body(int sock, struct httpd_req *r)
@@ -270,6 +271,16 @@ void httpd_peer_text(const struct httpd_req *r, char *out, size_t n)
 		inet_ntop(c->peer.family, c->peer.a, out, (socklen_t)n);
 }
 
+bool httpd_sent_whole(const struct httpd_req *r)
+{
+	return r->sent_whole;
+}
+
+/*
+ * POLLRDHUP: the client closed its sending side. A client that half-closes
+ * after its request (RFC 9112 allows it; curl, browsers and the fleet client
+ * do not) is taken as gone too: the one way to know without writing.
+ */
 bool httpd_client_gone(const struct httpd_req *r, int timeout_ms)
 {
 	struct pollfd p = { .fd = conn_of(r)->sock, .events = POLLRDHUP };
@@ -285,7 +296,7 @@ void httpd_transmit(int sock, struct httpd_req *r)
 	case BODY_MEM:
 		snprintf(len, sizeof(len), "Content-Length: %zu", r->mem_len);
 		if (write_head(sock, r, len) && !r->head_only)
-			httpd_send_all(sock, r->mem, r->mem_len);
+			r->sent_whole = httpd_send_all(sock, r->mem, r->mem_len);
 		break;
 	case BODY_FD:
 		snprintf(len, sizeof(len), "Content-Length: %llu", (unsigned long long)r->fd_size);

@@ -63,6 +63,8 @@ const char *httpd_header(const struct httpd_req *r, const char *name); /* borrow
 const char *httpd_body(const struct httpd_req *r, size_t *len);
 /* The client's address as text ("127.0.0.1", "fd00::5"), into out. */
 void httpd_peer_text(const struct httpd_req *r, char *out, size_t n);
+/* In an on_done callback: whether the whole body of a memory or file answer was sent. */
+bool httpd_sent_whole(const struct httpd_req *r);
 /* Whether the client has gone (closed its side or reset), waiting up to timeout_ms for it to. */
 bool httpd_client_gone(const struct httpd_req *r, int timeout_ms);
 

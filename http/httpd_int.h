@@ -24,6 +24,7 @@ struct httpd_req {
 	struct http_request rq;
 	bool head_only;
 	bool answered;
+	bool sent_whole; /* the whole body went out (a file: every byte sendfile took) */
 	unsigned status;
 	char *ctype, *disposition;
 	enum body_kind kind;

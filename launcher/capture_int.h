@@ -43,6 +43,7 @@ struct job {
 	const atomic_bool *cancel; /* DELETE (NULL without an operation) */
 	uint64_t bytes;  /* handed out so far */
 	bool ended;      /* the source said its artifact ended whole */
+	struct httpd_req *req; /* a staged dump's request, while its download runs */
 	/* the artifact, as start describes it */
 	const char *ctype;
 	const char *ext; /* of its name YYYYMMDD_HHMMSS_PID.EXT; NULL: a dump's name */

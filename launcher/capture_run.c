@@ -309,7 +309,10 @@ static void staged_done(void *ctx)
 {
 	struct job *j = ctx;
 
-	job_end(j, 0, NULL, NULL);
+	if (httpd_sent_whole(j->req))
+		job_end(j, 0, NULL, NULL);
+	else
+		job_end(j, DP_EIO, NULL, "the client went away before the whole dump was sent");
 }
 
 /*
@@ -365,6 +368,7 @@ static void send_staged(struct httpd_req *r, struct job *j, char *fname)
 		return;
 	}
 	j->bytes = n;
+	j->req = r;
 	httpd_on_done(r, staged_done, j);
 	httpd_send_fd(r, 200, j->ctype, fd, n, fname);
 }

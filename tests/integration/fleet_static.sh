@@ -27,6 +27,7 @@ start_one() {
 }
 printf 's3cret-token-%s\n' 1 > "$W/token"
 printf 'another-token\n' > "$W/wrong-token"
+chmod 600 "$W/token" "$W/wrong-token" # a targets file's token-file must be private
 for i in $(seq 1 $N); do
 	if [ "$i" = 2 ] || [ "$i" = 5 ]; then start_one "$i" --auth-token-file "$W/token"; else start_one "$i"; fi
 done
@@ -169,8 +170,8 @@ check progress-tty bash -c "test $rc = 0 && grep -q \$'\\e\\[[0-9]*A\\e\\[J' '$W
 
 # ---- more than ten targets need --yes ----
 args=()
-for _ in 1 2; do for i in 1 3 4 6; do args+=(--target "${URL[$i]}"); done; done
-args+=(--target "${URL[1]}" --target "${URL[3]}" --target "${URL[4]}")
+for i in 1 3 4 6; do args+=(--target "${URL[$i]}"); done
+for _ in 1 2 3 4 5 6 7; do args+=(--target "http://127.0.0.1:$(free_port)"); done
 "$D" capture stacks "${args[@]}" -o "$W/yes" < /dev/null > "$W/yes.out" 2>&1
 rc=$?
 WHY="11 targets without --yes: exit $rc, $(cat "$W/yes.out")"
@@ -270,6 +271,92 @@ check usage-targets-file-line bash -c "test $rc = 2 && grep -q \"$W/bad-targets:
 rc=$?
 WHY="exit $rc: $(cat "$W/e4")"
 check nothing-to-capture test "$rc" = 5
+
+# ---- hostile input: what agents, files and places say cannot harm the operator ----
+start_hostile() { # MODE: a hostile agent (hostile_agent.py); HURL its URL
+	rm -f "$W/h-$1.port"
+	python3 tests/integration/hostile_agent.py "$1" "$W/h-$1.port" "$W/h-$1.log" &
+	PIDS+=($!)
+	wait_for "$W/h-$1.port" '[0-9]' 10
+	HURL=http://127.0.0.1:$(cat "$W/h-$1.port")
+}
+start_hostile escapes
+"$D" ps --target "$HURL" > "$W/h1.out" 2>&1
+"$D" capture stacks --target "$HURL" -o "$W/h1" > "$W/h1c.out" 2> "$W/h1c.err"
+WHY="an escape sequence reached the terminal: $(cat -v "$W/h1.out" "$W/h1c.out" "$W/h1c.err" | head -c 600)"
+check no-terminal-escapes bash -c "! grep -q \$'\\e' '$W/h1.out' '$W/h1c.out' '$W/h1c.err' &&
+	! grep -q '^FAKE' '$W/h1c.out' && grep -qF '?]0;PWNED??[2Jwebapp' '$W/h1.out' && grep -q 'bad thing' '$W/h1c.out'"
+start_hostile many
+"$D" capture stacks --target "$HURL" -o "$W/h2" > "$W/h2.out" 2>&1
+rc=$?
+WHY="exit $rc: $(tail -2 "$W/h2.out")"
+check too-many-processes bash -c "test $rc = 5 && grep -q 'lists 70000 processes; more than 256 is not taken' '$W/h2.out'"
+start_hostile nopid
+"$D" capture stacks --target "$HURL" -o "$W/h3" > "$W/h3.out" 2>&1
+WHY="$(cat "$W/h3.out")"
+check process-without-pid bash -c "test \$(grep -c 'without a valid pid' '$W/h3.out') -ge 3 && ! grep -q '/stacks' '$W/h-nopid.log'"
+start_hostile endless
+timeout 60 "$D" capture stacks --target "$HURL" --max-size 1Mi -o "$W/h4" > "$W/h4.out" 2>&1
+rc=$?
+WHY="exit $rc: $(tail -2 "$W/h4.out"); left: $(ls -A "$W/h4")"
+check max-size bash -c "test $rc = 1 && grep -q 'larger than 1048576 bytes (--max-size)' '$W/h4.out' &&
+	test \"\$(ls -A '$W/h4')\" = manifest.json"
+USER=$'mallory\r\nAuthorization: Bearer injected\r\nX-Evil: 1' "$D" ps --target "$HURL" > /dev/null 2>&1
+WHY="$(tail -1 "$W/h-endless.log")"
+check caller-one-header python3 -c '
+import json, sys
+h = json.loads(open(sys.argv[1]).read().splitlines()[-1])["headers"]
+names = [k.lower() for k, v in h]
+assert "x-evil" not in names and "authorization" not in names, h
+assert [v for k, v in h if k.lower() == "x-diagport-caller"][0].startswith("mallory??Authorization"), h' "$W/h-endless.log"
+# files: a NUL byte, a token file others can read, the same URL twice
+printf '%s\n\0%s\n' "${URL[1]}" "${URL[3]}" > "$W/nul-targets"
+"$D" ps --targets-file "$W/nul-targets" > "$W/f1" 2>&1
+rc=$?
+WHY="exit $rc: $(cat "$W/f1")"
+check targets-nul bash -c "test $rc = 2 && grep -q 'nul-targets:2: a NUL byte' '$W/f1'"
+printf 's3cret-token-1\n' > "$W/open-token"
+chmod 644 "$W/open-token"
+printf '%s token-file=%s\n' "${URL[2]}" "$W/open-token" > "$W/open-targets"
+"$D" ps --targets-file "$W/open-targets" > "$W/f2" 2>&1
+rc=$?
+WHY="exit $rc: $(cat "$W/f2")"
+check token-file-private bash -c "test $rc = 2 && grep -q 'must be a file of your own that only you can read' '$W/f2'"
+"$D" ps --target "${URL[1]}" --target "${URL[1]}/" > "$W/f3" 2>&1
+rc=$?
+WHY="exit $rc: $(cat "$W/f3")"
+check same-url-twice bash -c "test $rc = 2 && grep -q 'is listed twice' '$W/f3'"
+# places: a manifest.json planted as a symlink is replaced, not followed; a directory others may write is refused
+mkdir -m 700 "$W/planted"
+echo precious > "$W/victim"
+ln -s "$W/victim" "$W/planted/manifest.json"
+"$D" capture stacks --target "${URL[1]}" -o "$W/planted" > /dev/null 2>&1
+WHY="victim: $(cat "$W/victim"); manifest: $(ls -l "$W/planted/manifest.json")"
+check manifest-not-followed bash -c "test \"\$(cat '$W/victim')\" = precious && test -f '$W/planted/manifest.json' &&
+	! test -L '$W/planted/manifest.json' && jq -e '.succeeded == 1' '$W/planted/manifest.json'"
+mkdir -m 777 "$W/shared"
+chmod 777 "$W/shared"
+"$D" capture stacks --target "${URL[1]}" -o "$W/shared" > "$W/f4" 2>&1
+rc=$?
+WHY="exit $rc: $(cat "$W/f4")"
+check output-dir-shared bash -c "test $rc = 2 && grep -q 'is writable by others' '$W/f4' && test -z \"\$(ls -A '$W/shared')\""
+# the agent: a download given up half-way is logged as failed, not succeeded
+python3 -c '
+import socket, sys
+host, port = sys.argv[1].split("//")[1].split(":")
+s = socket.create_connection((host, int(port)))
+s.sendall(("GET /dump?type=Mini&pid=%s HTTP/1.1\r\nHost: x\r\n\r\n" % sys.argv[2]).encode())
+got = 0
+while got < 1000000:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += len(b)
+s.close()
+print(got)' "${URL[1]}" "${APPPID[1]}" > "$W/abort.out" 2>&1
+wait_for "$W/a1/agent.log" 'the client went away before the whole dump was sent' 15
+WHY="$(grep capture-ended "$W/a1/agent.log" | tail -1)"
+check agent-logs-abandoned-download bash -c "grep capture-ended '$W/a1/agent.log' | tail -1 | jq -e '.outcome == \"Failed\"'"
 
 # ---- a kubectl plugin: kubectl finds kubectl-diagport on PATH and runs it ----
 mkdir -p "$W/bin"

@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""hostile_agent.py - an HTTP server that answers like a diagport agent gone bad, for
+tests/integration/fleet_static.sh: what the fleet client must survive without harm (terminal escapes
+in names and errors, too many processes, processes without a pid, endless bodies). It is not a stand-in
+for a real peer (the real agent is tested beside it); it is the attacker.
+
+Usage: hostile_agent.py MODE PORTFILE [LOG]
+MODE:
+  escapes    /processes: one process named with an OSC title and a clear-screen sequence; every capture
+             answers 500 with a problem+json whose detail holds ESC, CR and LF (a forged extra line)
+  many       /processes lists 70,000 processes
+  nopid      /processes lists processes without a pid, with pid 0 and with pid -5
+  endless    /processes one process; /stacks answers 200 and never stops sending bytes
+Every request's headers are appended to LOG (one JSON object a line) when given.
+"""
+import json
+import socket
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MODE, PORTFILE = sys.argv[1], sys.argv[2]
+LOG = sys.argv[3] if len(sys.argv) > 3 else None
+ESC_NAME = "\x1b]0;PWNED\x07\x1b[2Jwebapp"
+
+
+class H(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, body, ctype="application/json"):
+        b = body.encode() if isinstance(body, str) else body
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(b)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(b)
+
+    def do_GET(self):
+        if LOG:
+            with open(LOG, "a") as f:
+                f.write(json.dumps({"path": self.path, "headers": self.headers.items()}) + "\n")
+        path = self.path.split("?")[0]
+        if path == "/processes":
+            if MODE == "many":
+                procs = [{"pid": 1000 + i, "uid": "u", "name": "p"} for i in range(70000)]
+            elif MODE == "nopid":
+                procs = [{"uid": "a", "name": "nopid"}, {"pid": 0, "name": "zero"}, {"pid": -5, "name": "neg"}]
+            elif MODE == "escapes":
+                procs = [{"pid": 7, "uid": "u", "name": ESC_NAME}]
+            else:
+                procs = [{"pid": 7, "uid": "u", "name": "webapp"}]
+            return self.send(200, json.dumps(procs))
+        if path == "/process":
+            name = ESC_NAME if MODE == "escapes" else "webapp"
+            return self.send(200, json.dumps({"pid": 7, "uid": "u", "name": name, "commandLine": name,
+                                              "runtimeVersion": "10.0.0\x1b[31m"}))
+        if MODE == "escapes":
+            detail = "bad thing\x1b[2J\r\nFAKE  999  succeeded  all fine"
+            return self.send(500, json.dumps({"title": "x", "status": 500, "detail": detail}),
+                             "application/problem+json")
+        if MODE == "endless":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            chunk = b"x" * 65536
+            try:
+                while True:
+                    self.wfile.write(chunk)
+            except OSError:
+                return
+        return self.send(404, "{}")
+
+
+srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+srv.daemon_threads = True
+with open(PORTFILE + ".tmp", "w") as f:
+    f.write(str(srv.server_address[1]))
+import os
+os.rename(PORTFILE + ".tmp", PORTFILE)
+srv.serve_forever()
