@@ -175,7 +175,7 @@ for _ in 1 2 3 4 5 6 7; do args+=(--target "http://127.0.0.1:$(free_port)"); don
 "$D" capture stacks "${args[@]}" -o "$W/yes" < /dev/null > "$W/yes.out" 2>&1
 rc=$?
 WHY="11 targets without --yes: exit $rc, $(cat "$W/yes.out")"
-check needs-yes bash -c "test $rc = 2 && grep -q '11 targets; more than 10 need --yes' '$W/yes.out' && test -z \"\$(ls -A '$W/yes')\""
+check needs-yes bash -c "test $rc = 2 && grep -q '11 targets; more than 10 need --yes' '$W/yes.out' && ! test -e '$W/yes'"
 
 # ---- Ctrl-C during a dump: cancelled on the agent, nothing partial anywhere, exit 130 ----
 curl -s "${APPURL[3]}/memory-leak?mb=1500" > /dev/null
@@ -290,7 +290,7 @@ start_hostile many
 "$D" capture stacks --target "$HURL" -o "$W/h2" > "$W/h2.out" 2>&1
 rc=$?
 WHY="exit $rc: $(tail -2 "$W/h2.out")"
-check too-many-processes bash -c "test $rc = 5 && grep -q 'lists 70000 processes; more than 256 is not taken' '$W/h2.out'"
+check too-many-processes bash -c "test $rc = 5 && grep -q 'lists 300 processes; more than 256 is not taken' '$W/h2.out'"
 start_hostile nopid
 "$D" capture stacks --target "$HURL" -o "$W/h3" > "$W/h3.out" 2>&1
 WHY="$(cat "$W/h3.out")"

@@ -8,7 +8,7 @@ Usage: hostile_agent.py MODE PORTFILE [LOG]
 MODE:
   escapes    /processes: one process named with an OSC title and a clear-screen sequence; every capture
              answers 500 with a problem+json whose detail holds ESC, CR and LF (a forged extra line)
-  many       /processes lists 70,000 processes
+  many       /processes lists 300 processes (over the 256 the client takes)
   nopid      /processes lists processes without a pid, with pid 0 and with pid -5
   endless    /processes one process; /stacks answers 200 and never stops sending bytes
 Every request's headers are appended to LOG (one JSON object a line) when given.
@@ -45,7 +45,7 @@ class H(BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         if path == "/processes":
             if MODE == "many":
-                procs = [{"pid": 1000 + i, "uid": "u", "name": "p"} for i in range(70000)]
+                procs = [{"pid": 1000 + i, "uid": "u", "name": "p"} for i in range(300)]
             elif MODE == "nopid":
                 procs = [{"uid": "a", "name": "nopid"}, {"pid": 0, "name": "zero"}, {"pid": -5, "name": "neg"}]
             elif MODE == "escapes":
