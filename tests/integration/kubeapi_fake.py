@@ -53,7 +53,8 @@ Test control, no token needed, not logged, under /__fake/:
         action "rotate-token":  handle the request, then write {"token": ...} into the token file, as the
                                 kubelet rotates a projected token: the next request needs the new one
 
-  POST /__fake/forward         {"namespace", "pod", "port", "to": "127.0.0.1:N"[, "oversize": N]}: where a
+  POST /__fake/forward         {"namespace", "pod", "port", "to": "127.0.0.1:N"[, "oversize": N, "tee": PATH,
+                              "coalesce": true]} (kube_portfwd.py's knobs): where a
                               pod's port leads for port-forward; a port with none is refused by the
                               kubelet (the message on the error channel, kube_portfwd.py)
 
