@@ -25,7 +25,8 @@
 #include "kubeconfig.h"
 #include "mem.h"
 
-#define MAX_PODS 100000  /* pods in one discovery */
+#define MAX_PODS 50000   /* pods read in one discovery (a cluster's documented limit is 150,000) */
+#define MAX_PAGES 1000   /* a filtered page may hold fewer than PAGE pods, but not this many pages */
 #define MAX_TOKEN_B64 ((size_t)64 << 10)
 #define PAGE "500"
 
@@ -453,7 +454,9 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 static int list_pods(struct disc *d, const char *selector, struct err_msg *em)
 {
 	char *cont = NULL, *sel = selector ? fleet_pct_escape(selector) : NULL;
-	size_t total = 0;
+	const char *what = d->o->all_namespaces ? "listing pods in all namespaces" : "listing pods";
+	json_t *tokens = json_object(); /* the continue tokens given so far: one again would loop */
+	size_t total = 0, pages = 0;
 	int rc = 0;
 
 	do {
@@ -466,6 +469,7 @@ static int list_pods(struct disc *d, const char *selector, struct err_msg *em)
 						  c ? c : "");
 		struct kapi_resp r = { 0 };
 		const json_t *items;
+		const char *next;
 		size_t i;
 		json_t *pod;
 
@@ -474,26 +478,37 @@ static int list_pods(struct disc *d, const char *selector, struct err_msg *em)
 		cont = NULL;
 		rc = kapi_call(&d->api, "GET", path, NULL, &r, em);
 		if (rc == 0 && r.status != 200)
-			rc = kapi_error(&r, d->o->all_namespaces ? "listing pods in all namespaces" : "listing pods", em);
+			rc = kapi_error(&r, what, em);
 		free(path);
 		items = json_object_get(r.body, "items");
 		if (rc == 0 && !json_is_array(items))
-			rc = err_set(em, DP_EREMOTE, "listing pods: the answer has no items");
+			rc = err_set(em, DP_EREMOTE, "%s: the answer has no items", what);
 		total += rc == 0 ? json_array_size(items) : 0;
 		if (rc == 0 && total > MAX_PODS)
-			rc = err_set(em, DP_ETOOBIG, "more than %d pods: narrow it down with a selector or a namespace",
-				     MAX_PODS);
+			rc = err_set(em, DP_ETOOBIG,
+				     "%s: more than %d pods (diagport's cap on one discovery): narrow it down with a "
+				     "selector or a namespace", what, MAX_PODS);
 		json_array_foreach(items, i, pod) {
 			if (rc == 0)
 				rc = add_pod(d, pod, em);
 		}
-		if (rc == 0 && str_at(json_object_get(r.body, "metadata"), "continue", NULL) &&
-		    str_at(json_object_get(r.body, "metadata"), "continue", NULL)[0])
-			cont = mem_strdup(str_at(json_object_get(r.body, "metadata"), "continue", NULL));
+		next = str_at(json_object_get(r.body, "metadata"), "continue", NULL);
+		if (rc == 0 && next && next[0]) {
+			if (json_object_get(tokens, next))
+				rc = err_set(em, DP_EREMOTE, "%s: the API server gave the same continue token again after "
+					     "%zu pages (%zu pods): its pages would never end", what, pages + 1, total);
+			else if (++pages >= MAX_PAGES)
+				rc = err_set(em, DP_EREMOTE, "%s: the API server's pages did not end after %d pages "
+					     "(%zu pods)", what, MAX_PAGES, total);
+			else
+				json_object_set_new(tokens, next, json_true());
+			cont = rc == 0 ? mem_strdup(next) : NULL;
+		}
 		kapi_resp_free(&r);
 	} while (rc == 0 && cont);
 	free(cont);
 	free(sel);
+	json_decref(tokens);
 	return rc;
 }
 

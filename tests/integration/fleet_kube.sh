@@ -20,6 +20,8 @@
 #   merge/*      KUBECONFIG=a:b merged as kubectl merges it (first definition wins, current-context)
 #   bad/*        a kubeconfig missing exec.command, not YAML, an unknown context: file and field named
 #   incluster/*  no kubeconfig: the service account (a private mount namespace holds its files)
+#   pages/*      a list whose metadata.continue repeats (EREMOTE after 2 pages), never ends with 500 pods a
+#                page (the 50,000-pod cap, named), never ends with empty pages (EREMOTE after 1000 pages)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 T_NAME=fleet-kube
@@ -331,3 +333,20 @@ is incluster/caller "$(head -1 "$W/out" | jq -r .caller 2> /dev/null)" system:se
 is incluster/token "$(field shop/orders-7d9f8c6b5-abcde token_ok)" true
 env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST HOME="$W/nohome" "$W/driver" > "$W/out" 2> "$W/err"
 has incluster/nothing "error ENOTFOUND: no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) and not in a pod"
+
+# --- an API server whose pages never end (a fault answers each list of namespace loopN) ------------------
+fault() { curl -sf --cacert "$W/ca.crt" -X POST "$SERVER/__fake/fault" -d "$1" > /dev/null || fail setup "fault $1"; }
+lists() { grep -c "^GET /api/v1/namespaces/$1/pods 200" "$W/api/req.log"; }
+fault '{"method": "GET", "path": "/api/v1/namespaces/loop1/pods", "action": "pages", "token": "again", "items": 1, "namespace": "loop1", "times": 50}'
+timeout 60 bash -c "$(declare -f run); W='$W' K='$K'; run --kubeconfig '$K' -n loop1"
+is pages/repeat "$(cat "$W/out")" \
+  "error EREMOTE: listing pods: the API server gave the same continue token again after 2 pages (2 pods): its pages would never end"
+is pages/repeat-requests "$(lists loop1)" 2
+fault '{"method": "GET", "path": "/api/v1/namespaces/loop2/pods", "action": "pages", "items": 500, "namespace": "loop2", "times": 1000}'
+timeout 120 bash -c "$(declare -f run); W='$W' K='$K'; run --kubeconfig '$K' -n loop2"
+has pages/pod-cap ": listing pods: more than 50000 pods (diagport's cap on one discovery): narrow it down with a selector or a namespace"
+is pages/pod-cap-requests "$(lists loop2)" 101
+fault '{"method": "GET", "path": "/api/v1/namespaces/loop3/pods", "action": "pages", "items": 0, "namespace": "loop3", "times": 2000}'
+timeout 120 bash -c "$(declare -f run); W='$W' K='$K'; run --kubeconfig '$K' -n loop3"
+is pages/page-cap "$(cat "$W/out")" "error EREMOTE: listing pods: the API server's pages did not end after 1000 pages (0 pods)"
+is pages/page-cap-requests "$(lists loop3)" 1000
