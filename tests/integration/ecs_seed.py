@@ -10,6 +10,8 @@ Usage: ecs_seed.py DIAGPORT AGENT_PORT OUT.json [PORT1 PORT2 PORT3]
           token), plain (no agent), bridge (EC2, bridge mode), unhealthy (agent UNHEALTHY),
           loopback (injected without a token), standalone (group family:batch)
   tiny    one task without the agent (credential tests)
+  loop, endless, flood  ListTasks pages that never end (ecs_api_fake.py's "pages"): the same
+          nextToken each time; a new one each time and no tasks; a new one and 100 task ARNs each time
   shopc   with PORT1..3 (fleet_e2e.sh): service orders, three tasks at 127.0.0.1, each task's
           agent on its own port (so each its own task definition, orders-N:1), each with a token
           secret; PORT1's agent really needs its token, e2e-token-1
@@ -119,6 +121,9 @@ seed = {
         "prod": {"services": ["orders", "billing"], "tasks": prod},
         "mixed": {"services": ["web", "legacy"], "tasks": mixed},
         "tiny": {"services": [], "tasks": [task("tiny", 1, plain, "family:x", ip="10.3.0.1", agent=False)]},
+        "loop": {"services": [], "tasks": [], "pages": {"arns": 1, "token": "again"}},
+        "endless": {"services": [], "tasks": [], "pages": {"arns": 0}},
+        "flood": {"services": [], "tasks": [], "pages": {"arns": 100}},
         **({"shopc": {"services": ["orders"], "tasks": shopc}} if shopc else {}),
     },
     "taskDefinitions": tds,

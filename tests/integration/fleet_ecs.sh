@@ -16,6 +16,9 @@
 #                endpoint, IMDSv2), their order, and what is said when none has credentials
 #   errors/*     a wrong secret key, access denied naming the action, an unknown cluster, no region
 #   retry/*      throttled calls tried again
+#   pages/*      ListTasks pages that never end: a repeated nextToken (DP_EREMOTE after 2 pages; the AWS CLI
+#                sees the same loop), new tokens and no tasks (DP_EREMOTE after 1000 pages), new tokens and
+#                100 tasks each (the 5,000-task cap: 50 pages, 5,000 described)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 T_NAME=fleet_ecs
@@ -283,6 +286,22 @@ env -i PATH=/usr/bin:/bin HOME="$W/empty" AWS_ENDPOINT_URL="http://127.0.0.1:$(c
 	"$REG" "${ENVKEYS[@]}" "$W/driver" discover prod > "$W/slow.out" 2>&1
 WHY="$(head -c 300 "$W/slow.out")"; check retry/throttled-then-answered test "$(head -1 "$W/slow.out" | jq .n)" = 150
 WHY="$(cat "$W/slow.log" | head -5)"; check retry/three-throttled test "$(grep -c '"throttled": true' "$W/slow.log")" = 3
+
+# ---- ListTasks pages that never end (the stand-in's "pages" clusters) ----
+awscli "${ENVKEYS[@]}" -- ecs list-tasks --cluster loop
+WHY="rc $RC: $(head -c 300 "$W/cli.err")"; check pages/cli-sees-the-loop grep -q 'The same next token was received twice' "$W/cli.err"
+disc loop "$REG" "${ENVKEYS[@]}" -- loop
+WHY="rc $RC: $(head -c 300 "$W/loop.out")"
+check pages/repeated-token grep -qF '"message":"ecs:ListTasks on cluster loop: the same nextToken came again after 2 pages (2 tasks): its pages would never end"' "$W/loop.out"
+WHY="$(head -c 300 "$W/loop.calls")"; check pages/repeated-token-calls test "$(calls loop ListTasks)/$(calls loop DescribeTasks)" = 2/0
+disc endless "$REG" "${ENVKEYS[@]}" -- endless
+WHY="rc $RC: $(head -c 300 "$W/endless.out")"
+check pages/page-cap grep -qF '"message":"ecs:ListTasks on cluster endless: the pages did not end after 1000 pages (0 tasks)"' "$W/endless.out"
+WHY="$(calls endless ListTasks) ListTasks"; check pages/page-cap-calls test "$(calls endless ListTasks)" = 1000
+disc flood "$REG" "${ENVKEYS[@]}" -- flood
+WHY="rc $RC: $(head -c 300 "$W/flood.out")"; check pages/task-cap test "$RC/$(head -1 "$W/flood.out" | jq .n)" = 0/0
+WHY="$(calls flood ListTasks) ListTasks, $(jq -s 'map(select(.op == "DescribeTasks") | .asked) | add' "$W/flood.calls") asked"
+check pages/task-cap-5000 test "$(calls flood ListTasks)/$(jq -s 'map(select(.op == "DescribeTasks") | .asked) | add' "$W/flood.calls")" = 50/5000
 
 # ---- no secret printed anywhere ----
 WHY="$(grep -l -e s3cr3t -e secret-key "$W"/*.out "$W"/*.err 2> /dev/null | head -3)"
