@@ -186,6 +186,79 @@ static int selector_string(const json_t *sel, const char *what, char **out, stru
 
 /* ---- one pod ----------------------------------------------------------------- */
 
+/*
+ * Names from the API server go into URLs (the port-forward's path, the token
+ * Secret's): they must be what Kubernetes itself allows (IsDNS1123Label for a
+ * namespace, IsDNS1123Subdomain for a pod or a Secret), else a hostile server
+ * could steer a request ("a@evil.example:80/"). NULL when s is one, else why.
+ */
+static const char *dns1123_why(const char *s, bool subdomain)
+{
+	size_t n = strlen(s);
+
+	if (n == 0)
+		return "it is empty";
+	if (n > (subdomain ? 253u : 63u))
+		return subdomain ? "it is longer than 253 characters" : "it is longer than 63 characters";
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool edge = i == 0 || i == n - 1 || (subdomain && (s[i - 1] == '.' || s[i + 1] == '.'));
+
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+			continue;
+		if (c == '.' && !subdomain)
+			return "it holds a '.' (a DNS-1123 label has none)";
+		if (c != '-' && c != '.')
+			return subdomain ? "not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')"
+					 : "not a DNS-1123 label (lower-case letters, digits and '-')";
+		if (edge)
+			return "each part must start and end with a lower-case letter or digit";
+	}
+	return NULL;
+}
+
+/* s for a message: at most 80 bytes, anything but printable ASCII as '?' (new). */
+static char *shown(const char *s)
+{
+	size_t n = strlen(s);
+	char *o = mem_printf("%.80s%s", s, n > 80 ? "..." : "");
+
+	for (char *p = o; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+	return o;
+}
+
+/* The why_not of a pod whose token Secret's name is not one (new). */
+static char *bad_secret(const char *secret)
+{
+	char *s = shown(secret), *why = mem_printf("the pod's token Secret name is not valid: \"%s\": %s", s,
+						   dns1123_why(secret, true));
+
+	free(s);
+	return why;
+}
+
+/* A pod whose namespace or name is not valid: listed, with why, and nothing else (no URL, no dialling). */
+static void add_bad_pod(struct disc *d, const char *ns, const char *name, const char *why_ns, const char *why_name)
+{
+	char *sns = shown(ns), *sname = shown(name), *key = mem_printf("%s/%s", sns, sname);
+	struct fleet_agent *a;
+
+	if (json_object_get(d->seen, key) == NULL) {
+		json_object_set_new(d->seen, key, json_true());
+		a = fleet_set_add(d->set);
+		a->name = key;
+		key = NULL;
+		a->why_not = why_ns ? mem_printf("the API server gave a namespace that is not valid: \"%s\": %s", sns, why_ns)
+				    : mem_printf("the API server gave a pod name that is not valid: \"%s\": %s", sname,
+						 why_name);
+	}
+	free(key);
+	free(sns);
+	free(sname);
+}
+
 static const char *str_at(const json_t *o, const char *a, const char *b)
 {
 	const json_t *x = json_object_get(o, a);
@@ -390,6 +463,10 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 
 	if (ns == NULL || name == NULL)
 		return err_set(em, DP_EREMOTE, "the API server sent a pod without a name or namespace");
+	if (dns1123_why(ns, false) || dns1123_why(name, true)) {
+		add_bad_pod(d, ns, name, dns1123_why(ns, false), dns1123_why(name, true));
+		return 0;
+	}
 	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
 		return 0;
 	key = mem_printf("%s/%s", ns, name);
@@ -442,7 +519,9 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 		a->why_not = mem_printf("pod not running (%s)", phase ? phase : "no phase yet");
 	else if (!agent_ready(status, init))
 		a->why_not = mem_strdup("agent not ready");
-	else if ((secret = token_secret(spec, agent)) != NULL)
+	else if ((secret = token_secret(spec, agent)) != NULL && dns1123_why(secret, true))
+		a->why_not = bad_secret(secret);
+	else if (secret)
 		rc = fetch_token(d, a, ns, secret, em);
 	if (rc == 0 && a->why_not == NULL && !d->o->for_capture && (refusal = pf_refusal(d, ns, em, &rc)) != NULL)
 		a->why_not = mem_printf("access denied: %s", refusal);
