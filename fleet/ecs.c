@@ -19,6 +19,7 @@
 #include "aws.h"
 #include "fleet.h"
 #include "mem.h"
+#include "taddr.h"
 
 #define AGENT "diagport-agent"
 #define SOCKET "/diag/port"
@@ -40,6 +41,7 @@ struct disc {
 	struct aws_client c;
 	char *endpoint;
 	const char *cluster; /* short name */
+	bool local;          /* the ECS endpoint is overridden (a stand-in, LocalStack): loopback tasks are real */
 	json_t *tds;         /* task definition ARN → taskDefinition */
 	struct secret sec[MAX_SECRETS];
 	size_t nsec;
@@ -299,7 +301,8 @@ static void describe_agent(struct disc *d, const json_t *task, const json_t *td,
 {
 	const json_t *defs = json_object_get(td, "containerDefinitions"), *def = named(defs, AGENT);
 	const json_t *run = named(json_object_get(task, "containers"), AGENT);
-	const char *group = js(task, "group"), *mode = js(td, "networkMode"), *ip;
+	const char *group = js(task, "group"), *mode = js(td, "networkMode"), *ip, *why;
+	bool v6 = false;
 	const char *id = last_part(js(task, "taskArn"));
 
 	a->name = mem_printf("%s/%s", d->cluster, id);
@@ -338,7 +341,17 @@ static void describe_agent(struct disc *d, const json_t *task, const json_t *td,
 					: "no address");
 		return;
 	}
-	a->url = strchr(ip, ':') ? mem_printf("http://[%s]:%d", ip, a->port) : mem_printf("http://%s:%d", ip, a->port);
+	if ((why = taddr_refusal(ip, d->local, &v6)) != NULL) { /* the token would go there */
+		char *s = mem_printf("%.64s%s", ip, strlen(ip) > 64 ? "..." : "");
+
+		for (char *p = s; *p; p++)
+			if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+				*p = '?';
+		a->why_not = mem_printf("the ECS API gave the address %s, which is not a task's (%s)", s, why);
+		free(s);
+		return;
+	}
+	a->url = v6 ? mem_printf("http://[%s]:%d", ip, a->port) : mem_printf("http://%s:%d", ip, a->port);
 }
 
 /* ---- the token ---- */
@@ -492,6 +505,8 @@ int fleet_ecs_discover(const struct fleet_ecs_opts *o, struct fleet_set *out, st
 	    (rc = aws_region(o->region, o->profile, &d.c.region, em)) != 0)
 		goto out;
 	d.endpoint = aws_endpoint("ECS", "ecs", d.c.region);
+	d.local = (getenv("AWS_ENDPOINT_URL_ECS") && *getenv("AWS_ENDPOINT_URL_ECS")) ||
+		  (getenv("AWS_ENDPOINT_URL") && *getenv("AWS_ENDPOINT_URL"));
 	if ((rc = list_tasks(&d, arns, em)) != 0 || (rc = describe_tasks(&d, arns, tasks, em)) != 0)
 		goto out;
 	json_array_foreach(tasks, i, task) {
