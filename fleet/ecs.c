@@ -505,8 +505,11 @@ int fleet_ecs_discover(const struct fleet_ecs_opts *o, struct fleet_set *out, st
 	    (rc = aws_region(o->region, o->profile, &d.c.region, em)) != 0)
 		goto out;
 	d.endpoint = aws_endpoint("ECS", "ecs", d.c.region);
-	d.local = (getenv("AWS_ENDPOINT_URL_ECS") && *getenv("AWS_ENDPOINT_URL_ECS")) ||
-		  (getenv("AWS_ENDPOINT_URL") && *getenv("AWS_ENDPOINT_URL"));
+	{
+		const char *ecs = getenv("AWS_ENDPOINT_URL_ECS"), *all = getenv("AWS_ENDPOINT_URL");
+
+		d.local = (ecs && *ecs) || (all && *all); /* as aws_endpoint chose */
+	}
 	if ((rc = list_tasks(&d, arns, em)) != 0 || (rc = describe_tasks(&d, arns, tasks, em)) != 0)
 		goto out;
 	json_array_foreach(tasks, i, task) {
