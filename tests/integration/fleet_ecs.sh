@@ -296,7 +296,7 @@ WHY="$(cat "$W/slow.log" | head -5)"; check retry/three-throttled test "$(grep -
 # a listener on every local address at the hostile tasks' agent port ([::]:HP, dual-stack: 127.0.0.2,
 # 0.0.0.0 and ::1 reach it; it logs the address each connection was made to); only the loopback task
 # (accepted: the endpoint is a local stand-in) may
-"$PY" -c '
+cat > "$W/listener.py" << 'EOF'
 import socket, sys
 s = socket.socket(socket.AF_INET6)
 s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
@@ -314,7 +314,8 @@ while True:
     with open(sys.argv[2], "a") as f:
         f.write(c.getsockname()[0] + " " + data.split(b"\r")[0].decode(errors="replace") + "\n")
     c.close()
-' "$HP" "$W/listener.log" 2> "$W/listener.err" &
+EOF
+"$PY" "$W/listener.py" "$HP" "$W/listener.log" 2> "$W/listener.err" &
 PIDS+=($!)
 for _ in $(seq 1 50); do [ -e "$W/listener.log.ready" ] && break; sleep 0.1; done
 disc hostile "$REG" "${ENVKEYS[@]}" -- hostile --probe
