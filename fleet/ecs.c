@@ -19,11 +19,13 @@
 #include "aws.h"
 #include "fleet.h"
 #include "mem.h"
+#include "taddr.h"
 
 #define AGENT "diagport-agent"
 #define SOCKET "/diag/port"
 #define ECS_TARGET "AmazonEC2ContainerServiceV20141113."
 #define MAX_TASKS 5000  /* what one ps may list; ListTasks pages beyond it are not read */
+#define MAX_PAGES 1000  /* ListTasks pages, however few tasks each holds */
 #define BATCH 100       /* DescribeTasks' limit */
 #define MAX_SECRETS 256 /* distinct token secrets looked up */
 
@@ -39,6 +41,7 @@ struct disc {
 	struct aws_client c;
 	char *endpoint;
 	const char *cluster; /* short name */
+	bool local;          /* the ECS endpoint is overridden (a stand-in, LocalStack): loopback tasks are real */
 	json_t *tds;         /* task definition ARN → taskDefinition */
 	struct secret sec[MAX_SECRETS];
 	size_t nsec;
@@ -113,7 +116,9 @@ static int ecs_call(struct disc *d, const char *op, json_t *in, json_t **out, st
 
 static int list_tasks(struct disc *d, json_t *arns, struct err_msg *em)
 {
+	json_t *tokens = json_object(); /* the nextTokens given so far: one again would loop */
 	char *next = NULL;
+	size_t pages = 0;
 	int rc = 0;
 
 	do {
@@ -129,10 +134,22 @@ static int list_tasks(struct disc *d, json_t *arns, struct err_msg *em)
 		if ((rc = ecs_call(d, "ListTasks", in, &out, em)) != 0)
 			break;
 		json_array_extend(arns, json_object_get(out, "taskArns"));
-		if (js(out, "nextToken") && json_array_size(arns) < MAX_TASKS)
-			next = mem_strdup(js(out, "nextToken"));
+		pages++;
+		if (js(out, "nextToken") && *js(out, "nextToken") && json_array_size(arns) < MAX_TASKS) {
+			if (json_object_get(tokens, js(out, "nextToken")))
+				rc = err_set(em, DP_EREMOTE, "ecs:ListTasks on cluster %s: the same nextToken came again after "
+					     "%zu pages (%zu tasks): its pages would never end", d->cluster, pages,
+					     json_array_size(arns));
+			else if (pages >= MAX_PAGES)
+				rc = err_set(em, DP_EREMOTE, "ecs:ListTasks on cluster %s: the pages did not end after %d "
+					     "pages (%zu tasks)", d->cluster, MAX_PAGES, json_array_size(arns));
+			else
+				json_object_set_new(tokens, js(out, "nextToken"), json_true());
+			next = rc == 0 ? mem_strdup(js(out, "nextToken")) : NULL;
+		}
 		json_decref(out);
 	} while (next);
+	json_decref(tokens);
 	return rc;
 }
 
@@ -140,16 +157,20 @@ static int describe_tasks(struct disc *d, json_t *arns, json_t *tasks, struct er
 {
 	for (size_t i = 0; i < json_array_size(arns) && i < MAX_TASKS; i += BATCH) {
 		json_t *batch = json_array(), *out = NULL;
+		size_t asked;
 		int rc;
 
 		for (size_t k = i; k < i + BATCH && k < json_array_size(arns); k++)
 			json_array_append(batch, json_array_get(arns, k));
+		asked = json_array_size(batch); /* the call takes batch */
 		rc = ecs_call(d, "DescribeTasks", json_pack("{s:s, s:o}", "cluster", d->o->cluster, "tasks", batch),
 			      &out, em);
 		if (rc != 0)
 			return rc;
-		/* failures[] (a task gone since ListTasks) are left out, as they are no longer running */
-		json_array_extend(tasks, json_object_get(out, "tasks"));
+		/* failures[] (a task gone since ListTasks) are left out, as they are no longer running; no more
+		 * tasks than were asked for are taken, so MAX_TASKS holds whatever the answer holds */
+		for (size_t k = 0; k < json_array_size(json_object_get(out, "tasks")) && k < asked; k++)
+			json_array_append(tasks, json_array_get(json_object_get(out, "tasks"), k));
 		json_decref(out);
 	}
 	return 0;
@@ -280,7 +301,8 @@ static void describe_agent(struct disc *d, const json_t *task, const json_t *td,
 {
 	const json_t *defs = json_object_get(td, "containerDefinitions"), *def = named(defs, AGENT);
 	const json_t *run = named(json_object_get(task, "containers"), AGENT);
-	const char *group = js(task, "group"), *mode = js(td, "networkMode"), *ip;
+	const char *group = js(task, "group"), *mode = js(td, "networkMode"), *ip, *why;
+	bool v6 = false;
 	const char *id = last_part(js(task, "taskArn"));
 
 	a->name = mem_printf("%s/%s", d->cluster, id);
@@ -319,7 +341,17 @@ static void describe_agent(struct disc *d, const json_t *task, const json_t *td,
 					: "no address");
 		return;
 	}
-	a->url = strchr(ip, ':') ? mem_printf("http://[%s]:%d", ip, a->port) : mem_printf("http://%s:%d", ip, a->port);
+	if ((why = taddr_refusal(ip, d->local, &v6)) != NULL) { /* the token would go there */
+		char *s = mem_printf("%.64s%s", ip, strlen(ip) > 64 ? "..." : "");
+
+		for (char *p = s; *p; p++)
+			if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+				*p = '?';
+		a->why_not = mem_printf("the ECS API gave the address %s, which is not a task's (%s)", s, why);
+		free(s);
+		return;
+	}
+	a->url = v6 ? mem_printf("http://[%s]:%d", ip, a->port) : mem_printf("http://%s:%d", ip, a->port);
 }
 
 /* ---- the token ---- */
@@ -473,6 +505,11 @@ int fleet_ecs_discover(const struct fleet_ecs_opts *o, struct fleet_set *out, st
 	    (rc = aws_region(o->region, o->profile, &d.c.region, em)) != 0)
 		goto out;
 	d.endpoint = aws_endpoint("ECS", "ecs", d.c.region);
+	{
+		const char *ecs = getenv("AWS_ENDPOINT_URL_ECS"), *all = getenv("AWS_ENDPOINT_URL");
+
+		d.local = (ecs && *ecs) || (all && *all); /* as aws_endpoint chose */
+	}
 	if ((rc = list_tasks(&d, arns, em)) != 0 || (rc = describe_tasks(&d, arns, tasks, em)) != 0)
 		goto out;
 	json_array_foreach(tasks, i, task) {

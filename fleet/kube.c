@@ -25,7 +25,8 @@
 #include "kubeconfig.h"
 #include "mem.h"
 
-#define MAX_PODS 100000  /* pods in one discovery */
+#define MAX_PODS 50000   /* pods read in one discovery (a cluster's documented limit is 150,000) */
+#define MAX_PAGES 1000   /* a filtered page may hold fewer than PAGE pods, but not this many pages */
 #define MAX_TOKEN_B64 ((size_t)64 << 10)
 #define PAGE "500"
 
@@ -184,6 +185,79 @@ static int selector_string(const json_t *sel, const char *what, char **out, stru
 }
 
 /* ---- one pod ----------------------------------------------------------------- */
+
+/*
+ * Names from the API server go into URLs (the port-forward's path, the token
+ * Secret's): they must be what Kubernetes itself allows (IsDNS1123Label for a
+ * namespace, IsDNS1123Subdomain for a pod or a Secret), else a hostile server
+ * could steer a request ("a@evil.example:80/"). NULL when s is one, else why.
+ */
+static const char *dns1123_why(const char *s, bool subdomain)
+{
+	size_t n = strlen(s);
+
+	if (n == 0)
+		return "it is empty";
+	if (n > (subdomain ? 253u : 63u))
+		return subdomain ? "it is longer than 253 characters" : "it is longer than 63 characters";
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool edge = i == 0 || i == n - 1 || (subdomain && (s[i - 1] == '.' || s[i + 1] == '.'));
+
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+			continue;
+		if (c == '.' && !subdomain)
+			return "it holds a '.' (a DNS-1123 label has none)";
+		if (c != '-' && c != '.')
+			return subdomain ? "not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')"
+					 : "not a DNS-1123 label (lower-case letters, digits and '-')";
+		if (edge)
+			return "each part must start and end with a lower-case letter or digit";
+	}
+	return NULL;
+}
+
+/* s for a message: at most 80 bytes, anything but printable ASCII as '?' (new). */
+static char *shown(const char *s)
+{
+	size_t n = strlen(s);
+	char *o = mem_printf("%.80s%s", s, n > 80 ? "..." : "");
+
+	for (char *p = o; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+	return o;
+}
+
+/* The why_not of a pod whose token Secret's name is not one (new). */
+static char *bad_secret(const char *secret)
+{
+	char *s = shown(secret), *why = mem_printf("the pod's token Secret name is not valid: \"%s\": %s", s,
+						   dns1123_why(secret, true));
+
+	free(s);
+	return why;
+}
+
+/* A pod whose namespace or name is not valid: listed, with why, and nothing else (no URL, no dialling). */
+static void add_bad_pod(struct disc *d, const char *ns, const char *name, const char *why_ns, const char *why_name)
+{
+	char *sns = shown(ns), *sname = shown(name), *key = mem_printf("%s/%s", sns, sname);
+	struct fleet_agent *a;
+
+	if (json_object_get(d->seen, key) == NULL) {
+		json_object_set_new(d->seen, key, json_true());
+		a = fleet_set_add(d->set);
+		a->name = key;
+		key = NULL;
+		a->why_not = why_ns ? mem_printf("the API server gave a namespace that is not valid: \"%s\": %s", sns, why_ns)
+				    : mem_printf("the API server gave a pod name that is not valid: \"%s\": %s", sname,
+						 why_name);
+	}
+	free(key);
+	free(sns);
+	free(sname);
+}
 
 static const char *str_at(const json_t *o, const char *a, const char *b)
 {
@@ -389,6 +463,10 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 
 	if (ns == NULL || name == NULL)
 		return err_set(em, DP_EREMOTE, "the API server sent a pod without a name or namespace");
+	if (dns1123_why(ns, false) || dns1123_why(name, true)) {
+		add_bad_pod(d, ns, name, dns1123_why(ns, false), dns1123_why(name, true));
+		return 0;
+	}
 	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0))
 		return 0;
 	key = mem_printf("%s/%s", ns, name);
@@ -441,7 +519,9 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 		a->why_not = mem_printf("pod not running (%s)", phase ? phase : "no phase yet");
 	else if (!agent_ready(status, init))
 		a->why_not = mem_strdup("agent not ready");
-	else if ((secret = token_secret(spec, agent)) != NULL)
+	else if ((secret = token_secret(spec, agent)) != NULL && dns1123_why(secret, true))
+		a->why_not = bad_secret(secret);
+	else if (secret)
 		rc = fetch_token(d, a, ns, secret, em);
 	if (rc == 0 && a->why_not == NULL && !d->o->for_capture && (refusal = pf_refusal(d, ns, em, &rc)) != NULL)
 		a->why_not = mem_printf("access denied: %s", refusal);
@@ -453,7 +533,9 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 static int list_pods(struct disc *d, const char *selector, struct err_msg *em)
 {
 	char *cont = NULL, *sel = selector ? fleet_pct_escape(selector) : NULL;
-	size_t total = 0;
+	const char *what = d->o->all_namespaces ? "listing pods in all namespaces" : "listing pods";
+	json_t *tokens = json_object(); /* the continue tokens given so far: one again would loop */
+	size_t total = 0, pages = 0;
 	int rc = 0;
 
 	do {
@@ -466,6 +548,7 @@ static int list_pods(struct disc *d, const char *selector, struct err_msg *em)
 						  c ? c : "");
 		struct kapi_resp r = { 0 };
 		const json_t *items;
+		const char *next;
 		size_t i;
 		json_t *pod;
 
@@ -474,26 +557,37 @@ static int list_pods(struct disc *d, const char *selector, struct err_msg *em)
 		cont = NULL;
 		rc = kapi_call(&d->api, "GET", path, NULL, &r, em);
 		if (rc == 0 && r.status != 200)
-			rc = kapi_error(&r, d->o->all_namespaces ? "listing pods in all namespaces" : "listing pods", em);
+			rc = kapi_error(&r, what, em);
 		free(path);
 		items = json_object_get(r.body, "items");
 		if (rc == 0 && !json_is_array(items))
-			rc = err_set(em, DP_EREMOTE, "listing pods: the answer has no items");
+			rc = err_set(em, DP_EREMOTE, "%s: the answer has no items", what);
 		total += rc == 0 ? json_array_size(items) : 0;
 		if (rc == 0 && total > MAX_PODS)
-			rc = err_set(em, DP_ETOOBIG, "more than %d pods: narrow it down with a selector or a namespace",
-				     MAX_PODS);
+			rc = err_set(em, DP_ETOOBIG,
+				     "%s: more than %d pods (diagport's cap on one discovery): narrow it down with a "
+				     "selector or a namespace", what, MAX_PODS);
 		json_array_foreach(items, i, pod) {
 			if (rc == 0)
 				rc = add_pod(d, pod, em);
 		}
-		if (rc == 0 && str_at(json_object_get(r.body, "metadata"), "continue", NULL) &&
-		    str_at(json_object_get(r.body, "metadata"), "continue", NULL)[0])
-			cont = mem_strdup(str_at(json_object_get(r.body, "metadata"), "continue", NULL));
+		next = str_at(json_object_get(r.body, "metadata"), "continue", NULL);
+		if (rc == 0 && next && next[0]) {
+			if (json_object_get(tokens, next))
+				rc = err_set(em, DP_EREMOTE, "%s: the API server gave the same continue token again after "
+					     "%zu pages (%zu pods): its pages would never end", what, pages + 1, total);
+			else if (++pages >= MAX_PAGES)
+				rc = err_set(em, DP_EREMOTE, "%s: the API server's pages did not end after %d pages "
+					     "(%zu pods)", what, MAX_PAGES, total);
+			else
+				json_object_set_new(tokens, next, json_true());
+			cont = rc == 0 ? mem_strdup(next) : NULL;
+		}
 		kapi_resp_free(&r);
 	} while (rc == 0 && cont);
 	free(cont);
 	free(sel);
+	json_decref(tokens);
 	return rc;
 }
 

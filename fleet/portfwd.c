@@ -342,13 +342,17 @@ static int upgrade(struct pf_dialer *d, const struct fleet_agent *a, struct conn
 	if (rc != 0)
 		return rc;
 	b->cap = PF_HEAD_MAX;
-	while ((end = b->data ? strstr(b->data, "\r\n\r\n") : NULL) == NULL) {
+	for (;;) {
+		/* only the head must be text: bytes after its end may be the first frames, in the same read */
+		end = b->data ? strstr(b->data, "\r\n\r\n") : NULL;
+		if (b->data && memchr(b->data, '\0', end ? (size_t)(end + 4 - b->data) : b->len))
+			return err_set(em, DP_EREMOTE, "%s: the API server's answer is not HTTP", what);
+		if (end)
+			break;
 		if ((rc = recv_more(cn, b, &eof, what, em)) != 0)
 			return rc;
 		if (eof)
 			return err_set(em, DP_EREMOTE, "%s: the API server closed the connection before answering", what);
-		if (b->data && memchr(b->data, '\0', b->len))
-			return err_set(em, DP_EREMOTE, "%s: the API server's answer is not HTTP", what);
 	}
 	*head_len = (size_t)(end + 4 - b->data);
 	if (strncmp(b->data, "HTTP/1.", 7) != 0 || (b->data[7] != '0' && b->data[7] != '1') || b->data[8] != ' ' ||

@@ -25,6 +25,9 @@ The seed: {"region", "account", "keys": {ACCESS_KEY: {"secret", "token"?, "arn",
 "service:Action"]}}, "clusters": {NAME: {"services": [..], "tasks": [DescribeTasks task objects]}},
 "taskDefinitions": {ARN: taskDefinition}, "secrets": {ARN: SecretString}, "container": {"path",
 "authorization", "key"}, "imds": {"role", "key"}, "throttle": N (the first N ECS calls are throttled)}.
+A cluster may also hold "pages": {"arns": N, "token": T}: a broken or hostile ListTasks whose pages
+never end, each with N made-up task ARNs (DescribeTasks reports them MISSING) and the nextToken T
+every time, or a new one each time without "token".
 Each request is logged as one JSON line (op, access key, counts) to LOG-FILE.
 """
 import base64
@@ -134,6 +137,12 @@ def list_tasks(user, req):
             raise ApiError(400, "ServiceNotFoundException", "Service not found.")
         tasks = [t for t in tasks if t.get("group") == "service:" + svc]
     size = min(int(req.get("maxResults", 100)), 100)
+    pages = c.get("pages")
+    if pages:  # a list that never ends (test control)
+        n = int(base64.b64decode(req["nextToken"]).decode()) if req.get("nextToken") and "token" not in pages else 0
+        arns = [f"arn:aws:ecs:{REGION}:{ACCOUNT}:task/{name}/{n * size + i:032x}" for i in range(pages.get("arns", 0))]
+        token = pages.get("token") or base64.b64encode(str(n + 1).encode()).decode()
+        return {"taskArns": arns, "nextToken": token}, {"returned": len(arns)}
     start = int(base64.b64decode(req["nextToken"]).decode()) if req.get("nextToken") else 0
     out = {"taskArns": [t["taskArn"] for t in tasks[start:start + size]]}
     if start + size < len(tasks):

@@ -10,11 +10,18 @@ Usage: ecs_seed.py DIAGPORT AGENT_PORT OUT.json [PORT1 PORT2 PORT3]
           token), plain (no agent), bridge (EC2, bridge mode), unhealthy (agent UNHEALTHY),
           loopback (injected without a token), standalone (group family:batch)
   tiny    one task without the agent (credential tests)
+  hostile with HOSTILE_PORT in the environment: tasks whose DescribeTasks address was tampered with
+          (link-local, unspecified, a host name, a URL fragment, multicast, broadcast, ...), their agent
+          on HOSTILE_PORT with its own token secret; and 127.0.0.2 (loopback: accepted, as the endpoint is
+          a local stand-in)
+  loop, endless, flood  ListTasks pages that never end (ecs_api_fake.py's "pages"): the same
+          nextToken each time; a new one each time and no tasks; a new one and 100 task ARNs each time
   shopc   with PORT1..3 (fleet_e2e.sh): service orders, three tasks at 127.0.0.1, each task's
           agent on its own port (so each its own task definition, orders-N:1), each with a token
           secret; PORT1's agent really needs its token, e2e-token-1
 """
 import json
+import os
 import subprocess
 import sys
 
@@ -99,6 +106,14 @@ e2e = [int(p) for p in sys.argv[4:7]]
 shopc = [task("shopc", 0xe2e0 + n, td(f"orders-{n}", "--port", str(port), "--auth-secret", f"{SM}:e2e-token-{n}-AbCdEf"),
               "service:orders", ip="127.0.0.1") for n, port in enumerate(e2e, 1)]
 
+HP = os.environ.get("HOSTILE_PORT")
+HOSTILE = ["169.254.169.254", "0.0.0.0", "evil.example", f"127.0.0.2:{HP}/x?", "fe80::1", "224.0.0.1",
+           "255.255.255.255", "::", "::ffff:169.254.169.254", "127.0.0.2"]
+hostile = []
+if HP:
+    htd = td("hostile", "--port", HP, "--auth-secret", f"{SM}:hostile-token-AbCdEf")
+    hostile = [task("hostile", 0x4000 + i, htd, "service:web", ip=ip) for i, ip in enumerate(HOSTILE)]
+
 seed = {
     "region": REGION, "account": ACCOUNT,
     "keys": {
@@ -119,13 +134,17 @@ seed = {
         "prod": {"services": ["orders", "billing"], "tasks": prod},
         "mixed": {"services": ["web", "legacy"], "tasks": mixed},
         "tiny": {"services": [], "tasks": [task("tiny", 1, plain, "family:x", ip="10.3.0.1", agent=False)]},
+        **({"hostile": {"services": ["web"], "tasks": hostile}} if hostile else {}),
+        "loop": {"services": [], "tasks": [], "pages": {"arns": 1, "token": "again"}},
+        "endless": {"services": [], "tasks": [], "pages": {"arns": 0}},
+        "flood": {"services": [], "tasks": [], "pages": {"arns": 100}},
         **({"shopc": {"services": ["orders"], "tasks": shopc}} if shopc else {}),
     },
     "taskDefinitions": tds,
     "secrets": {
         f"{SM}:orders-token-AbCdEf": "orders-" + TOKEN, f"{SM}:billing-token-AbCdEf": "billing-" + TOKEN,
         f"{SM}:live-token-AbCdEf": TOKEN, f"{SM}:json-token-AbCdEf": json.dumps({"token": TOKEN, "other": "x"}),
-        f"{SM}:wrong-token-AbCdEf": "s3cr3t-not-the-agents",
+        f"{SM}:wrong-token-AbCdEf": "s3cr3t-not-the-agents", f"{SM}:hostile-token-AbCdEf": "s3cr3t-hostile-token",
         **{f"{SM}:e2e-token-{n}-AbCdEf": f"e2e-token-{n}" for n in range(1, len(e2e) + 1)},
     },
     "container": {"path": "/v2/credentials/task-creds", "authorization": "s3cr3t-container-auth", "key": "ASIACONT"},

@@ -16,6 +16,13 @@
 #                endpoint, IMDSv2), their order, and what is said when none has credentials
 #   errors/*     a wrong secret key, access denied naming the action, an unknown cluster, no region
 #   retry/*      throttled calls tried again
+#   address/*    tampered DescribeTasks addresses (link-local, unspecified, a host name, a URL fragment,
+#                multicast, broadcast, IPv4-mapped link-local) refused with a why_not, no token fetched
+#                for them, and a listener on their port reached only by the accepted loopback task
+#                (loopback refused without an endpoint override: tests/unit/test_taddr.c)
+#   pages/*      ListTasks pages that never end: a repeated nextToken (DP_EREMOTE after 2 pages; the AWS CLI
+#                sees the same loop), new tokens and no tasks (DP_EREMOTE after 1000 pages), new tokens and
+#                100 tasks each (the 5,000-task cap: 50 pages, 5,000 described)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 T_NAME=fleet_ecs
@@ -34,7 +41,8 @@ cc -std=c11 -D_GNU_SOURCE -I. -Icommon $CFLAGS_PKG -o "$W/driver" $I/ecs_driver.
 
 DIAGPORT_AUTH_TOKEN=$TOKEN start_agent
 for _ in $(seq 1 100); do curl -s -o /dev/null "$U/healthz" && break; sleep 0.1; done
-"$PY" $I/ecs_seed.py "$D" "$P" "$W/seed.json" 2> "$W/seed.err" || { fail seed "$(head -c 300 "$W/seed.err")"; exit 0; }
+HP=$(free_port)
+HOSTILE_PORT=$HP "$PY" $I/ecs_seed.py "$D" "$P" "$W/seed.json" 2> "$W/seed.err" || { fail seed "$(head -c 300 "$W/seed.err")"; exit 0; }
 
 # start_fake NAME SEED: the stand-in; its port in FP_NAME's file $W/NAME.port
 FAKES=()
@@ -283,6 +291,62 @@ env -i PATH=/usr/bin:/bin HOME="$W/empty" AWS_ENDPOINT_URL="http://127.0.0.1:$(c
 	"$REG" "${ENVKEYS[@]}" "$W/driver" discover prod > "$W/slow.out" 2>&1
 WHY="$(head -c 300 "$W/slow.out")"; check retry/throttled-then-answered test "$(head -1 "$W/slow.out" | jq .n)" = 150
 WHY="$(cat "$W/slow.log" | head -5)"; check retry/three-throttled test "$(grep -c '"throttled": true' "$W/slow.log")" = 3
+
+# ---- tampered task addresses: no token sent anywhere but a task's address ----
+# a listener on every local address at the hostile tasks' agent port ([::]:HP, dual-stack: 127.0.0.2,
+# 0.0.0.0 and ::1 reach it; it logs the address each connection was made to); only the loopback task
+# (accepted: the endpoint is a local stand-in) may
+cat > "$W/listener.py" << 'EOF'
+import socket, sys
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", int(sys.argv[1])))
+s.listen(16)
+open(sys.argv[2] + ".ready", "w").close()
+while True:
+    c = s.accept()[0]
+    c.settimeout(2)
+    try:
+        data = c.recv(4096)
+    except OSError:
+        data = b""
+    with open(sys.argv[2], "a") as f:
+        f.write(c.getsockname()[0] + " " + data.split(b"\r")[0].decode(errors="replace") + "\n")
+    c.close()
+EOF
+"$PY" "$W/listener.py" "$HP" "$W/listener.log" 2> "$W/listener.err" &
+PIDS+=($!)
+for _ in $(seq 1 50); do [ -e "$W/listener.log.ready" ] && break; sleep 0.1; done
+disc hostile "$REG" "${ENVKEYS[@]}" -- hostile --probe
+HOSTILE=("169.254.169.254|link-local" "0.0.0.0|unspecified" "evil.example|not an IP address"
+	"127.0.0.2:$HP/x?|not an IP address" "fe80::1|link-local" "224.0.0.1|multicast" "255.255.255.255|broadcast"
+	"::|unspecified" "::ffff:169.254.169.254|link-local")
+for i in "${!HOSTILE[@]}"; do
+	ip=${HOSTILE[$i]%|*} why=${HOSTILE[$i]#*|} t=$(printf '%x' $((0x4000 + i)))
+	WHY="$(agent hostile "$t")"
+	check "address/refused-${why// /-}-$t" test "$(field hostile "$t" why_not)|$(field hostile "$t" url)|$(field hostile "$t" token)" = \
+		"the ECS API gave the address $ip, which is not a task's ($why)|null|false"
+done
+WHY="$(agent hostile 4009)"; check address/loopback-with-local-endpoint test "$(field hostile 4009 url)" = "http://127.0.0.2:$HP"
+WHY="$(cat "$W/listener.log" 2> /dev/null)"; check address/only-the-accepted-one-reached bash -c \
+	"[ \"\$(cat '$W/listener.log')\" = '::ffff:127.0.0.2 GET /processes HTTP/1.1' ]"
+
+# ---- ListTasks pages that never end (the stand-in's "pages" clusters) ----
+awscli "${ENVKEYS[@]}" -- ecs list-tasks --cluster loop
+WHY="rc $RC: $(head -c 300 "$W/cli.err")"; check pages/cli-sees-the-loop grep -q 'The same next token was received twice' "$W/cli.err"
+disc loop "$REG" "${ENVKEYS[@]}" -- loop
+WHY="rc $RC: $(head -c 300 "$W/loop.out")"
+check pages/repeated-token grep -qF '"message":"ecs:ListTasks on cluster loop: the same nextToken came again after 2 pages (2 tasks): its pages would never end"' "$W/loop.out"
+WHY="$(head -c 300 "$W/loop.calls")"; check pages/repeated-token-calls test "$(calls loop ListTasks)/$(calls loop DescribeTasks)" = 2/0
+disc endless "$REG" "${ENVKEYS[@]}" -- endless
+WHY="rc $RC: $(head -c 300 "$W/endless.out")"
+check pages/page-cap grep -qF '"message":"ecs:ListTasks on cluster endless: the pages did not end after 1000 pages (0 tasks)"' "$W/endless.out"
+WHY="$(calls endless ListTasks) ListTasks"; check pages/page-cap-calls test "$(calls endless ListTasks)" = 1000
+disc flood "$REG" "${ENVKEYS[@]}" -- flood
+WHY="rc $RC: $(head -c 300 "$W/flood.out")"; check pages/task-cap test "$RC/$(head -1 "$W/flood.out" | jq .n)" = 0/0
+WHY="$(calls flood ListTasks) ListTasks, $(jq -s 'map(select(.op == "DescribeTasks") | .asked) | add' "$W/flood.calls") asked"
+check pages/task-cap-5000 test "$(calls flood ListTasks)/$(jq -s 'map(select(.op == "DescribeTasks") | .asked) | add' "$W/flood.calls")" = 50/5000
 
 # ---- no secret printed anywhere ----
 WHY="$(grep -l -e s3cr3t -e secret-key "$W"/*.out "$W"/*.err 2> /dev/null | head -3)"

@@ -20,6 +20,10 @@
 #   merge/*      KUBECONFIG=a:b merged as kubectl merges it (first definition wins, current-context)
 #   bad/*        a kubeconfig missing exec.command, not YAML, an unknown context: file and field named
 #   incluster/*  no kubeconfig: the service account (a private mount namespace holds its files)
+#   pages/*      a list whose metadata.continue repeats (EREMOTE after 2 pages), never ends with 500 pods a
+#                page (the 50,000-pod cap, named), never ends with empty pages (EREMOTE after 1000 pages)
+#   names/*      pods whose namespace, name or token Secret name is not a DNS-1123 one: listed with a why_not,
+#                no URL, never in a request; the valid pod beside them read as usual
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 T_NAME=fleet-kube
@@ -331,3 +335,50 @@ is incluster/caller "$(head -1 "$W/out" | jq -r .caller 2> /dev/null)" system:se
 is incluster/token "$(field shop/orders-7d9f8c6b5-abcde token_ok)" true
 env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST HOME="$W/nohome" "$W/driver" > "$W/out" 2> "$W/err"
 has incluster/nothing "error ENOTFOUND: no kubeconfig (--kubeconfig, KUBECONFIG, ~/.kube/config) and not in a pod"
+
+# --- an API server whose pages never end (a fault answers each list of namespace loopN) ------------------
+fault() { curl -sf --cacert "$W/ca.crt" -X POST "$SERVER/__fake/fault" -d "$1" > /dev/null || fail setup "fault $1"; }
+lists() { grep -c "^GET /api/v1/namespaces/$1/pods 200" "$W/api/req.log"; }
+fault '{"method": "GET", "path": "/api/v1/namespaces/loop1/pods", "action": "pages", "token": "again", "items": 1, "namespace": "loop1", "times": 50}'
+timeout 60 bash -c "$(declare -f run); W='$W' K='$K'; run --kubeconfig '$K' -n loop1"
+is pages/repeat "$(cat "$W/out")" \
+  "error EREMOTE: listing pods: the API server gave the same continue token again after 2 pages (2 pods): its pages would never end"
+is pages/repeat-requests "$(lists loop1)" 2
+fault '{"method": "GET", "path": "/api/v1/namespaces/loop2/pods", "action": "pages", "items": 500, "namespace": "loop2", "times": 1000}'
+timeout 120 bash -c "$(declare -f run); W='$W' K='$K'; run --kubeconfig '$K' -n loop2"
+has pages/pod-cap ": listing pods: more than 50000 pods (diagport's cap on one discovery): narrow it down with a selector or a namespace"
+is pages/pod-cap-requests "$(lists loop2)" 101
+fault '{"method": "GET", "path": "/api/v1/namespaces/loop3/pods", "action": "pages", "items": 0, "namespace": "loop3", "times": 2000}'
+timeout 120 bash -c "$(declare -f run); W='$W' K='$K'; run --kubeconfig '$K' -n loop3"
+is pages/page-cap "$(cat "$W/out")" "error EREMOTE: listing pods: the API server's pages did not end after 1000 pages (0 pods)"
+is pages/page-cap-requests "$(lists loop3)" 1000
+
+# --- names from the API server that are not Kubernetes names: listed with why, never in a URL ------------
+kc get pod orders-7d9f8c6b5-abcde -n shop -o json > "$W/good-pod.json" 2> "$W/kc.err"
+jq -c --slurpfile p "$W/good-pod.json" '$p[0] as $g | {method: "GET", path: "/api/v1/namespaces/evil/pods",
+  action: "answer", times: 1, body: {kind: "PodList", apiVersion: "v1", metadata: {resourceVersion: "1"}, items: [
+  ($g | .metadata.name = "a@evil.example:80/" | .metadata.namespace = "evil"),
+  ($g | .metadata.namespace = "Evil_NS"),
+  ($g | .metadata.name = ("a" * 254) | .metadata.namespace = "evil"),
+  ($g | .metadata.name = "-x" | .metadata.namespace = "evil"),
+  ($g | .metadata.name = "ok-1" | .metadata.namespace = "evil"
+      | .spec.volumes |= map(if .secret then .secret.secretName = "../../../api/v1/x" else . end)),
+  ($g | .metadata.name = "ok-2.x" | .metadata.namespace = "evil")]}}' "$W/good-pod.json" > "$W/evil.json"
+fault "$(cat "$W/evil.json")"
+before=$(wc -l < "$W/api/req.log")
+run --kubeconfig "$K" -n evil
+tail -n +$((before + 1)) "$W/api/req.log" > "$W/evil.log"
+NOTDNS="not a DNS-1123 subdomain (lower-case letters, digits, '-' and '.')"
+is names/pod "$(field 'evil/a@evil.example:80/' why_not)" "the API server gave a pod name that is not valid: \"a@evil.example:80/\": $NOTDNS"
+is names/pod-no-url "$(field 'evil/a@evil.example:80/' url) $(field 'evil/a@evil.example:80/' pod)" "null null"
+is names/namespace "$(field 'Evil_NS/orders-7d9f8c6b5-abcde' why_not)" \
+  "the API server gave a namespace that is not valid: \"Evil_NS\": not a DNS-1123 label (lower-case letters, digits and '-')"
+is names/long "$(jq -r 'select(.name | tostring | startswith("evil/aaaa")) | .why_not' "$W/out")" \
+  "the API server gave a pod name that is not valid: \"$(printf 'a%.0s' $(seq 80))...\": it is longer than 253 characters"
+is names/edge "$(field evil/-x why_not)" \
+  "the API server gave a pod name that is not valid: \"-x\": each part must start and end with a lower-case letter or digit"
+is names/secret "$(field evil/ok-1 why_not) $(field evil/ok-1 url)" \
+  "the pod's token Secret name is not valid: \"../../../api/v1/x\": each part must start and end with a lower-case letter or digit http://ok-1.evil:52323"
+is names/valid-one-read "$(field evil/ok-2.x url)" http://ok-2.x.evil:52323
+WHY="$(cat "$W/evil.log")"; check names/no-request-with-them bash -c "! grep -E 'evil\.example|Evil_NS|aaaaaaaa|/-x|api/v1/x' '$W/evil.log'"
+WHY="$(cat "$W/evil.log")"; check names/valid-secret-asked grep -q '^GET /api/v1/namespaces/evil/secrets/orders-agent-token ' "$W/evil.log"

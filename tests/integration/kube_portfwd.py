@@ -38,7 +38,10 @@ threads at once. Each end is logged: "WS NS/POD closed by the client",
 
 Test knobs, per forward: "oversize": N sends one data message of N bytes
 before relaying (to try a client's cap on a frame); "tee": PATH writes every
-byte the pod's port sent into PATH (what the client should have received).
+byte the pod's port sent into PATH (what the client should have received);
+"coalesce": true sends the 101's head and the port prefix messages in ONE
+write (one TLS record), as an upgrading proxy that buffers may deliver them,
+so a client's first read holds the head and binary frames together.
 """
 import base64
 import hashlib
@@ -117,6 +120,7 @@ class Tunnel:
         self.closed_by = None
         self.sent_close = self.got_close = self.client_eof = False
         self.deadline = None
+        self.prefixed = False      # the port prefixes already went out with the 101 ("coalesce")
 
     def send_msg(self, chan, data):
         if self.b64:
@@ -124,11 +128,15 @@ class Tunnel:
         else:
             self.out += frame(0x2, bytes([chan]) + data)
 
-    def start(self):
+    def prefixes(self):
         for i, port in enumerate(self.ports):
             prefix = struct.pack("<H", port)
             self.send_msg(2 * i, prefix)
             self.send_msg(2 * i + 1, prefix)
+
+    def start(self):
+        if not self.prefixed:
+            self.prefixes()
         for i, port in enumerate(self.ports):
             fwd = self.lookup(self.ns, self.pod, port)
             try:
@@ -315,10 +323,18 @@ def serve(handler, ns, pod, lookup, log):
     accept = base64.b64encode(hashlib.sha1(key.encode() + GUID).digest()).decode()
     head = ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             f"Sec-WebSocket-Accept: {accept}\r\n" + (f"Sec-WebSocket-Protocol: {proto}\r\n" if proto else "") + "\r\n")
-    handler.connection.sendall(head.encode())
-    handler.close_connection = True
-    log(f"WS {ns}/{pod} open {proto or '(binary, no subprotocol)'} ports={','.join(map(str, ports))}")
     t = Tunnel(handler.connection, proto or BINARY, ns, pod, ports, lookup, log)
+    first = lookup(ns, pod, ports[0]) or {}
+    if first.get("coalesce"):  # the head and the first frames in one write
+        t.prefixes()
+        handler.connection.sendall(head.encode() + bytes(t.out))
+        t.out.clear()
+        t.prefixed = True
+    else:
+        handler.connection.sendall(head.encode())
+    handler.close_connection = True
+    log(f"WS {ns}/{pod} open {proto or '(binary, no subprotocol)'} ports={','.join(map(str, ports))}"
+        + (" coalesced" if t.prefixed else ""))
     handler.connection.setblocking(False)
     try:  # a client that sent frames before reading the 101: what the request's reader took in already
         t.inbuf += handler.rfile.read1(65536) or b""

@@ -52,8 +52,13 @@ Test control, no token needed, not logged, under /__fake/:
                                 handle the request: a POST then gets 409 AlreadyExists
         action "rotate-token":  handle the request, then write {"token": ...} into the token file, as the
                                 kubelet rotates a projected token: the next request needs the new one
+        action "answer":        answer 200 with {"body": ...} as it is (a hostile or broken API server)
+        action "pages":         answer a PodList page that never ends: {"items": N} pods per page (named
+                                endless-PAGE-I, in {"namespace": NS}, not injected), metadata.continue a new
+                                token each time, or {"token": T} every time (a list that loops)
 
-  POST /__fake/forward         {"namespace", "pod", "port", "to": "127.0.0.1:N"[, "oversize": N]}: where a
+  POST /__fake/forward         {"namespace", "pod", "port", "to": "127.0.0.1:N"[, "oversize": N, "tee": PATH,
+                              "coalesce": true]} (kube_portfwd.py's knobs): where a
                               pod's port leads for port-forward; a port with none is refused by the
                               kubelet (the message on the error channel, kube_portfwd.py)
 
@@ -831,6 +836,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             obj = copy.deepcopy(f["object"])
             meta = obj["metadata"]
             store["secrets"][f"{meta['namespace']}/{meta['name']}"] = stamp_new(obj)
+        if f and f["action"] == "answer":
+            return 200, f["body"]
+        if f and f["action"] == "pages":
+            f["page"] = f.get("page", 0) + 1
+            items = [{"apiVersion": "v1", "kind": "Pod", "metadata": {
+                "name": f"endless-{f['page']}-{i}", "namespace": f.get("namespace", "default"),
+                "uid": str(uuid.uuid4())}, "status": {"phase": "Running"}} for i in range(int(f.get("items", 0)))]
+            token = f.get("token") or base64.b64encode(json.dumps({"after": f"endless-{f['page']}"}).encode()).decode()
+            return 200, {"kind": "PodList", "apiVersion": "v1",
+                         "metadata": {"resourceVersion": str(revision[0]), "continue": token}, "items": items}
         if f and f["action"] == "rotate-token":
             with open(args.token_file + ".tmp", "w") as t:
                 t.write(f["token"] + "\n")
