@@ -250,10 +250,19 @@ check cpuprofile bash -c "jq -e '.\"\$schema\" | test(\"speedscope\")' '$W/cpu/'
 WHY="metrics: $(cat "$W/metrics/manifest.json" 2>/dev/null | head -c 300)"
 check metrics-per-agent bash -c "jq -e '.succeeded == 2 and ([.items[] | has(\"pid\")] | any | not)' '$W/metrics/manifest.json' &&
 	test \$(ls '$W/metrics'/*.prom | wc -l) = 2"
-curl -s "${APPURL[1]}/log?count=3&message=fleet-hello" > /dev/null &
-"$D" capture logs --target "${URL[1]}" --duration 2 --level Information -o "$W/logs" > /dev/null 2>&1
-WHY="logs: $(ls "$W/logs")"
-check logs bash -c "jq -e -s 'length >= 0' '$W/logs/'*.ndjson"
+"$D" capture logs --target "${URL[1]}" --duration 4 --level Information -o "$W/logs" > /dev/null 2>&1 &
+cap=$!
+sleep 2
+curl -s "${APPURL[1]}/log?count=3&message=fleet-hello" > /dev/null
+wait $cap
+WHY="logs: $(ls "$W/logs"); $(head -c 300 "$W/logs/"*.ndjson 2>/dev/null)"
+check logs bash -c "test \$(jq -c 'select(.Message | test(\"fleet-hello\"))' '$W/logs/'*.ndjson | wc -l) -ge 1"
+"$D" capture trace --profile Cpu --duration 1 --target "${URL[1]}" -o "$W/trace" > /dev/null 2>&1
+WHY="trace: $(ls "$W/trace")"
+check trace bash -c "'$D' nettrace stats '$W/trace/'*.nettrace | jq -e '.totalEvents > 0'"
+"$D" capture gcdump --format json --target "${URL[1]}" -o "$W/gc" > /dev/null 2>&1
+WHY="gcdump: $(ls "$W/gc"); $(head -c 200 "$W/gc/"*.gcdump.json 2>/dev/null)"
+check gcdump bash -c "jq -e '.objects > 0 and (.types | length) > 0' '$W/gc/'*.gcdump.json"
 
 # ---- exit codes and messages ----
 "$D" capture frobnicate --target "${URL[1]}" > "$W/e1" 2>&1
