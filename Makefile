@@ -54,7 +54,7 @@ LIBDP      := $(BUILD)/libdiagport.a
 
 PREREQ_STAMP := $(BUILD)/.prereqs-$(shell cat scripts/prereqs.sh 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk FORCE
+.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk image FORCE
 all: diagport
 
 $(PREREQ_STAMP):
@@ -89,10 +89,22 @@ FORCE:
 # the zip Lambda fetches at a cold start), named bootstrap, zipped.
 # libcurl, libmicrohttpd and GnuTLS are loaded with dlopen and unused by the macro; the static
 # link warns about dlopen, which the macro never reaches.
-$(BUILD)/lambda/bootstrap: $(BUILD)/main.o $(LIBDP)
+# The whole binary linked statically and stripped: the Lambda macro's bootstrap (provided.al2023's
+# glibc is older than Debian's) and the agent's image (FROM scratch: nothing but this file).
+$(BUILD)/static/diagport: $(BUILD)/main.o $(LIBDP)
 	@mkdir -p $(dir $@)
 	$(CC) -static -s -o $@ $< $(LIBDP) $(shell pkg-config --static --libs $(LINKED) 2>/dev/null) -lpthread 2> $@.log || \
 		{ cat $@.log; exit 1; }
+
+$(BUILD)/lambda/bootstrap: $(BUILD)/static/diagport
+	@mkdir -p $(dir $@)
+	cp $< $@.tmp && mv -f $@.tmp $@
+
+# The agent's image (Containerfile), built with podman, buildah or docker, whichever is here:
+# IMAGE=ghcr.io/diagport/diagport:VERSION by default. docs/image.md.
+IMAGE ?= ghcr.io/diagport/diagport:$(VERSION)
+image: $(BUILD)/static/diagport
+	scripts/build-image.sh "$(IMAGE)" $(BUILD)/static/diagport "$(VERSION)"
 
 lambda: $(BUILD)/lambda/bootstrap
 	@rm -f $(BUILD)/lambda/diagport-macro.zip

@@ -190,9 +190,3 @@ out:
 	return ret;
 }
 
-int hclient_get_status(const char *url, long timeout_ms, long *status, struct err_msg *em)
-{
-	struct hclient_req req = { .method = "GET", .url = url, .timeout_ms = timeout_ms };
-
-	return hclient_request(&req, status, NULL, em);
-}

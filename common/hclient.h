@@ -17,13 +17,6 @@
 #include "buf.h"
 #include "errors.h"
 
-/*
- * GET url, drop the body, and give the HTTP status in *status: hclient_request
- * with the system's trust store. 0, or DP_EIO with em (libcurl missing,
- * connection refused, timeout).
- */
-int hclient_get_status(const char *url, long timeout_ms, long *status, struct err_msg *em);
-
 /* One request. Everything is borrowed for the duration of the call. */
 struct hclient_req {
 	const char *method;         /* "GET", "POST", "PUT", "PATCH", ... */

@@ -17,11 +17,15 @@
  */
 #include "cli.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +35,6 @@ extern char **environ;
 #include "api.h"
 #include "buf.h"
 #include "config.h"
-#include "hclient.h"
 #include "http/httpd.h"
 #include "log.h"
 #include "mem.h"
@@ -386,6 +389,53 @@ out:
 	return rc;
 }
 
+/*
+ * GET /healthz from the agent on this host's loopback, on a plain socket: a
+ * probe runs every few seconds, and in the agent's image (a static binary,
+ * nothing else) there is no libcurl to load. Every step within 2 s.
+ */
+static int probe_status(int port, long *code, struct err_msg *em)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct timeval tv = { .tv_sec = 2 };
+	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+	char head[64];
+	size_t got = 0;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = 0;
+
+	if (fd < 0)
+		return err_set(em, DP_EIO, "socket: %s", strerror(errno));
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		rc = err_set(em, DP_EIO, "cannot connect: %s", strerror(errno));
+		goto out;
+	}
+	if (!httpd_send_all(fd, req, sizeof(req) - 1)) {
+		rc = err_set(em, DP_EIO, "cannot send the request: %s", strerror(errno));
+		goto out;
+	}
+	while (got < 12) { /* "HTTP/1.1 200" */
+		ssize_t n = read(fd, head + got, sizeof(head) - 1 - got);
+
+		if (n <= 0) {
+			rc = err_set(em, DP_EIO, "%s", n == 0 ? "no answer" : strerror(errno));
+			goto out;
+		}
+		got += (size_t)n;
+	}
+	head[got] = '\0';
+	if (strncmp(head, "HTTP/1.", 7) != 0 || head[8] != ' ') {
+		rc = err_set(em, DP_EREMOTE, "the answer is not HTTP");
+		goto out;
+	}
+	*code = strtol(head + 9, NULL, 10);
+out:
+	close(fd);
+	return rc;
+}
+
 int health_cli(int argc, char **argv)
 {
 	int port = DEFAULT_PORT;
@@ -416,8 +466,8 @@ int health_cli(int argc, char **argv)
 		return 2;
 	}
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
-	if (hclient_get_status(url, 2000, &code, &em) != 0) {
-		fprintf(stderr, "diagport: health: %s\n", em.text);
+	if (probe_status(port, &code, &em) != 0) {
+		fprintf(stderr, "diagport: health: %s: %s\n", url, em.text);
 		return 1;
 	}
 	if (code == 200)
