@@ -1,0 +1,52 @@
+# tests/e2e/lib.sh - what the end-to-end container tests share (sourced after tests/lib.sh and
+# agent_setup). podman reads tests/containers/containers.conf and keeps every image, container and pod
+# in the scratch directory ($W/storage, vfs): nothing global is touched, and cleanup removes it all.
+#   e2e_setup                 CONTAINERS_CONF and CONTAINERS_STORAGE_CONF; cleanup_more (pods down, reset)
+#   build_agent_image NAME    `make image IMAGE=NAME` (the Containerfile, FROM scratch)
+#   build_app_image NAME      the test webapp (tests/apps) on the host's .NET runtime in an image FROM scratch:
+#                             the runtime and ASP.NET shared frameworks (no SDK), the seven libraries they
+#                             link (ldd), the loader, the app in /app; uid 1000; invariant globalization
+export CONTAINERS_CONF=$PWD/tests/containers/containers.conf
+E2E_PLAYED=()
+e2e_setup() {
+	mkdir -p "$W/storage/root" "$W/storage/run"
+	printf '[storage]\ndriver = "vfs"\ngraphroot = "%s/storage/root"\nrunroot = "%s/storage/run"\n' "$W" "$W" \
+		> "$W/storage.conf"
+	export CONTAINERS_STORAGE_CONF=$W/storage.conf
+	for t in podman runc file; do
+		command -v "$t" > /dev/null || { fail prerequisites "$t is not installed (scripts/prereqs.sh test installs it)"; exit 0; }
+	done
+}
+cleanup_more() {
+	local f
+	for f in "${E2E_PLAYED[@]+"${E2E_PLAYED[@]}"}"; do (cd "$W" && podman kube down "$f" > /dev/null 2>&1); done
+	podman pod rm -f -a -t 0 > /dev/null 2>&1
+	podman rm -f -a -t 0 > /dev/null 2>&1
+	podman system reset -f > /dev/null 2>&1
+}
+build_agent_image() {
+	make -s image IMAGE="$1" > "$W/agent-image.out" 2>&1 || { fail agent-image "$(tail -3 "$W/agent-image.out")"; exit 0; }
+}
+build_app_image() {
+	local ctx=$W/app-ctx dn l
+	dn=$(dirname "$(readlink -f "$(command -v dotnet)")")
+	rm -rf "$ctx"
+	mkdir -p "$ctx/usr/share/dotnet" "$ctx/lib/x86_64-linux-gnu" "$ctx/lib64" "$ctx/app" "$ctx/tmp"
+	cp -a "$dn/dotnet" "$dn/host" "$dn/shared" "$ctx/usr/share/dotnet/"
+	for l in libc.so.6 libdl.so.2 libgcc_s.so.1 libm.so.6 libpthread.so.0 librt.so.1 libstdc++.so.6; do
+		cp -L "/lib/x86_64-linux-gnu/$l" "$ctx/lib/x86_64-linux-gnu/"
+	done
+	cp -L /lib64/ld-linux-x86-64.so.2 "$ctx/lib64/"
+	cp -r "$B/apps/webapp/." "$ctx/app/"
+	printf '%s\n' 'FROM scratch' 'COPY . /' \
+		'ENV DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1 DOTNET_CLI_TELEMETRY_OPTOUT=1' \
+		'USER 1000:1000' 'ENTRYPOINT ["/usr/share/dotnet/dotnet", "/app/webapp.dll"]' > "$ctx/Containerfile"
+	podman build -q -t "$1" -f "$ctx/Containerfile" "$ctx" > "$W/app-image.out" 2>&1 ||
+		{ fail app-image "$(tail -3 "$W/app-image.out")"; exit 0; }
+	rm -rf "$ctx"
+}
+# play FILE: podman kube play (from $W, so that no directory there is taken for an image to build)
+play() {
+	E2E_PLAYED+=("$1")
+	(cd "$W" && podman kube play --build=false "$1")
+}
