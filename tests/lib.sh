@@ -21,6 +21,9 @@
 #                               the agent's SOCKET, its output in OUT; sets APP (the pid started), APID (the pid
 #                               it prints), AURL; appends to PIDS; 1 unless it started and the agent lists it
 #                               (CURL ARGS: e.g. the token header) within 30 s
+#   api_cert CA                 a stand-in API server's certificate for 127.0.0.1 and localhost (ECDSA P-256,
+#                               2 days): $W/CA.crt and .key (its own CA), $W/api.crt and .key; 1 with
+#                               $W/openssl.err on failure
 pass() { echo "PASS integration/$T_NAME/$1"; }
 fail() {
 	echo "FAIL integration/$T_NAME/$1: $2"
@@ -76,6 +79,16 @@ build_apps() {
 	bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1 && return 0
 	fail build-apps "$(tail -5 "$W/build.log")"
 	exit 0
+}
+api_cert() {
+	local o=/usr/bin/openssl
+	"$o" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/$1.key" -out "$W/$1.crt" \
+		-days 2 -subj /CN=fake-apiserver-ca 2> "$W/openssl.err" &&
+		"$o" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/api.key" -out "$W/api.csr" \
+			-subj /CN=kubernetes 2>> "$W/openssl.err" &&
+		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > "$W/api.ext" &&
+		"$o" x509 -req -in "$W/api.csr" -CA "$W/$1.crt" -CAkey "$W/$1.key" -set_serial 7 -days 2 \
+			-extfile "$W/api.ext" -out "$W/api.crt" 2>> "$W/openssl.err"
 }
 code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
 start_agent() {

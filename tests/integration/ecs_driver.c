@@ -89,11 +89,8 @@ static int discover(int argc, char **argv)
 
 		j = json_object();
 		put(j, "name", a->name);
-		put(j, "url", a->url);
-		put(j, "cluster", a->cluster);
-		put(j, "task", a->task);
-		put(j, "service", a->service);
-		put(j, "workload", a->workload);
+		fleet_agent_describe(j, a);
+		put(j, "url", a->url); /* with or without a dialer */
 		put(j, "mode", a->mode);
 		put(j, "why_not", a->why_not);
 		json_object_set_new(j, "port", json_integer(a->port));

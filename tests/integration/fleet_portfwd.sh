@@ -47,13 +47,7 @@ cc -std=c11 -D_GNU_SOURCE -I. -Icommon $CFLAGS_PKG -o "$W/driver" tests/integrat
 	"$B/libdiagport.a" $LIBS_PKG 2> "$W/cc.log" || { fail build-driver "$(head -c 300 "$W/cc.log")"; exit 0; }
 
 # --- the stand-in API server (HTTPS with its own CA), the agent and the app -----------------------
-if ! "$OSSL" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/ca.key" -out "$W/ca.crt" \
-	-days 2 -subj /CN=fake-apiserver-ca 2> "$W/openssl.err" ||
-	! "$OSSL" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/api.key" -out "$W/api.csr" \
-		-subj /CN=kubernetes 2>> "$W/openssl.err" ||
-	! printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > "$W/api.ext" ||
-	! "$OSSL" x509 -req -in "$W/api.csr" -CA "$W/ca.crt" -CAkey "$W/ca.key" -set_serial 7 -days 2 \
-		-extfile "$W/api.ext" -out "$W/api.crt" 2>> "$W/openssl.err"; then
+if ! api_cert ca; then
 	fail setup "openssl could not make the stand-in's certificate: $(head -c 300 "$W/openssl.err")"
 	exit 0
 fi

@@ -71,13 +71,7 @@ printf '%s\n' "$TOKEN" > "$W/token"
 
 # --- the fake API server's own CA and certificate, and the seed ----------------------------------
 
-if ! "$OSSL" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/api-ca.key" -out "$W/api-ca.crt" \
-  -days 2 -subj /CN=fake-apiserver-ca 2> "$W/openssl.err" ||
-  ! "$OSSL" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/api.key" -out "$W/api.csr" \
-    -subj /CN=kubernetes 2>> "$W/openssl.err" ||
-  ! printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > "$W/api.ext" ||
-  ! "$OSSL" x509 -req -in "$W/api.csr" -CA "$W/api-ca.crt" -CAkey "$W/api-ca.key" -set_serial 7 -days 2 \
-    -extfile "$W/api.ext" -out "$W/api.crt" 2>> "$W/openssl.err"; then
+if ! api_cert api-ca; then
   fail setup "openssl could not make the fake API server's certificate: $(oneline "$W/openssl.err")"
   exit 0
 fi
