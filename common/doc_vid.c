@@ -153,9 +153,9 @@ static bool is_coll(const struct doc_node *n)
 	return n->type == DOC_MAP || n->type == DOC_SEQ;
 }
 
-/* Does value v hold n, whose children's ids are kids[0..k)? */
-static bool same_val(const struct doc_vid *t, const struct val *v, const struct doc_node *n,
-		     const size_t *kids, size_t k)
+/* Does value v hold n, whose children's ids are stack[base..base+k)? */
+static bool same_val(const struct doc_vid *t, const struct val *v, const struct doc_node *n, size_t base,
+		     size_t k)
 {
 	const struct doc_node *r = v->rep;
 
@@ -163,7 +163,7 @@ static bool same_val(const struct doc_vid *t, const struct val *v, const struct 
 		return false;
 	if (!is_coll(n))
 		return r->len == n->len && memcmp(r->text, n->text, n->len) == 0;
-	return r->n == n->n && (k == 0 || memcmp(t->pool + v->kids, kids, k * sizeof(*kids)) == 0);
+	return r->n == n->n && (k == 0 || memcmp(t->pool + v->kids, t->stack + base, k * sizeof(*t->stack)) == 0);
 }
 
 static void reindex(struct doc_vid *t)
@@ -196,7 +196,7 @@ static size_t intern(struct doc_vid *t, const struct doc_node *n, size_t base, s
 	for (i = spread(h, t->slot_cap); t->slots[i]; i = (i + 1) & (t->slot_cap - 1)) {
 		const struct val *v = &t->vals[t->slots[i] - 1];
 
-		if (v->hash == h && same_val(t, v, n, t->stack + base, k))
+		if (v->hash == h && same_val(t, v, n, base, k))
 			return t->slots[i] - 1;
 	}
 	if (t->n_vals == t->cap_vals) {

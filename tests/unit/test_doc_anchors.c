@@ -57,7 +57,7 @@ static char *write_as(const struct doc_stream *st, enum doc_format fmt)
 	return buf_steal(&out, NULL);
 }
 
-/* Read text back and compare its data with st's (one document each). */
+/* Read text back and compare its data with st's. */
 static bool same_data(const char *text, const struct doc_stream *st)
 {
 	struct doc_stream again = { 0 };
@@ -65,16 +65,28 @@ static bool same_data(const char *text, const struct doc_stream *st)
 
 	if (text == NULL || read1(text, &again) != 0)
 		return false;
-	same = again.n == st->n && again.n == 1 && doc_equal(again.docs[0], st->docs[0]);
+	same = again.n == st->n;
+	for (size_t i = 0; same && i < st->n; i++)
+		same = doc_equal(again.docs[i], st->docs[i]);
 	doc_stream_free(&again);
 	return same;
 }
+
+/* The stream st written as YAML is exactly `want` and reads back as st's data. */
+#define T_WRITES(st, want)                                                                        \
+	do {                                                                                      \
+		char *w_ = write_as((st), DOC_YAML);                                              \
+		bool ok_ = w_ && strcmp(w_, (want)) == 0 && same_data(w_, (st));                  \
+		if (!ok_)                                                                         \
+			T_FAIL("written:\n%s\nwanted (and the same data):\n%s", w_ ? w_ : "(failed)", \
+			       (want));                                                           \
+		mem_free(w_);                                                                     \
+	} while (0)
 
 static void compose_roundtrip(void)
 {
 	struct doc_stream st = { 0 };
 	const struct doc_node *api;
-	char *out;
 
 	T_CHECK(read1(compose, &st) == 0);
 	/* the rest of the code sees data: the merge key is a plain key, an alias a copy */
@@ -87,9 +99,7 @@ static void compose_roundtrip(void)
 	/* inside a copy, the anchor &env became an alias: a copy never defines an anchor */
 	T_CHECK(doc_path(api, "<</environment")->anchor == NULL);
 	T_STREQ(doc_path(api, "<</environment")->alias, "env");
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, compose);
-	mem_free(out);
+	T_WRITES(&st, compose);
 	doc_stream_free(&st);
 }
 
@@ -105,32 +115,29 @@ static void edited_copy_expands(void)
 	doc_set(doc_path(root, "services/api/environment"), "DOTNET_DiagnosticPorts", doc_str("/diag/port"));
 	/* and one key changed in the merge map of another, which was *common */
 	doc_set(doc_path(root, "services/web/<<"), "restart", doc_str("no"));
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, "x-common: &common\n"
-		     "  restart: always\n"
-		     "  environment: &env\n"
-		     "    ASPNETCORE_URLS: http://+:8080\n"
-		     "    LOG_LEVEL: info\n"
-		     "  labels: [shop, \"1\"]\n"
-		     "services:\n"
-		     "  web:\n"
-		     "    <<:\n"
-		     "      restart: \"no\"\n"
-		     "      environment: *env\n"
-		     "      labels: [shop, \"1\"]\n"
-		     "    image: shop/web\n"
-		     "  api:\n"
-		     "    <<: *common\n"
-		     "    image: shop/api\n"
-		     "    environment:\n"
-		     "      ASPNETCORE_URLS: http://+:8080\n"
-		     "      LOG_LEVEL: info\n"
-		     "      DOTNET_DiagnosticPorts: /diag/port\n"
-		     "  worker:\n"
-		     "    image: shop/worker\n"
-		     "    environment: *env\n");
-	T_CHECK(same_data(out, &st));
-	mem_free(out);
+	T_WRITES(&st, "x-common: &common\n"
+		      "  restart: always\n"
+		      "  environment: &env\n"
+		      "    ASPNETCORE_URLS: http://+:8080\n"
+		      "    LOG_LEVEL: info\n"
+		      "  labels: [shop, \"1\"]\n"
+		      "services:\n"
+		      "  web:\n"
+		      "    <<:\n"
+		      "      restart: \"no\"\n"
+		      "      environment: *env\n"
+		      "      labels: [shop, \"1\"]\n"
+		      "    image: shop/web\n"
+		      "  api:\n"
+		      "    <<: *common\n"
+		      "    image: shop/api\n"
+		      "    environment:\n"
+		      "      ASPNETCORE_URLS: http://+:8080\n"
+		      "      LOG_LEVEL: info\n"
+		      "      DOTNET_DiagnosticPorts: /diag/port\n"
+		      "  worker:\n"
+		      "    image: shop/worker\n"
+		      "    environment: *env\n");
 	/* the anchored node itself edited: every alias of it no longer fits and is written in full */
 	doc_set(doc_path(root, "x-common/environment"), "LOG_LEVEL", doc_str("debug"));
 	out = write_as(&st, DOC_YAML);
@@ -150,40 +157,31 @@ static void nested_anchors(void)
 				 "two: *i\n"
 				 "three: *b\n";
 	struct doc_stream st = { 0 };
-	char *out;
 
 	T_CHECK(read1(in, &st) == 0);
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, in);
-	mem_free(out);
+	T_WRITES(&st, in);
 	/* an edit to one copy of the outer anchor: that copy in full, but its inner part is still *i */
 	doc_set(doc_get(st.docs[0], "one"), "size", doc_int(3));
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, "base: &b\n"
-		     "  inner: &i {x: 1, y: [a, b]}\n"
-		     "  size: 2\n"
-		     "one:\n"
-		     "  inner: *i\n"
-		     "  size: 3\n"
-		     "two: *i\n"
-		     "three: *b\n");
-	T_CHECK(same_data(out, &st));
-	mem_free(out);
+	T_WRITES(&st, "base: &b\n"
+		      "  inner: &i {x: 1, y: [a, b]}\n"
+		      "  size: 2\n"
+		      "one:\n"
+		      "  inner: *i\n"
+		      "  size: 3\n"
+		      "two: *i\n"
+		      "three: *b\n");
 	/* the inner anchor's node edited: *i no longer fits anywhere, *b does not either */
 	doc_push(doc_path(st.docs[0], "base/inner/y"), doc_str("c"));
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, "base: &b\n"
-		     "  inner: &i {x: 1, y: [a, b, c]}\n"
-		     "  size: 2\n"
-		     "one:\n"
-		     "  inner: {x: 1, y: [a, b]}\n"
-		     "  size: 3\n"
-		     "two: {x: 1, y: [a, b]}\n"
-		     "three:\n"
-		     "  inner: {x: 1, y: [a, b]}\n"
-		     "  size: 2\n");
-	T_CHECK(same_data(out, &st));
-	mem_free(out);
+	T_WRITES(&st, "base: &b\n"
+		      "  inner: &i {x: 1, y: [a, b, c]}\n"
+		      "  size: 2\n"
+		      "one:\n"
+		      "  inner: {x: 1, y: [a, b]}\n"
+		      "  size: 3\n"
+		      "two: {x: 1, y: [a, b]}\n"
+		      "three:\n"
+		      "  inner: {x: 1, y: [a, b]}\n"
+		      "  size: 2\n");
 	doc_stream_free(&st);
 }
 
@@ -198,32 +196,21 @@ static void redefinition(void)
 				 "g: *y\n";
 	struct doc_stream st = { 0 };
 	struct doc_node *root;
-	char *out;
 
 	T_CHECK(read1(in, &st) == 0);
 	root = st.docs[0];
 	T_CHECK(doc_is(doc_get(root, "b"), DOC_NUMBER) && doc_is(doc_get(root, "d"), DOC_SEQ));
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, in);
-	mem_free(out);
+	T_WRITES(&st, in);
 	/* the second &x removed: d (a copy of [2, 3]) cannot be *x, which would now mean 1 */
 	T_CHECK(doc_del(root, "c"));
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, "a: &x 1\nb: *x\nd: [2, 3]\ne: &y {k: v}\nf: &y {k: v}\ng: *y\n");
-	T_CHECK(same_data(out, &st));
-	mem_free(out);
+	T_WRITES(&st, "a: &x 1\nb: *x\nd: [2, 3]\ne: &y {k: v}\nf: &y {k: v}\ng: *y\n");
 	/* the later &y edited: g copies it as it was, and the earlier &y does not count any more */
 	doc_set(doc_get(root, "f"), "k", doc_str("w"));
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, "a: &x 1\nb: *x\nd: [2, 3]\ne: &y {k: v}\nf: &y {k: w}\ng: {k: v}\n");
-	T_CHECK(same_data(out, &st));
-	mem_free(out);
+	T_WRITES(&st, "a: &x 1\nb: *x\nd: [2, 3]\ne: &y {k: v}\nf: &y {k: w}\ng: {k: v}\n");
 	doc_stream_free(&st);
 	/* anchors are per document */
 	T_CHECK(read1("a: &x 1\nb: *x\n---\nc: &x 2\nd: *x\n", &st) == 0);
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, "a: &x 1\nb: *x\n---\nc: &x 2\nd: *x\n");
-	mem_free(out);
+	T_WRITES(&st, "a: &x 1\nb: *x\n---\nc: &x 2\nd: *x\n");
 	doc_stream_free(&st);
 }
 
@@ -233,7 +220,6 @@ static void copies_and_json(void)
 	struct doc_node *copy, *root;
 	struct err_msg em;
 	struct buf json;
-	char *out;
 
 	T_CHECK(read1("svc: &s {image: app, tags: &t [a]}\nuse: *s\nkey: &k name\n*k : 1\n", &st) == 0);
 	root = st.docs[0];
@@ -244,10 +230,7 @@ static void copies_and_json(void)
 	doc_set(root, "more", copy);
 	/* and what was copied from it is an alias of the same anchor */
 	doc_set(root, "tags", doc_copy(doc_get(doc_get(root, "use"), "tags")));
-	out = write_as(&st, DOC_YAML);
-	T_STREQ(out, "svc: &s {image: app, tags: &t [a]}\nuse: *s\nkey: &k name\n*k : 1\nmore: *s\ntags: *t\n");
-	T_CHECK(same_data(out, &st));
-	mem_free(out);
+	T_WRITES(&st, "svc: &s {image: app, tags: &t [a]}\nuse: *s\nkey: &k name\n*k : 1\nmore: *s\ntags: *t\n");
 	/* JSON has no aliases: everything expanded */
 	buf_init(&json, 0);
 	T_CHECK(doc_write_json(&json, root, 0, &em) == 0);
