@@ -1,7 +1,10 @@
 # tests/e2e/lib.sh - what the end-to-end container tests share (sourced after tests/lib.sh and
 # agent_setup). podman reads tests/containers/containers.conf and keeps every image, container and pod
 # in the scratch directory ($W/storage, vfs): nothing global is touched, and cleanup removes it all.
-#   e2e_setup                 CONTAINERS_CONF and CONTAINERS_STORAGE_CONF; cleanup_more (pods down, reset)
+#   e2e_setup                 CONTAINERS_CONF and CONTAINERS_STORAGE_CONF; cleanup_more (pods down, reset),
+#                             which the exit trap runs whatever happened before
+#   e2e_cleanup_check         cleanup_more now, then the check "cleanup": no container, pod, volume, image
+#                             or podman process of this test is left
 #   build_agent_image NAME    `make image IMAGE=NAME` (the Containerfile, FROM scratch)
 #   build_app_image NAME      the test webapp (tests/apps) on the host's .NET runtime in an image FROM scratch:
 #                             the runtime and ASP.NET shared frameworks (no SDK), the seven libraries they
@@ -23,6 +26,13 @@ cleanup_more() {
 	podman pod rm -f -a -t 0 > /dev/null 2>&1
 	podman rm -f -a -t 0 > /dev/null 2>&1
 	podman system reset -f > /dev/null 2>&1
+}
+e2e_cleanup_check() {
+	local left
+	cleanup_more
+	left="$(podman ps -a -q; podman pod ps -q; podman volume ls -q; podman images -q; pgrep -a -f "$W/storage" | grep -v pgrep)"
+	WHY="left behind: $(echo "$left" | tr '\n' ' ')"
+	check cleanup test -z "$left"
 }
 build_agent_image() {
 	make -s image IMAGE="$1" > "$W/agent-image.out" 2>&1 || { fail agent-image "$(tail -3 "$W/agent-image.out")"; exit 0; }

@@ -254,3 +254,4 @@ check uninjected-serves test "$(curl -s "http://127.0.0.1:$PP/")" = ok
 WHY="$(podman ps --format '{{.Names}}' 2>&1 | tr '\n' ' ')"
 check uninjected-no-agent bash -c "podman ps --format '{{.Names}}' | grep -q '^plain-pod-0-app\$' &&
 	! podman ps --format '{{.Names}}' | grep -q '^plain-pod-0-diagport'"
+e2e_cleanup_check
