@@ -36,64 +36,8 @@ build_agent_image "$AGENT_IMG"
 build_app_image "$APP_IMG"
 pass images
 
-cat > "$W/deploy.yaml" << 'EOF'
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: webapp
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: webapp}
-  template:
-    metadata:
-      labels: {app: webapp}
-      annotations:
-        diagport.dev/inject: "true"
-    spec:
-      securityContext:
-        runAsNonRoot: true
-      containers:
-        - name: app
-          image: localhost/diagport-e2e-webapp:1
-          env:
-            - {name: ASPNETCORE_URLS, value: "http://+:8080"}
-          ports:
-            - {containerPort: 8080}
-          securityContext:
-            readOnlyRootFilesystem: true
-          volumeMounts:
-            - {name: tmp, mountPath: /tmp}
-      volumes:
-        - name: tmp
-          emptyDir: {}
-EOF
+cp tests/e2e/webapp.yaml "$W/deploy.yaml"
 
-# podyaml INJECTED NAME AGENT_PORT APP_PORT: the injected Deployment renamed NAME, its two ports published
-# on the host's loopback (what `kube play` needs to reach a pod from here), the token's directory in place
-# of the secret volume and a new directory of mode 0777 (what kubelet makes) for each emptyDir (see the top)
-podyaml() {
-	python3 - "$@" "$W/secret" "$W/volumes" << 'EOF'
-import os, sys, yaml
-d = yaml.safe_load(open(sys.argv[1]))
-d["metadata"]["name"] = sys.argv[2]
-spec = d["spec"]["template"]["spec"]
-for c in spec["containers"]:
-    port = sys.argv[3] if c["name"] == "diagport-agent" else sys.argv[4]
-    c["ports"][0].update(hostPort=int(port), hostIP="127.0.0.1")
-for v in spec["volumes"]:
-    if "secret" in v:
-        del v["secret"]
-        v["hostPath"] = {"path": sys.argv[5], "type": "Directory"}
-    elif "emptyDir" in v:
-        path = os.path.join(sys.argv[6], sys.argv[2], v["name"])
-        os.makedirs(path)
-        os.chmod(path, 0o777)
-        del v["emptyDir"]
-        v["hostPath"] = {"path": path, "type": "Directory"}
-print(yaml.safe_dump(d))
-EOF
-}
 # wait_processes URL FILE [CURL ARGS]: until the agent lists a process (30 s); 1 on timeout
 wait_processes() {
 	local u=$1 f=$2
@@ -127,7 +71,7 @@ WHY="$(cat "$W/inject.err")"
 check inject bash -c "grep -q 'name: diagport-agent' '$W/injected.yaml' && grep -q 'secretName: diagport-token' '$W/injected.yaml'"
 AP=$(free_port)
 HP=$(free_port)
-podyaml "$W/injected.yaml" webapp "$AP" "$HP" > "$W/play.yaml"
+e2e_playable "$W/injected.yaml" webapp "$AP" "$HP" > "$W/play.yaml"
 T0=$(date +%s%N)
 play "$W/play.yaml" > "$W/play.out" 2>&1
 rc=$?
@@ -208,7 +152,7 @@ WHY="$(cat "$W/susp-inject.err")"
 check suspend-inject bash -c "grep -q 'suspend,connect' '$W/susp-injected.yaml' && grep -q 'sizeLimit: 32Mi' '$W/susp-injected.yaml'"
 AP=$(free_port)
 HP=$(free_port)
-podyaml "$W/susp-injected.yaml" susp "$AP" "$HP" > "$W/susp.yaml"
+e2e_playable "$W/susp-injected.yaml" susp "$AP" "$HP" > "$W/susp.yaml"
 # the agent cannot come up while the socket's directory is closed to it (it exits, podman starts it
 # again): the app waits at startup, its container running and its port silent ...
 chmod 0555 "$W/volumes/susp/diagport-diag"
