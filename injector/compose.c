@@ -81,6 +81,31 @@ static const struct doc_node *merged_get(const struct doc_node *m, const char *k
 }
 
 /*
+ * Collections in block style and strings as the writer likes them: a copy
+ * then reads the same whether its source was written in flow or not (YAML
+ * writes a collection inside a flow one in flow, with quoted strings).
+ */
+static void unstyle(struct doc_node *n)
+{
+	if (n->type == DOC_STRING && n->tag == NULL)
+		n->style = DOC_STYLE_ANY;
+	if (n->type != DOC_MAP && n->type != DOC_SEQ)
+		return;
+	n->style = DOC_STYLE_ANY;
+	for (size_t i = 0; i < n->n; i++)
+		unstyle(n->vals[i]);
+}
+
+/* A copy of the value merged maps give key k of map m, for an own key. */
+static struct doc_node *merged_copy(const struct doc_node *m, const char *k)
+{
+	struct doc_node *v = doc_copy(from_merge(m, k));
+
+	unstyle(v);
+	return v;
+}
+
+/*
  * The service's own value of field f, ready to edit (*out; NULL when neither
  * the service nor a merge has it, or it is null): when the service has no
  * such key but gets one through a merge key, the merged value is copied into
@@ -93,7 +118,7 @@ static int own_field(const struct inj_ctx *c, struct doc_node *svc, const struct
 
 	*out = NULL;
 	if (doc_find(svc, f->key) < 0 && from_merge(svc, f->key)) {
-		doc_set(svc, f->key, doc_copy(from_merge(svc, f->key)));
+		doc_set(svc, f->key, merged_copy(svc, f->key));
 		inj_flag_add(flags, FLAGS_SIZE, f->copied);
 	}
 	v = doc_get(svc, f->key);
@@ -281,6 +306,11 @@ static int add_env(const struct inj_ctx *c, struct doc_node *svc, const struct i
 		return rc;
 	if (env == NULL)
 		env = inj_create(svc, f_env.key, DOC_MAP, flags, FLAGS_SIZE, f_env.created);
+	if (env->type == DOC_MAP && doc_find(env, INJ_ENV) < 0 && from_merge(env, INJ_ENV)) {
+		/* environment: {<<: *env}: the variable of the merged map, copied to an own key to be edited */
+		doc_set(env, INJ_ENV, merged_copy(env, INJ_ENV));
+		inj_flag_add(flags, FLAGS_SIZE, 'k');
+	}
 	if ((i = kv_find(env, INJ_ENV)) < 0) {
 		kv_add(env, INJ_ENV, ours);
 		inj_flag_add(flags, FLAGS_SIZE, 'E');
@@ -326,6 +356,8 @@ static int undo_env(const struct inj_ctx *c, struct doc_node *svc, const char *f
 	}
 	doc_set_text(n, kept);
 	mem_free(kept);
+	if (inj_flag(flags, 'k') && doc_equal(n, from_merge(env, INJ_ENV)))
+		doc_del(env, INJ_ENV);
 	return 0;
 }
 
