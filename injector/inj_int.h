@@ -151,6 +151,20 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *td,
 		  const struct inj_status *st, const char *what, struct err_msg *em);
 
+/* Compose, one service (compose_svc.c; compose.c runs them over the project). */
+/* Key k of map m as YAML means it: its own key, else through its merge key (<<), in merge order. Borrowed. */
+const struct doc_node *inj_merged_get(const struct doc_node *m, const char *k);
+/* A service's options: base, then its diagport.dev/ labels (inject, mode, ptrace); *o initialised here. */
+int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *svc,
+			     const char *what, struct inj_opts *o, struct err_msg *em);
+/* Inject one service (cs->name set), recording flags in cs; and the inverse. */
+int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o, const char *what,
+			struct inj_cstat *cs, struct err_msg *em);
+int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_cstat *cs,
+			  const char *what, struct err_msg *em);
+/* The value node of a service's label diagport.dev/status (map or list form), or NULL; *skip: the "K=" before it. */
+const struct doc_node *inj_compose_status_label(const struct doc_node *svc, size_t *skip);
+
 /* Capitalise the first letter of every key under n (the CloudFormation spelling of ECS fields). */
 void inj_pascalize(struct doc_node *n);
 
