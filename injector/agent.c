@@ -10,6 +10,7 @@
  */
 #include "inj_int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,10 +77,12 @@ static struct doc_node *pair(const char *k1, struct doc_node *v1, const char *k2
 
 /*
  * `launch` arguments of the diagport agent. The token: on Kubernetes the file
- * the Secret is mounted as; on ECS the environment (the task's secret
- * DIAGPORT_AUTH_TOKEN), which the agent reads when it is given no file.
+ * the Secret is mounted as, on Compose the file of the project's secret
+ * (token_file); on ECS the environment (the task's secret
+ * DIAGPORT_AUTH_TOKEN), which the agent reads when it is given no file
+ * (token_file NULL).
  */
-static struct doc_node *launch_args(const struct inj_opts *o, bool ecs)
+static struct doc_node *launch_args(const struct inj_opts *o, const char *token_file)
 {
 	struct doc_node *a = doc_seq();
 	char url[64];
@@ -93,9 +96,9 @@ static struct doc_node *launch_args(const struct inj_opts *o, bool ecs)
 	doc_push(a, doc_str(INJ_DUMPS_DIR));
 	doc_push(a, doc_str("--urls"));
 	doc_push(a, doc_str(url));
-	if (o->auth_secret && !ecs) {
+	if (o->auth_secret && token_file) {
 		doc_push(a, doc_str("--auth-token-file"));
-		doc_push(a, doc_str(TOKEN_FILE));
+		doc_push(a, doc_str(token_file));
 	}
 	if (o->no_auth)
 		doc_push(a, doc_str("--no-auth"));
@@ -201,7 +204,7 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 		const char *const cmd[] = { "/diagport", NULL };
 
 		doc_set(a, "command", strs(cmd));
-		doc_set(a, "args", launch_args(o, false));
+		doc_set(a, "args", launch_args(o, TOKEN_FILE));
 	}
 	if (o->sidecar == INJ_SIDECAR_NATIVE)
 		doc_set(a, "restartPolicy", doc_str("Always"));
@@ -294,7 +297,7 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 		const char *const ep[] = { "/diagport", NULL };
 
 		doc_set(a, "entryPoint", strs(ep));
-		doc_set(a, "command", launch_args(o, true));
+		doc_set(a, "command", launch_args(o, NULL));
 		if (o->auth_secret) {
 			struct doc_node *sec = doc_seq();
 
@@ -333,5 +336,81 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 	doc_set(a, "mountPoints", mounts);
 	if (pascal)
 		inj_pascalize(a);
+	return a;
+}
+
+/* "uid:gid" for the agent from an app's user ("1000", "1000:1000", 1000): numeric and not root, else 1654:1654. */
+char *inj_agent_user_text(const char *u)
+{
+	unsigned long uid, gid;
+	char *end;
+
+	if (u && isdigit((unsigned char)*u)) {
+		uid = strtoul(u, &end, 10);
+		gid = uid;
+		if (*end == ':' && isdigit((unsigned char)end[1]))
+			gid = strtoul(end + 1, &end, 10);
+		if (*end == '\0' && uid != 0)
+			return mem_printf("%lu:%lu", uid, gid ? gid : uid);
+	}
+	return mem_printf("%d:%d", INJ_DEFAULT_UID, INJ_DEFAULT_UID);
+}
+
+/*
+ * The Compose service of the diagport agent. The image's ENTRYPOINT is
+ * /diagport, so `command` holds launch's arguments. The token is a file of
+ * the project's secrets (/run/secrets/NAME). With a token or auth none the
+ * agent listens on all its interfaces and is published on the host's
+ * loopback only; without, it listens on its own loopback and publishes
+ * nothing. Compose has no cpu request: the request becomes cpu_shares (as
+ * ECS's cpu units), never a cpus limit, which would throttle a capture.
+ */
+struct doc_node *inj_agent_compose(const struct inj_opts *o, const char *user, const char *status)
+{
+	const char *const all[] = { "ALL", NULL }, *const nnp[] = { "no-new-privileges:true", NULL };
+	const char *const vols[] = { INJ_VOL_DIAG ":" INJ_DIAG_DIR, INJ_VOL_DUMPS ":" INJ_DUMPS_DIR, NULL };
+	struct doc_node *a = doc_map(), *hc = doc_map(), *cmd;
+	struct inj_resources r = inj_agent_resources(o);
+	long long res_mib = 0, lim_mib = 0, cpu = 0;
+	char *token = o->auth_secret ? mem_printf("/run/secrets/%s", o->auth_secret) : NULL;
+	char text[64];
+
+	inj_agent_mem_mib(o, &res_mib, &lim_mib, NULL);
+	inj_quantity(r.cpu, true, &cpu);
+	doc_set(a, "image", doc_str(o->image ? o->image : inj_default_image(o->flavour)));
+	doc_set(a, "command", launch_args(o, token));
+	doc_set(a, "user", doc_str(user));
+	doc_set(a, "read_only", doc_bool(true));
+	doc_set(a, "cap_drop", strs(all));
+	doc_set(a, "security_opt", strs(nnp));
+	doc_set(a, "volumes", strs(vols));
+	if (o->auth_secret) {
+		const char *const sec[] = { o->auth_secret, NULL };
+
+		doc_set(a, "secrets", strs(sec));
+	}
+	if (o->auth_secret || o->no_auth) {
+		struct doc_node *ports = doc_seq();
+
+		snprintf(text, sizeof(text), "127.0.0.1:%d:%d", o->port, o->port);
+		doc_push(ports, doc_str(text));
+		doc_set(a, "ports", ports);
+	}
+	cmd = health_cmd(o, true);
+	doc_set(hc, "test", cmd);
+	doc_set(hc, "interval", doc_str("5s"));
+	doc_set(hc, "timeout", doc_str("2s"));
+	doc_set(hc, "retries", doc_int(3));
+	doc_set(hc, "start_period", doc_str("5s"));
+	doc_set(a, "healthcheck", hc);
+	snprintf(text, sizeof(text), "%lldm", lim_mib);
+	doc_set(a, "mem_limit", doc_str(text));
+	snprintf(text, sizeof(text), "%lldm", res_mib);
+	doc_set(a, "mem_reservation", doc_str(text));
+	cpu = (cpu * 1024 + 999) / 1000;
+	doc_set(a, "cpu_shares", doc_int(cpu < 2 ? 2 : cpu)); /* the kernel's least weight */
+	doc_set(a, "restart", doc_str("unless-stopped"));
+	doc_set(a, "labels", pair(INJ_STATUS_KEY, doc_str(status), NULL, NULL));
+	mem_free(token);
 	return a;
 }

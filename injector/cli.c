@@ -55,9 +55,9 @@ static void usage(FILE *f, const char *cmd)
 	struct buf opts;
 
 	fprintf(f,
-		"usage: diagport %s [k8s|ecs|cfn] [OPTIONS] [-f FILE | FILE | -]\n\n"
+		"usage: diagport %s [k8s|ecs|cfn|compose] [OPTIONS] [-f FILE | FILE | -]\n\n"
 		"%s\n\n"
-		"  k8s|ecs|cfn            the kind of document (detected when not given)\n"
+		"  k8s|ecs|cfn|compose    the kind of document (detected when not given)\n"
 		"  -f, --filename FILE    read FILE ('-' or none: standard input)\n"
 		"  -o, --output json|yaml write this format (default: the input's). Several documents in\n"
 		"                         JSON are a stream of JSON values, one per input document, one\n"
@@ -72,7 +72,10 @@ static void usage(FILE *f, const char *cmd)
 		cmd,
 		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
 		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
-		     "CloudFormation Metadata.diagport) override these options."
+		     "CloudFormation Metadata.diagport) override these options. Compose: one agent service\n"
+		     "(diagport-agent) for the project; --containers names services; a service's labels\n"
+		     "diagport.dev/inject, mode and ptrace are its own; the agent's options come from the\n"
+		     "top-level x-diagport map over these."
 		   : "Removes exactly what inject added, as its status record lists it: the data comes back\n"
 		     "as it was (JSON byte for byte; YAML without its comments, anchors and layout).");
 	if (in) {
@@ -229,7 +232,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	for (; optind < argc; optind++) {
 		const char *w = argv[optind];
 
-		if (strcmp(w, "k8s") == 0 || strcmp(w, "ecs") == 0 || strcmp(w, "cfn") == 0) {
+		if (strcmp(w, "k8s") == 0 || strcmp(w, "ecs") == 0 || strcmp(w, "cfn") == 0 || strcmp(w, "compose") == 0) {
 			if (a->kind) {
 				fprintf(stderr, "diagport: the kind is given twice ('%s' and '%s')\n", a->kind, w);
 				return DP_EINVAL;
@@ -273,15 +276,14 @@ static int read_input(const struct args *a, struct buf *in, struct err_msg *em)
 	return rc;
 }
 
-static int run_doc(const struct args *a, bool inject, struct doc_node **doc, size_t index,
+static int run_doc(const char *kind, bool inject, struct doc_node **doc, size_t index,
 		   const struct inj_ctx *c, struct err_msg *em)
 {
-	const char *kind = a->kind ? a->kind : inj_detect(*doc);
-
 	if (kind == NULL)
 		return err_set(em, DP_ESYNTAX,
-			       "%s:%u:%u: document %zu is not a Kubernetes object, an ECS task definition or a "
-			       "CloudFormation template; name the kind (diagport %s k8s|ecs|cfn)",
+			       "%s:%u:%u: document %zu is not a Kubernetes object, an ECS task definition, a "
+			       "CloudFormation template or a Compose file; name the kind (diagport %s "
+			       "k8s|ecs|cfn|compose)",
 			       c->file, (*doc)->line, (*doc)->col, index + 1, inject ? "inject" : "uninject");
 	if (!doc_is(*doc, DOC_MAP))
 		return err_set(em, DP_ESYNTAX, "%s:%u:%u: document %zu is not a map", c->file, (*doc)->line,
@@ -290,6 +292,8 @@ static int run_doc(const struct args *a, bool inject, struct doc_node **doc, siz
 		return inject ? inj_k8s_object(*doc, c, em) : uninj_k8s_object(*doc, c, em);
 	if (strcmp(kind, "ecs") == 0)
 		return inject ? inj_ecs_taskdef(doc, c, em) : uninj_ecs_taskdef(doc, c, em);
+	if (strcmp(kind, "compose") == 0)
+		return inject ? inj_compose_project(*doc, c, em) : uninj_compose_project(*doc, c, em);
 	return inject ? inj_cfn_template(*doc, c, em) : uninj_cfn_template(*doc, c, em);
 }
 
@@ -345,11 +349,14 @@ static int run_one(void *ctx, const struct doc_stream *s, struct doc_node *doc, 
 {
 	struct run_ctx *x = ctx;
 	struct doc_stream ws = *s;
+	const char *kind = x->a->kind ? x->a->kind : inj_detect(doc);
 	int rc;
 
 	if (index == 0)
 		x->fmt = x->a->out_fmt >= 0 ? x->a->out_fmt : (int)s->format;
-	rc = run_doc(x->a, x->inject, &doc, index, x->c, x->em);
+	rc = run_doc(kind, x->inject, &doc, index, x->c, x->em);
+	if (rc == 0 && kind && strcmp(kind, "compose") == 0) /* merge keys stay merge keys when written */
+		rc = inj_compose_merge_keys(doc, x->fmt == DOC_YAML, x->c->file, x->em);
 	if (rc == 0 && x->fmt == DOC_JSON && s->format == DOC_YAML) {
 		rc = inj_cfn_expand_tags(doc, x->c->file, x->em);
 		ws.json_indent = 2;

@@ -13,7 +13,6 @@
  */
 #include "inj_int.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,24 +122,6 @@ static int check_memory(const struct inj_ctx *c, const struct inj_dialect *d, co
 	return 0;
 }
 
-/* The agent's user: the first app container's numeric uid[:gid], never root; else 1654:1654. */
-static char *ecs_user(const struct inj_dialect *d, const struct doc_node *ctr)
-{
-	const char *u = doc_get_str(ctr, K(d, "user", "User"));
-	unsigned long uid, gid;
-	char *end;
-
-	if (u && isdigit((unsigned char)*u)) {
-		uid = strtoul(u, &end, 10);
-		gid = uid;
-		if (*end == ':' && isdigit((unsigned char)end[1]))
-			gid = strtoul(end + 1, &end, 10);
-		if (*end == '\0' && uid != 0)
-			return mem_printf("%lu:%lu", uid, gid ? gid : uid);
-	}
-	return mem_printf("%d:%d", INJ_DEFAULT_UID, INJ_DEFAULT_UID);
-}
-
 static int add_depends(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctr,
 		       const struct inj_opts *o, const char *what, struct inj_cstat *cs, struct err_msg *em)
 {
@@ -202,7 +183,7 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 		if (rc != 0)
 			goto out;
 		if (st->n == 0) {
-			u.ecs_user = ecs_user(d, ctr);
+			u.ecs_user = inj_agent_user_text(doc_get_str(ctr, K(d, "user", "User")));
 			logs = doc_get(ctr, K(d, "logConfiguration", "LogConfiguration"));
 		}
 		st->n++;

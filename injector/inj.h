@@ -150,6 +150,26 @@ int uninj_cfn_template(struct doc_node *tpl, const struct inj_ctx *c, struct err
 int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em);
 
 /*
+ * Compose (the Compose Specification: docker compose, podman-compose): one
+ * agent service, diagport-agent, for the project; every service but it is
+ * injected, unless the containers option names services or a service's
+ * label diagport.dev/inject opts it out. Per-service options (inject, mode,
+ * ptrace) are service labels; the agent's come from the top-level map
+ * x-diagport (bare option names) over the command line. Each injected
+ * service carries its record in the label diagport.dev/status, the project's
+ * is on the agent.
+ */
+int inj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct err_msg *em);
+int uninj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct err_msg *em);
+/*
+ * Before a Compose document is written: YAML merge keys (a plain `<<` key)
+ * get their explicit tag (!!merge), so the writer, which quotes a plain
+ * "<<", keeps them merge keys (yaml true); for JSON, which has no merge
+ * keys, a document holding one is refused (DP_EUNSUPPORTED).
+ */
+int inj_compose_merge_keys(struct doc_node *doc, bool yaml, const char *file, struct err_msg *em);
+
+/*
  * The CloudFormation macro contract: an event (JSON: requestId, fragment,
  * params, ...) in, the response (JSON: requestId, status "success" with the
  * injected fragment, or "failure" with errorMessage) appended to out. The
@@ -166,7 +186,7 @@ int inj_macro(const char *event, size_t len, struct buf *out);
  */
 int inj_lambda_serve(void);
 
-/* Which kind of document this is: "k8s", "ecs", "cfn", or NULL when it cannot tell. */
+/* Which kind of document this is: "k8s", "ecs", "cfn", "compose", or NULL when it cannot tell. */
 const char *inj_detect(const struct doc_node *doc);
 
 #endif

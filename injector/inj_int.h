@@ -105,6 +105,10 @@ int inj_check_collisions(const struct inj_ctx *c, const struct inj_dialect *d,
 /* Selected app containers: indices into ctrs per o->containers (all when NULL). */
 int inj_select(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctrs,
 	       const struct inj_opts *o, const char *what, bool *sel, struct err_msg *em);
+/* Does a DOTNET_DiagnosticPorts value already name our socket? ("a;/diag/port,suspend") */
+bool inj_names_socket(const char *value);
+/* Is path p the same as, inside, or above dir? */
+bool inj_path_overlaps(const char *p, const char *dir);
 /* The DOTNET_DiagnosticPorts entry the rules add for this mode. */
 const char *inj_port_value(enum inj_mode m);
 
@@ -112,6 +116,13 @@ const char *inj_port_value(enum inj_mode m);
 struct inj_agent_user { long long uid, gid; char *ecs_user; /* ECS "uid:gid" text; owned */ };
 struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_user *u);
 struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_user *u, bool pascal);
+/*
+ * The agent as a Compose service (user "uid:gid"; status: the project's
+ * record, its label). New node.
+ */
+struct doc_node *inj_agent_compose(const struct inj_opts *o, const char *user, const char *status);
+/* The agent's "uid:gid" from an app's user text: numeric and not root, else 1654:1654. New string. */
+char *inj_agent_user_text(const char *user);
 /* Memory of the agent in MiB (ECS), from the options: reservation and hard limit. */
 int inj_agent_mem_mib(const struct inj_opts *o, long long *reservation, long long *limit, struct err_msg *em);
 /* Parse a Kubernetes quantity into bytes (memory) or millicores (cpu). */
@@ -139,6 +150,20 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 		const struct inj_opts *o, const char *what, struct inj_status *st, struct err_msg *em);
 int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *td,
 		  const struct inj_status *st, const char *what, struct err_msg *em);
+
+/* Compose, one service (compose_svc.c; compose.c runs them over the project). */
+/* Key k of map m as YAML means it: its own key, else through its merge key (<<), in merge order. Borrowed. */
+const struct doc_node *inj_merged_get(const struct doc_node *m, const char *k);
+/* A service's options: base, then its diagport.dev/ labels (inject, mode, ptrace); *o initialised here. */
+int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *svc,
+			     const char *what, struct inj_opts *o, struct err_msg *em);
+/* Inject one service (cs->name set), recording flags in cs; and the inverse. */
+int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o, const char *what,
+			struct inj_cstat *cs, struct err_msg *em);
+int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_cstat *cs,
+			  const char *what, struct err_msg *em);
+/* The value node of a service's label diagport.dev/status (map or list form), or NULL; *skip: the "K=" before it. */
+const struct doc_node *inj_compose_status_label(const struct doc_node *svc, size_t *skip);
 
 /* Capitalise the first letter of every key under n (the CloudFormation spelling of ECS fields). */
 void inj_pascalize(struct doc_node *n);

@@ -21,8 +21,7 @@ const char *inj_port_value(enum inj_mode m)
 	return m == INJ_SUSPEND ? INJ_SOCKET ",suspend,connect" : INJ_SOCKET ",nosuspend,connect";
 }
 
-/* Does a DOTNET_DiagnosticPorts value already name our socket? ("a;/diag/port,suspend") */
-static bool names_our_socket(const char *v)
+bool inj_names_socket(const char *v)
 {
 	size_t sl = strlen(INJ_SOCKET);
 
@@ -38,8 +37,7 @@ static bool names_our_socket(const char *v)
 	return false;
 }
 
-/* Is path p the same as, inside, or above dir? */
-static bool path_overlaps(const char *p, const char *dir)
+bool inj_path_overlaps(const char *p, const char *dir)
 {
 	size_t pl = strlen(p), dl = strlen(dir);
 
@@ -96,7 +94,7 @@ static int check_mounts(const struct inj_ctx *c, const struct inj_dialect *d, co
 					"diagport status record; rename that volume or remove the mount",
 					d->c_mounts, i, vol);
 		for (size_t k = 0; path && k < 2; k++)
-			if (path_overlaps(path, dirs[k]))
+			if (inj_path_overlaps(path, dirs[k]))
 				return inj_fail(c, em, m, DP_EREFUSED, what,
 						"%s[%zu] mounts volume %s at %s, which collides with diagport's %s; "
 						"move that mount", d->c_mounts, i, vol ? vol : "?", path, dirs[k]);
@@ -151,7 +149,7 @@ static int add_env(const struct inj_ctx *c, const struct inj_dialect *d, struct 
 		return inj_fail(c, em, val, DP_EUNSUPPORTED, what,
 				"%s[%ld] (%s) has a value that is not a plain string (%s); diagport cannot append to it",
 				d->c_env, i, INJ_ENV, inj_intrinsic(val) ? inj_intrinsic(val) : "not a string");
-	if (names_our_socket(val->text))
+	if (inj_names_socket(val->text))
 		return 0;
 	if (val->len == 0) {
 		doc_set_text(val, ours);

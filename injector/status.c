@@ -18,6 +18,17 @@
  *   l  the env list was created
  *   P  SYS_PTRACE added                   1 2 3  capability path levels created
  *   D  dependsOn on the agent added (ECS) d  the dependsOn list was created
+ * Compose services (compose.c; the record is on diagport-agent's labels, and
+ * each service's own entry in its label diagport.dev/status):
+ *   E e z  as above, in environment (map or "K=V" list)   l  environment created
+ *   k  DOTNET_DiagnosticPorts was copied from environment's own merge key
+ *   M  the two volumes added   m  volumes created   P  SYS_PTRACE added   c  cap_add created
+ *   D  depends_on diagport-agent added   d  depends_on created
+ *   R  a depends_on list was rewritten as a map (suspend: service_healthy)
+ *   L  labels created
+ *   v w x y u  environment, volumes, cap_add, depends_on, labels were copied
+ *      from the service's merge key (<<) into a key of its own
+ *   V  (project) the top-level volumes map was created
  * A mark right after a "was created" letter means it replaced a null (such
  * as `env:` with nothing under it), and which spelling: . "" _ null = ~
  * - Null / NULL; uninject puts that null back.

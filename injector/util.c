@@ -191,5 +191,9 @@ const char *inj_detect(const struct doc_node *doc)
 	res = doc_get(doc, "Resources");
 	if (doc_get(doc, "AWSTemplateFormatVersion") || (doc_is(res, DOC_MAP) && res->n > 0 && doc_get(res->vals[0], "Type")))
 		return "cfn";
+	/* what the checks above did not claim: a Compose file has services and none of their keys */
+	if (doc_is(doc_get(doc, "services"), DOC_MAP) && !doc_get(doc, "apiVersion") && !doc_get(doc, "kind") &&
+	    !res && !doc_get(doc, "containerDefinitions"))
+		return "compose";
 	return NULL;
 }

@@ -25,7 +25,9 @@ build_pkgs=(pkg-config gcc make libjansson-dev libyaml-dev libcurl4-gnutls-dev
 test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind openssl file binutils util-linux librsvg2-bin chromium prometheus
 	# job_pod.sh runs an injected pod in real containers: podman with runc (crun refuses cgroup v1
 	# hybrids), catatonit for the pod's infra container (a Recommends, not a Depends, of podman)
-	podman runc catatonit)
+	podman runc catatonit
+	# the Compose golden cases: both read every injected file (config), no daemon needed
+	docker-compose podman-compose)
 bench_pkgs=(hyperfine jq wrk nginx bc time)
 lint_pkgs=(cppcheck clang-tidy)
 fuzz_pkgs=(clang-14 libclang-rt-14-dev)

@@ -1,8 +1,13 @@
 # tests/e2e/lib.sh - what the end-to-end container tests share (sourced after tests/lib.sh and
 # agent_setup). podman reads tests/containers/containers.conf and keeps every image, container and pod
 # in the scratch directory ($W/storage, vfs): nothing global is touched, and cleanup removes it all.
-#   e2e_setup                 CONTAINERS_CONF and CONTAINERS_STORAGE_CONF; cleanup_more (pods down, reset)
+#   e2e_setup                 CONTAINERS_CONF and CONTAINERS_STORAGE_CONF; cleanup_more (pods down, reset),
+#                             which the exit trap runs whatever happened before
+#   e2e_cleanup_check         cleanup_more now, then the check "cleanup": no container, pod, volume, image
+#                             or podman process of this test is left
 #   build_agent_image NAME    `make image IMAGE=NAME` (the Containerfile, FROM scratch)
+#   e2e_playable INJECTED NAME AGENT_PORT APP_PORT
+#                             the injected Deployment as podman 4.3 can play it (see the function)
 #   build_app_image NAME      the test webapp (tests/apps) on the host's .NET runtime in an image FROM scratch:
 #                             the runtime and ASP.NET shared frameworks (no SDK), the seven libraries they
 #                             link (ldd), the loader, the app in /app; uid 1000; invariant globalization
@@ -24,6 +29,13 @@ cleanup_more() {
 	podman rm -f -a -t 0 > /dev/null 2>&1
 	podman system reset -f > /dev/null 2>&1
 }
+e2e_cleanup_check() {
+	local left
+	cleanup_more
+	left="$(podman ps -a -q; podman pod ps -q; podman volume ls -q; podman images -q; pgrep -a -f "$W/storage" | grep -v pgrep)"
+	WHY="left behind: $(echo "$left" | tr '\n' ' ')"
+	check cleanup test -z "$left"
+}
 build_agent_image() {
 	make -s image IMAGE="$1" > "$W/agent-image.out" 2>&1 || { fail agent-image "$(tail -3 "$W/agent-image.out")"; exit 0; }
 }
@@ -44,6 +56,31 @@ build_app_image() {
 	podman build -q -t "$1" -f "$ctx/Containerfile" "$ctx" > "$W/app-image.out" 2>&1 ||
 		{ fail app-image "$(tail -3 "$W/app-image.out")"; exit 0; }
 	rm -rf "$ctx"
+}
+# e2e_playable INJECTED NAME AGENT_PORT APP_PORT: the injected Deployment renamed NAME, its two ports published
+# on the host's loopback (what `kube play` needs to reach a pod from here), the token's directory in place
+# of the secret volume and a new directory of mode 0777 (what kubelet makes) for each emptyDir (see pod.sh)
+e2e_playable() {
+	python3 - "$@" "$W/secret" "$W/volumes" << 'EOF'
+import os, sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+d["metadata"]["name"] = sys.argv[2]
+spec = d["spec"]["template"]["spec"]
+for c in spec["containers"]:
+    port = sys.argv[3] if c["name"] == "diagport-agent" else sys.argv[4]
+    c["ports"][0].update(hostPort=int(port), hostIP="127.0.0.1")
+for v in spec["volumes"]:
+    if "secret" in v:
+        del v["secret"]
+        v["hostPath"] = {"path": sys.argv[5], "type": "Directory"}
+    elif "emptyDir" in v:
+        path = os.path.join(sys.argv[6], sys.argv[2], v["name"])
+        os.makedirs(path)
+        os.chmod(path, 0o777)
+        del v["emptyDir"]
+        v["hostPath"] = {"path": path, "type": "Directory"}
+print(yaml.safe_dump(d))
+EOF
 }
 # play FILE: podman kube play (from $W, so that no directory there is taken for an image to build)
 play() {

@@ -2,11 +2,26 @@
 # pod.sh - an injected Deployment running as a real pod: the agent's image (make image) and an image
 # of the test webapp on a real .NET runtime (tests/e2e/lib.sh), the Deployment injected by
 # `diagport inject k8s --sidecar container` (podman 4.3 does not know native sidecars) and run with
-# `podman kube play`. Two containers, two root filesystems (the app's read-only), sharing only the
-# injected volumes; the agent reached through the pod's port published on 127.0.0.1. Then:
-# /processes lists the app, a WithHeap dump arrives whole (an ELF core), /stacks, a CPU profile;
-# and an uninjected Deployment gets no agent. The time from `kube play` to the first /processes
-# is printed beside the app's own start.
+# `podman kube play`. Two containers, two root filesystems (the app's read-only), two users (the app
+# as its image's 1000, the agent as 1654), sharing only the injected volumes; the agent reached
+# through the pod's port published on 127.0.0.1 with the token of the Secret the injection names.
+#   main pod: /processes lists the app, a WithHeap dump arrives whole (an ELF core), /stacks, a CPU
+#             profile, /metrics; the agent's container restarted under the live app attaches it again
+#             (same pid, same runtime uid, the app's container not restarted)
+#   suspend:  --mode suspend: the app does not serve while the agent cannot come up, and does once it
+#             is up; --dumps-size-limit: a WithHeap dump over it is refused, named, and
+#             leaves nothing in the dumps volume, the app unharmed
+#   plain:    the Deployment as written (no annotation) runs as it is, with no agent
+# The time from `kube play` to the first /processes is printed beside the app's own start.
+#
+# podman 4.3.1's `kube play` panics on a `secret:` volume (VolumeFromSecret with no secrets manager),
+# so the test writes the token of the Secret it made (kubectl create secret) to a directory and plays
+# the injected pod with that directory in place of the secret volume: same mount, same file, same
+# agent arguments. podman makes an emptyDir a named volume owned by whichever container mounts it
+# first, where kubelet makes a directory of mode 0777 that every container of the pod can write: so
+# each emptyDir is played as a new directory of mode 0777 under $W/volumes. Neither enforces sizeLimit
+# (kubelet evicts the pod once the volume outgrows it); the agent's --dumps-limit, which the injection
+# derives from dumps-size-limit, is what keeps a dump under it, and what the check sees.
 set -u
 cd "$(dirname "$0")/../.."
 T_NAME=e2e-pod
@@ -21,82 +36,86 @@ build_agent_image "$AGENT_IMG"
 build_app_image "$APP_IMG"
 pass images
 
-cat > "$W/deploy.yaml" << 'EOF'
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: webapp
-spec:
-  replicas: 1
-  selector:
-    matchLabels: {app: webapp}
-  template:
-    metadata:
-      labels: {app: webapp}
-      annotations:
-        diagport.dev/inject: "true"
-    spec:
-      securityContext:
-        runAsNonRoot: true
-      containers:
-        - name: app
-          image: localhost/diagport-e2e-webapp:1
-          env:
-            - {name: ASPNETCORE_URLS, value: "http://+:8080"}
-          ports:
-            - {containerPort: 8080}
-          securityContext:
-            runAsUser: 1000
-            runAsGroup: 1000
-            readOnlyRootFilesystem: true
-          volumeMounts:
-            - {name: tmp, mountPath: /tmp}
-      volumes:
-        - name: tmp
-          emptyDir: {}
-EOF
-"$D" inject k8s --sidecar container --no-auth --image "$AGENT_IMG" -f "$W/deploy.yaml" > "$W/injected.yaml" 2> "$W/inject.err"
+cp tests/e2e/webapp.yaml "$W/deploy.yaml"
+
+# wait_processes URL FILE [CURL ARGS]: until the agent lists a process (30 s); 1 on timeout
+wait_processes() {
+	local u=$1 f=$2
+	shift 2
+	for _ in $(seq 1 300); do
+		curl -sf "$@" "$u/processes" > "$f" 2> /dev/null && grep -q '"pid"' "$f" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# wait_app URL [SECS]: until the app answers (default 30 s); 1 on timeout
+wait_app() {
+	for _ in $(seq 1 $((${2:-30} * 10))); do curl -sf "$1/" > /dev/null 2>&1 && return 0; sleep 0.1; done
+	return 1
+}
+# host_uid CONTAINER: the uid the container's first process runs as, seen from the host
+host_uid() { awk '/^Uid:/ { print $2 }' "/proc/$(podman inspect --format '{{.State.Pid}}' "$1")/status"; }
+
+# ---- the main pod: the token from the Secret the injection names ----
+kubectl create secret generic diagport-token --from-literal=token="$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')" \
+	--dry-run=client -o yaml > "$W/secret.yaml"
+mkdir -p "$W/secret"
+python3 -c 'import base64, sys, yaml; sys.stdout.write(base64.b64decode(yaml.safe_load(open(sys.argv[1]))["data"]["token"]).decode())' \
+	"$W/secret.yaml" > "$W/secret/token"
+chown -R 1654:1654 "$W/secret"
+chmod 0400 "$W/secret/token"
+AUTH=(-H "Authorization: Bearer $(cat "$W/secret/token")")
+"$D" inject k8s --sidecar container --auth-secret diagport-token --image "$AGENT_IMG" -f "$W/deploy.yaml" \
+	> "$W/injected.yaml" 2> "$W/inject.err"
 WHY="$(cat "$W/inject.err")"
-check inject grep -q 'name: diagport-agent' "$W/injected.yaml"
-# the ports published on the host's loopback (what `podman kube play` needs to reach a pod from here)
+check inject bash -c "grep -q 'name: diagport-agent' '$W/injected.yaml' && grep -q 'secretName: diagport-token' '$W/injected.yaml'"
 AP=$(free_port)
 HP=$(free_port)
-python3 - "$W/injected.yaml" "$AP" "$HP" > "$W/play.yaml" << 'EOF'
-import sys, yaml
-d = yaml.safe_load(open(sys.argv[1]))
-for c in d["spec"]["template"]["spec"]["containers"]:
-    port = sys.argv[2] if c["name"] == "diagport-agent" else sys.argv[3]
-    c["ports"][0].update(hostPort=int(port), hostIP="127.0.0.1")
-print(yaml.safe_dump(d))
-EOF
+e2e_playable "$W/injected.yaml" webapp "$AP" "$HP" > "$W/play.yaml"
 T0=$(date +%s%N)
 play "$W/play.yaml" > "$W/play.out" 2>&1
 rc=$?
 WHY="podman kube play: exit $rc: $(tail -3 "$W/play.out")"
 check kube-play test "$rc" = 0
 U=http://127.0.0.1:$AP
-for _ in $(seq 1 300); do
-	curl -sf "$U/processes" > "$W/procs.json" 2> /dev/null && grep -q '"pid"' "$W/procs.json" && break
-	sleep 0.1
-done
+wait_processes "$U" "$W/procs.json" "${AUTH[@]}"
 T1=$(date +%s%N)
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$HP/" > /dev/null 2>&1 && break; sleep 0.1; done
+wait_app "http://127.0.0.1:$HP"
 T2=$(date +%s%N)
 echo "kube play to the first /processes: $(((T1 - T0) / 1000000)) ms; to the app's first answer: $(((T2 - T0) / 1000000)) ms" >&2
 WHY="$(head -c 300 "$W/procs.json"); agent: $(podman logs webapp-pod-0-diagport-agent 2>&1 | tail -3)"
 check processes jq -e 'length == 1 and .[0].name == "webapp"' "$W/procs.json"
 WHY="the app answered: $(curl -s "http://127.0.0.1:$HP/")"
 check app-serves test "$(curl -s "http://127.0.0.1:$HP/")" = ok
-curl -s -o "$W/core" -w '%{http_code}' "$U/dump?type=WithHeap" > "$W/dump.code"
+c=$(code "$U/processes")
+WHY="without the token: HTTP $c"
+check token-required test "$c" = 401
+c=$(code -H "Authorization: Bearer not-the-token" "$U/processes")
+WHY="with another token: HTTP $c"
+check token-wrong test "$c" = 401
+APP_UID=$(host_uid webapp-pod-0-app)
+AGENT_UID=$(host_uid webapp-pod-0-diagport-agent)
+WHY="the app runs as $APP_UID, the agent as $AGENT_UID"
+check two-users test "$APP_UID:$AGENT_UID" = 1000:1654
+curl -s "${AUTH[@]}" -o "$W/core" -w '%{http_code}' "$U/dump?type=WithHeap" > "$W/dump.code"
 WHY="HTTP $(cat "$W/dump.code"): $(file "$W/core")"
 check dump-withheap bash -c "test \"\$(cat '$W/dump.code')\" = 200 && file '$W/core' | grep -q 'ELF 64-bit LSB core file' &&
 	test \$(stat -c %s '$W/core') -gt 10000000"
-code "$U/stacks" > /dev/null
+rm -f "$W/core"
+code "${AUTH[@]}" "$U/stacks" > /dev/null
 WHY="$(head -c 200 "$W/body")"
 check stacks grep -q '^Thread' "$W/body"
-code "$U/trace?profile=Cpu&durationSeconds=2&format=speedscope" > /dev/null
+code "${AUTH[@]}" "$U/trace?profile=Cpu&durationSeconds=2&format=speedscope" > /dev/null
 WHY="$(head -c 200 "$W/body")"
 check cpu-profile jq -e '."$schema" | test("speedscope")' "$W/body"
+# the counters start metricsStartDelay (10 s) after the runtime attached
+for _ in $(seq 1 300); do
+	curl -s "$U/metrics" > "$W/metrics.txt" 2> /dev/null
+	grep -q '^systemruntime_cpu_usage_ratio ' "$W/metrics.txt" && break
+	sleep 0.1
+done
+WHY="$(grep -c '^# TYPE' "$W/metrics.txt") families: $(head -c 200 "$W/metrics.txt")"
+check metrics grep -q '^systemruntime_cpu_usage_ratio [0-9.e+-]* [0-9]*$' "$W/metrics.txt"
 # two root filesystems: the agent's image holds only /diagport, the app's is read-only
 podman exec webapp-pod-0-app /usr/share/dotnet/dotnet --list-runtimes > "$W/app-rt.out" 2>&1
 rc=$?
@@ -109,7 +128,61 @@ check separate-rootfs test "$rc" != 0
 WHY="$(podman inspect webapp-pod-0-app --format '{{.HostConfig.ReadonlyRootfs}}' 2>&1)"
 check app-read-only test "$(podman inspect webapp-pod-0-app --format '{{.HostConfig.ReadonlyRootfs}}' 2>/dev/null)" = true
 
-# not injected: the same Deployment as written runs as it is, with no agent
+# the agent's container restarted under the live app: attached again, the app not restarted
+BEFORE=$(podman inspect webapp-pod-0-app --format '{{.State.Pid}} {{.State.StartedAt}}')
+RT_BEFORE=$(jq -r '.[0] | "\(.pid) \(.uid)"' "$W/procs.json")
+podman restart -t 1 webapp-pod-0-diagport-agent > "$W/restart.out" 2>&1
+rc=$?
+WHY="podman restart: exit $rc: $(tail -2 "$W/restart.out")"
+check agent-restarted test "$rc" = 0
+wait_processes "$U" "$W/procs2.json" "${AUTH[@]}"
+WHY="before: $RT_BEFORE; after: $(head -c 300 "$W/procs2.json")"
+check agent-restart-reattached test "$(jq -r '.[0] | "\(.pid) \(.uid)"' "$W/procs2.json" 2>/dev/null)" = "$RT_BEFORE"
+WHY="the app's container before: $BEFORE; after: $(podman inspect webapp-pod-0-app --format '{{.State.Pid}} {{.State.StartedAt}}')"
+check agent-restart-app-untouched test "$(podman inspect webapp-pod-0-app --format '{{.State.Pid}} {{.State.StartedAt}}')" = "$BEFORE"
+code "${AUTH[@]}" "$U/stacks" > /dev/null
+WHY="$(head -c 200 "$W/body")"
+check agent-restart-stacks grep -q '^Thread' "$W/body"
+(cd "$W" && podman kube down "$W/play.yaml" > /dev/null 2>&1)
+
+# ---- suspend mode and a dumps size limit ----
+"$D" inject k8s --sidecar container --no-auth --mode suspend --dumps-size-limit 32Mi --image "$AGENT_IMG" \
+	-f "$W/deploy.yaml" > "$W/susp-injected.yaml" 2> "$W/susp-inject.err"
+WHY="$(cat "$W/susp-inject.err")"
+check suspend-inject bash -c "grep -q 'suspend,connect' '$W/susp-injected.yaml' && grep -q 'sizeLimit: 32Mi' '$W/susp-injected.yaml'"
+AP=$(free_port)
+HP=$(free_port)
+e2e_playable "$W/susp-injected.yaml" susp "$AP" "$HP" > "$W/susp.yaml"
+# the agent cannot come up while the socket's directory is closed to it (it exits, podman starts it
+# again): the app waits at startup, its container running and its port silent ...
+chmod 0555 "$W/volumes/susp/diagport-diag"
+play "$W/susp.yaml" > "$W/susp.out" 2>&1
+U=http://127.0.0.1:$AP
+sleep 4
+WHY="the app answered with no agent: $(curl -s -m 2 "http://127.0.0.1:$HP/" 2>&1); the app's container: $(podman inspect susp-pod-0-app --format '{{.State.Status}}' 2>&1); the agent: $(podman logs --tail 1 susp-pod-0-diagport-agent 2>&1)"
+check suspend-waits bash -c "! curl -sf -m 2 'http://127.0.0.1:$HP/' &&
+	test \"\$(podman inspect susp-pod-0-app --format '{{.State.Running}}')\" = true &&
+	podman logs susp-pod-0-diagport-agent 2>&1 | grep -q 'cannot listen on /diag/port'"
+# ... and serves once the agent is up
+chmod 0777 "$W/volumes/susp/diagport-diag"
+wait_app "http://127.0.0.1:$HP"
+WHY="the app did not answer within 30 s of the agent's start: $(podman logs --tail 2 susp-pod-0-diagport-agent 2>&1)"
+check suspend-resumed test "$(curl -s "http://127.0.0.1:$HP/")" = ok
+wait_processes "$U" "$W/susp-procs.json"
+WHY="$(head -c 200 "$W/susp-procs.json"); $(tail -2 "$W/susp.out")"
+check suspend-attached jq -e 'length == 1' "$W/susp-procs.json"
+# a dump over the size limit is refused, named, and leaves nothing behind
+c=$(code "$U/dump?type=WithHeap")
+WHY="HTTP $c: $(head -c 300 "$W/body")"
+check dumps-limit-refused bash -c "test '$c' = 507 && grep -q 'larger than the staging cap of 33554432 bytes' '$W/body'"
+DV=$W/volumes/susp/diagport-dumps
+WHY="the dumps volume ($DV) holds: $(ls -A "$DV" 2>&1 | head -5)"
+check dumps-limit-nothing-left bash -c "test -d '$DV' && test -z \"\$(ls -A '$DV')\""
+WHY="the app after the refused dump: $(curl -s "http://127.0.0.1:$HP/")"
+check dumps-limit-app-alive test "$(curl -s "http://127.0.0.1:$HP/")" = ok
+(cd "$W" && podman kube down "$W/susp.yaml" > /dev/null 2>&1)
+
+# ---- not injected: the same Deployment as written runs as it is, with no agent ----
 PP=$(free_port)
 python3 -c '
 import sys, yaml
@@ -119,9 +192,10 @@ d["spec"]["template"]["metadata"]["annotations"] = {}
 d["spec"]["template"]["spec"]["containers"][0]["ports"][0].update(hostPort=int(sys.argv[2]), hostIP="127.0.0.1")
 print(yaml.safe_dump(d))' "$W/deploy.yaml" "$PP" > "$W/plain.yaml"
 play "$W/plain.yaml" > "$W/plain.out" 2>&1
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$PP/" > /dev/null 2>&1 && break; sleep 0.1; done
+wait_app "http://127.0.0.1:$PP"
 WHY="the plain app answered: $(curl -s "http://127.0.0.1:$PP/"); $(tail -2 "$W/plain.out")"
 check uninjected-serves test "$(curl -s "http://127.0.0.1:$PP/")" = ok
 WHY="$(podman ps --format '{{.Names}}' 2>&1 | tr '\n' ' ')"
 check uninjected-no-agent bash -c "podman ps --format '{{.Names}}' | grep -q '^plain-pod-0-app\$' &&
 	! podman ps --format '{{.Names}}' | grep -q '^plain-pod-0-diagport'"
+e2e_cleanup_check

@@ -5,7 +5,8 @@
  *   inject(inject(x)) == inject(x)     (idempotent)
  *   uninject(inject(x)) == x           (exactly reversible)
  * The first byte picks the options (mode, sidecar, flavour, ptrace, auth), so
- * the fuzzer explores them too. Seeds: tests/golden inputs (tests/fuzz/seeds-inject).
+ * the fuzzer explores them too. The kind is detected (k8s, ecs, cfn, compose).
+ * Seeds: tests/golden inputs (tests/fuzz/seeds-inject).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@ static int apply(struct doc_node **d, const char *kind, bool inject, const struc
 		return inject ? inj_k8s_object(*d, c, em) : uninj_k8s_object(*d, c, em);
 	if (strcmp(kind, "ecs") == 0)
 		return inject ? inj_ecs_taskdef(d, c, em) : uninj_ecs_taskdef(d, c, em);
+	if (strcmp(kind, "compose") == 0)
+		return inject ? inj_compose_project(*d, c, em) : uninj_compose_project(*d, c, em);
 	return inject ? inj_cfn_template(*d, c, em) : uninj_cfn_template(*d, c, em);
 }
 

@@ -11,20 +11,9 @@ T_NAME=image
 . tests/lib.sh
 agent_setup image
 build_apps
-for t in podman runc file; do
-	command -v "$t" > /dev/null || { fail prerequisites "$t is not installed (scripts/prereqs.sh test installs it)"; exit 0; }
-done
-export CONTAINERS_CONF=$PWD/tests/containers/containers.conf
-mkdir -p "$W/storage/root" "$W/storage/run"
-printf '[storage]\ndriver = "vfs"\ngraphroot = "%s/storage/root"\nrunroot = "%s/storage/run"\n' "$W" "$W" > "$W/storage.conf"
-export CONTAINERS_STORAGE_CONF=$W/storage.conf
+. tests/e2e/lib.sh
+e2e_setup
 IMAGE=localhost/diagport-test:$(cat VERSION)
-cleanup_more() {
-	podman rm -f -t 0 dp-image-agent > /dev/null 2>&1
-	podman rmi -f "$IMAGE" > /dev/null 2>&1
-	# vfs layers hold files owned by the container's uids; podman removes what it made
-	podman system reset -f > /dev/null 2>&1
-}
 
 make -s image IMAGE="$IMAGE" > "$W/build.out" 2>&1
 rc=$?
@@ -97,3 +86,4 @@ WHY="exit $rc: $(cat "$W/hc.out")"
 check healthcheck test "$rc" = 0
 WHY="$(podman top dp-image-agent user 2>&1 | tail -2 | tr '\n' ' ')"
 check runs-as-1654 bash -c "podman top dp-image-agent user huser 2>/dev/null | tail -1 | grep -q '^1654 '"
+e2e_cleanup_check
