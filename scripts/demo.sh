@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make demo: inject the example workloads under examples/ and show what changed, answer
-# an AdmissionReview with the webhook, and run the agent beside a .NET app.
+# an AdmissionReview with the webhook, run the agent beside a .NET app, and run the injected
+# Deployment as a real pod (scripts/demo-pod.sh, when podman can run containers here).
 # The "before" side is `diagport uninject` of the original (nothing to remove, so
 # it is the document exactly as diagport renders it), the "after" side is inject:
 # the diff is exactly what diagport adds.
@@ -100,3 +101,4 @@ for e in sorted(s["events"], key=lambda e: -e["count"])[:4]:
     print("  %7d  %s/%d" % (e["count"], e["provider"], e["id"]))'
 kill -TERM "$AGENT"; wait "$AGENT" 2>/dev/null || true
 echo "agent log:"; sed 's/^/  /' "$W/agent.log"
+scripts/demo-pod.sh

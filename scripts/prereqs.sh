@@ -40,7 +40,7 @@ want_npm=()
 case $mode in
 build) want=("${build_pkgs[@]}") ;;
 # the demo pipes through kubectl
-demo) want=("${build_pkgs[@]}" curl file openssl) ;;
+demo) want=("${build_pkgs[@]}" curl file openssl podman runc catatonit python3-yaml) ;;
 test) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${cdk_pkgs[@]}"); want_npm=(tests/validate cdk) ;;
 bench) want=("${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}"); want_npm=(tests/validate) ;;
 # lint and fuzz compile the sources too, so they need the build headers.

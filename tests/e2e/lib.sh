@@ -24,6 +24,7 @@ e2e_setup() {
 }
 cleanup_more() {
 	local f
+	if declare -F cleanup_compose > /dev/null; then cleanup_compose; fi
 	for f in "${E2E_PLAYED[@]+"${E2E_PLAYED[@]}"}"; do (cd "$W" && podman kube down "$f" > /dev/null 2>&1); done
 	podman pod rm -f -a -t 0 > /dev/null 2>&1
 	podman rm -f -a -t 0 > /dev/null 2>&1

@@ -33,12 +33,15 @@ check config jq -e --arg v "$(cat VERSION)" '.[0].Config | .User == "1654:1654" 
 	and (.Labels | has("org.opencontainers.image.licenses"))' "$W/inspect.json"
 WHY="$(jq -c '.[0].Healthcheck' "$W/inspect.json")"
 check healthcheck-config jq -e '.[0].Healthcheck.Test == ["CMD", "/diagport", "health"]' "$W/inspect.json"
-# one file: the image's filesystem, exported, is /diagport and nothing else
+# one file: the image's filesystem, exported, is /diagport and the two empty mount points, nothing else
 podman create --name dp-image-export "$IMAGE" > /dev/null 2>&1
-podman export dp-image-export 2> /dev/null | tar -t > "$W/files.txt" 2> /dev/null
+podman export dp-image-export 2> /dev/null | tar -tv > "$W/files-v.txt" 2> /dev/null
+awk '{ print $6 }' "$W/files-v.txt" > "$W/files.txt"
 podman rm -f dp-image-export > /dev/null 2>&1
 WHY="files in the image: $(tr '\n' ' ' < "$W/files.txt" | head -c 300)"
-check only-the-binary bash -c "grep -qx diagport '$W/files.txt' && ! grep -q -e '^bin/' -e '^usr/' -e '^etc/' -e 'sh\$' '$W/files.txt'"
+check only-the-binary test "$(sort "$W/files.txt" | tr '\n' ' ')" = "diag/ diagport dumps/ "
+WHY="$(grep -e ' diag/$' -e ' dumps/$' "$W/files-v.txt")"
+check mountpoints-0777 test "$(awk '$6 ~ /^(diag|dumps)\/$/ { print $1, $2 }' "$W/files-v.txt" | sort -u)" = "drwxrwxrwx 1654/1654"
 podman run --rm --entrypoint /bin/sh "$IMAGE" -c true > "$W/sh.out" 2>&1
 rc=$?
 WHY="a shell ran in the image: $(cat "$W/sh.out")"
