@@ -9,10 +9,18 @@
  * in it. socket() is allowed for AF_UNIX stream sockets only, so the agent
  * cannot open a network connection. No exec, no bind or listen (no new
  * listening sockets), no ptrace, no mount, no module or key syscalls.
+ *
+ * The egress process (launcher/eproc.h) gets a list of its own: threads,
+ * reading files it opens read-only (CA bundle, token files, /etc/hosts,
+ * /etc/resolv.conf), and sockets of the Internet families (TCP to the stores
+ * and the credential endpoints, UDP for DNS) and netlink (getaddrinfo's
+ * look at the interfaces), never AF_UNIX: it cannot reach a runtime's
+ * socket. It writes only to what it was handed (its pipes, the log).
  */
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <seccomp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +51,23 @@ static const char *const agent_calls[] = {
 	"getsockname", "getpeername",
 	/* --connect-dir: connect to runtimes' default sockets (socket() itself is below, AF_UNIX only) */
 	"connect",
+	NULL,
+};
+
+static const char *const egress_calls[] = {
+	/* memory and threads */
+	"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "clone", "clone3", "set_robust_list", "rseq",
+	"futex", "exit", "exit_group", "sched_yield", "getrandom", "gettid", "getpid",
+	/* time */
+	"clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday",
+	/* signals (abort), identity (TLS library probes) */
+	"rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "tgkill", "getuid", "geteuid", "getgid", "getegid", "uname",
+	/* files: read what is opened read-only (below), write to the pipes and the log it holds */
+	"close", "read", "readv", "pread64", "write", "writev", "lseek", "fstat", "newfstatat", "statx", "fcntl",
+	"readlink",
+	/* sockets (socket() itself is below: Internet families and netlink only) */
+	"connect", "poll", "ppoll", "select", "pselect6", "recvfrom", "recvmsg", "sendto", "sendmsg", "sendmmsg",
+	"shutdown", "setsockopt", "getsockopt", "getsockname", "getpeername", "bind",
 	NULL,
 };
 
@@ -83,8 +108,23 @@ void sandbox_enter(enum sandbox_profile p)
 	ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
 	if (ctx == NULL)
 		DP_FATAL("sandbox: seccomp_init failed");
+	if (p == SANDBOX_EGRESS)
+		calls = egress_calls;
 	allow(ctx, calls);
 	allow(ctx, sanitizer_calls);
+	if (p == SANDBOX_EGRESS) {
+		static const int families[] = { AF_INET, AF_INET6, AF_NETLINK };
+
+		/* open only to read: openat(dirfd, path, flags) with O_ACCMODE == O_RDONLY */
+		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+					   SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_RDONLY))) != 0)
+			DP_FATAL("sandbox: allowing openat: %s", strerror(-rc));
+		for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+			if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,
+						   SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]))) != 0)
+				DP_FATAL("sandbox: allowing socket: %s", strerror(-rc));
+		goto load;
+	}
 	if (p == SANDBOX_WEBHOOK) {
 		/* libmicrohttpd: an eventfd per daemon (a certificate reload starts one), and its threads' names */
 		static const char *const webhook_calls[] = { "eventfd2", NULL };
@@ -97,6 +137,7 @@ void sandbox_enter(enum sandbox_profile p)
 	if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 2, SCMP_A0(SCMP_CMP_EQ, AF_UNIX),
 				   SCMP_A1(SCMP_CMP_MASKED_EQ, 0xf, SOCK_STREAM))) != 0)
 		DP_FATAL("sandbox: allowing socket: %s", strerror(-rc));
+load:
 	/* Every thread (listener, HTTP), not only this one. */
 	if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1)) != 0)
 		DP_FATAL("sandbox: thread sync: %s", strerror(-rc));

@@ -14,6 +14,7 @@
 enum sandbox_profile {
 	SANDBOX_AGENT,   /* diagport launch */
 	SANDBOX_WEBHOOK, /* diagport webhook: the agent's list, plus eventfd2 and prctl(PR_SET_NAME) for libmicrohttpd */
+	SANDBOX_EGRESS,  /* the agent's egress process: network sockets, files read-only, nothing else */
 };
 
 /* Set no_new_privs and load the profile's filter into every thread of the process. */

@@ -20,6 +20,7 @@
 
 #include "capture.h"
 #include "egress.h"
+#include "eproc.h"
 #include "clock.h"
 #include "mem.h"
 #include "ops.h"
@@ -37,12 +38,14 @@ struct api {
 	struct ops *ops;
 	struct captures *captures;
 	struct capture_env env;
+	struct eproc *eproc; /* borrowed; NULL = no store configured */
 };
 
 struct api *api_new(const struct api_config *cfg)
 {
 	struct api *a = mem_zalloc(sizeof(*a));
-	struct captures_config cc = { .port = cfg->port, .dumps_dir = cfg->dumps_dir, .dumps_limit = cfg->dumps_limit };
+	struct captures_config cc = { .port = cfg->port, .dumps_dir = cfg->dumps_dir, .dumps_limit = cfg->dumps_limit,
+				      .eproc = cfg->eproc };
 
 	a->port = cfg->port;
 	a->socket_path = mem_strdup(cfg->socket_path);
@@ -59,7 +62,9 @@ struct api *api_new(const struct api_config *cfg)
 		.metrics_interval_s = cfg->metrics_interval_s ? cfg->metrics_interval_s : METRICS_DEFAULT_INTERVAL_S,
 	};
 	for (size_t i = 0; i < cfg->n_egress; i++)
-		egress_fs_clean(&cfg->egress[i]);
+		if (cfg->egress[i].type == NULL)
+			egress_fs_clean(&cfg->egress[i]);
+	a->eproc = cfg->eproc;
 	return a;
 }
 
@@ -125,6 +130,12 @@ static bool choose(struct api *a, struct httpd_req *r, struct port_runtime *out)
 
 static void route_health(struct api *a, struct httpd_req *r, const struct route *rt)
 {
+	static const char gone[] = "Unhealthy: the egress process has exited";
+
+	if (a->eproc && !eproc_alive(a->eproc)) {
+		httpd_send(r, 503, "text/plain", gone, sizeof(gone) - 1);
+		return;
+	}
 	httpd_send(r, 200, "text/plain", "Healthy", 7);
 }
 

@@ -12,6 +12,8 @@
 
 struct api;
 
+struct eproc;
+
 struct api_config {
 	struct port *port;        /* borrowed */
 	const char *socket_path;  /* for /info */
@@ -19,8 +21,9 @@ struct api_config {
 	const char *token;        /* bearer token; NULL = no authentication (loopback or --no-auth) */
 	const char *dump_transport; /* "file" (staging file, default) or "fifo" (streamed through a named pipe) */
 	uint64_t dumps_limit;       /* cap on one staged dump, bytes; 0 = none */
-	const struct egress_fs *egress; /* providers (borrowed: must outlive the api) */
+	const struct egress_provider *egress; /* providers (borrowed: must outlive the api) */
 	size_t n_egress;
+	struct eproc *eproc;            /* the egress process (borrowed); NULL = no store is configured */
 	struct metrics *metrics;        /* the /metrics store (borrowed); NULL = turned off */
 	unsigned metrics_interval_s;    /* counters' interval for /livemetrics; 0 = 5 */
 };

@@ -54,7 +54,7 @@ struct capture {
 	struct trace_config session;  /* traces, live metrics, logs: the session to ask for */
 	struct metrics_selection sel; /* live metrics: what to keep */
 	struct logs_filter filter;    /* logs */
-	const struct egress_fs *egress; /* the sink: an egress provider (borrowed), */
+	const struct egress_provider *egress; /* the sink: an egress provider (borrowed), */
 	char *file;                     /* or a file (a path that must not exist yet), */
 					/* or neither: the HTTP response */
 	char *tags;                   /* the operation's tags (comma-separated), or NULL */
@@ -70,7 +70,7 @@ void capture_free(struct capture *c);
 /* What request parsing needs to know of the agent. */
 struct capture_env {
 	struct port *port;
-	const struct egress_fs *egress; /* the providers */
+	const struct egress_provider *egress; /* the providers */
 	size_t n_egress;
 	bool fifo_default;              /* dumpTransport=fifo */
 	unsigned metrics_interval_s;    /* counters' interval for /livemetrics and the Metrics trace profile */
@@ -96,12 +96,14 @@ int capture_from_request(const struct capture_env *env, struct httpd_req *r, enu
 void capture_send_problem(struct httpd_req *r, const struct capture_problem *p);
 
 struct captures;
+struct eproc;
 
 struct captures_config {
 	struct port *port;     /* borrowed */
 	struct ops *ops;       /* borrowed: the operations list */
 	const char *dumps_dir; /* staging for dumps, shared with the app */
 	uint64_t dumps_limit;  /* cap on one staged dump, bytes; 0 = none */
+	struct eproc *eproc;   /* borrowed: the egress process, for the stores' providers; NULL = none */
 };
 /* New runner state (the strings copied). Removes staging leftovers a killed agent left in dumps_dir. */
 struct captures *captures_new(const struct captures_config *cfg);

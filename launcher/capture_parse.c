@@ -95,7 +95,7 @@ static int duration(struct httpd_req *r, long long *ms, struct capture_problem *
 }
 
 /* egressProvider: the provider it names (NULL when absent). */
-static int egress(const struct capture_env *env, struct httpd_req *r, const struct egress_fs **out,
+static int egress(const struct capture_env *env, struct httpd_req *r, const struct egress_provider **out,
 		  struct capture_problem *p)
 {
 	const char *eg = httpd_query(r, "egressProvider");

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "egress.h"
+#include "eproc.h"
 #include "fsutil.h"
 #include "log.h"
 #include "mem.h"
@@ -47,6 +48,7 @@ struct captures *captures_new(const struct captures_config *cfg)
 	cs->ops = cfg->ops;
 	cs->dumps_dir = mem_strdup(cfg->dumps_dir);
 	cs->dumps_limit = cfg->dumps_limit;
+	cs->eproc = cfg->eproc;
 	pthread_mutex_init(&cs->mu, NULL);
 	pthread_cond_init(&cs->freed, NULL);
 	fs_remove_prefixed(cs->dumps_dir, CAPTURE_STAGING_PREFIX);
@@ -183,7 +185,7 @@ static int drain(struct job *j, int fd, const char *tmp, struct err_msg *em)
 }
 
 /* The provider a file sink is: its directory, published under its own name. */
-static void file_provider(const char *path, struct egress_fs *p, char **dir, char **name)
+static void file_provider(const char *path, struct egress_provider *p, char **dir, char **name)
 {
 	char *d = mem_strdup(path), *b = mem_strdup(path);
 
@@ -196,11 +198,58 @@ static void file_provider(const char *path, struct egress_fs *p, char **dir, cha
 	p->tmp_dir = NULL;
 }
 
+/*
+ * To a store's provider, through the egress process: the artifact's bytes
+ * go into its pipe as the capture makes them, then the store's verdict.
+ * Metadata a person can search the store by: what, which process, when, where.
+ */
+static int to_store(struct job *j, const struct egress_provider *prov, const char *name, char **final,
+		    struct err_msg *em)
+{
+	char pid[24], uid[37], when[32], host[256] = "";
+	const char *pname = j->c.target.have_info && j->c.target.info.assembly ? j->c.target.info.assembly : "";
+	const char *pod_ns = getenv("DIAGPORT_POD_NAMESPACE"), *ctr = getenv("DIAGPORT_CONTAINER_NAME");
+	const char *meta[20];
+	struct eproc_upload *u;
+	struct err_msg em2 = { "" };
+	time_t now = time(NULL);
+	struct tm tm;
+	size_t n = 0;
+	uint64_t before = j->bytes;
+	int fd, rc;
+
+	if (j->cs->eproc == NULL)
+		return err_set(em, DP_EINTERNAL, "egress provider '%s' has no egress process", prov->name);
+	snprintf(pid, sizeof(pid), "%llu", (unsigned long long)j->c.target.pid);
+	target_uid(&j->c.target, uid);
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	gethostname(host, sizeof(host) - 1);
+	meta[n++] = "artifacttype", meta[n++] = j->k->what;
+	meta[n++] = "pid", meta[n++] = pid;
+	meta[n++] = "runtimeinstancecookie", meta[n++] = uid;
+	meta[n++] = "processname", meta[n++] = pname;
+	meta[n++] = "created", meta[n++] = when;
+	meta[n++] = "hostname", meta[n++] = host; /* in Kubernetes, the pod's name */
+	if (pod_ns)
+		meta[n++] = "namespace", meta[n++] = pod_ns;
+	if (ctr)
+		meta[n++] = "container", meta[n++] = ctr;
+	meta[n] = NULL;
+	if ((rc = eproc_open(j->cs->eproc, prov, name, meta, &fd, &u, em)) != 0)
+		return rc;
+	rc = drain(j, fd, "the egress process", em);
+	if (rc == 0)
+		return eproc_close(u, true, j->bytes - before, final, em);
+	eproc_close(u, false, 0, NULL, &em2); /* the store's upload is aborted: nothing left of it */
+	return rc;
+}
+
 static void *sink_main(void *arg)
 {
 	struct job *j = arg;
-	struct egress_fs file = { 0 };
-	const struct egress_fs *prov = j->c.egress;
+	struct egress_provider file = { 0 };
+	const struct egress_provider *prov = j->c.egress;
 	struct err_msg em = { "" };
 	char *tmp = NULL, *final = NULL, *dir = NULL, *fname = NULL, name[96];
 	int fd = -1, rc;
@@ -210,6 +259,11 @@ static void *sink_main(void *arg)
 		prov = &file;
 	}
 	rc = j->k->start(j, &em);
+	if (rc == 0 && prov->type) {
+		artifact_name(j, name, sizeof(name));
+		rc = to_store(j, prov, name, &final, &em);
+		goto end;
+	}
 	if (rc == 0)
 		rc = egress_fs_open(prov, j->id, &fd, &tmp, &em);
 	if (rc == 0)
@@ -223,6 +277,7 @@ static void *sink_main(void *arg)
 	} else if (tmp) {
 		egress_fs_discard(fd, tmp);
 	}
+end:
 	job_end(j, rc, final, em.text);
 	free(tmp);
 	free(final);

@@ -35,6 +35,7 @@ extern char **environ;
 #include "api.h"
 #include "buf.h"
 #include "config.h"
+#include "eproc.h"
 #include "http/httpd.h"
 #include "log.h"
 #include "mem.h"
@@ -305,6 +306,7 @@ int launch_cli(int argc, char **argv)
 	char **cmd = NULL;
 	struct port_config cfg = { 0 };
 	struct port *p = NULL;
+	struct eproc *ep = NULL;
 	struct err_msg em;
 	sigset_t old_mask, set;
 	int rc;
@@ -320,6 +322,11 @@ int launch_cli(int argc, char **argv)
 		log_warn("running as root", LOG_STR("event", "warning"),
 			 LOG_STR("reason", "running as root: the agent needs no privilege; run it as a non-root user "
 					   "(diagport inject uses the app's uid, else 1654)"));
+	/* the egress process, forked while the agent has no thread yet: the stores' settings go with it */
+	if ((rc = eproc_start(&c, !c.no_sandbox, &ep, &em)) != 0) {
+		rc = cannot_start(rc == DP_EINVAL ? 2 : 1, em.text);
+		goto out;
+	}
 	cfg.path = c.socket;
 	cfg.connect_dir = c.connect_dir;
 	handled_set(&set);
@@ -334,7 +341,7 @@ int launch_cli(int argc, char **argv)
 	{
 		struct api_config ac = { .port = p, .socket_path = c.socket, .dumps_dir = c.dumps, .token = token,
 					 .dump_transport = c.dump_transport, .dumps_limit = c.dumps_limit,
-					 .egress = c.egress, .n_egress = c.n_egress,
+					 .egress = c.egress, .n_egress = c.n_egress, .eproc = ep,
 					 .metrics_interval_s = c.metrics_interval_s };
 		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body,
 					   .is_probe = api_is_probe, .admit_body = api_admit_body,
@@ -379,6 +386,7 @@ out:
 	httpd_free(mh);
 	httpd_free(h);
 	api_free(api);
+	eproc_free(ep); /* after the captures that upload through it have ended */
 	metrics_free(metrics); /* before the port: its sessions take connections from it */
 	port_free(p);
 	if (token) {

@@ -73,6 +73,15 @@ void config_free(struct launch_config *c)
 		free(c->egress[i].name);
 		free(c->egress[i].dir);
 		free(c->egress[i].tmp_dir);
+		for (size_t k = 0; k < c->egress[i].n_set; k++) {
+			struct egress_setting *st = &c->egress[i].set[k];
+
+			mem_wipe(st->value, strlen(st->value));
+			free(st->key);
+			free(st->value);
+			free(st->where);
+		}
+		free(c->egress[i].set);
 	}
 	free(c->egress);
 	memset(c, 0, sizeof(*c));
@@ -164,45 +173,101 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 	return DP_EINTERNAL;
 }
 
-/* Egress:FileSystem:NAME:FIELD. 1 when key is not an egress key. */
+/* The provider types: FileSystem, written by the agent, and the stores, written by the egress process. */
+static const char *const store_types[] = { "S3Storage", "AzureBlobStorage" };
+#define MAX_STORE_SETTINGS 64
+
+/* The provider named name (name_len bytes), made when new. NULL with em when there are too many. */
+static struct egress_provider *provider(struct launch_config *c, const char *type, const char *name, size_t name_len,
+					const char *where, struct err_msg *em)
+{
+	struct egress_provider *e;
+
+	for (size_t i = 0; i < c->n_egress; i++) {
+		e = &c->egress[i];
+		if (strlen(e->name) != name_len || strncasecmp(e->name, name, name_len) != 0)
+			continue;
+		if ((e->type == NULL) != (type == NULL) || (type && strcmp(e->type, type) != 0)) {
+			err_set(em, DP_EINVAL, "%s: egress provider '%s' is already a %s provider; a name may be used "
+				"once across Egress:FileSystem, Egress:S3Storage and Egress:AzureBlobStorage", where,
+				e->name, e->type ? e->type : "FileSystem");
+			return NULL;
+		}
+		return e;
+	}
+	if (c->n_egress == MAX_EGRESS) {
+		err_set(em, DP_ETOOBIG, "%s: more than %d egress providers", where, MAX_EGRESS);
+		return NULL;
+	}
+	c->egress = mem_realloc(c->egress, (c->n_egress + 1) * sizeof(*c->egress));
+	e = &c->egress[c->n_egress++];
+	memset(e, 0, sizeof(*e));
+	e->name = mem_strndup(name, name_len);
+	e->type = type;
+	return e;
+}
+
+/* A store's setting, kept as given (the egress process's readers check it: egress/eprov.h). */
+static int store_setting(struct egress_provider *e, const char *field, const char *v, const char *where,
+			 struct err_msg *em)
+{
+	struct egress_setting *s = NULL;
+
+	for (size_t i = 0; i < e->n_set; i++)
+		if (strcasecmp(e->set[i].key, field) == 0)
+			s = &e->set[i];
+	if (s == NULL) {
+		if (e->n_set == MAX_STORE_SETTINGS)
+			return err_set(em, DP_ETOOBIG, "%s: more than %d settings for egress provider '%s'", where,
+				       MAX_STORE_SETTINGS, e->name);
+		e->set = mem_realloc(e->set, (e->n_set + 1) * sizeof(*e->set));
+		s = &e->set[e->n_set++];
+		s->key = mem_strdup(field);
+	} else {
+		mem_wipe(s->value, strlen(s->value)); /* it may be a key or a signature */
+		free(s->value);
+		free(s->where);
+	}
+	s->value = mem_strdup(v);
+	s->where = mem_strdup(where);
+	return 0;
+}
+
+/* Egress:TYPE:NAME:FIELD (a store's FIELD may be a path: Metadata:KEY). 1 when key is not an egress key. */
 static int set_egress(struct launch_config *c, const char *key, const char *v, const char *where,
 		      struct err_msg *em)
 {
-	const char *p = key, *name, *field;
-	size_t name_len;
-	struct egress_fs *e = NULL;
+	const char *p = key, *name, *field, *type = NULL;
+	size_t name_len, n;
+	struct egress_provider *e;
 
 	if (strncasecmp(p, "Egress:", 7) != 0)
 		return 1;
 	p += 7;
-	if (strncasecmp(p, "FileSystem:", 11) != 0) {
-		size_t n = strcspn(p, ":");
-
-		return err_set(em, DP_EINVAL, "%s: egress provider type '%.*s' is not supported by this agent "
-			       "(FileSystem is)", where, (int)n, p);
+	n = strcspn(p, ":");
+	if (!(n == 10 && strncasecmp(p, "FileSystem", 10) == 0)) {
+		for (size_t i = 0; i < sizeof(store_types) / sizeof(store_types[0]); i++)
+			if (strlen(store_types[i]) == n && strncasecmp(p, store_types[i], n) == 0)
+				type = store_types[i];
+		if (type == NULL)
+			return err_set(em, DP_EINVAL, "%s: egress provider type '%.*s' is not supported by this agent "
+				       "(FileSystem, S3Storage and AzureBlobStorage are)", where, (int)n, p);
 	}
-	name = p + 11;
+	name = p[n] == ':' ? p + n + 1 : p + n;
 	name_len = strcspn(name, ":");
 	field = name[name_len] == ':' ? name + name_len + 1 : NULL;
-	if (name_len == 0 || field == NULL || strchr(field, ':'))
-		return err_set(em, DP_EINVAL, "%s: %s is not Egress:FileSystem:NAME:DirectoryPath (or "
-			       "IntermediateDirectoryPath)", where, key);
+	if (name_len == 0 || field == NULL || *field == '\0' || (type == NULL && strchr(field, ':')))
+		return err_set(em, DP_EINVAL, "%s: %s is not Egress:%s:NAME:SETTING", where, key,
+			       type ? type : "FileSystem");
 	if (strspn(name, NAME_CHARS) < name_len)
 		return err_set(em, DP_EINVAL, "%s: egress provider name '%.*s' may hold only letters, digits, "
 				       "'-', '_' and '.'", where, (int)name_len, name);
-	for (size_t i = 0; i < c->n_egress; i++)
-		if (strlen(c->egress[i].name) == name_len && strncasecmp(c->egress[i].name, name, name_len) == 0)
-			e = &c->egress[i];
-	if (e == NULL) {
-		if (c->n_egress == MAX_EGRESS)
-			return err_set(em, DP_ETOOBIG, "%s: more than %d egress providers", where, MAX_EGRESS);
-		c->egress = mem_realloc(c->egress, (c->n_egress + 1) * sizeof(*c->egress));
-		e = &c->egress[c->n_egress++];
-		memset(e, 0, sizeof(*e));
-		e->name = mem_strndup(name, name_len);
-	}
+	if ((e = provider(c, type, name, name_len, where, em)) == NULL)
+		return DP_EINVAL;
 	if (*v == '\0')
 		return err_set(em, DP_EINVAL, "%s: %s is empty", where, key);
+	if (type)
+		return store_setting(e, field, v, where, em);
 	if (strcasecmp(field, "DirectoryPath") == 0) {
 		free(e->dir);
 		e->dir = mem_strdup(v);
@@ -372,11 +437,13 @@ static int check_dir(const char *what, const char *path, struct stat *st, struct
 int config_check(const struct launch_config *c, struct err_msg *em)
 {
 	for (size_t i = 0; i < c->n_egress; i++) {
-		const struct egress_fs *e = &c->egress[i];
+		const struct egress_provider *e = &c->egress[i];
 		struct stat a, b;
 		char what[128];
 		int rc;
 
+		if (e->type)
+			continue; /* a store: the egress process's readers check it (egress/eprov.h) */
 		if (e->dir == NULL)
 			return err_set(em, DP_EINVAL, "egress provider '%s' has no DirectoryPath", e->name);
 		snprintf(what, sizeof(what), "egress provider '%s': DirectoryPath", e->name);

@@ -21,11 +21,25 @@
 #include "errors.h"
 #include "log.h"
 
-/* A filesystem egress provider: artifacts are written under tmp_dir, then renamed into dir. */
-struct egress_fs {
+/* One setting of a provider as given: the key under Egress:TYPE:NAME:, the value, and where it came from. */
+struct egress_setting {
+	char *key, *value, *where;
+};
+
+/*
+ * An egress provider. FileSystem (type NULL): artifacts are written under
+ * tmp_dir, then renamed into dir, by the agent itself. A store (type
+ * "S3Storage" or "AzureBlobStorage"): its settings are kept as given and
+ * read by the egress process (egress/eproc.h), which alone talks to the
+ * network; the agent checks them at startup through the same readers.
+ */
+struct egress_provider {
 	char *name;
-	char *dir;     /* DirectoryPath */
-	char *tmp_dir; /* IntermediateDirectoryPath, or NULL = dir */
+	char *dir;     /* FileSystem: DirectoryPath */
+	char *tmp_dir; /* FileSystem: IntermediateDirectoryPath, or NULL = dir */
+	const char *type; /* NULL: FileSystem; else a static string, "S3Storage" or "AzureBlobStorage" */
+	struct egress_setting *set;
+	size_t n_set;
 };
 
 struct launch_config {
@@ -40,7 +54,7 @@ struct launch_config {
 	unsigned head_timeout_s;     /* requestHeadersTimeout: the whole request head within this; 0 = 10 */
 	unsigned per_peer;           /* maxConnectionsPerPeer: connections from one address; 0 = 64 */
 	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
-	struct egress_fs *egress;
+	struct egress_provider *egress;
 	size_t n_egress;
 };
 

@@ -21,17 +21,17 @@
 #define PARTIAL_PREFIX ".diagport-egress-"
 #define MAX_SUFFIX 1000
 
-static const char *tmp_dir(const struct egress_fs *p)
+static const char *tmp_dir(const struct egress_provider *p)
 {
 	return p->tmp_dir ? p->tmp_dir : p->dir;
 }
 
-void egress_fs_clean(const struct egress_fs *p)
+void egress_fs_clean(const struct egress_provider *p)
 {
 	fs_remove_prefixed(tmp_dir(p), PARTIAL_PREFIX);
 }
 
-int egress_fs_open(const struct egress_fs *p, const char *op_id, int *fd, char **tmp_path, struct err_msg *em)
+int egress_fs_open(const struct egress_provider *p, const char *op_id, int *fd, char **tmp_path, struct err_msg *em)
 {
 	char *path = mem_printf("%s/%s%s.partial", tmp_dir(p), PARTIAL_PREFIX, op_id);
 	int f = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -67,7 +67,7 @@ static int move_noreplace(const char *from, const char *to)
 	return 0;
 }
 
-int egress_fs_publish(const struct egress_fs *p, int fd, const char *tmp_path, const char *name, char **final,
+int egress_fs_publish(const struct egress_provider *p, int fd, const char *tmp_path, const char *name, char **final,
 		      struct err_msg *em)
 {
 	int rc = 0, dfd;
