@@ -241,7 +241,11 @@ static int to_store(struct job *j, const struct egress_provider *prov, const cha
 	rc = drain(j, fd, "the egress process", em);
 	if (rc == 0)
 		return eproc_close(u, true, j->bytes - before, final, em);
-	eproc_close(u, false, 0, NULL, &em2); /* the store's upload is aborted: nothing left of it */
+	/* the store's upload is aborted: nothing left of it; when the store failed first, its words say why */
+	if (eproc_close(u, false, 0, NULL, &em2) == DP_EREMOTE) {
+		*em = em2;
+		rc = DP_EREMOTE;
+	}
 	return rc;
 }
 

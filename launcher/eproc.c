@@ -30,7 +30,8 @@
 #define PROGRESS_EVERY (4u << 20)
 
 /* The stores this build has (their clients, egress/). */
-static const struct eproc_store *const stores[] = { NULL };
+static const struct eproc_store *const builtin_stores[] = { NULL };
+static const struct eproc_store *const *stores = builtin_stores;
 
 static const struct eproc_store *store_of(const char *type)
 {
@@ -201,7 +202,8 @@ static void *child_upload(void *arg)
 	free(buf);
 	if (rc == 0 && n < 0)
 		rc = err_set(&em, DP_EIO, "reading the artifact from the agent: %s", strerror(errno));
-	/* the pipe is at its end (or we stop reading): the agent's verdict decides */
+	/* the pipe is at its end, or the store failed: closing it tells a writer still at it (EPIPE), and
+	 * the agent's verdict decides */
 	close(u->fd);
 	u->fd = -1;
 	pthread_mutex_lock(&u->mu);
@@ -220,7 +222,7 @@ static void *child_upload(void *arg)
 	if (rc == 0)
 		child_reply(u, 'D', "location", json_string(location), "bytes", json_integer((json_int_t)got));
 	else
-		child_reply(u, 'F', "error", json_string(em.text), NULL, NULL);
+		child_reply(u, 'F', "error", json_string(em.text), "aborted", json_boolean(rc == DP_ECANCELED));
 	free(location);
 	child_up_release(u);
 	return NULL;
@@ -433,7 +435,7 @@ static void *reader_main(void *arg)
 			u->sent = (uint64_t)json_integer_value(json_object_get(b, "bytes"));
 		} else if (u && (tag == 'D' || tag == 'F') && !u->done) {
 			u->done = true;
-			u->rc = tag == 'D' ? 0 : DP_EREMOTE;
+			u->rc = tag == 'D' ? 0 : json_is_true(json_object_get(b, "aborted")) ? DP_ECANCELED : DP_EREMOTE;
 			if (tag == 'D') {
 				u->location = mem_strdup(jstr(b, "location") ? jstr(b, "location") : "");
 				u->sent = (uint64_t)json_integer_value(json_object_get(b, "bytes"));
@@ -445,6 +447,13 @@ static void *reader_main(void *arg)
 		pthread_mutex_unlock(&e->mu);
 		json_decref(b);
 	}
+}
+
+int eproc_start_with(struct launch_config *c, bool sandbox, const struct eproc_store *const *list, struct eproc **out,
+		     struct err_msg *em)
+{
+	stores = list;
+	return eproc_start(c, sandbox, out, em);
 }
 
 int eproc_start(struct launch_config *c, bool sandbox, struct eproc **out, struct err_msg *em)

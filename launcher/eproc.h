@@ -65,6 +65,9 @@ struct eproc_upload;
  * only the egress process holds them.
  */
 int eproc_start(struct launch_config *c, bool sandbox, struct eproc **out, struct err_msg *em);
+/* The same with another list of stores (NULL-terminated; the unit tests' own), for this process from now on. */
+int eproc_start_with(struct launch_config *c, bool sandbox, const struct eproc_store *const *list, struct eproc **out,
+		     struct err_msg *em);
 /* Stop the egress process (uploads in flight fail) and free. NULL-safe. */
 void eproc_free(struct eproc *e);
 /* false once the egress process has exited (or when e is NULL). */
@@ -83,7 +86,9 @@ uint64_t eproc_sent(struct eproc_upload *u);
 /*
  * End an upload: commit (the artifact is whole, bytes long) or abort. Waits
  * for the store's verdict: 0 with *location (a new string) when committed;
- * else the error (em: the store's words, or "aborted"). Frees u.
+ * DP_EREMOTE with the store's own words when the store failed (then the
+ * egress process stopped reading: a writer gets EPIPE), DP_ECANCELED when
+ * aborted as asked, DP_EIO when the egress process is gone. Frees u.
  */
 int eproc_close(struct eproc_upload *u, bool commit, uint64_t bytes, char **location, struct err_msg *em);
 

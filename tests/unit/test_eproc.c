@@ -1,0 +1,251 @@
+/*
+ * test_eproc.c - the egress process (launcher/eproc.h) with a store of the
+ * test's own, which keeps each upload's length and checksum: a real fork, a real pipe passed by SCM_RIGHTS, the real seccomp
+ * profile. An artifact arrives whole and committed; an abort leaves nothing;
+ * a store that fails midway gives its own words and stops the writer
+ * (EPIPE), not hangs it; the egress process killed fails what is in flight
+ * and what comes after, and the agent sees it gone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "launcher/config.h"
+#include "launcher/eproc.h"
+#include "mem.h"
+#include "t.h"
+
+/* An upload kept as its length and a checksum (FNV-1a): the egress process may open files only to read. */
+struct up {
+	char name[128];
+	uint64_t n, sum, fail_after;
+};
+
+static const char *setting(const struct egress_provider *p, const char *k)
+{
+	for (size_t i = 0; i < p->n_set; i++)
+		if (strcmp(p->set[i].key, k) == 0)
+			return p->set[i].value;
+	return NULL;
+}
+
+static int t_check(const struct egress_provider *p, struct err_msg *em)
+{
+	return setting(p, "FailAfter") ? 0 : err_set(em, DP_EINVAL, "%s: no FailAfter", p->name);
+}
+
+static int t_begin(const struct egress_provider *p, const char *name, const char *const *meta, void **out,
+		   struct err_msg *em)
+{
+	struct up *u = mem_zalloc(sizeof(*u));
+
+	snprintf(u->name, sizeof(u->name), "%s", name);
+	u->fail_after = strtoull(setting(p, "FailAfter"), NULL, 10);
+	u->sum = 14695981039346656037ull;
+	for (size_t i = 0; meta[i]; i += 2)
+		if (strcmp(meta[i], "pid") == 0 && strcmp(meta[i + 1], "42") != 0) {
+			free(u);
+			return err_set(em, DP_EINVAL, "metadata pid is not 42");
+		}
+	*out = u;
+	return 0;
+}
+
+static int t_write(void *h, const void *d, size_t n, struct err_msg *em)
+{
+	struct up *u = h;
+
+	if (u->fail_after && u->n + n > u->fail_after)
+		return err_set(em, DP_EREMOTE, "InternalError: the test store gave up after %llu bytes",
+			       (unsigned long long)u->n);
+	for (size_t i = 0; i < n; i++)
+		u->sum = (u->sum ^ ((const unsigned char *)d)[i]) * 1099511628211ull;
+	u->n += n;
+	return 0;
+}
+
+static int t_finish(void *h, char **location, struct err_msg *em)
+{
+	struct up *u = h;
+
+	*location = mem_printf("test://%s?bytes=%llu&sum=%016llx", u->name, (unsigned long long)u->n,
+			       (unsigned long long)u->sum);
+	free(u);
+	return 0;
+}
+
+static void t_abort(void *h)
+{
+	free(h);
+}
+
+static uint64_t t_sent(void *h)
+{
+	return ((struct up *)h)->n;
+}
+
+static const struct eproc_store test_store = { "S3Storage", t_check, t_begin, t_write, t_finish, t_abort, t_sent };
+static const struct eproc_store *const test_stores[] = { &test_store, NULL };
+
+static struct egress_setting sets[2];
+static struct egress_provider prov;
+static struct launch_config cfg;
+static struct eproc *ep;
+
+static int start(const char *fail_after)
+{
+	struct err_msg em;
+
+	memset(&cfg, 0, sizeof(cfg));
+	sets[0] = (struct egress_setting){ mem_strdup("FailAfter"), mem_strdup(fail_after ? fail_after : "0"),
+					   mem_strdup("test") };
+	sets[1] = (struct egress_setting){ mem_strdup("Region"), mem_strdup("secret-ish"), mem_strdup("test") };
+	prov = (struct egress_provider){ .name = mem_strdup("store"), .type = "S3Storage", .set = sets, .n_set = 2 };
+	cfg.egress = &prov;
+	cfg.n_egress = 1;
+	return eproc_start_with(&cfg, true, test_stores, &ep, &em);
+}
+
+static void stop(void)
+{
+	eproc_free(ep);
+	ep = NULL;
+	for (size_t i = 0; i < 2; i++) {
+		free(sets[i].key);
+		free(sets[i].value);
+		free(sets[i].where);
+	}
+	free(prov.name);
+}
+
+static const char *const meta[] = { "pid", "42", "artifacttype", "dump", NULL };
+
+static void committed_whole(void)
+{
+	struct eproc_upload *u;
+	struct err_msg em;
+	char *loc = NULL, *chunk = malloc(1 << 20);
+	int fd, rc;
+
+	T_CHECK(start(NULL) == 0 && ep != NULL);
+	T_CHECK(eproc_alive(ep));
+	/* the agent's copy of the settings is wiped: only the egress process holds them */
+	T_CHECK(prov.set[1].value[0] == '\0');
+	T_CHECK(eproc_open(ep, &prov, "a.dmp", meta, &fd, &u, &em) == 0);
+	memset(chunk, 'x', 1 << 20);
+	for (int i = 0; i < 24; i++)
+		T_CHECK(write(fd, chunk, 1 << 20) == 1 << 20);
+	free(chunk);
+	rc = eproc_close(u, true, 24u << 20, &loc, &em);
+	if (rc != 0)
+		T_FAIL("eproc_close: %d %s", rc, em.text);
+	{
+		uint64_t sum = 14695981039346656037ull;
+		char want[128];
+
+		for (int i = 0; i < 24 << 20; i++)
+			sum = (sum ^ 'x') * 1099511628211ull;
+		snprintf(want, sizeof(want), "test://a.dmp?bytes=%d&sum=%016llx", 24 << 20, (unsigned long long)sum);
+		T_STREQ(loc, want);
+	}
+	free(loc);
+	stop();
+}
+
+static void short_refused(void)
+{
+	struct eproc_upload *u;
+	struct err_msg em;
+	int fd;
+
+	T_CHECK(start(NULL) == 0);
+	T_CHECK(eproc_open(ep, &prov, "b.dmp", meta, &fd, &u, &em) == 0);
+	T_CHECK(write(fd, "abc", 3) == 3);
+	/* the agent says 10 bytes; 3 came: not committed */
+	T_CHECK(eproc_close(u, true, 10, NULL, &em) == DP_EREMOTE);
+	T_CHECK(strstr(em.text, "short") != NULL);
+	stop();
+}
+
+static void aborted(void)
+{
+	struct eproc_upload *u;
+	struct err_msg em;
+	int fd;
+
+	T_CHECK(start(NULL) == 0);
+	T_CHECK(eproc_open(ep, &prov, "c.dmp", meta, &fd, &u, &em) == 0);
+	T_CHECK(write(fd, "abc", 3) == 3);
+	T_CHECK(eproc_close(u, false, 0, NULL, &em) == DP_ECANCELED);
+	T_CHECK(strstr(em.text, "aborted") != NULL);
+	stop();
+}
+
+static void store_fails(void)
+{
+	struct eproc_upload *u;
+	struct err_msg em;
+	char *chunk = malloc(1 << 20);
+	int fd, rc = 0;
+	ssize_t n = 0;
+
+	T_CHECK(start("3000000") == 0);
+	T_CHECK(eproc_open(ep, &prov, "d.dmp", meta, &fd, &u, &em) == 0);
+	memset(chunk, 'y', 1 << 20);
+	/* the writer is stopped (EPIPE) once the store gave up, not left blocked on a full pipe */
+	for (int i = 0; i < 64 && n >= 0; i++)
+		n = write(fd, chunk, 1 << 20);
+	free(chunk);
+	T_CHECK(n < 0 && errno == EPIPE);
+	rc = eproc_close(u, false, 0, NULL, &em);
+	if (rc != DP_EREMOTE)
+		T_FAIL("eproc_close: %d %s", rc, em.text);
+	T_CHECK(strstr(em.text, "InternalError: the test store gave up") != NULL);
+	stop();
+}
+
+static void process_killed(void)
+{
+	struct eproc_upload *u;
+	struct err_msg em;
+	int fd, rc;
+	char name[32];
+	FILE *f;
+
+	T_CHECK(start(NULL) == 0);
+	T_CHECK(eproc_open(ep, &prov, "e.dmp", meta, &fd, &u, &em) == 0);
+	/* find the egress process: the agent's only child */
+	snprintf(name, sizeof(name), "/proc/%d/task/%d/children", getpid(), getpid());
+	f = fopen(name, "r");
+	T_CHECK(f != NULL);
+	{
+		int pid = 0;
+
+		T_CHECK(fscanf(f, "%d", &pid) == 1 && pid > 0);
+		fclose(f);
+		kill(pid, SIGKILL);
+	}
+	rc = eproc_close(u, true, 0, NULL, &em);
+	T_CHECK(rc == DP_EIO);
+	for (int i = 0; i < 100 && eproc_alive(ep); i++)
+		usleep(10000);
+	T_CHECK(!eproc_alive(ep));
+	T_CHECK(eproc_open(ep, &prov, "f.dmp", meta, &fd, &u, &em) == DP_EIO);
+	T_CHECK(strstr(em.text, "exited") != NULL);
+	stop();
+}
+
+int main(void)
+{
+	t_file_name = "test_eproc";
+	signal(SIGPIPE, SIG_IGN);
+	T_RUN(committed_whole);
+	T_RUN(short_refused);
+	T_RUN(aborted);
+	T_RUN(store_fails);
+	T_RUN(process_killed);
+	return t_failed_cases ? 1 : 0;
+}
