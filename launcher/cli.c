@@ -73,7 +73,8 @@ static int cannot_start(int status, const char *why)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: diagport launch [--config FILE] [--socket PATH] [--urls URL[;URL...]] [--dumps DIR]\n"
+	fprintf(f, "usage: diagport launch [--config FILE] [--config-dir DIR] [--socket PATH] [--urls URL[;URL...]]\n"
+		   "                       [--dumps DIR]\n"
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|fifo]\n"
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
 		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
@@ -85,7 +86,9 @@ static void usage(FILE *f)
 		   "(default http://+:%d with a token, http://127.0.0.1:%d without one). With a command,\n"
 		   "also starts it with DOTNET_DiagnosticPorts pointing here, forwards signals, and exits\n"
 		   "with its status.\n\n"
-		   "Settings come from FILE (YAML or JSON; also DIAGPORT_CONFIG), then the environment\n"
+		   "Settings come from FILE (YAML or JSON; also DIAGPORT_CONFIG), then DIR (key-per-file, as\n"
+		   "dotnet-monitor reads a mounted Secret: Egress__S3Storage__s3__BucketName; also\n"
+		   "DIAGPORT_CONFIG_DIR), then a settings document in DIAGPORT_SETTINGS, then the environment\n"
 		   "(DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS, DIAGPORT_AUTH_TOKEN(_FILE), ...; and\n"
 		   "dotnet-monitor's DOTNETMONITOR_Urls, DOTNETMONITOR_DiagnosticPort__EndpointName,\n"
 		   "DOTNETMONITOR_Storage__DumpTempFolder, DOTNETMONITOR_Egress__FileSystem__NAME__DirectoryPath),\n"
@@ -208,13 +211,15 @@ static const struct {
 };
 
 /*
- * Settings in order: the file (--config or DIAGPORT_CONFIG), the environment,
- * the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
+ * Settings in order: the file (--config or DIAGPORT_CONFIG), the key-per-file
+ * directory (--config-dir or DIAGPORT_CONFIG_DIR), the document in
+ * DIAGPORT_SETTINGS, the environment, the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
  * exit status (2) after a message.
  */
 static int load_settings(int argc, char **argv, struct launch_config *c, char ***cmd)
 {
-	const char *file = getenv("DIAGPORT_CONFIG");
+	const char *file = getenv("DIAGPORT_CONFIG"), *dir = getenv("DIAGPORT_CONFIG_DIR");
+	const char *doc = getenv("DIAGPORT_SETTINGS");
 	struct err_msg em;
 	int end = argc;
 
@@ -228,8 +233,16 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 		}
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			file = argv[++i];
+		else if (strcmp(argv[i], "--config-dir") == 0 && i + 1 < argc)
+			dir = argv[++i];
 	}
+	/* the file, the key-per-file directory, a document in DIAGPORT_SETTINGS (an ECS secret), the
+	 * variables, the command line: each overrides the one before */
 	if (file && *file && config_load_file(c, file, &em) != 0)
+		return cannot_start(2, em.text);
+	if (dir && *dir && config_load_dir(c, dir, setting_ignored, &em) != 0)
+		return cannot_start(2, em.text);
+	if (doc && *doc && config_load_text(c, doc, strlen(doc), "environment variable DIAGPORT_SETTINGS", &em) != 0)
 		return cannot_start(2, em.text);
 	if (config_load_env(c, environ, setting_ignored, &em) != 0)
 		return cannot_start(2, em.text);
@@ -243,7 +256,7 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 			if (config_set(c, value_flags[k].key, argv[i + 1], argv[i], &em) != 0)
 				return cannot_start(2, em.text);
 			i++;
-		} else if (strcmp(argv[i], "--config") == 0 && i + 1 < end) {
+		} else if ((strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "--config-dir") == 0) && i + 1 < end) {
 			i++; /* read above */
 		} else if (strcmp(argv[i], "--no-sandbox") == 0) {
 			c->no_sandbox = true;

@@ -11,7 +11,9 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,8 @@
 #define MAX_FILE_BYTES (1 << 20)
 #define MAX_EGRESS 16
 #define MAX_PATH_KEY 512
+#define MAX_DIR_FILES 256              /* files in a key-per-file settings directory */
+#define MAX_VALUE_BYTES (64 << 10)     /* one of them */
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
 enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL };
@@ -323,22 +327,16 @@ static int walk(struct launch_config *c, const struct doc_node *n, char *key, si
 	return 0;
 }
 
-int config_load_file(struct launch_config *c, const char *path, struct err_msg *em)
+int config_load_text(struct launch_config *c, const char *text, size_t len, const char *path, struct err_msg *em)
 {
 	struct doc_limits lim = { .max_bytes = MAX_FILE_BYTES, .max_depth = 32, .max_nodes = 10000 };
 	struct doc_stream s = { 0 };
-	struct buf b;
 	char key[MAX_PATH_KEY] = "";
 	int rc;
 
-	buf_init(&b, MAX_FILE_BYTES);
-	if ((rc = buf_read_path(&b, path, NULL, em)) != 0) {
-		buf_free(&b);
-		return rc;
-	}
-	rc = doc_read(b.data ? b.data : "", b.len, path, &lim, &s, em);
-	buf_free(&b);
-	if (rc != 0)
+	if (len > MAX_FILE_BYTES)
+		return err_set(em, DP_ETOOBIG, "%s: larger than %d bytes", path, MAX_FILE_BYTES);
+	if ((rc = doc_read(text, len, path, &lim, &s, em)) != 0)
 		return rc;
 	if (s.n > 1)
 		rc = err_set(em, DP_ESYNTAX, "%s: holds %zu documents; settings are one map", path, s.n);
@@ -348,6 +346,71 @@ int config_load_file(struct launch_config *c, const char *path, struct err_msg *
 	else if (s.n == 1 && s.docs[0]->type == DOC_MAP)
 		rc = walk(c, s.docs[0], key, 0, path, em);
 	doc_stream_free(&s);
+	return rc;
+}
+
+int config_load_file(struct launch_config *c, const char *path, struct err_msg *em)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b, MAX_FILE_BYTES);
+	if ((rc = buf_read_path(&b, path, NULL, em)) == 0)
+		rc = config_load_text(c, b.data ? b.data : "", b.len, path, em);
+	mem_wipe(b.data, b.len); /* settings may hold a store's key */
+	buf_free(&b);
+	return rc;
+}
+
+int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const char *variable), struct err_msg *em)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t files = 0;
+	int rc = 0;
+
+	if (d == NULL)
+		return err_set(em, DP_EIO, "settings directory %s: %s", dir, strerror(errno));
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		char path[PATH_MAX], key[MAX_PATH_KEY];
+		struct stat st;
+		struct buf b;
+		size_t o = 0, n = strlen(de->d_name);
+
+		/* a Secret's or ConfigMap's volume: its files, beside ..data and the timestamped directory */
+		if (de->d_name[0] == '.' || n >= MAX_PATH_KEY)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (++files > MAX_DIR_FILES) {
+			rc = err_set(em, DP_ETOOBIG, "settings directory %s: more than %d files", dir, MAX_DIR_FILES);
+			break;
+		}
+		/* Egress__S3Storage__s3__BucketName -> Egress:S3Storage:s3:BucketName (.NET's key-per-file) */
+		for (size_t i = 0; i < n; i++) {
+			if (de->d_name[i] == '_' && de->d_name[i + 1] == '_') {
+				key[o++] = ':';
+				i++;
+			} else {
+				key[o++] = de->d_name[i];
+			}
+		}
+		key[o] = '\0';
+		buf_init(&b, MAX_VALUE_BYTES);
+		if ((rc = buf_read_path(&b, path, NULL, em)) == 0) {
+			while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
+				b.data[--b.len] = '\0';
+			rc = config_set(c, key, b.data ? b.data : "", path, em);
+			if (rc == DP_ENOTFOUND && warn) { /* dotnet-monitor's settings this agent does not have */
+				warn(path);
+				rc = 0;
+			}
+		}
+		mem_wipe(b.data, b.len);
+		buf_free(&b);
+	}
+	closedir(d);
 	return rc;
 }
 
@@ -382,6 +445,8 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 			return 1;
 		/* Read by the command itself, not settings: the file's name and the token's value. */
 		if ((n == 15 && strncmp(var, "DIAGPORT_CONFIG", 15) == 0) ||
+		    (n == 19 && strncmp(var, "DIAGPORT_CONFIG_DIR", 19) == 0) ||
+		    (n == 17 && strncmp(var, "DIAGPORT_SETTINGS", 17) == 0) ||
 		    (n == 19 && strncmp(var, "DIAGPORT_AUTH_TOKEN", 19) == 0))
 			return 1;
 		squash(var + 9, n - 9, key, sizeof(key));

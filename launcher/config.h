@@ -71,6 +71,17 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 
 /* Read a settings file (at most 1 MiB). DP_EIO, DP_ESYNTAX, DP_ENOTFOUND, DP_EINVAL with em (file:line:col). */
 int config_load_file(struct launch_config *c, const char *path, struct err_msg *em);
+/* The same for a settings document in memory (DIAGPORT_SETTINGS); where names it in messages. */
+int config_load_text(struct launch_config *c, const char *text, size_t len, const char *where, struct err_msg *em);
+/*
+ * A key-per-file settings directory, as .NET's KeyPerFile provider and
+ * dotnet-monitor read one (a Secret or ConfigMap mounted as a volume): each
+ * file's name is a key with "__" for ':' (Egress__S3Storage__s3__BucketName),
+ * its content the value, trailing newlines dropped. Names starting with '.'
+ * (a volume's ..data) are skipped; at most 256 files of at most 64 KiB.
+ * Settings this agent does not have are passed to warn (the file) and skipped.
+ */
+int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const char *variable), struct err_msg *em);
 
 /*
  * Apply DIAGPORT_* and DOTNETMONITOR_* variables from envp. Unknown
