@@ -4,6 +4,7 @@
  * that say where a bad value is.
  */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../launcher/config.h"
@@ -208,6 +209,69 @@ static void egress_checks(void)
 	config_free(&c);
 }
 
+/* Store providers: their settings kept as given (with where), names unique across types, types named. */
+static void store_settings(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+
+	T_CHECK(config_set(&c, "Egress:S3Storage:s3:BucketName", "b1", "f:1", &em) == 0);
+	T_CHECK(config_set(&c, "egress:s3storage:S3:bucketname", "b2", "f:2", &em) == 0); /* case-insensitive: the same */
+	T_CHECK(config_set(&c, "Egress:AzureBlobStorage:az:Metadata:team", "shop", "f:3", &em) == 0);
+	T_CHECK(c.n_egress == 2 && c.egress[0].n_set == 1);
+	T_STREQ(c.egress[0].type, "S3Storage");
+	T_STREQ(c.egress[0].set[0].value, "b2");
+	T_STREQ(c.egress[0].set[0].where, "f:2");
+	T_STREQ(c.egress[1].set[0].key, "Metadata:team");
+	T_CHECK(config_check(&c, &em) == 0); /* stores are the egress process's to check */
+	T_CHECK(config_set(&c, "Egress:FileSystem:s3:DirectoryPath", dir, "f:4", &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "already a S3Storage provider") != NULL);
+	T_CHECK(config_set(&c, "Egress:GoogleCloud:g:Bucket", "x", "f:5", &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "S3Storage and AzureBlobStorage") != NULL);
+	T_CHECK(config_set(&c, "Egress:S3Storage:s3", "x", "f:6", &em) == DP_EINVAL);
+	config_free(&c);
+}
+
+static int n_ignored;
+static void ignored(const char *what)
+{
+	n_ignored += strstr(what, "Unknown__Thing") != NULL;
+}
+
+/* A key-per-file directory (a mounted Secret: files, ..data, a timestamped directory) and a settings document. */
+static void settings_dir_and_document(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	char sub[300], link[300];
+
+	file_with("Egress__S3Storage__s3__BucketName", "bucket-1\n");
+	file_with("Urls", "http://127.0.0.1:9\r\n");
+	file_with("Unknown__Thing", "x");
+	file_with(".hidden", "not: read");
+	snprintf(sub, sizeof(sub), "%s/..2026_11_26", dir);
+	mkdir(sub, 0755);
+	snprintf(link, sizeof(link), "%s/..data", dir);
+	T_CHECK(symlink(sub, link) == 0);
+	n_ignored = 0;
+	T_CHECK(config_load_dir(&c, dir, ignored, &em) == 0);
+	T_CHECK(n_ignored == 1);
+	T_CHECK(c.n_egress == 1 && c.egress[0].n_set == 1);
+	T_STREQ(c.egress[0].set[0].value, "bucket-1");
+	T_CHECK(strstr(c.egress[0].set[0].where, "Egress__S3Storage__s3__BucketName") != NULL);
+	T_STREQ(c.urls, "http://127.0.0.1:9");
+	T_CHECK(config_load_dir(&c, "/nonexistent-dir", ignored, &em) == DP_EIO);
+	{
+		static const char doc[] = "{\"Egress\": {\"S3Storage\": {\"s3\": {\"BucketName\": \"bucket-2\"}}}}";
+
+		T_CHECK(config_load_text(&c, doc, sizeof(doc) - 1, "DIAGPORT_SETTINGS", &em) == 0);
+		T_STREQ(c.egress[0].set[0].value, "bucket-2");
+		T_CHECK(config_load_text(&c, "{\"Egress\":", 10, "DIAGPORT_SETTINGS", &em) == DP_ESYNTAX);
+		T_CHECK(strncmp(em.text, "DIAGPORT_SETTINGS:1:", 20) == 0);
+	}
+	config_free(&c);
+}
+
 int main(void)
 {
 	t_file_name = "test_config";
@@ -221,6 +285,8 @@ int main(void)
 	T_RUN(environment);
 	T_RUN(egress_checks);
 	T_RUN(metrics_settings);
+	T_RUN(store_settings);
+	T_RUN(settings_dir_and_document);
 	{
 		char cmd[300];
 
