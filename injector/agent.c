@@ -82,7 +82,7 @@ static struct doc_node *pair(const char *k1, struct doc_node *v1, const char *k2
  * DIAGPORT_AUTH_TOKEN), which the agent reads when it is given no file
  * (token_file NULL).
  */
-static struct doc_node *launch_args(const struct inj_opts *o, const char *token_file)
+static struct doc_node *launch_args(const struct inj_opts *o, const char *token_file, const char *settings_dir)
 {
 	struct doc_node *a = doc_seq();
 	char url[64];
@@ -102,6 +102,10 @@ static struct doc_node *launch_args(const struct inj_opts *o, const char *token_
 	}
 	if (o->no_auth)
 		doc_push(a, doc_str("--no-auth"));
+	if (o->egress_settings && settings_dir) { /* ECS passes the settings as DIAGPORT_SETTINGS instead */
+		doc_push(a, doc_str("--config-dir"));
+		doc_push(a, doc_str(settings_dir));
+	}
 	if (o->dumps_limit) {
 		long long q = 0;
 		char n[32];
@@ -204,7 +208,7 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 		const char *const cmd[] = { "/diagport", NULL };
 
 		doc_set(a, "command", strs(cmd));
-		doc_set(a, "args", launch_args(o, TOKEN_FILE));
+		doc_set(a, "args", launch_args(o, TOKEN_FILE, INJ_EGRESS_DIR));
 	}
 	if (o->sidecar == INJ_SIDECAR_NATIVE)
 		doc_set(a, "restartPolicy", doc_str("Always"));
@@ -238,6 +242,14 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 	doc_push(mounts, pair("name", doc_str(INJ_VOL_DUMPS), "mountPath", doc_str(INJ_DUMPS_DIR)));
 	if (o->auth_secret && !mon) {
 		struct doc_node *m = pair("name", doc_str(INJ_VOL_AUTH), "mountPath", doc_str(INJ_AUTH_DIR));
+
+		doc_set(m, "readOnly", doc_bool(true));
+		doc_push(mounts, m);
+	}
+	if (o->egress_settings) {
+		/* dotnet-monitor reads key-per-file settings from /etc/dotnet-monitor; diagport is told the directory */
+		struct doc_node *m = pair("name", doc_str(INJ_VOL_EGRESS), "mountPath",
+					  doc_str(mon ? "/etc/dotnet-monitor" : INJ_EGRESS_DIR));
 
 		doc_set(m, "readOnly", doc_bool(true));
 		doc_push(mounts, m);
@@ -297,11 +309,16 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 		const char *const ep[] = { "/diagport", NULL };
 
 		doc_set(a, "entryPoint", strs(ep));
-		doc_set(a, "command", launch_args(o, NULL));
-		if (o->auth_secret) {
+		doc_set(a, "command", launch_args(o, NULL, NULL));
+		if (o->auth_secret || o->egress_settings) {
 			struct doc_node *sec = doc_seq();
 
-			doc_push(sec, pair("name", doc_str("DIAGPORT_AUTH_TOKEN"), "valueFrom", doc_str(o->auth_secret)));
+			if (o->auth_secret)
+				doc_push(sec, pair("name", doc_str("DIAGPORT_AUTH_TOKEN"), "valueFrom",
+						   doc_str(o->auth_secret)));
+			if (o->egress_settings) /* a settings document, as the agent reads DIAGPORT_SETTINGS */
+				doc_push(sec, pair("name", doc_str("DIAGPORT_SETTINGS"), "valueFrom",
+						   doc_str(o->egress_settings)));
 			doc_set(a, "secrets", sec);
 		}
 	}
@@ -378,7 +395,7 @@ struct doc_node *inj_agent_compose(const struct inj_opts *o, const char *user, c
 	inj_agent_mem_mib(o, &res_mib, &lim_mib, NULL);
 	inj_quantity(r.cpu, true, &cpu);
 	doc_set(a, "image", doc_str(o->image ? o->image : inj_default_image(o->flavour)));
-	doc_set(a, "command", launch_args(o, token));
+	doc_set(a, "command", launch_args(o, token, NULL));
 	doc_set(a, "user", doc_str(user));
 	doc_set(a, "read_only", doc_bool(true));
 	doc_set(a, "cap_drop", strs(all));

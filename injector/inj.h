@@ -28,9 +28,11 @@
 #define INJ_VOL_DIAG "diagport-diag"
 #define INJ_VOL_DUMPS "diagport-dumps"
 #define INJ_VOL_AUTH "diagport-auth"
+#define INJ_VOL_EGRESS "diagport-egress"
 #define INJ_DIAG_DIR "/diag"
 #define INJ_DUMPS_DIR "/dumps"
 #define INJ_AUTH_DIR "/etc/diagport/auth"
+#define INJ_EGRESS_DIR "/etc/diagport/egress"
 #define INJ_SOCKET "/diag/port"
 #define INJ_ENV "DOTNET_DiagnosticPorts"
 #define INJ_PREFIX "diagport.dev/"
@@ -62,6 +64,8 @@ struct inj_opts {
 	enum inj_sidecar sidecar;
 	enum inj_flavour flavour;
 	char *auth_secret;        /* Secret name (k8s) or ARN (ECS/CFN); NULL = none */
+	char *egress_settings;    /* the agent's egress settings: a Secret of key-per-file settings (k8s), a
+				     Secrets Manager ARN holding a settings document (ECS/CFN); NULL = none */
 	bool no_auth;             /* authentication explicitly turned off */
 };
 

@@ -72,8 +72,8 @@ static struct doc_node *volume(const char *name, const struct inj_opts *o)
 	struct doc_node *v = doc_map(), *ed = doc_map();
 
 	doc_set(v, "name", doc_str(name));
-	if (strcmp(name, INJ_VOL_AUTH) == 0) {
-		doc_set(ed, "secretName", doc_str(o->auth_secret));
+	if (strcmp(name, INJ_VOL_AUTH) == 0 || strcmp(name, INJ_VOL_EGRESS) == 0) {
+		doc_set(ed, "secretName", doc_str(strcmp(name, INJ_VOL_AUTH) == 0 ? o->auth_secret : o->egress_settings));
 		doc_set(v, "secret", ed);
 		return v;
 	}
@@ -177,6 +177,13 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 			      o.auth_secret);
 		goto out;
 	}
+	if (o.egress_settings && !secret_name_ok(o.egress_settings)) {
+		rc = inj_fail(c, em, NULL, DP_EREFUSED, what,
+			      "egress-settings: '%s' is not a Kubernetes Secret name (lowercase letters, digits, '-' and "
+			      "'.', starting and ending with a letter or digit, at most 253; an ARN is for ECS)",
+			      o.egress_settings);
+		goto out;
+	}
 	if ((rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "containers", what, &ctrs, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "initContainers", what, &inits, em)) != 0 ||
@@ -228,6 +235,8 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 	doc_push(vols, volume(INJ_VOL_DUMPS, &o));
 	if (o.auth_secret && o.flavour == INJ_FLAVOUR_DIAGPORT)
 		doc_push(vols, volume(INJ_VOL_AUTH, &o));
+	if (o.egress_settings)
+		doc_push(vols, volume(INJ_VOL_EGRESS, &o));
 	if (o.sidecar == INJ_SIDECAR_NATIVE) {
 		if (inits == NULL)
 			inits = inj_create(spec, "initContainers", DOC_SEQ, st.wflags, sizeof(st.wflags), 'I');
@@ -279,6 +288,7 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 	remove_named(vols, "name", INJ_VOL_DIAG);
 	remove_named(vols, "name", INJ_VOL_DUMPS);
 	remove_named(vols, "name", INJ_VOL_AUTH);
+	remove_named(vols, "name", INJ_VOL_EGRESS);
 	inj_prune(spec, "volumes", st.wflags, 'V');
 	for (size_t i = 0; i < st.n; i++) {
 		long k = inj_seq_find(ctrs, "name", st.c[i].name);

@@ -43,6 +43,7 @@ void inj_opts_copy(struct inj_opts *dst, const struct inj_opts *src)
 	dst->mem_limit = dup_or_null(src->mem_limit);
 	dst->dumps_limit = dup_or_null(src->dumps_limit);
 	dst->auth_secret = dup_or_null(src->auth_secret);
+	dst->egress_settings = dup_or_null(src->egress_settings);
 }
 
 void inj_opts_free(struct inj_opts *o)
@@ -56,6 +57,7 @@ void inj_opts_free(struct inj_opts *o)
 	mem_free(o->mem_limit);
 	mem_free(o->dumps_limit);
 	mem_free(o->auth_secret);
+	mem_free(o->egress_settings);
 	inj_opts_init(o);
 }
 
@@ -113,6 +115,7 @@ static const struct inj_option options[] = {
 	{ "sidecar", NULL, "--sidecar", NULL, NULL, OK_CHOICE, FIELD(sidecar), sidecar_choices, NULL, NULL, NULL, "`native`", "Kubernetes: a native sidecar (1.29+) or a regular container" },
 	{ "flavour", "flavor", "--flavour", NULL, NULL, OK_CHOICE, FIELD(flavour), flavour_choices, NULL, NULL, NULL, "`diagport`", "which agent" },
 	{ "auth-secret", NULL, "--auth-secret", NULL, NULL, OK_REF, FIELD(auth_secret), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none: loopback only", "the agent's token: with it the agent serves the pod network" },
+	{ "egress-settings", NULL, "--egress-settings", NULL, NULL, OK_REF, FIELD(egress_settings), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none", "the agent's egress providers (S3, Azure Blob): a Secret of key-per-file settings (k8s), a secret holding a settings document (ECS)" },
 	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))

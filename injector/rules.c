@@ -54,7 +54,8 @@ bool inj_path_overlaps(const char *p, const char *dir)
 
 static bool is_our_volume(const char *v)
 {
-	return v && (strcmp(v, INJ_VOL_DIAG) == 0 || strcmp(v, INJ_VOL_DUMPS) == 0 || strcmp(v, INJ_VOL_AUTH) == 0);
+	return v && (strcmp(v, INJ_VOL_DIAG) == 0 || strcmp(v, INJ_VOL_DUMPS) == 0 || strcmp(v, INJ_VOL_AUTH) == 0 ||
+		     strcmp(v, INJ_VOL_EGRESS) == 0);
 }
 
 static struct doc_node *mount_node(const struct inj_dialect *d, const char *vol, const char *path)
