@@ -51,7 +51,7 @@ int inj_compose_merge_keys(struct doc_node *doc, bool yaml, const char *file, st
 
 /* ---- the project ---- */
 
-/* The status label's value node of a service (map or list form), or NULL; *skip: the "K=" before it. */int uninj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct err_msg *em)
+int uninj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct err_msg *em)
 {
 	struct doc_node *services = doc_get(doc, "services"), *vols;
 	const struct doc_node *rec;
@@ -84,12 +84,18 @@ int inj_compose_merge_keys(struct doc_node *doc, bool yaml, const char *file, st
 		if (!doc_is(svc, DOC_MAP))
 			rc = inj_fail(c, em, services, DP_EREFUSED, "services", "the status record on " INJ_AGENT_NAME
 				      " names service %s, which is gone; remove the rest by hand", st.c[i].name);
-		else
-			rc = uninj_compose_service(c, svc, &st.c[i], what, em);
+		else if ((rc = uninj_compose_service(c, svc, &st.c[i], what, em)) == 0)
+			rc = inj_compose_leftover(c, svc, what, em);
 		mem_free(what);
 		if (rc != 0)
 			return rc;
 	}
+	for (size_t i = 0; i < services->n; i++)
+		if (strcmp(services->keys[i]->text, INJ_AGENT_NAME) != 0 && inj_compose_status_label(services->vals[i], &skip))
+			return inj_fail(c, em, services->keys[i], DP_EREFUSED, "services", "service %s still has a label "
+					INJ_STATUS_KEY " after uninject: the project's record on " INJ_AGENT_NAME
+					" does not name it (edited by hand?); remove the rest by hand",
+					services->keys[i]->text);
 	doc_del(services, INJ_AGENT_NAME);
 	vols = doc_get(doc, "volumes");
 	if (doc_is(vols, DOC_MAP)) {
@@ -201,6 +207,36 @@ static struct doc_node *volume(const struct inj_opts *o, bool dumps)
 	return v;
 }
 
+/*
+ * The first service that extends service name from this same file
+ * (`extends: NAME`, or `extends: {service: NAME}` without `file`), or NULL.
+ * Borrowed.
+ */
+static const char *extended_by(const struct doc_node *services, const char *name)
+{
+	for (size_t i = 0; i < services->n; i++) {
+		const struct doc_node *e = inj_merged_get(services->vals[i], "extends");
+		const char *base = doc_strval(e) ? e->text : doc_get_str(e, "service");
+
+		if (base && strcmp(base, name) == 0 && !(doc_is(e, DOC_MAP) && doc_get(e, "file")))
+			return services->keys[i]->text;
+	}
+	return NULL;
+}
+
+static void warn_extends(const struct inj_ctx *c, const struct doc_node *svc, const struct inj_opts *so,
+			 const char *by, const char *what)
+{
+	if (by)
+		inj_report_warn(c->report, "%s is extended by service %s, and Compose refuses to extend a service "
+				"that has depends_on: it gets none on %s, so it may start before the agent%s", what,
+				by, INJ_AGENT_NAME, so->mode == INJ_SUSPEND ? " (its runtime waits, suspended, until "
+				"the agent listens)" : "");
+	if (inj_merged_get(svc, "extends"))
+		inj_report_warn(c->report, "%s extends another service: diagport does not read what it inherits (a %s "
+				"set there is replaced by the one diagport adds, not appended to)", what, INJ_ENV);
+}
+
 /* Inject each selected service that does not opt out; the first one's user becomes the agent's. */
 static int inject_services(const struct inj_ctx *c, struct doc_node *services, const struct inj_opts *o,
 			   const bool *sel, struct inj_status *st, char **user, struct err_msg *em)
@@ -232,8 +268,12 @@ static int inject_services(const struct inj_ctx *c, struct doc_node *services, c
 				      INJ_MAX_CONTAINERS);
 		} else {
 			snprintf(st->c[st->n].name, sizeof(st->c[0].name), "%s", name);
+			const char *by = extended_by(services, name);
+
 			so.sidecar = INJ_SIDECAR_CONTAINER;
-			rc = inj_compose_service(c, svc, &so, what, &st->c[st->n], em);
+			rc = inj_compose_service(c, svc, &so, by == NULL, what, &st->c[st->n], em);
+			if (rc == 0)
+				warn_extends(c, svc, &so, by, what);
 			if (rc == 0 && *user == NULL)
 				*user = inj_agent_user_text(inj_scalar_text(inj_merged_get(svc, "user")));
 			if (rc == 0 && inj_merged_get(svc, "env_file"))

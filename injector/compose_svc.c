@@ -450,6 +450,17 @@ static int add_ptrace(const struct inj_ctx *c, struct doc_node *svc, const char 
 	return 0;
 }
 
+/* Does a depends_on (list or map) name the agent? */
+static bool names_agent(const struct doc_node *deps)
+{
+	if (doc_is(deps, DOC_MAP))
+		return doc_find(deps, INJ_AGENT_NAME) >= 0;
+	for (size_t i = 0; doc_is(deps, DOC_SEQ) && i < deps->n; i++)
+		if (doc_strval(deps->vals[i]) && strcmp(deps->vals[i]->text, INJ_AGENT_NAME) == 0)
+			return true;
+	return false;
+}
+
 static struct doc_node *condition(const char *cond)
 {
 	struct doc_node *m = doc_map();
@@ -473,6 +484,10 @@ static int add_depends(const struct inj_ctx *c, struct doc_node *svc, const stru
 
 	if ((rc = own_field(c, svc, &f_deps, false, what, flags, &deps, em)) != 0)
 		return rc;
+	if (names_agent(deps))
+		return inj_fail(c, em, deps, DP_EREFUSED, what, "depends_on already names %s and there is no "
+				"diagport status record; diagport adds that dependency, so remove yours",
+				INJ_AGENT_NAME);
 	if (deps == NULL)
 		deps = inj_create(svc, f_deps.key, healthy ? DOC_MAP : DOC_SEQ, flags, FLAGS_SIZE, f_deps.created);
 	if (deps->type == DOC_SEQ && healthy) {
@@ -554,15 +569,15 @@ static int add_status_label(const struct inj_ctx *c, struct doc_node *svc, const
 	return 0;
 }
 
-int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o,
-			  const char *what, struct inj_cstat *cs, struct err_msg *em)
+int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o, bool depends,
+			const char *what, struct inj_cstat *cs, struct err_msg *em)
 {
 	int rc;
 
 	if ((rc = check_mounts(c, svc, what, em)) != 0 || (rc = add_env(c, svc, o, what, cs->flags, em)) != 0 ||
 	    (rc = add_volumes(c, svc, what, cs->flags, em)) != 0 ||
 	    (o->ptrace && (rc = add_ptrace(c, svc, what, cs->flags, em)) != 0) ||
-	    (rc = add_depends(c, svc, o, what, cs->flags, em)) != 0)
+	    (depends && (rc = add_depends(c, svc, o, what, cs->flags, em)) != 0))
 		return rc;
 	return add_status_label(c, svc, o, cs, what, em);
 }
@@ -586,6 +601,40 @@ int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const s
 	unshare(svc, &f_caps, f);
 	kv_del(doc_get(svc, f_labels.key), INJ_STATUS_KEY);
 	unshare(svc, &f_labels, f);
+	return 0;
+}
+
+/*
+ * After uninject: what only diagport adds must be gone from a service its
+ * record named (a record forged or an injected file edited by hand leaves
+ * some behind, and the project would name an agent and volumes that are gone).
+ */
+int inj_compose_leftover(const struct inj_ctx *c, const struct doc_node *svc, const char *what, struct err_msg *em)
+{
+	const struct doc_node *deps = inj_merged_get(svc, f_deps.key), *vols = inj_merged_get(svc, f_vols.key);
+
+	if (names_agent(deps))
+		return inj_fail(c, em, deps, DP_EREFUSED, what, "depends_on still names %s after uninject: the "
+				"project's status record does not say that diagport added it (edited by hand?); "
+				"remove it by hand", INJ_AGENT_NAME);
+	for (size_t i = 0; doc_is(vols, DOC_SEQ) && i < vols->n; i++) {
+		const struct doc_node *v = vols->vals[i];
+		char *src = NULL, *tgt = NULL;
+		const char *s = doc_is(v, DOC_MAP) ? doc_get_str(v, "source") : NULL;
+		bool ours;
+
+		if (doc_strval(v)) {
+			short_volume(v->text, &src, &tgt);
+			s = src;
+		}
+		ours = s && (strcmp(s, INJ_VOL_DIAG) == 0 || strcmp(s, INJ_VOL_DUMPS) == 0);
+		mem_free(src);
+		mem_free(tgt);
+		if (ours)
+			return inj_fail(c, em, v, DP_EREFUSED, what, "volumes still mounts a volume of diagport's after "
+					"uninject: the project's status record does not say that diagport added it "
+					"(edited by hand?); remove it by hand");
+	}
 	return 0;
 }
 

@@ -157,11 +157,17 @@ const struct doc_node *inj_merged_get(const struct doc_node *m, const char *k);
 /* A service's options: base, then its diagport.dev/ labels (inject, mode, ptrace); *o initialised here. */
 int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *svc,
 			     const char *what, struct inj_opts *o, struct err_msg *em);
-/* Inject one service (cs->name set), recording flags in cs; and the inverse. */
-int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o, const char *what,
-			struct inj_cstat *cs, struct err_msg *em);
+/*
+ * Inject one service (cs->name set), recording flags in cs; depends: add its
+ * depends_on the agent (not for a service that another one extends: Compose
+ * refuses to extend a service with depends_on). And the inverse.
+ */
+int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o, bool depends,
+			const char *what, struct inj_cstat *cs, struct err_msg *em);
 int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_cstat *cs,
 			  const char *what, struct err_msg *em);
+/* After uninject of a service: refuse when a dependency on the agent or a mount of its volumes is left. */
+int inj_compose_leftover(const struct inj_ctx *c, const struct doc_node *svc, const char *what, struct err_msg *em);
 /* The value node of a service's label diagport.dev/status (map or list form), or NULL; *skip: the "K=" before it. */
 const struct doc_node *inj_compose_status_label(const struct doc_node *svc, size_t *skip);
 
