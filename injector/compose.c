@@ -224,17 +224,32 @@ static const char *extended_by(const struct doc_node *services, const char *name
 	return NULL;
 }
 
-static void warn_extends(const struct inj_ctx *c, const struct doc_node *svc, const struct inj_opts *so,
-			 const char *by, const char *what)
+/*
+ * What extends means for an injected service: a base gets no depends_on
+ * (by: the service extending it); a service that extends another one gets
+ * our DOTNET_DiagnosticPorts as its own, which replaces the base's, not
+ * appended to it (said when the base has one, or is in a file diagport does
+ * not read).
+ */
+static void warn_extends(const struct inj_ctx *c, const struct doc_node *services, const struct doc_node *svc,
+			 const struct inj_opts *so, const char *by, const char *what)
 {
+	const struct doc_node *e = inj_merged_get(svc, "extends");
+	const char *base = doc_strval(e) ? e->text : doc_get_str(e, "service");
+	const char *file = doc_get_str(e, "file"), *v;
+
 	if (by)
 		inj_report_warn(c->report, "%s is extended by service %s, and Compose refuses to extend a service "
 				"that has depends_on: it gets none on %s, so it may start before the agent%s", what,
 				by, INJ_AGENT_NAME, so->mode == INJ_SUSPEND ? " (its runtime waits, suspended, until "
 				"the agent listens)" : "");
-	if (inj_merged_get(svc, "extends"))
-		inj_report_warn(c->report, "%s extends another service: diagport does not read what it inherits (a %s "
-				"set there is replaced by the one diagport adds, not appended to)", what, INJ_ENV);
+	if (base && file)
+		inj_report_warn(c->report, "%s extends service %s of %s, which diagport does not read: a %s set there "
+				"is replaced by the one diagport adds, not appended to", what, base, file, INJ_ENV);
+	else if (base && (v = inj_compose_env_value(doc_get(services, base), INJ_ENV)) != NULL &&
+		 strcmp(v, inj_port_value(so->mode)) != 0)
+		inj_report_warn(c->report, "%s extends service %s, whose %s ('%s') is replaced by the one diagport "
+				"adds, not appended to", what, base, INJ_ENV, v);
 }
 
 /* Inject each selected service that does not opt out; the first one's user becomes the agent's. */
@@ -273,7 +288,7 @@ static int inject_services(const struct inj_ctx *c, struct doc_node *services, c
 			so.sidecar = INJ_SIDECAR_CONTAINER;
 			rc = inj_compose_service(c, svc, &so, by == NULL, what, &st->c[st->n], em);
 			if (rc == 0)
-				warn_extends(c, svc, &so, by, what);
+				warn_extends(c, services, svc, &so, by, what);
 			if (rc == 0 && *user == NULL)
 				*user = inj_agent_user_text(inj_scalar_text(inj_merged_get(svc, "user")));
 			if (rc == 0 && inj_merged_get(svc, "env_file"))

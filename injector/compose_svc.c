@@ -151,6 +151,20 @@ static long kv_find(const struct doc_node *coll, const char *k)
 	return found;
 }
 
+const char *inj_compose_env_value(const struct doc_node *svc, const char *k)
+{
+	const struct doc_node *env = inj_merged_get(svc, f_env.key);
+	const char *s;
+	long i;
+
+	if (doc_is(env, DOC_MAP))
+		return inj_scalar_text(inj_merged_get(env, k));
+	if ((i = kv_find(env, k)) < 0 || !doc_strval(env->vals[i]))
+		return NULL;
+	s = env->vals[i]->text + strlen(k);
+	return *s == '=' ? s + 1 : NULL;
+}
+
 /* Add K=V to a map or a list, in the form it has. */
 static void kv_add(struct doc_node *coll, const char *k, const char *v)
 {

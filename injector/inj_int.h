@@ -166,6 +166,8 @@ int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const str
 			const char *what, struct inj_cstat *cs, struct err_msg *em);
 int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_cstat *cs,
 			  const char *what, struct err_msg *em);
+/* The value of variable k in a service's environment (map or "K=V" list, merge keys followed), or NULL. Borrowed. */
+const char *inj_compose_env_value(const struct doc_node *svc, const char *k);
 /* After uninject of a service: refuse when a dependency on the agent or a mount of its volumes is left. */
 int inj_compose_leftover(const struct inj_ctx *c, const struct doc_node *svc, const char *what, struct err_msg *em);
 /* The value node of a service's label diagport.dev/status (map or list form), or NULL; *skip: the "K=" before it. */
