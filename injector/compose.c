@@ -106,6 +106,22 @@ int uninj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct 
 	return 0;
 }
 
+/*
+ * A refusal of the options as a whole (inj_opts_check, inj_agent_check name
+ * no node) placed at x-diagport's line when the project has that map, where
+ * one of the two options is.
+ */
+static int at_xdiagport(const struct inj_ctx *c, const struct doc_node *xd, int rc, struct err_msg *em)
+{
+	char *prefix = mem_printf("%s: project: ", c->file ? c->file : "<input>");
+	struct err_msg inner = *em;
+
+	if (doc_is(xd, DOC_MAP) && xd->n > 0 && strncmp(inner.text, prefix, strlen(prefix)) == 0)
+		rc = inj_fail(c, em, xd->keys[0], rc, "x-diagport", "%s", inner.text + strlen(prefix));
+	mem_free(prefix);
+	return rc;
+}
+
 /* The project's options: the command line's, then x-diagport's; checked for what Compose can do. */
 static int project_opts(const struct inj_ctx *c, struct doc_node *doc, struct inj_opts *o, struct err_msg *em)
 {
@@ -122,8 +138,9 @@ static int project_opts(const struct inj_ctx *c, struct doc_node *doc, struct in
 		return inj_fail(c, em, doc_get(xd, "flavour") ? doc_get(xd, "flavour") : doc_get(xd, "flavor"),
 				DP_EREFUSED, "project", "flavour dotnet-monitor is not supported for Compose (its API key "
 				"would have to come from environment variables); use the diagport agent");
-	if ((rc = inj_opts_check(c, o, "project", em)) != 0 || (rc = inj_agent_check(c, o, "project", em)) != 0 ||
-	    (rc = inj_map_field(c, doc, "secrets", "project", &secrets, em)) != 0)
+	if ((rc = inj_opts_check(c, o, "project", em)) != 0 || (rc = inj_agent_check(c, o, "project", em)) != 0)
+		return at_xdiagport(c, xd, rc, em);
+	if ((rc = inj_map_field(c, doc, "secrets", "project", &secrets, em)) != 0)
 		return rc;
 	if (o->auth_secret && doc_find(secrets, o->auth_secret) < 0)
 		return inj_fail(c, em, secrets ? secrets : doc, DP_EREFUSED, "project",
