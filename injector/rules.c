@@ -70,7 +70,7 @@ static bool clean_path(const char *p, char *out, size_t n)
 
 bool inj_path_overlaps(const char *path, const char *dir)
 {
-	char clean[4096];
+	char clean[4096] = ""; /* zeroed: the analyser cannot follow clean_path's length */
 	const char *p = *path == '/' && clean_path(path, clean, sizeof(clean)) ? clean : path;
 	size_t pl = strlen(p), dl = strlen(dir);
 
