@@ -122,14 +122,14 @@ static int at_xdiagport(const struct inj_ctx *c, const struct doc_node *xd, int 
 	return rc;
 }
 
-/* The project's options: the command line's, then x-diagport's; checked for what Compose can do. */
-static int project_opts(const struct inj_ctx *c, struct doc_node *doc, struct inj_opts *o, struct err_msg *em)
+/* project_opts with x-diagport's pairs (xd, its merge keys resolved; NULL when there is none). */
+static int project_opts_from(const struct inj_ctx *c, struct doc_node *doc, struct doc_node *xd, struct inj_opts *o,
+			     struct err_msg *em)
 {
-	struct doc_node *xd, *secrets;
+	struct doc_node *secrets;
 	int rc;
 
-	if ((rc = inj_map_field(c, doc, "x-diagport", "project", &xd, em)) != 0 ||
-	    (rc = inj_opts_from_map(c, c->base, xd, false, "x-diagport", o, em)) != 0)
+	if ((rc = inj_opts_from_map(c, c->base, xd, false, "x-diagport", o, em)) != 0)
 		return rc;
 	if (doc_get(xd, "sidecar"))
 		return inj_fail(c, em, doc_get(xd, "sidecar"), DP_EREFUSED, "x-diagport", "sidecar is a Kubernetes "
@@ -147,6 +147,20 @@ static int project_opts(const struct inj_ctx *c, struct doc_node *doc, struct in
 				"auth-secret names the secret %s, which the project does not define; add it under the "
 				"top-level secrets (e.g. `%s: {file: ./diagport-token}`)", o->auth_secret, o->auth_secret);
 	return 0;
+}
+
+/* The project's options: the command line's, then x-diagport's; checked for what Compose can do. */
+static int project_opts(const struct inj_ctx *c, struct doc_node *doc, struct inj_opts *o, struct err_msg *em)
+{
+	struct doc_node *xd;
+	int rc;
+
+	if ((rc = inj_map_field(c, doc, "x-diagport", "project", &xd, em)) != 0)
+		return rc;
+	xd = xd ? inj_merged_map(xd) : NULL; /* x-diagport: {<<: *defaults, ...} */
+	rc = project_opts_from(c, doc, xd, o, em);
+	doc_free(xd);
+	return rc;
 }
 
 /* Which services: the containers option's (each must exist), else all; at most INJ_MAX_CONTAINERS. */

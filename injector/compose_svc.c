@@ -72,6 +72,25 @@ const struct doc_node *inj_merged_get(const struct doc_node *m, const char *k)
 	return doc_find(m, k) >= 0 ? doc_get(m, k) : from_merge(m, k);
 }
 
+struct doc_node *inj_merged_map(const struct doc_node *m)
+{
+	const struct doc_node *mg = doc_get(m, MERGE_KEY);
+	struct doc_node *f = doc_map();
+
+	for (size_t i = 0; doc_is(m, DOC_MAP) && i < m->n; i++)
+		if (strcmp(m->keys[i]->text, MERGE_KEY) != 0)
+			doc_append_pair(f, doc_copy(m->keys[i]), doc_copy(m->vals[i]));
+	for (size_t i = 0; i < (doc_is(mg, DOC_SEQ) ? mg->n : doc_is(mg, DOC_MAP)); i++) {
+		struct doc_node *src = inj_merged_map(doc_is(mg, DOC_SEQ) ? mg->vals[i] : mg);
+
+		for (size_t j = 0; j < src->n; j++)
+			if (doc_find(f, src->keys[j]->text) < 0)
+				doc_append_pair(f, doc_copy(src->keys[j]), doc_copy(src->vals[j]));
+		doc_free(src);
+	}
+	return f;
+}
+
 /*
  * Collections in block style and strings as the writer likes them: a copy
  * then reads the same whether its source was written in flow or not (YAML
@@ -218,7 +237,10 @@ static int label_option(const struct inj_ctx *c, struct inj_opts *o, const struc
 int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *svc,
 			const char *what, struct inj_opts *o, struct err_msg *em)
 {
-	const struct doc_node *labels = inj_merged_get(svc, "labels");
+	const struct doc_node *own = inj_merged_get(svc, "labels");
+	/* a labels map with merge keys of its own (labels: {<<: *team}): the labels they give count too */
+	struct doc_node *flat = doc_is(own, DOC_MAP) ? inj_merged_map(own) : NULL;
+	const struct doc_node *labels = flat ? flat : own;
 	size_t plen = strlen(INJ_PREFIX);
 	int rc = 0;
 
@@ -241,6 +263,7 @@ int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *bas
 			mem_free(name);
 		}
 	}
+	doc_free(flat);
 	if (rc != 0)
 		inj_opts_free(o);
 	return rc;

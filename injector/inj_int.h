@@ -154,6 +154,12 @@ int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct d
 /* Compose, one service (compose_svc.c; compose.c runs them over the project). */
 /* Key k of map m as YAML means it: its own key, else through its merge key (<<), in merge order. Borrowed. */
 const struct doc_node *inj_merged_get(const struct doc_node *m, const char *k);
+/*
+ * Map m as YAML means it: its own pairs (no merge key), then the pairs its
+ * merge key (<<: a map or a list of maps, resolved in order) gives that it
+ * has not. Copies, positions kept; a new map (empty when m is not a map).
+ */
+struct doc_node *inj_merged_map(const struct doc_node *m);
 /* A service's options: base, then its diagport.dev/ labels (inject, mode, ptrace); *o initialised here. */
 int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *svc,
 			     const char *what, struct inj_opts *o, struct err_msg *em);
