@@ -116,7 +116,7 @@ static int at_xdiagport(const struct inj_ctx *c, const struct doc_node *xd, int 
 	char *prefix = mem_printf("%s: project: ", c->file ? c->file : "<input>");
 	struct err_msg inner = *em;
 
-	if (doc_is(xd, DOC_MAP) && xd->n > 0 && strncmp(inner.text, prefix, strlen(prefix)) == 0)
+	if (xd && doc_is(xd, DOC_MAP) && xd->n > 0 && strncmp(inner.text, prefix, strlen(prefix)) == 0)
 		rc = inj_fail(c, em, xd->keys[0], rc, "x-diagport", "%s", inner.text + strlen(prefix));
 	mem_free(prefix);
 	return rc;
