@@ -122,6 +122,8 @@ struct doc_node *doc_copy(const struct doc_node *n)
 	if (n->text)
 		memcpy(c->text, n->text, n->len + 1);
 	c->tag = n->tag ? mem_strdup(n->tag) : NULL;
+	c->anchor = NULL; /* a copy is what *X gives: it refers to the anchor, never defines one */
+	c->alias = n->anchor ? mem_strdup(n->anchor) : n->alias ? mem_strdup(n->alias) : NULL;
 	c->keys = c->vals = NULL;
 	c->alloc = n->n;
 	if (n->n == 0)
@@ -149,6 +151,8 @@ void doc_free(struct doc_node *n)
 	mem_free(n->keys);
 	mem_free(n->vals);
 	mem_free(n->tag);
+	mem_free(n->anchor);
+	mem_free(n->alias);
 	mem_free(n->text);
 	mem_free(n);
 }
@@ -207,6 +211,34 @@ const char *doc_strval(const struct doc_node *n)
 const char *doc_get_str(const struct doc_node *m, const char *k)
 {
 	return doc_strval(doc_get(m, k));
+}
+
+/* A "<<" key that a YAML 1.1 reader takes as a merge: plain (or made in memory), untagged or !!merge. */
+static bool is_merge_key(const struct doc_node *k)
+{
+	return k->len == 2 && memcmp(k->text, "<<", 2) == 0 && k->type == DOC_STRING &&
+	       k->style != DOC_STYLE_SINGLE && k->style != DOC_STYLE_DOUBLE &&
+	       (k->tag == NULL || strcmp(k->tag, "tag:yaml.org,2002:merge") == 0);
+}
+
+struct doc_node *doc_get_merged(const struct doc_node *m, const char *k)
+{
+	struct doc_node *v = doc_get(m, k), *from, *got;
+
+	if (v || m == NULL || m->type != DOC_MAP)
+		return v;
+	for (size_t i = 0; i < m->n; i++) {
+		if (!is_merge_key(m->keys[i]))
+			continue;
+		from = m->vals[i];
+		if (from->type == DOC_MAP)
+			return doc_get_merged(from, k);
+		for (size_t j = 0; from->type == DOC_SEQ && j < from->n; j++)
+			if ((got = doc_get_merged(from->vals[j], k)) != NULL)
+				return got;
+		return NULL;
+	}
+	return NULL;
 }
 
 bool doc_is(const struct doc_node *n, enum doc_type t)

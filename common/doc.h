@@ -52,6 +52,15 @@ struct doc_node {
 	size_t alloc;
 	struct doc_node **keys; /* maps: key nodes (scalars), parallel to vals */
 	struct doc_node **vals; /* maps: values; seqs: items */
+	/*
+	 * YAML anchors, for the writer only (everything else reads the data):
+	 * `anchor` names a node written `&name`; `alias` marks a node that is a
+	 * copy of `*name` (doc_copy makes every copy so: a copy of an anchored
+	 * node is an alias of it, and never defines an anchor of its own). The
+	 * writer writes `*name` only where that means exactly this node's data,
+	 * and the node in full otherwise, so an edited copy is simply written out.
+	 */
+	char *anchor, *alias;
 };
 
 /* ---- making nodes (each returns a new node the caller owns) ---- */
@@ -65,7 +74,8 @@ struct doc_node *doc_bool(bool v);
 struct doc_node *doc_null(void);
 /* A scalar of any type with exact text (used by readers). */
 struct doc_node *doc_scalar(enum doc_type type, const char *text, size_t len);
-struct doc_node *doc_copy(const struct doc_node *n);  /* deep copy, positions kept */
+/* Deep copy, positions kept; a node's anchor X (or alias X) becomes alias X in the copy. */
+struct doc_node *doc_copy(const struct doc_node *n);
 void doc_free(struct doc_node *n);                    /* accepts NULL */
 
 /* ---- reading (all borrowed; NULL when absent or of another type) ---- */
@@ -79,6 +89,14 @@ struct doc_node *doc_path(const struct doc_node *m, const char *path);
 const char *doc_strval(const struct doc_node *n);
 /* String value of map m's key k if it is a string, else NULL. */
 const char *doc_get_str(const struct doc_node *m, const char *k);
+/*
+ * The value of key k in map m as a YAML 1.1 reader that applies merge keys
+ * sees it: m's own k, else from the maps under m's "<<" key (a map, or a
+ * sequence of maps, each merged in turn with its own "<<"), the first that
+ * has it winning. Borrowed; NULL when none has it. The tree keeps "<<" as
+ * a plain key (written back as written); this only reads through it.
+ */
+struct doc_node *doc_get_merged(const struct doc_node *m, const char *k);
 bool doc_is(const struct doc_node *n, enum doc_type t);
 /* Deep equality of meaning: type, text (numbers compared by text), tags, order. */
 bool doc_equal(const struct doc_node *a, const struct doc_node *b);
@@ -157,8 +175,10 @@ extern const struct doc_limits doc_default_limits; /* 64 MiB, depth 256, 16M nod
  * YAML (a stream of documents). `name` names the input in messages (borrowed,
  * must outlive s). On failure returns DP_ESYNTAX / DP_ETOOBIG with em holding
  * "NAME:LINE:COL: what is wrong", and *s is untouched.
- * YAML anchors and aliases are expanded (counted against max_nodes); duplicate
- * map keys are a syntax error in both formats.
+ * YAML aliases are expanded into copies (counted against max_nodes) that
+ * remember their anchor, as doc_node's anchor and alias say, so the YAML
+ * writer gives them back; duplicate map keys are a syntax error in both
+ * formats.
  */
 int doc_read_json(const char *bytes, size_t len, const char *name,
 		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
@@ -200,8 +220,11 @@ int doc_json_string(struct buf *out, const char *s, size_t len);
  * Write documents as a YAML stream (block style, 2-space indent, no line
  * folding, UTF-8). Scalars keep their style where YAML allows it; a string
  * with DOC_STYLE_ANY is plain when that reads back as the same string, else
- * double-quoted. Tags are written as given. Documents after the first are
- * preceded by "---"; the first too when explicit_start.
+ * double-quoted. Tags are written as given. Anchors are written `&name`; a
+ * node marked as alias X is written `*X` when the last `&X` written before
+ * it in this document is a node equal to it (doc_equal), else in full. The
+ * output always reads back as the tree's data. Documents after the first
+ * are preceded by "---"; the first too when explicit_start.
  */
 int doc_write_yaml(struct buf *out, struct doc_node *const *docs, size_t n, bool explicit_start,
 		   struct err_msg *em);

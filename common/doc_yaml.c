@@ -1,5 +1,6 @@
 /*
- * doc_yaml.c - the YAML reader and writer of doc.h, on libyaml.
+ * doc_yaml.c - the YAML reader of doc.h, on libyaml, and the plain-scalar
+ * rules that the writer (doc_yaml_write.c) shares through doc_yaml_int.h.
  *
  * The reader walks libyaml's event stream (not its document API, which would
  * build a second tree and lose nothing we need but cost memory) and builds
@@ -8,16 +9,14 @@
  * booleans that Kubernetes accepts. Aliases are expanded into deep copies,
  * each copy counted against max_nodes and against go-yaml's alias ratio
  * (excessive_aliasing), so a "billion laughs" document fails in a few
- * thousand nodes instead of eating the machine. Empty documents (a trailing
- * "---") are dropped.
- *
- * The writer feeds libyaml's emitter: block style, 2-space indent, no line
- * folding, raw UTF-8. Scalars keep their style; a string the writer may style
- * freely is plain only when reading it back would give the same string, so
- * "true", "123" and "" come out quoted. Tags are written as given, which is
- * what keeps CloudFormation's `!Ref X` and `!If [c, a, b]` intact.
+ * thousand nodes instead of eating the machine. An anchored node keeps its
+ * name (doc_node.anchor) and a copy says which anchor it came from
+ * (doc_node.alias, set by doc_copy), so the writer can give both back; every
+ * other reader of the tree sees plain data. Merge keys ("<<: *x") are a
+ * plain key like any other. Empty documents (a trailing "---") are dropped.
  */
 #include "doc.h"
+#include "doc_yaml_int.h"
 
 #include "mem.h"
 
@@ -26,8 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
-
-#define STD_TAG "tag:yaml.org,2002:"
 
 /* ---- resolving plain scalars (shared by reader and writer) ---- */
 
@@ -93,7 +90,7 @@ static bool is_float(const char *s, size_t len)
 	return i == len;
 }
 
-static enum doc_type resolve_plain(const char *s, size_t len)
+enum doc_type doc_yaml_plain_type(const char *s, size_t len)
 {
 	static const char *const nulls[] = { "~", "null", "Null", "NULL", NULL };
 	static const char *const bools[] = {
@@ -116,7 +113,7 @@ static enum doc_type resolve_plain(const char *s, size_t len)
  * 1_000, 0b101, 1:20 (base 60), 2001-12-14, "=", "<<". Written quoted to be
  * safe; quoting a string never changes what it reads back as.
  */
-static bool yaml11_special(const char *s, size_t len)
+bool doc_yaml_11_special(const char *s, size_t len)
 {
 	size_t i = 0;
 
@@ -159,7 +156,7 @@ static bool std_tag_type(const char *tag, enum doc_type *t)
  * a tag cannot come back; refuse it on reading rather than write what we
  * cannot read.
  */
-static bool tag_writable(const char *tag)
+bool doc_yaml_tag_writable(const char *tag)
 {
 	const char *suffix = NULL;
 
@@ -332,7 +329,7 @@ static size_t subtree_size(const struct doc_node *n, size_t budget)
 
 static int check_tag(struct yr *r, const yaml_char_t *tag)
 {
-	if (tag && !tag_writable((const char *)tag))
+	if (tag && !doc_yaml_tag_writable((const char *)tag))
 		return yr_err(r, r->ev.start_mark, DP_EUNSUPPORTED,
 			      "YAML tag %s cannot be written back (',', '[' or ']' in a short tag)",
 			      (const char *)tag);
@@ -383,7 +380,7 @@ static int parse_alias(struct yr *r, struct doc_node **out)
 			      "copies", name, r->alias_nodes + size, r->nodes + size);
 	r->nodes += size;
 	r->alias_nodes += size;
-	*out = doc_copy(a->node);
+	*out = doc_copy(a->node); /* marked alias `name`, its anchors inside turned into aliases */
 	return 0;
 }
 
@@ -415,13 +412,15 @@ static int parse_scalar(struct yr *r, struct doc_node **out)
 		if (!std_tag_type(tag, &t))
 			t = DOC_STRING;
 	} else if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE) {
-		t = resolve_plain(text, len);
+		t = doc_yaml_plain_type(text, len);
 	}
 	n = doc_scalar(t, text, len);
 	n->style = scalar_style(ev->data.scalar.style);
 	stamp(n, ev, ev->data.scalar.tag);
-	if (ev->data.scalar.anchor)
-		anchor_put(r, (const char *)ev->data.scalar.anchor, n, true);
+	if (ev->data.scalar.anchor) {
+		n->anchor = mem_strdup((const char *)ev->data.scalar.anchor);
+		anchor_put(r, n->anchor, n, true);
+	}
 	*out = n;
 	return 0;
 }
@@ -482,8 +481,10 @@ static int parse_collection(struct yr *r, struct doc_node **out)
 	c = map ? doc_map() : doc_seq();
 	c->style = flow ? DOC_STYLE_FLOW : DOC_STYLE_ANY;
 	stamp(c, &r->ev, map ? r->ev.data.mapping_start.tag : r->ev.data.sequence_start.tag);
-	if (anchor)
+	if (anchor) {
+		c->anchor = mem_strdup(anchor);
 		anchor_put(r, anchor, c, false);
+	}
 	while ((rc = next(r)) == 0 && r->ev.type != end) {
 		if (map) {
 			rc = parse_pair(r, c);
@@ -607,185 +608,4 @@ int doc_read_yaml_each(const char *bytes, size_t len, const char *name, const st
 	}
 	*s = got;
 	return 0;
-}
-
-/* ---- writer ---- */
-
-struct yw {
-	yaml_emitter_t e;
-	struct buf *out;
-	int buf_rc;
-	struct err_msg *em;
-};
-
-static int write_out(void *data, unsigned char *bytes, size_t size)
-{
-	struct yw *w = data;
-
-	if (w->buf_rc == 0)
-		w->buf_rc = buf_append(w->out, bytes, size);
-	return w->buf_rc == 0;
-}
-
-/* Emit ev (made by an *_initialize call that returned `made`) for node n. */
-static int emit(struct yw *w, yaml_event_t *ev, int made, const struct doc_node *n)
-{
-	char where[32] = "";
-
-	if (n && n->line)
-		snprintf(where, sizeof(where), "%u:%u: ", n->line, n->col);
-	if (!made && n && n->tag && !tag_writable(n->tag))
-		return err_set(w->em, DP_EUNSUPPORTED,
-			       "%scannot write YAML tag %s (',', '[' or ']' in a short tag)", where,
-			       n->tag);
-	if (!made)
-		return err_set(w->em, DP_EUNSUPPORTED,
-			       "%scannot write as YAML: the text or tag is not valid UTF-8", where);
-	if (yaml_emitter_emit(&w->e, ev))
-		return 0;
-	if (w->buf_rc != 0)
-		return err_set(w->em, DP_ETOOBIG, "YAML output is over the %zu-byte cap", w->out->cap);
-	if (w->e.error == YAML_MEMORY_ERROR)
-		DP_FATAL("libyaml ran out of memory");
-	return err_set(w->em, DP_EUNSUPPORTED, "%scannot write as YAML: %s", where,
-		       w->e.problem ? w->e.problem : "emitter error");
-}
-
-/* An empty untagged null: libyaml can write it plain only in a block value. */
-static bool has_empty_null(const struct doc_node *n)
-{
-	if (n->type != DOC_MAP && n->type != DOC_SEQ)
-		return n->type == DOC_NULL && n->len == 0 && n->tag == NULL;
-	for (size_t i = 0; i < n->n; i++)
-		if ((n->type == DOC_MAP && has_empty_null(n->keys[i])) || has_empty_null(n->vals[i]))
-			return true;
-	return false;
-}
-
-static yaml_scalar_style_t choose_style(const struct doc_node *n)
-{
-	static const yaml_scalar_style_t map[] = {
-		[DOC_STYLE_ANY] = YAML_ANY_SCALAR_STYLE,
-		[DOC_STYLE_PLAIN] = YAML_PLAIN_SCALAR_STYLE,
-		[DOC_STYLE_SINGLE] = YAML_SINGLE_QUOTED_SCALAR_STYLE,
-		[DOC_STYLE_DOUBLE] = YAML_DOUBLE_QUOTED_SCALAR_STYLE,
-		[DOC_STYLE_LITERAL] = YAML_LITERAL_SCALAR_STYLE,
-		[DOC_STYLE_FOLDED] = YAML_FOLDED_SCALAR_STYLE,
-		[DOC_STYLE_FLOW] = YAML_ANY_SCALAR_STYLE,
-	};
-	yaml_scalar_style_t s = (unsigned)n->style < sizeof(map) / sizeof(map[0])
-					? map[n->style] : YAML_ANY_SCALAR_STYLE;
-
-	if (n->tag)
-		return s == YAML_ANY_SCALAR_STYLE ? YAML_PLAIN_SCALAR_STYLE : s;
-	if (n->type != DOC_STRING) /* untagged null/bool/number: only plain keeps the type */
-		return YAML_PLAIN_SCALAR_STYLE;
-	if (s != YAML_ANY_SCALAR_STYLE && s != YAML_PLAIN_SCALAR_STYLE)
-		return s;
-	if (resolve_plain(n->text, n->len) != DOC_STRING || yaml11_special(n->text, n->len))
-		return YAML_DOUBLE_QUOTED_SCALAR_STYLE;
-	return YAML_PLAIN_SCALAR_STYLE;
-}
-
-/*
- * How the collections under a node may be written: as their style says, all
- * in flow (inside a flow collection), or all in block (under a flow
- * collection that had to become block; deciding once keeps this linear).
- */
-enum layout { AS_STYLED, ALL_FLOW, ALL_BLOCK };
-
-static int emit_node(struct yw *w, const struct doc_node *n, enum layout how);
-
-static int emit_scalar(struct yw *w, const struct doc_node *n)
-{
-	yaml_event_t ev;
-	int implicit = n->tag == NULL, made;
-
-	if (n->len > (size_t)INT32_MAX)
-		return err_set(w->em, DP_ETOOBIG, "a scalar of %zu bytes is too long for YAML", n->len);
-	made = yaml_scalar_event_initialize(&ev, NULL, (yaml_char_t *)n->tag, (yaml_char_t *)n->text,
-					    (int)n->len, implicit, implicit, choose_style(n));
-	return emit(w, &ev, made, n);
-}
-
-static int emit_collection(struct yw *w, const struct doc_node *n, enum layout how)
-{
-	bool map = n->type == DOC_MAP;
-	bool flow = how == ALL_FLOW;
-	yaml_char_t *tag = (yaml_char_t *)n->tag;
-	yaml_event_t ev;
-	int made, rc;
-
-	if (how == AS_STYLED && n->style == DOC_STYLE_FLOW) {
-		flow = !has_empty_null(n);
-		how = flow ? ALL_FLOW : ALL_BLOCK;
-	}
-	if (map)
-		made = yaml_mapping_start_event_initialize(&ev, NULL, tag, tag == NULL,
-			flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
-	else
-		made = yaml_sequence_start_event_initialize(&ev, NULL, tag, tag == NULL,
-			flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
-	if ((rc = emit(w, &ev, made, n)) != 0)
-		return rc;
-	for (size_t i = 0; i < n->n; i++) {
-		if (map && (rc = emit_node(w, n->keys[i], how)) != 0)
-			return rc;
-		if ((rc = emit_node(w, n->vals[i], how)) != 0)
-			return rc;
-	}
-	made = map ? yaml_mapping_end_event_initialize(&ev) : yaml_sequence_end_event_initialize(&ev);
-	return emit(w, &ev, made, n);
-}
-
-static int emit_node(struct yw *w, const struct doc_node *n, enum layout how)
-{
-	if (n->tag && !tag_writable(n->tag))
-		return emit(w, NULL, 0, n);
-	if (n->type == DOC_MAP || n->type == DOC_SEQ)
-		return emit_collection(w, n, how);
-	return emit_scalar(w, n);
-}
-
-static int emit_stream(struct yw *w, struct doc_node *const *docs, size_t n, bool explicit_start)
-{
-	yaml_event_t ev;
-	int rc;
-
-	if ((rc = emit(w, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING), NULL)))
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		int implicit = i == 0 && !explicit_start; /* libyaml adds "---" after the first */
-
-		if ((rc = emit(w, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL,
-									   implicit), NULL)) ||
-		    (rc = emit_node(w, docs[i], AS_STYLED)) ||
-		    (rc = emit(w, &ev, yaml_document_end_event_initialize(&ev, 1), NULL)))
-			return rc;
-	}
-	return emit(w, &ev, yaml_stream_end_event_initialize(&ev), NULL);
-}
-
-int doc_write_yaml(struct buf *out, struct doc_node *const *docs, size_t n, bool explicit_start,
-		   struct err_msg *em)
-{
-	struct yw w = { .out = out, .em = em };
-	size_t mark = out->len;
-	int rc;
-
-	if (!yaml_emitter_initialize(&w.e))
-		DP_FATAL("libyaml: cannot initialise an emitter");
-	yaml_emitter_set_output(&w.e, write_out, &w);
-	yaml_emitter_set_indent(&w.e, 2);
-	yaml_emitter_set_width(&w.e, -1);
-	yaml_emitter_set_unicode(&w.e, 1);
-	yaml_emitter_set_encoding(&w.e, YAML_UTF8_ENCODING);
-	rc = emit_stream(&w, docs, n, explicit_start);
-	yaml_emitter_delete(&w.e);
-	if (rc != 0) {
-		out->len = mark;
-		if (out->data)
-			out->data[mark] = '\0';
-	}
-	return rc;
 }

@@ -8,8 +8,8 @@
  *
  * This file is the project: its options (command line, then the top-level
  * x-diagport map), which services, the collisions, the agent service and the
- * top-level volumes, the record on the agent's labels, and merge keys kept
- * merge keys when written. One service's rules are in compose_svc.c.
+ * top-level volumes, the record on the agent's labels, and the refusal to
+ * write merge keys as JSON. One service's rules are in compose_svc.c.
  */
 #include "inj_int.h"
 
@@ -22,23 +22,20 @@
 #define MERGE_KEY "<<"
 #define MERGE_TAG "tag:yaml.org,2002:merge"
 
-static int tag_merges(struct doc_node *n, bool yaml, const char *file, struct err_msg *em)
+/* A merge key under n: a plain "<<" key, or one tagged !!merge. JSON has none to write it as. */
+static int refuse_merges(const struct doc_node *n, const char *file, struct err_msg *em)
 {
 	if (n == NULL || (n->type != DOC_MAP && n->type != DOC_SEQ))
 		return 0;
 	for (size_t i = 0; i < n->n; i++) {
-		struct doc_node *k = n->type == DOC_MAP ? n->keys[i] : NULL;
+		const struct doc_node *k = n->type == DOC_MAP ? n->keys[i] : NULL;
 		int rc;
 
 		if (k && strcmp(k->text, MERGE_KEY) == 0 &&
-		    ((k->tag == NULL && k->style == DOC_STYLE_PLAIN) || (k->tag && strcmp(k->tag, MERGE_TAG) == 0))) {
-			if (!yaml)
-				return err_set(em, DP_EUNSUPPORTED, "%s:%u:%u: a YAML merge key (<<) cannot be written as "
-					       "JSON, which has none; write YAML (-o yaml)", file, k->line, k->col);
-			if (k->tag == NULL)
-				k->tag = mem_strdup(MERGE_TAG);
-		}
-		if ((rc = tag_merges(n->vals[i], yaml, file, em)) != 0)
+		    ((k->tag == NULL && k->style == DOC_STYLE_PLAIN) || (k->tag && strcmp(k->tag, MERGE_TAG) == 0)))
+			return err_set(em, DP_EUNSUPPORTED, "%s:%u:%u: a YAML merge key (<<) cannot be written as "
+				       "JSON, which has none; write YAML (-o yaml)", file, k->line, k->col);
+		if ((rc = refuse_merges(n->vals[i], file, em)) != 0)
 			return rc;
 	}
 	return 0;
@@ -46,7 +43,7 @@ static int tag_merges(struct doc_node *n, bool yaml, const char *file, struct er
 
 int inj_compose_merge_keys(struct doc_node *doc, bool yaml, const char *file, struct err_msg *em)
 {
-	return tag_merges(doc, yaml, file, em);
+	return yaml ? 0 : refuse_merges(doc, file, em); /* YAML writes them back as they were written */
 }
 
 /* ---- the project ---- */

@@ -162,10 +162,9 @@ int inj_cfn_expand_tags(struct doc_node *n, const char *file, struct err_msg *em
 int inj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct err_msg *em);
 int uninj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct err_msg *em);
 /*
- * Before a Compose document is written: YAML merge keys (a plain `<<` key)
- * get their explicit tag (!!merge), so the writer, which quotes a plain
- * "<<", keeps them merge keys (yaml true); for JSON, which has no merge
- * keys, a document holding one is refused (DP_EUNSUPPORTED).
+ * Before a Compose document is written: for JSON (yaml false), which has no
+ * merge keys, a document holding one (a plain `<<` key, or `!!merge <<`) is
+ * refused (DP_EUNSUPPORTED); YAML writes them back as written (0).
  */
 int inj_compose_merge_keys(struct doc_node *doc, bool yaml, const char *file, struct err_msg *em);
 

@@ -77,10 +77,11 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 T1=$(date +%s%N)
-echo "podman-compose up to the first /processes: $(((T1 - T0) / 1000000)) ms" >&2
+for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$HP/" > /dev/null 2>&1 && break; sleep 0.1; done
+T2=$(date +%s%N)
+echo "podman-compose up to the first /processes: $(((T1 - T0) / 1000000)) ms; to the app's first answer: $(((T2 - T0) / 1000000)) ms" >&2
 WHY="$(head -c 300 "$W/procs.json"); agent: $(podman logs dpe2e_diagport-agent_1 2>&1 | tail -3)"
 check processes jq -e 'length == 1 and .[0].name == "webapp"' "$W/procs.json"
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$HP/" > /dev/null 2>&1 && break; sleep 0.1; done
 WHY="the app answered: $(curl -s "http://127.0.0.1:$HP/")"
 check app-serves test "$(curl -s "http://127.0.0.1:$HP/")" = ok
 c=$(code "$U/processes")

@@ -14,7 +14,8 @@ Modes:
   idle      connect and send nothing
   trickle   send a request head one byte every 2 s (never finishing it)
   bighead   send 30 KiB of a head at once, then nothing
-  slowbody  POST PATH with Content-Length 60000 and send the body one byte every 2 s
+  slowbody  POST PATH with Content-Length 60000 and send the body one byte every 2 s (answers still
+            coming when SECONDS are up are read for up to 10 s more)
   flood     connect, send a complete GET /healthz, never read the answer (new ones all the time)
 Used by tests/integration/agent_limits.sh (which asserts on it) and
 bench/agent_attack.sh (which records its figures).
@@ -69,11 +70,15 @@ conns = []
 sent = {}
 closed = 0
 answers = {}
-deadline = time.monotonic() + seconds
-time.sleep(0)
 for k in range(n):
     conns.append(attacker())
-time.sleep(0.3)  # the connects complete
+# the connects complete (writable) before anything is sent: on a loaded machine the listen backlog
+# overflows and a connect can take a SYN retry (1 s and more); a head sent before would be lost
+pending, wait_end = list(conns), time.monotonic() + 15
+while pending and time.monotonic() < wait_end:
+    _, w, _ = select.select([], pending[:1000], [], 0.2)
+    pending = [s for s in pending if s not in w]
+deadline = time.monotonic() + seconds
 for s in conns:
     sent[s] = 0
     try:
@@ -144,6 +149,30 @@ while time.monotonic() < deadline:
             s.close()
         elif mode != "flood":
             pass
+
+# slow uploads: the answers still on their way when the window closed (a loaded machine opens the 500
+# connections slowly) are read for up to 10 s more; a server that waited for the bodies (a byte every
+# 2 s) would still not have answered
+if mode == "slowbody":
+    drain_end = time.monotonic() + 10
+    answered = set()
+    while time.monotonic() < drain_end and sum(answers.values()) < len(conns):
+        live = [s for s in conns if s.fileno() >= 0 and s not in answered]
+        if not live:
+            break
+        r, _, _ = select.select(live[:1000], [], [], 0.2)
+        for s in r:
+            try:
+                b = s.recv(65536)
+            except OSError:
+                b = b""
+            if b.startswith(b"HTTP/1."):
+                st = attack_lib.status_of(b)
+                answers[st] = answers.get(st, 0) + 1
+                answered.add(s)
+            if not b:
+                closed += 1
+                s.close()
 
 peak = max(peak, attack_lib.rss(opts["--pid"]))
 for s in conns:
