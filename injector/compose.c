@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "mem.h"
 
 #define MERGE_KEY "<<"
@@ -363,11 +364,28 @@ int inj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct er
 				"container:$(docker compose ps -q %s) curlimages/curl http://127.0.0.1:%d/processes`; "
 				"with a token (x-diagport auth-secret: a secret of the project) it is published on "
 				"127.0.0.1:%d", INJ_AGENT_NAME, INJ_AGENT_NAME, o.port, o.port);
+	/* every service, by default: one that is not .NET gets SYS_PTRACE and the variable for nothing */
+	if (!o.containers && st.n > 1) {
+		struct buf names;
+
+		buf_init(&names, 4096);
+		for (size_t i = 0; i < st.n; i++)
+			buf_printf(&names, "%s%s", i ? ", " : "", st.c[i].name);
+		inj_report_warn(c->report, "injected every service (%s): one that is not .NET (a database, a cache) gets "
+				"%s and %s for nothing; name the .NET ones (--containers, x-diagport containers) or opt "
+				"the others out (label %sinject: \"false\")", names.data, INJ_ENV,
+				o.ptrace ? "SYS_PTRACE" : "nothing else", INJ_PREFIX);
+		buf_free(&names);
+	}
 	if (c->report)
 		c->report->injected++;
 out:
-	if (c->report && rc == 0 && st.n == 0)
+	if (c->report && rc == 0 && st.n == 0) {
 		c->report->skipped++;
+		if (o.inject != 0)
+			inj_report_warn(c->report, "no service was injected: every selected service opts out (label "
+					"%sinject) or none is selected", INJ_PREFIX);
+	}
 	mem_free(user);
 	mem_free(sel);
 	inj_opts_free(&o);

@@ -72,6 +72,17 @@ check warn-loopback grep -q "warning: diagport-agent listens on its own loopback
 "$D" inject compose --no-auth -f "$W/ef.yaml" > /dev/null 2> "$W/warn2"
 check no-loopback-warning-with-no-auth test "$(grep -c loopback "$W/warn2")" = 0
 
+# every service injected by default: said, naming them (a database gets SYS_PTRACE for nothing); not with
+# --containers; nothing injected at all: said
+printf 'services:\n  web: {image: x}\n  db: {image: postgres}\n' > "$W/two.yaml"
+"$D" inject compose --no-auth -f "$W/two.yaml" > /dev/null 2> "$W/warn"
+check warn-every-service grep -q 'warning: injected every service (web, db): one that is not .NET .* SYS_PTRACE' "$W/warn"
+"$D" inject compose --no-auth --containers web -f "$W/two.yaml" > /dev/null 2> "$W/warn"
+check no-every-service-warning-with-containers test "$(grep -c 'every service' "$W/warn")" = 0
+printf 'services:\n  web: {image: x, labels: {diagport.dev/inject: "false"}}\n' > "$W/none.yaml"
+"$D" inject compose --no-auth -f "$W/none.yaml" > "$W/none.out" 2> "$W/warn"
+check warn-nothing-injected bash -c "grep -q 'warning: no service was injected' '$W/warn' && ! grep -q diagport-agent '$W/none.out'"
+
 # extends: a base in this file gets no depends_on (Compose refuses to extend a service that has one), and
 # says so; a service extending a base whose DOTNET_DiagnosticPorts it replaces, or a base in another file,
 # says that; suspend mode on the base too
