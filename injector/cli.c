@@ -306,18 +306,29 @@ static int run_doc(const char *kind, bool inject, struct doc_node **doc, size_t 
 static int replace_file(const char *link, const struct buf *out, struct err_msg *em)
 {
 	char *path = realpath(link, NULL), *tmp;
+	const char *why = NULL;
 	struct stat st;
 	int fd, rc = 0;
 
 	if (path == NULL)
 		return err_set(em, DP_EIO, "%s: %s", link, strerror(errno));
+	/* renaming over it would work in a writable directory: a read-only file is kept, as an editor keeps it */
+	if (stat(path, &st) != 0 || access(path, W_OK) != 0)
+		why = strerror(errno);
+	else if ((st.st_mode & 0222) == 0)
+		why = "the file is read-only";
+	if (why) {
+		rc = err_set(em, DP_EIO, "%s: %s: --in-place replaces only a file that may be written; make it "
+			     "writable, or write to standard output", path, why);
+		free(path);
+		return rc;
+	}
 	tmp = mem_printf("%s.diagport-XXXXXX", path);
 	if ((fd = mkstemp(tmp)) < 0) {
 		rc = err_set(em, DP_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
 		goto out;
 	}
-	if (stat(path, &st) == 0)
-		(void)fchmod(fd, st.st_mode & 07777);
+	(void)fchmod(fd, st.st_mode & 07777);
 	if (buf_write_fd(out, fd) != 0 || fsync(fd) != 0) {
 		rc = err_set(em, DP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
 		close(fd);

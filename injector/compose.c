@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "mem.h"
 
 #define MERGE_KEY "<<"
@@ -48,7 +49,7 @@ int inj_compose_merge_keys(struct doc_node *doc, bool yaml, const char *file, st
 
 /* ---- the project ---- */
 
-/* The status label's value node of a service (map or list form), or NULL; *skip: the "K=" before it. */int uninj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct err_msg *em)
+int uninj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct err_msg *em)
 {
 	struct doc_node *services = doc_get(doc, "services"), *vols;
 	const struct doc_node *rec;
@@ -81,12 +82,18 @@ int inj_compose_merge_keys(struct doc_node *doc, bool yaml, const char *file, st
 		if (!doc_is(svc, DOC_MAP))
 			rc = inj_fail(c, em, services, DP_EREFUSED, "services", "the status record on " INJ_AGENT_NAME
 				      " names service %s, which is gone; remove the rest by hand", st.c[i].name);
-		else
-			rc = uninj_compose_service(c, svc, &st.c[i], what, em);
+		else if ((rc = uninj_compose_service(c, svc, &st.c[i], what, em)) == 0)
+			rc = inj_compose_leftover(c, svc, what, em);
 		mem_free(what);
 		if (rc != 0)
 			return rc;
 	}
+	for (size_t i = 0; i < services->n; i++)
+		if (strcmp(services->keys[i]->text, INJ_AGENT_NAME) != 0 && inj_compose_status_label(services->vals[i], &skip))
+			return inj_fail(c, em, services->keys[i], DP_EREFUSED, "services", "service %s still has a label "
+					INJ_STATUS_KEY " after uninject: the project's record on " INJ_AGENT_NAME
+					" does not name it (edited by hand?); remove the rest by hand",
+					services->keys[i]->text);
 	doc_del(services, INJ_AGENT_NAME);
 	vols = doc_get(doc, "volumes");
 	if (doc_is(vols, DOC_MAP)) {
@@ -97,14 +104,30 @@ int inj_compose_merge_keys(struct doc_node *doc, bool yaml, const char *file, st
 	return 0;
 }
 
-/* The project's options: the command line's, then x-diagport's; checked for what Compose can do. */
-static int project_opts(const struct inj_ctx *c, struct doc_node *doc, struct inj_opts *o, struct err_msg *em)
+/*
+ * A refusal of the options as a whole (inj_opts_check, inj_agent_check name
+ * no node) placed at x-diagport's line when the project has that map, where
+ * one of the two options is.
+ */
+static int at_xdiagport(const struct inj_ctx *c, const struct doc_node *xd, int rc, struct err_msg *em)
 {
-	struct doc_node *xd, *secrets;
+	char *prefix = mem_printf("%s: project: ", c->file ? c->file : "<input>");
+	struct err_msg inner = *em;
+
+	if (xd && doc_is(xd, DOC_MAP) && xd->n > 0 && strncmp(inner.text, prefix, strlen(prefix)) == 0)
+		rc = inj_fail(c, em, xd->keys[0], rc, "x-diagport", "%s", inner.text + strlen(prefix));
+	mem_free(prefix);
+	return rc;
+}
+
+/* project_opts with x-diagport's pairs (xd, its merge keys resolved; NULL when there is none). */
+static int project_opts_from(const struct inj_ctx *c, struct doc_node *doc, struct doc_node *xd, struct inj_opts *o,
+			     struct err_msg *em)
+{
+	struct doc_node *secrets;
 	int rc;
 
-	if ((rc = inj_map_field(c, doc, "x-diagport", "project", &xd, em)) != 0 ||
-	    (rc = inj_opts_from_map(c, c->base, xd, false, "x-diagport", o, em)) != 0)
+	if ((rc = inj_opts_from_map(c, c->base, xd, false, "x-diagport", o, em)) != 0)
 		return rc;
 	if (doc_get(xd, "sidecar"))
 		return inj_fail(c, em, doc_get(xd, "sidecar"), DP_EREFUSED, "x-diagport", "sidecar is a Kubernetes "
@@ -113,14 +136,29 @@ static int project_opts(const struct inj_ctx *c, struct doc_node *doc, struct in
 		return inj_fail(c, em, doc_get(xd, "flavour") ? doc_get(xd, "flavour") : doc_get(xd, "flavor"),
 				DP_EREFUSED, "project", "flavour dotnet-monitor is not supported for Compose (its API key "
 				"would have to come from environment variables); use the diagport agent");
-	if ((rc = inj_opts_check(c, o, "project", em)) != 0 || (rc = inj_agent_check(c, o, "project", em)) != 0 ||
-	    (rc = inj_map_field(c, doc, "secrets", "project", &secrets, em)) != 0)
+	if ((rc = inj_opts_check(c, o, "project", em)) != 0 || (rc = inj_agent_check(c, o, "project", em)) != 0)
+		return at_xdiagport(c, xd, rc, em);
+	if ((rc = inj_map_field(c, doc, "secrets", "project", &secrets, em)) != 0)
 		return rc;
 	if (o->auth_secret && doc_find(secrets, o->auth_secret) < 0)
 		return inj_fail(c, em, secrets ? secrets : doc, DP_EREFUSED, "project",
 				"auth-secret names the secret %s, which the project does not define; add it under the "
 				"top-level secrets (e.g. `%s: {file: ./diagport-token}`)", o->auth_secret, o->auth_secret);
 	return 0;
+}
+
+/* The project's options: the command line's, then x-diagport's; checked for what Compose can do. */
+static int project_opts(const struct inj_ctx *c, struct doc_node *doc, struct inj_opts *o, struct err_msg *em)
+{
+	struct doc_node *xd;
+	int rc;
+
+	if ((rc = inj_map_field(c, doc, "x-diagport", "project", &xd, em)) != 0)
+		return rc;
+	xd = xd ? inj_merged_map(xd) : NULL; /* x-diagport: {<<: *defaults, ...} */
+	rc = project_opts_from(c, doc, xd, o, em);
+	doc_free(xd);
+	return rc;
 }
 
 /* Which services: the containers option's (each must exist), else all; at most INJ_MAX_CONTAINERS. */
@@ -198,6 +236,51 @@ static struct doc_node *volume(const struct inj_opts *o, bool dumps)
 	return v;
 }
 
+/*
+ * The first service that extends service name from this same file
+ * (`extends: NAME`, or `extends: {service: NAME}` without `file`), or NULL.
+ * Borrowed.
+ */
+static const char *extended_by(const struct doc_node *services, const char *name)
+{
+	for (size_t i = 0; i < services->n; i++) {
+		const struct doc_node *e = inj_merged_get(services->vals[i], "extends");
+		const char *base = doc_strval(e) ? e->text : doc_get_str(e, "service");
+
+		if (base && strcmp(base, name) == 0 && !(doc_is(e, DOC_MAP) && doc_get(e, "file")))
+			return services->keys[i]->text;
+	}
+	return NULL;
+}
+
+/*
+ * What extends means for an injected service: a base gets no depends_on
+ * (by: the service extending it); a service that extends another one gets
+ * our DOTNET_DiagnosticPorts as its own, which replaces the base's, not
+ * appended to it (said when the base has one, or is in a file diagport does
+ * not read).
+ */
+static void warn_extends(const struct inj_ctx *c, const struct doc_node *services, const struct doc_node *svc,
+			 const struct inj_opts *so, const char *by, const char *what)
+{
+	const struct doc_node *e = inj_merged_get(svc, "extends");
+	const char *base = doc_strval(e) ? e->text : doc_get_str(e, "service");
+	const char *file = doc_get_str(e, "file"), *v;
+
+	if (by)
+		inj_report_warn(c->report, "%s is extended by service %s, and Compose refuses to extend a service "
+				"that has depends_on: it gets none on %s, so it may start before the agent%s", what,
+				by, INJ_AGENT_NAME, so->mode == INJ_SUSPEND ? " (its runtime waits, suspended, until "
+				"the agent listens)" : "");
+	if (base && file)
+		inj_report_warn(c->report, "%s extends service %s of %s, which diagport does not read: a %s set there "
+				"is replaced by the one diagport adds, not appended to", what, base, file, INJ_ENV);
+	else if (base && (v = inj_compose_env_value(doc_get(services, base), INJ_ENV)) != NULL &&
+		 strcmp(v, inj_port_value(so->mode)) != 0)
+		inj_report_warn(c->report, "%s extends service %s, whose %s ('%s') is replaced by the one diagport "
+				"adds, not appended to", what, base, INJ_ENV, v);
+}
+
 /* Inject each selected service that does not opt out; the first one's user becomes the agent's. */
 static int inject_services(const struct inj_ctx *c, struct doc_node *services, const struct inj_opts *o,
 			   const bool *sel, struct inj_status *st, char **user, struct err_msg *em)
@@ -229,8 +312,12 @@ static int inject_services(const struct inj_ctx *c, struct doc_node *services, c
 				      INJ_MAX_CONTAINERS);
 		} else {
 			snprintf(st->c[st->n].name, sizeof(st->c[0].name), "%s", name);
+			const char *by = extended_by(services, name);
+
 			so.sidecar = INJ_SIDECAR_CONTAINER;
-			rc = inj_compose_service(c, svc, &so, what, &st->c[st->n], em);
+			rc = inj_compose_service(c, svc, &so, by == NULL, what, &st->c[st->n], em);
+			if (rc == 0)
+				warn_extends(c, services, svc, &so, by, what);
 			if (rc == 0 && *user == NULL)
 				*user = inj_agent_user_text(inj_scalar_text(inj_merged_get(svc, "user")));
 			if (rc == 0 && inj_merged_get(svc, "env_file"))
@@ -277,11 +364,28 @@ int inj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct er
 				"container:$(docker compose ps -q %s) curlimages/curl http://127.0.0.1:%d/processes`; "
 				"with a token (x-diagport auth-secret: a secret of the project) it is published on "
 				"127.0.0.1:%d", INJ_AGENT_NAME, INJ_AGENT_NAME, o.port, o.port);
+	/* every service, by default: one that is not .NET gets SYS_PTRACE and the variable for nothing */
+	if (!o.containers && st.n > 1) {
+		struct buf names;
+
+		buf_init(&names, 4096);
+		for (size_t i = 0; i < st.n; i++)
+			buf_printf(&names, "%s%s", i ? ", " : "", st.c[i].name);
+		inj_report_warn(c->report, "injected every service (%s): one that is not .NET (a database, a cache) gets "
+				"%s and %s for nothing; name the .NET ones (--containers, x-diagport containers) or opt "
+				"the others out (label %sinject: \"false\")", names.data, INJ_ENV,
+				o.ptrace ? "SYS_PTRACE" : "nothing else", INJ_PREFIX);
+		buf_free(&names);
+	}
 	if (c->report)
 		c->report->injected++;
 out:
-	if (c->report && rc == 0 && st.n == 0)
+	if (c->report && rc == 0 && st.n == 0) {
 		c->report->skipped++;
+		if (o.inject != 0)
+			inj_report_warn(c->report, "no service was injected: every selected service opts out (label "
+					"%sinject) or none is selected", INJ_PREFIX);
+	}
 	mem_free(user);
 	mem_free(sel);
 	inj_opts_free(&o);

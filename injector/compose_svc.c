@@ -72,6 +72,25 @@ const struct doc_node *inj_merged_get(const struct doc_node *m, const char *k)
 	return doc_find(m, k) >= 0 ? doc_get(m, k) : from_merge(m, k);
 }
 
+struct doc_node *inj_merged_map(const struct doc_node *m)
+{
+	const struct doc_node *mg = doc_get(m, MERGE_KEY);
+	struct doc_node *f = doc_map();
+
+	for (size_t i = 0; doc_is(m, DOC_MAP) && i < m->n; i++)
+		if (strcmp(m->keys[i]->text, MERGE_KEY) != 0)
+			doc_append_pair(f, doc_copy(m->keys[i]), doc_copy(m->vals[i]));
+	for (size_t i = 0; i < (doc_is(mg, DOC_SEQ) ? mg->n : doc_is(mg, DOC_MAP)); i++) {
+		struct doc_node *src = inj_merged_map(doc_is(mg, DOC_SEQ) ? mg->vals[i] : mg);
+
+		for (size_t j = 0; j < src->n; j++)
+			if (doc_find(f, src->keys[j]->text) < 0)
+				doc_append_pair(f, doc_copy(src->keys[j]), doc_copy(src->vals[j]));
+		doc_free(src);
+	}
+	return f;
+}
+
 /*
  * Collections in block style and strings as the writer likes them: a copy
  * then reads the same whether its source was written in flow or not (YAML
@@ -151,6 +170,20 @@ static long kv_find(const struct doc_node *coll, const char *k)
 	return found;
 }
 
+const char *inj_compose_env_value(const struct doc_node *svc, const char *k)
+{
+	const struct doc_node *env = inj_merged_get(svc, f_env.key);
+	const char *s;
+	long i;
+
+	if (doc_is(env, DOC_MAP))
+		return inj_scalar_text(inj_merged_get(env, k));
+	if ((i = kv_find(env, k)) < 0 || !doc_strval(env->vals[i]))
+		return NULL;
+	s = env->vals[i]->text + strlen(k);
+	return *s == '=' ? s + 1 : NULL;
+}
+
 /* Add K=V to a map or a list, in the form it has. */
 static void kv_add(struct doc_node *coll, const char *k, const char *v)
 {
@@ -204,7 +237,10 @@ static int label_option(const struct inj_ctx *c, struct inj_opts *o, const struc
 int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *svc,
 			const char *what, struct inj_opts *o, struct err_msg *em)
 {
-	const struct doc_node *labels = inj_merged_get(svc, "labels");
+	const struct doc_node *own = inj_merged_get(svc, "labels");
+	/* a labels map with merge keys of its own (labels: {<<: *team}): the labels they give count too */
+	struct doc_node *flat = doc_is(own, DOC_MAP) ? inj_merged_map(own) : NULL;
+	const struct doc_node *labels = flat ? flat : own;
 	size_t plen = strlen(INJ_PREFIX);
 	int rc = 0;
 
@@ -227,6 +263,7 @@ int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *bas
 			mem_free(name);
 		}
 	}
+	doc_free(flat);
 	if (rc != 0)
 		inj_opts_free(o);
 	return rc;
@@ -450,6 +487,17 @@ static int add_ptrace(const struct inj_ctx *c, struct doc_node *svc, const char 
 	return 0;
 }
 
+/* Does a depends_on (list or map) name the agent? */
+static bool names_agent(const struct doc_node *deps)
+{
+	if (doc_is(deps, DOC_MAP))
+		return doc_find(deps, INJ_AGENT_NAME) >= 0;
+	for (size_t i = 0; doc_is(deps, DOC_SEQ) && i < deps->n; i++)
+		if (doc_strval(deps->vals[i]) && strcmp(deps->vals[i]->text, INJ_AGENT_NAME) == 0)
+			return true;
+	return false;
+}
+
 static struct doc_node *condition(const char *cond)
 {
 	struct doc_node *m = doc_map();
@@ -473,6 +521,10 @@ static int add_depends(const struct inj_ctx *c, struct doc_node *svc, const stru
 
 	if ((rc = own_field(c, svc, &f_deps, false, what, flags, &deps, em)) != 0)
 		return rc;
+	if (names_agent(deps))
+		return inj_fail(c, em, deps, DP_EREFUSED, what, "depends_on already names %s and there is no "
+				"diagport status record; diagport adds that dependency, so remove yours",
+				INJ_AGENT_NAME);
 	if (deps == NULL)
 		deps = inj_create(svc, f_deps.key, healthy ? DOC_MAP : DOC_SEQ, flags, FLAGS_SIZE, f_deps.created);
 	if (deps->type == DOC_SEQ && healthy) {
@@ -554,15 +606,15 @@ static int add_status_label(const struct inj_ctx *c, struct doc_node *svc, const
 	return 0;
 }
 
-int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o,
-			  const char *what, struct inj_cstat *cs, struct err_msg *em)
+int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o, bool depends,
+			const char *what, struct inj_cstat *cs, struct err_msg *em)
 {
 	int rc;
 
 	if ((rc = check_mounts(c, svc, what, em)) != 0 || (rc = add_env(c, svc, o, what, cs->flags, em)) != 0 ||
 	    (rc = add_volumes(c, svc, what, cs->flags, em)) != 0 ||
 	    (o->ptrace && (rc = add_ptrace(c, svc, what, cs->flags, em)) != 0) ||
-	    (rc = add_depends(c, svc, o, what, cs->flags, em)) != 0)
+	    (depends && (rc = add_depends(c, svc, o, what, cs->flags, em)) != 0))
 		return rc;
 	return add_status_label(c, svc, o, cs, what, em);
 }
@@ -586,6 +638,40 @@ int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const s
 	unshare(svc, &f_caps, f);
 	kv_del(doc_get(svc, f_labels.key), INJ_STATUS_KEY);
 	unshare(svc, &f_labels, f);
+	return 0;
+}
+
+/*
+ * After uninject: what only diagport adds must be gone from a service its
+ * record named (a record forged or an injected file edited by hand leaves
+ * some behind, and the project would name an agent and volumes that are gone).
+ */
+int inj_compose_leftover(const struct inj_ctx *c, const struct doc_node *svc, const char *what, struct err_msg *em)
+{
+	const struct doc_node *deps = inj_merged_get(svc, f_deps.key), *vols = inj_merged_get(svc, f_vols.key);
+
+	if (names_agent(deps))
+		return inj_fail(c, em, deps, DP_EREFUSED, what, "depends_on still names %s after uninject: the "
+				"project's status record does not say that diagport added it (edited by hand?); "
+				"remove it by hand", INJ_AGENT_NAME);
+	for (size_t i = 0; doc_is(vols, DOC_SEQ) && i < vols->n; i++) {
+		const struct doc_node *v = vols->vals[i];
+		char *src = NULL, *tgt = NULL;
+		const char *s = doc_is(v, DOC_MAP) ? doc_get_str(v, "source") : NULL;
+		bool ours;
+
+		if (doc_strval(v)) {
+			short_volume(v->text, &src, &tgt);
+			s = src;
+		}
+		ours = s && (strcmp(s, INJ_VOL_DIAG) == 0 || strcmp(s, INJ_VOL_DUMPS) == 0);
+		mem_free(src);
+		mem_free(tgt);
+		if (ours)
+			return inj_fail(c, em, v, DP_EREFUSED, what, "volumes still mounts a volume of diagport's after "
+					"uninject: the project's status record does not say that diagport added it "
+					"(edited by hand?); remove it by hand");
+	}
 	return 0;
 }
 

@@ -154,14 +154,28 @@ int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct d
 /* Compose, one service (compose_svc.c; compose.c runs them over the project). */
 /* Key k of map m as YAML means it: its own key, else through its merge key (<<), in merge order. Borrowed. */
 const struct doc_node *inj_merged_get(const struct doc_node *m, const char *k);
+/*
+ * Map m as YAML means it: its own pairs (no merge key), then the pairs its
+ * merge key (<<: a map or a list of maps, resolved in order) gives that it
+ * has not. Copies, positions kept; a new map (empty when m is not a map).
+ */
+struct doc_node *inj_merged_map(const struct doc_node *m);
 /* A service's options: base, then its diagport.dev/ labels (inject, mode, ptrace); *o initialised here. */
 int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *svc,
 			     const char *what, struct inj_opts *o, struct err_msg *em);
-/* Inject one service (cs->name set), recording flags in cs; and the inverse. */
-int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o, const char *what,
-			struct inj_cstat *cs, struct err_msg *em);
+/*
+ * Inject one service (cs->name set), recording flags in cs; depends: add its
+ * depends_on the agent (not for a service that another one extends: Compose
+ * refuses to extend a service with depends_on). And the inverse.
+ */
+int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_opts *o, bool depends,
+			const char *what, struct inj_cstat *cs, struct err_msg *em);
 int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_cstat *cs,
 			  const char *what, struct err_msg *em);
+/* The value of variable k in a service's environment (map or "K=V" list, merge keys followed), or NULL. Borrowed. */
+const char *inj_compose_env_value(const struct doc_node *svc, const char *k);
+/* After uninject of a service: refuse when a dependency on the agent or a mount of its volumes is left. */
+int inj_compose_leftover(const struct inj_ctx *c, const struct doc_node *svc, const char *what, struct err_msg *em);
 /* The value node of a service's label diagport.dev/status (map or list form), or NULL; *skip: the "K=" before it. */
 const struct doc_node *inj_compose_status_label(const struct doc_node *svc, size_t *skip);
 

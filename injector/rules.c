@@ -37,8 +37,41 @@ bool inj_names_socket(const char *v)
 	return false;
 }
 
-bool inj_path_overlaps(const char *p, const char *dir)
+/*
+ * Path p as the runtime resolves it, into out (size n): "//", "." and ".."
+ * segments folded ("/app/../diag" is /diag). False when it does not fit.
+ */
+static bool clean_path(const char *p, char *out, size_t n)
 {
+	size_t len = 0;
+
+	while (*p) {
+		size_t sl = strcspn(p, "/");
+
+		if ((sl == 1 && p[0] == '.') || sl == 0) {
+			/* an empty or "." segment: nothing */
+		} else if (sl == 2 && p[0] == '.' && p[1] == '.') {
+			while (len > 0 && out[--len] != '/')
+				;
+		} else {
+			if (len + 1 + sl >= n)
+				return false;
+			out[len++] = '/';
+			memcpy(out + len, p, sl);
+			len += sl;
+		}
+		p += sl + (p[sl] == '/');
+	}
+	if (len == 0)
+		out[len++] = '/';
+	out[len] = '\0';
+	return true;
+}
+
+bool inj_path_overlaps(const char *path, const char *dir)
+{
+	char clean[4096] = ""; /* zeroed: the analyser cannot follow clean_path's length */
+	const char *p = *path == '/' && clean_path(path, clean, sizeof(clean)) ? clean : path;
 	size_t pl = strlen(p), dl = strlen(dir);
 
 	while (pl > 1 && p[pl - 1] == '/')

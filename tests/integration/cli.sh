@@ -41,6 +41,16 @@ check in-place-link-stays test -L "$W/ln/link.yaml"
 check in-place-link-target-replaced cmp -s "$W/ln/target.yaml" "$EXP"
 check in-place-link-no-temp test "$(ls "$W/ln" | tr '\n' ' ')" = "link.yaml target.yaml "
 rm -r "$W/ln"
+# --in-place on a read-only file (in a writable directory, where a rename would work): refused, exit 5, the
+# file kept; also as root, who may write anything
+mkdir -p "$W/ro"; cp "$IN" "$W/ro/r.yaml"; chmod 444 "$W/ro/r.yaml"
+"$D" inject --in-place -f "$W/ro/r.yaml" > "$W/out" 2> "$W/err"; rc=$?
+WHY="exit $rc"; check in-place-read-only-exit-5 test $rc -eq 5
+check in-place-read-only-kept cmp -s "$W/ro/r.yaml" "$IN"
+check in-place-read-only-mode test "$(stat -c %a "$W/ro/r.yaml")" = 444
+check in-place-read-only-says grep -q "r.yaml: the file is read-only: --in-place" "$W/err"
+check in-place-read-only-no-temp test "$(ls "$W/ro")" = r.yaml
+rm -r "$W/ro"
 
 # on error: file untouched, stdout empty, exit 1
 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n  volumes:\n  - name: diagport-diag\n' > "$W/bad.yaml"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compose.sh - inject/uninject compose beyond the golden cases: detection
 # without the kind word, --in-place both ways and untouched on refusal,
-# warnings (env_file, an agent on loopback only), uninject of a file never
+# warnings (env_file, an agent on loopback only, extends), uninject of a file never
 # injected, a status record that no longer matches, the meaning of merge keys
 # after inject (PyYAML resolving them), and the caps' exit codes.
 set -u
@@ -71,6 +71,30 @@ check warn-env-file grep -q "warning: service a has env_file" "$W/warn"
 check warn-loopback grep -q "warning: diagport-agent listens on its own loopback only" "$W/warn"
 "$D" inject compose --no-auth -f "$W/ef.yaml" > /dev/null 2> "$W/warn2"
 check no-loopback-warning-with-no-auth test "$(grep -c loopback "$W/warn2")" = 0
+
+# every service injected by default: said, naming them (a database gets SYS_PTRACE for nothing); not with
+# --containers; nothing injected at all: said
+printf 'services:\n  web: {image: x}\n  db: {image: postgres}\n' > "$W/two.yaml"
+"$D" inject compose --no-auth -f "$W/two.yaml" > /dev/null 2> "$W/warn"
+check warn-every-service grep -q 'warning: injected every service (web, db): one that is not .NET .* SYS_PTRACE' "$W/warn"
+"$D" inject compose --no-auth --containers web -f "$W/two.yaml" > /dev/null 2> "$W/warn"
+check no-every-service-warning-with-containers test "$(grep -c 'every service' "$W/warn")" = 0
+printf 'services:\n  web: {image: x, labels: {diagport.dev/inject: "false"}}\n' > "$W/none.yaml"
+"$D" inject compose --no-auth -f "$W/none.yaml" > "$W/none.out" 2> "$W/warn"
+check warn-nothing-injected bash -c "grep -q 'warning: no service was injected' '$W/warn' && ! grep -q diagport-agent '$W/none.out'"
+
+# extends: a base in this file gets no depends_on (Compose refuses to extend a service that has one), and
+# says so; a service extending a base whose DOTNET_DiagnosticPorts it replaces, or a base in another file,
+# says that; suspend mode on the base too
+printf 'services:\n  base:\n    image: x\n    environment: {DOTNET_DiagnosticPorts: /tmp/p.sock}\n  a:\n    extends: base\n  b:\n    extends: {file: common.yaml, service: dotnet}\n' > "$W/ext.yaml"
+"$D" inject compose --mode suspend -f "$W/ext.yaml" > "$W/ext.out" 2> "$W/warn"
+"$PY" -c 'import sys, yaml; s = yaml.safe_load(open(sys.argv[1]))["services"]; sys.exit("depends_on" in s["base"] or "diagport-agent" not in s["a"]["depends_on"])' "$W/ext.out"
+check extends-base-no-depends test $? = 0
+check warn-extends-base grep -q "warning: service base is extended by service a, and Compose refuses .* (its runtime waits, suspended" "$W/warn"
+check warn-extends-replaces grep -q "warning: service a extends service base, whose DOTNET_DiagnosticPorts ('/tmp/p.sock;/diag/port,suspend,connect') is replaced" "$W/warn"
+check warn-extends-other-file grep -q "warning: service b extends service dotnet of common.yaml, which diagport does not read" "$W/warn"
+"$D" uninject compose -f "$W/ext.out" > "$W/ext.back"
+check extends-uninject same_data "$W/ext.back" "$W/ext.yaml"
 
 # uninject of a file never injected: its data, unchanged
 "$D" uninject compose -f "$G/depends-map/input.yaml" > "$W/u"
