@@ -396,13 +396,21 @@ struct doc_node *inj_agent_compose(const struct inj_opts *o, const char *user, c
 	inj_quantity(r.cpu, true, &cpu);
 	doc_set(a, "image", doc_str(o->image ? o->image : inj_default_image(o->flavour)));
 	doc_set(a, "command", launch_args(o, token, NULL));
+	if (o->egress_settings) { /* a Compose secret is a file: the settings document, read as --config */
+		char *f = mem_printf("/run/secrets/%s", o->egress_settings);
+
+		doc_push(doc_get(a, "command"), doc_str("--config"));
+		doc_push(doc_get(a, "command"), doc_str(f));
+		mem_free(f);
+	}
 	doc_set(a, "user", doc_str(user));
 	doc_set(a, "read_only", doc_bool(true));
 	doc_set(a, "cap_drop", strs(all));
 	doc_set(a, "security_opt", strs(nnp));
 	doc_set(a, "volumes", strs(vols));
-	if (o->auth_secret) {
-		const char *const sec[] = { o->auth_secret, NULL };
+	if (o->auth_secret || o->egress_settings) {
+		const char *const sec[] = { o->auth_secret ? o->auth_secret : o->egress_settings,
+					    o->auth_secret ? o->egress_settings : NULL, NULL };
 
 		doc_set(a, "secrets", strs(sec));
 	}

@@ -144,6 +144,11 @@ static int project_opts_from(const struct inj_ctx *c, struct doc_node *doc, stru
 		return inj_fail(c, em, secrets ? secrets : doc, DP_EREFUSED, "project",
 				"auth-secret names the secret %s, which the project does not define; add it under the "
 				"top-level secrets (e.g. `%s: {file: ./diagport-token}`)", o->auth_secret, o->auth_secret);
+	if (o->egress_settings && doc_find(secrets, o->egress_settings) < 0)
+		return inj_fail(c, em, secrets ? secrets : doc, DP_EREFUSED, "project",
+				"egress-settings names the secret %s, which the project does not define; add it under "
+				"the top-level secrets (e.g. `%s: {file: ./diagport-egress.yaml}`, a settings file)",
+				o->egress_settings, o->egress_settings);
 	return 0;
 }
 
