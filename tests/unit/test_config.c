@@ -113,8 +113,9 @@ static void errors_say_where(void)
 	T_CHECK(config_load_file(&c, p, &em) == DP_EINVAL && strstr(em.text, "always listens") != NULL);
 	config_free(&c);
 
-	p = file_with("azure.yaml", "Egress:\n  AzureBlobStorage:\n    x:\n      accountUri: https://a\n");
-	T_CHECK(config_load_file(&c, p, &em) == DP_EINVAL && strstr(em.text, "AzureBlobStorage") != NULL);
+	p = file_with("gcs.yaml", "Egress:\n  GoogleCloudStorage:\n    x:\n      bucket: b\n");
+	T_CHECK(config_load_file(&c, p, &em) == DP_EINVAL && strstr(em.text, "GoogleCloudStorage") != NULL &&
+		strstr(em.text, "gcs.yaml:4:15") != NULL);
 	config_free(&c);
 
 	T_CHECK(config_load_file(&c, "/nonexistent/x.yaml", &em) == DP_EIO);
