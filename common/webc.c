@@ -34,11 +34,11 @@
 #include "mem.h"
 #include "webc_int.h"
 
-#define HEAD_OUT_MAX (64 * 1024)  /* our request head */
-#define TARGET_MAX (16 * 1024)
-#define BODY_CHUNK (64 * 1024)    /* one body_fn call, one write */
-#define READ_CHUNK (16 * 1024)
-#define INLINE_BODY (16 * 1024)   /* a body in memory up to this goes in the head's write */
+#define HEAD_OUT_MAX 65536 /* our request head */
+#define TARGET_MAX 16384
+#define BODY_CHUNK 65536   /* one body_fn call, one write */
+#define READ_CHUNK 16384
+#define INLINE_BODY 16384  /* a body in memory up to this goes in the head's write */
 
 struct webc_conn {
 	bool tls;
@@ -118,7 +118,7 @@ static int parse_url(const char *url, struct webc_conn *c, struct err_msg *em)
 	if (port && parse_port(port, (size_t)(end - port), c->port) != 0)
 		return err_set(em, DP_EINVAL, "the base URL's port is not a number from 1 to 65535");
 	if (port == NULL || strcmp(c->port, c->tls ? "443" : "80") == 0) {
-		strcpy(c->port, c->tls ? "443" : "80");
+		snprintf(c->port, sizeof(c->port), "%s", c->tls ? "443" : "80");
 		c->host_hdr = strchr(c->host, ':') ? mem_printf("[%s]", c->host) : mem_strdup(c->host);
 	} else {
 		c->host_hdr = mem_printf(strchr(c->host, ':') ? "[%s]:%s" : "%s:%s", c->host, c->port);
@@ -210,12 +210,11 @@ static int connect_one(const struct addrinfo *ai, long long deadline, char *why,
 		return -1;
 	}
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
-		if (errno != EINPROGRESS)
-			err = errno;
-		else if (wait_fd(fd, POLLOUT, left_ms(deadline), "connecting", &tmp) != 0)
+		err = errno;
+		if (err == EINPROGRESS && wait_fd(fd, POLLOUT, left_ms(deadline), "connecting", &tmp) != 0)
 			err = ETIMEDOUT;
-		else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
-			err = errno;
+		else if (err == EINPROGRESS)
+			err = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ? errno : err;
 	}
 	if (err) {
 		snprintf(why, whylen, "%s", strerror(err));

@@ -15,7 +15,7 @@
 #include "webc.h"
 
 /* Caps on an answer's head (status line and headers) and on a chunked body's framing lines and trailers. */
-#define WEBC_HEAD_MAX (16 * 1024)
+#define WEBC_HEAD_MAX 16384
 #define WEBC_HEADERS_MAX 100
 #define WEBC_CHUNK_LINE_MAX 1024
 

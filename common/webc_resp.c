@@ -47,7 +47,7 @@ void webc_parse_init(struct webc_parse *p, bool head_request, size_t max_resp, c
 {
 	memset(p, 0, sizeof(*p));
 	p->head_request = head_request;
-	p->max_resp = max_resp ? max_resp : 1024 * 1024;
+	p->max_resp = max_resp ? max_resp : (size_t)1 << 20;
 	p->want = want;
 	p->resp = resp;
 	p->state = S_HEAD;

@@ -59,7 +59,7 @@
 	X(ERR_error_string_n)                                                                                      \
 	X(ERR_clear_error)
 
-#define FIELD(fn) __typeof__(fn) *fn;
+#define FIELD(fn) __typeof__(fn) *fn; // NOLINT(bugprone-macro-parentheses): fn names a member
 static struct {
 	SSL_FUNCTIONS(FIELD)
 } ossl;
