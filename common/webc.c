@@ -297,35 +297,53 @@ static bool stale(const struct webc_conn *c)
 
 /* ---- bytes both ways ------------------------------------------------------------------------- */
 
+/*
+ * One send or receive, TLS or not: bytes (> 0), 0 at the server's close,
+ * WEBC_WANT_READ / WEBC_WANT_WRITE, WEBC_EOF_UNCLEAN, or DP_EIO with em
+ * (*gone when the server closed or reset the connection).
+ */
+static long io_once(struct webc_conn *c, bool out, char *p, size_t n, bool *gone, struct err_msg *em)
+{
+	long r;
+
+	if (c->t) {
+		r = out ? webc_tls_write(c->t, p, n, em) : webc_tls_read(c->t, p, n, em);
+		*gone |= r == DP_EIO;
+		return r;
+	}
+	do
+		r = out ? send(c->fd, p, n, MSG_NOSIGNAL) : recv(c->fd, p, n, 0);
+	while (r < 0 && errno == EINTR);
+	if (r >= 0)
+		return r;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return out ? WEBC_WANT_WRITE : WEBC_WANT_READ;
+	*gone = errno == EPIPE || errno == ECONNRESET;
+	return err_set(em, DP_EIO, "%s failed: %s", out ? "sending" : "receiving", strerror(errno));
+}
+
+/* io_once until it moves bytes or fails, waiting (poll, io_timeout_ms) for what it asks for. */
+static long io(struct webc_conn *c, bool out, char *p, size_t n, bool *gone, struct err_msg *em)
+{
+	for (;;) {
+		long r = io_once(c, out, p, n, gone, em);
+
+		if (r != WEBC_WANT_READ && r != WEBC_WANT_WRITE)
+			return r;
+		if (wait_fd(c->fd, r == WEBC_WANT_READ ? POLLIN : POLLOUT, c->o.io_timeout_ms,
+			    out ? "sending" : "waiting for the answer", em) != 0)
+			return DP_EIO;
+	}
+}
+
 /* All n bytes out. 0, or DP_EIO with em; *gone when the server had closed or reset the connection. */
 static int send_all(struct webc_conn *c, const char *p, size_t n, bool *gone, struct err_msg *em)
 {
 	while (n > 0) {
-		long r;
+		long r = io(c, true, (char *)p, n, gone, em); /* send does not write to p */
 
-		if (c->t) {
-			r = webc_tls_write(c->t, p, n, em);
-			if (r == WEBC_WANT_READ || r == WEBC_WANT_WRITE) {
-				if (wait_fd(c->fd, r == WEBC_WANT_READ ? POLLIN : POLLOUT, c->o.io_timeout_ms, "sending",
-					    em) != 0)
-					return DP_EIO;
-				continue;
-			}
-			if (r < 0) {
-				*gone = true;
-				return DP_EIO;
-			}
-		} else if ((r = send(c->fd, p, n, MSG_NOSIGNAL)) < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK) {
-				if (wait_fd(c->fd, POLLOUT, c->o.io_timeout_ms, "sending", em) != 0)
-					return DP_EIO;
-				continue;
-			}
-			*gone = errno == EPIPE || errno == ECONNRESET;
-			return err_set(em, DP_EIO, "sending failed: %s", strerror(errno));
-		}
+		if (r <= 0)
+			return r == 0 ? err_set(em, DP_EIO, "sending failed: nothing was written") : (int)r;
 		p += r;
 		n -= (size_t)r;
 	}
@@ -335,36 +353,12 @@ static int send_all(struct webc_conn *c, const char *p, size_t n, bool *gone, st
 /* Some bytes in: > 0, 0 at the server's close, or DP_EIO with em (*gone for a reset or an unclean TLS close). */
 static long recv_some(struct webc_conn *c, char *p, size_t n, bool *gone, struct err_msg *em)
 {
-	for (;;) {
-		long r;
+	long r = io(c, false, p, n, gone, em);
 
-		if (c->t) {
-			r = webc_tls_read(c->t, p, n, em);
-			if (r == WEBC_WANT_READ || r == WEBC_WANT_WRITE) {
-				if (wait_fd(c->fd, r == WEBC_WANT_READ ? POLLIN : POLLOUT, c->o.io_timeout_ms,
-					    "waiting for the answer", em) != 0)
-					return DP_EIO;
-				continue;
-			}
-			if (r == WEBC_EOF_UNCLEAN) {
-				*gone = true;
-				return err_set(em, DP_EIO, "the server closed the TLS connection without close_notify");
-			}
-			*gone |= r < 0;
-			return r;
-		}
-		if ((r = recv(c->fd, p, n, 0)) >= 0)
-			return r;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			if (wait_fd(c->fd, POLLIN, c->o.io_timeout_ms, "waiting for the answer", em) != 0)
-				return DP_EIO;
-			continue;
-		}
-		*gone = errno == ECONNRESET;
-		return err_set(em, DP_EIO, "receiving failed: %s", strerror(errno));
-	}
+	if (r != WEBC_EOF_UNCLEAN)
+		return r;
+	*gone = true;
+	return err_set(em, DP_EIO, "the server closed the TLS connection without close_notify");
 }
 
 /* ---- one exchange ---------------------------------------------------------------------------- */
