@@ -12,9 +12,11 @@
  * server verified against a CA bundle and the host name, SNI, TLS 1.2+), and
  * an HTTP/1.1 reader for Content-Length and chunked answers.
  *
- * Ownership: everything passed in is borrowed for the call; a webc_conn is
- * the caller's and is freed with webc_close. Not thread-safe per connection;
- * use one connection per thread.
+ * Ownership: everything passed in is borrowed for the call, but for
+ * webc_open's options, which the connection copies (ca_file too) except
+ * allow_ctx, which must outlive the connection; a webc_conn is the caller's
+ * and is freed with webc_close. Not thread-safe per connection; use one
+ * connection per thread.
  */
 #ifndef DP_WEBC_H
 #define DP_WEBC_H
@@ -37,7 +39,8 @@ struct webc_opts {
 	const char *ca_file;    /* PEM bundle to verify servers against; NULL: SSL_CERT_FILE, else the
 				   system's (/etc/ssl/certs/ca-certificates.crt) */
 	bool insecure;          /* do not verify the server (tests against a self-signed emulator only) */
-	long connect_timeout_ms;/* name resolution and connect (and the TLS handshake); 0 = 10 s */
+	long connect_timeout_ms;/* connect and the TLS handshake, over all addresses; 0 = 10 s (getaddrinfo
+				   itself is bounded by resolv.conf's timeout and attempts, not by this) */
 	long io_timeout_ms;     /* any one read or write making no progress; 0 = 30 s */
 	webc_allow_fn allow;    /* may be NULL */
 	void *allow_ctx;
@@ -60,8 +63,8 @@ typedef long (*webc_body_fn)(void *ctx, char *out, size_t max);
 struct webc_req {
 	const char *method;         /* "PUT", "POST", "GET", "DELETE", "HEAD" */
 	const char *target;         /* the path and query, "/bucket/key?partNumber=1&uploadId=..." (already encoded) */
-	const char *const *headers; /* "Name: value" lines, NULL-terminated, or NULL; Host, Content-Length and
-				       Connection are webc's */
+	const char *const *headers; /* "Name: value" lines, NULL-terminated, or NULL; Host, Content-Length,
+				       Connection and Transfer-Encoding are webc's (given here: DP_EINVAL) */
 	const void *body;           /* a body in memory (body_len bytes), or NULL */
 	size_t body_len;
 	webc_body_fn body_fn;       /* or a streamed body of exactly body_len bytes (sent with Content-Length) */
@@ -83,13 +86,18 @@ const char *webc_resp_header(const struct webc_resp *r, const char *name);
 /*
  * Send one request on c (opening the connection first if it is not open,
  * and once more if a kept-alive connection turns out closed before any of
- * the answer came) and read the whole answer into resp, whatever its
+ * the answer came, when the body can be sent again: a body in memory, or a
+ * body_fn not called yet; a streamed body already partly taken gives
+ * DP_EIO instead) and read the whole answer into resp, whatever its
  * status. 0 with resp filled; DP_EIO with em when no whole answer came
  * (resolution, refused or disallowed connect, TLS verification, reset,
  * timeout), DP_ETOOBIG when the answer's body passes max_resp, DP_EREMOTE
  * for an answer that is not HTTP/1.x, DP_ENOLIB when TLS is needed and
- * libssl is missing (dynamic builds). em names the method, host and path,
- * never a header value or the query (which may hold a signature).
+ * libssl is missing (dynamic builds), DP_EINVAL for a request that cannot
+ * be sent (method, target, a header line), body_fn's own code when it
+ * fails. On failure resp is empty (webc_resp_free is still safe) and the
+ * connection is closed. em names the method, host and path, never a
+ * header value or the query (which may hold a signature).
  */
 int webc_request(struct webc_conn *c, const struct webc_req *req, struct webc_resp *resp, struct err_msg *em);
 
