@@ -95,8 +95,9 @@ const char *webc_resp_header(const struct webc_resp *r, const char *name);
  * for an answer that is not HTTP/1.x, DP_ENOLIB when TLS is needed and
  * libssl is missing (dynamic builds), DP_EINVAL for a request that cannot
  * be sent (method, target, a header line), body_fn's own code when it
- * fails. On failure resp is empty (webc_resp_free is still safe) and the
- * connection is closed. em names the method, host and path, never a
+ * fails. On failure resp is empty (webc_resp_free is still safe), and
+ * after any failure but DP_EINVAL the connection is closed (the next
+ * request opens a new one). em names the method, host and path, never a
  * header value or the query (which may hold a signature).
  */
 int webc_request(struct webc_conn *c, const struct webc_req *req, struct webc_resp *resp, struct err_msg *em);
