@@ -9,8 +9,11 @@
 #   static-pre  the same static link without build/static/webc_tls_linked.o, i.e. without OpenSSL
 #               (what the image held before)
 # and, for scale, the static test driver (tests/integration/webc_driver.c) with and without the TLS
-# object: what OpenSSL adds to a program that does call it. Measures and prints; never gates.
-# Knobs: RUNS (7), BUILD (build). Figures go to docs/BENCHMARKS.md by hand.
+# object: what OpenSSL adds to a program that does call it. Then uploads: UPLOAD_MB (500) of zeros PUT
+# to tests/integration/webc_server.py's /sha (Python's http.server hashing what it reads: the server is
+# the bottleneck, so this says webc is not slower than curl, not how fast either can go), by the
+# dynamic driver and by `curl -T`, plain and TLS (a test CA), UPLOAD_RUNS (3) each: wall s, peak RSS.
+# Measures and prints; never gates. Knobs: RUNS (7), UPLOAD_MB, UPLOAD_RUNS, BUILD (build). Figures go to docs/BENCHMARKS.md by hand.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD:-build}
@@ -67,3 +70,35 @@ for b in dynamic static static-pre; do
 done
 printf '%-12s %10s\n' driver-tls "$(size "$W/driver-tls")" driver-notls "$(size "$W/driver-notls")"
 echo "(RUNS=$RUNS; $(date -u +%FT%TZ); $(nproc) CPUs)"
+
+# --- uploads: webc against curl, same server, same bytes
+UPLOAD_MB=${UPLOAD_MB:-500}
+UPLOAD_RUNS=${UPLOAD_RUNS:-3}
+cc -O2 -o "$W/driver" "$W/driver.o" "$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread || exit 1
+o=/usr/bin/openssl
+$o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/ca.key" -out "$W/ca.crt" -days 1 \
+	-subj /CN=bench-ca 2> /dev/null &&
+	$o req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/srv.key" -out "$W/srv.csr" \
+		-subj /CN=localhost 2> /dev/null &&
+	printf 'subjectAltName=DNS:localhost\n' > "$W/srv.ext" &&
+	$o x509 -req -in "$W/srv.csr" -CA "$W/ca.crt" -CAkey "$W/ca.key" -set_serial 1 -days 1 -extfile "$W/srv.ext" \
+		-out "$W/srv.crt" 2> /dev/null || exit 1
+for mode in plain tls; do
+	extra=()
+	[ $mode = tls ] && extra=(--cert "$W/srv.crt" --key "$W/srv.key")
+	python3 tests/integration/webc_server.py --ready "$W/$mode.port" --log "$W/$mode.log" "${extra[@]}" &
+	pids+=($!)
+	for _ in $(seq 1 100); do [ -s "$W/$mode.port" ] && break; sleep 0.05; done
+done
+head -c $((UPLOAD_MB * 1000000)) /dev/zero > "$W/body"
+printf '%-6s %-5s %8s %14s\n' mode who "wall s" "peak RSS KiB"
+for _ in $(seq 1 "$UPLOAD_RUNS"); do
+	for mode in plain tls; do
+		port=$(cat "$W/$mode.port")
+		if [ $mode = tls ]; then url=https://localhost:$port; else url=http://127.0.0.1:$port; fi
+		/usr/bin/time -f "%e %M" -o "$W/t" "$W/driver" --ca "$W/ca.crt" --body-file "$W/body" "$url" PUT /sha > /dev/null
+		printf '%-6s %-5s %8s %14s\n' $mode webc $(cat "$W/t")
+		/usr/bin/time -f "%e %M" -o "$W/t" curl -sf --cacert "$W/ca.crt" -T "$W/body" "$url/sha" -o /dev/null
+		printf '%-6s %-5s %8s %14s\n' $mode curl $(cat "$W/t")
+	done
+done
