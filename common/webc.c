@@ -48,7 +48,7 @@ struct webc_conn {
 	char *ca_file;  /* o.ca_file points here */
 	struct webc_opts o;
 	int fd;         /* -1 when not open */
-	struct webc_tls_ctx *tctx; /* made at the first TLS connection, kept for the next ones */
+	struct webc_tls_ctx *tctx; /* https: made by webc_open, used by every connection */
 	struct webc_tls *t;
 	unsigned served; /* answers read on the open connection */
 };
@@ -140,6 +140,11 @@ int webc_open(const char *base_url, const struct webc_opts *o, struct webc_conn 
 	}
 	if (c->o.ca_file)
 		c->o.ca_file = c->ca_file = mem_strdup(c->o.ca_file);
+	/* libssl and the CA bundle now: a bad bundle fails here, and a sandbox entered after this needs neither */
+	if (c->tls && (rc = webc_tls_ctx_new(&c->o, &c->tctx, em)) != 0) {
+		webc_close(c);
+		return rc;
+	}
 	if (c->o.connect_timeout_ms <= 0)
 		c->o.connect_timeout_ms = 10000;
 	if (c->o.io_timeout_ms <= 0)
@@ -238,8 +243,6 @@ static int tls_handshake(struct webc_conn *c, long long deadline, struct err_msg
 {
 	int rc;
 
-	if (c->tctx == NULL && (rc = webc_tls_ctx_new(&c->o, &c->tctx, em)) != 0)
-		return rc;
 	if ((rc = webc_tls_new(c->tctx, c->fd, c->host, &c->t, em)) != 0)
 		return rc;
 	while ((rc = webc_tls_handshake(c->t, em)) == WEBC_WANT_READ || rc == WEBC_WANT_WRITE)

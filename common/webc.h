@@ -48,7 +48,13 @@ struct webc_opts {
 
 struct webc_conn; /* one connection to one scheme://host:port, reopened as needed */
 
-/* A new connection object for base_url's scheme, host and port (nothing is opened yet). DP_EINVAL for a bad URL. */
+/*
+ * A new connection object for base_url's scheme, host and port (no
+ * connection is opened yet). For https, libssl is loaded and the CA bundle
+ * read now, so that a process may enter its sandbox after this. DP_EINVAL
+ * for a bad URL; for https also DP_ENOLIB (no libssl, dynamic builds) and
+ * DP_EIO (the CA bundle does not load), with em.
+ */
 int webc_open(const char *base_url, const struct webc_opts *o, struct webc_conn **out, struct err_msg *em);
 void webc_close(struct webc_conn *c); /* NULL-safe */
 

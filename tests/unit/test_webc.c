@@ -250,6 +250,10 @@ static void urls_and_requests_refused(void)
 			T_FAIL("%s was taken", bad[i]);
 	T_CHECK(webc_open("https://[::1]:8443/base?q", NULL, &c, &em) == 0);
 	webc_close(c);
+	o.ca_file = "/nonexistent/ca.pem";
+	T_CHECK(webc_open("https://localhost/", &o, &c, &em) == DP_EIO);
+	T_CHECK(strstr(em.text, "/nonexistent/ca.pem") != NULL);
+	o.ca_file = NULL;
 	T_CHECK(webc_open("http://127.0.0.1:9/", &o, &c, &em) == 0);
 	T_CHECK(webc_request(c, &(struct webc_req){ .method = "G T", .target = "/" }, &r, &em) == DP_EINVAL);
 	T_CHECK(r.status == 0 && r.body.len == 0);
