@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/build-image.sh IMAGE BINARY VERSION - build the agent's image (Containerfile) from a static
 # diagport binary with whichever of podman, buildah or docker is installed (in that order; BUILDER=
-# chooses). The build context is a scratch directory holding only the Containerfile, the binary and
-# a tar of the two empty directories the image gets, so nothing else of the checkout reaches the
-# builder. With podman and buildah, CONTAINERS_CONF may point at tests/containers/containers.conf on
+# chooses). The build context is a scratch directory holding only the Containerfile, the binary,
+# Debian's CA bundle (/etc/ssl/certs/ca-certificates.crt, package ca-certificates) and a tar of the
+# two empty directories the image gets, so nothing else of the checkout reaches the builder. With podman and buildah, CONTAINERS_CONF may point at tests/containers/containers.conf on
 # machines whose cgroups need it.
 set -euo pipefail
 image=$1 bin=$2 version=$3
@@ -21,6 +21,10 @@ trap 'rm -rf "$ctx"' EXIT
 cp "$root/Containerfile" "$ctx/Containerfile"
 cp "$bin" "$ctx/diagport"
 chmod 0755 "$ctx/diagport"
+bundle=${CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
+[ -s "$bundle" ] || { echo "build-image: no CA bundle at $bundle (apt-get install ca-certificates)" >&2; exit 2; }
+cp "$bundle" "$ctx/ca-certificates.crt"
+chmod 0644 "$ctx/ca-certificates.crt"
 mkdir -m 0777 "$ctx/diag" "$ctx/dumps"
 tar -C "$ctx" --owner=1654 --group=1654 --numeric-owner --mtime=@0 -cf "$ctx/mountpoints.tar" diag dumps
 rmdir "$ctx/diag" "$ctx/dumps"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # image.sh - the agent's image (Containerfile, `make image`), built with podman and run as a real
 # container: its size (at most 8 MB), its config (uid 1654, /diagport, labels, health check), that it
-# holds nothing but the binary (no shell), and that the agent in it serves a real .NET app on this host
+# holds nothing but the binary and Debian's CA bundle (no shell), and that the agent in it serves a real .NET app on this host
 # through a shared directory and a port published on 127.0.0.1 (the token required), its health check
 # passing. podman reads tests/containers/containers.conf (CONTAINERS_CONF) and keeps its images and
 # containers in the scratch directory (CONTAINERS_STORAGE_CONF): nothing global is touched.
@@ -33,13 +33,19 @@ check config jq -e --arg v "$(cat VERSION)" '.[0].Config | .User == "1654:1654" 
 	and (.Labels | has("org.opencontainers.image.licenses"))' "$W/inspect.json"
 WHY="$(jq -c '.[0].Healthcheck' "$W/inspect.json")"
 check healthcheck-config jq -e '.[0].Healthcheck.Test == ["CMD", "/diagport", "health"]' "$W/inspect.json"
-# one file: the image's filesystem, exported, is /diagport and the two empty mount points, nothing else
+# one program: the image's filesystem, exported, is /diagport, the CA bundle and the two empty mount
+# points, nothing else
 podman create --name dp-image-export "$IMAGE" > /dev/null 2>&1
-podman export dp-image-export 2> /dev/null | tar -tv > "$W/files-v.txt" 2> /dev/null
+podman export -o "$W/rootfs.tar" dp-image-export 2> /dev/null
+tar -tvf "$W/rootfs.tar" > "$W/files-v.txt" 2> /dev/null
 awk '{ print $6 }' "$W/files-v.txt" > "$W/files.txt"
 podman rm -f dp-image-export > /dev/null 2>&1
 WHY="files in the image: $(tr '\n' ' ' < "$W/files.txt" | head -c 300)"
-check only-the-binary test "$(sort "$W/files.txt" | tr '\n' ' ')" = "diag/ diagport dumps/ "
+check only-the-binary test "$(sort "$W/files.txt" | tr '\n' ' ')" = \
+	"diag/ diagport dumps/ etc/ etc/ssl/ etc/ssl/certs/ etc/ssl/certs/ca-certificates.crt "
+WHY="$(grep ca-certificates.crt "$W/files-v.txt")"
+check ca-bundle sh -c "tar -xOf '$W/rootfs.tar' etc/ssl/certs/ca-certificates.crt | cmp -s - /etc/ssl/certs/ca-certificates.crt &&
+	grep -q '^-rw-r--r-- 0/0 .* etc/ssl/certs/ca-certificates.crt$' '$W/files-v.txt'"
 WHY="$(grep -e ' diag/$' -e ' dumps/$' "$W/files-v.txt")"
 check mountpoints-0777 test "$(awk '$6 ~ /^(diag|dumps)\/$/ { print $1, $2 }' "$W/files-v.txt" | sort -u)" = "drwxrwxrwx 1654/1654"
 podman run --rm --entrypoint /bin/sh "$IMAGE" -c true > "$W/sh.out" 2>&1
