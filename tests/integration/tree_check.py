@@ -6,7 +6,7 @@ prints one line per rule, "PASS name" or "FAIL name: why":
   no-cycles          no two source files call each other, directly or round a loop
                      (a file that needs another is below it, never beside it)
   common-is-shared   every common/*.c is reached from two or more of injector/,
-                     webhook/, launcher/ and fleet/ (code with one user lives with it)
+                     webhook/, launcher/, fleet/ and egress/ (code with one user lives with it)
   no-private-headers a component includes only its own headers, common/'s, the
                      libraries' (http/, eventpipe/) and the injector's public inj.h
 """
@@ -15,7 +15,7 @@ import collections, glob, os, re, subprocess, sys
 build = sys.argv[1]
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.chdir(root)
-COMPONENTS = ("injector", "webhook", "launcher", "fleet")
+COMPONENTS = ("injector", "webhook", "launcher", "fleet", "egress")
 LIBS = ("common", "http", "eventpipe")
 sources = [s for d in COMPONENTS + LIBS for s in glob.glob(d + "/*.c")]
 
