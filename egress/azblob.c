@@ -30,6 +30,7 @@
 /* The settings of one provider, as given (borrowed from it); sas and key resolved through Egress:Properties. */
 struct az_set {
 	const char *prov;
+	const char *first_where; /* where its first setting came from: for a setting that is missing */
 	const struct egress_setting *uri, *container, *prefix, *sas, *key, *mi;
 	const struct egress_setting *meta[AZBLOB_MAX_META];
 	size_t n_meta;
@@ -96,6 +97,7 @@ static int read_settings(const struct egress_provider *p, struct az_set *s, stru
 
 	memset(s, 0, sizeof(*s));
 	s->prov = p->name;
+	s->first_where = p->n_set ? p->set[0].where : "no settings";
 	for (size_t i = 0; i < p->n_set; i++) {
 		const struct egress_setting *e = &p->set[i];
 		bool ok = strncasecmp(e->key, "Properties:", 11) == 0;
@@ -189,10 +191,9 @@ static int check_settings(const struct az_set *s, struct az_uri *u, struct err_m
 {
 	int rc;
 
-	if (s->uri == NULL)
-		return err_set(em, DP_EINVAL, "egress provider '%s': AccountUri is not set", s->prov);
-	if (s->container == NULL)
-		return err_set(em, DP_EINVAL, "egress provider '%s': ContainerName is not set", s->prov);
+	if (s->uri == NULL || s->container == NULL)
+		return err_set(em, DP_EINVAL, "egress provider '%s' (%s): %s is not set", s->prov, s->first_where,
+			       s->uri ? "ContainerName" : "AccountUri");
 	if ((rc = parse_uri(s, u, em)) != 0)
 		return rc;
 	if (!container_ok(s->container->value))
