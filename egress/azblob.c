@@ -404,6 +404,8 @@ static int make_target(const struct az_set *s, const struct az_uri *uri, const c
 	size_t plen = 0;
 	const char *pre = s->prefix ? s->prefix->value : "";
 
+	if (s->container == NULL || uri->path == NULL) /* check_settings saw to both */
+		return DP_EINTERNAL;
 	while (*pre == '/')
 		pre++;
 	plen = strlen(pre);
@@ -464,7 +466,7 @@ static int az_begin(const struct egress_provider *p, const char *name, const cha
 		    struct err_msg *em)
 {
 	struct az_set s;
-	struct az_uri uri;
+	struct az_uri uri = { 0 };
 	struct az_up *u;
 	uint8_t rnd[6];
 	int rc;

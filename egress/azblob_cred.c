@@ -245,8 +245,10 @@ static int fetch(struct az_tok *t, struct err_msg *em)
 	int rc;
 
 	buf_init(&body, 0);
-	if ((rc = token_request(t, &url, &hdr, &body, em)) != 0)
+	if ((rc = token_request(t, &url, &hdr, &body, em)) != 0 || url == NULL) {
+		rc = rc ? rc : DP_EINTERNAL;
 		goto out;
+	}
 	if (split_url(url, &base, &rest) != 0) {
 		rc = err_set(em, DP_EAUTH, "%s: its address is not an http or https URL", src_name(t->src));
 		goto out;
