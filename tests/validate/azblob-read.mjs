@@ -6,6 +6,7 @@
 //   node azblob-read.mjs ACCOUNT_URL blocks CONTAINER BLOB   {"exists", "committed", "uncommitted"}: the
 //                                                            blob's block list (Get Block List, type all)
 //   node azblob-read.mjs ACCOUNT_URL put CONTAINER BLOB TEXT a blob that exists before an upload
+//   node azblob-read.mjs ACCOUNT_URL upload CONTAINER BLOB FILE  the SDK's uploadFile (bench/azblob.sh)
 // ACCOUNT_URL is azurite's http(s)://127.0.0.1:PORT/devstoreaccount1; the SDK signs with azurite's
 // published development account key (devstoreaccount1). NODE_EXTRA_CA_CERTS for https.
 import { createHash } from "node:crypto";
@@ -36,6 +37,10 @@ async function main() {
   if (cmd === "put") {
     await bc.upload(text, Buffer.byteLength(text));
     return "put";
+  }
+  if (cmd === "upload") {
+    await bc.uploadFile(text);
+    return "uploaded";
   }
   if (cmd === "get") {
     const props = await bc.getProperties();
