@@ -248,6 +248,7 @@ void azblob_meta_name(const char *name, char *out, size_t n)
 		{ "artifacttype", "ArtifactType" }, { "pid", "ProcessId" },     { "processname", "ProcessName" },
 		{ "created", "Created" },           { "hostname", "HostName" }, { "namespace", "Namespace" },
 		{ "container", "Container" },       { "pod", "Pod" },           { "uid", "RuntimeInstanceCookie" },
+		{ "runtimeinstancecookie", "RuntimeInstanceCookie" },
 	};
 	size_t k;
 
