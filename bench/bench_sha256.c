@@ -1,5 +1,5 @@
 /*
- * bench_sha256.c - the throughput of fleet/sha256.c, the hash the fleet
+ * bench_sha256.c - the throughput of common/sha256.c, the hash the fleet
  * client runs over every byte it downloads (fleet/run.c, to_file), so it
  * bounds the client's download rate on one core.
  *
@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fleet/sha256.h"
+#include "sha256.h"
 
 #define PIECE ((size_t)128 * 1024)
 #define UPDATE ((size_t)16 * 1024)
@@ -115,8 +115,8 @@ int main(int argc, char **argv)
 		sha256_final(&c, d);
 		in_mem[r] = now() - t0;
 	}
-	report("fleet/sha256.c, read + hash", by_read, runs, (double)st.st_size);
-	report("fleet/sha256.c, hash in memory", in_mem, runs, (double)st.st_size);
+	report("common/sha256.c, read + hash", by_read, runs, (double)st.st_size);
+	report("common/sha256.c, hash in memory", in_mem, runs, (double)st.st_size);
 	free(all);
 	close(fd);
 	return 0;

@@ -13,7 +13,7 @@
 #   2. one large artifact: a Full dump of one webapp, before and after GET /memory-leak?mb=LEAK_MB,
 #      `curl -o` against `diagport capture dump --type Full`, DUMP_RUNS each: wall time, peak RSS,
 #      MB/s. Flat means the client's RSS does not grow with the artifact's size.
-#   3. fleet/sha256.c (which the client runs over every byte it downloads) on SHA_MB MiB, read from
+#   3. common/sha256.c (which the client runs over every byte it downloads) on SHA_MB MiB, read from
 #      a file in the page cache and in memory, against `sha256sum` of the same file (and, for what the
 #      CPU's SHA instructions allow, `openssl dgst -sha256` when openssl is installed).
 # The agents are all started once (in batches of BATCH webapps, as 50 .NET starts at once would
@@ -196,7 +196,7 @@ dumps "idle ($(awk '/VmRSS/{print int($2/1024)}' "/proc/${APPPID[1]}/status") Mi
 curl -s "${APPURL[1]}/memory-leak?mb=$LEAK_MB" > /dev/null || die "GET /memory-leak?mb=$LEAK_MB failed"
 dumps "+$LEAK_MB MB ($(awk '/VmRSS/{print int($2/1024)}' "/proc/${APPPID[1]}/status") MiB)"
 
-# ---- 3. fleet/sha256.c against sha256sum ----
+# ---- 3. common/sha256.c against sha256sum ----
 echo
 echo "== SHA-256 of $SHA_MB MiB (random, in the page cache), $SHA_RUNS runs each; load: $(load)"
 head -c $((SHA_MB * 1024 * 1024)) /dev/urandom > "$W/sha.bin"

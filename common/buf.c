@@ -130,6 +130,26 @@ int buf_printf(struct buf *b, const char *fmt, ...)
 	return rc;
 }
 
+int buf_pct_encode(struct buf *b, const char *s, size_t n, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+		    c == '_' || c == '~' || (keep_slash && c == '/')) {
+			rc = buf_putc(b, (char)c);
+		} else {
+			char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+
+			rc = buf_append(b, e, 3);
+		}
+	}
+	return rc;
+}
+
 char *buf_steal(struct buf *b, size_t *len)
 {
 	char *p;

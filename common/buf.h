@@ -9,6 +9,7 @@
 #define DP_BUF_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,6 +32,12 @@ int buf_putc(struct buf *b, char c);
 int buf_put_utf8(struct buf *b, uint32_t cp);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
+/*
+ * Percent-encode s[0..n) onto b (RFC 3986: every byte but A-Z a-z 0-9 - . _ ~
+ * as %XX, uppercase; '/' kept too when keep_slash): query values, form
+ * bodies, SigV4's canonical URI, S3 object keys. 0 or DP_ETOOBIG.
+ */
+int buf_pct_encode(struct buf *b, const char *s, size_t n, bool keep_slash);
 /* Take the bytes (a new NUL-terminated string the caller frees); b is left empty. */
 char *buf_steal(struct buf *b, size_t *len);
 

@@ -247,7 +247,7 @@ static bool number(const char *s, long lo, long hi, long *out)
 static void add_param(struct buf *b, const char *k, const char *v)
 {
 	buf_printf(b, "&%s=", k);
-	fleet_pct_encode(b, v, strlen(v), false);
+	buf_pct_encode(b, v, strlen(v), false);
 }
 
 static int parse(int argc, char **argv, const char *cmd, struct args *a)

@@ -400,7 +400,7 @@ static struct secret *get_secret(struct disc *d, const char *arn, const char *re
 		json_object_set_new(in, "VersionStage", json_string(stage));
 	if (*version)
 		json_object_set_new(in, "VersionId", json_string(version));
-	call.endpoint = aws_endpoint("SECRETS_MANAGER", "secretsmanager", region);
+	call.endpoint = aws_creds_endpoint("SECRETS_MANAGER", "secretsmanager", region);
 	memset(&ae, 0, sizeof(ae));
 	s->rc = aws_json(&d->c, &call, in, &out, &ae, &em);
 	if (s->rc == DP_EAUTH && eq(ae.type, "AccessDeniedException"))
@@ -501,14 +501,18 @@ int fleet_ecs_discover(const struct fleet_ecs_opts *o, struct fleet_set *out, st
 	}
 	d.cluster = strncmp(o->cluster, "arn:", 4) == 0 ? last_part(o->cluster) : o->cluster;
 	d.c.timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 10000;
-	if ((rc = aws_creds_load(o->profile, d.c.timeout_ms, &d.c.creds, em)) != 0 ||
-	    (rc = aws_region(o->region, o->profile, &d.c.region, em)) != 0)
-		goto out;
-	d.endpoint = aws_endpoint("ECS", "ecs", d.c.region);
+	{
+		struct aws_creds_opts co = { .profile = o->profile, .timeout_ms = d.c.timeout_ms };
+
+		if ((rc = aws_creds_load(&co, &d.c.creds, em)) != 0 ||
+		    (rc = aws_creds_region(o->region, o->profile, &d.c.region, em)) != 0)
+			goto out;
+	}
+	d.endpoint = aws_creds_endpoint("ECS", "ecs", d.c.region);
 	{
 		const char *ecs = getenv("AWS_ENDPOINT_URL_ECS"), *all = getenv("AWS_ENDPOINT_URL");
 
-		d.local = (ecs && *ecs) || (all && *all); /* as aws_endpoint chose */
+		d.local = (ecs && *ecs) || (all && *all); /* as aws_creds_endpoint chose */
 	}
 	if ((rc = list_tasks(&d, arns, em)) != 0 || (rc = describe_tasks(&d, arns, tasks, em)) != 0)
 		goto out;

@@ -64,26 +64,13 @@ void fleet_set_sort(struct fleet_set *s)
 		qsort(s->v, s->n, sizeof(*s->v), by_workload_name);
 }
 
-void fleet_pct_encode(struct buf *b, const char *s, size_t n, bool keep_slash)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-		    c == '_' || c == '~' || (keep_slash && c == '/'))
-			buf_putc(b, (char)c);
-		else
-			buf_printf(b, "%%%02X", c);
-	}
-}
-
 char *fleet_pct_escape(const char *s)
 {
 	struct buf b;
 
 	buf_init(&b, 0);
 	buf_puts(&b, "");
-	fleet_pct_encode(&b, s, strlen(s), false);
+	buf_pct_encode(&b, s, strlen(s), false);
 	return buf_steal(&b, NULL);
 }
 

@@ -68,13 +68,7 @@ struct fleet_agent *fleet_set_add(struct fleet_set *s);
 /* Release everything s owns; s is then empty. */
 void fleet_set_free(struct fleet_set *s);
 
-/*
- * Percent-encode s[0..n) onto b (RFC 3986: every byte but A-Z a-z 0-9 - . _ ~,
- * and '/' too when keep_slash): query values, SigV4's canonical URI, form bodies.
- */
-struct buf;
-void fleet_pct_encode(struct buf *b, const char *s, size_t n, bool keep_slash);
-/* The same into a new string. */
+/* s percent-encoded as buf_pct_encode does (no '/' kept), in a new string. */
 char *fleet_pct_escape(const char *s);
 
 /* Where an agent is, as JSON members set on o (namespace, pod, container, cluster, task, service,

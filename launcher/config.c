@@ -5,7 +5,9 @@
  * is read with the project's document reader (common/doc.h), flattened to
  * colon paths with the position of each value kept for messages, and every
  * leaf goes through config_set. Egress providers are the one open-ended part
- * of the key space: Egress:FileSystem:NAME:{DirectoryPath,IntermediateDirectoryPath}.
+ * of the key space: Egress:FileSystem:NAME:{DirectoryPath,IntermediateDirectoryPath}, the stores'
+ * Egress:S3Storage:NAME:* and Egress:AzureBlobStorage:NAME:* kept as given, and Egress:Properties:KEY
+ * (values a store's ...Name settings point at), copied to every store provider.
  */
 #include "config.h"
 
@@ -88,6 +90,13 @@ void config_free(struct launch_config *c)
 		free(c->egress[i].set);
 	}
 	free(c->egress);
+	for (size_t k = 0; k < c->n_egress_props; k++) {
+		mem_wipe(c->egress_props[k].value, strlen(c->egress_props[k].value));
+		free(c->egress_props[k].key);
+		free(c->egress_props[k].value);
+		free(c->egress_props[k].where);
+	}
+	free(c->egress_props);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -237,6 +246,57 @@ static int store_setting(struct egress_provider *e, const char *field, const cha
 	return 0;
 }
 
+/*
+ * Egress:Properties:KEY: kept in c->egress_props and given to every store provider as its setting
+ * "Properties:KEY" (those made later get them when made: copy_props).
+ */
+static int set_property(struct launch_config *c, const char *key, const char *v, const char *where,
+			struct err_msg *em)
+{
+	struct egress_setting *s = NULL;
+	char field[MAX_PATH_KEY];
+	int rc = 0;
+
+	if (*key == '\0' || strchr(key, ':') || strlen(key) + 12 > sizeof(field))
+		return err_set(em, DP_EINVAL, "%s: Egress:Properties:%s is not Egress:Properties:KEY", where, key);
+	if (*v == '\0')
+		return err_set(em, DP_EINVAL, "%s: Egress:Properties:%s is empty", where, key);
+	for (size_t i = 0; i < c->n_egress_props; i++)
+		if (strcasecmp(c->egress_props[i].key, key) == 0)
+			s = &c->egress_props[i];
+	if (s == NULL) {
+		if (c->n_egress_props == MAX_STORE_SETTINGS)
+			return err_set(em, DP_ETOOBIG, "%s: more than %d Egress:Properties", where, MAX_STORE_SETTINGS);
+		c->egress_props = mem_realloc(c->egress_props, (c->n_egress_props + 1) * sizeof(*c->egress_props));
+		s = &c->egress_props[c->n_egress_props++];
+		s->key = mem_strdup(key);
+	} else {
+		mem_wipe(s->value, strlen(s->value));
+		free(s->value);
+		free(s->where);
+	}
+	s->value = mem_strdup(v);
+	s->where = mem_strdup(where);
+	snprintf(field, sizeof(field), "Properties:%s", key);
+	for (size_t i = 0; i < c->n_egress && rc == 0; i++)
+		if (c->egress[i].type)
+			rc = store_setting(&c->egress[i], field, v, where, em);
+	return rc;
+}
+
+/* A new store provider's copies of the Egress:Properties set so far. */
+static int copy_props(const struct launch_config *c, struct egress_provider *e, struct err_msg *em)
+{
+	char field[MAX_PATH_KEY];
+	int rc = 0;
+
+	for (size_t i = 0; i < c->n_egress_props && rc == 0; i++) {
+		snprintf(field, sizeof(field), "Properties:%s", c->egress_props[i].key);
+		rc = store_setting(e, field, c->egress_props[i].value, c->egress_props[i].where, em);
+	}
+	return rc;
+}
+
 /* Egress:TYPE:NAME:FIELD (a store's FIELD may be a path: Metadata:KEY). 1 when key is not an egress key. */
 static int set_egress(struct launch_config *c, const char *key, const char *v, const char *where,
 		      struct err_msg *em)
@@ -248,6 +308,8 @@ static int set_egress(struct launch_config *c, const char *key, const char *v, c
 	if (strncasecmp(p, "Egress:", 7) != 0)
 		return 1;
 	p += 7;
+	if (strncasecmp(p, "Properties:", 11) == 0)
+		return set_property(c, p + 11, v, where, em);
 	n = strcspn(p, ":");
 	if (!(n == 10 && strncasecmp(p, "FileSystem", 10) == 0)) {
 		for (size_t i = 0; i < sizeof(store_types) / sizeof(store_types[0]); i++)
@@ -266,8 +328,15 @@ static int set_egress(struct launch_config *c, const char *key, const char *v, c
 	if (strspn(name, NAME_CHARS) < name_len)
 		return err_set(em, DP_EINVAL, "%s: egress provider name '%.*s' may hold only letters, digits, "
 				       "'-', '_' and '.'", where, (int)name_len, name);
-	if ((e = provider(c, type, name, name_len, where, em)) == NULL)
-		return DP_EINVAL;
+	{
+		size_t before = c->n_egress;
+		int rc;
+
+		if ((e = provider(c, type, name, name_len, where, em)) == NULL)
+			return DP_EINVAL;
+		if (type && c->n_egress > before && (rc = copy_props(c, e, em)) != 0)
+			return rc;
+	}
 	if (*v == '\0')
 		return err_set(em, DP_EINVAL, "%s: %s is empty", where, key);
 	if (type)

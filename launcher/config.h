@@ -56,6 +56,10 @@ struct launch_config {
 	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
 	struct egress_provider *egress;
 	size_t n_egress;
+	/* Egress:Properties:KEY values (dotnet-monitor's indirection: AccountKeyName, SharedAccessSignatureName
+	 * name one), each also a setting "Properties:KEY" of every store provider, for its reader */
+	struct egress_setting *egress_props;
+	size_t n_egress_props;
 };
 
 /* Free the strings and providers (not c itself). */

@@ -498,6 +498,8 @@ int eproc_start(struct launch_config *c, bool sandbox, struct eproc **out, struc
 	for (size_t i = 0; i < c->n_egress; i++)
 		for (size_t k = 0; c->egress[i].type && k < c->egress[i].n_set; k++)
 			mem_wipe(c->egress[i].set[k].value, strlen(c->egress[i].set[k].value));
+	for (size_t k = 0; k < c->n_egress_props; k++)
+		mem_wipe(c->egress_props[k].value, strlen(c->egress_props[k].value));
 	e = mem_zalloc(sizeof(*e));
 	e->sock = sv[0];
 	e->pid = pid;

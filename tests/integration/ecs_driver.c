@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "errors.h"
-#include "fleet/aws.h"
+#include "aws_sigv4.h"
 #include "fleet/fleet.h"
 #include "hclient.h"
 #include "mem.h"

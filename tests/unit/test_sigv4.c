@@ -1,5 +1,5 @@
 /*
- * test_sigv4.c - fleet/sha256.c against FIPS 180-4's and RFC 4231's
+ * test_sigv4.c - common/sha256.c against FIPS 180-4's and RFC 4231's
  * published vectors (one-shot and fed a byte at a time), and fleet/aws.c's
  * SigV4 against AWS's published examples (the IAM ListUsers request of the
  * SigV4 documentation and cases of the SigV4 test suite). botocore's own
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleet/aws.h"
-#include "fleet/sha256.h"
+#include "aws_sigv4.h"
+#include "sha256.h"
 #include "mem.h"
 #include "t.h"
 

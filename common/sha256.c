@@ -1,6 +1,7 @@
 /*
  * sha256.c - SHA-256 as FIPS 180-4 gives it, and HMAC over it (RFC 2104):
- * the hashes behind SigV4 (aws.c) and the fleet's artifact checksums.
+ * the hashes behind SigV4 (aws_sigv4.c), the fleet's artifact checksums and
+ * S3 egress's payload hashes.
  * Plain portable C, one 64-byte block at a time; tests/unit/test_sigv4.c
  * checks it against FIPS 180-4's and RFC 4231's published vectors.
  *

@@ -1,14 +1,15 @@
 /*
- * sha256.h - SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), our own: the
- * fleet client signs AWS requests with them (SigV4) and checksums the
- * artifacts it collects, and no library linked into diagport provides them
- * (libcurl is loaded with dlopen and does not export its hashes).
+ * sha256.h - SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), our own: AWS
+ * requests are signed with them (SigV4: the fleet client and S3 egress), the
+ * fleet client checksums the artifacts it collects, and S3 egress hashes the
+ * parts it sends over plain HTTP; no library linked into diagport provides
+ * them (libcurl is loaded with dlopen and does not export its hashes).
  *
  * The incremental API takes any number of updates between init and final;
  * final wipes the context (it may have held a key's pad).
  */
-#ifndef DP_FLEET_SHA256_H
-#define DP_FLEET_SHA256_H
+#ifndef DP_SHA256_H
+#define DP_SHA256_H
 
 #include <stddef.h>
 #include <stdint.h>

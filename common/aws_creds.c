@@ -1,13 +1,16 @@
 /*
- * aws_creds.c - the standard AWS credential chain and region (aws.h), in the
- * SDKs' order: the environment, the shared credentials and config files
- * (static keys, credential_process), the container credentials endpoint,
- * IMDSv2. A source that is not configured is passed over and its reason
- * kept for the final message; a source that is configured but fails stops
- * the chain, named, as the SDKs do. Secrets are wiped wherever they were
- * held and never reach a message.
+ * aws_creds.c - the standard AWS credential chain, region and endpoints
+ * (aws_creds.h), in the SDKs' order: the environment, the shared
+ * credentials and config files (static keys, credential_process, a role
+ * with a web identity token file), web identity from the environment (STS
+ * AssumeRoleWithWebIdentity), the container credentials endpoint, IMDSv2.
+ * A source that is not configured is passed over and its reason kept for
+ * the final message; a source that is configured but fails stops the chain,
+ * named, as the SDKs do. Credentials with an Expiration are renewed before
+ * they lapse (aws_creds_fresh). HTTP goes through webc. Secrets are wiped
+ * wherever they were held and never reach a message.
  */
-#include "aws.h"
+#include "aws_creds.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -16,15 +19,20 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/wait.h>
+#include <jansson.h>
 
+#include "aws_xml.h"
 #include "buf.h"
-#include "hclient.h"
 #include "mem.h"
+#include "webc.h"
 
 #define MAX_FILE ((size_t)1 << 20)  /* a shared credentials or config file */
 #define MAX_ANSWER ((size_t)64 << 10) /* a credentials endpoint's answer, credential_process's output */
 #define IMDS_TIMEOUT_MS 1000L       /* the SDKs' default: a laptop is not held */
 #define CONTAINER_TIMEOUT_MS 2000L  /* botocore's for the container endpoint */
+#define STS_TIMEOUT_MS 10000L
+#define REFRESH_BEFORE_S 300L       /* renew five minutes before Expiration */
+#define MAX_SESSION_NAME 64         /* STS's RoleSessionName limit */
 #define ECS_CREDS_HOST "http://169.254.170.2"
 
 void aws_creds_free(struct aws_creds *c)
@@ -41,6 +49,48 @@ void aws_creds_free(struct aws_creds *c)
 		free(c->token);
 	}
 	memset(c, 0, sizeof(*c));
+}
+
+void aws_creds_copy(struct aws_creds *out, const struct aws_creds *c)
+{
+	*out = *c;
+	out->access_key = c->access_key ? mem_strdup(c->access_key) : NULL;
+	out->secret_key = c->secret_key ? mem_strdup(c->secret_key) : NULL;
+	out->token = c->token ? mem_strdup(c->token) : NULL;
+}
+
+time_t aws_creds_parse_time(const char *s)
+{
+	int y, mo, d, h, mi, sec, n = 0, oh = 0, om = 0;
+	struct tm tm;
+	const char *p;
+	time_t t;
+
+	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n == 0)
+		return 0;
+	p = s + n;
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			;
+	if ((*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d", &oh, &om) == 2) {
+		if (*p == '+') {
+			oh = -oh;
+			om = -om;
+		}
+	} else if (*p != 'Z' && *p != 'z') {
+		return 0;
+	}
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	return t == (time_t)-1 ? 0 : t + oh * 3600 + om * 60;
 }
 
 static const char *env(const char *name)
@@ -172,9 +222,9 @@ struct profile {
 	struct ini cred, conf;
 };
 
-static int profile_read(const char *explicit_name, struct profile *p, struct err_msg *em)
+static int profile_read(const char *explicit_name, const char *cred_path, struct profile *p, struct err_msg *em)
 {
-	char *cpath = home_path("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
+	char *cpath = cred_path ? mem_strdup(cred_path) : home_path("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
 	char *fpath = home_path("AWS_CONFIG_FILE", ".aws/config");
 	int rc;
 
@@ -212,6 +262,7 @@ static int creds_from_json(const char *text, size_t len, const char *token_key, 
 	const char *sk = json_string_value(json_object_get(j, "SecretAccessKey"));
 	const char *tk = json_string_value(json_object_get(j, token_key));
 	const char *code = json_string_value(json_object_get(j, "Code"));
+	const char *exp = json_string_value(json_object_get(j, "Expiration"));
 	int rc = 0;
 
 	if (j == NULL)
@@ -224,6 +275,7 @@ static int creds_from_json(const char *text, size_t len, const char *token_key, 
 		out->access_key = mem_strdup(ak);
 		out->secret_key = mem_strdup(sk);
 		out->token = tk && *tk ? mem_strdup(tk) : NULL;
+		out->expires = aws_creds_parse_time(exp);
 		snprintf(out->source, sizeof(out->source), "%s", what);
 	}
 	if (j && sk)
@@ -260,12 +312,204 @@ static int from_process(const struct profile *p, const char *cmd, struct aws_cre
 	return rc;
 }
 
+/* ---- HTTP (webc) ---- */
+
+static void resp_free(struct webc_resp *r)
+{
+	if (r->body.data)
+		mem_wipe(r->body.data, r->body.len); /* credentials */
+	webc_resp_free(r);
+}
+
+/* One request to url, the whole answer in resp whatever its status; DP_EIO (em) when none came. */
+static int http_call(const struct aws_creds_opts *o, long timeout_ms, const char *method, const char *url,
+		     const char *const *headers, const char *body, size_t body_len, struct webc_resp *resp,
+		     struct err_msg *em)
+{
+	struct webc_opts wo = { 0 };
+	struct webc_conn *c = NULL;
+	const char *s = strstr(url, "://"), *path;
+	char *base, *target;
+	int rc;
+
+	if (o->web)
+		wo = *o->web;
+	wo.connect_timeout_ms = timeout_ms;
+	wo.io_timeout_ms = timeout_ms;
+	if (s == NULL)
+		return err_set(em, DP_EINVAL, "%.200s is not a URL", url);
+	path = s + 3 + strcspn(s + 3, "/?#");
+	base = mem_strndup(url, (size_t)(path - url));
+	target = *path == '/' ? mem_strdup(path) : mem_printf("/%s", path);
+	target[strcspn(target, "#")] = '\0';
+	rc = webc_open(base, &wo, &c, em);
+	if (rc == 0) {
+		struct webc_req req = { .method = method, .target = target, .headers = headers, .body = body,
+					.body_len = body_len, .max_resp = MAX_ANSWER };
+
+		rc = webc_request(c, &req, resp, em);
+	}
+	webc_close(c);
+	free(target);
+	free(base);
+	return rc;
+}
+
+/* ---- web identity: STS AssumeRoleWithWebIdentity (EKS IRSA) ---- */
+
+static bool session_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 2 || n > MAX_SESSION_NAME)
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("+=,.@-_", *s))
+			return false;
+	return true;
+}
+
+/* The STS answer's Credentials into out. */
+static int creds_from_sts(const struct webc_resp *r, const char *what, struct aws_creds *out, struct err_msg *em)
+{
+	const char *x = r->body.data ? r->body.data : "";
+	char *ak = aws_xml_text(x, r->body.len, "AccessKeyId"), *sk = aws_xml_text(x, r->body.len, "SecretAccessKey");
+	char *tk = aws_xml_text(x, r->body.len, "SessionToken"), *exp = aws_xml_text(x, r->body.len, "Expiration");
+	int rc = 0;
+
+	if (ak == NULL || sk == NULL || tk == NULL || *ak == '\0' || *sk == '\0') {
+		rc = err_set(em, DP_EAUTH, "%s: the answer has no Credentials", what);
+		free(ak);
+		if (sk)
+			mem_wipe(sk, strlen(sk));
+		free(sk);
+		if (tk)
+			mem_wipe(tk, strlen(tk));
+		free(tk);
+	} else {
+		out->access_key = ak;
+		out->secret_key = sk;
+		out->token = tk;
+		out->expires = aws_creds_parse_time(exp);
+		snprintf(out->source, sizeof(out->source), "%.190s", what);
+	}
+	free(exp);
+	return rc;
+}
+
+/*
+ * AssumeRoleWithWebIdentity with the token in token_file (read anew each
+ * time: the kubelet rotates it), unsigned, query API (a form POST), XML
+ * answer. Throttling, 5xx and no answer are tried again, 3 attempts.
+ */
+static int web_identity(const struct aws_creds_opts *o, const char *token_file, const char *role_arn,
+			const char *session, struct aws_creds *out, struct err_msg *em)
+{
+	const char *headers[] = { "Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+				  "Accept: text/xml", NULL };
+	char what[300], *region = NULL, *endpoint, *url, *sess;
+	struct buf tok, body;
+	struct webc_resp r = { 0 };
+	size_t n;
+	int rc;
+
+	snprintf(what, sizeof(what), "STS AssumeRoleWithWebIdentity (role %.120s)", role_arn);
+	sess = session ? mem_strdup(session) : mem_printf("diagport-%lld", (long long)time(NULL));
+	if (!session_name_ok(sess)) {
+		free(sess);
+		return err_set(em, DP_EAUTH, "%s: the role session name is not 2 to %d of A-Z a-z 0-9 +=,.@-_", what,
+			       MAX_SESSION_NAME);
+	}
+	buf_init(&tok, MAX_ANSWER);
+	if ((rc = buf_read_path(&tok, token_file, NULL, em)) != 0) {
+		err_prefix(em, "%s: the web identity token file", what);
+		buf_free(&tok);
+		free(sess);
+		return DP_EAUTH;
+	}
+	for (n = tok.len; n && isspace((unsigned char)tok.data[n - 1]);)
+		n--;
+	buf_init(&body, 0);
+	buf_puts(&body, "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=");
+	buf_pct_encode(&body, role_arn, strlen(role_arn), false);
+	buf_puts(&body, "&RoleSessionName=");
+	buf_pct_encode(&body, sess, strlen(sess), false);
+	buf_puts(&body, "&WebIdentityToken=");
+	buf_pct_encode(&body, tok.data ? tok.data : "", n, false);
+	mem_wipe(tok.data, tok.len);
+	buf_free(&tok);
+	if (n == 0) {
+		rc = err_set(em, DP_EAUTH, "%s: the web identity token file %s is empty", what, token_file);
+		goto out;
+	}
+	if (aws_creds_region(NULL, o->profile, &region, NULL) != 0)
+		region = NULL;
+	endpoint = region ? aws_creds_endpoint("STS", "sts", region) : NULL;
+	if (endpoint == NULL) {
+		const char *e = env("AWS_ENDPOINT_URL_STS") ? env("AWS_ENDPOINT_URL_STS") : env("AWS_ENDPOINT_URL");
+
+		endpoint = e ? mem_strndup(e, strlen(e) - (e[strlen(e) - 1] == '/')) : mem_strdup("https://sts.amazonaws.com");
+	}
+	url = mem_printf("%s/", endpoint);
+	for (int attempt = 1; attempt <= 3; attempt++) {
+		struct aws_error ae;
+
+		resp_free(&r);
+		rc = http_call(o, o->timeout_ms ? o->timeout_ms : STS_TIMEOUT_MS, "POST", url, headers, body.data, body.len,
+			       &r, em);
+		if (rc == DP_EIO) {
+			err_prefix(em, "%s", what);
+		} else if (rc != 0) {
+			err_prefix(em, "%s", what);
+			break;
+		} else if (r.status == 200) {
+			rc = creds_from_sts(&r, what, out, em);
+			break;
+		} else {
+			aws_xml_error(r.body.data, r.body.len, r.status, &ae);
+			rc = err_set(em, DP_EAUTH, "%s at %.200s: %s%s%s", what, endpoint, ae.type, ae.message[0] ? ": " : "",
+				     ae.message);
+			if (r.status < 500 && r.status != 429 && strcmp(ae.type, "IDPCommunicationError") != 0 &&
+			    strcmp(ae.type, "Throttling") != 0)
+				break;
+		}
+		if (attempt < 3)
+			nanosleep(&(struct timespec){ 0, 200000000L * attempt }, NULL);
+	}
+	free(url);
+	free(endpoint);
+	free(region);
+out:
+	resp_free(&r);
+	mem_wipe(body.data, body.len);
+	buf_free(&body);
+	free(sess);
+	return rc;
+}
+
+/* 1 when AWS_WEB_IDENTITY_TOKEN_FILE is not set (why says so), else web_identity's. */
+static int from_web_identity_env(const struct aws_creds_opts *o, struct aws_creds *out, char *why, size_t wn,
+				 struct err_msg *em)
+{
+	const char *file = env("AWS_WEB_IDENTITY_TOKEN_FILE"), *role = env("AWS_ROLE_ARN");
+
+	if (file == NULL) {
+		snprintf(why, wn, "web identity: AWS_WEB_IDENTITY_TOKEN_FILE is not set");
+		return 1;
+	}
+	if (role == NULL)
+		return err_set(em, DP_EAUTH, "AWS_WEB_IDENTITY_TOKEN_FILE is set but AWS_ROLE_ARN is not");
+	return web_identity(o, file, role, env("AWS_ROLE_SESSION_NAME"), out, em);
+}
+
 /* 1 when the profile has no credentials of a kind we take (why says what it has), 0 when out is set. */
-static int from_profile(const struct profile *p, struct aws_creds *out, char *why, size_t wn, struct err_msg *em)
+static int from_profile(const struct aws_creds_opts *o, const struct profile *p, struct aws_creds *out, char *why,
+			size_t wn, struct err_msg *em)
 {
 	const char *ak = profile_get(p, "aws_access_key_id"), *sk = profile_get(p, "aws_secret_access_key");
-	const char *proc = profile_get(p, "credential_process");
-	const char *other[] = { "role_arn", "sso_session", "sso_start_url", "web_identity_token_file" };
+	const char *proc = profile_get(p, "credential_process"), *wif = profile_get(p, "web_identity_token_file");
+	const char *role = profile_get(p, "role_arn");
+	const char *other[] = { "role_arn", "sso_session", "sso_start_url" };
 
 	if (ak && sk && *ak && *sk) {
 		const char *tk = profile_get(p, "aws_session_token");
@@ -283,6 +527,8 @@ static int from_profile(const struct profile *p, struct aws_creds *out, char *wh
 			       ak ? "aws_secret_access_key" : "aws_access_key_id");
 	if (proc && *proc)
 		return from_process(p, proc, out, em);
+	if (wif && *wif && role && *role)
+		return web_identity(o, wif, role, profile_get(p, "role_session_name"), out, em);
 	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
 		if (profile_get(p, other[i]))
 			return err_set(em, DP_EAUTH, "profile %s uses %s, which diagport does not support; export "
@@ -346,14 +592,15 @@ static int auth_token(char **hdr, struct err_msg *em)
 	return rc;
 }
 
-static int from_container(long timeout_ms, struct aws_creds *out, char *why, size_t wn, struct err_msg *em)
+static int from_container(const struct aws_creds_opts *o, struct aws_creds *out, char *why, size_t wn,
+			  struct err_msg *em)
 {
 	const char *rel = env("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"), *full = env("AWS_CONTAINER_CREDENTIALS_FULL_URI");
 	char *url, *auth = NULL, what[300];
 	const char *headers[] = { "Accept: application/json", NULL, NULL };
 	struct err_msg e = { "" };
-	struct buf b;
-	long status = 0;
+	struct webc_resp r = { 0 };
+	long timeout = o->timeout_ms && o->timeout_ms < CONTAINER_TIMEOUT_MS ? o->timeout_ms : CONTAINER_TIMEOUT_MS;
 	int rc;
 
 	if (rel == NULL && full == NULL) {
@@ -373,21 +620,14 @@ static int from_container(long timeout_ms, struct aws_creds *out, char *why, siz
 		return rc;
 	}
 	headers[1] = auth;
-	{
-		struct hclient_req req = { .method = "GET", .url = url, .headers = headers, .timeout_ms = timeout_ms };
-
-		buf_init(&b, MAX_ANSWER);
-		rc = hclient_request(&req, &status, &b, &e);
-	}
+	rc = http_call(o, timeout, "GET", url, headers, NULL, 0, &r, &e);
 	if (rc != 0)
 		rc = err_set(em, DP_EAUTH, "%s: %s", what, e.text);
-	else if (status != 200)
-		rc = err_set(em, DP_EAUTH, "%s: HTTP %ld", what, status);
+	else if (r.status != 200)
+		rc = err_set(em, DP_EAUTH, "%s: HTTP %d", what, r.status);
 	else
-		rc = creds_from_json(b.data ? b.data : "", b.len, "Token", what, out, em);
-	if (b.data)
-		mem_wipe(b.data, b.len);
-	buf_free(&b);
+		rc = creds_from_json(r.body.data ? r.body.data : "", r.body.len, "Token", what, out, em);
+	resp_free(&r);
 	if (auth) {
 		mem_wipe(auth, strlen(auth));
 		free(auth);
@@ -398,29 +638,21 @@ static int from_container(long timeout_ms, struct aws_creds *out, char *why, siz
 
 /* ---- IMDSv2 ---- */
 
-static int imds_get(const char *method, const char *url, const char *hdr, struct buf *b, long *status,
-		    struct err_msg *em)
+static int imds_get(const struct aws_creds_opts *o, const char *method, const char *url, const char *hdr,
+		    struct webc_resp *r, struct err_msg *em)
 {
 	const char *headers[] = { hdr, NULL };
-	struct hclient_req req = { .method = method, .url = url, .headers = headers, .timeout_ms = IMDS_TIMEOUT_MS };
 
-	if (strcmp(method, "PUT") == 0) {
-		req.body = "";
-		req.body_len = 0;
-	}
-	if (b->data)
-		mem_wipe(b->data, b->len);
-	buf_reset(b);
-	return hclient_request(&req, status, b, em);
+	resp_free(r);
+	return http_call(o, IMDS_TIMEOUT_MS, method, url, headers, strcmp(method, "PUT") == 0 ? "" : NULL, 0, r, em);
 }
 
-static int from_imds(struct aws_creds *out, char *why, size_t wn, struct err_msg *em)
+static int from_imds(const struct aws_creds_opts *o, struct aws_creds *out, char *why, size_t wn, struct err_msg *em)
 {
 	const char *dis = env("AWS_EC2_METADATA_DISABLED"), *ep = env("AWS_EC2_METADATA_SERVICE_ENDPOINT");
 	char *base, *url = NULL, *tok = NULL, *role = NULL, what[300];
 	struct err_msg e = { "" };
-	struct buf b;
-	long status = 0;
+	struct webc_resp r = { 0 };
 	int rc;
 
 	if (dis && strcasecmp(dis, "true") == 0) {
@@ -428,43 +660,40 @@ static int from_imds(struct aws_creds *out, char *why, size_t wn, struct err_msg
 		return 1;
 	}
 	base = ep ? mem_strndup(ep, strlen(ep) - (ep[strlen(ep) - 1] == '/')) : mem_strdup("http://169.254.169.254");
-	buf_init(&b, MAX_ANSWER);
 	url = mem_printf("%s/latest/api/token", base);
-	rc = imds_get("PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", &b, &status, &e);
-	if (rc != 0 || status != 200 || b.len == 0 || strpbrk(b.data, "\r\n")) {
+	rc = imds_get(o, "PUT", url, "X-aws-ec2-metadata-token-ttl-seconds: 21600", &r, &e);
+	if (rc != 0 || r.status != 200 || r.body.len == 0 || strpbrk(r.body.data, "\r\n")) {
 		/* no answer: not on EC2 (or IMDS is off); go on as the SDKs do */
 		snprintf(why, wn, "IMDS: %.100s/latest/api/token: %.200s", base,
-			 rc != 0 ? e.text : status != 200 ? "no token (HTTP status not 200)" : "no token");
+			 rc != 0 ? e.text : r.status != 200 ? "no token (HTTP status not 200)" : "no token");
 		rc = 1;
 		goto out;
 	}
-	tok = mem_printf("X-aws-ec2-metadata-token: %s", b.data);
+	tok = mem_printf("X-aws-ec2-metadata-token: %s", r.body.data);
 	free(url);
 	url = mem_printf("%s/latest/meta-data/iam/security-credentials/", base);
 	snprintf(what, sizeof(what), "IMDS %.200s", url);
-	rc = imds_get("GET", url, tok, &b, &status, &e);
-	if (rc == 0 && status == 404) {
+	rc = imds_get(o, "GET", url, tok, &r, &e);
+	if (rc == 0 && r.status == 404) {
 		snprintf(why, wn, "IMDS: the instance has no IAM role");
 		rc = 1;
 		goto out;
 	}
-	if (rc != 0 || status != 200 || b.len == 0) {
+	if (rc != 0 || r.status != 200 || r.body.len == 0) {
 		rc = err_set(em, DP_EAUTH, "%s: %s", what, rc != 0 ? e.text : "no role name");
 		goto out;
 	}
-	role = mem_strndup(b.data, strcspn(b.data, "\r\n"));
+	role = mem_strndup(r.body.data, strcspn(r.body.data, "\r\n"));
 	free(url);
 	url = mem_printf("%s/latest/meta-data/iam/security-credentials/%s", base, role);
 	snprintf(what, sizeof(what), "IMDS (role %.100s)", role);
-	rc = imds_get("GET", url, tok, &b, &status, &e);
-	if (rc != 0 || status != 200)
+	rc = imds_get(o, "GET", url, tok, &r, &e);
+	if (rc != 0 || r.status != 200)
 		rc = err_set(em, DP_EAUTH, "%s: %s", what, rc != 0 ? e.text : "HTTP status not 200");
 	else
-		rc = creds_from_json(b.data ? b.data : "", b.len, "Token", what, out, em);
+		rc = creds_from_json(r.body.data ? r.body.data : "", r.body.len, "Token", what, out, em);
 out:
-	if (b.data)
-		mem_wipe(b.data, b.len);
-	buf_free(&b);
+	resp_free(&r);
 	if (tok) {
 		mem_wipe(tok, strlen(tok));
 		free(tok);
@@ -475,15 +704,15 @@ out:
 	return rc;
 }
 
-int aws_creds_load(const char *profile, long timeout_ms, struct aws_creds *out, struct err_msg *em)
+int aws_creds_load(const struct aws_creds_opts *o, struct aws_creds *out, struct err_msg *em)
 {
 	const char *ak = env("AWS_ACCESS_KEY_ID"), *sk = env("AWS_SECRET_ACCESS_KEY");
-	char why[4][400] = { "", "", "", "" };
+	char why[5][400] = { "", "", "", "", "" };
 	struct aws_creds c = { 0 };
 	struct profile p;
 	int rc;
 
-	if (profile) {
+	if (o->profile) {
 		snprintf(why[0], sizeof(why[0]), "environment: skipped, a profile was named");
 	} else if (ak && sk) {
 		c.access_key = mem_strdup(ak);
@@ -498,7 +727,7 @@ int aws_creds_load(const char *profile, long timeout_ms, struct aws_creds *out, 
 	} else {
 		snprintf(why[0], sizeof(why[0]), "environment: AWS_ACCESS_KEY_ID is not set");
 	}
-	if (profile_read(profile, &p, em) != 0) {
+	if (profile_read(o->profile, o->profile_path, &p, em) != 0) {
 		profile_free(&p);
 		return DP_EINVAL;
 	}
@@ -507,15 +736,17 @@ int aws_creds_load(const char *profile, long timeout_ms, struct aws_creds *out, 
 		profile_free(&p);
 		return rc;
 	}
-	rc = from_profile(&p, &c, why[1], sizeof(why[1]), em);
+	rc = from_profile(o, &p, &c, why[1], sizeof(why[1]), em);
 	profile_free(&p);
 	if (rc == 1)
-		rc = from_container(timeout_ms < CONTAINER_TIMEOUT_MS ? timeout_ms : CONTAINER_TIMEOUT_MS, &c, why[2],
-				    sizeof(why[2]), em);
+		rc = from_web_identity_env(o, &c, why[2], sizeof(why[2]), em);
 	if (rc == 1)
-		rc = from_imds(&c, why[3], sizeof(why[3]), em);
+		rc = from_container(o, &c, why[3], sizeof(why[3]), em);
 	if (rc == 1)
-		return err_set(em, DP_EAUTH, "no AWS credentials found: %s; %s; %s; %s", why[0], why[1], why[2], why[3]);
+		rc = from_imds(o, &c, why[4], sizeof(why[4]), em);
+	if (rc == 1)
+		return err_set(em, DP_EAUTH, "no AWS credentials found: %s; %s; %s; %s; %s", why[0], why[1], why[2], why[3],
+			       why[4]);
 	if (rc != 0) {
 		aws_creds_free(&c);
 		return rc;
@@ -524,7 +755,31 @@ int aws_creds_load(const char *profile, long timeout_ms, struct aws_creds *out, 
 	return 0;
 }
 
-int aws_region(const char *region, const char *profile, char **out, struct err_msg *em)
+int aws_creds_fresh(const struct aws_creds_opts *o, struct aws_creds *c, bool *renewed, struct err_msg *em)
+{
+	long before = o->refresh_before_s > 0 ? o->refresh_before_s : REFRESH_BEFORE_S;
+	time_t now = time(NULL);
+	struct aws_creds n = { 0 };
+	struct err_msg e = { "" };
+	int rc;
+
+	if (renewed)
+		*renewed = false;
+	if (c->expires == 0 || now + before < c->expires)
+		return 0;
+	if ((rc = aws_creds_load(o, &n, &e)) != 0) {
+		if (now < c->expires)
+			return 0; /* still good for a while: try again on the next call */
+		return err_set(em, rc, "the AWS credentials from %s lapsed and could not be renewed: %s", c->source, e.text);
+	}
+	aws_creds_free(c);
+	*c = n;
+	if (renewed)
+		*renewed = true;
+	return 0;
+}
+
+int aws_creds_region(const char *region, const char *profile, char **out, struct err_msg *em)
 {
 	struct profile p;
 	const char *r;
@@ -534,7 +789,7 @@ int aws_region(const char *region, const char *profile, char **out, struct err_m
 		*out = mem_strdup(r);
 		return 0;
 	}
-	if (profile_read(profile, &p, em) != 0) {
+	if (profile_read(profile, NULL, &p, em) != 0) {
 		profile_free(&p);
 		return DP_EINVAL;
 	}
@@ -548,3 +803,22 @@ int aws_region(const char *region, const char *profile, char **out, struct err_m
 	return err_set(em, DP_EINVAL, "no AWS region: give --region, or set AWS_REGION, or region in the profile's "
 				      "section of the config file");
 }
+
+char *aws_creds_endpoint(const char *env_id, const char *host_prefix, const char *region)
+{
+	char name[96];
+	const char *e;
+	size_t n;
+
+	snprintf(name, sizeof(name), "AWS_ENDPOINT_URL_%s", env_id);
+	e = getenv(name);
+	if (e == NULL || *e == '\0')
+		e = getenv("AWS_ENDPOINT_URL");
+	if (e == NULL || *e == '\0')
+		return mem_printf("https://%s.%s.amazonaws.com", host_prefix, region);
+	n = strlen(e);
+	while (n > 0 && e[n - 1] == '/')
+		n--;
+	return mem_strndup(e, n);
+}
+
