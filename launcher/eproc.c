@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "egress/azblob.h"
 #include "log.h"
 #include "mem.h"
 #include "sandbox.h"
@@ -30,7 +31,7 @@
 #define PROGRESS_EVERY (4u << 20)
 
 /* The stores this build has (their clients, egress/). */
-static const struct eproc_store *const builtin_stores[] = { NULL };
+static const struct eproc_store *const builtin_stores[] = { &azblob_store, NULL };
 static const struct eproc_store *const *stores = builtin_stores;
 
 static const struct eproc_store *store_of(const char *type)
