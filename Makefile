@@ -12,7 +12,7 @@
 
 comma    := ,
 CC       ?= cc
-PKGS     := jansson yaml-0.1 libcurl libseccomp libmicrohttpd gnutls
+PKGS     := jansson yaml-0.1 libcurl libseccomp libmicrohttpd gnutls openssl
 BUILD    := build
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
@@ -28,7 +28,9 @@ endif
 # libcurl: headers only; common/hclient.c loads it on demand, so the agent never maps it.
 # libmicrohttpd and GnuTLS: installed (bench/mhd_file.c is the reference server), not linked:
 # the agent's HTTP server is common/httpd.c.
-LINKED   := $(filter-out libcurl libmicrohttpd gnutls,$(PKGS))
+# OpenSSL: headers only in the dynamic build (common/webc_tls.c loads libssl on demand); linked
+# into the static one (below).
+LINKED   := $(filter-out libcurl libmicrohttpd gnutls openssl,$(PKGS))
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(LINKED) 2>/dev/null) -lpthread
 
@@ -91,9 +93,19 @@ FORCE:
 # link warns about dlopen, which the macro never reaches.
 # The whole binary linked statically and stripped: the Lambda macro's bootstrap (provided.al2023's
 # glibc is older than Debian's) and the agent's image (FROM scratch: nothing but this file).
-$(BUILD)/static/diagport: $(BUILD)/main.o $(LIBDP)
+# It cannot dlopen, so the egress client's TLS (common/webc_tls.c) is compiled a second time with
+# WEBC_TLS_LINKED, which fills its table of OpenSSL functions with libssl.a's and libcrypto.a's, and
+# that object goes before the archive, whose dlopen variant is then never pulled in (docs/BENCHMARKS.md:
+# what it costs the image and the agent's RSS).
+STATIC_TLS := $(BUILD)/static/webc_tls_linked.o
+STATIC_LIBS = $(shell pkg-config --static --libs $(LINKED) openssl 2>/dev/null) -lpthread
+$(STATIC_TLS): common/webc_tls.c | $(PREREQ_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) -static -s -o $@ $< $(LIBDP) $(shell pkg-config --static --libs $(LINKED) 2>/dev/null) -lpthread 2> $@.log || \
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DWEBC_TLS_LINKED -MMD -MP -c $< -o $@
+
+$(BUILD)/static/diagport: $(BUILD)/main.o $(STATIC_TLS) $(LIBDP)
+	@mkdir -p $(dir $@)
+	$(CC) -static -s -o $@ $< $(STATIC_TLS) $(LIBDP) $(STATIC_LIBS) 2> $@.log || \
 		{ cat $@.log; exit 1; }
 
 $(BUILD)/lambda/bootstrap: $(BUILD)/static/diagport

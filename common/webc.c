@@ -1,0 +1,559 @@
+/*
+ * webc.c - the egress process's HTTP/1.1 client (webc.h): the URL, the
+ * connection (getaddrinfo, every address put to the caller's allowlist
+ * before connect, a non-blocking connect under connect_timeout_ms, TLS by
+ * webc_tls.c), and one request at a time on it: the head, the body from
+ * memory or streamed from body_fn, and the answer read by webc_resp.c. The
+ * socket stays non-blocking and every wait is a poll under io_timeout_ms.
+ *
+ * Keep-alive: a connection whose last answer allowed it is reused. Before
+ * a request goes on one, a poll with no wait asks whether the server has
+ * closed it meanwhile (or sent something unasked); then it is reopened
+ * first, which is how most closes are met, streamed bodies included. When
+ * the close races the request (the answer's first byte never comes, or the
+ * write finds the connection reset), the request is sent once more on a new
+ * connection if its body can be sent again: a body in memory can, and so
+ * can a streamed one whose body_fn has not been called yet; a streamed body
+ * already partly taken cannot (body_fn has no rewind), and that request
+ * fails with DP_EIO saying so, for the caller to retry from its own copy.
+ */
+#include "webc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "mem.h"
+#include "webc_int.h"
+
+#define HEAD_OUT_MAX (64 * 1024)  /* our request head */
+#define TARGET_MAX (16 * 1024)
+#define BODY_CHUNK (64 * 1024)    /* one body_fn call, one write */
+#define READ_CHUNK (16 * 1024)
+#define INLINE_BODY (16 * 1024)   /* a body in memory up to this goes in the head's write */
+
+struct webc_conn {
+	bool tls;
+	char *host;     /* as in the URL, an IPv6 address without its brackets */
+	char *host_hdr; /* the Host header's value */
+	char port[8];
+	char *ca_file;  /* o.ca_file points here */
+	struct webc_opts o;
+	int fd;         /* -1 when not open */
+	struct webc_tls_ctx *tctx; /* made at the first TLS connection, kept for the next ones */
+	struct webc_tls *t;
+	unsigned served; /* answers read on the open connection */
+};
+
+/* ---- the URL --------------------------------------------------------------------------------- */
+
+static int parse_port(const char *s, size_t n, char out[8])
+{
+	unsigned long v = 0;
+
+	if (n == 0 || n > 5)
+		return DP_EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return DP_EINVAL;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	if (v == 0 || v > 65535)
+		return DP_EINVAL;
+	snprintf(out, 8, "%lu", v);
+	return 0;
+}
+
+static bool host_chars(const char *h, size_t n)
+{
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((h[i] >= 'a' && h[i] <= 'z') || (h[i] >= 'A' && h[i] <= 'Z') || (h[i] >= '0' && h[i] <= '9') ||
+		      h[i] == '.' || h[i] == '-' || h[i] == '_'))
+			return false;
+	return true;
+}
+
+static int parse_url(const char *url, struct webc_conn *c, struct err_msg *em)
+{
+	const char *a, *end, *port = NULL;
+	unsigned char v6[16];
+	size_t hlen;
+
+	if (strncasecmp(url, "https://", 8) == 0)
+		c->tls = true, a = url + 8;
+	else if (strncasecmp(url, "http://", 7) == 0)
+		a = url + 7;
+	else
+		return err_set(em, DP_EINVAL, "the base URL is neither http:// nor https://");
+	end = a + strcspn(a, "/?#");
+	if (memchr(a, '@', (size_t)(end - a)))
+		return err_set(em, DP_EINVAL, "the base URL has user information, which webc does not send");
+	if (*a == '[') {
+		const char *rb = memchr(a, ']', (size_t)(end - a));
+
+		hlen = rb ? (size_t)(rb - a - 1) : 0;
+		c->host = mem_strndup(a + 1, hlen);
+		if (rb == NULL || inet_pton(AF_INET6, c->host, v6) != 1 || (rb + 1 != end && rb[1] != ':'))
+			return err_set(em, DP_EINVAL, "the base URL's host is not a valid [IPv6] address");
+		port = rb + 1 != end ? rb + 2 : NULL;
+	} else {
+		const char *colon = memchr(a, ':', (size_t)(end - a));
+
+		hlen = (size_t)((colon ? colon : end) - a);
+		if (!host_chars(a, hlen))
+			return err_set(em, DP_EINVAL, "the base URL's host is empty or not a host name");
+		c->host = mem_strndup(a, hlen);
+		port = colon ? colon + 1 : NULL;
+	}
+	if (port && parse_port(port, (size_t)(end - port), c->port) != 0)
+		return err_set(em, DP_EINVAL, "the base URL's port is not a number from 1 to 65535");
+	if (port == NULL || strcmp(c->port, c->tls ? "443" : "80") == 0) {
+		strcpy(c->port, c->tls ? "443" : "80");
+		c->host_hdr = strchr(c->host, ':') ? mem_printf("[%s]", c->host) : mem_strdup(c->host);
+	} else {
+		c->host_hdr = mem_printf(strchr(c->host, ':') ? "[%s]:%s" : "%s:%s", c->host, c->port);
+	}
+	return 0;
+}
+
+int webc_open(const char *base_url, const struct webc_opts *o, struct webc_conn **out, struct err_msg *em)
+{
+	struct webc_conn *c = mem_zalloc(sizeof(*c));
+	int rc;
+
+	c->fd = -1;
+	if (o)
+		c->o = *o;
+	if ((rc = parse_url(base_url, c, em)) != 0) {
+		webc_close(c);
+		return rc;
+	}
+	if (c->o.ca_file)
+		c->o.ca_file = c->ca_file = mem_strdup(c->o.ca_file);
+	if (c->o.connect_timeout_ms <= 0)
+		c->o.connect_timeout_ms = 10000;
+	if (c->o.io_timeout_ms <= 0)
+		c->o.io_timeout_ms = 30000;
+	*out = c;
+	return 0;
+}
+
+static void disconnect(struct webc_conn *c)
+{
+	webc_tls_free(c->t);
+	c->t = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	c->served = 0;
+}
+
+void webc_close(struct webc_conn *c)
+{
+	if (c == NULL)
+		return;
+	disconnect(c);
+	webc_tls_ctx_free(c->tctx);
+	mem_free(c->host);
+	mem_free(c->host_hdr);
+	mem_free(c->ca_file);
+	mem_free(c);
+}
+
+/* ---- waiting, connecting --------------------------------------------------------------------- */
+
+/* Until fd is ready for events, at most ms. 0, or DP_EIO with em ("... within N ms"). */
+static int wait_fd(int fd, short events, long ms, const char *doing, struct err_msg *em)
+{
+	long long until = clock_ms() + ms;
+	struct pollfd p = { .fd = fd, .events = events };
+
+	for (;;) {
+		long long left = until - clock_ms();
+		int r = poll(&p, 1, left > 0 ? (int)left : 0);
+
+		if (r > 0)
+			return 0;
+		if (r == 0)
+			return err_set(em, DP_EIO, "no progress %s within %ld ms", doing, ms);
+		if (errno != EINTR)
+			return err_set(em, DP_EIO, "poll failed %s: %s", doing, strerror(errno));
+	}
+}
+
+static long left_ms(long long deadline)
+{
+	long long l = deadline - clock_ms();
+
+	return l > 0 ? (long)l : 0;
+}
+
+/* One address: a socket connected to it before the deadline, or -1 with why. */
+static int connect_one(const struct addrinfo *ai, long long deadline, char *why, size_t whylen)
+{
+	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err = 0, one = 1;
+	socklen_t len = sizeof(err);
+	struct err_msg tmp;
+
+	if (fd < 0) {
+		snprintf(why, whylen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
+		if (errno != EINPROGRESS)
+			err = errno;
+		else if (wait_fd(fd, POLLOUT, left_ms(deadline), "connecting", &tmp) != 0)
+			err = ETIMEDOUT;
+		else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
+			err = errno;
+	}
+	if (err) {
+		snprintf(why, whylen, "%s", strerror(err));
+		close(fd);
+		return -1;
+	}
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* a head and its body, not Nagle's wait */
+	return fd;
+}
+
+static void addr_text(const struct sockaddr *sa, char *out, size_t n)
+{
+	const void *a = sa->sa_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)sa)->sin6_addr
+						  : (const void *)&((const struct sockaddr_in *)sa)->sin_addr;
+
+	if (inet_ntop(sa->sa_family, a, out, (socklen_t)n) == NULL)
+		snprintf(out, n, "?");
+}
+
+static int tls_handshake(struct webc_conn *c, long long deadline, struct err_msg *em)
+{
+	int rc;
+
+	if (c->tctx == NULL && (rc = webc_tls_ctx_new(&c->o, &c->tctx, em)) != 0)
+		return rc;
+	if ((rc = webc_tls_new(c->tctx, c->fd, c->host, &c->t, em)) != 0)
+		return rc;
+	while ((rc = webc_tls_handshake(c->t, em)) == WEBC_WANT_READ || rc == WEBC_WANT_WRITE)
+		if (wait_fd(c->fd, rc == WEBC_WANT_READ ? POLLIN : POLLOUT, left_ms(deadline), "in the TLS handshake",
+			    em) != 0)
+			return DP_EIO;
+	return rc;
+}
+
+/* Resolve, check, connect, and for https the handshake, all before connect_timeout_ms. */
+static int conn_open(struct webc_conn *c, struct err_msg *em)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	long long deadline = clock_ms() + c->o.connect_timeout_ms;
+	char why[160] = "", addr[INET6_ADDRSTRLEN] = "";
+	int rc, n = 0, refused = 0;
+
+	if ((rc = getaddrinfo(c->host, c->port, &hints, &res)) != 0)
+		return err_set(em, DP_EIO, "cannot resolve %s: %s", c->host,
+			       rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+	for (const struct addrinfo *ai = res; ai && c->fd < 0; ai = ai->ai_next) {
+		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
+			continue;
+		n++;
+		addr_text(ai->ai_addr, addr, sizeof(addr));
+		if (c->o.allow && !c->o.allow(c->o.allow_ctx, c->host, ai->ai_addr, ai->ai_addrlen)) {
+			refused++;
+			continue;
+		}
+		c->fd = connect_one(ai, deadline, why, sizeof(why));
+	}
+	freeaddrinfo(res);
+	if (c->fd < 0) {
+		if (n > 0 && refused == n)
+			return err_set(em, DP_EIO, "no address of %s is allowed (%d refused, the last %s)", c->host, refused,
+				       addr);
+		return err_set(em, DP_EIO, "cannot connect to %s port %s (%s): %s", c->host, c->port, addr,
+			       n ? why : "no address");
+	}
+	if (c->tls && (rc = tls_handshake(c, deadline, em)) != 0) {
+		disconnect(c);
+		return rc;
+	}
+	return 0;
+}
+
+/* Has the server closed a kept-alive connection (or sent something unasked) while it was idle? */
+static bool stale(const struct webc_conn *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;
+}
+
+/* ---- bytes both ways ------------------------------------------------------------------------- */
+
+/* All n bytes out. 0, or DP_EIO with em; *gone when the server had closed or reset the connection. */
+static int send_all(struct webc_conn *c, const char *p, size_t n, bool *gone, struct err_msg *em)
+{
+	while (n > 0) {
+		long r;
+
+		if (c->t) {
+			r = webc_tls_write(c->t, p, n, em);
+			if (r == WEBC_WANT_READ || r == WEBC_WANT_WRITE) {
+				if (wait_fd(c->fd, r == WEBC_WANT_READ ? POLLIN : POLLOUT, c->o.io_timeout_ms, "sending",
+					    em) != 0)
+					return DP_EIO;
+				continue;
+			}
+			if (r < 0) {
+				*gone = true;
+				return DP_EIO;
+			}
+		} else if ((r = send(c->fd, p, n, MSG_NOSIGNAL)) < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				if (wait_fd(c->fd, POLLOUT, c->o.io_timeout_ms, "sending", em) != 0)
+					return DP_EIO;
+				continue;
+			}
+			*gone = errno == EPIPE || errno == ECONNRESET;
+			return err_set(em, DP_EIO, "sending failed: %s", strerror(errno));
+		}
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Some bytes in: > 0, 0 at the server's close, or DP_EIO with em (*gone for a reset or an unclean TLS close). */
+static long recv_some(struct webc_conn *c, char *p, size_t n, bool *gone, struct err_msg *em)
+{
+	for (;;) {
+		long r;
+
+		if (c->t) {
+			r = webc_tls_read(c->t, p, n, em);
+			if (r == WEBC_WANT_READ || r == WEBC_WANT_WRITE) {
+				if (wait_fd(c->fd, r == WEBC_WANT_READ ? POLLIN : POLLOUT, c->o.io_timeout_ms,
+					    "waiting for the answer", em) != 0)
+					return DP_EIO;
+				continue;
+			}
+			if (r == WEBC_EOF_UNCLEAN) {
+				*gone = true;
+				return err_set(em, DP_EIO, "the server closed the TLS connection without close_notify");
+			}
+			*gone |= r < 0;
+			return r;
+		}
+		if ((r = recv(c->fd, p, n, 0)) >= 0)
+			return r;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK) {
+			if (wait_fd(c->fd, POLLIN, c->o.io_timeout_ms, "waiting for the answer", em) != 0)
+				return DP_EIO;
+			continue;
+		}
+		*gone = errno == ECONNRESET;
+		return err_set(em, DP_EIO, "receiving failed: %s", strerror(errno));
+	}
+}
+
+/* ---- one exchange ---------------------------------------------------------------------------- */
+
+struct attempt {
+	bool gone;      /* the server closed or reset the connection */
+	bool any;       /* a byte of the answer came */
+	bool consumed;  /* body_fn was called */
+};
+
+static int send_body(struct webc_conn *c, const struct webc_req *req, struct attempt *at, struct err_msg *em)
+{
+	size_t left = req->body_len;
+	char *chunk;
+	int rc = 0;
+
+	if (req->body_fn == NULL)
+		return req->body && req->body_len > INLINE_BODY ? send_all(c, req->body, req->body_len, &at->gone, em) : 0;
+	chunk = mem_alloc(left < BODY_CHUNK ? left + 1 : BODY_CHUNK);
+	while (left > 0 && rc == 0) {
+		size_t want = left < BODY_CHUNK ? left : BODY_CHUNK;
+		long n;
+
+		at->consumed = true;
+		n = req->body_fn(req->body_ctx, chunk, want);
+		if (n < 0)
+			rc = err_set(em, (int)n, "the request body's source failed (%s) with %zu bytes still to send",
+				     err_str((int)n), left);
+		else if (n == 0)
+			rc = err_set(em, DP_EINVAL, "the request body's source ended %zu bytes before body_len", left);
+		else if ((size_t)n > want)
+			rc = err_set(em, DP_EINTERNAL, "the request body's source gave more bytes than asked");
+		else if ((rc = send_all(c, chunk, (size_t)n, &at->gone, em)) == 0)
+			left -= (size_t)n;
+	}
+	mem_free(chunk);
+	return rc;
+}
+
+static int read_answer(struct webc_conn *c, const struct webc_req *req, struct webc_resp *resp, struct attempt *at,
+		       struct err_msg *em)
+{
+	struct webc_parse p;
+	char *in = mem_alloc(READ_CHUNK);
+	int rc = 0;
+
+	webc_parse_init(&p, strcmp(req->method, "HEAD") == 0, req->max_resp, req->want_headers, resp);
+	while (rc == 0) {
+		long n = recv_some(c, in, READ_CHUNK, &at->gone, em);
+		size_t used = 0;
+
+		if (n < 0) {
+			rc = (int)n;
+		} else if (n == 0) {
+			at->gone = true;
+			rc = webc_parse_eof(&p, em);
+			p.keep_alive = false;
+		} else {
+			rc = webc_parse_feed(&p, in, (size_t)n, &used, em);
+			p.keep_alive &= used == (size_t)n; /* bytes after the answer: the connection is not in step */
+		}
+	}
+	at->any = p.any;
+	mem_free(in);
+	webc_parse_free(&p);
+	if (rc < 0)
+		return rc;
+	if (p.keep_alive)
+		c->served++;
+	else
+		disconnect(c);
+	return 0;
+}
+
+static int exchange(struct webc_conn *c, const struct webc_req *req, const struct buf *head, struct webc_resp *resp,
+		    struct attempt *at, struct err_msg *em)
+{
+	struct err_msg read_em;
+	int rc = send_all(c, head->data, head->len, &at->gone, em), rrc;
+
+	if (rc == 0)
+		rc = send_body(c, req, at, em);
+	if (rc == 0)
+		return read_answer(c, req, resp, at, em);
+	if (!at->gone)
+		return rc;
+	/* the server closed while we sent: it may have answered first (an early 403, a 413) */
+	if ((rrc = read_answer(c, req, resp, at, &read_em)) == 0)
+		disconnect(c); /* the rest of the body was never sent: this connection is out of step */
+	return rrc == 0 ? 0 : rc;
+}
+
+/* ---- the request ----------------------------------------------------------------------------- */
+
+static bool token(const char *s, size_t n)
+{
+	if (n == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+		      strchr("!#$%&'*+-.^_`|~", s[i])))
+			return false;
+	return true;
+}
+
+static bool header_is(const char *h, size_t n, const char *name)
+{
+	return n == strlen(name) && strncasecmp(h, name, n) == 0;
+}
+
+/* The request's head into out (our own headers last). DP_EINVAL with em for what cannot be sent. */
+static int build_head(const struct webc_conn *c, const struct webc_req *r, struct buf *out, struct err_msg *em)
+{
+	size_t tlen = r->target ? strlen(r->target) : 0;
+
+	if (r->method == NULL || !token(r->method, strlen(r->method)) || strlen(r->method) > 16)
+		return err_set(em, DP_EINVAL, "the method is not an HTTP token");
+	if (tlen == 0 || tlen > TARGET_MAX || r->target[0] != '/')
+		return err_set(em, DP_EINVAL, "the target is empty, over %d bytes, or does not begin with /", TARGET_MAX);
+	for (size_t i = 0; i < tlen; i++)
+		if ((unsigned char)r->target[i] <= 0x20 || (unsigned char)r->target[i] >= 0x7f)
+			return err_set(em, DP_EINVAL, "the target has a space, a control byte or a byte past ASCII");
+	if (r->body && r->body_fn)
+		return err_set(em, DP_EINVAL, "the request has both a body in memory and a streamed body");
+	buf_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", r->method, r->target, c->host_hdr);
+	for (size_t i = 0; r->headers && r->headers[i]; i++) {
+		const char *h = r->headers[i], *colon = strchr(h, ':');
+		size_t nlen = colon ? (size_t)(colon - h) : 0;
+
+		if (colon == NULL || !token(h, nlen) || strpbrk(h, "\r\n"))
+			return err_set(em, DP_EINVAL, "request header %zu is not one \"Name: value\" line", i + 1);
+		if (header_is(h, nlen, "host") || header_is(h, nlen, "content-length") ||
+		    header_is(h, nlen, "connection") || header_is(h, nlen, "transfer-encoding"))
+			return err_set(em, DP_EINVAL, "request header %.*s is webc's own", (int)nlen, h);
+		if (buf_printf(out, "%s\r\n", h) != 0)
+			return err_set(em, DP_EINVAL, "the request's head passes %d bytes", HEAD_OUT_MAX);
+	}
+	if (r->body || r->body_fn || strcmp(r->method, "PUT") == 0 || strcmp(r->method, "POST") == 0)
+		buf_printf(out, "Content-Length: %zu\r\n", r->body || r->body_fn ? r->body_len : 0);
+	if (buf_puts(out, "Connection: keep-alive\r\n\r\n") != 0)
+		return err_set(em, DP_EINVAL, "the request's head passes %d bytes", HEAD_OUT_MAX);
+	if (r->body && r->body_len <= INLINE_BODY && buf_append(out, r->body, r->body_len) != 0)
+		return err_set(em, DP_EINVAL, "the request's head passes %d bytes", HEAD_OUT_MAX);
+	return 0;
+}
+
+int webc_request(struct webc_conn *c, const struct webc_req *req, struct webc_resp *resp, struct err_msg *em)
+{
+	struct buf head;
+	int rc;
+
+	buf_init(&head, HEAD_OUT_MAX + INLINE_BODY);
+	memset(resp, 0, sizeof(*resp));
+	buf_init(&resp->body, 0);
+	if ((rc = build_head(c, req, &head, em)) != 0)
+		goto out;
+	for (int tries = 0;; tries++) {
+		struct attempt at = { 0 };
+		bool reused = c->fd >= 0;
+
+		if (reused && stale(c)) {
+			disconnect(c);
+			reused = false;
+		}
+		if (c->fd < 0 && (rc = conn_open(c, em)) != 0)
+			break;
+		webc_resp_free(resp);
+		if ((rc = exchange(c, req, &head, resp, &at, em)) == 0)
+			break;
+		disconnect(c);
+		if (!(reused && tries == 0 && at.gone && !at.any))
+			break;
+		if (at.consumed) {
+			rc = err_set(em, DP_EIO, "the server closed the kept-alive connection as the request went out, "
+						 "and its streamed body cannot be sent again");
+			break;
+		}
+	}
+out:
+	if (rc != 0) {
+		const char *t = req->target ? req->target : "";
+
+		err_prefix(em, "%s %s://%s%.*s", req->method ? req->method : "?", c->tls ? "https" : "http", c->host_hdr,
+			   (int)(strcspn(t, "?") < 256 ? strcspn(t, "?") : 256), t);
+		webc_resp_free(resp);
+		buf_init(&resp->body, 0);
+	}
+	mem_wipe(head.data, head.alloc);
+	buf_free(&head);
+	return rc;
+}

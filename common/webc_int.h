@@ -1,0 +1,91 @@
+/*
+ * webc_int.h - between webc's own files (webc.c above webc_resp.c and
+ * webc_tls.c; the two below never call up). Not for other users: their
+ * contract is webc.h.
+ */
+#ifndef DP_WEBC_INT_H
+#define DP_WEBC_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "errors.h"
+#include "webc.h"
+
+/* Caps on an answer's head (status line and headers) and on a chunked body's framing lines and trailers. */
+#define WEBC_HEAD_MAX (16 * 1024)
+#define WEBC_HEADERS_MAX 100
+#define WEBC_CHUNK_LINE_MAX 1024
+
+/*
+ * The answer reader (webc_resp.c): push-based, so any split of the bytes
+ * gives the same result. It skips 1xx answers, takes the body as HEAD,
+ * 204/304, Content-Length, chunked or read-to-close prescribe (RFC 9112
+ * 6.3), and keeps the wanted headers. Pure: no I/O.
+ */
+enum webc_framing { WEBC_NONE, WEBC_LENGTH, WEBC_CHUNKED, WEBC_TO_CLOSE };
+
+struct webc_parse {
+	/* set by webc_parse_init */
+	bool head_request;
+	size_t max_resp;
+	const char *const *want;
+	struct webc_resp *resp;
+	/* the reader's state */
+	int state;
+	struct buf line;           /* the head, or one chunk-size line or trailer line, gathered */
+	size_t trailer_bytes;
+	enum webc_framing framing;
+	uint64_t left;             /* body bytes (Content-Length) or bytes of the current chunk still to come */
+	bool keep_alive;           /* the server may take another request on this connection */
+	bool any;                  /* at least one byte of an answer came */
+};
+
+/* Start reading one answer into resp (which it initialises: status 0, an empty body capped at max_resp). */
+void webc_parse_init(struct webc_parse *p, bool head_request, size_t max_resp, const char *const *want,
+		     struct webc_resp *resp);
+/*
+ * Take n bytes. *used gets how many belong to the answer (the rest came after
+ * its end). 1: the answer is complete; 0: more is needed; DP_EREMOTE (not
+ * HTTP/1.x, a malformed head or chunk, a head over WEBC_HEAD_MAX or
+ * WEBC_HEADERS_MAX headers) or DP_ETOOBIG (the body passes max_resp) with em
+ * saying what.
+ */
+int webc_parse_feed(struct webc_parse *p, const char *data, size_t n, size_t *used, struct err_msg *em);
+/* The server closed the connection: 1 when that ends the answer (read-to-close), else DP_EIO with em. */
+int webc_parse_eof(struct webc_parse *p, struct err_msg *em);
+/* Free the reader's own buffers (not resp). */
+void webc_parse_free(struct webc_parse *p);
+
+/*
+ * TLS over a connected non-blocking socket (webc_tls.c). Nothing here waits:
+ * each call returns WEBC_WANT_READ or WEBC_WANT_WRITE when the socket must
+ * become readable or writable first, and the caller polls.
+ */
+#define WEBC_WANT_READ (-1000)
+#define WEBC_WANT_WRITE (-1001)
+#define WEBC_EOF_UNCLEAN (-1002) /* the peer closed without close_notify */
+
+struct webc_tls_ctx; /* the verification settings and CA bundle, kept across reconnections */
+struct webc_tls;     /* one TLS session on one socket */
+
+/*
+ * A new context for o (ca_file, else SSL_CERT_FILE, else the system bundle;
+ * or insecure), TLS 1.2 at least. DP_ENOLIB when libssl is missing (dynamic
+ * builds), DP_EIO when the CA bundle does not load.
+ */
+int webc_tls_ctx_new(const struct webc_opts *o, struct webc_tls_ctx **out, struct err_msg *em);
+void webc_tls_ctx_free(struct webc_tls_ctx *x); /* NULL-safe */
+/* A session on fd for host (SNI unless host is an IP literal; the certificate checked against host). */
+int webc_tls_new(struct webc_tls_ctx *x, int fd, const char *host, struct webc_tls **out, struct err_msg *em);
+/* 0 when the handshake is done, WEBC_WANT_*, or DP_EIO with em (the verification failure in words). */
+int webc_tls_handshake(struct webc_tls *t, struct err_msg *em);
+/* Bytes read (> 0), 0 at close_notify, WEBC_WANT_*, WEBC_EOF_UNCLEAN, or DP_EIO with em. */
+long webc_tls_read(struct webc_tls *t, void *p, size_t n, struct err_msg *em);
+/* Bytes written (> 0), WEBC_WANT_*, or DP_EIO with em. */
+long webc_tls_write(struct webc_tls *t, const void *p, size_t n, struct err_msg *em);
+void webc_tls_free(struct webc_tls *t); /* NULL-safe; sends no close_notify (the socket is closed next) */
+
+#endif
