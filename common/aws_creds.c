@@ -59,28 +59,51 @@ void aws_creds_copy(struct aws_creds *out, const struct aws_creds *c)
 	out->token = c->token ? mem_strdup(c->token) : NULL;
 }
 
+/* n decimal digits at *p into *v, advancing *p; false when they are not there. */
+static bool digits(const char **p, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return false;
+		*v = *v * 10 + (**p - '0');
+	}
+	return true;
+}
+
+static bool lit(const char **p, char c)
+{
+	if (**p != c)
+		return false;
+	(*p)++;
+	return true;
+}
+
 time_t aws_creds_parse_time(const char *s)
 {
-	int y, mo, d, h, mi, sec, n = 0, oh = 0, om = 0;
+	int y, mo, d, h, mi, sec, oh = 0, om = 0;
 	struct tm tm;
-	const char *p;
+	const char *p = s;
 	time_t t;
 
-	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n == 0)
+	if (s == NULL || !digits(&p, 4, &y) || !lit(&p, '-') || !digits(&p, 2, &mo) || !lit(&p, '-') ||
+	    !digits(&p, 2, &d) || !(lit(&p, 'T') || lit(&p, 't')) || !digits(&p, 2, &h) || !lit(&p, ':') ||
+	    !digits(&p, 2, &mi) || !lit(&p, ':') || !digits(&p, 2, &sec))
 		return 0;
-	p = s + n;
 	if (*p == '.')
 		for (p++; *p >= '0' && *p <= '9'; p++)
 			;
-	if ((*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d", &oh, &om) == 2) {
-		if (*p == '+') {
-			oh = -oh;
-			om = -om;
-		}
-	} else if (*p != 'Z' && *p != 'z') {
+	if (*p == '+' || *p == '-') {
+		int sign = *p++ == '+' ? -1 : 1;
+
+		if (!digits(&p, 2, &oh) || !lit(&p, ':') || !digits(&p, 2, &om))
+			return 0;
+		oh *= sign;
+		om *= sign;
+	} else if (!lit(&p, 'Z') && !lit(&p, 'z')) {
 		return 0;
 	}
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+	if (*p != '\0' || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
 		return 0;
 	memset(&tm, 0, sizeof(tm));
 	tm.tm_year = y - 1900;
@@ -90,7 +113,7 @@ time_t aws_creds_parse_time(const char *s)
 	tm.tm_min = mi;
 	tm.tm_sec = sec;
 	t = timegm(&tm);
-	return t == (time_t)-1 ? 0 : t + oh * 3600 + om * 60;
+	return t == (time_t)-1 ? 0 : t + (time_t)oh * 3600 + (time_t)om * 60;
 }
 
 static const char *env(const char *name)

@@ -246,8 +246,8 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* A buffer to fill: a free one, a new one while under max_buffers, else wait. 0, or the upload's failure. */
-static int take_buffer(struct s3_upload *u, struct err_msg *em)
+/* A buffer to fill in *out: a free one, a new one while under max_buffers, else wait. 0, or the upload's failure. */
+static int take_buffer(struct s3_upload *u, struct part **out, struct err_msg *em)
 {
 	int rc;
 
@@ -257,11 +257,11 @@ static int take_buffer(struct s3_upload *u, struct err_msg *em)
 	if ((rc = u->failed) != 0) {
 		*em = u->fail_em;
 	} else if (u->free_list) {
-		u->cur = u->free_list;
-		u->free_list = u->cur->next;
+		*out = u->free_list;
+		u->free_list = u->free_list->next;
 	} else {
-		u->cur = mem_zalloc(sizeof(*u->cur));
-		u->cur->data = mem_alloc(u->part_size);
+		*out = mem_zalloc(sizeof(**out));
+		(*out)->data = mem_alloc(u->part_size);
 		u->n_buffers++;
 	}
 	pthread_mutex_unlock(&u->mu);
@@ -275,21 +275,21 @@ static int create_upload(struct s3_upload *u, struct err_msg *em)
 	struct s3_call call = { .method = "POST", .action = "CreateMultipartUpload", .query = "uploads",
 				.headers = u->obj_headers, .want_headers = want };
 	struct buf q;
+	char *id = NULL;
 	int rc;
 
-	if ((rc = s3_send(&u->c, &u->conn, &call, &r, em)) == 0) {
-		u->upload_id = aws_xml_text(r.body.data, r.body.len, "UploadId");
-		if (u->upload_id == NULL || *u->upload_id == '\0') {
-			free(u->upload_id);
-			u->upload_id = NULL;
-			rc = err_set(em, DP_EREMOTE, "S3 CreateMultipartUpload %s: the answer has no UploadId", u->c.desc);
-		}
-	}
+	if ((rc = s3_send(&u->c, &u->conn, &call, &r, em)) == 0)
+		id = aws_xml_text(r.body.data, r.body.len, "UploadId");
 	webc_resp_free(&r);
 	if (rc != 0)
 		return rc;
+	if (id == NULL || *id == '\0') {
+		free(id);
+		return err_set(em, DP_EREMOTE, "S3 CreateMultipartUpload %s: the answer has no UploadId", u->c.desc);
+	}
+	u->upload_id = id;
 	buf_init(&q, 0);
-	buf_pct_encode(&q, u->upload_id, strlen(u->upload_id), false);
+	buf_pct_encode(&q, id, strlen(id), false);
 	u->upload_id_q = buf_steal(&q, NULL);
 	u->n_threads = u->max_buffers > 1 ? u->max_buffers - 1 : 1;
 	u->threads = mem_array((size_t)u->n_threads, sizeof(*u->threads));
@@ -372,17 +372,23 @@ int s3_write(struct s3_upload *u, const void *data, size_t len, struct err_msg *
 	int rc;
 
 	while (len > 0) {
+		struct part *cur;
 		size_t n;
 
 		if ((rc = failed_now(u, em)) != 0)
 			return rc;
 		if (u->cur && u->cur->len == u->part_size && (rc = submit(u, em)) != 0)
 			return rc;
-		if (u->cur == NULL && (rc = take_buffer(u, em)) != 0)
-			return rc;
-		n = u->part_size - u->cur->len < len ? u->part_size - u->cur->len : len;
-		memcpy(u->cur->data + u->cur->len, p, n);
-		u->cur->len += n;
+		if (u->cur == NULL) {
+			if ((rc = take_buffer(u, &cur, em)) != 0)
+				return rc;
+			u->cur = cur;
+		} else {
+			cur = u->cur;
+		}
+		n = u->part_size - cur->len < len ? u->part_size - cur->len : len;
+		memcpy(cur->data + cur->len, p, n);
+		cur->len += n;
 		u->bytes_in += n;
 		p += n;
 		len -= n;
