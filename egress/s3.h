@@ -76,7 +76,11 @@ struct s3_meta {
 	const char *value; /* any UTF-8; non-ASCII values are sent RFC 2047-encoded, as S3 asks */
 };
 
-/* Bytes the store has taken so far (whole parts, then the last), called from the upload's threads. */
+/*
+ * Bytes the store has taken so far (after each part it acknowledged, or the
+ * PutObject), called from the upload's threads with its lock held: it must
+ * be quick and must not call s3_* on the same upload.
+ */
 typedef void (*s3_progress_fn)(void *ctx, uint64_t bytes_sent);
 
 struct s3_upload;
