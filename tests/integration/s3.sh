@@ -30,8 +30,10 @@ I=tests/integration
 V=tests/validate
 
 LIBS_PKG="$(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread -ldl"
+SAN=
+case $(basename "$B") in build-*) SAN="-fsanitize=$(basename "$B" | sed 's/^build-//; s/-/,/g') -fno-sanitize-recover=all" ;; esac
 # shellcheck disable=SC2086
-cc -std=c11 -D_GNU_SOURCE -I. -Icommon $(pkg-config --cflags jansson) -o "$W/driver" $I/s3_driver.c \
+cc -std=c11 -D_GNU_SOURCE $SAN -I. -Icommon $(pkg-config --cflags jansson) -o "$W/driver" $I/s3_driver.c \
 	"$B/libdiagport.a" $LIBS_PKG 2> "$W/cc.log" || { fail build-driver "$(head -c 300 "$W/cc.log")"; exit 0; }
 [ -d $V/node_modules/s3rver ] && [ -d $V/node_modules/@aws-sdk/client-s3 ] ||
 	{ fail prereqs "s3rver or @aws-sdk/client-s3 missing: run scripts/prereqs.sh test"; exit 0; }
