@@ -21,12 +21,12 @@
 #include <sys/wait.h>
 #include <jansson.h>
 
+#include "aws_profile.h"
 #include "aws_xml.h"
 #include "buf.h"
 #include "mem.h"
 #include "webc.h"
 
-#define MAX_FILE ((size_t)1 << 20)  /* a shared credentials or config file */
 #define MAX_ANSWER ((size_t)64 << 10) /* a credentials endpoint's answer, credential_process's output */
 #define IMDS_TIMEOUT_MS 1000L       /* the SDKs' default: a laptop is not held */
 #define CONTAINER_TIMEOUT_MS 2000L  /* botocore's for the container endpoint */
@@ -59,28 +59,51 @@ void aws_creds_copy(struct aws_creds *out, const struct aws_creds *c)
 	out->token = c->token ? mem_strdup(c->token) : NULL;
 }
 
+/* n decimal digits at *p into *v, advancing *p; false when they are not there. */
+static bool digits(const char **p, int n, int *v)
+{
+	*v = 0;
+	for (int i = 0; i < n; i++, (*p)++) {
+		if (**p < '0' || **p > '9')
+			return false;
+		*v = *v * 10 + (**p - '0');
+	}
+	return true;
+}
+
+static bool lit(const char **p, char c)
+{
+	if (**p != c)
+		return false;
+	(*p)++;
+	return true;
+}
+
 time_t aws_creds_parse_time(const char *s)
 {
-	int y, mo, d, h, mi, sec, n = 0, oh = 0, om = 0;
+	int y, mo, d, h, mi, sec, oh = 0, om = 0;
 	struct tm tm;
-	const char *p;
+	const char *p = s;
 	time_t t;
 
-	if (s == NULL || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n == 0)
+	if (s == NULL || !digits(&p, 4, &y) || !lit(&p, '-') || !digits(&p, 2, &mo) || !lit(&p, '-') ||
+	    !digits(&p, 2, &d) || !(lit(&p, 'T') || lit(&p, 't')) || !digits(&p, 2, &h) || !lit(&p, ':') ||
+	    !digits(&p, 2, &mi) || !lit(&p, ':') || !digits(&p, 2, &sec))
 		return 0;
-	p = s + n;
 	if (*p == '.')
 		for (p++; *p >= '0' && *p <= '9'; p++)
 			;
-	if ((*p == '+' || *p == '-') && sscanf(p + 1, "%2d:%2d", &oh, &om) == 2) {
-		if (*p == '+') {
-			oh = -oh;
-			om = -om;
-		}
-	} else if (*p != 'Z' && *p != 'z') {
+	if (*p == '+' || *p == '-') {
+		int sign = *p++ == '+' ? -1 : 1;
+
+		if (!digits(&p, 2, &oh) || !lit(&p, ':') || !digits(&p, 2, &om))
+			return 0;
+		oh *= sign;
+		om *= sign;
+	} else if (!lit(&p, 'Z') && !lit(&p, 'z')) {
 		return 0;
 	}
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+	if (*p != '\0' || y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
 		return 0;
 	memset(&tm, 0, sizeof(tm));
 	tm.tm_year = y - 1900;
@@ -90,7 +113,7 @@ time_t aws_creds_parse_time(const char *s)
 	tm.tm_min = mi;
 	tm.tm_sec = sec;
 	t = timegm(&tm);
-	return t == (time_t)-1 ? 0 : t + oh * 3600 + om * 60;
+	return t == (time_t)-1 ? 0 : t + (time_t)oh * 3600 + (time_t)om * 60;
 }
 
 static const char *env(const char *name)
@@ -98,158 +121,6 @@ static const char *env(const char *name)
 	const char *v = getenv(name);
 
 	return v && *v ? v : NULL;
-}
-
-/* ---- the shared files ---- */
-
-/* A section of an INI file: its top-level "key = value" pairs (nested ones skipped). */
-struct ini {
-	char *path;
-	bool found;    /* the section is there */
-	size_t n;
-	char *k[64], *v[64];
-};
-
-static void ini_free(struct ini *s)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		free(s->k[i]);
-		if (s->v[i])
-			mem_wipe(s->v[i], strlen(s->v[i]));
-		free(s->v[i]);
-	}
-	free(s->path);
-	memset(s, 0, sizeof(*s));
-}
-
-static const char *ini_get(const struct ini *s, const char *key)
-{
-	for (size_t i = 0; i < s->n; i++)
-		if (strcmp(s->k[i], key) == 0)
-			return s->v[i];
-	return NULL;
-}
-
-static char *trim(char *a, char *e)
-{
-	while (a < e && isspace((unsigned char)*a))
-		a++;
-	while (e > a && isspace((unsigned char)e[-1]))
-		e--;
-	*e = '\0';
-	return a;
-}
-
-/* Is the header line [h] the section we want? Config files write "[profile NAME]" (and "[default]"). */
-static bool section_is(const char *h, const char *profile, bool config)
-{
-	if (!config || strcmp(h, "default") == 0)
-		return strcmp(h, profile) == 0;
-	if (strncmp(h, "profile", 7) != 0 || !isspace((unsigned char)h[7]))
-		return false;
-	h += 7;
-	while (isspace((unsigned char)*h))
-		h++;
-	return strcmp(h, profile) == 0;
-}
-
-/* Read section profile of the file path (a missing file is an empty one). DP_EIO/DP_ETOOBIG with em. */
-static int ini_read(const char *path, const char *profile, bool config, struct ini *out, struct err_msg *em)
-{
-	struct buf b;
-	bool in = false, nested = false;
-	char *line;
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	out->path = mem_strdup(path);
-	buf_init(&b, MAX_FILE);
-	if ((rc = buf_read_path(&b, path, NULL, em)) != 0) {
-		if (rc == DP_EIO && errno == ENOENT)
-			rc = 0;
-		goto out;
-	}
-	for (line = b.data; line && *line;) {
-		char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line), *eq, *l;
-		bool indented = isspace((unsigned char)*line);
-
-		l = trim(line, end);
-		line = nl ? nl + 1 : NULL;
-		if (*l == '\0' || *l == '#' || *l == ';')
-			continue;
-		if (*l == '[' && l[strlen(l) - 1] == ']') {
-			l[strlen(l) - 1] = '\0';
-			in = section_is(trim(l + 1, l + strlen(l)), profile, config);
-			out->found |= in;
-			nested = false;
-			continue;
-		}
-		if (!in || (eq = strchr(l, '=')) == NULL)
-			continue;
-		if (indented && nested)
-			continue; /* "s3 =\n  max_concurrent_requests = 10": a nested setting */
-		*eq = '\0';
-		{
-			char *k = trim(l, eq), *v = trim(eq + 1, eq + 1 + strlen(eq + 1));
-
-			nested = *v == '\0';
-			if (out->n < sizeof(out->k) / sizeof(out->k[0]) && !ini_get(out, k)) {
-				out->k[out->n] = mem_strdup(k);
-				out->v[out->n++] = mem_strdup(v);
-			}
-		}
-	}
-out:
-	if (b.data)
-		mem_wipe(b.data, b.len);
-	buf_free(&b);
-	return rc;
-}
-
-static char *home_path(const char *envname, const char *rel)
-{
-	const char *e = env(envname), *home = env("HOME");
-
-	if (e)
-		return mem_strdup(e);
-	return mem_printf("%s/%s", home ? home : "", rel);
-}
-
-/* Both files' sections for the profile. */
-struct profile {
-	const char *name;
-	bool named;  /* the caller or AWS_PROFILE named it */
-	struct ini cred, conf;
-};
-
-static int profile_read(const char *explicit_name, const char *cred_path, struct profile *p, struct err_msg *em)
-{
-	char *cpath = cred_path ? mem_strdup(cred_path) : home_path("AWS_SHARED_CREDENTIALS_FILE", ".aws/credentials");
-	char *fpath = home_path("AWS_CONFIG_FILE", ".aws/config");
-	int rc;
-
-	memset(p, 0, sizeof(*p));
-	p->name = explicit_name ? explicit_name : env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
-	p->named = explicit_name || env("AWS_PROFILE");
-	rc = ini_read(cpath, p->name, false, &p->cred, em);
-	if (rc == 0)
-		rc = ini_read(fpath, p->name, true, &p->conf, em);
-	free(cpath);
-	free(fpath);
-	return rc;
-}
-
-static void profile_free(struct profile *p)
-{
-	ini_free(&p->cred);
-	ini_free(&p->conf);
-}
-
-static const char *profile_get(const struct profile *p, const char *key)
-{
-	const char *v = ini_get(&p->cred, key);
-
-	return v ? v : ini_get(&p->conf, key);
 }
 
 /* ---- answers with keys in them (the container endpoint, IMDS, credential_process) ---- */
@@ -286,7 +157,7 @@ static int creds_from_json(const char *text, size_t len, const char *token_key, 
 	return rc;
 }
 
-static int from_process(const struct profile *p, const char *cmd, struct aws_creds *out, struct err_msg *em)
+static int from_process(const struct aws_profile *p, const char *cmd, struct aws_creds *out, struct err_msg *em)
 {
 	char what[160];
 	struct buf b;
@@ -503,22 +374,22 @@ static int from_web_identity_env(const struct aws_creds_opts *o, struct aws_cred
 }
 
 /* 1 when the profile has no credentials of a kind we take (why says what it has), 0 when out is set. */
-static int from_profile(const struct aws_creds_opts *o, const struct profile *p, struct aws_creds *out, char *why,
+static int from_profile(const struct aws_creds_opts *o, const struct aws_profile *p, struct aws_creds *out, char *why,
 			size_t wn, struct err_msg *em)
 {
-	const char *ak = profile_get(p, "aws_access_key_id"), *sk = profile_get(p, "aws_secret_access_key");
-	const char *proc = profile_get(p, "credential_process"), *wif = profile_get(p, "web_identity_token_file");
-	const char *role = profile_get(p, "role_arn");
+	const char *ak = aws_profile_get(p, "aws_access_key_id"), *sk = aws_profile_get(p, "aws_secret_access_key");
+	const char *proc = aws_profile_get(p, "credential_process"), *wif = aws_profile_get(p, "web_identity_token_file");
+	const char *role = aws_profile_get(p, "role_arn");
 	const char *other[] = { "role_arn", "sso_session", "sso_start_url" };
 
 	if (ak && sk && *ak && *sk) {
-		const char *tk = profile_get(p, "aws_session_token");
+		const char *tk = aws_profile_get(p, "aws_session_token");
 
 		out->access_key = mem_strdup(ak);
 		out->secret_key = mem_strdup(sk);
 		out->token = tk && *tk ? mem_strdup(tk) : NULL;
 		snprintf(out->source, sizeof(out->source), "profile %s in %s", p->name,
-			 ini_get(&p->cred, "aws_access_key_id") ? p->cred.path : p->conf.path);
+			 aws_profile_ini_get(&p->cred, "aws_access_key_id") ? p->cred.path : p->conf.path);
 		return 0;
 	}
 	if (ak || sk)
@@ -528,9 +399,9 @@ static int from_profile(const struct aws_creds_opts *o, const struct profile *p,
 	if (proc && *proc)
 		return from_process(p, proc, out, em);
 	if (wif && *wif && role && *role)
-		return web_identity(o, wif, role, profile_get(p, "role_session_name"), out, em);
+		return web_identity(o, wif, role, aws_profile_get(p, "role_session_name"), out, em);
 	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++)
-		if (profile_get(p, other[i]))
+		if (aws_profile_get(p, other[i]))
 			return err_set(em, DP_EAUTH, "profile %s uses %s, which diagport does not support; export "
 						     "credentials first (aws configure export-credentials --profile %s "
 						     "--format env)", p->name, other[i], p->name);
@@ -709,7 +580,7 @@ int aws_creds_load(const struct aws_creds_opts *o, struct aws_creds *out, struct
 	const char *ak = env("AWS_ACCESS_KEY_ID"), *sk = env("AWS_SECRET_ACCESS_KEY");
 	char why[5][400] = { "", "", "", "", "" };
 	struct aws_creds c = { 0 };
-	struct profile p;
+	struct aws_profile p;
 	int rc;
 
 	if (o->profile) {
@@ -727,17 +598,17 @@ int aws_creds_load(const struct aws_creds_opts *o, struct aws_creds *out, struct
 	} else {
 		snprintf(why[0], sizeof(why[0]), "environment: AWS_ACCESS_KEY_ID is not set");
 	}
-	if (profile_read(o->profile, o->profile_path, &p, em) != 0) {
-		profile_free(&p);
+	if (aws_profile_read(o->profile, o->profile_path, &p, em) != 0) {
+		aws_profile_free(&p);
 		return DP_EINVAL;
 	}
 	if (p.named && !p.cred.found && !p.conf.found) {
 		rc = err_set(em, DP_EINVAL, "AWS profile %s is not in %s or %s", p.name, p.cred.path, p.conf.path);
-		profile_free(&p);
+		aws_profile_free(&p);
 		return rc;
 	}
 	rc = from_profile(o, &p, &c, why[1], sizeof(why[1]), em);
-	profile_free(&p);
+	aws_profile_free(&p);
 	if (rc == 1)
 		rc = from_web_identity_env(o, &c, why[2], sizeof(why[2]), em);
 	if (rc == 1)
@@ -781,7 +652,7 @@ int aws_creds_fresh(const struct aws_creds_opts *o, struct aws_creds *c, bool *r
 
 int aws_creds_region(const char *region, const char *profile, char **out, struct err_msg *em)
 {
-	struct profile p;
+	struct aws_profile p;
 	const char *r;
 	bool found;
 
@@ -789,15 +660,15 @@ int aws_creds_region(const char *region, const char *profile, char **out, struct
 		*out = mem_strdup(r);
 		return 0;
 	}
-	if (profile_read(profile, NULL, &p, em) != 0) {
-		profile_free(&p);
+	if (aws_profile_read(profile, NULL, &p, em) != 0) {
+		aws_profile_free(&p);
 		return DP_EINVAL;
 	}
-	r = ini_get(&p.conf, "region");
+	r = aws_profile_ini_get(&p.conf, "region");
 	found = r && *r;
 	if (found)
 		*out = mem_strdup(r);
-	profile_free(&p);
+	aws_profile_free(&p);
 	if (found)
 		return 0;
 	return err_set(em, DP_EINVAL, "no AWS region: give --region, or set AWS_REGION, or region in the profile's "
