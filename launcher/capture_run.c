@@ -206,7 +206,7 @@ static void file_provider(const char *path, struct egress_provider *p, char **di
 static int to_store(struct job *j, const struct egress_provider *prov, const char *name, char **final,
 		    struct err_msg *em)
 {
-	char pid[24], uid[37], when[32], host[256] = "";
+	char pid[24], uid[37], when[32];
 	const char *pname = j->c.target.have_info && j->c.target.info.assembly ? j->c.target.info.assembly : "";
 	const char *pod_ns = getenv("DIAGPORT_POD_NAMESPACE"), *ctr = getenv("DIAGPORT_CONTAINER_NAME");
 	const char *meta[20];
@@ -224,13 +224,11 @@ static int to_store(struct job *j, const struct egress_provider *prov, const cha
 	target_uid(&j->c.target, uid);
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	gethostname(host, sizeof(host) - 1);
 	meta[n++] = "artifacttype", meta[n++] = j->k->what;
 	meta[n++] = "pid", meta[n++] = pid;
 	meta[n++] = "runtimeinstancecookie", meta[n++] = uid;
 	meta[n++] = "processname", meta[n++] = pname;
 	meta[n++] = "created", meta[n++] = when;
-	meta[n++] = "hostname", meta[n++] = host; /* in Kubernetes, the pod's name */
 	if (pod_ns)
 		meta[n++] = "namespace", meta[n++] = pod_ns;
 	if (ctr)

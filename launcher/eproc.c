@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "egress/azblob.h"
+#include "egress/s3_store.h"
 #include "log.h"
 #include "mem.h"
 #include "sandbox.h"
@@ -31,7 +32,7 @@
 #define PROGRESS_EVERY (4u << 20)
 
 /* The stores this build has (their clients, egress/). */
-static const struct eproc_store *const builtin_stores[] = { &azblob_store, NULL };
+static const struct eproc_store *const builtin_stores[] = { &s3_store, &azblob_store, NULL };
 static const struct eproc_store *const *stores = builtin_stores;
 
 static const struct eproc_store *store_of(const char *type)
@@ -143,6 +144,7 @@ struct child_up {
 };
 
 struct child {
+	char host[256]; /* the hostname: in Kubernetes the pod's name, added to every upload's metadata */
 	int sock;
 	pthread_mutex_t send_mu;
 	pthread_mutex_t mu;
@@ -280,7 +282,7 @@ static void child_start(struct child *ch, json_t *b, int fd)
 	u->fd = fd;
 	u->verdict = 0;
 	u->expect = 0;
-	u->meta = mem_array(2 * json_object_size(meta) + 1, sizeof(char *));
+	u->meta = mem_array(2 * json_object_size(meta) + 3, sizeof(char *));
 	{
 		const char *k;
 		json_t *v;
@@ -291,6 +293,10 @@ static void child_start(struct child *ch, json_t *b, int fd)
 				u->meta[n++] = mem_strdup(k);
 				u->meta[n++] = mem_strdup(json_string_value(v));
 			}
+		if (ch->host[0]) {
+			u->meta[n++] = mem_strdup("hostname");
+			u->meta[n++] = mem_strdup(ch->host);
+		}
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -334,6 +340,7 @@ static void child_main(int sock, const struct launch_config *cfg, bool sandbox)
 	}
 	ch.sock = sock;
 	ch.cfg = cfg;
+	gethostname(ch.host, sizeof(ch.host) - 1);
 	pthread_mutex_init(&ch.send_mu, NULL);
 	pthread_mutex_init(&ch.mu, NULL);
 	for (size_t i = 0; i < MAX_UPLOADS; i++) {
