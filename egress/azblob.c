@@ -709,5 +709,5 @@ static uint64_t az_sent(void *h)
 	return n;
 }
 
-const struct eproc_store azblob_store = { "AzureBlobStorage", az_check, az_begin, az_write, az_finish, az_abort,
+const struct egress_store azblob_store = { "AzureBlobStorage", az_check, az_begin, az_write, az_finish, az_abort,
 					  az_sent };

@@ -40,7 +40,7 @@
 
 #include <stddef.h>
 
-#include "launcher/eproc.h"
+#include "store.h"
 
 #define AZBLOB_BLOCK ((size_t)4 << 20) /* bytes per block, and the most a Put Blob carries */
 #define AZBLOB_BUFFERS 3               /* blocks in memory per upload: 1 filled, 2 in flight */
@@ -48,7 +48,7 @@
 #define AZBLOB_ATTEMPTS 5              /* tries per request */
 #define AZBLOB_MAX_META 32
 
-extern const struct eproc_store azblob_store;
+extern const struct egress_store azblob_store;
 
 /*
  * The Azure metadata name for a pair the egress process passes ("pid" ->

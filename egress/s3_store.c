@@ -2,7 +2,7 @@
  * s3_store.c - the S3 uploader (s3.h) as the egress process's store for a
  * provider of type S3Storage: the provider's settings, as the agent kept
  * them (name, value, where), read into a struct s3_cfg, and the upload
- * calls in eproc_store's shape.
+ * calls in egress_store's shape.
  */
 #include "s3_store.h"
 
@@ -185,4 +185,4 @@ static uint64_t s3s_sent(void *up)
 	return __atomic_load_n(&((struct s3s_up *)up)->sent, __ATOMIC_RELAXED);
 }
 
-const struct eproc_store s3_store = { "S3Storage", s3s_check, s3s_begin, s3s_write, s3s_finish, s3s_abort, s3s_sent };
+const struct egress_store s3_store = { "S3Storage", s3s_check, s3s_begin, s3s_write, s3s_finish, s3s_abort, s3s_sent };

@@ -11,8 +11,8 @@
 #ifndef DP_S3_STORE_H
 #define DP_S3_STORE_H
 
-#include "launcher/eproc.h"
+#include "store.h"
 
-extern const struct eproc_store s3_store;
+extern const struct egress_store s3_store;
 
 #endif

@@ -18,29 +18,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "egress/store.h"
 #include "errors.h"
 #include "log.h"
-
-/* One setting of a provider as given: the key under Egress:TYPE:NAME:, the value, and where it came from. */
-struct egress_setting {
-	char *key, *value, *where;
-};
-
-/*
- * An egress provider. FileSystem (type NULL): artifacts are written under
- * tmp_dir, then renamed into dir, by the agent itself. A store (type
- * "S3Storage" or "AzureBlobStorage"): its settings are kept as given and
- * read by the egress process (egress/eproc.h), which alone talks to the
- * network; the agent checks them at startup through the same readers.
- */
-struct egress_provider {
-	char *name;
-	char *dir;     /* FileSystem: DirectoryPath */
-	char *tmp_dir; /* FileSystem: IntermediateDirectoryPath, or NULL = dir */
-	const char *type; /* NULL: FileSystem; else a static string, "S3Storage" or "AzureBlobStorage" */
-	struct egress_setting *set;
-	size_t n_set;
-};
 
 struct launch_config {
 	char *socket, *urls, *dumps, *auth_token_file, *dump_transport, *connect_dir;

@@ -32,10 +32,10 @@
 #define PROGRESS_EVERY (4u << 20)
 
 /* The stores this build has (their clients, egress/). */
-static const struct eproc_store *const builtin_stores[] = { &s3_store, &azblob_store, NULL };
-static const struct eproc_store *const *stores = builtin_stores;
+static const struct egress_store *const builtin_stores[] = { &s3_store, &azblob_store, NULL };
+static const struct egress_store *const *stores = builtin_stores;
 
-static const struct eproc_store *store_of(const char *type)
+static const struct egress_store *store_of(const char *type)
 {
 	for (size_t i = 0; stores[i]; i++)
 		if (strcmp(stores[i]->type, type) == 0)
@@ -132,7 +132,7 @@ struct child_up {
 	struct child *ch;
 	char op[48];
 	const struct egress_provider *p;
-	const struct eproc_store *st;
+	const struct egress_store *st;
 	char *name;
 	char **meta;
 	int fd;
@@ -293,7 +293,7 @@ static void child_start(struct child *ch, json_t *b, int fd)
 				u->meta[n++] = mem_strdup(k);
 				u->meta[n++] = mem_strdup(json_string_value(v));
 			}
-		if (ch->host[0]) {
+		if (ch->host[0] && json_object_get(meta, "hostname") == NULL) {
 			u->meta[n++] = mem_strdup("hostname");
 			u->meta[n++] = mem_strdup(ch->host);
 		}
@@ -457,7 +457,7 @@ static void *reader_main(void *arg)
 	}
 }
 
-int eproc_start_with(struct launch_config *c, bool sandbox, const struct eproc_store *const *list, struct eproc **out,
+int eproc_start_with(struct launch_config *c, bool sandbox, const struct egress_store *const *list, struct eproc **out,
 		     struct err_msg *em)
 {
 	stores = list;
@@ -474,7 +474,7 @@ int eproc_start(struct launch_config *c, bool sandbox, struct eproc **out, struc
 	*out = NULL;
 	for (size_t i = 0; i < c->n_egress; i++) {
 		const struct egress_provider *p = &c->egress[i];
-		const struct eproc_store *st;
+		const struct egress_store *st;
 		int rc;
 
 		if (p->type == NULL)

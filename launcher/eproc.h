@@ -32,26 +32,8 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "egress/store.h"
 #include "errors.h"
-
-/* What a store client gives the egress process (egress/s3.h, egress/azblob.h). */
-struct eproc_store {
-	const char *type; /* "S3Storage", "AzureBlobStorage" */
-	/* The provider's settings make sense (in the agent, at startup: em names the setting and where it came from). */
-	int (*check)(const struct egress_provider *p, struct err_msg *em);
-	/*
-	 * One upload, in the egress process: begin, then write as the bytes come,
-	 * then finish (the location, a new string) or abort (nothing left on the
-	 * store). meta: name/value pairs, NULL-terminated. sent: bytes acknowledged
-	 * by the store so far, updated as parts complete.
-	 */
-	int (*begin)(const struct egress_provider *p, const char *name, const char *const *meta, void **up,
-		     struct err_msg *em);
-	int (*write)(void *up, const void *data, size_t len, struct err_msg *em);
-	int (*finish)(void *up, char **location, struct err_msg *em);
-	void (*abort)(void *up);
-	uint64_t (*sent)(void *up);
-};
 
 struct eproc;
 struct eproc_upload;
@@ -66,7 +48,7 @@ struct eproc_upload;
  */
 int eproc_start(struct launch_config *c, bool sandbox, struct eproc **out, struct err_msg *em);
 /* The same with another list of stores (NULL-terminated; the unit tests' own), for this process from now on. */
-int eproc_start_with(struct launch_config *c, bool sandbox, const struct eproc_store *const *list, struct eproc **out,
+int eproc_start_with(struct launch_config *c, bool sandbox, const struct egress_store *const *list, struct eproc **out,
 		     struct err_msg *em);
 /* Stop the egress process (uploads in flight fail) and free. NULL-safe. */
 void eproc_free(struct eproc *e);

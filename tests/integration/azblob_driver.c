@@ -27,7 +27,7 @@
 #include "log.h"
 #include "mem.h"
 
-static const struct eproc_store *const stores[] = { &azblob_store, NULL };
+static const struct egress_store *const stores[] = { &azblob_store, NULL };
 
 static int die(int rc, const struct err_msg *em)
 {

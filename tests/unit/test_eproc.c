@@ -87,8 +87,8 @@ static uint64_t t_sent(void *h)
 	return ((struct up *)h)->n;
 }
 
-static const struct eproc_store test_store = { "S3Storage", t_check, t_begin, t_write, t_finish, t_abort, t_sent };
-static const struct eproc_store *const test_stores[] = { &test_store, NULL };
+static const struct egress_store test_store = { "S3Storage", t_check, t_begin, t_write, t_finish, t_abort, t_sent };
+static const struct egress_store *const test_stores[] = { &test_store, NULL };
 
 static struct egress_setting sets[2];
 static struct egress_provider prov;

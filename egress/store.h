@@ -1,0 +1,55 @@
+/*
+ * store.h - what the egress process (launcher/eproc.h) and the store
+ * clients of egress/ (S3, Azure Blob) share: a provider as the agent's
+ * settings gave it, and the calls a store client answers. egress/ is a
+ * library below the agent: it includes nothing of launcher/.
+ */
+#ifndef DP_EGRESS_STORE_H
+#define DP_EGRESS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "errors.h"
+
+/* One setting of a provider as given: the key under Egress:TYPE:NAME:, the value, and where it came from. */
+struct egress_setting {
+	char *key, *value, *where;
+};
+
+/*
+ * An egress provider. FileSystem (type NULL): artifacts are written under
+ * tmp_dir, then renamed into dir, by the agent itself. A store (type
+ * "S3Storage" or "AzureBlobStorage"): its settings are kept as given and
+ * read by the egress process (launcher/eproc.h), which alone talks to the
+ * network; the agent checks them at startup through the same readers.
+ */
+struct egress_provider {
+	char *name;
+	char *dir;     /* FileSystem: DirectoryPath */
+	char *tmp_dir; /* FileSystem: IntermediateDirectoryPath, or NULL = dir */
+	const char *type; /* NULL: FileSystem; else a static string, "S3Storage" or "AzureBlobStorage" */
+	struct egress_setting *set;
+	size_t n_set;
+};
+
+/* What a store client gives the egress process (egress/s3_store.h, egress/azblob.h). */
+struct egress_store {
+	const char *type; /* "S3Storage", "AzureBlobStorage" */
+	/* The provider's settings make sense (in the agent, at startup: em names the setting and where it came from). */
+	int (*check)(const struct egress_provider *p, struct err_msg *em);
+	/*
+	 * One upload, in the egress process: begin, then write as the bytes come,
+	 * then finish (the location, a new string) or abort (nothing left on the
+	 * store). meta: name/value pairs, NULL-terminated. sent: bytes acknowledged
+	 * by the store so far, updated as parts complete.
+	 */
+	int (*begin)(const struct egress_provider *p, const char *name, const char *const *meta, void **up,
+		     struct err_msg *em);
+	int (*write)(void *up, const void *data, size_t len, struct err_msg *em);
+	int (*finish)(void *up, char **location, struct err_msg *em);
+	void (*abort)(void *up);
+	uint64_t (*sent)(void *up);
+};
+
+#endif
