@@ -155,7 +155,7 @@ static void artifact_name(const struct job *j, char *out, size_t n)
 /* ---- to an egress provider or a file ---- */
 
 /* Everything the source gives into fd: its copy when it has one, else read and written. */
-static int drain(struct job *j, int fd, const char *tmp, struct err_msg *em)
+static int drain(struct job *j, int fd, const char *tmp, bool store, struct err_msg *em)
 {
 	char *chunk;
 	long n = 0;
@@ -166,6 +166,8 @@ static int drain(struct job *j, int fd, const char *tmp, struct err_msg *em)
 
 		rc = j->k->copy(j, fd, 0, j->cancel, &written, em);
 		j->bytes += written;
+		if (!store)
+			op_progress(j->op, j->bytes);
 		return rc;
 	}
 	chunk = mem_alloc(CHUNK);
@@ -175,6 +177,8 @@ static int drain(struct job *j, int fd, const char *tmp, struct err_msg *em)
 			rc = err_set(em, DP_EIO, "writing the %s to %s: %s", j->k->what, tmp, strerror(errno));
 			break;
 		}
+		if (!store)
+			op_progress(j->op, j->bytes);
 	}
 	free(chunk);
 	if (rc == 0 && job_cancelled(j))
@@ -196,6 +200,11 @@ static void file_provider(const char *path, struct egress_provider *p, char **di
 	p->name = "file";
 	p->dir = *dir;
 	p->tmp_dir = NULL;
+}
+
+static void store_progress(void *op, uint64_t sent)
+{
+	op_progress(op, sent);
 }
 
 /*
@@ -234,9 +243,9 @@ static int to_store(struct job *j, const struct egress_provider *prov, const cha
 	if (ctr)
 		meta[n++] = "container", meta[n++] = ctr;
 	meta[n] = NULL;
-	if ((rc = eproc_open(j->cs->eproc, prov, name, meta, &fd, &u, em)) != 0)
+	if ((rc = eproc_open(j->cs->eproc, prov, name, meta, store_progress, j->op, &fd, &u, em)) != 0)
 		return rc;
-	rc = drain(j, fd, "the egress process", em);
+	rc = drain(j, fd, "the egress process", true, em);
 	if (rc == 0)
 		return eproc_close(u, true, j->bytes - before, final, em);
 	/* the store's upload is aborted: nothing left of it; when the store failed first, its words say why */
@@ -269,7 +278,7 @@ static void *sink_main(void *arg)
 	if (rc == 0)
 		rc = egress_fs_open(prov, j->id, &fd, &tmp, &em);
 	if (rc == 0)
-		rc = drain(j, fd, tmp, &em);
+		rc = drain(j, fd, tmp, false, &em);
 	if (rc == 0) {
 		if (fname)
 			snprintf(name, sizeof(name), "%s", fname);

@@ -385,6 +385,8 @@ struct eproc_upload {
 	char *location;
 	char error[512];
 	uint64_t sent;
+	void (*progress)(void *ctx, uint64_t sent);
+	void *ctx;
 	pthread_cond_t cv;
 };
 
@@ -441,12 +443,16 @@ static void *reader_main(void *arg)
 				u = &e->ups[i];
 		if (u && tag == 'P') {
 			u->sent = (uint64_t)json_integer_value(json_object_get(b, "bytes"));
+			if (u->progress)
+				u->progress(u->ctx, u->sent);
 		} else if (u && (tag == 'D' || tag == 'F') && !u->done) {
 			u->done = true;
 			u->rc = tag == 'D' ? 0 : json_is_true(json_object_get(b, "aborted")) ? DP_ECANCELED : DP_EREMOTE;
 			if (tag == 'D') {
 				u->location = mem_strdup(jstr(b, "location") ? jstr(b, "location") : "");
 				u->sent = (uint64_t)json_integer_value(json_object_get(b, "bytes"));
+				if (u->progress)
+					u->progress(u->ctx, u->sent);
 			} else {
 				snprintf(u->error, sizeof(u->error), "%s", jstr(b, "error") ? jstr(b, "error") : "failed");
 			}
@@ -548,8 +554,9 @@ void eproc_free(struct eproc *e)
 	free(e);
 }
 
-int eproc_open(struct eproc *e, const struct egress_provider *p, const char *name, const char *const *meta, int *wfd,
-	       struct eproc_upload **out, struct err_msg *em)
+int eproc_open(struct eproc *e, const struct egress_provider *p, const char *name, const char *const *meta,
+	       void (*progress)(void *ctx, uint64_t sent), void *ctx, int *wfd, struct eproc_upload **out,
+	       struct err_msg *em)
 {
 	struct eproc_upload *u = NULL;
 	json_t *msg, *m = json_object();
@@ -569,6 +576,8 @@ int eproc_open(struct eproc *e, const struct egress_provider *p, const char *nam
 		u->location = NULL;
 		u->error[0] = '\0';
 		u->e = e;
+		u->progress = progress;
+		u->ctx = ctx;
 		snprintf(u->op, sizeof(u->op), "u%lu", ++e->seq);
 	}
 	pthread_mutex_unlock(&e->mu);
@@ -645,6 +654,7 @@ int eproc_close(struct eproc_upload *u, bool commit, uint64_t bytes, char **loca
 	if (rc != 0)
 		err_set(em, rc, "%s", u->error);
 	u->location = NULL;
+	u->progress = NULL;
 	u->used = false;
 	pthread_mutex_unlock(&e->mu);
 	return rc;

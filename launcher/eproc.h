@@ -59,10 +59,14 @@ bool eproc_alive(struct eproc *e);
  * Start an upload of the artifact name to provider p: *wfd is where its
  * bytes go (a pipe; write them all, then call eproc_close, which closes it).
  * meta: name/value pairs, NULL-terminated (pod, pid, artifact type, ...).
+ * progress (may be NULL): called with the bytes the store has acknowledged,
+ * as they are (from the reader thread, with a lock held: it must be quick),
+ * never after eproc_close has returned.
  * DP_EIO with em when the egress process is gone.
  */
-int eproc_open(struct eproc *e, const struct egress_provider *p, const char *name, const char *const *meta, int *wfd,
-	       struct eproc_upload **u, struct err_msg *em);
+int eproc_open(struct eproc *e, const struct egress_provider *p, const char *name, const char *const *meta,
+	       void (*progress)(void *ctx, uint64_t sent), void *ctx, int *wfd, struct eproc_upload **u,
+	       struct err_msg *em);
 /* Bytes the store has acknowledged so far (for the operation's progress). */
 uint64_t eproc_sent(struct eproc_upload *u);
 /*

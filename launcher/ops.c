@@ -8,7 +8,8 @@
  * Compatibility notes (dotnet-monitor's documented API): the list and status
  * bodies carry operationId, createdDateTime, status, egressProviderName,
  * isStoppable, process and tags; the status adds resourceLocation and error
- * {code, message}. An unknown id is a 400 problem, as there; DELETE on an
+ * {code, message}, and diagport's bytesSent (the artifact's bytes delivered
+ * so far: written to the file, or acknowledged by the store). An unknown id is a 400 problem, as there; DELETE on an
  * operation that is no longer running is a 400 too. DELETE cancels;
  * DELETE ?stop=true ends a stoppable operation (a trace) as it would end on
  * its own, with a complete artifact.
@@ -41,6 +42,7 @@ struct op {
 	bool stoppable;
 	char *egress, *uid, *name, *location, *error, *tags;
 	uint64_t pid;
+	_Atomic uint64_t bytes; /* delivered so far (op_progress) */
 };
 
 struct ops {
@@ -154,6 +156,12 @@ const atomic_bool *op_stop_flag(struct op *op)
 	return &op->stop;
 }
 
+void op_progress(struct op *op, uint64_t bytes)
+{
+	if (op)
+		atomic_store(&op->bytes, bytes);
+}
+
 const atomic_bool *op_cancel_flag(struct op *op)
 {
 	return &op->cancel;
@@ -236,6 +244,7 @@ static json_t *op_json(const struct op *op, bool status)
 	json_object_set_new(j, "tags", tags);
 	if (status) {
 		json_object_set_new(j, "resourceLocation", op->location ? utf8_json_str(op->location) : json_null());
+		json_object_set_new(j, "bytesSent", json_integer((json_int_t)atomic_load(&op->bytes)));
 		if (op->error) {
 			json_t *e = json_object();
 

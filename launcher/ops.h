@@ -32,6 +32,8 @@ void ops_free(struct ops *o);
  */
 struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *uid, const char *name,
 		   const char *tags, bool stoppable, char id[37]);
+/* Bytes of the artifact delivered so far (to the file, or acknowledged by the store): the status's bytesSent. */
+void op_progress(struct op *op, uint64_t bytes);
 /* The flag a worker polls; set by DELETE and by ops_free. */
 const atomic_bool *op_cancel_flag(struct op *op);
 /* Set by DELETE ?stop=true on a stoppable operation: finish now, with what there is, as a success. */

@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 	{
 		const char *const *meta = strcmp(mode, "upload") == 0 ? (const char *const *)argv + 6 : NULL;
 
-		if ((rc = eproc_open(ep, p, argv[4], meta, &fd, &u, &em)) != 0)
+		if ((rc = eproc_open(ep, p, argv[4], meta, NULL, NULL, &fd, &u, &em)) != 0)
 			return die(rc, &em);
 	}
 	while (total < limit && (n = read(in, buf, sizeof(buf))) > 0) {

@@ -5,7 +5,7 @@
 # in DIAGPORT_SETTINGS (as ECS gives a Secrets Manager secret) pointing at azurite, a real .NET app
 # attached. Each artifact is read back with the official SDK (@aws-sdk/client-s3, @azure/storage-blob):
 #   dump     a WithHeap core to S3: an ELF core, its size within 10% of the same dump streamed to the
-#            client, the operation's bytes equal to the object's size, searchable metadata (pid,
+#            client, the operation's bytesSent equal to the object's size, searchable metadata (pid,
 #            artifacttype, hostname)
 #   trace    a CPU trace to Azure Blob: a nettrace `diagport nettrace stats` reads, with events
 #   failure  a bucket that does not exist: the operation Failed with the store's NoSuchBucket
@@ -78,11 +78,11 @@ s3.send(new GetObjectCommand({ Bucket: "diag", Key: process.argv[2] })).then(asy
 sleep 0.5
 WHY="$(cat "$W/s3.json" "$W/s3.err" | head -c 400); $(file -b "$W/from-s3" 2>&1)"
 check dump-is-core bash -c "file -b '$W/from-s3' | grep -q 'ELF 64-bit LSB core file'"
-WHY="object $(jq .size "$W/s3.json") bytes, streamed $(stat -c %s "$W/streamed"), operation $(jq .bytes "$W/dump-op.json")"
+WHY="object $(jq .size "$W/s3.json") bytes, streamed $(stat -c %s "$W/streamed"), operation's bytesSent $(jq .bytesSent "$W/dump-op.json")"
 check dump-size python3 -c 'import json, os, sys
-o = json.load(open(sys.argv[1])); s = os.path.getsize(sys.argv[2])
-sys.exit(not (abs(o["size"] - s) <= s // 10 and o["size"] == os.path.getsize(sys.argv[3])))' \
-	"$W/s3.json" "$W/streamed" "$W/from-s3"
+o = json.load(open(sys.argv[1])); s = os.path.getsize(sys.argv[2]); op = json.load(open(sys.argv[4]))
+sys.exit(not (abs(o["size"] - s) <= s // 10 and o["size"] == os.path.getsize(sys.argv[3]) and op["bytesSent"] == o["size"]))' \
+	"$W/s3.json" "$W/streamed" "$W/from-s3" "$W/dump-op.json"
 WHY="$(jq -c .metadata "$W/s3.json")"
 check dump-metadata jq -e --arg p "$APID" '.metadata.pid == $p and .metadata.artifacttype == "dump" and
 	(.metadata.hostname | length > 0) and (.metadata.created | test("^[0-9]{4}-"))' "$W/s3.json"

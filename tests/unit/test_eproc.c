@@ -123,6 +123,12 @@ static void stop(void)
 
 static const char *const meta[] = { "pid", "42", "artifacttype", "dump", NULL };
 
+static uint64_t progressed;
+static void got_progress(void *ctx, uint64_t sent)
+{
+	*(uint64_t *)ctx = sent;
+}
+
 static void committed_whole(void)
 {
 	struct eproc_upload *u;
@@ -134,7 +140,7 @@ static void committed_whole(void)
 	T_CHECK(eproc_alive(ep));
 	/* the agent's copy of the settings is wiped: only the egress process holds them */
 	T_CHECK(prov.set[1].value[0] == '\0');
-	T_CHECK(eproc_open(ep, &prov, "a.dmp", meta, &fd, &u, &em) == 0);
+	T_CHECK(eproc_open(ep, &prov, "a.dmp", meta, got_progress, &progressed, &fd, &u, &em) == 0);
 	memset(chunk, 'x', 1 << 20);
 	for (int i = 0; i < 24; i++)
 		T_CHECK(write(fd, chunk, 1 << 20) == 1 << 20);
@@ -152,6 +158,8 @@ static void committed_whole(void)
 		T_STREQ(loc, want);
 	}
 	free(loc);
+	/* the store's progress reached the agent: the last report is the whole artifact */
+	T_CHECK(progressed == 24u << 20);
 	stop();
 }
 
@@ -162,7 +170,7 @@ static void short_refused(void)
 	int fd;
 
 	T_CHECK(start(NULL) == 0);
-	T_CHECK(eproc_open(ep, &prov, "b.dmp", meta, &fd, &u, &em) == 0);
+	T_CHECK(eproc_open(ep, &prov, "b.dmp", meta, NULL, NULL, &fd, &u, &em) == 0);
 	T_CHECK(write(fd, "abc", 3) == 3);
 	/* the agent says 10 bytes; 3 came: not committed */
 	T_CHECK(eproc_close(u, true, 10, NULL, &em) == DP_EREMOTE);
@@ -177,7 +185,7 @@ static void aborted(void)
 	int fd;
 
 	T_CHECK(start(NULL) == 0);
-	T_CHECK(eproc_open(ep, &prov, "c.dmp", meta, &fd, &u, &em) == 0);
+	T_CHECK(eproc_open(ep, &prov, "c.dmp", meta, NULL, NULL, &fd, &u, &em) == 0);
 	T_CHECK(write(fd, "abc", 3) == 3);
 	T_CHECK(eproc_close(u, false, 0, NULL, &em) == DP_ECANCELED);
 	T_CHECK(strstr(em.text, "aborted") != NULL);
@@ -193,7 +201,7 @@ static void store_fails(void)
 	ssize_t n = 0;
 
 	T_CHECK(start("3000000") == 0);
-	T_CHECK(eproc_open(ep, &prov, "d.dmp", meta, &fd, &u, &em) == 0);
+	T_CHECK(eproc_open(ep, &prov, "d.dmp", meta, NULL, NULL, &fd, &u, &em) == 0);
 	memset(chunk, 'y', 1 << 20);
 	/* the writer is stopped (EPIPE) once the store gave up, not left blocked on a full pipe */
 	for (int i = 0; i < 64 && n >= 0; i++)
@@ -216,7 +224,7 @@ static void process_killed(void)
 	FILE *f;
 
 	T_CHECK(start(NULL) == 0);
-	T_CHECK(eproc_open(ep, &prov, "e.dmp", meta, &fd, &u, &em) == 0);
+	T_CHECK(eproc_open(ep, &prov, "e.dmp", meta, NULL, NULL, &fd, &u, &em) == 0);
 	/* find the egress process: the agent's only child */
 	snprintf(name, sizeof(name), "/proc/%d/task/%d/children", getpid(), getpid());
 	f = fopen(name, "r");
@@ -233,7 +241,7 @@ static void process_killed(void)
 	for (int i = 0; i < 100 && eproc_alive(ep); i++)
 		usleep(10000);
 	T_CHECK(!eproc_alive(ep));
-	T_CHECK(eproc_open(ep, &prov, "f.dmp", meta, &fd, &u, &em) == DP_EIO);
+	T_CHECK(eproc_open(ep, &prov, "f.dmp", meta, NULL, NULL, &fd, &u, &em) == DP_EIO);
 	T_CHECK(strstr(em.text, "exited") != NULL);
 	stop();
 }
