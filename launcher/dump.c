@@ -217,6 +217,17 @@ static int verdict(struct dump_job *j, struct err_msg *em)
 	return refused(em, hr, text);
 }
 
+/* fd cannot take more now: wait a tick for room (true), or false when it can. */
+static bool out_full(int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+	if (poll(&pf, 1, 0) != 0)
+		return false;
+	poll(&pf, 1, TICK_MS);
+	return true;
+}
+
 /* Wait until the pipe is readable: 1, 0 on the tick (to look at *cancel), -1 when nothing came for the stall timeout. */
 static int wait_readable(struct dump_job *j, long long *idle_ms)
 {
@@ -314,6 +325,10 @@ int dump_copy(struct dump_job *j, int fd, uint64_t cap, const atomic_bool *cance
 				     strerror(errno));
 			break;
 		}
+		/* a pipe on the other side (the egress process) that is full: wait for room, not for createdump,
+		 * which has bytes (else splice would spin); its pace is the store's, not a stall */
+		if (errno == EAGAIN && out_full(fd))
+			continue;
 		if (wait_readable(j, &idle) < 0) {
 			rc = err_set(em, DP_EIO, "createdump wrote nothing for %lld minutes", STALL_TIMEOUT_MS / 60000);
 			break;
