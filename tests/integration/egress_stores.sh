@@ -8,7 +8,8 @@
 #            client, the operation's bytesSent equal to the object's size, searchable metadata (pid,
 #            artifacttype, hostname)
 #   trace    a CPU trace to Azure Blob: a nettrace `diagport nettrace stats` reads, with events
-#   failure  a bucket that does not exist: the operation Failed with the store's NoSuchBucket
+#   failure  a bucket that does not exist: the operation Failed with the store's NoSuchBucket; the
+#            store killed mid-upload: Failed after the bounded retries, saying why
 #   process  the egress process runs under its own seccomp filter, the agent under its own, the
 #            store's secret is in neither's command line, and /healthz says 503 once it is killed
 set -u
@@ -26,6 +27,7 @@ done
 mkdir -p "$W/s3store"
 node $V/s3rver-run.mjs "$W/s3store" "$W/s3rver.port" > "$W/s3rver.log" 2>&1 &
 PIDS+=($!)
+echo $! > "$W/s3rver.pid"
 wait_for "$W/s3rver.port" . 30 || { fail start-s3rver "it did not start" "$W/s3rver.log"; exit 0; }
 S3=http://127.0.0.1:$(cat "$W/s3rver.port")
 AZP=$(free_port)
@@ -107,6 +109,17 @@ check trace-blob-prefix bash -c "[[ '$BLOB' == shop/*.nettrace ]]"
 egressed nob "$U/stacks?egressProvider=nobucket"
 WHY="$(cat "$W/nob-op.json")"
 check missing-bucket-failed jq -e '.status == "Failed" and (.error.message | test("NoSuchBucket"))' "$W/nob-op.json"
+
+# the store goes down mid-upload: the operation ends Failed (after the bounded retries), saying so
+curl -s -D "$W/down.hdr" -o /dev/null "$U/dump?type=WithHeap&egressProvider=s3"
+LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/down.hdr")
+for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .bytesSent)" -gt 0 ] 2>/dev/null && break; sleep 0.05; done
+kill -9 "$(cat "$W/s3rver.pid")"
+for _ in $(seq 1 900); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.1; done
+curl -s "$U$LOC" > "$W/down-op.json"
+WHY="$(cat "$W/down-op.json")"
+check store-down-failed jq -e '.status == "Failed" and (.error.message | test("S3 .*(refused|reset|no answer|connect)"; "i"))' \
+	"$W/down-op.json"
 
 # two processes, each under its own filter; no secret on a command line
 EPID=$(cat "/proc/$AG/task/$AG/children" | tr ' ' '\n' | while read -r p; do
