@@ -209,6 +209,14 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 
 		doc_set(a, "command", strs(cmd));
 		doc_set(a, "args", launch_args(o, TOKEN_FILE, INJ_EGRESS_DIR));
+		if (o->egress_settings) {
+			/* the pod's namespace, for the metadata of what it sends to a store (the pod's name is its hostname) */
+			struct doc_node *env = doc_seq(), *ref = pair("fieldPath", doc_str("metadata.namespace"), NULL, NULL);
+
+			doc_push(env, pair("name", doc_str("DIAGPORT_POD_NAMESPACE"), "valueFrom",
+					   pair("fieldRef", ref, NULL, NULL)));
+			doc_set(a, "env", env);
+		}
 	}
 	if (o->sidecar == INJ_SIDECAR_NATIVE)
 		doc_set(a, "restartPolicy", doc_str("Always"));
