@@ -244,6 +244,9 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 		return cannot_start(2, em.text);
 	if (doc && *doc && config_load_text(c, doc, strlen(doc), "environment variable DIAGPORT_SETTINGS", &em) != 0)
 		return cannot_start(2, em.text);
+	/* it may hold a store's keys: gone from the environment (and /proc/PID/environ) once read */
+	if (doc)
+		mem_wipe((char *)doc, strlen(doc));
 	if (config_load_env(c, environ, setting_ignored, &em) != 0)
 		return cannot_start(2, em.text);
 	for (int i = 1; i < end && argv[i]; i++) {
@@ -295,6 +298,8 @@ static int settle_auth(struct launch_config *c, char **token)
 	} else if (!c->no_auth && env_token && *env_token) {
 		*token = mem_strdup(env_token); /* ECS injects a Secrets Manager secret this way */
 	}
+	if (env_token) /* not left readable in /proc/PID/environ */
+		mem_wipe((char *)env_token, strlen(env_token));
 	if (c->urls == NULL)
 		c->urls = mem_printf("http://%s:%d", *token || c->no_auth ? "+" : "127.0.0.1", DEFAULT_PORT);
 	if (!*token && !c->no_auth && !httpd_urls_loopback_only(c->urls)) {

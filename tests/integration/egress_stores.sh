@@ -11,7 +11,8 @@
 #   failure  a bucket that does not exist: the operation Failed with the store's NoSuchBucket; the
 #            store killed mid-upload: Failed after the bounded retries, saying why
 #   process  the egress process runs under its own seccomp filter, the agent under its own, the
-#            store's secret is in neither's command line, and /healthz says 503 once it is killed
+#            store's secret is in neither's command line nor environment (DIAGPORT_SETTINGS is wiped
+#            once read), and /healthz says 503 once it is killed
 set -u
 cd "$(dirname "$0")/../.."
 T_NAME=egress-stores
@@ -126,8 +127,8 @@ EPID=$(cat "/proc/$AG/task/$AG/children" | tr ' ' '\n' | while read -r p; do
 	[ -n "$p" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = diagport-egress ] && echo "$p"; done | head -1)
 WHY="egress process '$EPID': $(grep -E 'Seccomp:' "/proc/$EPID/status" 2>&1); agent: $(grep Seccomp: "/proc/$AG/status")"
 check two-sandboxes bash -c "test -n '$EPID' && grep -q 'Seccomp:\s*2' /proc/$EPID/status && grep -q 'Seccomp:\s*2' /proc/$AG/status"
-WHY="a command line holds the account key"
-check no-secret-on-command-lines bash -c "! grep -l -a -F '$AZKEY' /proc/$AG/cmdline /proc/$EPID/cmdline"
+WHY="a command line or environment holds the account key"
+check no-secret-on-command-lines bash -c "! grep -l -a -F '$AZKEY' /proc/$AG/cmdline /proc/$EPID/cmdline /proc/$AG/environ /proc/$EPID/environ"
 WHY="the agent's log holds the account key"
 check no-secret-in-log bash -c "! grep -q -F '$AZKEY' '$W/agent.log' && ! grep -q -F 'Eby8vdM02' '$W/agent.log'"
 kill -9 "$EPID"
