@@ -87,6 +87,11 @@ static int locate(const struct s3_cfg *cfg, const char *region, const char *name
 		rc = err_set(em, DP_EINVAL, "S3 egress: the artifact has no name");
 		goto out;
 	}
+	if (strchr(ep, '@')) { /* a user and password in the URL: refused, and not repeated in the message */
+		rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint holds a user or password ('@'); it must be "
+			     "scheme://host[:port] alone (keys go in AccessKeyId and SecretAccessKey)");
+		goto out;
+	}
 	https = s && (size_t)(s - ep) == 5 && strncasecmp(ep, "https", 5) == 0;
 	if (s == NULL || !(https || ((size_t)(s - ep) == 4 && strncasecmp(ep, "http", 4) == 0))) {
 		rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint %.200s is not an http:// or https:// URL", ep);
@@ -94,8 +99,9 @@ static int locate(const struct s3_cfg *cfg, const char *region, const char *name
 	}
 	host = s + 3;
 	hend = host + strcspn(host, "/?#");
-	if (hend == host || (*hend && strcmp(hend, "/") != 0)) {
-		rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint %.200s must be scheme://host[:port] alone", ep);
+	if (hend == host || (*hend && strcmp(hend, "/") != 0) || strpbrk(ep, " \t\r\n")) {
+		rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint %.200s must be scheme://host[:port] alone (no path "
+			     "or query)", ep);
 		goto out;
 	}
 	colon = host[0] == '[' ? strchr(host, ']') : memchr(host, ':', (size_t)(hend - host));
@@ -420,6 +426,9 @@ int s3_send(struct s3_conn_cfg *c, struct webc_conn **conn, const struct s3_call
 			break;
 		} else {
 			aws_xml_error(resp->body.data, resp->body.len, resp->status, &ae);
+			if (resp->status >= 300 && resp->status < 400 && !ae.message[0])
+				snprintf(ae.message, sizeof(ae.message), "a redirect, which egress does not follow (is "
+					 "Endpoint or RegionName the bucket's?)");
 			rc = error_code(&ae);
 			err_set(em, rc, "S3 %s %s: %s%s%s (HTTP %d)", call->action, c->desc, ae.type,
 				ae.message[0] ? ": " : "", ae.message, resp->status);

@@ -104,15 +104,35 @@ static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct 
 	return 0;
 }
 
+/* Where the setting named key came from ("" when it is not set). */
+static const char *where_of(const struct egress_provider *p, const char *key)
+{
+	for (size_t i = 0; i < p->n_set; i++)
+		if (strcasecmp(p->set[i].key, key) == 0)
+			return p->set[i].where;
+	return "";
+}
+
 static int s3s_check(const struct egress_provider *p, struct err_msg *em)
 {
+	static const char *const named[] = { "Endpoint", "BucketName", "KeyPrefix" };
 	struct s3_cfg cfg;
 	char *url = NULL;
 	int rc = read_cfg(p, &cfg, em);
 
-	/* the object's URL can be made (an Endpoint that is a URL, a bucket name the style allows) */
-	if (rc == 0 && (rc = s3_object_url(&cfg, cfg.region ? cfg.region : "us-east-1", "x", &url, em)) != 0)
-		rc = err_set(em, DP_EINVAL, "egress provider '%s': %s", p->name, em->text);
+	/* the object's URL can be made (an Endpoint that is a URL, a bucket name the style allows); the
+	 * message names the setting at fault and where it came from */
+	if (rc == 0 && (rc = s3_object_url(&cfg, cfg.region ? cfg.region : "us-east-1", "x", &url, em)) != 0) {
+		const char *where = "";
+
+		if (strncmp(em->text, "S3 egress: ", 11) == 0)
+			memmove(em->text, em->text + 11, strlen(em->text + 11) + 1);
+		for (size_t i = 0; i < sizeof(named) / sizeof(named[0]) && !*where; i++)
+			if (strncmp(em->text, named[i], strlen(named[i])) == 0)
+				where = where_of(p, named[i]);
+		err_prefix(em, "%s%segress provider '%s'", where, *where ? ": " : "", p->name);
+		rc = DP_EINVAL;
+	}
 	mem_free(url);
 	return rc;
 }

@@ -13,6 +13,7 @@
 #include "aws_sigv4.h"
 #include "aws_xml.h"
 #include "egress/s3.h"
+#include "egress/s3_store.h"
 #include "mem.h"
 #include "t.h"
 
@@ -160,6 +161,34 @@ static void renewal(void)
 	aws_creds_free(&c);
 }
 
+/* The provider's check at startup: the message names the setting at fault and where it came from, once,
+ * whole; an Endpoint with a user and password is refused without repeating them */
+static void store_check_messages(void)
+{
+	struct egress_setting set[] = {
+		{ "BucketName", "diag", "f.yaml:3:19" },
+		{ "Endpoint", "http://127.0.0.1:1/path?x=1", "environment variable DOTNETMONITOR_Egress__S3Storage__s3__Endpoint" },
+	};
+	struct egress_provider p = { .name = "s3", .type = "S3Storage", .set = set, .n_set = 2 };
+	struct err_msg em;
+
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_STREQ(em.text, "environment variable DOTNETMONITOR_Egress__S3Storage__s3__Endpoint: egress provider 's3': "
+			 "Endpoint http://127.0.0.1:1/path?x=1 must be scheme://host[:port] alone (no path or query)");
+	set[1].value = "ftp://127.0.0.1:1";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "Endpoint ftp://127.0.0.1:1 is not an http:// or https:// URL") != NULL);
+	set[1].value = "http://AKID:hunter2@127.0.0.1:1";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "Endpoint holds a user or password") != NULL && strstr(em.text, "hunter2") == NULL);
+	set[1].value = "http://127.0.0.1:1";
+	set[0].value = "a/b";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_STREQ(em.text, "f.yaml:3:19: egress provider 's3': BucketName a/b has a character S3 does not allow");
+	set[0].value = "diag";
+	T_CHECK(s3_store.check(&p, &em) == 0);
+}
+
 int main(void)
 {
 	mem_install();
@@ -169,5 +198,6 @@ int main(void)
 	T_RUN(xml_answers);
 	T_RUN(expiration_times);
 	T_RUN(renewal);
+	T_RUN(store_check_messages);
 	T_END();
 }
