@@ -426,9 +426,6 @@ int s3_send(struct s3_conn_cfg *c, struct webc_conn **conn, const struct s3_call
 			break;
 		} else {
 			aws_xml_error(resp->body.data, resp->body.len, resp->status, &ae);
-			if (resp->status >= 300 && resp->status < 400 && !ae.message[0])
-				snprintf(ae.message, sizeof(ae.message), "a redirect, which egress does not follow (is "
-					 "Endpoint or RegionName the bucket's?)");
 			rc = error_code(&ae);
 			err_set(em, rc, "S3 %s %s: %s%s%s (HTTP %d)", call->action, c->desc, ae.type,
 				ae.message[0] ? ": " : "", ae.message, resp->status);

@@ -112,6 +112,10 @@ static void xml_answers(void)
 	T_CHECK(ae.status == 404);
 	aws_xml_error("", 0, 503, &ae);
 	T_STREQ(ae.type, "HTTP 503");
+	T_STREQ(ae.message, "");
+	aws_xml_error("", 0, 307, &ae); /* a bare redirect says it is one, and that it was not followed */
+	T_STREQ(ae.type, "HTTP 307");
+	T_CHECK(strstr(ae.message, "a redirect, which is not followed") == ae.message);
 	aws_xml_error("<Error><Code>X\001\nY</Code></Error>", 30, 400, &ae);
 	T_STREQ(ae.type, "X  Y"); /* control bytes never reach a message */
 }
