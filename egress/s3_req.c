@@ -109,6 +109,18 @@ static int locate(const struct s3_cfg *cfg, const char *region, const char *name
 		colon = colon ? colon + 1 : hend;
 	if (colon == NULL || *colon != ':')
 		colon = hend;
+	if (colon < hend) { /* a port: 1 to 65535 */
+		unsigned long port = 0;
+		const char *d = colon + 1;
+
+		while (d < hend && *d >= '0' && *d <= '9' && port <= 65535)
+			port = port * 10 + (unsigned long)(*d++ - '0');
+		if (d != hend || d == colon + 1 || port == 0 || port > 65535) {
+			rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint %.200s has a port that is not a number from 1 "
+				     "to 65535", ep);
+			goto out;
+		}
+	}
 	path_style = cfg->force_path_style || host_is_ip_or_local(host, (size_t)(colon - host)) ||
 		     !bucket_is_label(cfg->bucket, https);
 

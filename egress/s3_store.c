@@ -77,9 +77,10 @@ static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct 
 		case K_SIZE: {
 			uint64_t v;
 
-			if (size_parse(s->value, &v) != 0 || v > (1ull << 32))
+			if (size_parse(s->value, &v) != 0 || v > S3_MAX_PART_SIZE)
 				return err_set(em, DP_EINVAL, "%s: egress provider '%s': %s takes a size such as 8Mi, "
-					       "not '%s'", s->where, p->name, k->name, s->value);
+					       "at most 512Mi (under 5Mi is raised to 5Mi, S3's least part), not '%s'",
+					       s->where, p->name, k->name, s->value);
 			*(size_t *)field = (size_t)v;
 			break;
 		}

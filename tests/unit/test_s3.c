@@ -185,12 +185,34 @@ static void store_check_messages(void)
 	set[1].value = "http://AKID:hunter2@127.0.0.1:1";
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
 	T_CHECK(strstr(em.text, "Endpoint holds a user or password") != NULL && strstr(em.text, "hunter2") == NULL);
+	set[1].value = "http://127.0.0.1:99999";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "port that is not a number from 1 to 65535") != NULL);
+	set[1].value = "http://[::1]:x";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	set[1].value = "http://127.0.0.1:";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	set[1].value = "http://[::1]:9000";
+	T_CHECK(s3_store.check(&p, &em) == 0);
 	set[1].value = "http://127.0.0.1:1";
 	set[0].value = "a/b";
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
 	T_STREQ(em.text, "f.yaml:3:19: egress provider 's3': BucketName a/b has a character S3 does not allow");
 	set[0].value = "diag";
 	T_CHECK(s3_store.check(&p, &em) == 0);
+	{
+		struct egress_setting more[] = { set[0], set[1], { "CopyBufferSize", "1Gi", "f.yaml:4:23" } };
+		struct egress_provider q = { .name = "s3", .type = "S3Storage", .set = more, .n_set = 3 };
+
+		/* a part size that every upload would refuse is refused at startup */
+		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
+		T_CHECK(strstr(em.text, "f.yaml:4:23: egress provider 's3': CopyBufferSize takes a size such as 8Mi, "
+				      "at most 512Mi") == em.text);
+		more[2].value = "512Mi";
+		T_CHECK(s3_store.check(&q, &em) == 0);
+		more[2].value = "0";
+		T_CHECK(s3_store.check(&q, &em) == 0);
+	}
 }
 
 int main(void)
