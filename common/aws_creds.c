@@ -207,6 +207,7 @@ static int http_call(const struct aws_creds_opts *o, long timeout_ms, const char
 		wo = *o->web;
 	wo.connect_timeout_ms = timeout_ms;
 	wo.io_timeout_ms = timeout_ms;
+	wo.answer_timeout_ms = 2 * timeout_ms; /* a few KiB: a server dripping them gets no more */
 	if (s == NULL)
 		return err_set(em, DP_EINVAL, "%.200s is not a URL", url);
 	path = s + 3 + strcspn(s + 3, "/?#");
