@@ -57,6 +57,11 @@ static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct 
 		for (size_t j = 0; j < N_KEYS && k == NULL; j++)
 			if (strcasecmp(keys[j].name, s->key) == 0)
 				k = &keys[j];
+		if (k == NULL && (strcasecmp(s->key, "GeneratePreSignedUrl") == 0 ||
+				  strcasecmp(s->key, "PreSignedUrlExpiry") == 0))
+			return err_set(em, DP_EINVAL, "%s: egress provider '%s': %s is dotnet-monitor's, not supported by "
+				       "this agent yet (the operation's resource is s3://BUCKET/KEY; remove the setting)",
+				       s->where, p->name, s->key);
 		if (k == NULL)
 			return err_set(em, DP_EINVAL, "%s: egress provider '%s': unknown S3Storage setting '%s' (BucketName, "
 				       "Endpoint, RegionName, AccessKeyId, SecretAccessKey, SecretAccessKeyFile, SessionToken, "
