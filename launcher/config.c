@@ -476,7 +476,7 @@ int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const
 	if (d == NULL)
 		return err_set(em, DP_EIO, "settings directory %s: %s", dir, strerror(errno));
 	while (rc == 0 && (de = readdir(d)) != NULL) {
-		char path[PATH_MAX], key[MAX_PATH_KEY];
+		char path[PATH_MAX], key[MAX_PATH_KEY] = "";
 		struct stat st;
 		struct buf b;
 		size_t n = strlen(de->d_name);
@@ -543,7 +543,7 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 		   struct err_msg *em)
 {
 	const char *eq = strchr(var, '=');
-	char key[MAX_PATH_KEY], where[MAX_PATH_KEY + 32];
+	char key[MAX_PATH_KEY] = "", where[MAX_PATH_KEY + 32];
 	size_t n;
 	int rc;
 
