@@ -222,12 +222,19 @@ static void *child_upload(void *arg)
 		rc = u->st->finish(h, &location, &em);
 	else if (h)
 		u->st->abort(h);
-	if (rc == 0)
-		child_reply(u, 'D', "location", json_string(location), "bytes", json_integer((json_int_t)got));
-	else
-		child_reply(u, 'F', "error", json_string(em.text), "aborted", json_boolean(rc == DP_ECANCELED));
+	{
+		/* the slot is free before the agent hears the end, so that the agent (which frees its own slot
+		 * then) can never have an upload in flight that this side has no slot for */
+		struct child_up done = { .ch = u->ch };
+
+		memcpy(done.op, u->op, sizeof(done.op));
+		child_up_release(u);
+		if (rc == 0)
+			child_reply(&done, 'D', "location", json_string(location), "bytes", json_integer((json_int_t)got));
+		else
+			child_reply(&done, 'F', "error", json_string(em.text), "aborted", json_boolean(rc == DP_ECANCELED));
+	}
 	free(location);
-	child_up_release(u);
 	return NULL;
 }
 
