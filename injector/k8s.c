@@ -129,6 +129,16 @@ static bool secret_name_ok(const char *s)
 	return true;
 }
 
+/* An option naming a Secret (auth-secret, egress-settings): 0, or DP_EREFUSED when it is not a Secret's name. */
+static int secret_ref(const struct inj_ctx *c, const char *option, const char *v, const char *what, struct err_msg *em)
+{
+	if (v == NULL || secret_name_ok(v))
+		return 0;
+	return inj_fail(c, em, NULL, DP_EREFUSED, what,
+			"%s: '%s' is not a Kubernetes Secret name (lowercase letters, digits, '-' and '.', starting and "
+			"ending with a letter or digit, at most 253; an ARN is for ECS)", option, v);
+}
+
 static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
 		      const char *what, struct err_msg *em)
 {
@@ -170,20 +180,9 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 				"bind it; give it a token (auth-secret) and a port of its own (port), or leave it out",
 				what, o.port);
 	memset(&st, 0, sizeof(st));
-	if (o.auth_secret && !secret_name_ok(o.auth_secret)) {
-		rc = inj_fail(c, em, NULL, DP_EREFUSED, what,
-			      "auth-secret: '%s' is not a Kubernetes Secret name (lowercase letters, digits, '-' and "
-			      "'.', starting and ending with a letter or digit, at most 253; an ARN is for ECS)",
-			      o.auth_secret);
+	if ((rc = secret_ref(c, "auth-secret", o.auth_secret, what, em)) != 0 ||
+	    (rc = secret_ref(c, "egress-settings", o.egress_settings, what, em)) != 0)
 		goto out;
-	}
-	if (o.egress_settings && !secret_name_ok(o.egress_settings)) {
-		rc = inj_fail(c, em, NULL, DP_EREFUSED, what,
-			      "egress-settings: '%s' is not a Kubernetes Secret name (lowercase letters, digits, '-' and "
-			      "'.', starting and ending with a letter or digit, at most 253; an ARN is for ECS)",
-			      o.egress_settings);
-		goto out;
-	}
 	if ((rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "containers", what, &ctrs, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "initContainers", what, &inits, em)) != 0 ||
