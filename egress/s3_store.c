@@ -43,6 +43,15 @@ static const struct key keys[] = {
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
+/* Where the setting named key came from ("" when it is not set). */
+static const char *where_of(const struct egress_provider *p, const char *key)
+{
+	for (size_t i = 0; i < p->n_set; i++)
+		if (strcasecmp(p->set[i].key, key) == 0)
+			return p->set[i].where;
+	return "";
+}
+
 /* The provider's settings into cfg (strings borrowed from p). 0, or DP_EINVAL naming the setting and where. */
 static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct err_msg *em)
 {
@@ -101,22 +110,15 @@ static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct 
 		}
 		}
 	}
+	/* a setting that is missing has no place of its own: the provider's first setting's says where it is */
 	if (cfg->bucket == NULL)
-		return err_set(em, DP_EINVAL, "egress provider '%s': S3Storage needs BucketName", p->name);
+		return err_set(em, DP_EINVAL, "egress provider '%s' (%s): S3Storage needs BucketName", p->name,
+			       p->n_set ? p->set[0].where : "");
 	if ((cfg->access_key_id == NULL) != (cfg->secret_access_key == NULL && cfg->secret_access_key_file == NULL))
-		return err_set(em, DP_EINVAL, "egress provider '%s': AccessKeyId and SecretAccessKey (or "
+		return err_set(em, DP_EINVAL, "egress provider '%s' (%s): AccessKeyId and SecretAccessKey (or "
 			       "SecretAccessKeyFile) go together; give both, or neither for the platform's credentials",
-			       p->name);
+			       p->name, where_of(p, cfg->access_key_id ? "AccessKeyId" : "SecretAccessKey"));
 	return 0;
-}
-
-/* Where the setting named key came from ("" when it is not set). */
-static const char *where_of(const struct egress_provider *p, const char *key)
-{
-	for (size_t i = 0; i < p->n_set; i++)
-		if (strcasecmp(p->set[i].key, key) == 0)
-			return p->set[i].where;
-	return "";
 }
 
 static int s3s_check(const struct egress_provider *p, struct err_msg *em)

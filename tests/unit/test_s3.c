@@ -212,6 +212,9 @@ static void store_check_messages(void)
 		T_CHECK(s3_store.check(&q, &em) == 0);
 		more[2].value = "0";
 		T_CHECK(s3_store.check(&q, &em) == 0);
+		more[2] = (struct egress_setting){ "AccessKeyId", "AKID", "f.yaml:5:20" };
+		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
+		T_CHECK(strstr(em.text, "egress provider 's3' (f.yaml:5:20): AccessKeyId and SecretAccessKey") == em.text);
 		more[2] = (struct egress_setting){ "GeneratePreSignedUrl", "true", "f.yaml:5:29" };
 		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
 		T_CHECK(strstr(em.text, "f.yaml:5:29: egress provider 's3': GeneratePreSignedUrl is dotnet-monitor's, "
