@@ -207,6 +207,7 @@ static int http_call(const struct aws_creds_opts *o, long timeout_ms, const char
 		wo = *o->web;
 	wo.connect_timeout_ms = timeout_ms;
 	wo.io_timeout_ms = timeout_ms;
+	wo.answer_timeout_ms = 2 * timeout_ms; /* a few KiB: a server dripping them gets no more */
 	if (s == NULL)
 		return err_set(em, DP_EINVAL, "%.200s is not a URL", url);
 	path = s + 3 + strcspn(s + 3, "/?#");
@@ -495,7 +496,8 @@ static int from_container(const struct aws_creds_opts *o, struct aws_creds *out,
 	if (rc != 0)
 		rc = err_set(em, DP_EAUTH, "%s: %s", what, e.text);
 	else if (r.status != 200)
-		rc = err_set(em, DP_EAUTH, "%s: HTTP %d", what, r.status);
+		rc = err_set(em, DP_EAUTH, "%s: HTTP %d%s", what, r.status,
+			     r.status >= 300 && r.status < 400 ? " (a redirect, which is not followed)" : "");
 	else
 		rc = creds_from_json(r.body.data ? r.body.data : "", r.body.len, "Token", what, out, em);
 	resp_free(&r);

@@ -131,6 +131,9 @@ void aws_xml_error(const char *x, size_t len, long status, struct aws_error *ae)
 		snprintf(ae->type, sizeof(ae->type), "HTTP %ld", status);
 	if (m)
 		aws_error_copy(ae->message, sizeof(ae->message), m, strlen(m));
+	else if (status >= 300 && status < 400) /* egress follows no redirect: an answer cannot send it elsewhere */
+		snprintf(ae->message, sizeof(ae->message), "a redirect, which is not followed (is the endpoint the "
+			 "bucket's or the account's own?)");
 	free(t);
 	free(m);
 }

@@ -115,9 +115,10 @@ void sandbox_enter(enum sandbox_profile p)
 	if (p == SANDBOX_EGRESS) {
 		static const int families[] = { AF_INET, AF_INET6, AF_NETLINK };
 
-		/* open only to read: openat(dirfd, path, flags) with O_ACCMODE == O_RDONLY */
+		/* open only to read: openat(dirfd, path, flags) with O_ACCMODE == O_RDONLY, and neither O_CREAT
+		 * nor O_TRUNC (with O_RDONLY, Linux still creates and truncates) */
 		if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
-					   SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE, O_RDONLY))) != 0)
+					   SCMP_A2(SCMP_CMP_MASKED_EQ, O_ACCMODE | O_CREAT | O_TRUNC, O_RDONLY))) != 0)
 			DP_FATAL("sandbox: allowing openat: %s", strerror(-rc));
 		for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
 			if ((rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socket), 1,

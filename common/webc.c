@@ -149,6 +149,8 @@ int webc_open(const char *base_url, const struct webc_opts *o, struct webc_conn 
 		c->o.connect_timeout_ms = 10000;
 	if (c->o.io_timeout_ms <= 0)
 		c->o.io_timeout_ms = 30000;
+	if (c->o.answer_timeout_ms <= 0)
+		c->o.answer_timeout_ms = 600000;
 	*out = c;
 	return 0;
 }
@@ -406,6 +408,7 @@ static int read_answer(struct webc_conn *c, const struct webc_req *req, struct w
 {
 	struct webc_parse p;
 	char *in = mem_alloc(READ_CHUNK);
+	long long until = clock_ms() + c->o.answer_timeout_ms;
 	int rc = 0;
 
 	webc_parse_init(&p, strcmp(req->method, "HEAD") == 0, req->max_resp, req->want_headers, resp);
@@ -413,7 +416,10 @@ static int read_answer(struct webc_conn *c, const struct webc_req *req, struct w
 		long n = recv_some(c, in, READ_CHUNK, &at->gone, em);
 		size_t used = 0;
 
-		if (n < 0) {
+		if (n > 0 && clock_ms() > until) { /* each read made progress, but too slowly overall */
+			rc = err_set(em, DP_EIO, "the answer did not come whole within %.1f s",
+				     (double)c->o.answer_timeout_ms / 1000);
+		} else if (n < 0) {
 			rc = (int)n;
 		} else if (n == 0) {
 			at->gone = true;

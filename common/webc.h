@@ -42,6 +42,8 @@ struct webc_opts {
 	long connect_timeout_ms;/* connect and the TLS handshake, over all addresses; 0 = 10 s (getaddrinfo
 				   itself is bounded by resolv.conf's timeout and attempts, not by this) */
 	long io_timeout_ms;     /* any one read or write making no progress; 0 = 30 s */
+	long answer_timeout_ms; /* the whole answer, from the request's last byte (a server sending it a byte at a
+				   time gets no further); 0 = 10 minutes (S3 may take minutes to complete an upload) */
 	webc_allow_fn allow;    /* may be NULL */
 	void *allow_ctx;
 };

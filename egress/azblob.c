@@ -19,6 +19,7 @@
 #include "azblob_int.h"
 #include "base64.h"
 #include "buf.h"
+#include "log.h"
 #include "mem.h"
 
 #define MAX_KEY_BYTES 512
@@ -630,8 +631,10 @@ static void clean(struct az_up *u)
 		return; /* nothing was put, or one Put Blob that failed whole */
 	if (u->existed)
 		return; /* committing would replace it: the service discards the blocks itself */
-	if (put_block_list(u, true, &em) == 0)
-		az_send(&u->t, &u->conn, &del, &r, &em);
+	if (put_block_list(u, true, &em) != 0 || az_send(&u->t, &u->conn, &del, &r, &em) != 0)
+		log_warn("the failed upload was not cleaned up: uncommitted blocks (discarded by the service after 7 "
+			 "days) or an empty blob may remain", LOG_STR("event", "egress-cleanup-failed"),
+			 LOG_STR("error", em.text));
 	webc_resp_free(&r);
 }
 

@@ -21,6 +21,7 @@
 #include "aws_xml.h"
 #include "base64.h"
 #include "buf.h"
+#include "log.h"
 #include "mem.h"
 #include "s3_int.h"
 #include "sha256.h"
@@ -478,8 +479,10 @@ static void abort_upload(struct s3_upload *u)
 		return;
 	q = mem_printf("uploadId=%s", u->upload_id_q);
 	call.query = q;
-	/* NoSuchUpload: it is gone already; anything else is left for the bucket's lifecycle rule */
-	(void)s3_send(&u->c, &u->conn, &call, &r, &e);
+	/* NoSuchUpload: it is gone already; anything else is left for the bucket's lifecycle rule, and said */
+	if (s3_send(&u->c, &u->conn, &call, &r, &e) != 0 && strstr(e.text, "NoSuchUpload") == NULL)
+		log_warn("multipart upload not aborted: its parts stay in the bucket until a lifecycle rule removes them",
+			 LOG_STR("event", "egress-cleanup-failed"), LOG_STR("error", e.text));
 	webc_resp_free(&r);
 	free(q);
 	free(u->upload_id);

@@ -87,6 +87,11 @@ static int locate(const struct s3_cfg *cfg, const char *region, const char *name
 		rc = err_set(em, DP_EINVAL, "S3 egress: the artifact has no name");
 		goto out;
 	}
+	if (strchr(ep, '@')) { /* a user and password in the URL: refused, and not repeated in the message */
+		rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint holds a user or password ('@'); it must be "
+			     "scheme://host[:port] alone (keys go in AccessKeyId and SecretAccessKey)");
+		goto out;
+	}
 	https = s && (size_t)(s - ep) == 5 && strncasecmp(ep, "https", 5) == 0;
 	if (s == NULL || !(https || ((size_t)(s - ep) == 4 && strncasecmp(ep, "http", 4) == 0))) {
 		rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint %.200s is not an http:// or https:// URL", ep);
@@ -94,8 +99,9 @@ static int locate(const struct s3_cfg *cfg, const char *region, const char *name
 	}
 	host = s + 3;
 	hend = host + strcspn(host, "/?#");
-	if (hend == host || (*hend && strcmp(hend, "/") != 0)) {
-		rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint %.200s must be scheme://host[:port] alone", ep);
+	if (hend == host || (*hend && strcmp(hend, "/") != 0) || strpbrk(ep, " \t\r\n")) {
+		rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint %.200s must be scheme://host[:port] alone (no path "
+			     "or query)", ep);
 		goto out;
 	}
 	colon = host[0] == '[' ? strchr(host, ']') : memchr(host, ':', (size_t)(hend - host));
@@ -103,6 +109,18 @@ static int locate(const struct s3_cfg *cfg, const char *region, const char *name
 		colon = colon ? colon + 1 : hend;
 	if (colon == NULL || *colon != ':')
 		colon = hend;
+	if (colon < hend) { /* a port: 1 to 65535 */
+		unsigned long port = 0;
+		const char *d = colon + 1;
+
+		while (d < hend && *d >= '0' && *d <= '9' && port <= 65535)
+			port = port * 10 + (unsigned long)(*d++ - '0');
+		if (d != hend || d == colon + 1 || port == 0 || port > 65535) {
+			rc = err_set(em, DP_EINVAL, "S3 egress: Endpoint %.200s has a port that is not a number from 1 "
+				     "to 65535", ep);
+			goto out;
+		}
+	}
 	path_style = cfg->force_path_style || host_is_ip_or_local(host, (size_t)(colon - host)) ||
 		     !bucket_is_label(cfg->bucket, https);
 

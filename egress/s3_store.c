@@ -43,6 +43,15 @@ static const struct key keys[] = {
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
+/* Where the setting named key came from ("" when it is not set). */
+static const char *where_of(const struct egress_provider *p, const char *key)
+{
+	for (size_t i = 0; i < p->n_set; i++)
+		if (strcasecmp(p->set[i].key, key) == 0)
+			return p->set[i].where;
+	return "";
+}
+
 /* The provider's settings into cfg (strings borrowed from p). 0, or DP_EINVAL naming the setting and where. */
 static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct err_msg *em)
 {
@@ -57,6 +66,11 @@ static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct 
 		for (size_t j = 0; j < N_KEYS && k == NULL; j++)
 			if (strcasecmp(keys[j].name, s->key) == 0)
 				k = &keys[j];
+		if (k == NULL && (strcasecmp(s->key, "GeneratePreSignedUrl") == 0 ||
+				  strcasecmp(s->key, "PreSignedUrlExpiry") == 0))
+			return err_set(em, DP_EINVAL, "%s: egress provider '%s': %s is dotnet-monitor's, not supported by "
+				       "this agent yet (the operation's resource is s3://BUCKET/KEY; remove the setting)",
+				       s->where, p->name, s->key);
 		if (k == NULL)
 			return err_set(em, DP_EINVAL, "%s: egress provider '%s': unknown S3Storage setting '%s' (BucketName, "
 				       "Endpoint, RegionName, AccessKeyId, SecretAccessKey, SecretAccessKeyFile, SessionToken, "
@@ -77,9 +91,10 @@ static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct 
 		case K_SIZE: {
 			uint64_t v;
 
-			if (size_parse(s->value, &v) != 0 || v > (1ull << 32))
+			if (size_parse(s->value, &v) != 0 || v > S3_MAX_PART_SIZE)
 				return err_set(em, DP_EINVAL, "%s: egress provider '%s': %s takes a size such as 8Mi, "
-					       "not '%s'", s->where, p->name, k->name, s->value);
+					       "at most 512Mi (under 5Mi is raised to 5Mi, S3's least part), not '%s'",
+					       s->where, p->name, k->name, s->value);
 			*(size_t *)field = (size_t)v;
 			break;
 		}
@@ -95,24 +110,37 @@ static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct 
 		}
 		}
 	}
+	/* a setting that is missing has no place of its own: the provider's first setting's says where it is */
 	if (cfg->bucket == NULL)
-		return err_set(em, DP_EINVAL, "egress provider '%s': S3Storage needs BucketName", p->name);
+		return err_set(em, DP_EINVAL, "egress provider '%s' (%s): S3Storage needs BucketName", p->name,
+			       p->n_set ? p->set[0].where : "");
 	if ((cfg->access_key_id == NULL) != (cfg->secret_access_key == NULL && cfg->secret_access_key_file == NULL))
-		return err_set(em, DP_EINVAL, "egress provider '%s': AccessKeyId and SecretAccessKey (or "
+		return err_set(em, DP_EINVAL, "egress provider '%s' (%s): AccessKeyId and SecretAccessKey (or "
 			       "SecretAccessKeyFile) go together; give both, or neither for the platform's credentials",
-			       p->name);
+			       p->name, where_of(p, cfg->access_key_id ? "AccessKeyId" : "SecretAccessKey"));
 	return 0;
 }
 
 static int s3s_check(const struct egress_provider *p, struct err_msg *em)
 {
+	static const char *const named[] = { "Endpoint", "BucketName", "KeyPrefix" };
 	struct s3_cfg cfg;
 	char *url = NULL;
 	int rc = read_cfg(p, &cfg, em);
 
-	/* the object's URL can be made (an Endpoint that is a URL, a bucket name the style allows) */
-	if (rc == 0 && (rc = s3_object_url(&cfg, cfg.region ? cfg.region : "us-east-1", "x", &url, em)) != 0)
-		rc = err_set(em, DP_EINVAL, "egress provider '%s': %s", p->name, em->text);
+	/* the object's URL can be made (an Endpoint that is a URL, a bucket name the style allows); the
+	 * message names the setting at fault and where it came from */
+	if (rc == 0 && (rc = s3_object_url(&cfg, cfg.region ? cfg.region : "us-east-1", "x", &url, em)) != 0) {
+		const char *where = "";
+
+		if (strncmp(em->text, "S3 egress: ", 11) == 0)
+			memmove(em->text, em->text + 11, strlen(em->text + 11) + 1);
+		for (size_t i = 0; i < sizeof(named) / sizeof(named[0]) && !*where; i++)
+			if (strncmp(em->text, named[i], strlen(named[i])) == 0)
+				where = where_of(p, named[i]);
+		err_prefix(em, "%s%segress provider '%s'", where, *where ? ": " : "", p->name);
+		rc = DP_EINVAL;
+	}
 	mem_free(url);
 	return rc;
 }

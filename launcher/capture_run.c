@@ -248,10 +248,21 @@ static int to_store(struct job *j, const struct egress_provider *prov, const cha
 	rc = drain(j, fd, "the egress process", true, em);
 	if (rc == 0)
 		return eproc_close(u, true, j->bytes - before, final, em);
-	/* the store's upload is aborted: nothing left of it; when the store failed first, its words say why */
-	if (eproc_close(u, false, 0, NULL, &em2) == DP_EREMOTE) {
+	/* the store's upload is aborted: nothing left of it; when the store failed first, its words say why,
+	 * and when the egress process died, that is why the pipe broke */
+	switch (eproc_close(u, false, 0, NULL, &em2)) {
+	case DP_EREMOTE:
 		*em = em2;
 		rc = DP_EREMOTE;
+		break;
+	case DP_EIO: {
+		struct err_msg why = *em;
+
+		rc = err_set(em, DP_EIO, "%s (%s)", em2.text, why.text);
+		break;
+	}
+	default:
+		break;
 	}
 	return rc;
 }

@@ -431,41 +431,83 @@ int config_load_file(struct launch_config *c, const char *path, struct err_msg *
 	return rc;
 }
 
+/* The last part of a store's setting that holds a secret (or Egress:Properties, which the ...Name settings
+ * point at): its variable's value is wiped once read, so that it is not left in /proc/PID/environ. */
+static bool secret_key(const char *key)
+{
+	static const char *const secret[] = { "SecretAccessKey", "SessionToken", "AccountKey", "SharedAccessSignature",
+					      "QueueSharedAccessSignature" };
+	const char *last = strrchr(key, ':');
+
+	if (strncasecmp(key, "Egress:", 7) != 0 || last == NULL)
+		return false;
+	if (strncasecmp(key + 7, "Properties:", 11) == 0)
+		return true;
+	for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+		if (strcasecmp(last + 1, secret[i]) == 0)
+			return true;
+	return false;
+}
+
+/* PREFIX_Egress__S3Storage__s3__BucketName -> Egress:S3Storage:s3:BucketName (.NET's "__" for ':'). */
+static void colons(const char *in, size_t n, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in[i] == '_' && i + 1 < n && in[i + 1] == '_') {
+			out[o++] = ':';
+			i++;
+		} else {
+			out[o++] = in[i];
+		}
+	}
+	out[o] = '\0';
+}
+
 int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const char *variable), struct err_msg *em)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
+	char *seen[MAX_DIR_FILES]; /* the files' names so far: two naming one setting are refused */
 	size_t files = 0;
 	int rc = 0;
 
 	if (d == NULL)
 		return err_set(em, DP_EIO, "settings directory %s: %s", dir, strerror(errno));
 	while (rc == 0 && (de = readdir(d)) != NULL) {
-		char path[PATH_MAX], key[MAX_PATH_KEY];
+		char path[PATH_MAX], key[MAX_PATH_KEY] = "";
 		struct stat st;
 		struct buf b;
-		size_t o = 0, n = strlen(de->d_name);
+		size_t n = strlen(de->d_name);
 
 		/* a Secret's or ConfigMap's volume: its files, beside ..data and the timestamped directory */
 		if (de->d_name[0] == '.' || n >= MAX_PATH_KEY)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		if (stat(path, &st) != 0) {
+			rc = err_set(em, DP_EIO, "settings directory %s: %s: %s", dir, de->d_name, strerror(errno));
+			break;
+		}
+		if (S_ISDIR(st.st_mode))
 			continue;
-		if (++files > MAX_DIR_FILES) {
+		if (!S_ISREG(st.st_mode)) { /* a device or a FIFO: never a setting, and a read could block */
+			rc = err_set(em, DP_EINVAL, "settings directory %s: %s is not a regular file", dir, de->d_name);
+			break;
+		}
+		if (files == MAX_DIR_FILES) {
 			rc = err_set(em, DP_ETOOBIG, "settings directory %s: more than %d files", dir, MAX_DIR_FILES);
 			break;
 		}
+		for (size_t i = 0; i < files && rc == 0; i++)
+			if (strcasecmp(seen[i], de->d_name) == 0)
+				rc = err_set(em, DP_EINVAL, "settings directory %s: %s and %s name the same setting "
+					     "(names are case-insensitive)", dir, seen[i], de->d_name);
+		if (rc != 0)
+			break;
+		seen[files++] = mem_strdup(de->d_name);
 		/* Egress__S3Storage__s3__BucketName -> Egress:S3Storage:s3:BucketName (.NET's key-per-file) */
-		for (size_t i = 0; i < n; i++) {
-			if (de->d_name[i] == '_' && de->d_name[i + 1] == '_') {
-				key[o++] = ':';
-				i++;
-			} else {
-				key[o++] = de->d_name[i];
-			}
-		}
-		key[o] = '\0';
+		colons(de->d_name, n, key);
 		buf_init(&b, MAX_VALUE_BYTES);
 		if ((rc = buf_read_path(&b, path, NULL, em)) == 0) {
 			while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
@@ -480,6 +522,8 @@ int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const
 		buf_free(&b);
 	}
 	closedir(d);
+	for (size_t i = 0; i < files; i++)
+		free(seen[i]);
 	return rc;
 }
 
@@ -499,8 +543,8 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 		   struct err_msg *em)
 {
 	const char *eq = strchr(var, '=');
-	char key[MAX_PATH_KEY], where[MAX_PATH_KEY + 32];
-	size_t n, o = 0;
+	char key[MAX_PATH_KEY] = "", where[MAX_PATH_KEY + 32];
+	size_t n;
 	int rc;
 
 	if (eq == NULL || eq[1] == '\0') /* an empty variable is unset, as a shell user expects */
@@ -518,21 +562,23 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 		    (n == 17 && strncmp(var, "DIAGPORT_SETTINGS", 17) == 0) ||
 		    (n == 19 && strncmp(var, "DIAGPORT_AUTH_TOKEN", 19) == 0))
 			return 1;
-		squash(var + 9, n - 9, key, sizeof(key));
-		return config_set(c, key, eq + 1, where, em);
+		/* a hierarchical name (DIAGPORT_Egress__S3Storage__s3__BucketName) as dotnet-monitor's; else
+		 * diagport's own, underscores dropped */
+		if (memmem(var + 9, n - 9, "__", 2))
+			colons(var + 9, n - 9, key);
+		else
+			squash(var + 9, n - 9, key, sizeof(key));
+		rc = config_set(c, key, eq + 1, where, em);
+	} else {
+		if (strncmp(var, "DOTNETMONITOR_", 14) != 0)
+			return 1;
+		colons(var + 14, n - 14, key);
+		rc = config_set(c, key, eq + 1, where, em);
 	}
-	if (strncmp(var, "DOTNETMONITOR_", 14) != 0)
-		return 1;
-	for (size_t i = 14; i < n; i++) {
-		if (var[i] == '_' && i + 1 < n && var[i + 1] == '_') {
-			key[o++] = ':';
-			i++;
-		} else {
-			key[o++] = var[i];
-		}
-	}
-	key[o] = '\0';
-	rc = config_set(c, key, eq + 1, where, em);
+	if (rc == 0 && secret_key(key))
+		mem_wipe((char *)eq + 1, strlen(eq + 1));
+	if (rc == DP_ENOTFOUND && !monitor)
+		return rc;
 	if (rc == DP_ENOTFOUND && warn) {
 		char name[MAX_PATH_KEY + 64];
 

@@ -50,7 +50,7 @@ static int msg_send(int sock, pthread_mutex_t *mu, char tag, json_t *body, int f
 {
 	char *text = json_dumps(body, JSON_COMPACT);
 	size_t len = text ? strlen(text) : 0;
-	char *pkt = mem_alloc(len + 1);
+	char *pkt = mem_alloc(len + 2); /* the tag, the text; its NUL copied but not sent */
 	struct iovec iov = { pkt, len + 1 };
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -60,7 +60,9 @@ static int msg_send(int sock, pthread_mutex_t *mu, char tag, json_t *body, int f
 	ssize_t n;
 
 	pkt[0] = tag;
-	memcpy(pkt + 1, text, len);
+	pkt[1] = '\0';
+	if (text)
+		memcpy(pkt + 1, text, len + 1);
 	free(text);
 	if (fd >= 0) {
 		struct cmsghdr *c;
@@ -222,12 +224,19 @@ static void *child_upload(void *arg)
 		rc = u->st->finish(h, &location, &em);
 	else if (h)
 		u->st->abort(h);
-	if (rc == 0)
-		child_reply(u, 'D', "location", json_string(location), "bytes", json_integer((json_int_t)got));
-	else
-		child_reply(u, 'F', "error", json_string(em.text), "aborted", json_boolean(rc == DP_ECANCELED));
+	{
+		/* the slot is free before the agent hears the end, so that the agent (which frees its own slot
+		 * then) can never have an upload in flight that this side has no slot for */
+		struct child_up done = { .ch = u->ch };
+
+		memcpy(done.op, u->op, sizeof(done.op));
+		child_up_release(u);
+		if (rc == 0)
+			child_reply(&done, 'D', "location", json_string(location), "bytes", json_integer((json_int_t)got));
+		else
+			child_reply(&done, 'F', "error", json_string(em.text), "aborted", json_boolean(rc == DP_ECANCELED));
+	}
 	free(location);
-	child_up_release(u);
 	return NULL;
 }
 
@@ -318,7 +327,7 @@ static void child_verdict(struct child *ch, char tag, json_t *b)
 		return;
 	pthread_mutex_lock(&u->mu);
 	u->expect = (uint64_t)json_integer_value(json_object_get(b, "bytes"));
-	u->verdict = tag;
+	u->verdict = (unsigned char)tag;
 	pthread_cond_signal(&u->cv);
 	pthread_mutex_unlock(&u->mu);
 }

@@ -10,9 +10,12 @@
 #   trace    a CPU trace to Azure Blob: a nettrace `diagport nettrace stats` reads, with events
 #   failure  a bucket that does not exist: the operation Failed with the store's NoSuchBucket; the
 #            store killed mid-upload: Failed after the bounded retries, saying why
+#   env      a provider from DOTNETMONITOR_/DIAGPORT_Egress__... variables; its secret wiped from the
+#            agent's environment once read, its other values left
 #   process  the egress process runs under its own seccomp filter, the agent under its own, the
 #            store's secret is in neither's command line nor environment (DIAGPORT_SETTINGS is wiped
-#            once read), and /healthz says 503 once it is killed
+#            once read); killed mid-upload, the operation says the egress process is gone, and
+#            /healthz says 503
 set -u
 cd "$(dirname "$0")/../.."
 T_NAME=egress-stores
@@ -52,7 +55,11 @@ for kv in Endpoint="$S3" BucketName=no-such-bucket RegionName=us-east-1 AccessKe
 done
 DOC=$(jq -cn --arg u "$AZ" --arg k "$AZKEY" \
 	'{Egress: {AzureBlobStorage: {az: {AccountUri: $u, ContainerName: "diag", BlobPrefix: "shop", AccountKey: $k}}}}')
-DIAGPORT_SETTINGS=$DOC start_agent --config-dir "$W/egress"
+# a third S3 provider from variables, as dotnet-monitor's and diagport's hierarchical names give one
+DIAGPORT_SETTINGS=$DOC DOTNETMONITOR_Egress__S3Storage__envs3__Endpoint="$S3" \
+	DOTNETMONITOR_Egress__S3Storage__envs3__BucketName=diag DIAGPORT_Egress__S3Storage__envs3__AccessKeyId=S3RVER \
+	DIAGPORT_Egress__S3Storage__envs3__SecretAccessKey=S3RVER DIAGPORT_Egress__S3Storage__envs3__KeyPrefix=env \
+	start_agent --config-dir "$W/egress"
 DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend dotnet "$B/apps/console/console.dll" > "$W/app.out" 2>&1 &
 PIDS+=($!)
 wait_for "$W/app.out" READY 15
@@ -106,6 +113,15 @@ check trace-is-nettrace jq -e '.totalEvents > 0' "$W/stats.json"
 WHY="blob $BLOB"
 check trace-blob-prefix bash -c "[[ '$BLOB' == shop/*.nettrace ]]"
 
+# the provider from variables; its secret is gone from the agent's environment once read
+egressed envs3 "$U/stacks?egressProvider=envs3"
+WHY="$(cat "$W/envs3-op.json")"
+check env-provider-succeeded jq -e '.status == "Succeeded" and (.resourceLocation | startswith("s3://diag/env/"))' \
+	"$W/envs3-op.json"
+WHY="$(tr '\0' '\n' < "/proc/$AG/environ" | grep -a Egress__ | sed 's/=.*/=.../')"
+check env-secret-wiped bash -c "tr '\0' '\n' < /proc/$AG/environ | grep -q -x 'DIAGPORT_Egress__S3Storage__envs3__SecretAccessKey=' &&
+	tr '\0' '\n' < /proc/$AG/environ | grep -q -x 'DIAGPORT_Egress__S3Storage__envs3__KeyPrefix=env'"
+
 # the store's own error
 egressed nob "$U/stacks?egressProvider=nobucket"
 WHY="$(cat "$W/nob-op.json")"
@@ -131,7 +147,16 @@ WHY="a command line or environment holds the account key"
 check no-secret-on-command-lines bash -c "! grep -l -a -F '$AZKEY' /proc/$AG/cmdline /proc/$EPID/cmdline /proc/$AG/environ /proc/$EPID/environ"
 WHY="the agent's log holds the account key"
 check no-secret-in-log bash -c "! grep -q -F '$AZKEY' '$W/agent.log' && ! grep -q -F 'Eby8vdM02' '$W/agent.log'"
+# the egress process killed mid-upload: the operation says so (not only that a pipe broke)
+curl -s -D "$W/killed.hdr" -o /dev/null "$U/dump?type=WithHeap&egressProvider=az"
+LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/killed.hdr")
+for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .bytesSent)" -gt 0 ] 2>/dev/null && break; sleep 0.05; done
 kill -9 "$EPID"
+for _ in $(seq 1 300); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.1; done
+curl -s "$U$LOC" > "$W/killed-op.json"
+WHY="$(cat "$W/killed-op.json")"
+check killed-mid-upload-says-why jq -e '.status == "Failed" and (.error.message | test("egress process"))' \
+	"$W/killed-op.json"
 for _ in $(seq 1 50); do [ "$(code "$U/healthz")" = 503 ] && break; sleep 0.1; done
 WHY="/healthz $(code "$U/healthz"): $(cat "$W/body")"
 check healthz-egress-gone test "$(code "$U/healthz")" = 503

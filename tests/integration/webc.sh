@@ -13,7 +13,8 @@
 #               while idle is reopened; one closed as the request went out is retried once on a new one
 #               (the server read the request twice); a streamed body already taken is not resent
 #   caps/*      max_resp: at the cap answered, past it DP_ETOOBIG (by length, chunked, to close)
-#   timeout/*   a server that reads and never answers: io_timeout_ms fires within its margin
+#   timeout/*   a server that reads and never answers: io_timeout_ms fires within its margin; one that
+#               sends its answer a byte at a time (each read within io_timeout_ms): answer_timeout_ms ends it
 #   allow/*     an allowlist refusing the host's address: no connection reached the server; allowed: answered
 #   tls/*       verified against ca_file (SNI sent), an IP literal (no SNI); refused: another CA, the system
 #               bundle, a certificate for another name or address, a server stopping at TLS 1.1; insecure
@@ -161,6 +162,11 @@ t=$(ms 1)
 WHY="$(cat "$W/out")"
 check timeout/io-timeout-fires test "${t:-0}" -ge 690 -a "${t:-99999}" -le 1500
 check timeout/says-so grep -q 'no progress waiting for the answer within 700 ms' "$W/out"
+drv --io-timeout 700 --answer-timeout 1500 "$HP" GET /drip
+t=$(ms 1)
+WHY="$(cat "$W/out")"
+check timeout/slow-drip-bounded test "${t:-0}" -ge 1490 -a "${t:-99999}" -le 2500
+check timeout/slow-drip-says-so grep -q 'the answer did not come whole within 1.5 s' "$W/out"
 drv "http://127.0.0.1:$(free_port)" GET /
 WHY="$(cat "$W/out")"
 check timeout/refused-connect grep -q 'cannot connect to 127.0.0.1 port' "$W/out"

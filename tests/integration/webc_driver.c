@@ -8,7 +8,7 @@
  *     --ca FILE          ca_file              --insecure          insecure
  *     --allow A,B        allow only these addresses (as inet_ntop writes them); each
  *                        address asked about goes to stderr as "allow ADDR yes|no"
- *     --connect-timeout MS, --io-timeout MS, --max-resp N
+ *     --connect-timeout MS, --io-timeout MS, --answer-timeout MS, --max-resp N
  *     --want NAME        keep that answer header (repeatable)
  *     -H "Name: value"   send that header (repeatable)
  *     --data TEXT        a body in memory     --body-file FILE    a streamed body (body_fn)
@@ -112,6 +112,8 @@ int main(int argc, char **argv)
 			o.connect_timeout_ms = atol(v);
 		else if (strcmp(a, "--io-timeout") == 0)
 			o.io_timeout_ms = atol(v);
+		else if (strcmp(a, "--answer-timeout") == 0)
+			o.answer_timeout_ms = atol(v);
 		else if (strcmp(a, "--max-resp") == 0)
 			max_resp = (size_t)atoll(v);
 		else if (strcmp(a, "--want") == 0 && nw < MAX_LIST)

@@ -14,6 +14,7 @@ Routes (N a number of bytes):
   GET /headers         headers to keep (x-amz-request-id, etag) and one not to
   GET /echo            the request's head as the body       PUT|POST /sha    the body read, answered
   GET /stall           read, never answered                                  "LENGTH SHA256HEX"
+  GET /drip            a 200 whose head comes one byte every 200 ms, for a minute (a slow-loris server)
   GET /drop-next       200; the next request on this connection is read and the connection closed unanswered
   GET /close-after     200 with keep-alive, then the connection closed while idle
   GET /early-403       403 at once without reading the body, then close
@@ -114,6 +115,17 @@ class H(http.server.BaseHTTPRequestHandler):
                 n += len(b)
                 left -= len(b)
             return self.plain(200, ("%d %s" % (n, h.hexdigest())).encode())
+        if p[0] == "drip":
+            head = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nX-Pad: " + b"a" * 300 + b"\r\n\r\n"
+            try:
+                for c in head:
+                    self.wfile.write(bytes([c]))
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass
+            self.close_connection = True
+            return
         if p[0] == "stall":
             time.sleep(60)
             self.close_connection = True

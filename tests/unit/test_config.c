@@ -273,6 +273,78 @@ static void settings_dir_and_document(void)
 	config_free(&c);
 }
 
+/* DIAGPORT_ and DOTNETMONITOR_ variables with "__" are hierarchical; a store's secrets are wiped from the
+ * environment once read (not left in /proc/PID/environ), other values are left as they were */
+static void env_egress_and_secrets(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	char v1[] = "DIAGPORT_Egress__S3Storage__s3__BucketName=diag";
+	char v2[] = "DIAGPORT_Egress__S3Storage__s3__SecretAccessKey=TOPSECRET";
+	char v3[] = "DOTNETMONITOR_Egress__AzureBlobStorage__az__AccountKey=QUJD";
+	char v4[] = "DOTNETMONITOR_Egress__Properties__sas=sv=1&sig=SECRETSIG";
+	char v5[] = "DIAGPORT_LOG_LEVEL=debug";
+	char *env[] = { v1, v2, v3, v4, v5, NULL };
+
+	T_CHECK(config_load_env(&c, env, NULL, &em) == 0);
+	T_CHECK(c.n_egress == 2);
+	T_STREQ(c.egress[0].type, "AzureBlobStorage"); /* dotnet-monitor's names are read first */
+	T_STREQ(c.egress[1].name, "s3");
+	T_STREQ(c.egress[1].set[0].key, "Properties:sas");
+	T_STREQ(c.egress[1].set[1].key, "BucketName");
+	T_STREQ(c.egress[1].set[1].value, "diag");
+	T_STREQ(c.egress[1].set[2].value, "TOPSECRET");
+	T_STREQ(c.egress[1].set[2].where, "environment variable DIAGPORT_Egress__S3Storage__s3__SecretAccessKey");
+	T_STREQ(v1, "DIAGPORT_Egress__S3Storage__s3__BucketName=diag");
+	T_STREQ(v2, "DIAGPORT_Egress__S3Storage__s3__SecretAccessKey=");
+	T_STREQ(v3, "DOTNETMONITOR_Egress__AzureBlobStorage__az__AccountKey=");
+	T_STREQ(v4, "DOTNETMONITOR_Egress__Properties__sas=");
+	T_STREQ(v5, "DIAGPORT_LOG_LEVEL=debug");
+	config_free(&c);
+}
+
+/* A key-per-file directory: two files naming one setting (in any letter case), and a file that is not
+ * a regular file, are refused by name; a directory in it is skipped */
+static void settings_dir_refusals(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	char d[] = "/tmp/dp-config-dir-XXXXXX", p[300], q[300];
+
+	T_CHECK(mkdtemp(d) != NULL);
+	snprintf(p, sizeof(p), "%s/Egress__S3Storage__s3__BucketName", d);
+	snprintf(q, sizeof(q), "%s/egress__s3storage__S3__bucketname", d);
+	for (int i = 0; i < 2; i++) {
+		FILE *f = fopen(i ? q : p, "w");
+
+		T_CHECK(f != NULL);
+		fputs("diag\n", f);
+		fclose(f);
+	}
+	T_CHECK(config_load_dir(&c, d, NULL, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "Egress__S3Storage__s3__BucketName") && strstr(em.text, "egress__s3storage__S3__bucketname") &&
+		strstr(em.text, "the same setting"));
+	config_free(&c);
+	T_CHECK(unlink(q) == 0);
+	snprintf(q, sizeof(q), "%s/sub", d);
+	T_CHECK(mkdir(q, 0755) == 0);
+	T_CHECK(config_load_dir(&c, d, NULL, &em) == 0);
+	config_free(&c);
+	T_CHECK(rmdir(q) == 0);
+	snprintf(q, sizeof(q), "%s/Egress__S3Storage__s3__SecretAccessKey", d);
+	T_CHECK(symlink("/dev/zero", q) == 0);
+	T_CHECK(config_load_dir(&c, d, NULL, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "Egress__S3Storage__s3__SecretAccessKey is not a regular file") != NULL);
+	config_free(&c);
+	T_CHECK(unlink(q) == 0 && symlink("/nonexistent-target", q) == 0);
+	T_CHECK(config_load_dir(&c, d, NULL, &em) == DP_EIO);
+	T_CHECK(strstr(em.text, "Egress__S3Storage__s3__SecretAccessKey: No such file") != NULL);
+	config_free(&c);
+	unlink(q);
+	unlink(p);
+	rmdir(d);
+}
+
 int main(void)
 {
 	t_file_name = "test_config";
@@ -288,6 +360,8 @@ int main(void)
 	T_RUN(metrics_settings);
 	T_RUN(store_settings);
 	T_RUN(settings_dir_and_document);
+	T_RUN(env_egress_and_secrets);
+	T_RUN(settings_dir_refusals);
 	{
 		char cmd[300];
 

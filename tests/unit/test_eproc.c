@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,11 +38,52 @@ static int t_check(const struct egress_provider *p, struct err_msg *em)
 	return setting(p, "FailAfter") ? 0 : err_set(em, DP_EINVAL, "%s: no FailAfter", p->name);
 }
 
+/* One attempt from the egress process: "ok" or the errno's name. */
+static const char *outcome(int rc)
+{
+	return rc >= 0 ? "ok" : errno == EPERM ? "EPERM" : strerror(errno);
+}
+
+/*
+ * What a compromised store client tries under SANDBOX_EGRESS, as one message: a Unix socket (the runtimes'
+ * and the agent's own listeners are Unix sockets), opening a file to write, to truncate, to create, and
+ * removing or renaming one. Every one must be refused.
+ */
+static int probe(const char *dir, struct err_msg *em)
+{
+	char f[300], g[300];
+	int fd, u;
+
+	snprintf(f, sizeof(f), "%s/kept", dir);
+	snprintf(g, sizeof(g), "%s/new", dir);
+	u = socket(AF_UNIX, SOCK_STREAM, 0);
+	err_set(em, DP_EREMOTE, "unix=%s", outcome(u));
+	fd = open(f, O_WRONLY);
+	err_prefix(em, "write=%s", outcome(fd));
+	if (fd >= 0)
+		close(fd);
+	fd = open(f, O_RDONLY | O_TRUNC);
+	err_prefix(em, "trunc=%s", outcome(fd));
+	if (fd >= 0)
+		close(fd);
+	fd = open(g, O_RDONLY | O_CREAT, 0644);
+	err_prefix(em, "create=%s", outcome(fd));
+	if (fd >= 0)
+		close(fd);
+	err_prefix(em, "unlink=%s", outcome(unlink(f)));
+	err_prefix(em, "rename=%s", outcome(rename(f, g)));
+	err_prefix(em, "mkdir=%s", outcome(mkdir(g, 0755)));
+	return DP_EREMOTE;
+}
+
 static int t_begin(const struct egress_provider *p, const char *name, const char *const *meta, void **out,
 		   struct err_msg *em)
 {
-	struct up *u = mem_zalloc(sizeof(*u));
+	struct up *u;
 
+	if (setting(p, "Probe")) /* a store gone bad: what may it do from inside the sandbox? */
+		return probe(setting(p, "Probe"), em);
+	u = mem_zalloc(sizeof(*u));
 	snprintf(u->name, sizeof(u->name), "%s", name);
 	u->fail_after = strtoull(setting(p, "FailAfter"), NULL, 10);
 	u->sum = 14695981039346656037ull;
@@ -246,6 +288,45 @@ static void process_killed(void)
 	stop();
 }
 
+/* The egress process under its own seccomp profile: no Unix socket, no file written, truncated, created,
+ * removed or renamed (it may open files only to read: CA bundle, token files) */
+static void sandbox_holds(void)
+{
+	char dir[] = "/tmp/dp-eproc-XXXXXX", f[300], g[300], *saved;
+	struct eproc_upload *u;
+	struct err_msg em;
+	struct stat st;
+	FILE *fp;
+	int fd;
+
+	T_CHECK(mkdtemp(dir) != NULL);
+	snprintf(f, sizeof(f), "%s/kept", dir);
+	snprintf(g, sizeof(g), "%s/new", dir);
+	fp = fopen(f, "w");
+	T_CHECK(fp != NULL);
+	fputs("the agent's file\n", fp);
+	fclose(fp);
+	/* the test store, told to probe the sandbox instead of storing */
+	memset(&cfg, 0, sizeof(cfg));
+	sets[0] = (struct egress_setting){ mem_strdup("Probe"), mem_strdup(dir), mem_strdup("test") };
+	sets[1] = (struct egress_setting){ mem_strdup("FailAfter"), mem_strdup("0"), mem_strdup("test") };
+	prov = (struct egress_provider){ .name = mem_strdup("store"), .type = "S3Storage", .set = sets, .n_set = 2 };
+	cfg.egress = &prov;
+	cfg.n_egress = 1;
+	T_CHECK(eproc_start_with(&cfg, true, test_stores, &ep, &em) == 0);
+	T_CHECK(eproc_open(ep, &prov, "p", meta, NULL, NULL, &fd, &u, &em) == 0);
+	close(fd);
+	T_CHECK(eproc_close(u, true, 0, NULL, &em) == DP_EREMOTE);
+	saved = mem_strdup(em.text);
+	stop();
+	T_STREQ(saved, "mkdir=EPERM: rename=EPERM: unlink=EPERM: create=EPERM: trunc=EPERM: write=EPERM: unix=EPERM");
+	free(saved);
+	T_CHECK(stat(f, &st) == 0 && st.st_size == 17);
+	T_CHECK(stat(g, &st) != 0);
+	unlink(f);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	t_file_name = "test_eproc";
@@ -255,5 +336,6 @@ int main(void)
 	T_RUN(aborted);
 	T_RUN(store_fails);
 	T_RUN(process_killed);
+	T_RUN(sandbox_holds);
 	return t_failed_cases ? 1 : 0;
 }

@@ -13,6 +13,7 @@
 #include "aws_sigv4.h"
 #include "aws_xml.h"
 #include "egress/s3.h"
+#include "egress/s3_store.h"
 #include "mem.h"
 #include "t.h"
 
@@ -111,6 +112,10 @@ static void xml_answers(void)
 	T_CHECK(ae.status == 404);
 	aws_xml_error("", 0, 503, &ae);
 	T_STREQ(ae.type, "HTTP 503");
+	T_STREQ(ae.message, "");
+	aws_xml_error("", 0, 307, &ae); /* a bare redirect says it is one, and that it was not followed */
+	T_STREQ(ae.type, "HTTP 307");
+	T_CHECK(strstr(ae.message, "a redirect, which is not followed") == ae.message);
 	aws_xml_error("<Error><Code>X\001\nY</Code></Error>", 30, 400, &ae);
 	T_STREQ(ae.type, "X  Y"); /* control bytes never reach a message */
 }
@@ -160,6 +165,63 @@ static void renewal(void)
 	aws_creds_free(&c);
 }
 
+/* The provider's check at startup: the message names the setting at fault and where it came from, once,
+ * whole; an Endpoint with a user and password is refused without repeating them */
+static void store_check_messages(void)
+{
+	struct egress_setting set[] = {
+		{ "BucketName", "diag", "f.yaml:3:19" },
+		{ "Endpoint", "http://127.0.0.1:1/path?x=1", "environment variable DOTNETMONITOR_Egress__S3Storage__s3__Endpoint" },
+	};
+	struct egress_provider p = { .name = "s3", .type = "S3Storage", .set = set, .n_set = 2 };
+	struct err_msg em;
+
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_STREQ(em.text, "environment variable DOTNETMONITOR_Egress__S3Storage__s3__Endpoint: egress provider 's3': "
+			 "Endpoint http://127.0.0.1:1/path?x=1 must be scheme://host[:port] alone (no path or query)");
+	set[1].value = "ftp://127.0.0.1:1";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "Endpoint ftp://127.0.0.1:1 is not an http:// or https:// URL") != NULL);
+	set[1].value = "http://AKID:hunter2@127.0.0.1:1";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "Endpoint holds a user or password") != NULL && strstr(em.text, "hunter2") == NULL);
+	set[1].value = "http://127.0.0.1:99999";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "port that is not a number from 1 to 65535") != NULL);
+	set[1].value = "http://[::1]:x";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	set[1].value = "http://127.0.0.1:";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	set[1].value = "http://[::1]:9000";
+	T_CHECK(s3_store.check(&p, &em) == 0);
+	set[1].value = "http://127.0.0.1:1";
+	set[0].value = "a/b";
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_STREQ(em.text, "f.yaml:3:19: egress provider 's3': BucketName a/b has a character S3 does not allow");
+	set[0].value = "diag";
+	T_CHECK(s3_store.check(&p, &em) == 0);
+	{
+		struct egress_setting more[] = { set[0], set[1], { "CopyBufferSize", "1Gi", "f.yaml:4:23" } };
+		struct egress_provider q = { .name = "s3", .type = "S3Storage", .set = more, .n_set = 3 };
+
+		/* a part size that every upload would refuse is refused at startup */
+		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
+		T_CHECK(strstr(em.text, "f.yaml:4:23: egress provider 's3': CopyBufferSize takes a size such as 8Mi, "
+				      "at most 512Mi") == em.text);
+		more[2].value = "512Mi";
+		T_CHECK(s3_store.check(&q, &em) == 0);
+		more[2].value = "0";
+		T_CHECK(s3_store.check(&q, &em) == 0);
+		more[2] = (struct egress_setting){ "AccessKeyId", "AKID", "f.yaml:5:20" };
+		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
+		T_CHECK(strstr(em.text, "egress provider 's3' (f.yaml:5:20): AccessKeyId and SecretAccessKey") == em.text);
+		more[2] = (struct egress_setting){ "GeneratePreSignedUrl", "true", "f.yaml:5:29" };
+		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
+		T_CHECK(strstr(em.text, "f.yaml:5:29: egress provider 's3': GeneratePreSignedUrl is dotnet-monitor's, "
+				      "not supported by this agent yet") == em.text);
+	}
+}
+
 int main(void)
 {
 	mem_install();
@@ -169,5 +231,6 @@ int main(void)
 	T_RUN(xml_answers);
 	T_RUN(expiration_times);
 	T_RUN(renewal);
+	T_RUN(store_check_messages);
 	T_END();
 }
