@@ -11,9 +11,16 @@
  *                    u64 EdgeCount}
  *   GCBulkEdge (19)  u32 Index, u32 Count, u16 ClrInstanceID, Count x {ptr Value, u32 ReferencingFieldID}
  *   GCBulkRootEdge (16) u32 Index, u32 Count, ...
- * Nodes are counted only between the induced gen-2 GC's start and its end
- * (Depth 2, Reason 1 Induced, Type 0 blocking), as dotnet-gcdump does; the
- * edges must add up to the nodes' EdgeCount, or the snapshot is refused.
+ * The snapshot is whole when both the induced gen-2 GC's start (Depth 2,
+ * Reason 1 Induced, Type 0 blocking) and its end (the same Count) are in.
+ * They come in either order: each thread's events come in order, but not
+ * the threads' among themselves (the runtime writes each thread's buffer in
+ * turn), and the GC may start on one thread and walk the heap and end on
+ * another. Only a GC forced by a session with GCHeapDump walks the heap, so
+ * every heap event is counted as it comes, and afterwards checked by
+ * timestamp to lie within that GC (another session's heap walk at the same
+ * time would not). The edges must add up to the nodes' EdgeCount, or the
+ * snapshot is refused.
  */
 #include "gcdump.h"
 
@@ -84,7 +91,9 @@ static void idmap_free(struct idmap *m)
 	memset(m, 0, sizeof(*m));
 }
 
-struct cap {
+#define MAX_ENDS 16 /* GC ends held while their start may still come */
+
+struct gcdump_reader {
 	struct gcdump *g;
 	uint32_t pointer_size;
 	struct idmap names; /* TypeID -> index into name[] + 1 */
@@ -97,15 +106,21 @@ struct cap {
 	} *stat;
 	size_t n_stat, cap_stat;
 	uint64_t other_count, other_bytes;
-	bool in_gc, done;
-	uint32_t gc;
+	bool started, done, walked;
+	uint32_t gc;              /* the induced GC's Count, once started */
+	int64_t gc_t0, gc_t1;     /* its start's and end's timestamps */
+	int64_t walk_t0, walk_t1; /* the first and last heap event's */
+	struct {
+		uint32_t count;
+		int64_t t;
+	} ends[MAX_ENDS]; /* GC ends seen before the induced GC's start, the latest MAX_ENDS */
+	size_t n_ends;
 	uint64_t edges_due;
 	atomic_bool stop;
 	const char *bad;
-	struct buf *raw;
 };
 
-static void type_names(struct cap *c, struct nettrace_reader *r)
+static void type_names(struct gcdump_reader *c, struct nettrace_reader *r)
 {
 	uint32_t n = nettrace_u32(r);
 
@@ -142,12 +157,12 @@ static void type_names(struct cap *c, struct nettrace_reader *r)
 	}
 }
 
-static uint64_t pointer(struct cap *c, struct nettrace_reader *r)
+static uint64_t pointer(struct gcdump_reader *c, struct nettrace_reader *r)
 {
 	return c->pointer_size == 4 ? nettrace_u32(r) : nettrace_u64(r);
 }
 
-static void nodes(struct cap *c, struct nettrace_reader *r)
+static void nodes(struct gcdump_reader *c, struct nettrace_reader *r)
 {
 	uint32_t n;
 
@@ -191,16 +206,33 @@ static void nodes(struct cap *c, struct nettrace_reader *r)
 
 static int on_trace(void *ctx, const struct nettrace_trace *t)
 {
-	struct cap *c = ctx;
+	struct gcdump_reader *c = ctx;
 
 	c->pointer_size = t->pointer_size;
 	c->g->pid = t->pid ? t->pid : c->g->pid;
 	return 0;
 }
 
+static void finish(struct gcdump_reader *c, int64_t t1)
+{
+	c->gc_t1 = t1;
+	c->done = true;
+	atomic_store(&c->stop, true); /* what we came for is in: stop the session */
+}
+
+/* A heap event: counted, and its timestamp kept for the check that it lies within the induced GC. */
+static void walked(struct gcdump_reader *c, int64_t t)
+{
+	if (!c->walked || t < c->walk_t0)
+		c->walk_t0 = t;
+	if (!c->walked || t > c->walk_t1)
+		c->walk_t1 = t;
+	c->walked = true;
+}
+
 static int on_event(void *ctx, const struct nettrace_event *e)
 {
-	struct cap *c = ctx;
+	struct gcdump_reader *c = ctx;
 	struct nettrace_reader r = { e->payload, e->payload + e->payload_len, false };
 	uint32_t count, depth, reason, type;
 
@@ -212,41 +244,47 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 		depth = nettrace_u32(&r);
 		reason = nettrace_u32(&r);
 		type = nettrace_u32(&r);
-		if (!r.bad && !c->in_gc && depth == 2 && reason == 1 && type == 0) {
-			c->in_gc = true;
-			c->gc = count;
-		}
+		if (r.bad || c->started || depth != 2 || reason != 1 || type != 0)
+			break;
+		c->started = true;
+		c->gc = count;
+		c->gc_t0 = e->timestamp;
+		for (size_t i = 0; i < c->n_ends && i < MAX_ENDS; i++)
+			if (c->ends[i].count == count)
+				finish(c, c->ends[i].t);
 		break;
 	case EV_GC_END:
 		count = nettrace_u32(&r);
-		if (!r.bad && c->in_gc && count == c->gc) {
-			c->in_gc = false;
-			c->done = true;
-			atomic_store(&c->stop, true); /* what we came for is in: stop the session */
+		if (r.bad)
+			break;
+		if (c->started && count == c->gc) {
+			finish(c, e->timestamp);
+		} else if (!c->started) {
+			c->ends[c->n_ends % MAX_ENDS].count = count;
+			c->ends[c->n_ends % MAX_ENDS].t = e->timestamp;
+			c->n_ends++;
 		}
 		break;
 	case EV_BULK_TYPE:
 		type_names(c, &r);
 		break;
 	case EV_BULK_NODE:
-		if (c->in_gc)
-			nodes(c, &r);
+		walked(c, e->timestamp);
+		nodes(c, &r);
 		break;
 	case EV_BULK_EDGE:
-		if (c->in_gc) {
-			nettrace_u32(&r);
-			count = nettrace_u32(&r);
-			if (!r.bad)
-				c->g->edges += count;
-		}
+		walked(c, e->timestamp);
+		nettrace_u32(&r);
+		count = nettrace_u32(&r);
+		if (!r.bad)
+			c->g->edges += count;
 		break;
 	case EV_BULK_ROOT_EDGE:
-		if (c->in_gc) {
-			nettrace_u32(&r);
-			count = nettrace_u32(&r);
-			if (!r.bad)
-				c->g->roots += count;
-		}
+		walked(c, e->timestamp);
+		nettrace_u32(&r);
+		count = nettrace_u32(&r);
+		if (!r.bad)
+			c->g->roots += count;
 		break;
 	default:
 		break;
@@ -255,6 +293,8 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 		c->bad = "a heap event shorter than its layout";
 	return 0;
 }
+
+const struct nettrace_callbacks gcdump_callbacks = { .trace = on_trace, .event = on_event };
 
 static int by_bytes(const void *a, const void *b)
 {
@@ -267,19 +307,93 @@ static int by_bytes(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+struct gcdump_reader *gcdump_reader_new(uint64_t pid)
+{
+	struct gcdump_reader *c = mem_zalloc(sizeof(*c));
+
+	c->g = mem_zalloc(sizeof(*c->g));
+	c->g->pid = pid;
+	c->pointer_size = 8;
+	atomic_store(&c->stop, false);
+	return c;
+}
+
+const atomic_bool *gcdump_reader_stop(const struct gcdump_reader *c)
+{
+	return &c->stop;
+}
+
+bool gcdump_reader_done(const struct gcdump_reader *c)
+{
+	return c->done;
+}
+
+int gcdump_reader_finish(struct gcdump_reader *c, struct gcdump **out, struct err_msg *em)
+{
+	struct gcdump *g = c->g;
+
+	*out = NULL;
+	if (!c->done)
+		return err_set(em, DP_EIO, "the induced gen-2 GC's start and end did not both come");
+	if (c->bad)
+		return err_set(em, DP_ESYNTAX, "%s", c->bad);
+	if (c->walked && (c->walk_t0 < c->gc_t0 || c->walk_t1 > c->gc_t1))
+		return err_set(em, DP_ESYNTAX, "heap events outside induced GC #%u (another session's heap "
+				"snapshot at the same time?)", c->gc);
+	if (c->edges_due != g->edges)
+		return err_set(em, DP_ESYNTAX, "the heap's objects name %llu references but %llu were described",
+			       (unsigned long long)c->edges_due, (unsigned long long)g->edges);
+	g->types = mem_array(c->n_stat + 1, sizeof(*g->types));
+	for (size_t i = 0; i < c->n_stat; i++) {
+		uint32_t *slot = idmap_at(&c->names, c->stat[i].type_id, false);
+		struct gcdump_type *t = &g->types[g->n_types++];
+
+		if (slot) {
+			t->name = mem_strdup(c->name[*slot - 1]);
+		} else {
+			t->name = mem_printf("(type 0x%llx)", (unsigned long long)c->stat[i].type_id);
+			g->unnamed_types++;
+		}
+		t->count = c->stat[i].count;
+		t->bytes = c->stat[i].bytes;
+	}
+	if (c->other_count) {
+		struct gcdump_type *t = &g->types[g->n_types++];
+
+		t->name = mem_strdup("(other types)");
+		t->count = c->other_count;
+		t->bytes = c->other_bytes;
+	}
+	mem_sort(g->types, g->n_types, sizeof(*g->types), by_bytes);
+	g->gc_count = c->gc;
+	*out = g;
+	c->g = NULL;
+	return 0;
+}
+
+void gcdump_reader_free(struct gcdump_reader *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; i < c->n_names; i++)
+		free(c->name[i]);
+	free(c->name);
+	free(c->stat);
+	idmap_free(&c->names);
+	idmap_free(&c->agg);
+	gcdump_free(c->g);
+	free(c);
+}
+
 int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, struct buf *raw, struct gcdump **out,
 		   struct err_msg *em)
 {
 	struct trace_config flush = { .buffer_mb = 16 }, heap = { .buffer_mb = 256 };
-	struct cap c = { 0 };
-	struct nettrace_callbacks cb = { .trace = on_trace, .event = on_event };
+	struct gcdump_reader *c = gcdump_reader_new(pid);
 	long long t0 = clock_ms();
 	int rc;
 
-	c.g = mem_zalloc(sizeof(*c.g));
-	c.g->pid = pid;
-	c.pointer_size = 8;
-	atomic_store(&c.stop, false);
+	*out = NULL;
 	if (raw) {
 		buf_free(raw);
 		buf_init(raw, MAX_RAW);
@@ -293,53 +407,16 @@ int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, st
 	if (rc == 0)
 		rc = trace_config_add(&heap, RUNTIME_PROVIDER, HEAP_KEYWORDS, 5, NULL, em);
 	if (rc == 0)
-		rc = trace_run_cb(port, cookie, &heap, GCDUMP_TIMEOUT_MS, &c.stop, &cb, &c, raw, em);
+		rc = trace_run_cb(port, cookie, &heap, GCDUMP_TIMEOUT_MS, &c->stop, &gcdump_callbacks, c, raw, em);
 	trace_config_free(&flush);
 	trace_config_free(&heap);
-	if (rc == 0 && !c.done)
+	if (rc == 0 && !c->done)
 		rc = err_set(em, DP_EIO, "no induced gen-2 GC ended within %d s", GCDUMP_TIMEOUT_MS / 1000);
-	if (rc == 0 && c.bad)
-		rc = err_set(em, DP_ESYNTAX, "%s", c.bad);
-	if (rc == 0 && c.edges_due != c.g->edges)
-		rc = err_set(em, DP_ESYNTAX, "the heap's objects name %llu references but %llu were described",
-			     (unsigned long long)c.edges_due, (unsigned long long)c.g->edges);
-	if (rc == 0) {
-		struct gcdump *g = c.g;
-
-		g->types = mem_array(c.n_stat + 1, sizeof(*g->types));
-		for (size_t i = 0; i < c.n_stat; i++) {
-			uint32_t *slot = idmap_at(&c.names, c.stat[i].type_id, false);
-			struct gcdump_type *t = &g->types[g->n_types++];
-
-			if (slot) {
-				t->name = mem_strdup(c.name[*slot - 1]);
-			} else {
-				t->name = mem_printf("(type 0x%llx)", (unsigned long long)c.stat[i].type_id);
-				g->unnamed_types++;
-			}
-			t->count = c.stat[i].count;
-			t->bytes = c.stat[i].bytes;
-		}
-		if (c.other_count) {
-			struct gcdump_type *t = &g->types[g->n_types++];
-
-			t->name = mem_strdup("(other types)");
-			t->count = c.other_count;
-			t->bytes = c.other_bytes;
-		}
-		mem_sort(g->types, g->n_types, sizeof(*g->types), by_bytes);
-		g->gc_count = c.gc;
-		g->took_ms = clock_ms() - t0;
-		*out = g;
-		c.g = NULL;
-	}
-	for (size_t i = 0; i < c.n_names; i++)
-		free(c.name[i]);
-	free(c.name);
-	free(c.stat);
-	idmap_free(&c.names);
-	idmap_free(&c.agg);
-	gcdump_free(c.g);
+	if (rc == 0)
+		rc = gcdump_reader_finish(c, out, em);
+	if (rc == 0)
+		(*out)->took_ms = clock_ms() - t0;
+	gcdump_reader_free(c);
 	return rc;
 }
 

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "eventpipe/nettrace.h"
 #include "errors.h"
 #include "port.h"
 
@@ -49,6 +50,22 @@ struct gcdump {
  */
 int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, struct buf *raw, struct gcdump **out,
 		   struct err_msg *em);
+/*
+ * The reader under gcdump_capture, for a heap session's events from any
+ * source: feed them through gcdump_callbacks (ctx = the reader); stop
+ * reading once *gcdump_reader_stop() is set (then gcdump_reader_done() is
+ * true); gcdump_reader_finish makes the table (*out, the caller's) or says
+ * why not: DP_EIO when the induced GC's start and end did not both come,
+ * DP_ESYNTAX when the heap events do not add up or lie outside that GC.
+ */
+struct gcdump_reader;
+extern const struct nettrace_callbacks gcdump_callbacks;
+struct gcdump_reader *gcdump_reader_new(uint64_t pid);
+const atomic_bool *gcdump_reader_stop(const struct gcdump_reader *r);
+bool gcdump_reader_done(const struct gcdump_reader *r);
+int gcdump_reader_finish(struct gcdump_reader *r, struct gcdump **out, struct err_msg *em);
+void gcdump_reader_free(struct gcdump_reader *r); /* accepts NULL */
+
 /* The table: text (a header line, then count, bytes and type per line, then totals) or JSON. */
 void gcdump_text(const struct gcdump *g, size_t top, struct buf *out);
 json_t *gcdump_json(const struct gcdump *g, size_t top);
