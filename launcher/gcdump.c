@@ -412,10 +412,9 @@ int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, st
 	trace_config_free(&heap);
 	if (rc == 0 && !c->done)
 		rc = err_set(em, DP_EIO, "no induced gen-2 GC ended within %d s", GCDUMP_TIMEOUT_MS / 1000);
+	c->g->took_ms = clock_ms() - t0;
 	if (rc == 0)
 		rc = gcdump_reader_finish(c, out, em);
-	if (rc == 0)
-		(*out)->took_ms = clock_ms() - t0;
 	gcdump_reader_free(c);
 	return rc;
 }
