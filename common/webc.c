@@ -179,22 +179,65 @@ void webc_close(struct webc_conn *c)
 
 /* ---- waiting, connecting --------------------------------------------------------------------- */
 
-/* Until fd is ready for events, at most ms. 0, or DP_EIO with em ("... within N ms"). */
-static int wait_fd(int fd, short events, long ms, const char *doing, struct err_msg *em)
+/* Whether c's cancel fd is readable (the upload was given up on). */
+static bool cancelled(const struct webc_opts *o)
+{
+	struct pollfd p = { .fd = o->cancel_fd ? *o->cancel_fd : -1, .events = POLLIN };
+
+	return o->cancel_fd && poll(&p, 1, 0) > 0;
+}
+
+/*
+ * Until fd is ready for events, at most ms, or o's cancel fd is readable. 0, DP_EIO with em
+ * ("... within N ms") or DP_ECANCELED.
+ */
+static int wait_fd(const struct webc_opts *o, int fd, short events, long ms, const char *doing, struct err_msg *em)
 {
 	long long until = clock_ms() + ms;
-	struct pollfd p = { .fd = fd, .events = events };
+	struct pollfd p[2] = { { .fd = fd, .events = events }, { .fd = o->cancel_fd ? *o->cancel_fd : -1,
+								   .events = POLLIN } };
 
 	for (;;) {
 		long long left = until - clock_ms();
-		int r = poll(&p, 1, left > 0 ? (int)left : 0);
+		int r = poll(p, 2, left > 0 ? (int)left : 0); /* an fd of -1 is left out */
 
+		if (r > 0 && p[1].revents)
+			return err_set(em, DP_ECANCELED, "cancelled %s", doing);
 		if (r > 0)
 			return 0;
 		if (r == 0)
 			return err_set(em, DP_EIO, "no progress %s within %ld ms", doing, ms);
 		if (errno != EINTR)
 			return err_set(em, DP_EIO, "poll failed %s: %s", doing, strerror(errno));
+	}
+}
+
+static void cap_ms(long *v, long max)
+{
+	if (*v <= 0 || *v > max)
+		*v = max;
+}
+
+void webc_opts_cleanup(struct webc_opts *o)
+{
+	o->cancel_fd = NULL;
+	cap_ms(&o->connect_timeout_ms, 5000);
+	cap_ms(&o->io_timeout_ms, 5000);
+	cap_ms(&o->answer_timeout_ms, 10000);
+}
+
+int webc_pause(const struct webc_opts *o, long ms)
+{
+	struct pollfd p = { .fd = o && o->cancel_fd ? *o->cancel_fd : -1, .events = POLLIN };
+	long long until = clock_ms() + ms;
+
+	for (;;) {
+		long long left = until - clock_ms();
+
+		if (left <= 0)
+			return 0;
+		if (poll(&p, 1, (int)left) > 0) /* with no fd, poll is a sleep */
+			return DP_ECANCELED;
 	}
 }
 
@@ -205,8 +248,9 @@ static long left_ms(long long deadline)
 	return l > 0 ? (long)l : 0;
 }
 
-/* One address: a socket connected to it before the deadline, or -1 with why. */
-static int connect_one(const struct addrinfo *ai, long long deadline, char *why, size_t whylen)
+/* One address: a socket connected to it before the deadline, or -1 with why (*stop when cancelled). */
+static int connect_one(const struct webc_opts *o, const struct addrinfo *ai, long long deadline, bool *stop, char *why,
+		       size_t whylen)
 {
 	int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0), err = 0, one = 1;
 	socklen_t len = sizeof(err);
@@ -218,8 +262,11 @@ static int connect_one(const struct addrinfo *ai, long long deadline, char *why,
 	}
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) != 0) {
 		err = errno;
-		if (err == EINPROGRESS && wait_fd(fd, POLLOUT, left_ms(deadline), "connecting", &tmp) != 0)
-			err = ETIMEDOUT;
+		int w = err == EINPROGRESS ? wait_fd(o, fd, POLLOUT, left_ms(deadline), "connecting", &tmp) : 0;
+
+		*stop = w == DP_ECANCELED;
+		if (w != 0)
+			err = *stop ? ECANCELED : ETIMEDOUT;
 		else if (err == EINPROGRESS)
 			err = getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ? errno : err;
 	}
@@ -248,9 +295,9 @@ static int tls_handshake(struct webc_conn *c, long long deadline, struct err_msg
 	if ((rc = webc_tls_new(c->tctx, c->fd, c->host, &c->t, em)) != 0)
 		return rc;
 	while ((rc = webc_tls_handshake(c->t, em)) == WEBC_WANT_READ || rc == WEBC_WANT_WRITE)
-		if (wait_fd(c->fd, rc == WEBC_WANT_READ ? POLLIN : POLLOUT, left_ms(deadline), "in the TLS handshake",
-			    em) != 0)
-			return DP_EIO;
+		if ((rc = wait_fd(&c->o, c->fd, rc == WEBC_WANT_READ ? POLLIN : POLLOUT, left_ms(deadline),
+				  "in the TLS handshake", em)) != 0)
+			return rc;
 	return rc;
 }
 
@@ -262,11 +309,12 @@ static int conn_open(struct webc_conn *c, struct err_msg *em)
 	long long deadline = clock_ms() + c->o.connect_timeout_ms;
 	char why[160] = "", addr[INET6_ADDRSTRLEN] = "";
 	int rc, n = 0, refused = 0;
+	bool stop = false;
 
 	if ((rc = getaddrinfo(c->host, c->port, &hints, &res)) != 0)
 		return err_set(em, DP_EIO, "cannot resolve %s: %s", c->host,
 			       rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
-	for (const struct addrinfo *ai = res; ai && c->fd < 0; ai = ai->ai_next) {
+	for (const struct addrinfo *ai = res; ai && c->fd < 0 && !stop; ai = ai->ai_next) {
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
 		n++;
@@ -275,9 +323,11 @@ static int conn_open(struct webc_conn *c, struct err_msg *em)
 			refused++;
 			continue;
 		}
-		c->fd = connect_one(ai, deadline, why, sizeof(why));
+		c->fd = connect_one(&c->o, ai, deadline, &stop, why, sizeof(why));
 	}
 	freeaddrinfo(res);
+	if (stop)
+		return err_set(em, DP_ECANCELED, "cancelled while connecting to %s port %s", c->host, c->port);
 	if (c->fd < 0) {
 		if (n > 0 && refused == n)
 			return err_set(em, DP_EIO, "no address of %s is allowed (%d refused, the last %s)", c->host, refused,
@@ -335,9 +385,11 @@ static long io(struct webc_conn *c, bool out, char *p, size_t n, bool *gone, str
 
 		if (r != WEBC_WANT_READ && r != WEBC_WANT_WRITE)
 			return r;
-		if (wait_fd(c->fd, r == WEBC_WANT_READ ? POLLIN : POLLOUT, c->o.io_timeout_ms,
-			    out ? "sending" : "waiting for the answer", em) != 0)
-			return DP_EIO;
+		int w = wait_fd(&c->o, c->fd, r == WEBC_WANT_READ ? POLLIN : POLLOUT, c->o.io_timeout_ms,
+				out ? "sending" : "waiting for the answer", em);
+
+		if (w != 0)
+			return w;
 	}
 }
 
@@ -524,6 +576,10 @@ int webc_request(struct webc_conn *c, const struct webc_req *req, struct webc_re
 	buf_init(&resp->body, 0);
 	if ((rc = build_head(c, req, &head, em)) != 0)
 		goto out;
+	if (cancelled(&c->o)) {
+		rc = err_set(em, DP_ECANCELED, "cancelled before it was sent");
+		goto out;
+	}
 	for (int tries = 0;; tries++) {
 		struct attempt at = { 0 };
 		bool reused = c->fd >= 0;

@@ -46,6 +46,8 @@ struct webc_opts {
 				   time gets no further); 0 = 10 minutes (S3 may take minutes to complete an upload) */
 	webc_allow_fn allow;    /* may be NULL */
 	void *allow_ctx;
+	const int *cancel_fd;   /* NULL, or an fd (borrowed) that once readable ends every wait, and stops every
+				   request before it starts, with DP_ECANCELED: an upload its agent gave up on */
 };
 
 struct webc_conn; /* one connection to one scheme://host:port, reopened as needed */
@@ -102,12 +104,23 @@ const char *webc_resp_header(const struct webc_resp *r, const char *name);
  * timeout), DP_ETOOBIG when the answer's body passes max_resp, DP_EREMOTE
  * for an answer that is not HTTP/1.x, DP_ENOLIB when TLS is needed and
  * libssl is missing (dynamic builds), DP_EINVAL for a request that cannot
- * be sent (method, target, a header line), body_fn's own code when it
- * fails. On failure resp is empty (webc_resp_free is still safe), and
+ * be sent (method, target, a header line), DP_ECANCELED once the options'
+ * cancel_fd is readable, body_fn's own code when it fails. On failure resp is empty (webc_resp_free is still safe), and
  * after any failure but DP_EINVAL the connection is closed (the next
  * request opens a new one). em names the method, host and path, never a
  * header value or the query (which may hold a signature).
  */
 int webc_request(struct webc_conn *c, const struct webc_req *req, struct webc_resp *resp, struct err_msg *em);
+
+/*
+ * o made for the cleanup after an upload failed or was cancelled (abort the
+ * multipart upload, delete the blob): not cancellable, and short, so that a
+ * dead store holds it for seconds, not minutes: at most 5 s to connect, 5 s
+ * without progress, 10 s for the whole answer.
+ */
+void webc_opts_cleanup(struct webc_opts *o);
+
+/* Sleep ms (a retry's backoff), unless o's cancel_fd is or becomes readable first: 0, or DP_ECANCELED. */
+int webc_pause(const struct webc_opts *o, long ms);
 
 #endif

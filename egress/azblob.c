@@ -310,6 +310,7 @@ struct az_up {
 	int err;                /* the first sender failure */
 	struct err_msg err_em;
 	uint64_t sent;
+	int cancel_fd;          /* the egress process's: readable once the upload is given up on (t.web has it) */
 };
 
 static void block_id(const struct az_up *u, unsigned idx, char out[B64_LEN(BLOCK_ID_RAW) + 1])
@@ -464,8 +465,8 @@ static void make_meta(struct az_up *u, const struct az_set *s, const char *const
 	u->meta[n] = NULL;
 }
 
-static int az_begin(const struct egress_provider *p, const char *name, const char *const *meta, void **out,
-		    struct err_msg *em)
+static int az_begin(const struct egress_provider *p, const char *name, const char *const *meta, int cancel_fd,
+		    void **out, struct err_msg *em)
 {
 	struct az_set s;
 	struct az_uri uri = { 0 };
@@ -488,6 +489,9 @@ static int az_begin(const struct egress_provider *p, const char *name, const cha
 		up_free(u);
 		return rc;
 	}
+	u->cancel_fd = cancel_fd;
+	if (cancel_fd >= 0)
+		u->t.web.cancel_fd = &u->cancel_fd;
 	make_meta(u, &s, meta);
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
 		uint64_t x = (uint64_t)time(NULL) ^ ((uint64_t)(uintptr_t)u << 16);
@@ -629,6 +633,9 @@ static void clean(struct az_up *u)
 	senders_join(u);
 	if (!u->multi)
 		return; /* nothing was put, or one Put Blob that failed whole */
+	webc_opts_cleanup(&u->t.web); /* a store that is gone, or an upload given up on, holds it for seconds */
+	if (u->t.attempts > 2)
+		u->t.attempts = 2;
 	if (u->existed)
 		return; /* committing would replace it: the service discards the blocks itself */
 	if (put_block_list(u, true, &em) != 0 || az_send(&u->t, &u->conn, &del, &r, &em) != 0)

@@ -262,10 +262,9 @@ static int fetch(struct az_tok *t, struct err_msg *em)
 		struct webc_conn *c = NULL;
 		int status = 0;
 
-		if (i > 0) {
-			struct timespec ts = { 0, 200000000L << (i - 1) };
-
-			nanosleep(&ts, NULL);
+		if (i > 0 && webc_pause(t->web, 200L << (i - 1)) != 0) {
+			rc = err_set(em, DP_ECANCELED, "%s: cancelled", src_name(t->src));
+			break;
 		}
 		rc = webc_open(base, t->web, &c, em);
 		if (rc == 0)
@@ -276,7 +275,7 @@ static int fetch(struct az_tok *t, struct err_msg *em)
 			rc = token_answer(t, &r, em);
 		} else {
 			err_prefix(em, "%s", src_name(t->src));
-			rc = rc == DP_EIO ? DP_EIO : DP_EAUTH;
+			rc = rc == DP_EIO || rc == DP_ECANCELED ? rc : DP_EAUTH;
 		}
 		webc_resp_free(&r);
 		if (rc == 0 || !retry_token(rc, status))

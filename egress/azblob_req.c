@@ -217,13 +217,15 @@ static bool retryable(int status)
 	return status == 408 || status == 429 || status == 500 || status == 502 || status == 503 || status == 504;
 }
 
-/* Wait before try number attempt (1 = the first retry): base * 2^(attempt-1), capped, half of it random. */
-static void backoff(const struct az_target *t, int attempt, const struct webc_resp *r)
+/*
+ * Wait before try number attempt (1 = the first retry): base * 2^(attempt-1), capped, half of it random.
+ * 0, or DP_ECANCELED.
+ */
+static int backoff(const struct az_target *t, int attempt, const struct webc_resp *r)
 {
 	const char *ra = r ? webc_resp_header(r, "retry-after") : NULL;
 	long ms = t->retry_base_ms;
 	unsigned int rnd = 0;
-	struct timespec ts;
 
 	for (int i = 1; i < attempt && ms < BACKOFF_CAP_MS; i++)
 		ms *= 2;
@@ -238,10 +240,7 @@ static void backoff(const struct az_target *t, int attempt, const struct webc_re
 		if (s * 1000 > ms)
 			ms = s * 1000 > BACKOFF_CAP_MS ? BACKOFF_CAP_MS : s * 1000;
 	}
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) != 0)
-		;
+	return webc_pause(&t->web, ms);
 }
 
 int az_send(struct az_target *t, struct webc_conn **conn, const struct az_call *call, struct webc_resp *resp,
@@ -257,8 +256,10 @@ int az_send(struct az_target *t, struct webc_conn **conn, const struct az_call *
 		struct webc_req req = { .method = call->method, .target = target, .body = call->body,
 					.body_len = call->len, .max_resp = MAX_ANSWER, .want_headers = want };
 
-		if (attempt > 0)
-			backoff(t, attempt, r.status ? &r : NULL);
+		if (attempt > 0 && backoff(t, attempt, r.status ? &r : NULL) != 0) {
+			rc = err_set(em, DP_ECANCELED, "Azure Blob %s %s: cancelled", call->what, t->desc);
+			break;
+		}
 		webc_resp_free(&r);
 		memset(&r, 0, sizeof(r));
 		if (*conn == NULL && (rc = webc_open(t->base, &t->web, conn, em)) != 0)

@@ -556,6 +556,9 @@ void s3_abort(struct s3_upload *u)
 	e.text[0] = '\0';
 	(void)fail(u, DP_ECANCELED, &e); /* the workers stop after the part in hand */
 	stop_workers(u);
+	webc_opts_cleanup(&u->c.web); /* a store that is gone, or an upload given up on, holds it for seconds */
+	if (u->c.attempts > 2)
+		u->c.attempts = 2;
 	abort_upload(u);
 	upload_free(u);
 }

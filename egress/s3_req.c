@@ -317,8 +317,8 @@ static int error_code(const struct aws_error *ae)
 	return DP_EREMOTE;
 }
 
-/* Full jitter within [ceiling/2, ceiling], the ceiling doubling from retry_base_ms. */
-static void backoff(const struct s3_conn_cfg *c, int attempt)
+/* Full jitter within [ceiling/2, ceiling], the ceiling doubling from retry_base_ms. 0, or DP_ECANCELED. */
+static int backoff(const struct s3_conn_cfg *c, int attempt)
 {
 	static _Thread_local uint64_t seed;
 	long ceiling = c->retry_base_ms;
@@ -334,7 +334,7 @@ static void backoff(const struct s3_conn_cfg *c, int attempt)
 	seed ^= seed >> 7;
 	seed ^= seed << 17;
 	ms = ceiling / 2 + (long)(seed % (uint64_t)(ceiling / 2 + 1));
-	nanosleep(&(struct timespec){ ms / 1000, (ms % 1000) * 1000000L }, NULL);
+	return webc_pause(&c->web, ms);
 }
 
 /* The request's headers: call's, x-amz-content-sha256, then the signature's (but Host, which webc writes). */
@@ -448,8 +448,10 @@ int s3_send(struct s3_conn_cfg *c, struct webc_conn **conn, const struct s3_call
 			if (!worth_retrying(&ae))
 				break;
 		}
-		if (attempt < c->attempts)
-			backoff(c, attempt);
+		if (attempt < c->attempts && backoff(c, attempt) != 0) {
+			rc = err_set(em, DP_ECANCELED, "S3 %s %s: cancelled", call->action, c->desc);
+			break;
+		}
 	}
 	free(target);
 	return rc;

@@ -14,6 +14,7 @@
 #include "mem.h"
 #include "s3.h"
 #include "size.h"
+#include "webc.h"
 
 /* One setting: its name (dotnet-monitor's, else diagport's own) and where it goes in s3_cfg. */
 enum kind { K_STR, K_BOOL, K_SIZE, K_INT };
@@ -147,6 +148,8 @@ static int s3s_check(const struct egress_provider *p, struct err_msg *em)
 
 struct s3s_up {
 	struct s3_cfg cfg;
+	struct webc_opts web; /* the upload's: its cancel fd */
+	int cancel_fd;
 	char *name;
 	struct s3_upload *u;
 	uint64_t sent; /* under the upload's lock (the progress callback) */
@@ -157,8 +160,8 @@ static void progress(void *ctx, uint64_t bytes)
 	((struct s3s_up *)ctx)->sent = bytes;
 }
 
-static int s3s_begin(const struct egress_provider *p, const char *name, const char *const *meta, void **out,
-		     struct err_msg *em)
+static int s3s_begin(const struct egress_provider *p, const char *name, const char *const *meta, int cancel_fd,
+		     void **out, struct err_msg *em)
 {
 	struct s3s_up *h = mem_zalloc(sizeof(*h));
 	struct s3_meta m[S3_MAX_META];
@@ -168,6 +171,11 @@ static int s3s_begin(const struct egress_provider *p, const char *name, const ch
 	if ((rc = read_cfg(p, &h->cfg, em)) != 0) {
 		free(h);
 		return rc;
+	}
+	h->cancel_fd = cancel_fd;
+	if (cancel_fd >= 0) {
+		h->web.cancel_fd = &h->cancel_fd;
+		h->cfg.web = &h->web;
 	}
 	for (size_t i = 0; meta && meta[i] && meta[i + 1] && n < S3_MAX_META; i += 2)
 		m[n++] = (struct s3_meta){ meta[i], meta[i + 1] };

@@ -42,10 +42,13 @@ struct egress_store {
 	 * One upload, in the egress process: begin, then write as the bytes come,
 	 * then finish (the location, a new string) or abort (nothing left on the
 	 * store). meta: name/value pairs, NULL-terminated. sent: bytes acknowledged
-	 * by the store so far, updated as parts complete.
+	 * by the store so far, updated as parts complete. cancel_fd (-1: none; it
+	 * stays open until abort or finish returns): once it is readable, the
+	 * upload's waits and retries end (write or finish fail with DP_ECANCELED)
+	 * and abort cleans up on the store within seconds, not cancellable itself.
 	 */
-	int (*begin)(const struct egress_provider *p, const char *name, const char *const *meta, void **up,
-		     struct err_msg *em);
+	int (*begin)(const struct egress_provider *p, const char *name, const char *const *meta, int cancel_fd,
+		     void **up, struct err_msg *em);
 	int (*write)(void *up, const void *data, size_t len, struct err_msg *em);
 	int (*finish)(void *up, char **location, struct err_msg *em);
 	void (*abort)(void *up);

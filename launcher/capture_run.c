@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@
 
 #define SLOT_WAIT_MS 100
 #define CHUNK 65536
+#define CANCEL_TICK_MS 200 /* how often a write to a full egress pipe looks at the cancel flag */
 
 struct captures *captures_new(const struct captures_config *cfg)
 {
@@ -154,6 +156,33 @@ static void artifact_name(const struct job *j, char *out, size_t n)
 
 /* ---- to an egress provider or a file ---- */
 
+/*
+ * All n bytes into the egress process's pipe (non-blocking), looking at the cancel flag while the pipe is
+ * full: a store that stopped taking bytes must not keep a DELETE from ending the operation. 0, or -1 with
+ * errno (ECANCELED when cancelled).
+ */
+static int pipe_write_all(struct job *j, int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		struct pollfd pf = { .fd = fd, .events = POLLOUT };
+
+		if (w > 0) {
+			p += w;
+			n -= (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EINTR)
+			return -1;
+		if (job_cancelled(j)) {
+			errno = ECANCELED;
+			return -1;
+		}
+		(void)poll(&pf, 1, CANCEL_TICK_MS);
+	}
+	return 0;
+}
+
 /* Everything the source gives into fd: its copy when it has one, else read and written. */
 static int drain(struct job *j, int fd, const char *tmp, bool store, struct err_msg *em)
 {
@@ -171,9 +200,13 @@ static int drain(struct job *j, int fd, const char *tmp, bool store, struct err_
 		return rc;
 	}
 	chunk = mem_alloc(CHUNK);
+	if (store)
+		(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	while (!job_cancelled(j) && (n = j->k->read(j, chunk, CHUNK)) > 0) {
 		j->bytes += (uint64_t)n;
-		if (fs_write_all(fd, chunk, (size_t)n) != 0) {
+		if ((store ? pipe_write_all(j, fd, chunk, (size_t)n) : fs_write_all(fd, chunk, (size_t)n)) != 0) {
+			if (errno == ECANCELED)
+				break;
 			rc = err_set(em, DP_EIO, "writing the %s to %s: %s", j->k->what, tmp, strerror(errno));
 			break;
 		}
@@ -247,10 +280,10 @@ static int to_store(struct job *j, const struct egress_provider *prov, const cha
 		return rc;
 	rc = drain(j, fd, "the egress process", true, em);
 	if (rc == 0)
-		return eproc_close(u, true, j->bytes - before, final, em);
+		return eproc_close(u, true, j->bytes - before, j->cancel, final, em);
 	/* the store's upload is aborted: nothing left of it; when the store failed first, its words say why,
 	 * and when the egress process died, that is why the pipe broke */
-	switch (eproc_close(u, false, 0, NULL, &em2)) {
+	switch (eproc_close(u, false, 0, NULL, NULL, &em2)) {
 	case DP_EREMOTE:
 		*em = em2;
 		rc = DP_EREMOTE;

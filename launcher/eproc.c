@@ -30,6 +30,7 @@
 #define READ_CHUNK 65536
 #define MAX_UPLOADS 16         /* in flight at once */
 #define PROGRESS_EVERY (4u << 20)
+#define CANCEL_TICK_MS 200     /* how often a commit waiting on the store looks at the cancel flag */
 
 /* The stores this build has (their clients, egress/). */
 static const struct egress_store *const builtin_stores[] = { &s3_store, &azblob_store, NULL };
@@ -141,6 +142,7 @@ struct child_up {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int verdict; /* 0 none yet, 'C' commit, 'A' abort */
+	int cancel[2]; /* the slot's pipe (made before the sandbox): a byte in it on 'A' ends the store's waits */
 	uint64_t expect;
 	bool used;
 };
@@ -188,7 +190,7 @@ static void *child_upload(void *arg)
 	char *buf = mem_alloc(READ_CHUNK), *location = NULL;
 	void *h = NULL;
 	uint64_t got = 0, told = 0;
-	int rc = u->st->begin(u->p, u->name, (const char *const *)u->meta, &h, &em);
+	int rc = u->st->begin(u->p, u->name, (const char *const *)u->meta, u->cancel[0], &h, &em);
 	ssize_t n = 0;
 
 	while (rc == 0) {
@@ -215,7 +217,7 @@ static void *child_upload(void *arg)
 	while (u->verdict == 0)
 		pthread_cond_wait(&u->cv, &u->mu);
 	pthread_mutex_unlock(&u->mu);
-	if (rc == 0 && u->verdict != 'C')
+	if ((rc == 0 || rc == DP_ECANCELED) && u->verdict != 'C') /* the store's wait may have ended on the cancel */
 		rc = err_set(&em, DP_ECANCELED, "aborted: the capture did not complete");
 	if (rc == 0 && got != u->expect)
 		rc = err_set(&em, DP_EIO, "the artifact arrived short: %llu of %llu bytes", (unsigned long long)got,
@@ -284,6 +286,12 @@ static void child_start(struct child *ch, json_t *b, int fd)
 		return;
 	}
 	snprintf(u->op, sizeof(u->op), "%s", op);
+	{
+		char drop[16];
+
+		while (read(u->cancel[0], drop, sizeof(drop)) > 0)
+			; /* the slot's last upload's cancel */
+	}
 	u->ch = ch;
 	u->p = p;
 	u->st = store_of(p->type);
@@ -328,6 +336,8 @@ static void child_verdict(struct child *ch, char tag, json_t *b)
 	pthread_mutex_lock(&u->mu);
 	u->expect = (uint64_t)json_integer_value(json_object_get(b, "bytes"));
 	u->verdict = (unsigned char)tag;
+	if (tag == 'A') /* the store may be waiting on the network: end that now */
+		(void)!write(u->cancel[1], "A", 1);
 	pthread_cond_signal(&u->cv);
 	pthread_mutex_unlock(&u->mu);
 }
@@ -356,6 +366,8 @@ static void child_main(int sock, const struct launch_config *cfg, bool sandbox)
 		ch.ups[i].fd = -1;
 		pthread_mutex_init(&ch.ups[i].mu, NULL);
 		pthread_cond_init(&ch.ups[i].cv, NULL);
+		if (pipe2(ch.ups[i].cancel, O_CLOEXEC | O_NONBLOCK) != 0)
+			_exit(1); /* the agent sees the egress process gone and says so */
 	}
 	{
 		sigset_t all;
@@ -596,7 +608,7 @@ int eproc_open(struct eproc *e, const struct egress_provider *p, const char *nam
 	}
 	if (pipe2(pfd, O_CLOEXEC) != 0) {
 		json_decref(m);
-		eproc_close(u, false, 0, NULL, em);
+		eproc_close(u, false, 0, NULL, NULL, em);
 		return err_set(em, DP_EIO, "pipe: %s", strerror(errno));
 	}
 	fcntl(pfd[1], F_SETPIPE_SZ, PIPE_BYTES);
@@ -610,7 +622,7 @@ int eproc_open(struct eproc *e, const struct egress_provider *p, const char *nam
 		close(pfd[0]);
 		close(pfd[1]);
 		u->wfd = -1;
-		eproc_close(u, false, 0, NULL, em);
+		eproc_close(u, false, 0, NULL, NULL, em);
 		return err_set(em, DP_EIO, "cannot reach the egress process: %s", strerror(err));
 	}
 	json_decref(msg);
@@ -631,7 +643,8 @@ uint64_t eproc_sent(struct eproc_upload *u)
 	return n;
 }
 
-int eproc_close(struct eproc_upload *u, bool commit, uint64_t bytes, char **location, struct err_msg *em)
+int eproc_close(struct eproc_upload *u, bool commit, uint64_t bytes, const atomic_bool *cancel, char **location,
+		struct err_msg *em)
 {
 	struct eproc *e = u->e;
 	json_t *msg = json_pack("{s:s, s:I}", "op", u->op, "bytes", (json_int_t)bytes);
@@ -653,8 +666,31 @@ int eproc_close(struct eproc_upload *u, bool commit, uint64_t bytes, char **loca
 	}
 	json_decref(msg);
 	pthread_mutex_lock(&e->mu);
-	while (!u->done)
-		pthread_cond_wait(&u->cv, &e->mu);
+	while (!u->done) {
+		struct timespec tick;
+
+		if (!commit || cancel == NULL) {
+			pthread_cond_wait(&u->cv, &e->mu);
+			continue;
+		}
+		if (atomic_load(cancel)) { /* cancelled while the store completes: abort it instead */
+			json_t *a = json_pack("{s:s, s:I}", "op", u->op, "bytes", (json_int_t)0);
+
+			commit = false;
+			pthread_mutex_unlock(&e->mu);
+			(void)msg_send(e->sock, &e->send_mu, 'A', a, -1); /* if the process is gone, the reader says so */
+			json_decref(a);
+			pthread_mutex_lock(&e->mu);
+			continue;
+		}
+		clock_gettime(CLOCK_REALTIME, &tick);
+		tick.tv_nsec += CANCEL_TICK_MS * 1000000L;
+		if (tick.tv_nsec >= 1000000000L) {
+			tick.tv_sec++;
+			tick.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&u->cv, &e->mu, &tick);
+	}
 	rc = u->rc;
 	if (rc == 0 && location)
 		*location = u->location;

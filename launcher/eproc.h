@@ -27,6 +27,7 @@
 #ifndef DP_EPROC_H
 #define DP_EPROC_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -75,7 +76,12 @@ uint64_t eproc_sent(struct eproc_upload *u);
  * DP_EREMOTE with the store's own words when the store failed (then the
  * egress process stopped reading: a writer gets EPIPE), DP_ECANCELED when
  * aborted as asked, DP_EIO when the egress process is gone. Frees u.
+ * cancel (may be NULL): once set while a commit waits on the store (the
+ * last part, the completion), the upload is aborted instead (DP_ECANCELED).
+ * An abort ends the store's waits at once and cleans up on the store within
+ * seconds, so a store that stopped answering holds neither for long.
  */
-int eproc_close(struct eproc_upload *u, bool commit, uint64_t bytes, char **location, struct err_msg *em);
+int eproc_close(struct eproc_upload *u, bool commit, uint64_t bytes, const atomic_bool *cancel, char **location,
+		struct err_msg *em);
 
 #endif

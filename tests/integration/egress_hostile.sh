@@ -6,6 +6,9 @@
 #              that overflows, a redirect to the metadata service, an error document with an entity bomb
 #              and terminal escapes: each operation Failed within seconds, saying what the store did
 #   creds/*    the container credentials endpoint answering garbage: Failed, naming the endpoint
+#   cancel/*   a dump to a store that stopped answering (it reads the request, never answers), S3 and Azure:
+#              DELETE ends the operation Cancelled within seconds, not after the store's timeouts (30 s
+#              per read, retried), and the store is left at once
 #   survives/* the agent healthy and its egress process alive afterwards
 #   secrets/*  no secret key, signature or credentials token in the log, /operations or /info
 set -u
@@ -22,13 +25,13 @@ SK=HOSTILE-SECRET-1 SIG=HOSTILE-SIG-2 TOK=HOSTILE-TOKEN-3
 {
 	echo "Egress:"
 	echo "  S3Storage:"
-	for m in garbage huge hugechunked chunkbomb redir xmlbomb; do
+	for m in garbage huge hugechunked chunkbomb redir xmlbomb silent; do
 		printf '    s3%s:\n      Endpoint: %s\n      BucketName: %s\n      AccessKeyId: AKID\n      SecretAccessKey: %s\n' \
 			"$m" "$HS" "$m" "$SK"
 	done
 	printf '    creds:\n      Endpoint: %s\n      BucketName: diag\n' "$HS"
 	echo "  AzureBlobStorage:"
-	for m in redir xmlbomb; do
+	for m in redir xmlbomb silent; do
 		printf '    az%s:\n      AccountUri: %s/%s\n      ContainerName: diag\n      SharedAccessSignature: sv=2020&sig=%s\n' \
 			"$m" "$HS" "$m" "$SIG"
 	done
@@ -62,6 +65,28 @@ failed_with azxmlbomb 'Injected: yes \(HTTP 403\)' answers/escapes-azure
 failed_with creds 'container credentials endpoint .*not HTTP/1.x' creds/garbage
 WHY="$(grep -c 169.254 "$W/store.log") requests named the metadata service"
 check answers/redirect-not-followed bash -c "! grep -q '169.254' '$W/store.log'"
+
+# a dump to a store that went silent, cancelled once the store holds its first request
+cancelled_fast() {
+	local prov=$1 loc t0 t1 st n
+	n=$(wc -l < "$W/store.log")
+	curl -s -D "$W/$prov.hdr" -o /dev/null "$U/dump?type=Mini&egressProvider=$prov"
+	loc=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/$prov.hdr")
+	for _ in $(seq 1 300); do [ "$(wc -l < "$W/store.log")" -gt "$n" ] && break; sleep 0.1; done
+	sleep 1 # the request is out; the egress process waits for the answer
+	t0=$(date +%s%N)
+	curl -s -X DELETE -o /dev/null "$U$loc"
+	for _ in $(seq 1 600); do st=$(curl -s "$U$loc" | jq -r .status); [ "$st" = Running ] || break; sleep 0.1; done
+	t1=$(date +%s%N)
+	curl -s "$U$loc" > "$W/$prov-op.json"
+	WHY="$(( (t1 - t0) / 1000000 )) ms after DELETE: $(cat "$W/$prov-op.json"); store: $(tail -2 "$W/store.log")"
+	check "cancel/$2" jq -e --argjson ms "$(( (t1 - t0) / 1000000 ))" \
+		'.status == "Cancelled" and $ms < 10000' "$W/$prov-op.json"
+}
+cancelled_fast s3silent s3
+cancelled_fast azsilent azure
+WHY="$(ss -tn state established "( dport = :$(cat "$W/store.port") )" | tail -n +2)"
+check cancel/connections-closed bash -c "sleep 1; test \$(ss -tn state established '( dport = :$(cat "$W/store.port") )' | tail -n +2 | wc -l) = 0"
 
 WHY="/healthz $(code "$U/healthz"): $(grep egress-exited "$W/agent.log")"
 check survives/healthy bash -c "test \"\$(curl -s -o /dev/null -w '%{http_code}' '$U/healthz')\" = 200 &&

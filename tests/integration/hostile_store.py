@@ -10,6 +10,7 @@ request, the account of an emulator-style Azure URI, the first segment of a cred
   garbage      "SSH-2.0-OpenSSH" and close           huge         Content-Length 10 GB, zeros, endless
   hugechunked  64 KiB chunks, endless                 chunkbomb    a chunk size of 20 hex digits
   redir        307 to http://169.254.169.254/         xmlbomb      403 with an entity bomb, ESC, BEL, CR LF
+  silent       reads the request and never answers (a store that stopped: only a cancel ends the wait)
 Each request's first line goes to LOG.
 """
 import socketserver
@@ -45,6 +46,10 @@ class Handler(socketserver.BaseRequestHandler):
         with open(sys.argv[2], "a") as log:
             log.write(line + "\n")
         try:
+            if mode == "silent":
+                while s.recv(65536):
+                    pass
+                return
             if mode == "huge":
                 s.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 10000000000\r\n\r\n")
                 while True:

@@ -8,10 +8,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "launcher/config.h"
@@ -23,6 +26,7 @@
 struct up {
 	char name[128];
 	uint64_t n, sum, fail_after;
+	int cancel_fd;
 };
 
 static const char *setting(const struct egress_provider *p, const char *k)
@@ -76,8 +80,8 @@ static int probe(const char *dir, struct err_msg *em)
 	return DP_EREMOTE;
 }
 
-static int t_begin(const struct egress_provider *p, const char *name, const char *const *meta, void **out,
-		   struct err_msg *em)
+static int t_begin(const struct egress_provider *p, const char *name, const char *const *meta, int cancel_fd,
+		   void **out, struct err_msg *em)
 {
 	struct up *u;
 
@@ -85,6 +89,7 @@ static int t_begin(const struct egress_provider *p, const char *name, const char
 		return probe(setting(p, "Probe"), em);
 	u = mem_zalloc(sizeof(*u));
 	snprintf(u->name, sizeof(u->name), "%s", name);
+	u->cancel_fd = cancel_fd;
 	u->fail_after = strtoull(setting(p, "FailAfter"), NULL, 10);
 	u->sum = 14695981039346656037ull;
 	for (size_t i = 0; meta[i]; i += 2)
@@ -100,6 +105,14 @@ static int t_write(void *h, const void *d, size_t n, struct err_msg *em)
 {
 	struct up *u = h;
 
+	struct pollfd pf = { .fd = u->cancel_fd, .events = POLLIN };
+
+	/* a store that stopped answering ("hang-*"): only the cancel fd ends the wait; every other upload
+	 * fails at once when its cancel fd is readable (a slot's earlier cancel left behind) */
+	if (poll(&pf, 1, strncmp(u->name, "hang-", 5) == 0 ? 120000 : 0) > 0)
+		return err_set(em, DP_ECANCELED, "cancelled");
+	if (strncmp(u->name, "hang-", 5) == 0)
+		return err_set(em, DP_EIO, "the hung store was never cancelled");
 	if (u->fail_after && u->n + n > u->fail_after)
 		return err_set(em, DP_EREMOTE, "InternalError: the test store gave up after %llu bytes",
 			       (unsigned long long)u->n);
@@ -112,6 +125,15 @@ static int t_write(void *h, const void *d, size_t n, struct err_msg *em)
 static int t_finish(void *h, char **location, struct err_msg *em)
 {
 	struct up *u = h;
+	struct pollfd pf = { .fd = u->cancel_fd, .events = POLLIN };
+
+	if (strncmp(u->name, "hangfin-", 8) == 0) { /* a store that never completes the upload */
+		int rc = poll(&pf, 1, 120000) > 0 ? err_set(em, DP_ECANCELED, "cancelled")
+						  : err_set(em, DP_EIO, "the hung completion was never cancelled");
+
+		free(u);
+		return rc;
+	}
 
 	*location = mem_printf("test://%s?bytes=%llu&sum=%016llx", u->name, (unsigned long long)u->n,
 			       (unsigned long long)u->sum);
@@ -187,7 +209,7 @@ static void committed_whole(void)
 	for (int i = 0; i < 24; i++)
 		T_CHECK(write(fd, chunk, 1 << 20) == 1 << 20);
 	free(chunk);
-	rc = eproc_close(u, true, 24u << 20, &loc, &em);
+	rc = eproc_close(u, true, 24u << 20, NULL, &loc, &em);
 	if (rc != 0)
 		T_FAIL("eproc_close: %d %s", rc, em.text);
 	{
@@ -215,7 +237,7 @@ static void short_refused(void)
 	T_CHECK(eproc_open(ep, &prov, "b.dmp", meta, NULL, NULL, &fd, &u, &em) == 0);
 	T_CHECK(write(fd, "abc", 3) == 3);
 	/* the agent says 10 bytes; 3 came: not committed */
-	T_CHECK(eproc_close(u, true, 10, NULL, &em) == DP_EREMOTE);
+	T_CHECK(eproc_close(u, true, 10, NULL, NULL, &em) == DP_EREMOTE);
 	T_CHECK(strstr(em.text, "short") != NULL);
 	stop();
 }
@@ -229,8 +251,58 @@ static void aborted(void)
 	T_CHECK(start(NULL) == 0);
 	T_CHECK(eproc_open(ep, &prov, "c.dmp", meta, NULL, NULL, &fd, &u, &em) == 0);
 	T_CHECK(write(fd, "abc", 3) == 3);
-	T_CHECK(eproc_close(u, false, 0, NULL, &em) == DP_ECANCELED);
+	T_CHECK(eproc_close(u, false, 0, NULL, NULL, &em) == DP_ECANCELED);
 	T_CHECK(strstr(em.text, "aborted") != NULL);
+	stop();
+}
+
+/*
+ * The store hangs (a dead endpoint): the agent's abort ends its wait through the cancel fd, and the
+ * operation ends at once, not after the store's timeouts; so does a commit cancelled while the store
+ * completes; every slot then takes an upload whole (each slot's cancel was cleared).
+ */
+static void abort_ends_hung_store(void)
+{
+	struct eproc_upload *u;
+	struct err_msg em;
+	struct timespec t0, t1;
+	char name[32], *loc = NULL;
+	int fd, rc;
+	double took;
+
+	T_CHECK(start(NULL) == 0);
+	T_CHECK(eproc_open(ep, &prov, "hang-1.dmp", meta, NULL, NULL, &fd, &u, &em) == 0);
+	T_CHECK(write(fd, "abc", 3) == 3);
+	usleep(200000); /* the store is inside its write, waiting */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = eproc_close(u, false, 0, NULL, NULL, &em);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (rc != DP_ECANCELED || took > 10)
+		T_FAIL("abort of a hung upload: %d (%s) after %.1f s; the store would have held it 120 s", rc, em.text,
+		       took);
+	/* cancelled while the store completes the upload: the commit becomes an abort */
+	{
+		atomic_bool cancel = true;
+
+		T_CHECK(eproc_open(ep, &prov, "hangfin-1.dmp", meta, NULL, NULL, &fd, &u, &em) == 0);
+		T_CHECK(write(fd, "abc", 3) == 3);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = eproc_close(u, true, 3, &cancel, &loc, &em);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		if (rc != DP_ECANCELED || took > 10)
+			T_FAIL("a commit cancelled while the store completes: %d (%s) after %.1f s", rc, em.text, took);
+	}
+	for (int i = 0; i < 20; i++) { /* more than the slots: the ones cancelled are reused */
+		snprintf(name, sizeof(name), "ok-%d.dmp", i);
+		T_CHECK(eproc_open(ep, &prov, name, meta, NULL, NULL, &fd, &u, &em) == 0);
+		T_CHECK(write(fd, "abc", 3) == 3);
+		rc = eproc_close(u, true, 3, NULL, &loc, &em);
+		if (rc != 0)
+			T_FAIL("upload %d after the cancel: %d %s", i, rc, em.text);
+		free(loc);
+	}
 	stop();
 }
 
@@ -250,7 +322,7 @@ static void store_fails(void)
 		n = write(fd, chunk, 1 << 20);
 	free(chunk);
 	T_CHECK(n < 0 && errno == EPIPE);
-	rc = eproc_close(u, false, 0, NULL, &em);
+	rc = eproc_close(u, false, 0, NULL, NULL, &em);
 	if (rc != DP_EREMOTE)
 		T_FAIL("eproc_close: %d %s", rc, em.text);
 	T_CHECK(strstr(em.text, "InternalError: the test store gave up") != NULL);
@@ -278,8 +350,9 @@ static void process_killed(void)
 		fclose(f);
 		kill(pid, SIGKILL);
 	}
-	rc = eproc_close(u, true, 0, NULL, &em);
-	T_CHECK(rc == DP_EIO);
+	rc = eproc_close(u, true, 0, NULL, NULL, &em);
+	if (rc != DP_EIO)
+		T_FAIL("eproc_close after the kill: %d %s", rc, em.text);
 	for (int i = 0; i < 100 && eproc_alive(ep); i++)
 		usleep(10000);
 	T_CHECK(!eproc_alive(ep));
@@ -316,7 +389,7 @@ static void sandbox_holds(void)
 	T_CHECK(eproc_start_with(&cfg, true, test_stores, &ep, &em) == 0);
 	T_CHECK(eproc_open(ep, &prov, "p", meta, NULL, NULL, &fd, &u, &em) == 0);
 	close(fd);
-	T_CHECK(eproc_close(u, true, 0, NULL, &em) == DP_EREMOTE);
+	T_CHECK(eproc_close(u, true, 0, NULL, NULL, &em) == DP_EREMOTE);
 	saved = mem_strdup(em.text);
 	stop();
 	T_STREQ(saved, "mkdir=EPERM: rename=EPERM: unlink=EPERM: create=EPERM: trunc=EPERM: write=EPERM: unix=EPERM");
@@ -334,6 +407,7 @@ int main(void)
 	T_RUN(committed_whole);
 	T_RUN(short_refused);
 	T_RUN(aborted);
+	T_RUN(abort_ends_hung_store);
 	T_RUN(store_fails);
 	T_RUN(process_killed);
 	T_RUN(sandbox_holds);
