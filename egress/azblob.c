@@ -634,6 +634,8 @@ static void clean(struct az_up *u)
 	if (!u->multi)
 		return; /* nothing was put, or one Put Blob that failed whole */
 	webc_opts_cleanup(&u->t.web); /* a store that is gone, or an upload given up on, holds it for seconds */
+	webc_close(u->conn);          /* it copied the upload's options: reopened with these */
+	u->conn = NULL;
 	if (u->t.attempts > 2)
 		u->t.attempts = 2;
 	if (u->existed)

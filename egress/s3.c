@@ -557,6 +557,9 @@ void s3_abort(struct s3_upload *u)
 	(void)fail(u, DP_ECANCELED, &e); /* the workers stop after the part in hand */
 	stop_workers(u);
 	webc_opts_cleanup(&u->c.web); /* a store that is gone, or an upload given up on, holds it for seconds */
+	u->c.co.web = &u->c.web;      /* credentials renewed for it too */
+	webc_close(u->conn);          /* it copied the upload's options: reopened with these */
+	u->conn = NULL;
 	if (u->c.attempts > 2)
 		u->c.attempts = 2;
 	abort_upload(u);

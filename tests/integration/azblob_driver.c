@@ -90,7 +90,7 @@ int main(int argc, char **argv)
 		total += want;
 	}
 	close(in);
-	rc = eproc_close(u, limit == UINT64_MAX, total, &loc, &em);
+	rc = eproc_close(u, limit == UINT64_MAX, total, NULL, &loc, &em);
 	if (rc == 0)
 		printf("OK %s %llu\n", loc, (unsigned long long)total);
 	else if (rc == DP_ECANCELED && limit != UINT64_MAX)
