@@ -25,6 +25,7 @@ const char *err_str(int code)
 	case DP_EREMOTE: return "the remote API answered with an error";
 	case DP_ECRYPTO: return "cryptographic failure";
 	case DP_ENOLIB: return "a library is not installed";
+	case DP_ETIMEDOUT: return "timed out";
 	}
 	return "unknown error";
 }

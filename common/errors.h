@@ -27,6 +27,7 @@ enum dp_err {
 	DP_EREMOTE = -11,     /* a remote API answered with an error, or with something we cannot use */
 	DP_ECRYPTO = -12,     /* the crypto library failed (key or certificate generation) */
 	DP_ENOLIB = -13,      /* an optional library loaded at run time is missing, or lacks a function (dynlib.h) */
+	DP_ETIMEDOUT = -14,   /* a wait ended before what it waited for */
 };
 
 /* Static text for a DP_E* code ("syntax error", ...). Never NULL. */

@@ -22,6 +22,7 @@
 #include "egress.h"
 #include "eproc.h"
 #include "clock.h"
+#include "crules.h"
 #include "mem.h"
 #include "ops.h"
 #include "proc.h"
@@ -39,6 +40,8 @@ struct api {
 	struct captures *captures;
 	struct capture_env env;
 	struct eproc *eproc; /* borrowed; NULL = no store configured */
+	struct crules *rules; /* NULL = no collection rules */
+	struct metrics *counters; /* borrowed: the sessions rules listens to */
 };
 
 struct api *api_new(const struct api_config *cfg)
@@ -65,6 +68,15 @@ struct api *api_new(const struct api_config *cfg)
 		if (cfg->egress[i].type == NULL)
 			egress_fs_clean(&cfg->egress[i]);
 	a->eproc = cfg->eproc;
+	{
+		struct crules_config rc = { .port = cfg->port, .captures = a->captures, .ops = a->ops, .set = cfg->rules,
+					    .interval_s = a->env.metrics_interval_s };
+
+		if (cfg->rules && (a->rules = crules_start(&rc)) != NULL) {
+			a->counters = cfg->counters;
+			metrics_listen(a->counters, crules_reading, crules_event, a->rules);
+		}
+	}
 	return a;
 }
 
@@ -72,6 +84,8 @@ void api_free(struct api *a)
 {
 	if (a == NULL)
 		return;
+	metrics_listen(a->counters, NULL, NULL, NULL);
+	crules_free(a->rules); /* its action lists stop waiting; their operations are cancelled below */
 	ops_free(a->ops); /* cancels running captures and waits for them */
 	captures_free(a->captures);
 	if (a->token) {
@@ -243,6 +257,11 @@ static void route_operations(struct api *a, struct httpd_req *r, const struct ro
 	ops_route(a->ops, r);
 }
 
+static void route_rules(struct api *a, struct httpd_req *r, const struct route *rt)
+{
+	crules_route(a->rules, r);
+}
+
 #define OPEN(m, p, fn) { m, p, fn, CAPTURE_KINDS, true, false }
 #define AUTH(m, p, fn) { m, p, fn, CAPTURE_KINDS, false, false }
 #define CAPTURE(m, p, kind, body) { m, p, route_capture, kind, false, body }
@@ -266,6 +285,8 @@ static const struct route routes[] = {
 	CAPTURE("GET", "/gcdump", CAPTURE_GCDUMP, false),
 	AUTH("POST", "/perfmap", route_perfmap),
 	AUTH("DELETE", "/perfmap", route_perfmap),
+	AUTH("GET", "/collectionrules", route_rules),
+	AUTH("GET", "/collectionrules/", route_rules),
 	AUTH("GET", "/operations", route_operations),
 	AUTH("GET", "/operations/", route_operations),
 	AUTH("DELETE", "/operations/", route_operations),

@@ -13,6 +13,7 @@
 struct api;
 
 struct eproc;
+struct crule_set;
 
 struct api_config {
 	struct port *port;        /* borrowed */
@@ -25,6 +26,8 @@ struct api_config {
 	size_t n_egress;
 	struct eproc *eproc;            /* the egress process (borrowed); NULL = no store is configured */
 	struct metrics *metrics;        /* the /metrics store (borrowed); NULL = turned off */
+	struct metrics *counters;       /* the counters sessions the collection rules read (borrowed; may be metrics) */
+	const struct crule_set *rules;  /* the collection rules (borrowed: outlives the api); NULL = none */
 	unsigned metrics_interval_s;    /* counters' interval for /livemetrics; 0 = 5 */
 };
 

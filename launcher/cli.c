@@ -35,6 +35,8 @@ extern char **environ;
 #include "api.h"
 #include "buf.h"
 #include "config.h"
+#include "crules.h"
+#include "crules_asp.h"
 #include "eproc.h"
 #include "http/httpd.h"
 #include "log.h"
@@ -46,6 +48,7 @@ extern char **environ;
 #define DEFAULT_SOCKET "/diag/port"
 #define DEFAULT_PORT 52323
 #define MAX_TOKEN 4096
+#define MAX_CONFIGS 8 /* --config files, and --config-dir directories */
 
 /* Signals we take with sigwaitinfo: blocked in every thread before any thread starts. */
 static const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD };
@@ -88,12 +91,14 @@ static void usage(FILE *f)
 		   "with its status.\n\n"
 		   "Settings come from FILE (YAML or JSON; also DIAGPORT_CONFIG), then DIR (key-per-file, as\n"
 		   "dotnet-monitor reads a mounted Secret: Egress__S3Storage__s3__BucketName; also\n"
-		   "DIAGPORT_CONFIG_DIR), then a settings document in DIAGPORT_SETTINGS, then the environment\n"
+		   "DIAGPORT_CONFIG_DIR; --config and --config-dir may each be given up to 8 times), then settings\n"
+		   "documents in DIAGPORT_SETTINGS and DIAGPORT_RULES, then the environment\n"
 		   "(DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS, DIAGPORT_AUTH_TOKEN(_FILE), ...; and\n"
 		   "dotnet-monitor's DOTNETMONITOR_Urls, DOTNETMONITOR_DiagnosticPort__EndpointName,\n"
 		   "DOTNETMONITOR_Storage__DumpTempFolder, DOTNETMONITOR_Egress__FileSystem__NAME__DirectoryPath),\n"
 		   "then these flags; a later source wins. --connect-dir DIR also attaches runtimes by\n"
-		   "their default sockets in DIR. Counters of every runtime are kept for /metrics (Prometheus,\n"
+		   "their default sockets in DIR. CollectionRules (dotnet-monitor's collection rules) take\n"
+		   "captures by themselves when a process misbehaves (docs/agent.md). Counters of every runtime are kept for /metrics (Prometheus,\n"
 		   "no token, like dotnet-monitor's; also on --metrics-urls alone); --no-metrics turns that off.\n"
 		   "The log is JSON lines on stderr (time, level, msg, ...); --log-level debug|info|warn|error.\n"
 		   "A request's head must arrive within --request-headers-timeout (10 s); one address holds at\n"
@@ -211,18 +216,23 @@ static const struct {
 };
 
 /*
- * Settings in order: the file (--config or DIAGPORT_CONFIG), the key-per-file
- * directory (--config-dir or DIAGPORT_CONFIG_DIR), the document in
- * DIAGPORT_SETTINGS, the environment, the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
+ * Settings in order: the files (DIAGPORT_CONFIG, then each --config), the key-per-file
+ * directories (DIAGPORT_CONFIG_DIR, then each --config-dir), the documents in
+ * DIAGPORT_SETTINGS and DIAGPORT_RULES, the environment, the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
  * exit status (2) after a message.
  */
 static int load_settings(int argc, char **argv, struct launch_config *c, char ***cmd)
 {
-	const char *file = getenv("DIAGPORT_CONFIG"), *dir = getenv("DIAGPORT_CONFIG_DIR");
-	const char *doc = getenv("DIAGPORT_SETTINGS");
+	const char *files[MAX_CONFIGS], *dirs[MAX_CONFIGS];
+	const char *doc = getenv("DIAGPORT_SETTINGS"), *rules = getenv("DIAGPORT_RULES");
+	size_t nf = 0, nd = 0;
 	struct err_msg em;
 	int end = argc;
 
+	if (getenv("DIAGPORT_CONFIG") && *getenv("DIAGPORT_CONFIG"))
+		files[nf++] = getenv("DIAGPORT_CONFIG");
+	if (getenv("DIAGPORT_CONFIG_DIR") && *getenv("DIAGPORT_CONFIG_DIR"))
+		dirs[nd++] = getenv("DIAGPORT_CONFIG_DIR");
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
 			if (i + 1 == argc)
@@ -231,18 +241,29 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 			end = i;
 			break;
 		}
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
-			file = argv[++i];
-		else if (strcmp(argv[i], "--config-dir") == 0 && i + 1 < argc)
-			dir = argv[++i];
+		if ((strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "--config-dir") == 0) && i + 1 < argc) {
+			bool dir = argv[i][8] == '-';
+
+			if ((dir ? nd : nf) == MAX_CONFIGS)
+				return cannot_start(2, dir ? "more than 8 --config-dir" : "more than 8 --config");
+			if (dir)
+				dirs[nd++] = argv[++i];
+			else
+				files[nf++] = argv[++i];
+		}
 	}
-	/* the file, the key-per-file directory, a document in DIAGPORT_SETTINGS (an ECS secret), the
-	 * variables, the command line: each overrides the one before */
-	if (file && *file && config_load_file(c, file, &em) != 0)
-		return cannot_start(2, em.text);
-	if (dir && *dir && config_load_dir(c, dir, setting_ignored, &em) != 0)
-		return cannot_start(2, em.text);
+	/* the files, the key-per-file directories (a Secret, a ConfigMap of rules), a document in
+	 * DIAGPORT_SETTINGS (an ECS secret) and one in DIAGPORT_RULES (an SSM parameter), the variables, the
+	 * command line: each overrides the one before */
+	for (size_t i = 0; i < nf; i++)
+		if (config_load_file(c, files[i], &em) != 0)
+			return cannot_start(2, em.text);
+	for (size_t i = 0; i < nd; i++)
+		if (config_load_dir(c, dirs[i], setting_ignored, &em) != 0)
+			return cannot_start(2, em.text);
 	if (doc && *doc && config_load_text(c, doc, strlen(doc), "environment variable DIAGPORT_SETTINGS", &em) != 0)
+		return cannot_start(2, em.text);
+	if (rules && *rules && config_load_text(c, rules, strlen(rules), "environment variable DIAGPORT_RULES", &em) != 0)
 		return cannot_start(2, em.text);
 	/* it may hold a store's keys: gone from the environment (and /proc/PID/environ) once read */
 	if (doc)
@@ -325,6 +346,7 @@ int launch_cli(int argc, char **argv)
 	struct port_config cfg = { 0 };
 	struct port *p = NULL;
 	struct eproc *ep = NULL;
+	struct crule_set rules = { 0 };
 	struct err_msg em;
 	sigset_t old_mask, set;
 	int rc;
@@ -336,6 +358,15 @@ int launch_cli(int argc, char **argv)
 		}
 	if ((rc = load_settings(argc, argv, &c, &cmd)) != 0 || (rc = settle_auth(&c, &token)) != 0)
 		goto out;
+	{
+		struct crule_env renv = { .egress = c.egress, .n_egress = c.n_egress, .sandbox = !c.no_sandbox,
+					  .interval_s = c.metrics_interval_s ? c.metrics_interval_s : METRICS_DEFAULT_INTERVAL_S };
+
+		if (crules_parse(&c, &renv, &rules, &em) != 0) {
+			rc = cannot_start(2, em.text);
+			goto out;
+		}
+	}
 	if (geteuid() == 0)
 		log_warn("running as root", LOG_STR("event", "warning"),
 			 LOG_STR("reason", "running as root: the agent needs no privilege; run it as a non-root user "
@@ -369,10 +400,29 @@ int launch_cli(int argc, char **argv)
 					   .max_per_peer = c.per_peer };
 		bool authenticated = token != NULL; /* without one, loopback only (settle_auth) or --no-auth */
 
-		if (!c.metrics_off)
-			metrics = metrics_start(p, c.metrics_interval_s,
-						c.metrics_delay_set ? c.metrics_delay_s : METRICS_DEFAULT_DELAY_S);
-		ac.metrics = metrics;
+		if (!c.metrics_off || rules.n) { /* one counters session per runtime: /metrics, the rules, or both */
+			struct metrics_selection needs = { 0 };
+			struct trace_config extra = { 0 };
+			bool aspnet = false;
+			struct metrics_config mcf = { .port = p, .interval_s = c.metrics_interval_s,
+						      .delay_s = c.metrics_delay_set ? c.metrics_delay_s : METRICS_DEFAULT_DELAY_S,
+						      .store = !c.metrics_off, .extra = &needs };
+
+			crules_metrics_needs(&rules, &needs, &aspnet);
+			if (aspnet && crules_asp_provider(&extra, &em) != 0) {
+				metrics_selection_free(&needs);
+				rc = cannot_start(2, em.text);
+				goto out;
+			}
+			mcf.extra_providers = extra.p;
+			mcf.n_extra_providers = extra.n;
+			metrics = metrics_start(&mcf);
+			metrics_selection_free(&needs);
+			trace_config_free(&extra);
+		}
+		ac.metrics = c.metrics_off ? NULL : metrics;
+		ac.counters = metrics;
+		ac.rules = &rules;
 		api = api_new(&ac);
 		mem_wipe(token, token ? strlen(token) : 0); /* the api has its copy */
 		free(token);
@@ -407,6 +457,7 @@ out:
 	eproc_free(ep); /* after the captures that upload through it have ended */
 	metrics_free(metrics); /* before the port: its sessions take connections from it */
 	port_free(p);
+	crule_set_free(&rules);
 	if (token) {
 		mem_wipe(token, strlen(token));
 		free(token);

@@ -32,6 +32,7 @@
 #define MAX_FILE_BYTES (1 << 20)
 #define MAX_EGRESS 16
 #define MAX_PATH_KEY 512
+#define MAX_RULE_KV 4096 /* collection rule settings, all rules together */
 #define MAX_DIR_FILES 256              /* files in a key-per-file settings directory */
 #define MAX_VALUE_BYTES (64 << 10)     /* one of them */
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
@@ -97,6 +98,12 @@ void config_free(struct launch_config *c)
 		free(c->egress_props[k].where);
 	}
 	free(c->egress_props);
+	for (size_t k = 0; k < c->n_rule_kv; k++) {
+		free(c->rule_kv[k].key);
+		free(c->rule_kv[k].value);
+		free(c->rule_kv[k].where);
+	}
+	free(c->rule_kv);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -354,9 +361,47 @@ static int set_egress(struct launch_config *c, const char *key, const char *v, c
 	return 0;
 }
 
+bool config_is_rule_key(const char *key)
+{
+	static const char *const prefixes[] = { "CollectionRules:", "CollectionRuleDefaults:", "Templates:" };
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncasecmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+			return true;
+	return false;
+}
+
+/* A collection rules' setting, kept as text: the same key again (any case) replaces its value. */
+static int set_rule_kv(struct launch_config *c, const char *key, const char *value, const char *where,
+		       struct err_msg *em)
+{
+	struct config_kv *kv = NULL;
+
+	for (size_t i = 0; i < c->n_rule_kv && !kv; i++)
+		if (strcasecmp(c->rule_kv[i].key, key) == 0)
+			kv = &c->rule_kv[i];
+	if (kv == NULL) {
+		if (c->n_rule_kv == MAX_RULE_KV)
+			return err_set(em, DP_ETOOBIG, "%s: more than %d collection rule settings", where, MAX_RULE_KV);
+		c->rule_kv = mem_realloc(c->rule_kv, (c->n_rule_kv + 1) * sizeof(*c->rule_kv));
+		kv = &c->rule_kv[c->n_rule_kv++];
+		kv->key = mem_strdup(key);
+	} else {
+		free(kv->value);
+		free(kv->where);
+	}
+	kv->value = mem_strdup(value);
+	kv->where = mem_strdup(where);
+	return 0;
+}
+
 int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em)
 {
-	int rc = set_egress(c, key, value, where, em);
+	int rc;
+
+	if (config_is_rule_key(key))
+		return set_rule_kv(c, key, value, where, em);
+	rc = set_egress(c, key, value, where, em);
 
 	if (rc <= 0)
 		return rc;
@@ -365,6 +410,40 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 			if (strcasecmp(key, settings[i].names[k]) == 0)
 				return set_one(c, &settings[i], settings[i].names[k], value, where, em);
 	return err_set(em, DP_ENOTFOUND, "%s: unknown setting '%s'", where, key);
+}
+
+static int walk(struct launch_config *c, const struct doc_node *n, char *key, size_t len, const char *file,
+		struct err_msg *em);
+
+/*
+ * A list in the collection rules (Filters, Actions, IncludePaths, ...): its
+ * items under KEY:0, KEY:1, ... as .NET configuration binds a JSON array.
+ */
+static int walk_seq(struct launch_config *c, const struct doc_node *n, char *key, size_t len, const char *file,
+		    struct err_msg *em)
+{
+	for (size_t i = 0; i < n->n; i++) {
+		const struct doc_node *v = n->vals[i];
+		char where[MAX_PATH_KEY + 64];
+		int rc;
+
+		if (len + 24 > MAX_PATH_KEY)
+			return err_set(em, DP_ETOOBIG, "%s:%u:%u: setting name too long", file, v->line, v->col);
+		snprintf(key + len, MAX_PATH_KEY - len, ":%zu", i);
+		snprintf(where, sizeof(where), "%s:%u:%u", file, v->line, v->col);
+		if (v->type == DOC_MAP)
+			rc = walk(c, v, key, strlen(key), file, em);
+		else if (v->type == DOC_SEQ)
+			rc = walk_seq(c, v, key, strlen(key), file, em);
+		else if (v->type == DOC_NULL)
+			rc = err_set(em, DP_EINVAL, "%s: %s has no value", where, key);
+		else
+			rc = config_set(c, key, v->text, where, em);
+		key[len] = '\0';
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
 }
 
 /* Walk a map, setting every scalar leaf under its colon path. */
@@ -383,6 +462,8 @@ static int walk(struct launch_config *c, const struct doc_node *n, char *key, si
 		snprintf(where, sizeof(where), "%s:%u:%u", file, v->line, v->col);
 		if (v->type == DOC_MAP)
 			rc = walk(c, v, key, strlen(key), file, em);
+		else if (v->type == DOC_SEQ && config_is_rule_key(key))
+			rc = walk_seq(c, v, key, strlen(key), file, em);
 		else if (v->type == DOC_SEQ)
 			rc = err_set(em, DP_EINVAL, "%s: %s takes a single value, not a list", where, key);
 		else if (v->type == DOC_NULL)
@@ -560,6 +641,7 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 		if ((n == 15 && strncmp(var, "DIAGPORT_CONFIG", 15) == 0) ||
 		    (n == 19 && strncmp(var, "DIAGPORT_CONFIG_DIR", 19) == 0) ||
 		    (n == 17 && strncmp(var, "DIAGPORT_SETTINGS", 17) == 0) ||
+		    (n == 14 && strncmp(var, "DIAGPORT_RULES", 14) == 0) ||
 		    (n == 19 && strncmp(var, "DIAGPORT_AUTH_TOKEN", 19) == 0))
 			return 1;
 		/* a hierarchical name (DIAGPORT_Egress__S3Storage__s3__BucketName) as dotnet-monitor's; else
@@ -570,7 +652,7 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 			squash(var + 9, n - 9, key, sizeof(key));
 		rc = config_set(c, key, eq + 1, where, em);
 	} else {
-		if (strncmp(var, "DOTNETMONITOR_", 14) != 0)
+		if (strncasecmp(var, "DOTNETMONITOR_", 14) != 0) /* .NET matches the prefix in any case: DotnetMonitor_ */
 			return 1;
 		colons(var + 14, n - 14, key);
 		rc = config_set(c, key, eq + 1, where, em);

@@ -40,6 +40,15 @@ struct launch_config {
 	 * name one), each also a setting "Properties:KEY" of every store provider, for its reader */
 	struct egress_setting *egress_props;
 	size_t n_egress_props;
+	/* CollectionRules:*, CollectionRuleDefaults:* and Templates:* as given (the last source wins per key), each
+	 * with where it came from; rules_compile (rules.h) reads them once every source is loaded */
+	struct config_kv *rule_kv;
+	size_t n_rule_kv;
+};
+
+/* One setting kept as text: its colon path as written, its value, where it came from ("rules.yaml:7:20"). */
+struct config_kv {
+	char *key, *value, *where;
 };
 
 /* Free the strings and providers (not c itself). */
@@ -52,6 +61,9 @@ void config_free(struct launch_config *c);
  * DP_EINVAL for a bad value; em names where and what.
  */
 int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em);
+
+/* Whether key belongs to the collection rules' part of the settings (kept as text in rule_kv). */
+bool config_is_rule_key(const char *key);
 
 /* Read a settings file (at most 1 MiB). DP_EIO, DP_ESYNTAX, DP_ENOTFOUND, DP_EINVAL with em (file:line:col). */
 int config_load_file(struct launch_config *c, const char *path, struct err_msg *em);

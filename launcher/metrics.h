@@ -129,12 +129,34 @@ void metrics_live_free(struct metrics_live *l); /* accepts NULL */
 /* ---- the store behind /metrics ---- */
 struct metrics;
 
+/* Who else reads each runtime's counters session (the collection rules), called on the session's thread. */
+typedef void (*metrics_reading_fn)(void *ctx, const uint8_t cookie[16], const struct msample *r, int64_t ts_ms);
+typedef void (*metrics_event_fn)(void *ctx, const uint8_t cookie[16], const struct nettrace_event *e,
+				 const struct evpayload *p, int64_t ts_ms);
+
+struct metrics_config {
+	struct port *port;       /* NULL: nothing collected */
+	unsigned interval_s;     /* 0 = METRICS_DEFAULT_INTERVAL_S */
+	unsigned delay_s;        /* from a runtime's attach to its session */
+	bool store;              /* keep the readings for /metrics; false: sessions only for the listener */
+	const struct metrics_selection *extra; /* collected too (copied): the collection rules' counters */
+	const struct trace_provider *extra_providers; /* added to the session (copied): the rules' request events */
+	size_t n_extra_providers;
+};
+
 /*
  * Start collecting from every runtime port attaches (a thread watches the
- * port), each one delay_s seconds after it attached. NULL port: nothing
- * collected.
+ * port), each one delay_s seconds after it attached: dotnet-monitor's
+ * default counters when cfg->store, and cfg->extra.
  */
-struct metrics *metrics_start(struct port *port, unsigned interval_s, unsigned delay_s);
+struct metrics *metrics_start(const struct metrics_config *cfg);
+/*
+ * Hand every reading of the sessions (after the selection) to reading, and
+ * every other event of them to event (either may be NULL), with ctx, from
+ * the sessions' threads. Set before the first session starts or at any time
+ * after; ctx must outlive the store or a later metrics_listen(m, NULL, NULL, NULL).
+ */
+void metrics_listen(struct metrics *m, metrics_reading_fn reading, metrics_event_fn event, void *ctx);
 /* Stop every session and free. Accepts NULL. */
 void metrics_free(struct metrics *m);
 /*

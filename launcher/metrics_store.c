@@ -68,6 +68,12 @@ struct collector {
 struct metrics {
 	struct port *port;
 	unsigned interval_s;
+	bool store;
+	struct trace_provider *extra_p; /* added to each session */
+	size_t n_extra_p;
+	metrics_reading_fn on_reading; /* under mu */
+	metrics_event_fn on_event;
+	void *listen_ctx;
 	long long delay_ms; /* from attach to the first session */
 	char client_id[40];
 	struct metrics_selection sel;
@@ -339,14 +345,45 @@ static int on_header(void *ctx, const struct nettrace_trace *t)
 static int on_event(void *ctx, const struct nettrace_event *e)
 {
 	struct collector *c = ctx;
+	struct metrics *m = c->m;
 	struct msample r;
 	struct err_msg em;
+	metrics_reading_fn reading;
+	metrics_event_fn event;
+	void *lctx;
+	int64_t ts;
 
 	if (e->meta->n_fields == 0 || evpayload_decode(&c->pl, e, &em) != 0)
 		return 0; /* not a counter, or a payload this reader cannot read: skipped, the session goes on */
-	if (metrics_sample(e, &c->pl, &r) && metrics_selected(&c->m->sel, &r))
-		store(c, &r, c->have_header ? metrics_event_ms(&c->header, e->timestamp) : metrics_wall_ms());
+	ts = c->have_header ? metrics_event_ms(&c->header, e->timestamp) : metrics_wall_ms();
+	pthread_mutex_lock(&m->mu);
+	reading = m->on_reading;
+	event = m->on_event;
+	lctx = m->listen_ctx;
+	pthread_mutex_unlock(&m->mu);
+	if (!metrics_sample(e, &c->pl, &r)) {
+		if (event)
+			event(lctx, c->cookie, e, &c->pl, ts);
+		return 0;
+	}
+	if (!metrics_selected(&m->sel, &r))
+		return 0;
+	if (m->store)
+		store(c, &r, ts);
+	if (reading)
+		reading(lctx, c->cookie, &r, ts);
 	return 0;
+}
+
+void metrics_listen(struct metrics *m, metrics_reading_fn reading, metrics_event_fn event, void *ctx)
+{
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->on_reading = reading;
+	m->on_event = event;
+	m->listen_ctx = ctx;
+	pthread_mutex_unlock(&m->mu);
 }
 
 static void *collect_main(void *arg)
@@ -357,7 +394,15 @@ static void *collect_main(void *arg)
 	struct err_msg em;
 
 	if (metrics_trace_config(&c->m->sel, c->m->interval_s, c->m->client_id, &cfg, &em) == 0) {
-		trace_run_cb(c->m->port, c->cookie, &cfg, -1, &c->stop, &cb, c, NULL, &em);
+		int rc = 0;
+
+		for (size_t i = 0; i < c->m->n_extra_p && rc == 0; i++) {
+			const struct trace_provider *p = &c->m->extra_p[i];
+
+			rc = trace_config_add(&cfg, p->name, p->keywords, p->level, p->args, &em);
+		}
+		if (rc == 0)
+			trace_run_cb(c->m->port, c->cookie, &cfg, -1, &c->stop, &cb, c, NULL, &em);
 		trace_config_free(&cfg);
 	}
 	atomic_store(&c->done, true);
@@ -469,7 +514,47 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
-struct metrics *metrics_start(struct port *port, unsigned interval_s, unsigned delay_s)
+/* Every source and name of from added to sel (a source already taking every name keeps doing so). */
+static void selection_merge(struct metrics_selection *sel, const struct metrics_selection *from)
+{
+	for (size_t i = 0; from && i < from->n; i++) {
+		const struct metrics_source *f = &from->s[i];
+		struct metrics_source *m = NULL;
+
+		for (size_t k = 0; k < sel->n && !m; k++)
+			if (sel->s[k].meter == f->meter && strcasecmp(sel->s[k].name, f->name) == 0)
+				m = &sel->s[k];
+		if (m == NULL) {
+			sel->s = mem_realloc(sel->s, (sel->n + 1) * sizeof(*sel->s));
+			m = &sel->s[sel->n++];
+			*m = (struct metrics_source){ .name = mem_strdup(f->name), .meter = f->meter };
+			m->names = mem_zalloc((f->n_names ? f->n_names : 1) * sizeof(*m->names));
+			for (size_t k = 0; k < f->n_names; k++)
+				m->names[m->n_names++] = mem_strdup(f->names[k]);
+			continue;
+		}
+		if (m->n_names == 0)
+			continue;
+		if (f->n_names == 0) { /* every name now */
+			for (size_t k = 0; k < m->n_names; k++)
+				free(m->names[k]);
+			m->n_names = 0;
+			continue;
+		}
+		for (size_t k = 0; k < f->n_names; k++) {
+			bool have = false;
+
+			for (size_t j = 0; j < m->n_names && !have; j++)
+				have = strcmp(m->names[j], f->names[k]) == 0;
+			if (!have) {
+				m->names = mem_realloc(m->names, (m->n_names + 1) * sizeof(*m->names));
+				m->names[m->n_names++] = mem_strdup(f->names[k]);
+			}
+		}
+	}
+}
+
+struct metrics *metrics_start(const struct metrics_config *cfg)
 {
 	struct metrics *m = mem_zalloc(sizeof(*m));
 	unsigned char r[8] = { 0 };
@@ -482,14 +567,26 @@ struct metrics *metrics_start(struct port *port, unsigned interval_s, unsigned d
 	}
 	snprintf(m->client_id, sizeof(m->client_id), "diagport-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
 		 r[3], r[4], r[5], r[6], r[7]);
-	m->port = port;
-	m->interval_s = interval_s ? interval_s : METRICS_DEFAULT_INTERVAL_S;
-	m->delay_ms = (long long)delay_s * 1000;
-	metrics_selection_defaults(&m->sel);
+	m->port = cfg->port;
+	m->interval_s = cfg->interval_s ? cfg->interval_s : METRICS_DEFAULT_INTERVAL_S;
+	m->delay_ms = (long long)cfg->delay_s * 1000;
+	m->store = cfg->store;
+	if (cfg->store)
+		metrics_selection_defaults(&m->sel);
+	selection_merge(&m->sel, cfg->extra);
+	if (cfg->n_extra_providers) {
+		m->extra_p = mem_zalloc(cfg->n_extra_providers * sizeof(*m->extra_p));
+		for (size_t i = 0; i < cfg->n_extra_providers; i++) {
+			m->extra_p[i] = cfg->extra_providers[i];
+			m->extra_p[i].name = mem_strdup(cfg->extra_providers[i].name);
+			m->extra_p[i].args = cfg->extra_providers[i].args ? mem_strdup(cfg->extra_providers[i].args) : NULL;
+		}
+		m->n_extra_p = cfg->n_extra_providers;
+	}
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_mutex_init(&m->stop_mu, NULL);
 	pthread_cond_init(&m->stop_cv, NULL);
-	if (port)
+	if (m->port && (m->sel.n || m->n_extra_p))
 		m->watching = pthread_create(&m->watcher, NULL, watch_main, m) == 0;
 	return m;
 }
@@ -512,6 +609,11 @@ void metrics_free(struct metrics *m)
 		series_clear(&m->s[i]);
 	free(m->s);
 	metrics_selection_free(&m->sel);
+	for (size_t i = 0; i < m->n_extra_p; i++) {
+		free(m->extra_p[i].name);
+		free(m->extra_p[i].args);
+	}
+	free(m->extra_p);
 	pthread_mutex_destroy(&m->mu);
 	pthread_mutex_destroy(&m->stop_mu);
 	pthread_cond_destroy(&m->stop_cv);

@@ -193,7 +193,7 @@ int ops_wait(struct ops *o, const char *id, int timeout_ms, char **location, cha
 			break;
 		}
 		if (pthread_cond_timedwait(&o->cv, &o->mu, &until) != 0) {
-			rc = DP_EIO;
+			rc = DP_ETIMEDOUT;
 			*location = NULL;
 			*error = mem_strdup("still running");
 			break;

@@ -47,8 +47,8 @@ void op_finish(struct ops *o, struct op *op, int rc, const char *location, const
 
 /*
  * Wait up to timeout_ms for operation id to end (a capture nobody waits for
- * over HTTP). 0 when it Succeeded, DP_ECANCELED, DP_EIO when it Failed or
- * still runs, DP_ENOTFOUND when there is no such operation; *location and
+ * over HTTP). 0 when it Succeeded, DP_ECANCELED, DP_EIO when it Failed,
+ * DP_ETIMEDOUT when it still runs, DP_ENOTFOUND when there is no such operation; *location and
  * *error new strings (or NULL) unless DP_ENOTFOUND.
  */
 int ops_wait(struct ops *o, const char *id, int timeout_ms, char **location, char **error);
