@@ -52,6 +52,7 @@ struct capture {
 	size_t top;                   /* GC snapshot: the largest types listed (0 = all) */
 	bool fifo;                    /* dump to the response: straight from the pipe, no staging file */
 	struct trace_config session;  /* traces, live metrics, logs: the session to ask for */
+	struct trace_stop_event *stop_event; /* a trace: the event that ends it (owned), or NULL */
 	struct metrics_selection sel; /* live metrics: what to keep */
 	struct logs_filter filter;    /* logs */
 	const struct egress_provider *egress; /* the sink: an egress provider (borrowed), */

@@ -58,6 +58,7 @@ struct job {
 	char *scratch;   /* a converted session's nettrace bytes, dropped */
 	bool conv_done;
 	void *conv;      /* the converter (metrics_live, logs) */
+	struct evpayload *stop_pl; /* a trace with a stopping event: its events' payloads */
 };
 
 /* A kind of capture: its limit and its source. */

@@ -34,6 +34,7 @@ void capture_free(struct capture *c)
 		return;
 	ipc_process_info_free(&c->target.info);
 	trace_config_free(&c->session);
+	trace_stop_event_free(c->stop_event);
 	metrics_selection_free(&c->sel);
 	logs_filter_free(&c->filter);
 	free(c->file);

@@ -59,10 +59,32 @@ static void dump_src_end(struct job *j)
 
 /* ---- sessions relayed as they come ---- */
 
+/* A trace's stopping event seen: the session stops, its stream ends whole. */
+static int stop_event_cb(void *ctx, const struct nettrace_event *e)
+{
+	struct job *j = ctx;
+	struct err_msg em;
+
+	if (j->s == NULL || strcmp(e->meta->name, j->c.stop_event->event) != 0)
+		return 0;
+	if (e->meta->n_fields && evpayload_decode(j->stop_pl, e, &em) != 0)
+		return 0;
+	if (trace_stop_event_match(j->c.stop_event, e, e->meta->n_fields ? j->stop_pl : NULL))
+		trace_stop_soon(j->s);
+	return 0;
+}
+
 static int trace_src_start(struct job *j, struct err_msg *em)
 {
+	static const struct nettrace_callbacks stop_cb = { .event = stop_event_cb };
+
 	j->ctype = OCTETS;
 	j->ext = "nettrace";
+	if (j->c.stop_event) {
+		j->stop_pl = mem_zalloc(sizeof(*j->stop_pl));
+		return trace_start_cb(j->cs->port, j->c.target.cookie, &j->c.session, j->c.duration_ms, j->stop, &stop_cb, j,
+				      &j->s, em);
+	}
 	return trace_start(j->cs->port, j->c.target.cookie, &j->c.session, j->c.duration_ms, j->stop, &j->s, em);
 }
 
@@ -80,6 +102,11 @@ static void trace_src_end(struct job *j)
 {
 	trace_free(j->s);
 	j->s = NULL;
+	if (j->stop_pl) {
+		evpayload_free(j->stop_pl);
+		free(j->stop_pl);
+		j->stop_pl = NULL;
+	}
 }
 
 /* ---- sessions whose events become text ---- */

@@ -385,6 +385,20 @@ static int action_capture(struct inst *in, const struct crule_action *a, struct 
 		c->kind = CAPTURE_TRACE;
 		rc = a->profile ? trace_config_profile(a->profile, interval, &c->session, em) :
 				  trace_config_json(a->providers_json, strlen(a->providers_json), &c->session, em);
+		if (a->stop_provider) {
+			struct trace_stop_event *se = mem_zalloc(sizeof(*se));
+
+			se->provider = mem_strdup(a->stop_provider);
+			se->event = mem_strdup(a->stop_event);
+			se->keys = mem_zalloc((a->n_stop_payload ? a->n_stop_payload : 1) * sizeof(*se->keys));
+			se->values = mem_zalloc((a->n_stop_payload ? a->n_stop_payload : 1) * sizeof(*se->values));
+			for (size_t i = 0; i < a->n_stop_payload; i++) {
+				se->keys[i] = mem_strdup(a->stop_payload[i].key);
+				se->values[i] = mem_strdup(a->stop_payload[i].value);
+			}
+			se->n = a->n_stop_payload;
+			c->stop_event = se;
+		}
 		break;
 	case CRA_LOGS:
 		c->kind = CAPTURE_LOGS;

@@ -49,6 +49,7 @@ struct trace_session {
 	uint64_t id, bytes;
 	long long deadline, drain_until;
 	const atomic_bool *stop;
+	atomic_bool stop_self; /* trace_stop_soon */
 	bool stopping, done;
 	struct nettrace *nt;
 	char error[600];
@@ -189,6 +190,52 @@ static void read_stop_answer(struct trace_session *s, int timeout_ms)
 	s->stop_fd = -1;
 }
 
+void trace_stop_soon(struct trace_session *s)
+{
+	atomic_store(&s->stop_self, true);
+}
+
+void trace_stop_event_free(struct trace_stop_event *e)
+{
+	if (e == NULL)
+		return;
+	free(e->provider);
+	free(e->event);
+	for (size_t i = 0; i < e->n; i++) {
+		free(e->keys[i]);
+		free(e->values[i]);
+	}
+	free(e->keys);
+	free(e->values);
+	free(e);
+}
+
+bool trace_stop_event_match(const struct trace_stop_event *s, const struct nettrace_event *e,
+			    const struct evpayload *p)
+{
+	if (strcasecmp(e->meta->provider, s->provider) != 0 || strcmp(e->meta->name, s->event) != 0)
+		return false;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct evvalue *v = p ? evpayload_get(p, s->keys[i]) : NULL;
+		char num[64];
+		const char *have = NULL;
+
+		if (v == NULL)
+			return false;
+		if (v->s)
+			have = v->s;
+		else {
+			snprintf(num, sizeof(num), "%lld", (long long)v->i);
+			if (v->d != (double)v->i)
+				snprintf(num, sizeof(num), "%.17g", v->d);
+			have = num;
+		}
+		if (strcmp(have, s->values[i]) != 0)
+			return false;
+	}
+	return true;
+}
+
 long trace_read(struct trace_session *s, char *out, size_t max)
 {
 	for (;;) {
@@ -199,7 +246,8 @@ long trace_read(struct trace_session *s, char *out, size_t max)
 
 		if (s->done)
 			return s->error[0] ? -1 : 0;
-		if (!s->stopping && (now >= s->deadline || (s->stop && atomic_load(s->stop))))
+		if (!s->stopping &&
+		    (now >= s->deadline || (s->stop && atomic_load(s->stop)) || atomic_load(&s->stop_self)))
 			begin_stop(s);
 		if (s->stopping && now >= s->drain_until)
 			return fail(s, "the runtime did not end the stream within %d s of StopTracing (%llu bytes relayed)",

@@ -16,6 +16,7 @@
 
 #include "buf.h"
 #include "errors.h"
+#include "eventpipe/evpayload.h"
 #include "eventpipe/nettrace.h"
 #include "port.h"
 
@@ -113,6 +114,24 @@ const char *trace_error(const struct trace_session *s);
 /* Bytes relayed so far, and the session id. */
 uint64_t trace_bytes(const struct trace_session *s);
 uint64_t trace_id(const struct trace_session *s);
+/* Ask the session to stop as *stop would (from one of its own callbacks, say): the stream then ends whole. */
+void trace_stop_soon(struct trace_session *s);
+
+/*
+ * An event that ends a trace (dotnet-monitor's TraceEventFilter: a
+ * CollectTrace action's StoppingEvent): the provider and event names, and
+ * payload fields that must hold these values (compared as text).
+ */
+struct trace_stop_event {
+	char *provider, *event;
+	char **keys, **values;
+	size_t n;
+};
+void trace_stop_event_free(struct trace_stop_event *e); /* accepts NULL; frees e too */
+/* Whether e (with its payload decoded into p, when it has a field list) is s's event. */
+bool trace_stop_event_match(const struct trace_stop_event *s, const struct nettrace_event *e,
+			    const struct evpayload *p);
+
 /* Stop the session if it still runs (on a fresh connection), close it, free. Accepts NULL. */
 void trace_free(struct trace_session *s);
 
