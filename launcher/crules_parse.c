@@ -1038,6 +1038,34 @@ static int bind_action(struct cnode *n, struct crule_action *a, const struct def
 
 /* ---- rules ---- */
 
+/* Every $(Actions.NAME.OUTPUT) in text names an earlier action of the list that is waited for, and an output
+ * it has (EgressPath of a capture, ExitCode of Execute): refused otherwise, naming where. */
+static int check_refs(struct cnode *at, const struct crule *r, size_t upto, const char *text, struct err_msg *em)
+{
+	for (const char *p = text ? strstr(text, "$(") : NULL; p; p = strstr(p + 2, "$(")) {
+		const char *end = strchr(p, ')'), *dot;
+		size_t k;
+
+		if (end == NULL || strncmp(p, "$(Actions.", 10) != 0 ||
+		    (dot = memrchr(p + 10, '.', (size_t)(end - p - 10))) == NULL)
+			return refuse(DP_EINVAL, at, em, "'%.64s' is not $(Actions.NAME.OUTPUT)", p);
+		for (k = 0; k < upto; k++)
+			if (r->actions[k].name && strlen(r->actions[k].name) == (size_t)(dot - p - 10) &&
+			    strncasecmp(r->actions[k].name, p + 10, (size_t)(dot - p - 10)) == 0)
+				break;
+		if (k == upto || !r->actions[k].wait)
+			return refuse(DP_EINVAL, at, em, "%.*s names no earlier action of this rule that waits for "
+				      "completion (an action's Name; WaitForCompletion true)", (int)(end - p + 1), p);
+		if (!((r->actions[k].type == CRA_EXECUTE && (size_t)(end - dot - 1) == 8 &&
+		       strncasecmp(dot + 1, "ExitCode", 8) == 0) ||
+		      (r->actions[k].type != CRA_EXECUTE && (size_t)(end - dot - 1) == 10 &&
+		       strncasecmp(dot + 1, "EgressPath", 10) == 0)))
+			return refuse(DP_EINVAL, at, em, "%.*s: a %s action's output is %s", (int)(end - p + 1), p,
+				      r->actions[k].type_name, r->actions[k].type == CRA_EXECUTE ? "ExitCode" : "EgressPath");
+	}
+	return 0;
+}
+
 static int bind_rule(struct cnode *rn, struct crule *r, const struct defaults *d, const struct crule_env *env,
 		     struct err_msg *em)
 {
@@ -1074,6 +1102,18 @@ static int bind_rule(struct cnode *rn, struct crule *r, const struct defaults *d
 	free(items);
 	if (rc != 0)
 		return rc;
+	for (size_t i = 0; i < r->n_actions; i++) {
+		struct cnode *an;
+		char idx[24];
+
+		if (r->actions[i].type != CRA_EXECUTE)
+			continue;
+		snprintf(idx, sizeof(idx), "%zu", i);
+		an = get(get(get(rn, "Actions"), idx), "Settings");
+		if ((rc = check_refs(an ? an : rn, r, i, r->actions[i].path, em)) != 0 ||
+		    (rc = check_refs(an ? an : rn, r, i, r->actions[i].args, em)) != 0)
+			return rc;
+	}
 	for (size_t i = 0; i < r->n_actions; i++)
 		for (size_t k = 0; k < i; k++)
 			if (r->actions[i].name && r->actions[k].name && strcasecmp(r->actions[i].name, r->actions[k].name) == 0)

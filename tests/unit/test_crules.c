@@ -14,7 +14,7 @@
 #include "t.h"
 
 static struct egress_provider providers[] = { { .name = (char *)"TmpDir", .dir = (char *)"/tmp" } };
-static const struct crule_env env = { .egress = providers, .n_egress = 1, .sandbox = true, .interval_s = 5 };
+static struct crule_env env = { .egress = providers, .n_egress = 1, .sandbox = true, .interval_s = 5 };
 
 /* Settings text bound into *s; 0 or the code, with em. */
 static int bind(const char *yaml, struct crule_set *s, struct err_msg *em)
@@ -174,12 +174,21 @@ static void refusals(void)
 		  "CollectionRules:R:Filters:0: a filter needs a Value" },
 		{ "CollectionRules:\n  R:\n    Actions: [{Type: CollectDump, Settings: {Egress: TmpDir}}]\n",
 		  "CollectionRules:R: Trigger is required" },
+		{ "CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n"
+		  "    Actions: [{Name: d, Type: CollectDump, WaitForCompletion: false, Settings: {Egress: TmpDir}},\n"
+		  "              {Type: Execute, Settings: {Path: /bin/echo, Arguments: \"$(Actions.d.EgressPath)\"}}]\n",
+		  "CollectionRules:R:Actions:1:Settings: $(Actions.d.EgressPath) names no earlier action of this rule that waits" },
+		{ "CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n"
+		  "    Actions: [{Name: d, Type: CollectDump, Settings: {Egress: TmpDir}},\n"
+		  "              {Type: Execute, Settings: {Path: /bin/echo, Arguments: \"$(Actions.d.ExitCode)\"}}]\n",
+		  "$(Actions.d.ExitCode): a CollectDump action's output is EgressPath" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct crule_set s = { 0 };
 		struct err_msg em = { "" };
 
+		env.sandbox = strstr(cases[i].says, "sandbox") != NULL; /* Execute's checks, past the sandbox's */
 		if (bind(cases[i].yaml, &s, &em) == 0)
 			T_FAIL("case %zu was accepted", i);
 		if (strstr(em.text, cases[i].says) == NULL)
