@@ -70,7 +70,7 @@ struct api *api_new(const struct api_config *cfg)
 	a->eproc = cfg->eproc;
 	{
 		struct crules_config rc = { .port = cfg->port, .captures = a->captures, .ops = a->ops, .set = cfg->rules,
-					    .interval_s = a->env.metrics_interval_s };
+					    .interval_s = a->env.metrics_interval_s, .state_dir = cfg->dumps_dir };
 
 		if (cfg->rules && (a->rules = crules_start(&rc)) != NULL) {
 			a->counters = cfg->counters;

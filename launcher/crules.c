@@ -14,13 +14,22 @@
  * capture_run to their egress providers, one after another, each waited for
  * unless WaitForCompletion is false; back to Running with a fresh trigger,
  * or Finished: after a Startup trigger's one run, when ActionCount is
- * reached without a sliding window, or at RuleDuration. An instance lives
- * as long as its runtime: a runtime that comes back (a restarted agent sees
- * it again) starts with no history, as dotnet-monitor's pipelines do.
+ * reached without a sliding window, or at RuleDuration.
+ *
+ * What limits a rule outlives the agent: each runtime's history (action
+ * lists run, when, and whether the rule finished) is written to
+ * STATE_DIR/.diagport-rules-UID whenever it changes, before the actions
+ * run, so an agent restarted under a live app (its container, in the same
+ * pod, with the same dumps volume) neither repeats a Startup rule nor
+ * exceeds an ActionCount the old agent reached: at most once, never twice.
+ * A trigger's half-seen window is not kept (it starts again from fresh
+ * readings). A runtime that goes away takes its file with it; files no
+ * runtime claims within a minute of the start are removed.
  */
 #include "crules.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -37,6 +46,7 @@
 #include <unistd.h>
 
 #include "capture.h"
+#include "buf.h"
 #include "clock.h"
 #include "crules_asp.h"
 #include "log.h"
@@ -52,6 +62,10 @@
 #define MAX_EXEC_ARGS 64
 #define MAX_OUTPUT 4096
 #define MAX_ACTIONS_OUT 16 /* a rule's actions (crules_parse.c's cap) */
+#define STATE_PREFIX ".diagport-rules-"
+#define STATE_MAX_BYTES (256 << 10)
+#define STATE_CLAIM_MS 60000 /* a history no runtime came back for within this is removed */
+#define STATE_MAX_RUNS 1000  /* per rule: more than any ActionCount a window could need is dropped */
 
 enum istate { IS_RUNNING, IS_EXECUTING, IS_THROTTLED, IS_FINISHED };
 
@@ -95,6 +109,9 @@ struct inst {
 
 struct crules {
 	struct crules_config cfg;
+	long long started_ms;
+	char **unclaimed; /* history files found at the start, not yet claimed by a runtime */
+	size_t n_unclaimed;
 	pthread_mutex_t mu;
 	struct inst **in;
 	size_t n;
@@ -104,6 +121,8 @@ struct crules {
 	pthread_cond_t stop_cv;
 	bool stopping;
 };
+
+static void state_save(struct crules *e, const struct inst *of);
 
 /* ---- filters ---- */
 
@@ -185,6 +204,7 @@ static void set_state(struct inst *in, enum istate s, const char *reason)
 static void finish(struct inst *in, const char *reason)
 {
 	set_state(in, IS_FINISHED, reason);
+	state_save(in->e, in);
 	log_inst("collection rule finished", "rule-finished", in, "reason", reason);
 }
 
@@ -231,6 +251,7 @@ static void fire(struct inst *in)
 	in->exec[in->n_exec++] = now;
 	in->lifetime++;
 	set_state(in, IS_EXECUTING, REASON_EXECUTING);
+	state_save(in->e, in); /* before the actions: an agent that dies while they run does not run them again */
 	atomic_store(&in->th_done, false);
 	in->th_started = pthread_create(&in->th, NULL, run_actions, in) == 0;
 	if (!in->th_started) {
@@ -680,6 +701,143 @@ static void *run_actions(void *arg)
 	return NULL;
 }
 
+/* ---- history across restarts (under mu) ---- */
+
+static char *state_path(const struct crules *e, const char *uid)
+{
+	return mem_printf("%s/" STATE_PREFIX "%s", e->cfg.state_dir, uid);
+}
+
+/* Write the history of every rule on runtime cookie (temporary file, renamed over the old one). */
+static void state_save(struct crules *e, const struct inst *of)
+{
+	json_t *doc, *rules;
+	char *path, *tmp, *text;
+	long long mono = clock_ms(), wall = metrics_wall_ms();
+	FILE *f;
+
+	if (e->cfg.state_dir == NULL)
+		return;
+	doc = json_object();
+	rules = json_object();
+	json_object_set_new(doc, "pid", json_integer((json_int_t)of->pid));
+	json_object_set_new(doc, "rules", rules);
+	for (size_t i = 0; i < e->n; i++) {
+		const struct inst *in = e->in[i];
+		json_t *r, *runs;
+
+		if (memcmp(in->cookie, of->cookie, 16) != 0)
+			continue;
+		r = json_object();
+		runs = json_array();
+		for (size_t k = 0; k < in->n_exec; k++)
+			json_array_append_new(runs, json_integer(wall - (mono - in->exec[k])));
+		json_object_set_new(r, "lifetime", json_integer(in->lifetime));
+		json_object_set_new(r, "runs", runs);
+		json_object_set_new(r, "finished", in->state == IS_FINISHED ? json_string(in->reason) : json_null());
+		json_object_set_new(rules, in->r->name, r);
+	}
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	path = state_path(e, of->uid);
+	tmp = mem_printf("%s.tmp", path);
+	if ((f = fopen(tmp, "w")) != NULL) {
+		bool ok = fputs(text, f) >= 0;
+
+		ok = fclose(f) == 0 && ok;
+		if (!ok || rename(tmp, path) != 0) {
+			log_warn("cannot keep the rules' history", LOG_STR("event", "warning"), LOG_STR("file", path),
+				 LOG_STR("error", strerror(errno)));
+			unlink(tmp);
+		}
+	}
+	free(text);
+	free(tmp);
+	free(path);
+}
+
+/* The history of in's rule on its runtime, as an earlier agent left it (a file that does not read is ignored). */
+static void state_load(struct crules *e, struct inst *in)
+{
+	char *path;
+	json_t *doc, *r, *runs, *v;
+	json_error_t je;
+	long long mono = clock_ms(), wall = metrics_wall_ms();
+	size_t i;
+
+	if (e->cfg.state_dir == NULL)
+		return;
+	path = state_path(e, in->uid);
+	for (i = 0; i < e->n_unclaimed; i++) /* claimed: kept while the runtime lives */
+		if (e->unclaimed[i] && strcmp(e->unclaimed[i], path) == 0) {
+			free(e->unclaimed[i]);
+			e->unclaimed[i] = NULL;
+		}
+	{ /* capped: the dumps volume is the app's too */
+		struct buf b;
+		struct err_msg em;
+
+		buf_init(&b, STATE_MAX_BYTES);
+		doc = buf_read_path(&b, path, NULL, &em) == 0 && b.data ?
+			      json_loadb(b.data, b.len, JSON_REJECT_DUPLICATES, &je) : NULL;
+		buf_free(&b);
+	}
+	free(path);
+	if (doc == NULL || (r = json_object_get(json_object_get(doc, "rules"), in->r->name)) == NULL) {
+		json_decref(doc);
+		return;
+	}
+	if (json_is_integer(v = json_object_get(r, "lifetime")) && json_integer_value(v) >= 0)
+		in->lifetime = (unsigned)json_integer_value(v);
+	runs = json_object_get(r, "runs");
+	json_array_foreach(runs, i, v) {
+		if (!json_is_integer(v) || in->n_exec == STATE_MAX_RUNS)
+			continue;
+		in->exec = mem_realloc(in->exec, (in->n_exec + 1) * sizeof(*in->exec));
+		in->exec[in->n_exec++] = mono - (wall - (long long)json_integer_value(v));
+	}
+	if (json_is_string(v = json_object_get(r, "finished"))) {
+		static const char *const reasons[] = { REASON_STARTUP, REASON_COUNT, REASON_DURATION };
+
+		for (size_t k = 0; k < sizeof(reasons) / sizeof(reasons[0]); k++)
+			if (strcmp(json_string_value(v), reasons[k]) == 0)
+				set_state(in, IS_FINISHED, reasons[k]);
+	}
+	if (in->lifetime || in->state == IS_FINISHED)
+		log_info("collection rule history kept", LOG_STR("event", "rule-history"), LOG_STR("rule", in->r->name),
+			 LOG_UINT("pid", in->pid), LOG_UINT("lifetimeOccurrences", in->lifetime),
+			 LOG_STR("state", state_names[in->state]));
+	json_decref(doc);
+}
+
+/* The files of the runtimes an earlier agent saw: kept for STATE_CLAIM_MS for their runtimes to come back. */
+static void state_scan(struct crules *e)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (e->cfg.state_dir == NULL || (d = opendir(e->cfg.state_dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL && e->n_unclaimed < 4096)
+		if (strncmp(de->d_name, STATE_PREFIX, strlen(STATE_PREFIX)) == 0) {
+			e->unclaimed = mem_realloc(e->unclaimed, (e->n_unclaimed + 1) * sizeof(*e->unclaimed));
+			e->unclaimed[e->n_unclaimed++] = mem_printf("%s/%s", e->cfg.state_dir, de->d_name);
+		}
+	closedir(d);
+}
+
+static void state_sweep(struct crules *e)
+{
+	for (size_t i = 0; i < e->n_unclaimed; i++)
+		if (e->unclaimed[i]) {
+			unlink(e->unclaimed[i]);
+			free(e->unclaimed[i]);
+		}
+	free(e->unclaimed);
+	e->unclaimed = NULL;
+	e->n_unclaimed = 0;
+}
+
 /* ---- instances ---- */
 
 static struct inst *inst_new(struct crules *e, const struct crule *r, const struct port_runtime *p)
@@ -696,6 +854,7 @@ static struct inst *inst_new(struct crules *e, const struct crule *r, const stru
 	in->pname = mem_strndup(name, len);
 	in->start_ms = clock_ms();
 	set_state(in, IS_RUNNING, REASON_RUNNING);
+	state_load(e, in);
 	if (r->trig.type == CRT_ASP_COUNT || r->trig.type == CRT_ASP_DURATION || r->trig.type == CRT_ASP_STATUS)
 		in->asp = crules_asp_new(&r->trig);
 	return in;
@@ -770,7 +929,7 @@ static void watch_once(struct crules *e)
 			e->in = mem_realloc(e->in, (e->n + 1) * sizeof(*e->in));
 			e->in[e->n++] = in;
 			log_inst("collection rule started", "rule-started", in, "trigger", rule->trig.type_name);
-			if (rule->trig.type == CRT_STARTUP) {
+			if (rule->trig.type == CRT_STARTUP && in->state != IS_FINISHED) {
 				in->finish_after = true;
 				in->finish_reason = REASON_STARTUP;
 				fire(in);
@@ -780,6 +939,12 @@ static void watch_once(struct crules *e)
 		struct inst *in = e->in[i];
 
 		if (!in->seen) { /* its runtime went away: its actions are cancelled, it is forgotten */
+			if (e->cfg.state_dir) {
+				char *path = state_path(e, in->uid);
+
+				unlink(path);
+				free(path);
+			}
 			atomic_store(&in->cancel, true);
 			gone = mem_realloc(gone, (n_gone + 1) * sizeof(*gone));
 			gone[n_gone++] = in;
@@ -789,6 +954,8 @@ static void watch_once(struct crules *e)
 		e->in[k++] = in;
 	}
 	e->n = k;
+	if (e->unclaimed && now - e->started_ms >= STATE_CLAIM_MS)
+		state_sweep(e);
 	pthread_mutex_unlock(&e->mu);
 	for (size_t i = 0; i < n_gone; i++) /* joined outside the lock: an action list may be waiting for it */
 		inst_free(gone[i]);
@@ -828,6 +995,8 @@ struct crules *crules_start(const struct crules_config *cfg)
 	e->cfg = *cfg;
 	if (e->cfg.interval_s == 0)
 		e->cfg.interval_s = METRICS_DEFAULT_INTERVAL_S;
+	e->started_ms = clock_ms();
+	state_scan(e);
 	pthread_mutex_init(&e->mu, NULL);
 	pthread_mutex_init(&e->stop_mu, NULL);
 	pthread_cond_init(&e->stop_cv, NULL);
@@ -849,6 +1018,9 @@ void crules_free(struct crules *e)
 	for (size_t i = 0; i < e->n; i++)
 		inst_free(e->in[i]);
 	free(e->in);
+	for (size_t i = 0; i < e->n_unclaimed; i++)
+		free(e->unclaimed[i]);
+	free(e->unclaimed);
 	pthread_mutex_destroy(&e->mu);
 	pthread_mutex_destroy(&e->stop_mu);
 	pthread_cond_destroy(&e->stop_cv);

@@ -176,6 +176,8 @@ struct crules_config {
 	struct ops *ops;             /* borrowed */
 	const struct crule_set *set; /* borrowed: outlives the engine */
 	unsigned interval_s;         /* counters' interval (EventCounter triggers' gap rule) */
+	const char *state_dir;       /* where each runtime's rule history is kept across agent restarts (the
+					dumps volume); NULL = not kept */
 };
 
 /* Start the engine (a thread watching the port); NULL when the set is empty. */
