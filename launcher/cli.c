@@ -229,10 +229,12 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 	struct err_msg em;
 	int end = argc;
 
-	if (getenv("DIAGPORT_CONFIG") && *getenv("DIAGPORT_CONFIG"))
-		files[nf++] = getenv("DIAGPORT_CONFIG");
-	if (getenv("DIAGPORT_CONFIG_DIR") && *getenv("DIAGPORT_CONFIG_DIR"))
-		dirs[nd++] = getenv("DIAGPORT_CONFIG_DIR");
+	const char *env_file = getenv("DIAGPORT_CONFIG"), *env_dir = getenv("DIAGPORT_CONFIG_DIR");
+
+	if (env_file && *env_file)
+		files[nf++] = env_file;
+	if (env_dir && *env_dir)
+		dirs[nd++] = env_dir;
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
 			if (i + 1 == argc)

@@ -477,7 +477,7 @@ static char *substitute(const struct crule *r, const struct outputs *o, size_t u
 	struct buf b;
 	const char *p = s;
 
-	buf_init(&b, MAX_OUTPUT * 4);
+	buf_init(&b, (size_t)MAX_OUTPUT * 4);
 	while (*p) {
 		const char *ref = strstr(p, "$(Actions."), *end, *dot;
 		size_t i;

@@ -86,14 +86,17 @@ static void node_free(struct cnode *n)
 
 static void node_path(const struct cnode *n, char *out, size_t cap)
 {
-	const struct cnode *chain[32];
+	const struct cnode *chain[32] = { NULL };
 	size_t depth = 0, o = 0;
 
 	for (; n && n->up && depth < 32; n = n->up)
 		chain[depth++] = n;
 	out[0] = '\0';
-	while (depth-- > 0 && o < cap)
-		o += (size_t)snprintf(out + o, cap - o, "%s%s", o ? ":" : "", chain[depth]->name);
+	while (depth-- > 0 && o + 1 < cap) {
+		int k = snprintf(out + o, cap - o, "%s%s", o ? ":" : "", chain[depth]->name);
+
+		o = k < 0 || (size_t)k >= cap - o ? cap : o + (size_t)k;
+	}
 }
 
 /* A refusal naming where n came from and its full path. */
@@ -522,20 +525,19 @@ static int status_list(struct cnode *s, struct crule_trigger *t, struct err_msg 
 		rc = refuse(DP_EINVAL, s, em, "StatusCodes is required (e.g. [\"500-599\"])");
 	t->status = mem_zalloc((n ? n : 1) * sizeof(*t->status));
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		int lo, hi, used = 0;
+		char *end;
+		long lo = strtol(codes[i], &end, 10), hi = lo;
 
-		if (sscanf(codes[i], "%3d%n", &lo, &used) == 1 && codes[i][used] == '\0')
-			hi = lo;
-		else if (sscanf(codes[i], "%3d-%3d%n", &lo, &hi, &used) != 2 || codes[i][used] != '\0')
-			lo = hi = 0;
-		if (lo < 100 || hi > 599 || lo > hi || !isdigit((unsigned char)codes[i][0])) {
+		if (*end == '-' && isdigit((unsigned char)end[1]))
+			hi = strtol(end + 1, &end, 10);
+		if (*end || lo < 100 || hi > 599 || lo > hi || !isdigit((unsigned char)codes[i][0])) {
 			struct cnode *list = get(s, "StatusCodes");
 
 			rc = refuse(DP_EINVAL, list->k[i], em, "'%.32s' is not a status code (100-599) or a range of them "
 				    "(\"400-499\")", codes[i]);
 			break;
 		}
-		t->status[t->n_status++] = (struct crule_status_range){ lo, hi };
+		t->status[t->n_status++] = (struct crule_status_range){ (int)lo, (int)hi };
 	}
 	for (size_t i = 0; i < n; i++)
 		free(codes[i]);
@@ -604,8 +606,8 @@ static int bind_trigger(struct cnode *rule, struct crule_trigger *t, const struc
 
 	if (tn == NULL)
 		return refuse(DP_EINVAL, rule, em, "Trigger is required");
-	if ((rc = get_text(tn, "Type", true, &type, em)) != 0)
-		return rc;
+	if ((rc = get_text(tn, "Type", true, &type, em)) != 0 || type == NULL)
+		return rc ? rc : refuse(DP_EINVAL, tn, em, "Type is required");
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (strcasecmp(types[i].name, type) == 0)
 			break;
@@ -1007,6 +1009,8 @@ static int bind_action(struct cnode *n, struct crule_action *a, const struct def
 
 	if ((rc = get_text(n, "Type", true, &type, em)) || (rc = get_str(n, "Name", false, &a->name, em)))
 		return rc;
+	if (type == NULL)
+		return refuse(DP_EINVAL, n, em, "Type is required");
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (strcasecmp(types[i].name, type) == 0)
 			break;
