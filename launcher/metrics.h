@@ -154,7 +154,8 @@ struct metrics *metrics_start(const struct metrics_config *cfg);
  * Hand every reading of the sessions (after the selection) to reading, and
  * every other event of them to event (either may be NULL), with ctx, from
  * the sessions' threads. Set before the first session starts or at any time
- * after; ctx must outlive the store or a later metrics_listen(m, NULL, NULL, NULL).
+ * after; once it returns, no call to the previous listener is under way, so
+ * metrics_listen(m, NULL, NULL, NULL) is how a listener leaves before it is freed.
  */
 void metrics_listen(struct metrics *m, metrics_reading_fn reading, metrics_event_fn event, void *ctx);
 /* Stop every session and free. Accepts NULL. */

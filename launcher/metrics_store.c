@@ -71,7 +71,8 @@ struct metrics {
 	bool store;
 	struct trace_provider *extra_p; /* added to each session */
 	size_t n_extra_p;
-	metrics_reading_fn on_reading; /* under mu */
+	pthread_rwlock_t listen_lock; /* held to read while calling the listener, to write while changing it */
+	metrics_reading_fn on_reading;
 	metrics_event_fn on_event;
 	void *listen_ctx;
 	long long delay_ms; /* from attach to the first session */
@@ -350,28 +351,26 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	struct err_msg em;
 	metrics_reading_fn reading;
 	metrics_event_fn event;
-	void *lctx;
 	int64_t ts;
 
 	if (e->meta->n_fields == 0 || evpayload_decode(&c->pl, e, &em) != 0)
 		return 0; /* not a counter, or a payload this reader cannot read: skipped, the session goes on */
 	ts = c->have_header ? metrics_event_ms(&c->header, e->timestamp) : metrics_wall_ms();
-	pthread_mutex_lock(&m->mu);
-	reading = m->on_reading;
-	event = m->on_event;
-	lctx = m->listen_ctx;
-	pthread_mutex_unlock(&m->mu);
 	if (!metrics_sample(e, &c->pl, &r)) {
-		if (event)
-			event(lctx, c->cookie, e, &c->pl, ts);
+		pthread_rwlock_rdlock(&m->listen_lock);
+		if ((event = m->on_event) != NULL)
+			event(m->listen_ctx, c->cookie, e, &c->pl, ts);
+		pthread_rwlock_unlock(&m->listen_lock);
 		return 0;
 	}
 	if (!metrics_selected(&m->sel, &r))
 		return 0;
 	if (m->store)
 		store(c, &r, ts);
-	if (reading)
-		reading(lctx, c->cookie, &r, ts);
+	pthread_rwlock_rdlock(&m->listen_lock);
+	if ((reading = m->on_reading) != NULL)
+		reading(m->listen_ctx, c->cookie, &r, ts);
+	pthread_rwlock_unlock(&m->listen_lock);
 	return 0;
 }
 
@@ -379,11 +378,11 @@ void metrics_listen(struct metrics *m, metrics_reading_fn reading, metrics_event
 {
 	if (m == NULL)
 		return;
-	pthread_mutex_lock(&m->mu);
+	pthread_rwlock_wrlock(&m->listen_lock); /* after this, no call to the old listener is under way */
 	m->on_reading = reading;
 	m->on_event = event;
 	m->listen_ctx = ctx;
-	pthread_mutex_unlock(&m->mu);
+	pthread_rwlock_unlock(&m->listen_lock);
 }
 
 static void *collect_main(void *arg)
@@ -584,6 +583,7 @@ struct metrics *metrics_start(const struct metrics_config *cfg)
 		m->n_extra_p = cfg->n_extra_providers;
 	}
 	pthread_mutex_init(&m->mu, NULL);
+	pthread_rwlock_init(&m->listen_lock, NULL);
 	pthread_mutex_init(&m->stop_mu, NULL);
 	pthread_cond_init(&m->stop_cv, NULL);
 	if (m->port && (m->sel.n || m->n_extra_p))
@@ -615,6 +615,7 @@ void metrics_free(struct metrics *m)
 	}
 	free(m->extra_p);
 	pthread_mutex_destroy(&m->mu);
+	pthread_rwlock_destroy(&m->listen_lock);
 	pthread_mutex_destroy(&m->stop_mu);
 	pthread_cond_destroy(&m->stop_cv);
 	free(m);
