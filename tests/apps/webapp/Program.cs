@@ -3,8 +3,11 @@
 // Each endpoint puts the runtime into a state that a dump, a stack listing or
 // a trace should show by name: threads waiting on a lock (LockContention.*),
 // a thread burning CPU (HotLoop.Spin), a heap growing with LeakedBuffer
-// objects. Work is started on dedicated threads and the request returns at
-// once, so a test can start the state and then attach while it lasts.
+// objects (at once or steadily). Work is started on dedicated threads and the
+// request returns at once, so a test can start the state and then attach
+// while it lasts. /slow and /status are the other kind: a request that takes
+// as long as asked, an answer with the status code asked for (what the
+// collection rules' ASP.NET triggers count).
 //
 // It listens on ASPNETCORE_URLS (the tests pass http://127.0.0.1:PORT) and
 // prints "READY <pid>" on stdout once the server accepts connections.
@@ -107,6 +110,40 @@ app.MapGet("/memory-leak", (int? mb) =>
     return Results.Text($"{LeakedBuffer.Retain(m)}\n");
 });
 
+// A steady leak: a thread retains mbPerSecond MiB every second for the given
+// seconds (what a working-set or GC heap trigger should see cross its
+// threshold at a known rate). Returns at once; the running total is in
+// /memory-leak's answer (mb=... adds to the same list).
+app.MapGet("/leak-start", (int? mbPerSecond, int? seconds) =>
+{
+    int m = mbPerSecond ?? 10, s = seconds ?? 10;
+    if (m < 1 || m > 512 || s < 1 || s > 3600 || (long)m * s > 4096)
+        return Results.Text("mbPerSecond must be 1..512, seconds 1..3600, their product at most 4096\n", statusCode: 400);
+    LeakedBuffer.StartSteady(m, s);
+    return Results.Text($"leaking {m} MiB a second for {s} s\n");
+});
+
+// Answers after ms milliseconds without holding a thread (an await): a slow
+// request as ASP.NET Core's hosting events and a request-duration trigger
+// see it.
+app.MapGet("/slow", async (int? ms) =>
+{
+    int m = ms ?? 1000;
+    if (m < 0 || m > 600_000)
+        return Results.Text("ms must be 0..600000\n", statusCode: 400);
+    await Task.Delay(m);
+    return Results.Text($"slept {m} ms\n");
+});
+
+// Answers with the status code asked for (a response-status trigger's input).
+app.MapGet("/status", (int? code) =>
+{
+    int c = code ?? 200;
+    if (c < 200 || c > 599)
+        return Results.Text("code must be 200..599\n", statusCode: 400);
+    return Results.Text($"status {c}\n", statusCode: c);
+});
+
 app.Run();
 
 // One lock per request: a holder thread takes it and sleeps, N waiters block
@@ -185,6 +222,24 @@ sealed class LeakedBuffer
         // Touch every page so the memory is resident, not just reserved.
         for (int i = 0; i < data.Length; i += 4096)
             data[i] = 1;
+    }
+
+    // Adds mbPerSecond MiB at once and then every second, seconds times in all.
+    public static void StartSteady(int mbPerSecond, int seconds)
+    {
+        var t = new Thread(() =>
+        {
+            var next = Environment.TickCount64;
+            for (int i = 0; i < seconds; i++)
+            {
+                Retain(mbPerSecond);
+                next += 1000;
+                var wait = next - Environment.TickCount64;
+                if (wait > 0)
+                    Thread.Sleep((int)wait);
+            }
+        }) { IsBackground = true, Name = "steady-leak" };
+        t.Start();
     }
 
     // Adds mb MiB; returns the total retained so far, in MiB.
