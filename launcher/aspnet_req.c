@@ -607,7 +607,7 @@ struct aspnet_trig {
 int aspnet_trig_new(const struct aspnet_trig_config *c, struct aspnet_trig **out, struct err_msg *em)
 {
 	struct aspnet_trig *t;
-	struct aspnet_glob *g;
+	struct aspnet_glob *g = NULL;
 	int rc;
 
 	if (c->type != ASPNET_TRIG_COUNT && c->type != ASPNET_TRIG_DURATION && c->type != ASPNET_TRIG_STATUS)

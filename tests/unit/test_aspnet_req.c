@@ -7,10 +7,16 @@
  * stay linear); StatusCodes items; and the three triggers' state machines,
  * with dotnet-monitor's AspNetTriggerUnitTests and SlidingWindowTests ported
  * case for case, then what they do not cover: the heartbeat counting a hung
- * request once, a stop after it not counted again, the in-flight cap.
+ * request once, a stop after it not counted again, the in-flight cap. And
+ * a real .NET 10 trace (tests/fuzz/seeds-nettrace/aspnet.nettrace: the
+ * webapp traced with exactly aspnet_req_provider's provider while / and a
+ * missing page were asked for five times each; tests/integration/aspnet_req.sh
+ * takes such a trace afresh).
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "eventpipe/evpayload.h"
@@ -133,6 +139,63 @@ static void provider(void)
 	T_CHECK(aspnet_req_provider(&c, &em) == 0);
 	T_CHECK(c.n == 1);
 	trace_config_free(&c);
+}
+
+struct seen {
+	struct evpayload p;
+	int starts, root_ok, missing_404, other;
+	char ids[10][64];
+	int paired;
+};
+
+static int on_event(void *ctx, const struct nettrace_event *e)
+{
+	struct seen *s = ctx;
+	struct aspnet_req r;
+	struct err_msg em;
+
+	if (e->meta->n_fields == 0 || evpayload_decode(&s->p, e, &em) != 0 || !aspnet_req_event(e, &s->p, &r))
+		return 0;
+	if (r.kind == ASPNET_REQ_START) {
+		if (s->starts < 10)
+			snprintf(s->ids[s->starts], sizeof(s->ids[0]), "%s", r.activity_id);
+		s->starts++;
+		return 0;
+	}
+	if (strcmp(r.path, "/") == 0 && r.status == 200 && r.duration_ticks > 0)
+		s->root_ok++;
+	else if (strcmp(r.path, "/no/such/page-26845") == 0 && r.status == 404 && r.duration_ticks > 0)
+		s->missing_404++;
+	else
+		s->other++;
+	for (int i = 0; i < 10 && i < s->starts; i++)
+		if (strcmp(s->ids[i], r.activity_id) == 0)
+			s->paired++;
+	return 0;
+}
+
+static void real_trace(void)
+{
+	struct seen s = { 0 };
+	struct nettrace_callbacks cb = { .event = on_event };
+	struct nettrace *t = nettrace_new(NULL, &cb, &s);
+	struct err_msg em;
+	char buf[65536];
+	ssize_t n;
+	int fd = open("tests/fuzz/seeds-nettrace/aspnet.nettrace", O_RDONLY), rc = 0;
+
+	T_CHECK(fd >= 0);
+	while (rc == 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+		rc = nettrace_feed(t, buf, (size_t)n, &em);
+	close(fd);
+	if (rc == 0)
+		rc = nettrace_finish(t, &em);
+	nettrace_free(t);
+	evpayload_free(&s.p);
+	T_CHECK(rc == 0);
+	if (s.starts != 10 || s.root_ok != 5 || s.missing_404 != 5 || s.other != 0 || s.paired != 10)
+		T_FAIL("starts %d, stops / 200 %d, missing 404 %d, others %d, paired %d", s.starts, s.root_ok,
+		       s.missing_404, s.other, s.paired);
 }
 
 /* ---- globs ---- */
@@ -645,6 +708,7 @@ int main(void)
 	t_file_name = "aspnet_req";
 	T_RUN(events);
 	T_RUN(provider);
+	T_RUN(real_trace);
 	T_RUN(globs_docs);
 	T_RUN(globs_dotnet);
 	T_RUN(globs_corners);
