@@ -4,7 +4,8 @@
  * Sizes on the wire are TraceEvent's for EventPipe's self-describing events:
  * Boolean is 4 bytes (a Win32 BOOL), Char is one UTF-16 unit, DateTime an
  * 8-byte FILETIME, strings UTF-16LE ending with a NUL unit, and an array a
- * u16 element count followed by its elements.
+ * u16 element count followed by its elements (an object's members back to
+ * back, no count or size of their own).
  */
 #include "evpayload.h"
 
@@ -108,7 +109,7 @@ static bool text(struct dec *d, size_t *off, const char *s)
 	return true;
 }
 
-/* One value of type t into v (v NULL: stepped over). */
+/* One value of type t into v; *off: its text's offset in p->text, or SIZE_MAX. */
 static bool scalar(struct dec *d, uint32_t t, struct evvalue *v, size_t *off)
 {
 	union {
@@ -122,10 +123,7 @@ static bool scalar(struct dec *d, uint32_t t, struct evvalue *v, size_t *off)
 		float f;
 		double dbl;
 	} x;
-	struct evvalue scratch;
 
-	if (v == NULL)
-		v = &scratch;
 	*off = SIZE_MAX;
 	switch (t) {
 	case NT_BOOLEAN:
@@ -191,21 +189,12 @@ static bool scalar(struct dec *d, uint32_t t, struct evvalue *v, size_t *off)
 
 		if (!take(d, x.b, 16))
 			return false;
-		if (v == &scratch)
-			return true;
 		snprintf(g, sizeof(g), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", x.b[3],
 			 x.b[2], x.b[1], x.b[0], x.b[5], x.b[4], x.b[7], x.b[6], x.b[8], x.b[9], x.b[10], x.b[11], x.b[12],
 			 x.b[13], x.b[14], x.b[15]);
 		return text(d, off, g);
 	}
 	case NT_STRING:
-		if (v == &scratch) {
-			size_t save = d->text_len, o;
-			bool ok = string(d, &o);
-
-			d->text_len = save;
-			return ok;
-		}
 		return string(d, off);
 	default:
 		d->why = "a field of an unknown type";
@@ -215,57 +204,71 @@ static bool scalar(struct dec *d, uint32_t t, struct evvalue *v, size_t *off)
 	return true;
 }
 
+/* The next value, or false at the cap (why NULL: DP_ETOOBIG). */
+static bool add(struct dec *d, const char *name, uint32_t type, int depth, int32_t index, size_t *idx)
+{
+	if (d->p->n == EVPAYLOAD_MAX_VALUES) {
+		d->why = NULL;
+		return false;
+	}
+	*idx = d->p->n++;
+	d->p->v[*idx] = (struct evvalue){ .name = name, .type = type, .depth = depth, .index = index };
+	d->str_off[*idx] = SIZE_MAX;
+	return true;
+}
+
+static bool fields(struct dec *d, const struct nettrace_field *f, size_t n, int depth, int32_t index);
+
+/* An array's elements (its value at idx, f its field): the count, then each element at depth + 1. */
+static bool array(struct dec *d, const struct nettrace_field *f, size_t idx, int depth)
+{
+	uint16_t count;
+
+	if (!take(d, &count, 2))
+		return false;
+	d->p->v[idx].i = count;
+	d->p->v[idx].d = count;
+	for (uint16_t k = 0; k < count; k++) {
+		size_t e;
+
+		if (f->elem_type == NT_OBJECT) {
+			if (!fields(d, f + 1, f->n_fields, depth + 1, k))
+				return false;
+		} else if (!add(d, f->name, f->elem_type, depth + 1, k, &e) ||
+			   !scalar(d, f->elem_type, &d->p->v[e], &d->str_off[e])) {
+			return false;
+		}
+	}
+	return true;
+}
+
 /*
  * The fields f[0..n) (pre-order; an object's n_fields descendants follow it)
- * at depth; emit false steps over them without keeping values.
+ * at depth, inside array element index (-1: none).
  */
-static bool fields(struct dec *d, const struct nettrace_field *f, size_t n, int depth, bool emit)
+static bool fields(struct dec *d, const struct nettrace_field *f, size_t n, int depth, int32_t index)
 {
 	if (depth > MAX_DEPTH) {
 		d->why = "fields nested too deep";
 		return false;
 	}
 	for (size_t i = 0; i < n; i += 1 + (f[i].type == NT_OBJECT || f[i].type == NT_ARRAY ? f[i].n_fields : 0)) {
-		struct evvalue *v = NULL;
-		size_t idx = 0, off;
+		size_t idx;
 
 		if (f[i].n_fields > n - i - 1) {
 			d->why = "a field list that does not nest";
 			return false;
 		}
-		if (emit) {
-			if (d->p->n == EVPAYLOAD_MAX_VALUES) {
-				d->why = NULL;
-				return false;
-			}
-			idx = d->p->n++;
-			v = &d->p->v[idx];
-			*v = (struct evvalue){ .name = f[i].name, .type = f[i].type, .depth = depth };
-			d->str_off[idx] = SIZE_MAX;
-		}
+		if (!add(d, f[i].name, f[i].type, depth, index, &idx))
+			return false;
 		if (f[i].type == NT_OBJECT) {
-			if (!fields(d, f + i + 1, f[i].n_fields, depth + 1, emit))
+			if (!fields(d, f + i + 1, f[i].n_fields, depth + 1, index))
 				return false;
 		} else if (f[i].type == NT_ARRAY) {
-			uint16_t count;
-
-			if (!take(d, &count, 2))
+			if (!array(d, &f[i], idx, depth))
 				return false;
-			if (v) {
-				v->i = count;
-				v->d = count;
-			}
-			for (uint16_t k = 0; k < count; k++) {
-				bool ok = f[i].elem_type == NT_OBJECT ? fields(d, f + i + 1, f[i].n_fields, depth + 1, false)
-								      : scalar(d, f[i].elem_type, NULL, &off);
-				if (!ok)
-					return false;
-			}
-		} else {
-			if (!scalar(d, f[i].type, v, &off))
-				return false;
-			if (emit)
-				d->str_off[idx] = off;
+		} else if (!scalar(d, f[i].type, &d->p->v[idx], &d->str_off[idx])) {
+			return false;
 		}
 	}
 	return true;
@@ -280,11 +283,11 @@ int evpayload_decode(struct evpayload *p, const struct nettrace_event *e, struct
 	p->n = 0;
 	if (m->n_fields == 0)
 		return 0;
-	if (!fields(&d, m->fields, m->n_fields, 0, true)) {
+	if (!fields(&d, m->fields, m->n_fields, 0, -1)) {
 		p->n = 0;
 		if (d.why == NULL)
-			return err_set(em, DP_ETOOBIG, "event %s/%s has more than %d fields", m->provider, m->name,
-				       EVPAYLOAD_MAX_VALUES);
+			return err_set(em, DP_ETOOBIG, "event %s/%s has more than %d values (fields and array elements)",
+				       m->provider, m->name, EVPAYLOAD_MAX_VALUES);
 		return err_set(em, DP_ESYNTAX, "event %s/%s: %s (payload of %zu bytes)", m->provider, m->name, d.why,
 			       e->payload_len);
 	}
@@ -303,7 +306,7 @@ int evpayload_decode(struct evpayload *p, const struct nettrace_event *e, struct
 const struct evvalue *evpayload_get(const struct evpayload *p, const char *name)
 {
 	for (size_t i = 0; i < p->n; i++)
-		if (strcmp(p->v[i].name, name) == 0)
+		if (p->v[i].index < 0 && strcmp(p->v[i].name, name) == 0)
 			return &p->v[i];
 	return NULL;
 }

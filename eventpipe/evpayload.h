@@ -6,9 +6,15 @@
  *
  * Fields come out flat, in order: an object's members follow it at depth
  * + 1 (EventCounters wrap their fields in an object named "Payload"). An
- * array is one value, its element count; its elements are stepped over.
- * Strings are UTF-8. Bounded: at most EVPAYLOAD_MAX_VALUES values; text up
- * to the payload's own size times three.
+ * array is one value, its element count, followed by its elements at depth
+ * + 1, each value marked with the element it belongs to (index): an array
+ * of numbers or strings gives one value per element, named as the array;
+ * an array of objects gives each element's members, in order, with no value
+ * for the element itself (DiagnosticSource's Arguments, an array of
+ * {Key, Value}, comes out as Arguments = n, then Key, Value with index 0,
+ * Key, Value with index 1, ...). Strings are UTF-8. Bounded: at most
+ * EVPAYLOAD_MAX_VALUES values, array elements included (an event past it is
+ * DP_ETOOBIG); text up to the payload's own size times three.
  */
 #ifndef DP_EVPAYLOAD_H
 #define DP_EVPAYLOAD_H
@@ -26,6 +32,7 @@ struct evvalue {
 	const char *name; /* borrowed from the metadata */
 	uint32_t type;    /* enum nettrace_type */
 	int depth;        /* 0 top level */
+	int32_t index;    /* inside an array: the element of the innermost array it belongs to (0-based); else -1 */
 	int64_t i;        /* integers and booleans; NT_ARRAY: the element count */
 	double d;         /* every number, also as a double */
 	const char *s;    /* NT_STRING (and NT_GUID, NT_DATETIME as text); else NULL */
@@ -45,7 +52,10 @@ struct evpayload {
  * value cap. An event without a field list decodes to no values.
  */
 int evpayload_decode(struct evpayload *p, const struct nettrace_event *e, struct err_msg *em);
-/* The first value of that name (any depth, exact case), or NULL. */
+/*
+ * The first value of that name outside every array (any depth, exact case),
+ * or NULL. Array elements are read by walking p->v after the array's value.
+ */
 const struct evvalue *evpayload_get(const struct evpayload *p, const char *name);
 /* Its string, or "" when absent or not a string. */
 const char *evpayload_str(const struct evpayload *p, const char *name);

@@ -125,6 +125,8 @@ static size_t fields_json(const struct evpayload *p, size_t i, int d, json_t *o)
 			json_object_set_new(o, v->name, sub);
 		} else if (v->type == NT_ARRAY) {
 			json_object_set_new(o, v->name, json_pack("{s:I}", "count", (json_int_t)v->i));
+			while (i < p->n && p->v[i].depth > d) /* its elements */
+				i++;
 		} else {
 			json_object_set_new(o, v->name, value_json(v));
 		}

@@ -69,6 +69,16 @@ int trace_config_add(struct trace_config *c, const char *name, uint64_t keywords
 		     struct err_msg *em);
 
 /*
+ * dotnet-monitor's provider for HTTP requests added to c (its Http profile
+ * without the rundown; also the ASP.NET triggers' session, aspnet_req.h):
+ * Microsoft-Diagnostics-DiagnosticSource, Messages | Events, Verbose, with
+ * FilterAndPayloadSpecs mapping ASP.NET Core's HttpRequestIn.Start/Stop to
+ * Activity1Start/Stop and HttpClient's to Activity2Start/Stop.
+ * trace_config_add's errors.
+ */
+int trace_config_http(struct trace_config *c, struct err_msg *em);
+
+/*
  * The CollectTracing request for c into req (reset): CollectTracing2 when the
  * rundown keywords are 0 or the default, else CollectTracing4 (.NET 9+), or
  * CollectTracing2 with the default rundown when v4 is false. DP_ETOOBIG when

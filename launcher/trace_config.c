@@ -29,7 +29,12 @@
 #define CLR_DEFAULT_KEYWORDS 0x14C14FCCBDull
 #define CLR_GC_KEYWORD 0x1ull
 
-/* dotnet-monitor's HTTP profile: DiagnosticSource events for incoming and outgoing requests. */
+/*
+ * dotnet-monitor's HTTP profile: DiagnosticSource events for incoming and outgoing requests. Its ASP.NET
+ * triggers ask for the very same text (dotnet/diagnostics#3425): the runtime's DiagnosticSourceEventSource
+ * keeps one filter for all its sessions, the last one enabled, so a trace with another would change what a
+ * rule's session sees, and not change it back.
+ */
 static const char http_filter[] =
 	"Microsoft.AspNetCore/Microsoft.AspNetCore.Hosting.HttpRequestIn.Start@Activity1Start:-Request.Scheme"
 	";Request.Host;Request.PathBase;Request.QueryString;Request.Path;Request.Method"
@@ -53,6 +58,18 @@ static void put_arg(struct buf *b, const char *k, const char *v)
 
 	buf_printf(b, "%s%s%s%s=%s%s%s", b->len ? ";" : "", qk ? "\"" : "", k, qk ? "\"" : "", qv ? "\"" : "", v,
 		   qv ? "\"" : "");
+}
+
+int trace_config_http(struct trace_config *c, struct err_msg *em)
+{
+	struct buf a;
+	int rc;
+
+	buf_init(&a, 0);
+	put_arg(&a, "FilterAndPayloadSpecs", http_filter);
+	rc = trace_config_add(c, "Microsoft-Diagnostics-DiagnosticSource", 0x3, 5, a.data, em); /* Messages | Events */
+	buf_free(&a);
+	return rc;
 }
 
 int trace_config_add(struct trace_config *c, const char *name, uint64_t kw, uint32_t level, const char *args,
@@ -107,8 +124,7 @@ static int add_profile(struct trace_config *c, const char *name, size_t len, uns
 			rc = trace_config_add(c, "Microsoft-Windows-DotNETRuntime", CLR_DEFAULT_KEYWORDS, 4, NULL, em);
 		c->rundown |= TRACE_DEFAULT_RUNDOWN;
 	} else if (IS("Http")) {
-		put_arg(&a, "FilterAndPayloadSpecs", http_filter);
-		rc = trace_config_add(c, "Microsoft-Diagnostics-DiagnosticSource", 0x3, 5, a.data, em); /* Messages | Events */
+		rc = trace_config_http(c, em);
 		c->rundown |= TRACE_DEFAULT_RUNDOWN;
 	} else if (IS("Logs")) {
 		put_arg(&a, "FilterSpecs", "UseAppFilters");

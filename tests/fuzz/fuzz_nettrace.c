@@ -10,7 +10,12 @@
  * given to what reads counters and logs (metrics.h, logs.h: the /metrics
  * reading, the /livemetrics and /logs converters, the latter's scopes by
  * activity ID and its events held back until sequence points), whose output
- * is dropped. Seeds: small real .NET 10 traces (tests/fuzz/seeds-nettrace/).
+ * is dropped. The decoded values must hold evpayload.h's layout (depth rises
+ * by one only under an object or array, an element's index within its
+ * array's count); a request event (aspnet_req.h) is fed to the three ASP.NET
+ * triggers, with heartbeats, its path matched against globs. Seeds: small
+ * real .NET 10 traces (tests/fuzz/seeds-nettrace/; aspnet.nettrace holds
+ * DiagnosticSource's request events, whose Arguments are arrays of structs).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +24,7 @@
 #include "common/buf.h"
 #include "eventpipe/evpayload.h"
 #include "eventpipe/nettrace.h"
+#include "launcher/aspnet_req.h"
 #include "launcher/logs.h"
 #include "launcher/metrics.h"
 
@@ -40,7 +46,53 @@ struct readers {
 	struct logs *logs;
 	struct metrics_live *live;
 	struct buf out;
+	struct aspnet_trig *trig[3];
 };
+
+/* evpayload.h's layout: each value's parent (the nearest earlier value one level up) is an object or array. */
+static void check_layout(const struct evpayload *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct evvalue *v = &p->v[i], *up = NULL;
+
+		if (v->type == NT_STRING && v->s == NULL)
+			abort();
+		if (v->s)
+			sink += strlen(v->s);
+		if (v->depth == 0) {
+			if (v->index != -1)
+				abort();
+			continue;
+		}
+		for (size_t k = i; k-- > 0;)
+			if (p->v[k].depth == v->depth - 1) {
+				up = &p->v[k];
+				break;
+			}
+		if (up == NULL || (i > 0 && v->depth > p->v[i - 1].depth + 1))
+			abort();
+		if (up->type == NT_ARRAY ? v->index < 0 || v->index >= up->i : up->type != NT_OBJECT || v->index != up->index)
+			abort();
+	}
+}
+
+static void request(struct readers *r, const struct nettrace_event *e)
+{
+	struct aspnet_req q;
+	int64_t ms = e->timestamp / 10000;
+
+	if (!aspnet_req_event(e, &r->pl, &q))
+		return;
+	if (q.kind != ASPNET_REQ_START && q.kind != ASPNET_REQ_STOP)
+		abort();
+	sink += strlen(q.activity_id) + strlen(q.path) + (uint64_t)q.status + (uint64_t)q.duration_ticks;
+	for (int i = 0; i < 3; i++) {
+		sink += aspnet_trig_feed(r->trig[i], &q, ms);
+		sink += aspnet_trig_heartbeat(r->trig[i], ms);
+		if (aspnet_trig_count(r->trig[i]) < 0 || aspnet_trig_inflight(r->trig[i]) > ASPNET_TRIG_MAX_INFLIGHT)
+			abort();
+	}
+}
 
 static int on_event(void *ctx, const struct nettrace_event *e)
 {
@@ -55,8 +107,12 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	sink += e->meta->id;
 	if (r == NULL)
 		return 0;
-	if (evpayload_decode(&r->pl, e, &em) == 0 && metrics_sample(e, &r->pl, &ms))
-		sink += strlen(ms.provider) + strlen(ms.name) + strlen(ms.unit) + strlen(ms.tags);
+	if (evpayload_decode(&r->pl, e, &em) == 0) {
+		check_layout(&r->pl);
+		request(r, e);
+		if (metrics_sample(e, &r->pl, &ms))
+			sink += strlen(ms.provider) + strlen(ms.name) + strlen(ms.unit) + strlen(ms.tags);
+	}
 	logs_callbacks.event(r->logs, e);
 	metrics_live_callbacks.event(r->live, e);
 	if (r->out.len > (1 << 20))
@@ -121,7 +177,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct readers r = { 0 };
 		struct logs_filter f = { .level = -1, .use_app_filters = true };
 		struct metrics_selection sel = { 0 };
+		static const struct aspnet_status_range codes = { 400, 599 };
+		char *inc[] = { "/**/*", "/a*b/**/c" }, *exc[] = { "**/*.js" };
+		const struct aspnet_trig_config tc[3] = {
+			{ .type = ASPNET_TRIG_COUNT, .count = 5, .window_ms = 1000, .include = inc, .n_include = 2 },
+			{ .type = ASPNET_TRIG_STATUS, .count = 5, .window_ms = 60000, .status = &codes, .n_status = 1,
+			  .exclude = exc, .n_exclude = 1 },
+			{ .type = ASPNET_TRIG_DURATION, .count = 5, .window_ms = 86400000, .duration_ms = 1, .max_inflight = 8 },
+		};
 
+		for (int i = 0; i < 3; i++)
+			if (aspnet_trig_new(&tc[i], &r.trig[i], NULL) != 0)
+				abort();
 		buf_init(&r.out, 0);
 		metrics_selection_defaults(&sel);
 		r.logs = logs_new(&f, (enum logs_format)(size % 3), &r.out);
@@ -132,6 +199,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		metrics_live_free(r.live);
 		evpayload_free(&r.pl);
 		buf_free(&r.out);
+		for (int i = 0; i < 3; i++)
+			aspnet_trig_free(r.trig[i]);
 	}
 	rb = read_in(data, size, piece, &b, &eb, NULL);
 	if (ra != rb || strcmp(ea.text, eb.text) != 0 || a.events != b.events || a.metadata != b.metadata ||
