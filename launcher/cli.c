@@ -36,7 +36,6 @@ extern char **environ;
 #include "buf.h"
 #include "config.h"
 #include "crules.h"
-#include "crules_asp.h"
 #include "eproc.h"
 #include "http/httpd.h"
 #include "log.h"
@@ -411,7 +410,7 @@ int launch_cli(int argc, char **argv)
 						      .store = !c.metrics_off, .extra = &needs };
 
 			crules_metrics_needs(&rules, &needs, &aspnet);
-			if (aspnet && crules_asp_provider(&extra, &em) != 0) {
+			if (aspnet && aspnet_req_provider(&extra, &em) != 0) {
 				metrics_selection_free(&needs);
 				rc = cannot_start(2, em.text);
 				goto out;

@@ -48,7 +48,6 @@
 #include "capture.h"
 #include "buf.h"
 #include "clock.h"
-#include "crules_asp.h"
 #include "log.h"
 #include "mem.h"
 #include "ops.h"
@@ -101,7 +100,7 @@ struct inst {
 	unsigned lifetime;
 	/* the trigger */
 	struct crule_run run;             /* EventCounter/EventMeter: the run of satisfying readings */
-	struct crules_asp *asp;           /* the ASP.NET triggers */
+	struct aspnet_trig *asp;          /* the ASP.NET triggers */
 	/* the action list */
 	pthread_t th;
 	bool th_started;
@@ -293,7 +292,7 @@ static void trigger_reset(struct inst *in)
 {
 	in->run.have = false;
 	if (in->asp)
-		crules_asp_reset(in->asp);
+		aspnet_trig_reset(in->asp);
 }
 
 static void *run_actions(void *arg);
@@ -411,7 +410,10 @@ void crules_event(void *ctx, const uint8_t cookie[16], const struct nettrace_eve
 		  int64_t ts_ms)
 {
 	struct crules *e = ctx;
+	struct aspnet_req req;
 
+	if (aspnet_req_event(ev, p, &req) != 1)
+		return;
 	pthread_mutex_lock(&e->mu);
 	for (size_t i = 0; i < e->n; i++) {
 		struct inst *in = e->in[i];
@@ -419,7 +421,7 @@ void crules_event(void *ctx, const uint8_t cookie[16], const struct nettrace_eve
 		if (in->asp == NULL || memcmp(in->cookie, cookie, 16) != 0 ||
 		    (in->state != IS_RUNNING && in->state != IS_THROTTLED))
 			continue;
-		if (crules_asp_feed(in->asp, ev, p, ts_ms))
+		if (aspnet_trig_feed(in->asp, &req, ts_ms))
 			fire(in);
 	}
 	pthread_mutex_unlock(&e->mu);
@@ -921,8 +923,14 @@ static struct inst *inst_new(struct crules *e, const struct crule *r, const stru
 	in->start_ms = clock_ms();
 	set_state(in, IS_RUNNING, REASON_RUNNING);
 	state_load(e, in);
-	if (r->trig.type == CRT_ASP_COUNT || r->trig.type == CRT_ASP_DURATION || r->trig.type == CRT_ASP_STATUS)
-		in->asp = crules_asp_new(&r->trig);
+	if (r->trig.type == CRT_ASP_COUNT || r->trig.type == CRT_ASP_DURATION || r->trig.type == CRT_ASP_STATUS) {
+		struct aspnet_trig_config tc;
+		struct err_msg em;
+
+		crules_asp_config(&r->trig, &tc);
+		if (aspnet_trig_new(&tc, &in->asp, &em) != 0) /* checked when the rule was read */
+			DP_FATAL("collection rule %s: %s", r->name, em.text);
+	}
 	return in;
 }
 
@@ -932,7 +940,7 @@ static void inst_free(struct inst *in)
 		atomic_store(&in->cancel, true);
 		pthread_join(in->th, NULL);
 	}
-	crules_asp_free(in->asp);
+	aspnet_trig_free(in->asp);
 	free(in->exec);
 	free(in->pname);
 	free(in);
@@ -961,7 +969,7 @@ static void tick(struct inst *in, long long now)
 	}
 	if (in->state == IS_THROTTLED && !throttled(in, now))
 		set_state(in, IS_RUNNING, REASON_RUNNING);
-	if (in->asp && in->state != IS_EXECUTING && crules_asp_heartbeat(in->asp, metrics_wall_ms()))
+	if (in->asp && in->state != IS_EXECUTING && aspnet_trig_heartbeat(in->asp, metrics_wall_ms()))
 		fire(in);
 }
 

@@ -14,7 +14,7 @@
  *  - the engine (crules.c): per rule and matching runtime, an instance with
  *    dotnet-monitor's states (Running, ActionExecuting, Throttled, Finished);
  *    triggers fed by the agent's one counters session per runtime (metrics.h)
- *    and its request events (aspnet_req.h); actions run through capture_run
+ *    and its request events (aspnet_req.h: the ASP.NET triggers); actions run through capture_run
  *    to an egress provider, one after another, each an operation.
  */
 #ifndef DP_CRULES_H
@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "aspnet_req.h"
 #include "config.h"
 #include "errors.h"
 #include "http/httpd.h"
@@ -46,10 +47,6 @@ struct crule_filter {
 	bool contains; /* MatchType Contains; else Exact (both case-insensitive) */
 };
 
-struct crule_status_range {
-	int lo, hi;
-};
-
 struct crule_trigger {
 	enum crule_trigger_type type;
 	const char *type_name; /* as dotnet-monitor names it (static) */
@@ -63,7 +60,7 @@ struct crule_trigger {
 	long long request_duration_ms;  /* AspNetRequestDuration's RequestDuration */
 	char **include, **exclude;
 	size_t n_include, n_exclude;
-	struct crule_status_range *status;
+	struct aspnet_status_range *status; /* StatusCodes */
 	size_t n_status;
 };
 
@@ -149,6 +146,8 @@ void crules_timespan_text(char *out, size_t n, long long ms);
  * request events are needed.
  */
 void crules_metrics_needs(const struct crule_set *s, struct metrics_selection *sel, bool *aspnet);
+/* An ASP.NET trigger's settings as aspnet_req.h's trigger takes them (borrowed from t). */
+void crules_asp_config(const struct crule_trigger *t, struct aspnet_trig_config *out);
 
 /*
  * An EventCounter/EventMeter trigger's run of readings (dotnet-monitor's

@@ -535,19 +535,12 @@ static int status_list(struct cnode *s, struct crule_trigger *t, struct err_msg 
 		rc = refuse_missing(s, "StatusCodes", em, " (e.g. [\"500-599\"])");
 	t->status = mem_zalloc((n ? n : 1) * sizeof(*t->status));
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		char *end;
-		long lo = strtol(codes[i], &end, 10), hi = lo;
+		struct err_msg why;
 
-		if (*end == '-' && isdigit((unsigned char)end[1]))
-			hi = strtol(end + 1, &end, 10);
-		if (*end || lo < 100 || hi > 599 || lo > hi || !isdigit((unsigned char)codes[i][0])) {
-			struct cnode *list = get(s, "StatusCodes");
-
-			rc = refuse(DP_EINVAL, list->k[i], em, "'%.32s' is not a status code (100-599) or a range of them "
-				    "(\"400-499\")", codes[i]);
-			break;
-		}
-		t->status[t->n_status++] = (struct crule_status_range){ (int)lo, (int)hi };
+		if (aspnet_status_parse(codes[i], &t->status[t->n_status], &why) != 0)
+			rc = refuse(DP_EINVAL, get(s, "StatusCodes")->k[i], em, "%s", why.text);
+		else
+			t->n_status++;
 	}
 	for (size_t i = 0; i < n; i++)
 		free(codes[i]);
@@ -681,10 +674,21 @@ static int bind_trigger(struct cnode *rule, struct crule_trigger *t, const struc
 		return unread(s, "MeterName, InstrumentName, GreaterThan, LessThan, HistogramPercentile, "
 			      "SlidingWindowDuration", em);
 	}
-	default:
+	default: {
+		struct aspnet_trig *check = NULL;
+		struct aspnet_trig_config tc;
+		struct err_msg why;
+
 		if (s == NULL)
 			return refuse_missing(tn, "Settings", em, "");
-		return bind_aspnet(s, t, d, em);
+		if ((rc = bind_aspnet(s, t, d, em)) != 0)
+			return rc;
+		crules_asp_config(t, &tc);
+		if (aspnet_trig_new(&tc, &check, &why) != 0) /* the globs' and ranges' own checks */
+			return refuse(DP_EINVAL, s, em, "%s", why.text);
+		aspnet_trig_free(check);
+		return 0;
+	}
 	}
 }
 
@@ -1261,6 +1265,23 @@ out:
 		node_free(root.k[i]);
 	free(root.k);
 	return rc;
+}
+
+void crules_asp_config(const struct crule_trigger *t, struct aspnet_trig_config *out)
+{
+	*out = (struct aspnet_trig_config){
+		.type = t->type == CRT_ASP_COUNT ? ASPNET_TRIG_COUNT :
+			t->type == CRT_ASP_DURATION ? ASPNET_TRIG_DURATION : ASPNET_TRIG_STATUS,
+		.count = t->count,
+		.window_ms = t->window_ms,
+		.duration_ms = t->request_duration_ms,
+		.status = t->status,
+		.n_status = t->n_status,
+		.include = t->include,
+		.n_include = t->n_include,
+		.exclude = t->exclude,
+		.n_exclude = t->n_exclude,
+	};
 }
 
 /* ---- what the sessions need ---- */
