@@ -158,10 +158,12 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 		return rc;
 	if (defs == NULL || defs->n == 0)
 		return inj_fail(c, em, td, DP_EREFUSED, what, "the task definition has no %s", defs_key);
-	if (o->egress_settings && o->flavour == INJ_FLAVOUR_DOTNET_MONITOR)
-		return inj_fail(c, em, td, DP_EREFUSED, what,
-				"egress-settings with flavour dotnet-monitor: dotnet-monitor reads no settings document "
-				"from one secret; give it DOTNETMONITOR_Egress__... variables in the task definition");
+	for (size_t i = 0; i < INJ_NSOURCES && o->flavour == INJ_FLAVOUR_DOTNET_MONITOR; i++)
+		if (inj_source_value(&inj_sources[i], o))
+			return inj_fail(c, em, td, DP_EREFUSED, what,
+					"%s with flavour dotnet-monitor: dotnet-monitor reads no settings document from "
+					"one secret; give it DOTNETMONITOR_%s__... variables in the task definition",
+					inj_sources[i].option, inj_sources[i].section);
 	if ((rc = check_task(c, d, td, defs, what, em)) != 0 ||
 	    (rc = inj_check_collisions(c, d, vols, &defs, 1, what, em)) != 0 ||
 	    (rc = check_memory(c, d, td, defs, o, what, em)) != 0)
