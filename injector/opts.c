@@ -464,6 +464,22 @@ int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char
 }
 
 /*
+ * An option's value that is a CloudFormation intrinsic function (!Ref x,
+ * {"Fn::Sub": ...}): options are read as the template is written, before
+ * CloudFormation resolves anything, and the value is copied where the
+ * option goes as text; taking `!Ref x` for "x" would send the name of a
+ * resource where its ARN must go. Refused, naming the function.
+ */
+static int intrinsic_value(const struct inj_ctx *c, struct err_msg *em, const struct doc_node *v, const char *what,
+			   const char *prefix, const char *k)
+{
+	return inj_fail(c, em, v, DP_EREFUSED, what, "%s%s is the intrinsic function %s; diagport reads options as "
+			"written, before CloudFormation resolves them: write the value out (an ARN; an SSM parameter "
+			"in the task's own Region also by its name, /app/rules)", prefix, k,
+			inj_intrinsic(v));
+}
+
+/*
  * Layer the options found in `map` over base. With `prefixed`, keys are
  * annotations ("diagport.dev/mode") and other keys are ignored; else they
  * are bare option names (CloudFormation Metadata.diagport), where "status"
@@ -489,6 +505,10 @@ int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, cons
 		}
 		if (strcmp(k, "status") == 0)
 			continue;
+		if (inj_intrinsic(map->vals[i])) {
+			inj_opts_free(o);
+			return intrinsic_value(c, em, map->vals[i], what, prefixed ? INJ_PREFIX : "", k);
+		}
 		if (v == NULL) {
 			inj_opts_free(o);
 			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s must be a string", prefixed ? INJ_PREFIX : "", k);
@@ -523,6 +543,8 @@ int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct
 
 		if (k == NULL || strncmp(k, INJ_PREFIX, plen) != 0 || strcmp(k + plen, "status") == 0)
 			continue;
+		if (inj_intrinsic(doc_get(tags->vals[i], vkey)))
+			return intrinsic_value(c, em, doc_get(tags->vals[i], vkey), what, "tag ", k);
 		if (v == NULL || inj_opts_set(o, k + plen, v, em) != 0) {
 			struct err_msg inner = *em;
 
