@@ -75,7 +75,7 @@ static struct doc_node *pair(const char *k1, struct doc_node *v1, const char *k2
 	return m;
 }
 
-/* How the diagport agent is handed its settings sources (egress-settings). */
+/* How the diagport agent is handed its settings sources (egress-settings, rules). */
 enum settings_via {
 	VIA_ENV,  /* ECS: in variables, from the task's secrets (no argument) */
 	VIA_DIR,  /* Kubernetes: a mounted key-per-file directory each, --config-dir */

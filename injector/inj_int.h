@@ -31,7 +31,7 @@ extern const struct inj_dialect inj_k8s_dialect, inj_ecs_dialect, inj_cfn_dialec
 
 /*
  * The options that give the agent settings kept outside the workload
- * (egress-settings), one row each; every platform's rules read the
+ * (egress-settings, rules), one row each; every platform's rules read the
  * rows, so such an option is a row here, not a copy of the code. On
  * Kubernetes the value names a Secret or a ConfigMap of key-per-file
  * settings, mounted read-only and given as --config-dir (dotnet-monitor:
@@ -53,7 +53,7 @@ struct inj_source {
 	const char *compose_list; /* the project's top-level map that must define the value: "secrets", "configs" */
 	const char *compose_file; /* where the agent reads it (long syntax, target); NULL: /run/secrets/NAME */
 };
-#define INJ_NSOURCES 1
+#define INJ_NSOURCES 2
 extern const struct inj_source inj_sources[INJ_NSOURCES];
 /* The option's value in o (borrowed), or NULL when it is not set. */
 const char *inj_source_value(const struct inj_source *s, const struct inj_opts *o);

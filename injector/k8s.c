@@ -83,7 +83,7 @@ static struct doc_node *volume(const char *name, const struct inj_opts *o)
 	return v;
 }
 
-/* The volume of a settings source (egress-settings): the Secret or ConfigMap its value names. */
+/* The volume of a settings source (egress-settings, rules): the Secret or ConfigMap its value names. */
 static struct doc_node *source_volume(const struct inj_source *src, const char *value)
 {
 	struct doc_node *v = doc_map(), *ref = doc_map();
