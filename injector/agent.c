@@ -75,14 +75,28 @@ static struct doc_node *pair(const char *k1, struct doc_node *v1, const char *k2
 	return m;
 }
 
+/* How the diagport agent is handed its settings sources (egress-settings, rules). */
+enum settings_via {
+	VIA_ENV,  /* ECS: in variables, from the task's secrets (no argument) */
+	VIA_DIR,  /* Kubernetes: a mounted key-per-file directory each, --config-dir */
+	VIA_FILE, /* Compose: a project secret's or config's file each, --config */
+};
+
+/* Where a Compose agent reads source s (value v): a config's target, or the secret's file. New string. */
+static char *compose_file(const struct inj_source *s, const char *v)
+{
+	return s->compose_file ? mem_strdup(s->compose_file) : mem_printf("/run/secrets/%s", v);
+}
+
 /*
  * `launch` arguments of the diagport agent. The token: on Kubernetes the file
  * the Secret is mounted as, on Compose the file of the project's secret
  * (token_file); on ECS the environment (the task's secret
  * DIAGPORT_AUTH_TOKEN), which the agent reads when it is given no file
- * (token_file NULL).
+ * (token_file NULL). The settings sources, in the order of inj_sources (a
+ * later one wins), as `via` says.
  */
-static struct doc_node *launch_args(const struct inj_opts *o, const char *token_file, const char *settings_dir)
+static struct doc_node *launch_args(const struct inj_opts *o, const char *token_file, enum settings_via via)
 {
 	struct doc_node *a = doc_seq();
 	char url[64];
@@ -102,9 +116,16 @@ static struct doc_node *launch_args(const struct inj_opts *o, const char *token_
 	}
 	if (o->no_auth)
 		doc_push(a, doc_str("--no-auth"));
-	if (o->egress_settings && settings_dir) { /* ECS passes the settings as DIAGPORT_SETTINGS instead */
-		doc_push(a, doc_str("--config-dir"));
-		doc_push(a, doc_str(settings_dir));
+	for (size_t i = 0; via != VIA_ENV && i < INJ_NSOURCES; i++) {
+		const char *v = inj_source_value(&inj_sources[i], o);
+		char *f;
+
+		if (v == NULL)
+			continue;
+		f = via == VIA_DIR ? mem_strdup(inj_sources[i].dir) : compose_file(&inj_sources[i], v);
+		doc_push(a, doc_str(via == VIA_DIR ? "--config-dir" : "--config"));
+		doc_push(a, doc_str(f));
+		mem_free(f);
 	}
 	if (o->dumps_limit) {
 		long long q = 0;
@@ -208,7 +229,7 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 		const char *const cmd[] = { "/diagport", NULL };
 
 		doc_set(a, "command", strs(cmd));
-		doc_set(a, "args", launch_args(o, TOKEN_FILE, INJ_EGRESS_DIR));
+		doc_set(a, "args", launch_args(o, TOKEN_FILE, VIA_DIR));
 		if (o->egress_settings) {
 			/* the pod's namespace, for the metadata of what it sends to a store (the pod's name is its hostname) */
 			struct doc_node *env = doc_seq(), *ref = pair("fieldPath", doc_str("metadata.namespace"), NULL, NULL);
@@ -254,11 +275,14 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 		doc_set(m, "readOnly", doc_bool(true));
 		doc_push(mounts, m);
 	}
-	if (o->egress_settings) {
-		/* dotnet-monitor reads key-per-file settings from /etc/dotnet-monitor; diagport is told the directory */
-		struct doc_node *m = pair("name", doc_str(INJ_VOL_EGRESS), "mountPath",
-					  doc_str(mon ? "/etc/dotnet-monitor" : INJ_EGRESS_DIR));
+	for (size_t i = 0; i < INJ_NSOURCES; i++) {
+		/* dotnet-monitor reads key-per-file settings from its one directory; diagport is told each one */
+		const struct inj_source *src = &inj_sources[i];
+		struct doc_node *m;
 
+		if (inj_source_value(src, o) == NULL)
+			continue;
+		m = pair("name", doc_str(src->volume), "mountPath", doc_str(mon ? INJ_MONITOR_DIR : src->dir));
 		doc_set(m, "readOnly", doc_bool(true));
 		doc_push(mounts, m);
 	}
@@ -315,20 +339,20 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 		}
 	} else {
 		const char *const ep[] = { "/diagport", NULL };
+		struct doc_node *sec = doc_seq();
 
 		doc_set(a, "entryPoint", strs(ep));
-		doc_set(a, "command", launch_args(o, NULL, NULL));
-		if (o->auth_secret || o->egress_settings) {
-			struct doc_node *sec = doc_seq();
-
-			if (o->auth_secret)
-				doc_push(sec, pair("name", doc_str("DIAGPORT_AUTH_TOKEN"), "valueFrom",
-						   doc_str(o->auth_secret)));
-			if (o->egress_settings) /* a settings document, as the agent reads DIAGPORT_SETTINGS */
-				doc_push(sec, pair("name", doc_str("DIAGPORT_SETTINGS"), "valueFrom",
-						   doc_str(o->egress_settings)));
+		doc_set(a, "command", launch_args(o, NULL, VIA_ENV));
+		if (o->auth_secret)
+			doc_push(sec, pair("name", doc_str("DIAGPORT_AUTH_TOKEN"), "valueFrom", doc_str(o->auth_secret)));
+		for (size_t i = 0; i < INJ_NSOURCES; i++) /* a settings document each, as the agent reads them */
+			if (inj_source_value(&inj_sources[i], o))
+				doc_push(sec, pair("name", doc_str(inj_sources[i].ecs_var), "valueFrom",
+						   doc_str(inj_source_value(&inj_sources[i], o))));
+		if (sec->n > 0)
 			doc_set(a, "secrets", sec);
-		}
+		else
+			doc_free(sec);
 	}
 	pm = doc_map();
 	doc_set(pm, "containerPort", doc_int(o->port));
@@ -382,9 +406,40 @@ char *inj_agent_user_text(const char *u)
 }
 
 /*
+ * The agent service's `secrets` and `configs`: the token's secret, then each
+ * settings source in the project's map it names, in the short syntax (a
+ * secret at /run/secrets/NAME) or with the target the agent reads.
+ */
+static void compose_sources(struct doc_node *a, const struct inj_opts *o)
+{
+	const char *const lists[] = { "secrets", "configs" };
+
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+		struct doc_node *list = doc_seq();
+
+		if (o->auth_secret && l == 0)
+			doc_push(list, doc_str(o->auth_secret));
+		for (size_t i = 0; i < INJ_NSOURCES; i++) {
+			const struct inj_source *src = &inj_sources[i];
+			const char *v = inj_source_value(src, o);
+
+			if (v == NULL || strcmp(src->compose_list, lists[l]) != 0)
+				continue;
+			doc_push(list, src->compose_file ? pair("source", doc_str(v), "target", doc_str(src->compose_file))
+							 : doc_str(v));
+		}
+		if (list->n > 0)
+			doc_set(a, lists[l], list);
+		else
+			doc_free(list);
+	}
+}
+
+/*
  * The Compose service of the diagport agent. The image's ENTRYPOINT is
  * /diagport, so `command` holds launch's arguments. The token is a file of
- * the project's secrets (/run/secrets/NAME). With a token or auth none the
+ * the project's secrets (/run/secrets/NAME), and so is each settings source
+ * (a secret there, a config at its target). With a token or auth none the
  * agent listens on all its interfaces and is published on the host's
  * loopback only; without, it listens on its own loopback and publishes
  * nothing. Compose has no cpu request: the request becomes cpu_shares (as
@@ -403,25 +458,13 @@ struct doc_node *inj_agent_compose(const struct inj_opts *o, const char *user, c
 	inj_agent_mem_mib(o, &res_mib, &lim_mib, NULL);
 	inj_quantity(r.cpu, true, &cpu);
 	doc_set(a, "image", doc_str(o->image ? o->image : inj_default_image(o->flavour)));
-	doc_set(a, "command", launch_args(o, token, NULL));
-	if (o->egress_settings) { /* a Compose secret is a file: the settings document, read as --config */
-		char *f = mem_printf("/run/secrets/%s", o->egress_settings);
-
-		doc_push(doc_get(a, "command"), doc_str("--config"));
-		doc_push(doc_get(a, "command"), doc_str(f));
-		mem_free(f);
-	}
+	doc_set(a, "command", launch_args(o, token, VIA_FILE));
 	doc_set(a, "user", doc_str(user));
 	doc_set(a, "read_only", doc_bool(true));
 	doc_set(a, "cap_drop", strs(all));
 	doc_set(a, "security_opt", strs(nnp));
 	doc_set(a, "volumes", strs(vols));
-	if (o->auth_secret || o->egress_settings) {
-		const char *const sec[] = { o->auth_secret ? o->auth_secret : o->egress_settings,
-					    o->auth_secret ? o->egress_settings : NULL, NULL };
-
-		doc_set(a, "secrets", strs(sec));
-	}
+	compose_sources(a, o);
 	if (o->auth_secret || o->no_auth) {
 		struct doc_node *ports = doc_seq();
 

@@ -120,11 +120,36 @@ static int at_xdiagport(const struct inj_ctx *c, const struct doc_node *xd, int 
 	return rc;
 }
 
+/*
+ * An option (its value v) that names an entry of the project's top-level
+ * secrets or configs (list): 0, or DP_EREFUSED when the project does not
+ * define it, placed at the option in x-diagport when it is there, else at
+ * that map. settings: the entry holds a settings file (for the example).
+ */
+static int project_defines(const struct inj_ctx *c, struct doc_node *doc, const struct doc_node *xd,
+			   const char *option, const char *list, const char *v, bool settings, struct err_msg *em)
+{
+	const struct doc_node *at;
+	struct doc_node *defs;
+	int rc;
+
+	if (v == NULL)
+		return 0;
+	if ((rc = inj_map_field(c, doc, list, "project", &defs, em)) != 0)
+		return rc;
+	if (doc_find(defs, v) >= 0)
+		return 0;
+	at = doc_get(xd, option) ? doc_get(xd, option) : defs ? defs : doc;
+	return inj_fail(c, em, at, DP_EREFUSED, "project", "%s names the %.*s %s, which the project does not "
+			"define; add it under the top-level %s (e.g. `%s: {file: ./%s%s}`%s)", option,
+			(int)strlen(list) - 1, list, v, list, v, v, settings ? ".yaml" : "",
+			settings ? ", a settings file" : "");
+}
+
 /* project_opts with x-diagport's pairs (xd, its merge keys resolved; NULL when there is none). */
 static int project_opts_from(const struct inj_ctx *c, struct doc_node *doc, struct doc_node *xd, struct inj_opts *o,
 			     struct err_msg *em)
 {
-	struct doc_node *secrets;
 	int rc;
 
 	if ((rc = inj_opts_from_map(c, c->base, xd, false, "x-diagport", o, em)) != 0)
@@ -138,17 +163,12 @@ static int project_opts_from(const struct inj_ctx *c, struct doc_node *doc, stru
 				"would have to come from environment variables); use the diagport agent");
 	if ((rc = inj_opts_check(c, o, "project", em)) != 0 || (rc = inj_agent_check(c, o, "project", em)) != 0)
 		return at_xdiagport(c, xd, rc, em);
-	if ((rc = inj_map_field(c, doc, "secrets", "project", &secrets, em)) != 0)
+	if ((rc = project_defines(c, doc, xd, "auth-secret", "secrets", o->auth_secret, false, em)) != 0)
 		return rc;
-	if (o->auth_secret && doc_find(secrets, o->auth_secret) < 0)
-		return inj_fail(c, em, secrets ? secrets : doc, DP_EREFUSED, "project",
-				"auth-secret names the secret %s, which the project does not define; add it under the "
-				"top-level secrets (e.g. `%s: {file: ./diagport-token}`)", o->auth_secret, o->auth_secret);
-	if (o->egress_settings && doc_find(secrets, o->egress_settings) < 0)
-		return inj_fail(c, em, secrets ? secrets : doc, DP_EREFUSED, "project",
-				"egress-settings names the secret %s, which the project does not define; add it under "
-				"the top-level secrets (e.g. `%s: {file: ./diagport-egress.yaml}`, a settings file)",
-				o->egress_settings, o->egress_settings);
+	for (size_t i = 0; i < INJ_NSOURCES; i++)
+		if ((rc = project_defines(c, doc, xd, inj_sources[i].option, inj_sources[i].compose_list,
+					  inj_source_value(&inj_sources[i], o), true, em)) != 0)
+			return rc;
 	return 0;
 }
 

@@ -141,6 +141,32 @@ static int add_depends(const struct inj_ctx *c, const struct inj_dialect *d, str
 	return 0;
 }
 
+/*
+ * ECS fetches a container's secrets with the task execution role, and
+ * refuses secrets in a task definition without one; CloudFormation users may
+ * add the role later (the CDK does, when it grants a secret), so this is a
+ * warning, for every option that gives the agent a secret alike.
+ */
+static void warn_execution_role(const struct inj_ctx *c, const struct inj_dialect *d, const struct doc_node *td,
+				const struct inj_opts *o, const char *what)
+{
+	const char *key = K(d, "executionRoleArn", "ExecutionRoleArn");
+	char names[128] = "";
+	size_t k = 0;
+
+	if (o->auth_secret)
+		k += (size_t)snprintf(names + k, sizeof(names) - k, "auth-secret");
+	for (size_t i = 0; i < INJ_NSOURCES && k < sizeof(names); i++)
+		if (inj_source_value(&inj_sources[i], o))
+			k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", k ? ", " : "", inj_sources[i].option);
+	if (k == 0 || doc_get(td, key) != NULL)
+		return;
+	inj_report_warn(c->report, "%s: the agent gets secrets (%s) and the task definition has no %s: ECS fetches "
+			"secrets with the task execution role and refuses a task definition with secrets and no role; "
+			"give it one that may read them (secretsmanager:GetSecretValue on a secret, ssm:GetParameters "
+			"on a parameter, and kms:Decrypt when a customer key encrypts them)", what, names, key);
+}
+
 int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *td,
 		const struct inj_opts *o, const char *what, struct inj_status *st, struct err_msg *em)
 {
@@ -158,10 +184,12 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 		return rc;
 	if (defs == NULL || defs->n == 0)
 		return inj_fail(c, em, td, DP_EREFUSED, what, "the task definition has no %s", defs_key);
-	if (o->egress_settings && o->flavour == INJ_FLAVOUR_DOTNET_MONITOR)
-		return inj_fail(c, em, td, DP_EREFUSED, what,
-				"egress-settings with flavour dotnet-monitor: dotnet-monitor reads no settings document "
-				"from one secret; give it DOTNETMONITOR_Egress__... variables in the task definition");
+	for (size_t i = 0; i < INJ_NSOURCES && o->flavour == INJ_FLAVOUR_DOTNET_MONITOR; i++)
+		if (inj_source_value(&inj_sources[i], o))
+			return inj_fail(c, em, td, DP_EREFUSED, what,
+					"%s with flavour dotnet-monitor: dotnet-monitor reads no settings document from "
+					"one secret; give it DOTNETMONITOR_%s__... variables in the task definition",
+					inj_sources[i].option, inj_sources[i].section);
 	if ((rc = check_task(c, d, td, defs, what, em)) != 0 ||
 	    (rc = inj_check_collisions(c, d, vols, &defs, 1, what, em)) != 0 ||
 	    (rc = check_memory(c, d, td, defs, o, what, em)) != 0)
@@ -205,6 +233,7 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 	if (logs)
 		doc_set(agent, K(d, "logConfiguration", "LogConfiguration"), doc_copy(logs));
 	doc_push(defs, agent);
+	warn_execution_role(c, d, td, o, what);
 out:
 	mem_free(u.ecs_user);
 	mem_free(sel);

@@ -30,6 +30,37 @@ struct inj_dialect {
 extern const struct inj_dialect inj_k8s_dialect, inj_ecs_dialect, inj_cfn_dialect;
 
 /*
+ * The options that give the agent settings kept outside the workload
+ * (egress-settings, rules), one row each; every platform's rules read the
+ * rows, so such an option is a row here, not a copy of the code. On
+ * Kubernetes the value names a Secret or a ConfigMap of key-per-file
+ * settings, mounted read-only and given as --config-dir (dotnet-monitor:
+ * mounted where it reads such settings); on ECS and CloudFormation it names
+ * a secret whose value is a settings document, passed in a variable; on
+ * Compose it names a project secret or config, a settings file given as
+ * --config. Defined in util.c.
+ */
+struct inj_source {
+	const char *option;       /* its name: "egress-settings" */
+	size_t off;               /* its char * field in struct inj_opts */
+	const char *k8s_kind;     /* what the value names on Kubernetes: "Secret", "ConfigMap" */
+	const char *k8s_source;   /* the volume's source field: "secret", "configMap" */
+	const char *k8s_name_key; /* the name's key in it: "secretName", "name" */
+	const char *volume;       /* the volume's name (Kubernetes) */
+	const char *dir;          /* the diagport agent's mount path, its --config-dir */
+	const char *ecs_var;      /* the variable an ECS secret's value goes to */
+	const char *section;      /* the settings' section ("Egress"), for messages */
+	const char *compose_list; /* the project's top-level map that must define the value: "secrets", "configs" */
+	const char *compose_file; /* where the agent reads it (long syntax, target); NULL: /run/secrets/NAME */
+};
+#define INJ_NSOURCES 2
+extern const struct inj_source inj_sources[INJ_NSOURCES];
+/* The option's value in o (borrowed), or NULL when it is not set. */
+const char *inj_source_value(const struct inj_source *s, const struct inj_opts *o);
+/* Where dotnet-monitor reads key-per-file settings: a source is mounted there for that flavour. */
+#define INJ_MONITOR_DIR "/etc/dotnet-monitor"
+
+/*
  * The status record: what inject added, kept on the workload as a string so
  * that it fits a Kubernetes annotation, an ECS tag value (<= 256 characters
  * from [A-Za-z0-9 _.:/=+-@]) and CloudFormation metadata alike:

@@ -72,14 +72,25 @@ static struct doc_node *volume(const char *name, const struct inj_opts *o)
 	struct doc_node *v = doc_map(), *ed = doc_map();
 
 	doc_set(v, "name", doc_str(name));
-	if (strcmp(name, INJ_VOL_AUTH) == 0 || strcmp(name, INJ_VOL_EGRESS) == 0) {
-		doc_set(ed, "secretName", doc_str(strcmp(name, INJ_VOL_AUTH) == 0 ? o->auth_secret : o->egress_settings));
+	if (strcmp(name, INJ_VOL_AUTH) == 0) {
+		doc_set(ed, "secretName", doc_str(o->auth_secret));
 		doc_set(v, "secret", ed);
 		return v;
 	}
 	if (strcmp(name, INJ_VOL_DUMPS) == 0 && o->dumps_limit)
 		doc_set(ed, "sizeLimit", doc_str(o->dumps_limit));
 	doc_set(v, "emptyDir", ed);
+	return v;
+}
+
+/* The volume of a settings source (egress-settings, rules): the Secret or ConfigMap its value names. */
+static struct doc_node *source_volume(const struct inj_source *src, const char *value)
+{
+	struct doc_node *v = doc_map(), *ref = doc_map();
+
+	doc_set(v, "name", doc_str(src->volume));
+	doc_set(ref, src->k8s_name_key, doc_str(value));
+	doc_set(v, src->k8s_source, ref);
 	return v;
 }
 
@@ -116,8 +127,8 @@ static const struct doc_node *stray_label(const struct doc_node *metadata)
 	return NULL;
 }
 
-/* A Secret's name: an RFC 1123 DNS subdomain, as the API server checks it. */
-static bool secret_name_ok(const char *s)
+/* A Secret's or ConfigMap's name: an RFC 1123 DNS subdomain, as the API server checks it. */
+static bool object_name_ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -129,14 +140,59 @@ static bool secret_name_ok(const char *s)
 	return true;
 }
 
-/* An option naming a Secret (auth-secret, egress-settings): 0, or DP_EREFUSED when it is not a Secret's name. */
-static int secret_ref(const struct inj_ctx *c, const char *option, const char *v, const char *what, struct err_msg *em)
+/*
+ * An option naming a Secret or a ConfigMap (kind) in the pod's namespace:
+ * 0, or DP_EREFUSED when v is not such a name, placed at the pod's
+ * annotation when the value is its own (ann: the pod template's
+ * annotations); one from the command line or the webhook's configuration
+ * has no place in the file.
+ */
+static int object_ref(const struct inj_ctx *c, const struct doc_node *ann, const char *option, const char *kind,
+		      const char *v, const char *what, struct err_msg *em)
 {
-	if (v == NULL || secret_name_ok(v))
+	char key[64];
+
+	if (v == NULL || object_name_ok(v))
 		return 0;
-	return inj_fail(c, em, NULL, DP_EREFUSED, what,
-			"%s: '%s' is not a Kubernetes Secret name (lowercase letters, digits, '-' and '.', starting and "
-			"ending with a letter or digit, at most 253; an ARN is for ECS)", option, v);
+	snprintf(key, sizeof(key), INJ_PREFIX "%s", option);
+	return inj_fail(c, em, doc_get(ann, key), DP_EREFUSED, what,
+			"%s: '%s' is not a Kubernetes %s name (lowercase letters, digits, '-' and '.', starting and "
+			"ending with a letter or digit, at most 253; an ARN or SSM parameter is for ECS)", option, v,
+			kind);
+}
+
+/*
+ * The option values that name objects of the pod's namespace, each checked;
+ * and dotnet-monitor, which reads key-per-file settings from one directory
+ * only, can be given one settings source, not two.
+ */
+static int check_refs(const struct inj_ctx *c, const struct doc_node *ann, const struct inj_opts *o,
+		      const char *what, struct err_msg *em)
+{
+	const struct inj_source *first = NULL;
+	int rc;
+
+	if ((rc = object_ref(c, ann, "auth-secret", "Secret", o->auth_secret, what, em)) != 0)
+		return rc;
+	for (size_t i = 0; i < INJ_NSOURCES; i++) {
+		const struct inj_source *src = &inj_sources[i];
+		char key[64];
+
+		if (inj_source_value(src, o) == NULL)
+			continue;
+		if ((rc = object_ref(c, ann, src->option, src->k8s_kind, inj_source_value(src, o), what, em)) != 0)
+			return rc;
+		snprintf(key, sizeof(key), INJ_PREFIX "%s", src->option);
+		if (first && o->flavour == INJ_FLAVOUR_DOTNET_MONITOR)
+			return inj_fail(c, em, doc_get(ann, key), DP_EREFUSED, what,
+					"%s and %s with flavour dotnet-monitor: it reads key-per-file settings from one "
+					"directory, " INJ_MONITOR_DIR ", and one volume only can be mounted there; put the "
+					"%s__ keys in the %s that %s names, or give them as DOTNETMONITOR_%s__... "
+					"variables", first->option, src->option, src->section, first->k8s_kind,
+					first->option, src->section);
+		first = src;
+	}
+	return 0;
 }
 
 static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
@@ -180,10 +236,8 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 				"bind it; give it a token (auth-secret) and a port of its own (port), or leave it out",
 				what, o.port);
 	memset(&st, 0, sizeof(st));
-	if ((rc = secret_ref(c, "auth-secret", o.auth_secret, what, em)) != 0 ||
-	    (rc = secret_ref(c, "egress-settings", o.egress_settings, what, em)) != 0)
-		goto out;
-	if ((rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0 ||
+	if ((rc = check_refs(c, ann, &o, what, em)) != 0 || (rc = inj_opts_check(c, &o, what, em)) != 0 ||
+	    (rc = inj_agent_check(c, &o, what, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "containers", what, &ctrs, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "initContainers", what, &inits, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "volumes", what, &vols, em)) != 0)
@@ -234,8 +288,9 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 	doc_push(vols, volume(INJ_VOL_DUMPS, &o));
 	if (o.auth_secret && o.flavour == INJ_FLAVOUR_DIAGPORT)
 		doc_push(vols, volume(INJ_VOL_AUTH, &o));
-	if (o.egress_settings)
-		doc_push(vols, volume(INJ_VOL_EGRESS, &o));
+	for (size_t i = 0; i < INJ_NSOURCES; i++)
+		if (inj_source_value(&inj_sources[i], &o))
+			doc_push(vols, source_volume(&inj_sources[i], inj_source_value(&inj_sources[i], &o)));
 	if (o.sidecar == INJ_SIDECAR_NATIVE) {
 		if (inits == NULL)
 			inits = inj_create(spec, "initContainers", DOC_SEQ, st.wflags, sizeof(st.wflags), 'I');
@@ -287,7 +342,8 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 	remove_named(vols, "name", INJ_VOL_DIAG);
 	remove_named(vols, "name", INJ_VOL_DUMPS);
 	remove_named(vols, "name", INJ_VOL_AUTH);
-	remove_named(vols, "name", INJ_VOL_EGRESS);
+	for (size_t i = 0; i < INJ_NSOURCES; i++)
+		remove_named(vols, "name", inj_sources[i].volume);
 	inj_prune(spec, "volumes", st.wflags, 'V');
 	for (size_t i = 0; i < st.n; i++) {
 		long k = inj_seq_find(ctrs, "name", st.c[i].name);

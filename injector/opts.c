@@ -44,6 +44,7 @@ void inj_opts_copy(struct inj_opts *dst, const struct inj_opts *src)
 	dst->dumps_limit = dup_or_null(src->dumps_limit);
 	dst->auth_secret = dup_or_null(src->auth_secret);
 	dst->egress_settings = dup_or_null(src->egress_settings);
+	dst->rules = dup_or_null(src->rules);
 }
 
 void inj_opts_free(struct inj_opts *o)
@@ -58,6 +59,7 @@ void inj_opts_free(struct inj_opts *o)
 	mem_free(o->dumps_limit);
 	mem_free(o->auth_secret);
 	mem_free(o->egress_settings);
+	mem_free(o->rules);
 	inj_opts_init(o);
 }
 
@@ -116,6 +118,7 @@ static const struct inj_option options[] = {
 	{ "flavour", "flavor", "--flavour", NULL, NULL, OK_CHOICE, FIELD(flavour), flavour_choices, NULL, NULL, NULL, "`diagport`", "which agent" },
 	{ "auth-secret", NULL, "--auth-secret", NULL, NULL, OK_REF, FIELD(auth_secret), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none: loopback only", "the agent's token: with it the agent serves the pod network" },
 	{ "egress-settings", NULL, "--egress-settings", NULL, NULL, OK_REF, FIELD(egress_settings), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none", "the agent's egress providers (S3, Azure Blob): a Secret of key-per-file settings (k8s), a secret holding a settings document (ECS)" },
+	{ "rules", NULL, "--rules", NULL, NULL, OK_REF, FIELD(rules), NULL, "a ConfigMap name, SSM parameter or Compose config", "ConfigMap name (k8s) / SSM parameter name or ARN (ECS, CFN) / config name (Compose)", "NAME|ARN", "none", "the agent's collection rules (dotnet-monitor's `CollectionRules`): a ConfigMap of key-per-file settings (k8s), an SSM parameter holding a settings document (ECS), a project config holding a settings file (Compose)" },
 	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
@@ -464,6 +467,22 @@ int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char
 }
 
 /*
+ * An option's value that is a CloudFormation intrinsic function (!Ref x,
+ * {"Fn::Sub": ...}): options are read as the template is written, before
+ * CloudFormation resolves anything, and the value is copied where the
+ * option goes as text; taking `!Ref x` for "x" would send the name of a
+ * resource where its ARN must go. Refused, naming the function.
+ */
+static int intrinsic_value(const struct inj_ctx *c, struct err_msg *em, const struct doc_node *v, const char *what,
+			   const char *prefix, const char *k)
+{
+	return inj_fail(c, em, v, DP_EREFUSED, what, "%s%s is the intrinsic function %s; diagport reads options as "
+			"written, before CloudFormation resolves them: write the value out (an ARN; an SSM parameter "
+			"in the task's own Region also by its name, /app/rules)", prefix, k,
+			inj_intrinsic(v));
+}
+
+/*
  * Layer the options found in `map` over base. With `prefixed`, keys are
  * annotations ("diagport.dev/mode") and other keys are ignored; else they
  * are bare option names (CloudFormation Metadata.diagport), where "status"
@@ -489,6 +508,10 @@ int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, cons
 		}
 		if (strcmp(k, "status") == 0)
 			continue;
+		if (inj_intrinsic(map->vals[i])) {
+			inj_opts_free(o);
+			return intrinsic_value(c, em, map->vals[i], what, prefixed ? INJ_PREFIX : "", k);
+		}
 		if (v == NULL) {
 			inj_opts_free(o);
 			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s must be a string", prefixed ? INJ_PREFIX : "", k);
@@ -523,6 +546,8 @@ int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct
 
 		if (k == NULL || strncmp(k, INJ_PREFIX, plen) != 0 || strcmp(k + plen, "status") == 0)
 			continue;
+		if (inj_intrinsic(doc_get(tags->vals[i], vkey)))
+			return intrinsic_value(c, em, doc_get(tags->vals[i], vkey), what, "tag ", k);
 		if (v == NULL || inj_opts_set(o, k + plen, v, em) != 0) {
 			struct err_msg inner = *em;
 

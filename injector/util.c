@@ -1,12 +1,13 @@
 /*
- * util.c - small helpers the injector's files share: the dialect tables,
- * messages with positions, typed field access that names what is wrong, and
- * the report.
+ * util.c - small helpers the injector's files share: the dialect tables, the
+ * settings sources (egress-settings, rules), messages with positions, typed
+ * field access that names what is wrong, and the report.
  */
 #include "inj_int.h"
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,24 @@ const struct inj_dialect inj_cfn_dialect = {
 	.m_volume = "SourceVolume", .m_path = "ContainerPath", .m_readonly = "ReadOnly",
 	.caps = { "LinuxParameters", "Capabilities", "Add" }, .v_name = "Name", .pascal = true,
 };
+
+const struct inj_source inj_sources[INJ_NSOURCES] = {
+	{ .option = "egress-settings", .off = offsetof(struct inj_opts, egress_settings), .k8s_kind = "Secret",
+	  .k8s_source = "secret", .k8s_name_key = "secretName", .volume = INJ_VOL_EGRESS, .dir = INJ_EGRESS_DIR,
+	  .ecs_var = "DIAGPORT_SETTINGS", .section = "Egress", .compose_list = "secrets", .compose_file = NULL },
+	{ .option = "rules", .off = offsetof(struct inj_opts, rules), .k8s_kind = "ConfigMap",
+	  .k8s_source = "configMap", .k8s_name_key = "name", .volume = INJ_VOL_RULES, .dir = INJ_RULES_DIR,
+	  .ecs_var = "DIAGPORT_RULES", .section = "CollectionRules", .compose_list = "configs",
+	  .compose_file = INJ_RULES_FILE },
+};
+
+const char *inj_source_value(const struct inj_source *s, const struct inj_opts *o)
+{
+	const char *v;
+
+	memcpy(&v, (const char *)o + s->off, sizeof(v));
+	return v;
+}
 
 int inj_fail(const struct inj_ctx *c, struct err_msg *em, const struct doc_node *at, int code,
 	     const char *what, const char *fmt, ...)

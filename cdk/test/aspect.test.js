@@ -368,6 +368,17 @@ test('authSecret as an ARN string appears verbatim in the agent and grants nothi
   tpl.resourceCountIs('AWS::IAM::Policy', 0);
 });
 
+test('a diagport.dev/rules tag (Tags.of) gives the agent the SSM parameter as DIAGPORT_RULES', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = fargate(stack, 'Api');
+  cdk.Tags.of(td).add('diagport.dev/rules', '/api/diagport-rules');
+  addAspect(app);
+  const tpl = Template.fromStack(stack);
+  assertInjectedTask(tpl, td);
+  assert.deepEqual(container(tpl, td, AGENT).Secrets, [{ Name: 'DIAGPORT_RULES', ValueFrom: '/api/diagport-rules' }]);
+});
+
 test('optIn with authSecret as a Secret injects that task definition with the secret', (t) => {
   const app = newApp(t);
   const stack = new cdk.Stack(app, 'S');

@@ -4,8 +4,9 @@
  * hold, else the target aborts:
  *   inject(inject(x)) == inject(x)     (idempotent)
  *   uninject(inject(x)) == x           (exactly reversible)
- * The first byte picks the options (mode, sidecar, flavour, ptrace, auth), so
- * the fuzzer explores them too. The kind is detected (k8s, ecs, cfn, compose).
+ * The first byte picks the options (mode, sidecar, flavour, ptrace, auth,
+ * egress-settings and rules), so the fuzzer explores them too. The kind is
+ * detected (k8s, ecs, cfn, compose).
  * Seeds: tests/golden inputs (tests/fuzz/seeds-inject).
  */
 #include <stdint.h>
@@ -53,6 +54,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		o.no_auth = true;
 	if (sel & 32)
 		o.flavour = INJ_FLAVOUR_DOTNET_MONITOR;
+	if (sel & 128) { /* the settings sources: a volume and mount each (k8s), secrets (ECS), configs (Compose) */
+		inj_opts_set(&o, "egress-settings", "egress", NULL);
+		inj_opts_set(&o, "rules", "rules", NULL);
+	}
 	for (size_t i = 0; i < s.n; i++) {
 		struct inj_ctx c = { .file = "fuzz", .base = &o, .all = (sel & 64) != 0 };
 		const char *kind = inj_detect(s.docs[i]);

@@ -145,6 +145,16 @@ YAML
 WHY="exit $rc: $(cat "$W/hn.err")"
 check warn-hostnetwork bash -c "[ $rc = 0 ] && [ -s '$W/hn.out' ] && grep -q 'diagport: warning: Deployment web: hostNetwork is true' '$W/hn.err'"
 check warn-workload-annotation grep -q 'diagport: warning: Deployment web: annotation diagport.dev/mode is on the workload.s own metadata, which diagport does not read; put it under spec/template/metadata/annotations' "$W/hn.err"
+# an ECS task definition whose agent gets a secret, with no execution role to fetch it: a warning
+# (ECS refuses to register it so), the output written; none with the role
+# shellcheck disable=SC2046
+"$D" inject $(cat tests/golden/ecs/monitor/args) tests/golden/ecs/monitor/input.json > "$W/er.out" 2> "$W/er.err"; rc=$?
+WHY="exit $rc: $(cat "$W/er.err")"
+check warn-execution-role bash -c "[ $rc = 0 ] && [ -s '$W/er.out' ] && grep -q 'diagport: warning: task definition svc: the agent gets secrets (auth-secret) and the task definition has no executionRoleArn' '$W/er.err'"
+# shellcheck disable=SC2046
+"$D" inject $(cat tests/golden/ecs/egress-settings/args) tests/golden/ecs/egress-settings/input.json > "$W/er.out" 2> "$W/er.err"; rc=$?
+WHY="exit $rc: $(cat "$W/er.err")"
+check no-warn-execution-role bash -c "[ $rc = 0 ] && ! grep -q executionRoleArn '$W/er.err'"
 
 # one set of limits: inject refuses to write more than --max-input (or --max-nodes) lets uninject read,
 # so anything inject writes, uninject reads with the same flags; exit 4 (too big), nothing written

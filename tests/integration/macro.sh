@@ -33,7 +33,7 @@ event() {
 }
 
 # --- template-level
-for c in "all-json {\"all\":true} --all" "json-tags {} "; do
+for c in "all-json {\"all\":true} --all" "json-tags {} " "rules-egress-auth {} "; do
 	read -r case params flags <<< "$c"
 	in=tests/golden/cfn/$case/input.json
 	event "$in" "$params" "t-$case" > "$W/$case.event"
@@ -72,6 +72,14 @@ jq '{Resources: {T: {Type: "AWS::ECS::TaskDefinition", Properties: .}}}' "$W/pro
 "$D" inject cfn --all --mode suspend --port 9090 -o json "$W/one.json" | jq -S .Resources.T.Properties > "$W/one.props"
 WHY="$(diff "$W/one.props" <(jq -S .fragment "$W/snip.out") | head -5)"
 check snippet/as-inject-cfn cmp -s "$W/one.props" <(jq -S .fragment "$W/snip.out")
+# params.rules: an SSM parameter, the agent's secret DIAGPORT_RULES, as inject cfn --rules gives it
+event "$W/props.json" '{"rules":"/orders/diagport-rules"}' s-rules > "$W/rules.event"
+"$D" macro --event "$W/rules.event" > "$W/rules.out"; rc=$?
+"$D" inject cfn --all --rules /orders/diagport-rules -o json "$W/one.json" 2> /dev/null | jq -S .Resources.T.Properties > "$W/rules.props"
+WHY="exit $rc: $(head -c 400 "$W/rules.out")"
+check snippet/rules-param jq -e '.status == "success" and ([.fragment.ContainerDefinitions[] | select(.Name == "diagport-agent")][0].Secrets == [{Name: "DIAGPORT_RULES", ValueFrom: "/orders/diagport-rules"}])' "$W/rules.out"
+WHY="$(diff "$W/rules.props" <(jq -S .fragment "$W/rules.out") | head -5)"
+check snippet/rules-as-inject-cfn cmp -s "$W/rules.props" <(jq -S .fragment "$W/rules.out")
 
 # --- failures: status failure, a message that names the problem, exit 1
 fail_case() {

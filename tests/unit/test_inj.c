@@ -59,6 +59,21 @@ static void options_parse(void)
 	T_CHECK(inj_opts_set(&o, "resources", "memory=lots", &em) == DP_EINVAL);
 	T_CHECK(inj_opts_set(&o, "flavor", "dotnet-monitor", &em) == 0 && o.flavour == INJ_FLAVOUR_DOTNET_MONITOR);
 	T_CHECK(inj_opts_set(&o, "image", "has space", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "rules", "arn:aws:ssm:eu-west-1:1:parameter/app/rules", &em) == 0);
+	T_STREQ(o.rules, "arn:aws:ssm:eu-west-1:1:parameter/app/rules");
+	T_CHECK(inj_opts_set(&o, "rules", "", &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "option rules") != NULL);
+	for (size_t i = 0; i < INJ_NSOURCES; i++) { /* the sources table reads the option's own field */
+		struct inj_opts copy;
+
+		if (strcmp(inj_sources[i].option, "rules") != 0)
+			continue;
+		inj_opts_copy(&copy, &o);
+		T_CHECK(copy.rules != o.rules);
+		T_STREQ(inj_source_value(&inj_sources[i], &copy), o.rules);
+		T_CHECK(inj_source_value(&inj_sources[i], &copy) == copy.rules);
+		inj_opts_free(&copy);
+	}
 	T_CHECK(inj_opts_set(&o, "nonsense", "x", &em) == DP_ENOTFOUND);
 	inj_opts_free(&o);
 }
