@@ -57,7 +57,7 @@
 
 #define WATCH_MS 250
 #define SLOT_RETRY_MS 500     /* an action whose kind's slot is taken (someone else's dump) tries again */
-#define SLOT_RETRY_FOR_MS 30000
+#define SLOT_RETRY_FOR_MS 120000
 #define WAIT_TICK_MS 250      /* an action list looks at its cancel flag this often while it waits */
 #define MAX_EXEC_ARGS 64
 #define MAX_OUTPUT 4096
