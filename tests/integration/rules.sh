@@ -433,8 +433,8 @@ elif app leak; then
   curl -s "$AURL/leak-start?mbPerSecond=50&seconds=6" > /dev/null
   awaits leak/dump-arrives 'echo "no dump within 40 s: $(ls -A "$OUT"); $(grep -c . "$LOG") log lines, last: $(tail -2 "$LOG")"' wait_arts "$OUT" 1 40
   f=$(first_art "$OUT")
-  WHY="$f: $(file -b "${f:-/nonexistent}" | head -c 100)"
-  check leak/dump-is-core is_core "${f:-/nonexistent}"
+  WHY="$f: $(file -b "${f:-/dev/null}" | head -c 100)"
+  check leak/dump-is-core is_core "${f:-/dev/null}"
   WHY="named $(basename "${f:-none}")"
   check leak/dump-name test -n "$(basename "${f:-none}" | grep -E '^core_[0-9]{8}_[0-9]{6}$')"
   wait_state LeakDump "$APID" Finished 15
@@ -509,7 +509,7 @@ elif app cpu; then
   awaits cpu/trace-arrives 'echo "no trace within 30 s: $(ls -A "$OUT"); $(tail -2 "$LOG")"' wait_arts "$OUT" 1 30
   f=$(first_art "$OUT")
   WHY="$f: $(head -c 30 "${f:-/dev/null}" | od -c | head -2)"
-  check cpu/trace-is-nettrace is_nettrace "${f:-/nonexistent}"
+  check cpu/trace-is-nettrace is_nettrace "${f:-/dev/null}"
   WHY="named $(basename "${f:-none}")"
   check cpu/trace-name test -n "$(basename "${f:-none}" | grep -E "^[0-9]{8}_[0-9]{6}_${APID}\\.nettrace$")"
   WHY="no HotLoop method in the trace's rundown"
@@ -572,11 +572,14 @@ elif app asp; then
   sleep 1 # the request events are enabled in the same session
   # under both thresholds: 200s, 404s (a chosen one and a real one), four 5xx, two slow and many fast requests
   req() { curl -s -o /dev/null "$AURL$1"; }
-  for i in $(seq 1 15); do req "/status?code=200" & req "/status?code=404" & req "/nope-$i" & req "/slow?ms=20" & done
+  RQ=()
+  for i in $(seq 1 15); do
+    for r in "/status?code=200" "/status?code=404" "/nope-$i" "/slow?ms=20"; do req "$r" & RQ+=($!); done
+  done
   for c in 500 502 599 500; do req "/status?code=$c"; done
-  req "/slow?ms=1500" &
-  req "/slow?ms=1500" &
-  wait
+  req "/slow?ms=1500" & RQ+=($!)
+  req "/slow?ms=1500" & RQ+=($!)
+  wait "${RQ[@]}"
   sleep 3
   WHY="slow: $(ls "$W/asp/slow"), errors: $(ls "$W/asp/errors"); $(ev "$LOG" rule-triggered SlowRequests; ev "$LOG" rule-triggered ServerErrors)"
   check asp/quiet-under-thresholds test "$(arts "$W/asp/slow")$(arts "$W/asp/errors")" = 00 \
@@ -590,11 +593,11 @@ elif app asp; then
   awaits asp/errors-trip 'echo "$(ls -A "$W/asp/errors"); $(tail -3 "$LOG")"' wait_arts "$W/asp/errors" 1 20
   f=$(first_art "$W/asp/errors")
   WHY="$f: $(head -c 30 "${f:-/dev/null}" | od -c | head -2)"
-  check asp/errors-gcdump is_nettrace "${f:-/nonexistent}"
+  check asp/errors-gcdump is_nettrace "${f:-/dev/null}"
   awaits asp/slow-trips 'echo "$(ls -A "$W/asp/slow"); $(tail -3 "$LOG")"' wait_arts "$W/asp/slow" 1 20
   f=$(first_art "$W/asp/slow")
   WHY="$(head -c 300 "${f:-/dev/null}")"
-  check asp/slow-stacks jq -e '[.. | objects | select(has("methodName"))] | length > 0' "${f:-/nonexistent}"
+  check asp/slow-stacks jq -e '[.. | objects | select(has("methodName"))] | length > 0' "${f:-/dev/null}"
   wait_state ServerErrors "$APID" Finished 10
   WHY="$(cat "$W/rule.json")"
   check asp/errors-finished detail '.lifetimeOccurrences == 1'
