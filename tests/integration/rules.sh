@@ -19,7 +19,8 @@
 #   restart/*   the agent killed (SIGKILL) mid-life and started again on the same socket while the app runs on:
 #               the app reconnects; no duplicate artifact (a Startup rule and an ActionCount 1 rule whose condition
 #               still holds take nothing more), lifetimeOccurrences continues and a 1 h window still counts the old
-#               agent's run (3 artifacts in all for ActionCount 3), the history file goes with the runtime
+#               agent's run (3 artifacts in all for ActionCount 3), a half-seen window starts again (not kept),
+#               the history file goes with the runtime
 # Counters every second (--metrics-interval 1). The counters session starts $DELAY s after attach, not at once:
 # enabling it during the app's startup can deadlock the app in the runtime (docs/agent.md, Metrics; 4 of 20 starts
 # with no delay in docs/BENCHMARKS.md), and every scenario here starts a fresh app.
@@ -751,7 +752,7 @@ over
 
 # =================================================================================================== restart/*
 {
-  egress restart boot heap steady
+  egress restart boot heap steady slow
   cat <<'EOF'
 CollectionRules:
   Boot:
@@ -777,6 +778,14 @@ CollectionRules:
     Limits:
       ActionCount: 3
       ActionCountSlidingWindowDuration: "01:00:00"
+  Slow:
+    Trigger:
+      Type: EventCounter
+      Settings: {ProviderName: System.Runtime, CounterName: working-set, GreaterThan: 1, SlidingWindowDuration: "00:00:08"}
+    Actions:
+      - Type: CollectStacks
+        Settings: {Egress: slow}
+    Limits: {ActionCount: 1}
 EOF
 } > "$W/restart.yaml"
 RD=$W/restart
@@ -792,10 +801,13 @@ elif app restart; then
   check restart/first-steady-ran detail '.lifetimeOccurrences == 1'
   WHY="$(ls -A "$RD/dumps")"
   check restart/history-kept bash -c "ls -A '$RD/dumps' | grep -q '^\\.diagport-rules-'"
-  # SIGKILL between the runs (Steady waits 3 s for its window again): no chance to write anything more
+  # SIGKILL between the runs (Steady waits 3 s for its window again): no chance to write anything more; Slow's
+  # 8 s window is about half seen
   kill -9 "$AG"
   wait "$AG" 2> /dev/null
-  before="$(arts "$RD/boot")/$(arts "$RD/heap")/$(arts "$RD/steady")"
+  before="$(arts "$RD/boot")/$(arts "$RD/heap")/$(arts "$RD/steady")/$(arts "$RD/slow")"
+  WHY="the first agent had triggered Slow already (the test's premise): $(ev "$LOG" rule-triggered Slow)"
+  check restart/slow-half-seen test "$(nev "$LOG" rule-triggered Slow)" = 0
   LOGN=2 launch restart
   WHY="the agent did not start again on the same socket: $(head -c 600 "$LOG")"
   check restart/agent-again test -n "$(grep '"event":"listening"' "$LOG")"
@@ -804,11 +816,11 @@ elif app restart; then
   # the rules are applied to the runtime just after it attaches
   for _ in $(seq 1 50); do
     rules "$APID" > /dev/null
-    jq -e 'keys | length == 3' "$W/rules.json" > /dev/null 2>&1 && break
+    jq -e 'keys | length == 4' "$W/rules.json" > /dev/null 2>&1 && break
     sleep 0.1
   done
   WHY="$(cat "$W/rules.json")"
-  check restart/listed-again jq -e '(keys | sort) == ["Boot", "HeapOnce", "Steady"]' "$W/rules.json"
+  check restart/listed-again jq -e '(keys | sort) == ["Boot", "HeapOnce", "Slow", "Steady"]' "$W/rules.json"
   rule Boot "$APID" > /dev/null
   WHY="$(cat "$W/rule.json")"
   check restart/startup-still-finished detail --arg r "$R_STARTUP" '.state == "Finished" and .stateReason == $r and .lifetimeOccurrences == 1'
@@ -825,8 +837,18 @@ elif app restart; then
   # the heap stayed over 40 MB the whole time (more than the 2 s window with this agent's counters), yet
   # HeapOnce took nothing more; Boot did not run again
   heap=$(curl -s "$U/metrics" | awk '/^systemruntime_gc_heap_size_bytes[ {]/ {print $(NF - 1) / 1e6; exit}')
-  WHY="before the restart $before, now $(arts "$RD/boot")/$(arts "$RD/heap")/$(arts "$RD/steady") (boot/heap/steady; 1/1/3 wanted); GC heap $heap MB"
-  check restart/no-duplicate test "$(arts "$RD/boot")/$(arts "$RD/heap")/$(arts "$RD/steady")" = 1/1/3 -a "$before" = 1/1/1
+  WHY="before the restart $before (boot/heap/steady/slow; 1/1/1/0 wanted), now $(arts "$RD/boot")/$(arts "$RD/heap")/$(arts "$RD/steady") (boot/heap/steady; 1/1/3 wanted); GC heap $heap MB"
+  check restart/no-duplicate test "$(arts "$RD/boot")/$(arts "$RD/heap")/$(arts "$RD/steady")" = 1/1/3 -a "$before" = 1/1/1/0
+  # the half-seen window is not kept: the new agent's readings start $DELAY s after the attach, and its first
+  # reading counts for one interval, so the 8 s window ends at the earliest $DELAY + 7 s after the rule started
+  for _ in $(seq 1 200); do [ "$(nev "$LOG" rule-triggered Slow)" -ge 1 ] && break; sleep 0.1; done
+  t0=$(evt "$LOG" rule-started Slow)
+  t1=$(evt "$LOG" rule-triggered Slow)
+  WHY="second agent: Slow started ${t0:-never}, triggered ${t1:-never}"
+  check restart/window-starts-again ge "$t0" "$t1" "$((DELAY + 6))"
+  wait_arts "$RD/slow" 1 10
+  WHY="$(ls "$RD/slow")"
+  check restart/slow-once test "$(arts "$RD/slow")" = 1
   WHY="heap $heap MB"
   check restart/heap-condition-held awk -v h="${heap:-0}" 'BEGIN {exit !(h > 40)}'
   WHY="second agent: Boot $(nev "$LOG" rule-action-started Boot), HeapOnce $(nev "$LOG" rule-action-started HeapOnce), Steady $(nev "$LOG" rule-action-started Steady) actions started"
