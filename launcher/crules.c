@@ -53,6 +53,7 @@
 #include "mem.h"
 #include "ops.h"
 #include "port.h"
+#include "proc.h"
 #include "target.h"
 
 #define WATCH_MS 250
@@ -62,6 +63,9 @@
 #define MAX_EXEC_ARGS 64
 #define MAX_OUTPUT 4096
 #define MAX_ACTIONS_OUT 16 /* a rule's actions (crules_parse.c's cap) */
+#define CMDLINE_ASK_MS 1000   /* a runtime whose command line is its host's path alone is asked again this often, */
+#define CMDLINE_ASK_FOR_MS 15000 /* until Main runs (the whole line) or for this long */
+#define MAX_SEEN 256
 #define STATE_PREFIX ".diagport-rules-"
 #define STATE_MAX_BYTES (256 << 10)
 #define STATE_CLAIM_MS 60000 /* a history no runtime came back for within this is removed */
@@ -107,8 +111,19 @@ struct inst {
 	bool seen;
 };
 
+/* A runtime's command line as the rules' filters see it (asked again until Main has run). */
+struct seen_rt {
+	uint8_t cookie[16];
+	char *cmdline;
+	long long first_ms, next_ms;
+	bool final;
+	bool seen;
+};
+
 struct crules {
 	struct crules_config cfg;
+	struct seen_rt *rt;
+	size_t n_rt;
 	long long started_ms;
 	char **unclaimed; /* history files found at the start, not yet claimed by a runtime */
 	size_t n_unclaimed;
@@ -139,12 +154,12 @@ static bool text_match(const char *have, size_t len, const struct crule_filter *
 	return strlen(f->value) == len && strncasecmp(have, f->value, len) == 0;
 }
 
-/* Whether p matches every filter (dotnet-monitor's rule: all of them, case-insensitive). */
-static bool filters_match(const struct crule *r, const struct port_runtime *p)
+/* Whether p (command line cmdline) matches every filter (dotnet-monitor's rule: all of them, case-insensitive). */
+static bool filters_match(const struct crule *r, const struct port_runtime *p, const char *cmdline)
 {
 	for (size_t i = 0; i < r->n_filters; i++) {
 		const struct crule_filter *f = &r->filters[i];
-		const char *cl = p->info.command_line ? p->info.command_line : "";
+		const char *cl = cmdline ? cmdline : "";
 		size_t len;
 		const char *name;
 		char pid[24];
@@ -176,6 +191,57 @@ static bool filters_match(const struct crule *r, const struct port_runtime *p)
 		}
 	}
 	return true;
+}
+
+/*
+ * The command line filters see for runtime p: the port's copy, asked at
+ * attach, is the host's path alone when Main had not run yet ("dotnet", no
+ * webapp.dll); such a runtime is asked again every second for 15 s, and
+ * filters that read the command line wait for that (*ready false) meanwhile.
+ */
+static struct seen_rt *seen_find(struct crules *e, const uint8_t cookie[16])
+{
+	for (size_t i = 0; i < e->n_rt; i++)
+		if (memcmp(e->rt[i].cookie, cookie, 16) == 0)
+			return &e->rt[i];
+	return NULL;
+}
+
+/* Ask again where the line is not whole yet (the watcher's thread, without the lock: an IPC round trip). */
+static void cmdline_refresh(struct crules *e, const struct port_runtime *p, long long now)
+{
+	struct seen_rt *s = seen_find(e, p->cookie);
+	const char *cl = p->info.command_line ? p->info.command_line : "";
+
+	if (!p->have_info)
+		return;
+	if (s == NULL) {
+		if (e->n_rt == MAX_SEEN)
+			return;
+		e->rt = mem_realloc(e->rt, (e->n_rt + 1) * sizeof(*e->rt));
+		s = &e->rt[e->n_rt++];
+		*s = (struct seen_rt){ .first_ms = now, .cmdline = mem_strdup(cl), .final = strchr(cl, ' ') != NULL };
+		memcpy(s->cookie, p->cookie, 16);
+	}
+	if (!s->final && now >= s->next_ms) {
+		struct ipc_process_info fresh = { 0 };
+
+		s->next_ms = now + CMDLINE_ASK_MS;
+		if (proc_info(e->cfg.port, p->cookie, 500, &fresh) == 0 && fresh.command_line) {
+			free(s->cmdline);
+			s->cmdline = mem_strdup(fresh.command_line);
+		}
+		ipc_process_info_free(&fresh);
+		s->final = strchr(s->cmdline, ' ') != NULL || now - s->first_ms >= CMDLINE_ASK_FOR_MS;
+	}
+}
+
+static const char *cmdline_of(struct crules *e, const struct port_runtime *p, bool *ready)
+{
+	struct seen_rt *s = seen_find(e, p->cookie);
+
+	*ready = s == NULL || s->final; /* past MAX_SEEN: the port's copy */
+	return s ? s->cmdline : p->info.command_line;
 }
 
 /* Filters other than ProcessId need the runtime's ProcessInfo. */
@@ -906,7 +972,12 @@ static void watch_once(struct crules *e)
 	long long now = clock_ms();
 	struct inst **gone = NULL;
 	size_t n_gone = 0;
+	bool filters = false;
 
+	for (size_t r = 0; r < e->cfg.set->n; r++)
+		filters = filters || needs_info(&e->cfg.set->r[r]);
+	for (size_t i = 0; filters && i < n; i++)
+		cmdline_refresh(e, &rt[i], now);
 	pthread_mutex_lock(&e->mu);
 	for (size_t i = 0; i < e->n; i++)
 		e->in[i]->seen = false;
@@ -922,8 +993,18 @@ static void watch_once(struct crules *e)
 				in->seen = true;
 				continue;
 			}
-			if ((needs_info(rule) && !rt[i].have_info) || !filters_match(rule, &rt[i]))
+			if (needs_info(rule)) {
+				bool ready = false;
+				const char *cl;
+
+				if (!rt[i].have_info)
+					continue;
+				cl = cmdline_of(e, &rt[i], &ready);
+				if (!ready || !filters_match(rule, &rt[i], cl))
+					continue;
+			} else if (!filters_match(rule, &rt[i], NULL)) {
 				continue;
+			}
 			in = inst_new(e, rule, &rt[i]);
 			in->seen = true;
 			e->in = mem_realloc(e->in, (e->n + 1) * sizeof(*e->in));
@@ -954,6 +1035,18 @@ static void watch_once(struct crules *e)
 		e->in[k++] = in;
 	}
 	e->n = k;
+	k = 0;
+	for (size_t i = 0; i < e->n_rt; i++) { /* the command lines of runtimes still here */
+		bool here = false;
+
+		for (size_t j = 0; j < n && !here; j++)
+			here = memcmp(rt[j].cookie, e->rt[i].cookie, 16) == 0;
+		if (here)
+			e->rt[k++] = e->rt[i];
+		else
+			free(e->rt[i].cmdline);
+	}
+	e->n_rt = k;
 	if (e->unclaimed && now - e->started_ms >= STATE_CLAIM_MS)
 		state_sweep(e);
 	pthread_mutex_unlock(&e->mu);
@@ -1021,6 +1114,9 @@ void crules_free(struct crules *e)
 	for (size_t i = 0; i < e->n_unclaimed; i++)
 		free(e->unclaimed[i]);
 	free(e->unclaimed);
+	for (size_t i = 0; i < e->n_rt; i++)
+		free(e->rt[i].cmdline);
+	free(e->rt);
 	pthread_mutex_destroy(&e->mu);
 	pthread_mutex_destroy(&e->stop_mu);
 	pthread_cond_destroy(&e->stop_cv);

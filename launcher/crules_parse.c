@@ -114,6 +114,16 @@ static int refuse(int code, const struct cnode *n, struct err_msg *em, const cha
 	return err_set(em, code, "%s: %s: %s", n->where ? n->where : "settings", path, what);
 }
 
+/* A required setting NAME under n is absent: named by its full path, where n came from. */
+static int refuse_missing(const struct cnode *n, const char *name, struct err_msg *em, const char *hint)
+{
+	char path[MAX_PATH];
+
+	node_path(n, path, sizeof(path));
+	return err_set(em, DP_EINVAL, "%s: %s%s%s: is required%s", n->where ? n->where : "settings", path, *path ? ":" : "",
+		       name, hint);
+}
+
 /* A child by name, marked as read; NULL when absent. */
 static struct cnode *get(struct cnode *n, const char *name)
 {
@@ -132,7 +142,7 @@ static int get_text(struct cnode *n, const char *name, bool required, const char
 	*out = NULL;
 	if (c == NULL || (c->value == NULL && c->n == 0)) {
 		if (required)
-			return refuse(DP_EINVAL, n, em, "%s is required", name);
+			return refuse_missing(n, name, em, "");
 		return 0;
 	}
 	if (c->n)
@@ -522,7 +532,7 @@ static int status_list(struct cnode *s, struct crule_trigger *t, struct err_msg 
 	int rc = get_strings(s, "StatusCodes", &codes, &n, em);
 
 	if (rc == 0 && n == 0)
-		rc = refuse(DP_EINVAL, s, em, "StatusCodes is required (e.g. [\"500-599\"])");
+		rc = refuse_missing(s, "StatusCodes", em, " (e.g. [\"500-599\"])");
 	t->status = mem_zalloc((n ? n : 1) * sizeof(*t->status));
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		char *end;
@@ -563,7 +573,7 @@ static int bind_aspnet(struct cnode *s, struct crule_trigger *t, const struct de
 		if ((rc = get_uint(s, "ResponseCount", &has, &t->count, 1, 0x7fffffff, em)) || (rc = status_list(s, t, em)))
 			return rc;
 		if (!has)
-			return refuse(DP_EINVAL, s, em, "ResponseCount is required");
+			return refuse_missing(s, "ResponseCount", em, "");
 		return unread(s, "StatusCodes, ResponseCount, SlidingWindowDuration, IncludePaths, ExcludePaths", em);
 	}
 	t->count = d->requests;
@@ -571,7 +581,7 @@ static int bind_aspnet(struct cnode *s, struct crule_trigger *t, const struct de
 	if ((rc = get_uint(s, "RequestCount", &has, &t->count, 1, 0x7fffffff, em)))
 		return rc;
 	if (!has)
-		return refuse(DP_EINVAL, s, em, "RequestCount is required");
+		return refuse_missing(s, "RequestCount", em, "");
 	if (t->type == CRT_ASP_DURATION) {
 		bool hd = false;
 
@@ -605,9 +615,9 @@ static int bind_trigger(struct cnode *rule, struct crule_trigger *t, const struc
 	int rc;
 
 	if (tn == NULL)
-		return refuse(DP_EINVAL, rule, em, "Trigger is required");
+		return refuse_missing(rule, "Trigger", em, "");
 	if ((rc = get_text(tn, "Type", true, &type, em)) != 0 || type == NULL)
-		return rc ? rc : refuse(DP_EINVAL, tn, em, "Type is required");
+		return rc ? rc : refuse_missing(tn, "Type", em, "");
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (strcasecmp(types[i].name, type) == 0)
 			break;
@@ -645,20 +655,20 @@ static int bind_trigger(struct cnode *rule, struct crule_trigger *t, const struc
 			return unread(s, "GreaterThan, LessThan, SlidingWindowDuration", em);
 		}
 		if (s == NULL)
-			return refuse(DP_EINVAL, tn, em, "Settings is required (ProviderName, CounterName, GreaterThan/LessThan)");
+			return refuse_missing(tn, "Settings", em, " (ProviderName, CounterName, GreaterThan/LessThan)");
 		if ((rc = get_str(s, "ProviderName", true, &t->provider, em)) ||
 		    (rc = get_str(s, "CounterName", true, &t->name, em)) || (rc = window(s, d, &t->window_ms, em)) ||
 		    (rc = thresholds(s, t, HUGE_VAL, HUGE_VAL, em)))
 			return rc;
 		if (!t->has_gt && !t->has_lt)
-			return refuse(DP_EINVAL, s, em, "GreaterThan or LessThan (or both) is required");
+			return refuse_missing(s, "GreaterThan", em, " (or LessThan, or both)");
 		return unread(s, "ProviderName, CounterName, GreaterThan, LessThan, SlidingWindowDuration", em);
 	case CRT_EVENT_METER: {
 		bool hp = false;
 		unsigned pct = 0;
 
 		if (s == NULL)
-			return refuse(DP_EINVAL, tn, em, "Settings is required (MeterName, InstrumentName, GreaterThan/LessThan)");
+			return refuse_missing(tn, "Settings", em, " (MeterName, InstrumentName, GreaterThan/LessThan)");
 		if ((rc = get_str(s, "MeterName", true, &t->provider, em)) ||
 		    (rc = get_str(s, "InstrumentName", true, &t->name, em)) || (rc = window(s, d, &t->window_ms, em)) ||
 		    (rc = thresholds(s, t, HUGE_VAL, HUGE_VAL, em)) ||
@@ -667,13 +677,13 @@ static int bind_trigger(struct cnode *rule, struct crule_trigger *t, const struc
 		if (hp)
 			t->percentile = (int)pct;
 		if (!t->has_gt && !t->has_lt)
-			return refuse(DP_EINVAL, s, em, "GreaterThan or LessThan (or both) is required");
+			return refuse_missing(s, "GreaterThan", em, " (or LessThan, or both)");
 		return unread(s, "MeterName, InstrumentName, GreaterThan, LessThan, HistogramPercentile, "
 			      "SlidingWindowDuration", em);
 	}
 	default:
 		if (s == NULL)
-			return refuse(DP_EINVAL, tn, em, "Settings is required");
+			return refuse_missing(tn, "Settings", em, "");
 		return bind_aspnet(s, t, d, em);
 	}
 }
@@ -691,7 +701,7 @@ static int egress_of(struct cnode *s, struct crule_action *a, const struct defau
 	if (eg)
 		return find_egress(get(s, "Egress"), eg, env, &a->egress, em);
 	if ((a->egress = d->egress) == NULL)
-		return refuse(DP_EINVAL, s, em, "Egress is required (or CollectionRuleDefaults:Actions:Egress)");
+		return refuse_missing(s, "Egress", em, " (or CollectionRuleDefaults:Actions:Egress)");
 	return 0;
 }
 
@@ -788,7 +798,7 @@ static int bind_trace(struct cnode *s, struct crule_action *a, struct err_msg *e
 		return 0;
 	}
 	if (get(s, "Providers") == NULL)
-		return refuse(DP_EINVAL, s, em, "Profile or Providers is required");
+		return refuse_missing(s, "Profile", em, " (or Providers)");
 	if ((rc = trace_providers(s, a, em)) != 0)
 		return rc;
 	if ((stop = get(s, "StoppingEvent")) != NULL) {
@@ -1010,7 +1020,7 @@ static int bind_action(struct cnode *n, struct crule_action *a, const struct def
 	if ((rc = get_text(n, "Type", true, &type, em)) || (rc = get_str(n, "Name", false, &a->name, em)))
 		return rc;
 	if (type == NULL)
-		return refuse(DP_EINVAL, n, em, "Type is required");
+		return refuse_missing(n, "Type", em, "");
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (strcasecmp(types[i].name, type) == 0)
 			break;

@@ -158,3 +158,34 @@ void proc_perfmap(struct port *port, const struct port_runtime *p, struct httpd_
 	buf_free(&req);
 	buf_free(&pl);
 }
+
+int proc_info(struct port *port, const uint8_t cookie[16], int timeout_ms, struct ipc_process_info *out)
+{
+	static const struct {
+		uint8_t id;
+		int version;
+	} tries[] = { { IPC_PROCESS_INFO2, 2 }, { IPC_PROCESS_INFO, 1 } };
+	int rc = DP_EUNSUPPORTED;
+
+	for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]) && rc == DP_EUNSUPPORTED; i++) {
+		struct ipc_header h;
+		struct buf req, pl;
+		int fd;
+
+		if ((rc = port_take(port, cookie, timeout_ms, &fd)) != 0)
+			return rc;
+		buf_init(&req, IPC_MAX_MESSAGE);
+		buf_init(&pl, IPC_MAX_MESSAGE);
+		ipc_begin(&req, IPC_SET_PROCESS, tries[i].id);
+		ipc_end(&req);
+		rc = ipc_transact(fd, &req, &h, &pl, timeout_ms);
+		if (rc == 0 && (h.set != IPC_SET_SERVER || h.id != IPC_SERVER_OK ||
+				ipc_parse_process_info((const uint8_t *)pl.data, pl.len, tries[i].version, out) != 0))
+			rc = DP_EUNSUPPORTED;
+		close(fd);
+		port_release(port, cookie);
+		buf_free(&req);
+		buf_free(&pl);
+	}
+	return rc;
+}

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "http/httpd.h"
+#include "ipc.h"
 #include "port.h"
 
 /* GET /env: the runtime's environment as one JSON object (ProcessEnvironment, .NET 5+). */
@@ -19,6 +20,13 @@ void proc_env(struct port *port, const struct port_runtime *p, struct httpd_req 
  * DisablePerfMap. type (1 All, 2 JitDump, 3 PerfMap) only when enabling.
  */
 void proc_perfmap(struct port *port, const struct port_runtime *p, struct httpd_req *r, bool enable, unsigned type);
+/*
+ * The runtime's ProcessInfo as it is now (ProcessInfo2, else ProcessInfo):
+ * its command line is whole only once Main runs (before, the host's path
+ * alone), where the port's copy was asked at attach. 0 with *out (new
+ * strings); port_take's codes (within timeout_ms), DP_EUNSUPPORTED, DP_EIO.
+ */
+int proc_info(struct port *port, const uint8_t cookie[16], int timeout_ms, struct ipc_process_info *out);
 /* The type a ?type= names (NULL: PerfMap), or 0. */
 unsigned proc_perfmap_type(const char *name);
 

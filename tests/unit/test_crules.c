@@ -131,7 +131,7 @@ static void refusals(void)
 		  "CollectionRules:R:Actions:0:Type: 'CollectHeap' is not an action" },
 		{ "CollectionRules:\n  R:\n    Trigger: {Type: EventCounter, Settings: {ProviderName: System.Runtime, GreaterThan: 1}}\n"
 		  "    Actions: [{Type: CollectDump, Settings: {Egress: TmpDir}}]\n",
-		  "CollectionRules:R:Trigger:Settings: CounterName is required" },
+		  "CollectionRules:R:Trigger:Settings:CounterName: is required" },
 		{ "CollectionRules:\n  R:\n    Trigger: {Type: CPUUsage, Settings: {GreaterThan: lots}}\n"
 		  "    Actions: [{Type: CollectDump, Settings: {Egress: TmpDir}}]\n",
 		  "rules.yaml:3:55: CollectionRules:R:Trigger:Settings:GreaterThan: 'lots' is not a number" },
@@ -162,7 +162,7 @@ static void refusals(void)
 		  "    Actions: [{Type: CollectTrace, Settings: {Egress: TmpDir, Profile: Gpu}}]\n",
 		  "CollectionRules:R:Actions:0:Settings:Profile:" },
 		{ "CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n    Actions: [{Type: CollectDump}]\n",
-		  "CollectionRules:R:Actions:0:Settings: Egress is required" },
+		  "CollectionRules:R:Actions:0:Settings:Egress: is required" },
 		{ "CollectionRules:\n  R:\n    Trigger: {Type: CPUUsage, Settings: {SlidingWindowDuration: \"2.00:00:00\"}}\n"
 		  "    Actions: [{Type: CollectDump, Settings: {Egress: TmpDir}}]\n",
 		  "CollectionRules:R:Trigger:Settings:SlidingWindowDuration: '2.00:00:00' is outside 00:00:01..1.00:00:00" },
@@ -173,7 +173,7 @@ static void refusals(void)
 		  "    Actions: [{Type: CollectDump, Settings: {Egress: TmpDir}}]\n",
 		  "CollectionRules:R:Filters:0: a filter needs a Value" },
 		{ "CollectionRules:\n  R:\n    Actions: [{Type: CollectDump, Settings: {Egress: TmpDir}}]\n",
-		  "CollectionRules:R: Trigger is required" },
+		  "CollectionRules:R:Trigger: is required" },
 		{ "CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n"
 		  "    Actions: [{Name: d, Type: CollectDump, WaitForCompletion: false, Settings: {Egress: TmpDir}},\n"
 		  "              {Type: Execute, Settings: {Path: /bin/echo, Arguments: \"$(Actions.d.EgressPath)\"}}]\n",
