@@ -58,9 +58,12 @@ start_webapp() {
 	for _ in $(seq 1 100); do curl -s "$@" "$agent/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
 	return 1
 }
+# ours PID: whether PID is still a child of this script (a pid reaped earlier may belong to anyone by now:
+# pid_max is 32768 here and every .NET thread takes one; the test runner included)
+ours() { [ -n "$1" ] && [ "$(awk '{print $4}' "/proc/$1/stat" 2>/dev/null)" = "$$" ]; }
 agent_cleanup() {
 	local p
-	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill -9 "$p" 2>/dev/null; done
+	for p in "${PIDS[@]+"${PIDS[@]}"}"; do ours "$p" && kill -9 "$p" 2>/dev/null; done
 	# a createdump whose agent died holds its app (a child of ours) unreaped: wait would never return
 	pkill -9 -f "createdump --name $W/" 2>/dev/null
 	wait 2>/dev/null

@@ -89,8 +89,8 @@ over() {
   elif [ -n "${AG:-}" ]; then
     pass "$SCEN/agent-lived"
   fi
-  kill -9 "$APP" 2> /dev/null
-  kill "$AG" 2> /dev/null
+  ours "${APP:-}" && kill -9 "$APP" 2> /dev/null
+  ours "${AG:-}" && kill "$AG" 2> /dev/null
   wait "$AG" 2> /dev/null
   wait "$APP" 2> /dev/null
 }
