@@ -304,6 +304,10 @@ static void fire(struct inst *in)
 
 	if (in->state == IS_FINISHED || in->state == IS_EXECUTING)
 		return;
+	if (in->th_started) { /* the last list's thread, past its last lock: it ends at once */
+		pthread_join(in->th, NULL);
+		in->th_started = false;
+	}
 	log_inst("collection rule triggered", "rule-triggered", in, "trigger", in->r->trig.type_name);
 	if (throttled(in, now)) {
 		if (in->state != IS_THROTTLED)
@@ -325,7 +329,7 @@ static void fire(struct inst *in)
 	}
 }
 
-/* The action list ended (its thread joined): Running with a fresh trigger, or Finished. */
+/* The action list ended (its own thread, under mu): Running with a fresh trigger, or Finished. */
 static void actions_ended(struct inst *in)
 {
 	if (in->finish_after) {
@@ -765,6 +769,9 @@ static void *run_actions(void *arg)
 		free(loc);
 	}
 	outputs_free(&o);
+	pthread_mutex_lock(&in->e->mu); /* the state says so at once, not at the watcher's next look */
+	actions_ended(in);
+	pthread_mutex_unlock(&in->e->mu);
 	atomic_store(&in->th_done, true);
 	return NULL;
 }
@@ -951,10 +958,9 @@ static void tick(struct inst *in, long long now)
 {
 	const struct crule_limits *l = &in->r->lim;
 
-	if (in->th_started && atomic_load(&in->th_done)) {
+	if (in->th_started && atomic_load(&in->th_done)) { /* it set the state itself */
 		pthread_join(in->th, NULL);
 		in->th_started = false;
-		actions_ended(in);
 	}
 	if (in->state == IS_FINISHED)
 		return;

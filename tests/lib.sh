@@ -58,6 +58,10 @@ start_webapp() {
 	for _ in $(seq 1 100); do curl -s "$@" "$agent/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
 	return 1
 }
+# jqe ARGS...: jq -e on stdin that fails on no input as well (Debian's jq 1.6 exits 0 when it read nothing,
+# so "curl ... | jq -e 'length == 0'" passed with the agent down); exported for bash -c
+jqe() { local in; in=$(cat); [ -n "$in" ] && jq -e "$@" <<< "$in"; }
+export -f jqe
 # ours PID: whether PID is still a child of this script (a pid reaped earlier may belong to anyone by now:
 # pid_max is 32768 here and every .NET thread takes one; the test runner included)
 ours() { [ -n "$1" ] && [ "$(awk '{print $4}' "/proc/$1/stat" 2>/dev/null)" = "$$" ]; }

@@ -60,9 +60,10 @@ build_app_image() {
 }
 # e2e_playable INJECTED NAME AGENT_PORT APP_PORT: the injected Deployment renamed NAME, its two ports published
 # on the host's loopback (what `kube play` needs to reach a pod from here), the token's directory in place
-# of the secret volume and a new directory of mode 0777 (what kubelet makes) for each emptyDir (see pod.sh)
+# of the secret volume, $W/configmap (a ConfigMap's keys as files, as kubelet mounts one) in place of a
+# configMap volume, and a new directory of mode 0777 (what kubelet makes) for each emptyDir (see pod.sh)
 e2e_playable() {
-	python3 - "$@" "$W/secret" "$W/volumes" << 'EOF'
+	python3 - "$@" "$W/secret" "$W/volumes" "$W/configmap" << 'EOF'
 import os, sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
 d["metadata"]["name"] = sys.argv[2]
@@ -74,6 +75,9 @@ for v in spec["volumes"]:
     if "secret" in v:
         del v["secret"]
         v["hostPath"] = {"path": sys.argv[5], "type": "Directory"}
+    elif "configMap" in v:
+        del v["configMap"]
+        v["hostPath"] = {"path": sys.argv[7], "type": "Directory"}
     elif "emptyDir" in v:
         path = os.path.join(sys.argv[6], sys.argv[2], v["name"])
         os.makedirs(path)

@@ -32,8 +32,8 @@ start_app() {
   PIDS+=($!); APID=$!
   wait_for "$W/$name.out" READY 15
 }
-listed() { curl -s "$U/processes" | jq -e --argjson p "$1" 'map(select(.pid == $p)) | length == 1'; }
-not_listed() { curl -s "$U/processes" | jq -e --argjson p "$1" 'map(select(.pid == $p)) | length == 0'; }
+listed() { curl -s "$U/processes" | jqe --argjson p "$1" 'map(select(.pid == $p)) | length == 1'; }
+not_listed() { curl -s "$U/processes" | jqe --argjson p "$1" 'map(select(.pid == $p)) | length == 0'; }
 count() { curl -s "$U/processes" | jq length; }
 
 # Before anything runs: a stale socket from a runtime that died, a name too long for sun_path,
@@ -74,7 +74,7 @@ WHY="processes: $(curl -s "$U/processes")"; check second-app-listed until_ok 5 l
 WHY="processes: $(curl -s "$U/processes")"; check two-entries test "$(count)" = 2
 stale_socket "$T/dotnet-diagnostic-$A1-1-socket"
 sleep 1.5
-WHY="processes: $(curl -s "$U/processes")"; check stale-same-pid-not-confusing bash -c "[ \$(curl -s '$U/processes' | jq length) = 2 ] && curl -s '$U/processes' | jq -e --argjson p $A1 'map(select(.pid == \$p)) | length == 1'"
+WHY="processes: $(curl -s "$U/processes")"; check stale-same-pid-not-confusing bash -c "[ \$(curl -s '$U/processes' | jq length) = 2 ] && curl -s '$U/processes' | jqe --argjson p $A1 'map(select(.pid == \$p)) | length == 1'"
 curl -s "$U/process?pid=$A1" > "$W/body"
 WHY="$(cat "$W/body")"; check stale-same-pid-still-served jq -e --argjson p "$A1" '.pid == $p' "$W/body"
 
@@ -108,7 +108,7 @@ check both-ways-suspended-resumed wait_for "$W/app5.out" READY 10
 WHY="processes: $(curl -s "$U/processes")"; check both-ways-suspended-listed-once until_ok 5 listed "$A5"
 WHY="processes: $(curl -s "$U/processes")"; check three-entries test "$(count)" = 3
 kill -9 "$A4" "$A5"; wait "$A4" "$A5" 2>/dev/null
-WHY="still listed: $(curl -s "$U/processes")"; check both-ways-killed-dropped until_ok 6 bash -c "curl -s '$U/processes' | jq -e --argjson a $A4 --argjson b $A5 'map(select(.pid == \$a or .pid == \$b)) | length == 0'"
+WHY="still listed: $(curl -s "$U/processes")"; check both-ways-killed-dropped until_ok 6 bash -c "curl -s '$U/processes' | jqe --argjson a $A4 --argjson b $A5 'map(select(.pid == \$a or .pid == \$b)) | length == 0'"
 
 # 5b. a suspended app that waited for the agent: the first scan usually finds it before its next
 # connect to our port does; it must still be resumed, and listed once
@@ -120,7 +120,7 @@ WHY="$(cat "$W/app8.out")"; check suspended-waits-for-agent bash -c "! grep -q R
 "$D" launch --socket "$S3" --connect-dir "$T3" --urls "$U4" 2> "$W/agent4.log" & AG4=$!; PIDS+=($AG4)
 WHY="log: $(cat "$W/agent4.log")"; check suspended-found-first-resumed wait_for "$W/app8.out" READY 10
 WHY="processes: $(curl -s "$U4/processes")"
-check suspended-found-first-listed-once until_ok 5 bash -c "curl -s '$U4/processes' | jq -e --argjson p $A8 'length == 1 and .[0].pid == \$p'"
+check suspended-found-first-listed-once until_ok 5 bash -c "curl -s '$U4/processes' | jqe --argjson p $A8 'length == 1 and .[0].pid == \$p'"
 WHY="$(cat "$W/agent4.log")"; check suspended-found-first-one-event test "$(grep -c '"event":"attached"' "$W/agent4.log")" = 1
 kill -TERM $AG4; wait $AG4; kill -9 $A8; wait $A8 2>/dev/null
 
@@ -141,18 +141,18 @@ check default-socket-mode-0600 bash -c "stat -c '%a %U' '$T2'/dotnet-diagnostic-
 DIAGPORT_CONNECT_DIR=$T2 setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --socket "$T2/agent.sock" \
   --urls "$U2" 2> "$W/agent2.log" & AG2=$!; PIDS+=($AG2)
 check other-uid-says-permission-denied wait_for "$W/agent2.log" "\"event\":\"unreachable\",\"socket\":\"dotnet-diagnostic-$A6-[0-9]*-socket\",\"reason\":\"Permission denied\"" 10
-WHY="processes: $(curl -s "$U2/processes")"; check other-uid-not-listed bash -c "curl -s '$U2/processes' | jq -e 'length == 0'"
+WHY="processes: $(curl -s "$U2/processes")"; check other-uid-not-listed bash -c "curl -s '$U2/processes' | jqe 'length == 0'"
 sleep 2.5 # retries stay quiet
 WHY="$(cat "$W/agent2.log")"; check other-uid-logged-once test "$(grep -c unreachable "$W/agent2.log")" = 1
 env TMPDIR="$T2" HOME="$T2" setpriv --reuid 65534 --regid 65534 --clear-groups dotnet "$APP" sleep 120 > "$W/app7.out" 2>&1 & A7=$!; PIDS+=($A7)
 wait_for "$W/app7.out" READY 15
 WHY="processes: $(curl -s "$U2/processes"); log: $(cat "$W/agent2.log")"
-check same-uid-listed until_ok 5 bash -c "curl -s '$U2/processes' | jq -e --argjson p $A7 'length == 1 and .[0].pid == \$p'"
+check same-uid-listed until_ok 5 bash -c "curl -s '$U2/processes' | jqe --argjson p $A7 'length == 1 and .[0].pid == \$p'"
 kill -TERM $AG2; wait $AG2
 P3=$(free_port); U3=http://127.0.0.1:$P3
 "$D" launch --socket "$W/c.sock" --connect-dir "$T2" --urls "$U3" 2> "$W/agent3.log" & AG3=$!; PIDS+=($AG3)
 WHY="processes: $(curl -s "$U3/processes")"
-check root-agent-lists-both until_ok 5 bash -c "curl -s '$U3/processes' | jq -e --argjson a $A6 --argjson b $A7 'length == 2 and (map(.pid) | sort) == ([\$a, \$b] | sort)'"
+check root-agent-lists-both until_ok 5 bash -c "curl -s '$U3/processes' | jqe --argjson a $A6 --argjson b $A7 'length == 2 and (map(.pid) | sort) == ([\$a, \$b] | sort)'"
 kill -TERM $AG3; wait $AG3
 
 # 8. a directory that is not there yet: said once, and watched until it is
@@ -164,7 +164,7 @@ WHY="$(cat "$W/agent5.log")"; check missing-dir-said-once test "$(grep -c unreac
 mkdir -m 1777 "$T5"
 env TMPDIR="$T5" dotnet "$APP" sleep 120 > "$W/app9.out" 2>&1 & A9=$!; PIDS+=($A9)
 WHY="processes: $(curl -s "$U5/processes")"
-check missing-dir-watched until_ok 15 bash -c "curl -s '$U5/processes' | jq -e --argjson p $A9 'length == 1 and .[0].pid == \$p'"
+check missing-dir-watched until_ok 15 bash -c "curl -s '$U5/processes' | jqe --argjson p $A9 'length == 1 and .[0].pid == \$p'"
 kill -TERM $AG5; wait $AG5
 
 # 9. a directory no socket path in it could fit is refused at start

@@ -127,7 +127,7 @@ check progress-plain bash -c "grep -q 'orders-1 pid ${APPPID[1]}: stacks started
 WHY="every agent logs the capture with its caller: $(grep capture-started "$W/a1/agent.log" | tail -1)"
 check caller-logged bash -c "grep capture-started '$W/a1/agent.log' | tail -1 |
 	jq -e '.caller == \"${USER:-unknown}@'\$(hostname)'\" and .peer == \"127.0.0.1\" and .authenticated == false' &&
-	grep capture-started '$W/a2/agent.log' | tail -1 | jq -e '.authenticated == true'"
+	grep capture-started '$W/a2/agent.log' | tail -1 | jqe '.authenticated == true'"
 
 # ---- the per-workload limit: dumps (they freeze the process) of one workload never overlap ----
 "$D" capture dump --type Mini --targets-file "$W/targets" -o "$W/dumps1" --parallel 4 > "$W/dumps1.out" 2>&1
@@ -259,7 +259,7 @@ WHY="logs: $(ls "$W/logs"); $(head -c 300 "$W/logs/"*.ndjson 2>/dev/null)"
 check logs bash -c "test \$(jq -c 'select(.Message | test(\"fleet-hello\"))' '$W/logs/'*.ndjson | wc -l) -ge 1"
 "$D" capture trace --profile Cpu --duration 1 --target "${URL[1]}" -o "$W/trace" > /dev/null 2>&1
 WHY="trace: $(ls "$W/trace")"
-check trace bash -c "'$D' nettrace stats '$W/trace/'*.nettrace | jq -e '.totalEvents > 0'"
+check trace bash -c "'$D' nettrace stats '$W/trace/'*.nettrace | jqe '.totalEvents > 0'"
 "$D" capture gcdump --format json --target "${URL[1]}" -o "$W/gc" > /dev/null 2>&1
 WHY="gcdump: $(ls "$W/gc"); $(head -c 200 "$W/gc/"*.gcdump.json 2>/dev/null)"
 check gcdump bash -c "jq -e '.objects > 0 and (.types | length) > 0' '$W/gc/'*.gcdump.json"
@@ -365,7 +365,7 @@ s.close()
 print(got)' "${URL[1]}" "${APPPID[1]}" > "$W/abort.out" 2>&1
 wait_for "$W/a1/agent.log" 'the client went away before the whole dump was sent' 15
 WHY="$(grep capture-ended "$W/a1/agent.log" | tail -1)"
-check agent-logs-abandoned-download bash -c "grep capture-ended '$W/a1/agent.log' | tail -1 | jq -e '.outcome == \"Failed\"'"
+check agent-logs-abandoned-download bash -c "grep capture-ended '$W/a1/agent.log' | tail -1 | jqe '.outcome == \"Failed\"'"
 
 # ---- a kubectl plugin: kubectl finds kubectl-diagport on PATH and runs it ----
 mkdir -p "$W/bin"

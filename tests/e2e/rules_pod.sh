@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# tests/e2e/rules_pod.sh - collection rules carried by the workload, in a real pod: the test webapp's
+# Deployment injected with `diagport inject k8s --rules NAME` (the annotation diagport.dev/rules names a
+# ConfigMap of dotnet-monitor's keys, CollectionRules__... as a dotnet-monitor user writes them), played with
+# `podman kube play`; the agent (its image, sandboxed, uid 1654) reads the ConfigMap as key-per-file settings
+# and its rules act on the app in the other container: a Startup rule's stacks and a GC-heap rule's dump
+# reach the egress directory, /collectionrules says so through the pod's port. Kubelet mounts a ConfigMap as
+# a directory of files, one per key; podman 4.3 is given that directory as a hostPath in its place (as
+# pod.sh does for the Secret, which podman 4.3 cannot play).
+set -u
+cd "$(dirname "$0")/../.."
+T_NAME=e2e-rules-pod
+. tests/lib.sh
+agent_setup e2erules
+. tests/e2e/lib.sh
+e2e_setup
+build_apps
+AGENT_IMG=localhost/diagport:e2e-rules
+APP_IMG=localhost/diagport-e2e-webapp:1 # the name tests/e2e/webapp.yaml runs
+build_agent_image "$AGENT_IMG"
+build_app_image "$APP_IMG"
+cp tests/e2e/webapp.yaml "$W/deploy.yaml"
+
+# the ConfigMap a user writes, and its keys as the files kubelet would mount
+kubectl create configmap app-rules --dry-run=client -o yaml \
+	--from-literal=Egress__FileSystem__out__DirectoryPath=/dumps \
+	--from-literal=CollectionRules__AtStart__Trigger__Type=Startup \
+	--from-literal=CollectionRules__AtStart__Actions__0__Type=CollectStacks \
+	--from-literal=CollectionRules__AtStart__Actions__0__Settings__Egress=out \
+	--from-literal=CollectionRules__BigHeap__Trigger__Type=GCHeapSize \
+	--from-literal=CollectionRules__BigHeap__Trigger__Settings__GreaterThan=60 \
+	--from-literal=CollectionRules__BigHeap__Trigger__Settings__SlidingWindowDuration=00:00:02 \
+	--from-literal=CollectionRules__BigHeap__Actions__0__Type=CollectDump \
+	--from-literal=CollectionRules__BigHeap__Actions__0__Settings__Type=Mini \
+	--from-literal=CollectionRules__BigHeap__Actions__0__Settings__Egress=out \
+	--from-literal=CollectionRules__BigHeap__Limits__ActionCount=1 > "$W/configmap.yaml"
+mkdir -p "$W/configmap"
+python3 -c 'import os, sys, yaml
+for k, v in yaml.safe_load(open(sys.argv[1]))["data"].items():
+    open(os.path.join(sys.argv[2], k), "w").write(v)' "$W/configmap.yaml" "$W/configmap"
+chmod 0755 "$W/configmap"
+chmod 0644 "$W/configmap"/*
+
+"$D" inject k8s --sidecar container --no-auth --rules app-rules --image "$AGENT_IMG" -f "$W/deploy.yaml" \
+	> "$W/injected.yaml" 2> "$W/inject.err"
+WHY="$(cat "$W/inject.err"; grep -n 'rules' "$W/injected.yaml" | head -5)"
+check inject bash -c "grep -q 'name: app-rules' '$W/injected.yaml' && grep -q -- '--config-dir' '$W/injected.yaml'"
+# the agent's settings: with --no-auth it listens on loopback only; the test reaches it through the pod's
+# published port, so it is told to listen on every address of the pod (a test-only argument)
+python3 - "$W/injected.yaml" << 'PY'
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+for c in d["spec"]["template"]["spec"]["containers"]:
+    if c["name"] == "diagport-agent":
+        a = c["args"]
+        a[a.index("--urls") + 1] = "http://+:52323"
+        a += ["--metrics-interval", "1", "--metrics-start-delay", "2"]
+yaml.safe_dump(d, open(sys.argv[1], "w"))
+PY
+AP=$(free_port)
+HP=$(free_port)
+e2e_playable "$W/injected.yaml" rulespod "$AP" "$HP" > "$W/play.yaml"
+play "$W/play.yaml" > "$W/play.out" 2>&1
+rc=$?
+WHY="podman kube play: exit $rc: $(tail -3 "$W/play.out")"
+check kube-play test "$rc" = 0
+U=http://127.0.0.1:$AP
+DUMPS=$W/volumes/rulespod/diagport-dumps
+for _ in $(seq 1 300); do ls "$DUMPS"/*.stacks.json > /dev/null 2>&1 && break; sleep 0.1; done
+WHY="in the egress directory: $(ls -A "$DUMPS" 2>&1 | tr '\n' ' '); agent: $(podman logs rulespod-pod-0-diagport-agent 2>&1 | tail -3)"
+check startup-rule-stacks bash -c "ls '$DUMPS'/*.stacks.json > /dev/null 2>&1"
+for _ in $(seq 1 50); do curl -sf -o "$W/rules.json" "$U/collectionrules" && grep -q Finished "$W/rules.json" && break; sleep 0.1; done
+WHY="$(cat "$W/rules.json" 2>&1)"
+check collectionrules-listed jq -e '.AtStart.state == "Finished" and .BigHeap.state == "Running"' "$W/rules.json"
+# the app grows its heap past 60 MB and keeps it: one Mini dump, then the rule is Finished
+curl -s "http://127.0.0.1:$HP/memory-leak?mb=100" > /dev/null
+for _ in $(seq 1 600); do ls "$DUMPS"/core_* > /dev/null 2>&1 && break; sleep 0.1; done
+sleep 1
+WHY="in the egress directory: $(ls -A "$DUMPS" | tr '\n' ' '); rule: $(curl -s "$U/collectionrules/BigHeap")"
+check heap-rule-one-dump test "$(ls "$DUMPS" | grep -c '^core_')" = 1
+f=$(ls "$DUMPS"/core_* 2>/dev/null | head -1)
+WHY="$f: $(head -c 4 "$f" 2>/dev/null | od -c | head -1)"
+check heap-rule-elf-core test "$(head -c 4 "$f" 2>/dev/null | tail -c 3)" = ELF
+curl -sf -o "$W/bigheap.json" "$U/collectionrules/BigHeap"
+WHY="$(cat "$W/bigheap.json" 2>&1)"
+check heap-rule-finished jq -e '.state == "Finished" and .lifetimeOccurrences == 1' "$W/bigheap.json"
+e2e_cleanup_check
