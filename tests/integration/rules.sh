@@ -93,6 +93,7 @@ over() {
   ours "${AG:-}" && kill "$AG" 2> /dev/null
   wait "$AG" 2> /dev/null
   wait "$APP" 2> /dev/null
+  return 0
 }
 # arts DIR: how many finished artifacts DIR holds (partial files start with a dot)
 arts() { find "$1" -maxdepth 1 -type f ! -name '.*' | wc -l; }
@@ -861,3 +862,4 @@ elif app restart; then
   check restart/history-removed-with-runtime bash -c "! ls -A '$RD/dumps' | grep -q '^\\.diagport-rules-'"
 fi
 over
+exit 0
