@@ -54,7 +54,7 @@ for c in d["spec"]["template"]["spec"]["containers"]:
     if c["name"] == "diagport-agent":
         a = c["args"]
         a[a.index("--urls") + 1] = "http://+:52323"
-        a += ["--metrics-interval", "1", "--metrics-start-delay", "2"]
+        a += ["--metrics-interval", "1"]  # counters from metricsStartDelay (10 s) after the attach: earlier can hang the app at startup (metrics.h)
 yaml.safe_dump(d, open(sys.argv[1], "w"))
 PY
 AP=$(free_port)
@@ -76,7 +76,7 @@ check collectionrules-listed jq -e '.AtStart.state == "Finished" and .BigHeap.st
 curl -s "http://127.0.0.1:$HP/memory-leak?mb=100" > /dev/null
 for _ in $(seq 1 600); do ls "$DUMPS"/core_* > /dev/null 2>&1 && break; sleep 0.1; done
 sleep 1
-WHY="in the egress directory: $(ls -A "$DUMPS" | tr '\n' ' '); rule: $(curl -s "$U/collectionrules/BigHeap")"
+WHY="in the egress directory: $(ls -A "$DUMPS" | tr '\n' ' '); rule: $(curl -s "$U/collectionrules/BigHeap"); agent: $(podman logs rulespod-pod-0-diagport-agent 2>&1 | tail -4 | cut -c1-400)"
 check heap-rule-one-dump test "$(ls "$DUMPS" | grep -c '^core_')" = 1
 f=$(ls "$DUMPS"/core_* 2>/dev/null | head -1)
 WHY="$f: $(head -c 4 "$f" 2>/dev/null | od -c | head -1)"
