@@ -623,6 +623,9 @@ static int put_block_list(struct az_up *u, bool empty, struct err_msg *em)
 	return rc;
 }
 
+#define CLEAN_ROUNDS 3
+#define CLEAN_LOOK_MS 300 /* after a clean-up, before looking for a block staged late */
+
 /* Leave no uncommitted block: commit none, then delete the blob, when it was not there before. */
 static void clean(struct az_up *u)
 {
@@ -640,10 +643,28 @@ static void clean(struct az_up *u)
 		u->t.attempts = 2;
 	if (u->existed)
 		return; /* committing would replace it: the service discards the blocks itself */
-	if (put_block_list(u, true, &em) != 0 || az_send(&u->t, &u->conn, &del, &r, &em) != 0)
-		log_warn("the failed upload was not cleaned up: uncommitted blocks (discarded by the service after 7 "
-			 "days) or an empty blob may remain", LOG_STR("event", "egress-cleanup-failed"),
-			 LOG_STR("error", em.text));
+	/*
+	 * A Put Block whose body had all arrived when the upload was given up on is still staged by the
+	 * service, possibly after our delete: so look again, a few times, and clean what came since.
+	 */
+	for (int round = 0; round < CLEAN_ROUNDS; round++) {
+		static const char *const q[] = { "comp", "blocklist", "blocklisttype", "all", NULL };
+		struct az_call look = { .method = "GET", .what = "Get Block List (after the clean-up)", .query = q };
+		int rc;
+
+		if (put_block_list(u, true, &em) != 0 || az_send(&u->t, &u->conn, &del, &r, &em) != 0) {
+			log_warn("the failed upload was not cleaned up: uncommitted blocks (discarded by the service after 7 "
+				 "days) or an empty blob may remain", LOG_STR("event", "egress-cleanup-failed"),
+				 LOG_STR("error", em.text));
+			break;
+		}
+		webc_resp_free(&r);
+		webc_pause(&u->t.web, CLEAN_LOOK_MS);
+		rc = az_send(&u->t, &u->conn, &look, &r, &em);
+		webc_resp_free(&r);
+		if (rc != 0) /* BlobNotFound: nothing staged, nothing committed: clean */
+			break;
+	}
 	webc_resp_free(&r);
 }
 
