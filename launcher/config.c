@@ -67,6 +67,17 @@ static const struct setting settings[] = {
 	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
 };
 
+static void settings_free(struct egress_setting *list, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		mem_wipe(list[k].value, strlen(list[k].value));
+		free(list[k].key);
+		free(list[k].value);
+		free(list[k].where);
+	}
+	free(list);
+}
+
 void config_free(struct launch_config *c)
 {
 	free(c->socket);
@@ -80,30 +91,11 @@ void config_free(struct launch_config *c)
 		free(c->egress[i].name);
 		free(c->egress[i].dir);
 		free(c->egress[i].tmp_dir);
-		for (size_t k = 0; k < c->egress[i].n_set; k++) {
-			struct egress_setting *st = &c->egress[i].set[k];
-
-			mem_wipe(st->value, strlen(st->value));
-			free(st->key);
-			free(st->value);
-			free(st->where);
-		}
-		free(c->egress[i].set);
+		settings_free(c->egress[i].set, c->egress[i].n_set);
 	}
 	free(c->egress);
-	for (size_t k = 0; k < c->n_egress_props; k++) {
-		mem_wipe(c->egress_props[k].value, strlen(c->egress_props[k].value));
-		free(c->egress_props[k].key);
-		free(c->egress_props[k].value);
-		free(c->egress_props[k].where);
-	}
-	free(c->egress_props);
-	for (size_t k = 0; k < c->n_rule_kv; k++) {
-		free(c->rule_kv[k].key);
-		free(c->rule_kv[k].value);
-		free(c->rule_kv[k].where);
-	}
-	free(c->rule_kv);
+	settings_free(c->egress_props, c->n_egress_props);
+	settings_free(c->rule_kv, c->n_rule_kv);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -227,30 +219,43 @@ static struct egress_provider *provider(struct launch_config *c, const char *typ
 	return e;
 }
 
-/* A store's setting, kept as given (the egress process's readers check it: egress/eprov.h). */
-static int store_setting(struct egress_provider *e, const char *field, const char *v, const char *where,
-			 struct err_msg *em)
+/*
+ * KEY = VALUE (from where) into a list of settings kept as given: the same key
+ * again (any case) replaces the value, wiped first (it may be a key or a
+ * signature). DP_ETOOBIG past cap, what naming the list.
+ */
+static int setting_put(struct egress_setting **list, size_t *n, size_t cap, const char *key, const char *v,
+		       const char *where, const char *what, struct err_msg *em)
 {
 	struct egress_setting *s = NULL;
 
-	for (size_t i = 0; i < e->n_set; i++)
-		if (strcasecmp(e->set[i].key, field) == 0)
-			s = &e->set[i];
+	for (size_t i = 0; i < *n && !s; i++)
+		if (strcasecmp((*list)[i].key, key) == 0)
+			s = &(*list)[i];
 	if (s == NULL) {
-		if (e->n_set == MAX_STORE_SETTINGS)
-			return err_set(em, DP_ETOOBIG, "%s: more than %d settings for egress provider '%s'", where,
-				       MAX_STORE_SETTINGS, e->name);
-		e->set = mem_realloc(e->set, (e->n_set + 1) * sizeof(*e->set));
-		s = &e->set[e->n_set++];
-		s->key = mem_strdup(field);
+		if (*n == cap)
+			return err_set(em, DP_ETOOBIG, "%s: more than %zu %s", where, cap, what);
+		*list = mem_realloc(*list, (*n + 1) * sizeof(**list));
+		s = &(*list)[(*n)++];
+		s->key = mem_strdup(key);
 	} else {
-		mem_wipe(s->value, strlen(s->value)); /* it may be a key or a signature */
+		mem_wipe(s->value, strlen(s->value));
 		free(s->value);
 		free(s->where);
 	}
 	s->value = mem_strdup(v);
 	s->where = mem_strdup(where);
 	return 0;
+}
+
+/* A store's setting, kept as given (the egress process's readers check it: egress/eprov.h). */
+static int store_setting(struct egress_provider *e, const char *field, const char *v, const char *where,
+			 struct err_msg *em)
+{
+	char what[160];
+
+	snprintf(what, sizeof(what), "settings for egress provider '%s'", e->name);
+	return setting_put(&e->set, &e->n_set, MAX_STORE_SETTINGS, field, v, where, what, em);
 }
 
 /*
@@ -260,7 +265,6 @@ static int store_setting(struct egress_provider *e, const char *field, const cha
 static int set_property(struct launch_config *c, const char *key, const char *v, const char *where,
 			struct err_msg *em)
 {
-	struct egress_setting *s = NULL;
 	char field[MAX_PATH_KEY];
 	int rc = 0;
 
@@ -268,22 +272,9 @@ static int set_property(struct launch_config *c, const char *key, const char *v,
 		return err_set(em, DP_EINVAL, "%s: Egress:Properties:%s is not Egress:Properties:KEY", where, key);
 	if (*v == '\0')
 		return err_set(em, DP_EINVAL, "%s: Egress:Properties:%s is empty", where, key);
-	for (size_t i = 0; i < c->n_egress_props; i++)
-		if (strcasecmp(c->egress_props[i].key, key) == 0)
-			s = &c->egress_props[i];
-	if (s == NULL) {
-		if (c->n_egress_props == MAX_STORE_SETTINGS)
-			return err_set(em, DP_ETOOBIG, "%s: more than %d Egress:Properties", where, MAX_STORE_SETTINGS);
-		c->egress_props = mem_realloc(c->egress_props, (c->n_egress_props + 1) * sizeof(*c->egress_props));
-		s = &c->egress_props[c->n_egress_props++];
-		s->key = mem_strdup(key);
-	} else {
-		mem_wipe(s->value, strlen(s->value));
-		free(s->value);
-		free(s->where);
-	}
-	s->value = mem_strdup(v);
-	s->where = mem_strdup(where);
+	if ((rc = setting_put(&c->egress_props, &c->n_egress_props, MAX_STORE_SETTINGS, key, v, where,
+			      "Egress:Properties", em)) != 0)
+		return rc;
 	snprintf(field, sizeof(field), "Properties:%s", key);
 	for (size_t i = 0; i < c->n_egress && rc == 0; i++)
 		if (c->egress[i].type)
@@ -371,36 +362,13 @@ bool config_is_rule_key(const char *key)
 	return false;
 }
 
-/* A collection rules' setting, kept as text: the same key again (any case) replaces its value. */
-static int set_rule_kv(struct launch_config *c, const char *key, const char *value, const char *where,
-		       struct err_msg *em)
-{
-	struct config_kv *kv = NULL;
-
-	for (size_t i = 0; i < c->n_rule_kv && !kv; i++)
-		if (strcasecmp(c->rule_kv[i].key, key) == 0)
-			kv = &c->rule_kv[i];
-	if (kv == NULL) {
-		if (c->n_rule_kv == MAX_RULE_KV)
-			return err_set(em, DP_ETOOBIG, "%s: more than %d collection rule settings", where, MAX_RULE_KV);
-		c->rule_kv = mem_realloc(c->rule_kv, (c->n_rule_kv + 1) * sizeof(*c->rule_kv));
-		kv = &c->rule_kv[c->n_rule_kv++];
-		kv->key = mem_strdup(key);
-	} else {
-		free(kv->value);
-		free(kv->where);
-	}
-	kv->value = mem_strdup(value);
-	kv->where = mem_strdup(where);
-	return 0;
-}
-
 int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em)
 {
 	int rc;
 
-	if (config_is_rule_key(key))
-		return set_rule_kv(c, key, value, where, em);
+	if (config_is_rule_key(key)) /* kept as text for crules_parse */
+		return setting_put(&c->rule_kv, &c->n_rule_kv, MAX_RULE_KV, key, value, where, "collection rule settings",
+				   em);
 	rc = set_egress(c, key, value, where, em);
 
 	if (rc <= 0)

@@ -42,13 +42,8 @@ struct launch_config {
 	size_t n_egress_props;
 	/* CollectionRules:*, CollectionRuleDefaults:* and Templates:* as given (the last source wins per key), each
 	 * with where it came from; rules_compile (rules.h) reads them once every source is loaded */
-	struct config_kv *rule_kv;
+	struct egress_setting *rule_kv; /* key: the colon path as written; where: "rules.yaml:7:20" */
 	size_t n_rule_kv;
-};
-
-/* One setting kept as text: its colon path as written, its value, where it came from ("rules.yaml:7:20"). */
-struct config_kv {
-	char *key, *value, *where;
 };
 
 /* Free the strings and providers (not c itself). */

@@ -1200,7 +1200,7 @@ void crule_set_free(struct crule_set *s)
 static int build(const struct launch_config *c, struct cnode *root, struct err_msg *em)
 {
 	for (size_t i = 0; i < c->n_rule_kv; i++) {
-		const struct config_kv *kv = &c->rule_kv[i];
+		const struct egress_setting *kv = &c->rule_kv[i];
 		struct cnode *n = root;
 		const char *p = kv->key;
 
