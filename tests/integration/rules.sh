@@ -16,6 +16,11 @@
 #               RuleDuration ends a rule (Finished, its reason, not before its time); a Startup rule runs once
 #   filter/*    CommandLine Contains and ProcessName filters (case-insensitive) keep rules to their process: two
 #               apps, each lists only its rule, one artifact each, none for the rule that matches neither
+#   actions/*   the other actions, on a Startup rule (agent with --no-sandbox for Execute): CollectLogs (text),
+#               CollectLiveMetrics (json-seq), CollectTrace with Providers and a StoppingEvent (ends at the event,
+#               not at its Duration, nor at another logger's line), Execute given $(Actions.NAME.EgressPath) of
+#               earlier actions; an EventMeter rule on ASP.NET Core's request-duration histogram
+#               (HistogramPercentile 50) fires on slow requests; with the sandbox on, Execute is refused at start
 #   restart/*   the agent killed (SIGKILL) mid-life and started again on the same socket while the app runs on:
 #               the app reconnects; no duplicate artifact (a Startup rule and an ActionCount 1 rule whose condition
 #               still holds take nothing more), lifetimeOccurrences continues and a 1 h window still counts the old
@@ -750,6 +755,102 @@ elif app filter; then
   wait "$CON" 2> /dev/null
 fi
 over
+# ==================================================================================================== actions/*
+{
+  egress actions logs live trace meter
+  cat <<EOF
+CollectionRules:
+  Everything:
+    Trigger: {Type: Startup}
+    Actions:
+      - Name: logs
+        Type: CollectLogs
+        Settings: {Egress: logs, Duration: "00:00:03", DefaultLevel: Information, UseAppFilters: false, Format: PlainText}
+      - Type: CollectLiveMetrics
+        Settings: {Egress: live, Duration: "00:00:02"}
+      - Name: trace
+        Type: CollectTrace
+        Settings:
+          Egress: trace
+          Duration: "00:01:00"
+          Providers:
+            - Name: Microsoft-Extensions-Logging
+              Keywords: "0x8"
+              EventLevel: Verbose
+              Arguments: {FilterSpecs: "stopper:Information"}
+          StoppingEvent:
+            ProviderName: Microsoft-Extensions-Logging
+            EventName: MessageJson
+            PayloadFilter: {LoggerName: stopper}
+      - Type: Execute
+        Settings:
+          Path: /bin/sh
+          Arguments: -c "printf '%s' \"\$(Actions.logs.EgressPath) \$(Actions.trace.EgressPath)\" > $W/actions/executed"
+  SlowP50:
+    Trigger:
+      Type: EventMeter
+      Settings: {MeterName: Microsoft.AspNetCore.Hosting, InstrumentName: http.server.request.duration,
+                 HistogramPercentile: 50, GreaterThan: 0.3, SlidingWindowDuration: "00:00:01"}
+    Actions:
+      - Type: CollectStacks
+        Settings: {Egress: meter}
+    Limits: {ActionCount: 1}
+EOF
+} > "$W/actions.yaml"
+if ! launch actions --no-sandbox; then
+  fail actions/agent "the agent did not start: $(head -c 600 "$LOG")"
+elif app actions; then
+  # log lines while CollectLogs runs (it started at the attach)
+  for _ in $(seq 1 20); do curl -s "$AURL/log?category=Rules.Test&message=rules-log-line" > /dev/null; sleep 0.1; done
+  WHY="$(ls -A "$W/actions/logs"); $(tail -2 "$LOG")"
+  check actions/logs-arrive wait_arts "$W/actions/logs" 1 20
+  f=$(first_art "$W/actions/logs")
+  WHY="$(head -c 300 "${f:-/dev/null}")"
+  check actions/logs-text grep -q 'rules-log-line' "${f:-/dev/null}"
+  WHY="$(ls -A "$W/actions/live"); $(tail -2 "$LOG")"
+  check actions/livemetrics-arrive wait_arts "$W/actions/live" 1 20
+  f=$(first_art "$W/actions/live")
+  WHY="$(head -c 300 "${f:-/dev/null}")"
+  check actions/livemetrics-json-seq bash -c "[ \"\$(head -c 1 '${f:-/dev/null}' | od -An -tx1 | tr -d ' ')\" = 1e ] && grep -q 'cpu-usage' '${f:-/dev/null}'"
+  # the trace runs until its stopping event: not on its own, not on another logger's line
+  sleep 2
+  curl -s "$AURL/log?category=other" > /dev/null
+  sleep 1
+  WHY="$(ls -A "$W/actions/trace")"
+  check actions/trace-waits-for-its-event test "$(arts "$W/actions/trace")" = 0
+  T_STOP=$(now)
+  curl -s "$AURL/log?category=stopper" > /dev/null
+  WHY="$(ls -A "$W/actions/trace"); $(tail -2 "$LOG")"
+  check actions/trace-stops-at-event wait_arts "$W/actions/trace" 1 15
+  T_DONE=$(now)
+  WHY="the trace ended $(python3 -c "print(round($T_DONE - $T_STOP, 2))") s after its event; its Duration is 60 s"
+  check actions/trace-well-before-duration python3 -c "import sys; sys.exit(not ($T_DONE - $T_STOP < 15))"
+  f=$(first_art "$W/actions/trace")
+  WHY="$(head -c 16 "${f:-/dev/null}" | od -c | head -2)"
+  check actions/trace-nettrace grep -q Nettrace "${f:-/dev/null}"
+  for _ in $(seq 1 50); do [ -s "$W/actions/executed" ] && break; sleep 0.1; done
+  WHY="executed: $(cat "$W/actions/executed" 2> /dev/null); logs $(first_art "$W/actions/logs"), trace $f"
+  check actions/execute-got-outputs test "$(cat "$W/actions/executed" 2> /dev/null)" = "$(first_art "$W/actions/logs") $f"
+  WHY="$(cat "$W/rule.json" 2> /dev/null); $(tail -3 "$LOG")"
+  check actions/list-finished wait_state Everything "$APID" Finished 10
+  # slow requests: the p50 of ASP.NET Core's http.server.request.duration goes over 0.3 s
+  for _ in $(seq 1 6); do curl -s "$AURL/slow?ms=600" > /dev/null & done
+  WHY="$(ls -A "$W/actions/meter"); $(ev "$LOG" rule-triggered SlowP50)"
+  check actions/eventmeter-histogram wait_arts "$W/actions/meter" 1 30
+  wait_arts "$W/actions/meter" 1 1
+fi
+over
+
+# Execute with the sandbox on: refused at start, naming the action
+{
+  egress sandboxed out
+  printf 'CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n    Actions:\n      - {Type: Execute, Settings: {Path: /bin/true}}\n'
+} > "$W/sandboxed.yaml"
+"$D" launch --config "$W/sandboxed.yaml" --socket "$W/sandboxed/port" --urls "http://127.0.0.1:$(free_port)" \
+  --dumps "$W/sandboxed" --no-auth > /dev/null 2> "$W/sandboxed.err"
+rc=$?
+WHY="exit $rc: $(cat "$W/sandboxed.err")"
+check actions/execute-refused-in-sandbox bash -c "[ $rc = 2 ] && grep -q 'CollectionRules:R:Actions:0: Execute runs a program' '$W/sandboxed.err'"
 
 # =================================================================================================== restart/*
 {
