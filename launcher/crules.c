@@ -31,6 +31,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <signal.h>
@@ -41,6 +42,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +50,7 @@
 #include "capture.h"
 #include "buf.h"
 #include "clock.h"
+#include "fsutil.h"
 #include "log.h"
 #include "mem.h"
 #include "ops.h"
@@ -789,7 +792,7 @@ static void state_save(struct crules *e, const struct inst *of)
 	json_t *doc, *rules;
 	char *path, *tmp, *text;
 	long long mono = clock_ms(), wall = metrics_wall_ms();
-	FILE *f;
+	int fd;
 
 	if (e->cfg.state_dir == NULL)
 		return;
@@ -815,11 +818,20 @@ static void state_save(struct crules *e, const struct inst *of)
 	text = json_dumps(doc, JSON_COMPACT);
 	json_decref(doc);
 	path = state_path(e, of->uid);
-	tmp = mem_printf("%s.tmp", path);
-	if ((f = fopen(tmp, "w")) != NULL) {
-		bool ok = fputs(text, f) >= 0;
+	/*
+	 * The dumps directory is the app's too: a name of our own that nothing can have put there first
+	 * (mkostemp's O_EXCL), not a fixed PATH.tmp the app could have made a symlink (we would write through
+	 * it, as root perhaps) or a FIFO (we would block, holding mu, for ever). Its prefix is STATE_PREFIX:
+	 * one a killed agent left is swept at the next start.
+	 */
+	tmp = mem_printf("%s.XXXXXX", path);
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		log_warn("cannot keep the rules' history", LOG_STR("event", "warning"), LOG_STR("file", path),
+			 LOG_STR("error", strerror(errno)));
+	} else {
+		bool ok = fs_write_all(fd, text, strlen(text)) == 0;
 
-		ok = fclose(f) == 0 && ok;
+		ok = close(fd) == 0 && ok;
 		if (!ok || rename(tmp, path) != 0) {
 			log_warn("cannot keep the rules' history", LOG_STR("event", "warning"), LOG_STR("file", path),
 				 LOG_STR("error", strerror(errno)));
@@ -850,11 +862,16 @@ static void state_load(struct crules *e, struct inst *in)
 		}
 	{ /* capped: the dumps volume is the app's too */
 		struct buf b;
-		struct err_msg em;
+
+		/* a regular file only: not a symlink to elsewhere, not a FIFO that would block us (under mu) */
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		struct stat st;
 
 		buf_init(&b, STATE_MAX_BYTES);
-		doc = buf_read_path(&b, path, NULL, &em) == 0 && b.data ?
+		doc = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && buf_read_fd(&b, fd) == 0 && b.data ?
 			      json_loadb(b.data, b.len, JSON_REJECT_DUPLICATES, &je) : NULL;
+		if (fd >= 0)
+			close(fd);
 		buf_free(&b);
 	}
 	free(path);
@@ -866,7 +883,9 @@ static void state_load(struct crules *e, struct inst *in)
 		in->lifetime = (unsigned)json_integer_value(v);
 	runs = json_object_get(r, "runs");
 	json_array_foreach(runs, i, v) {
-		if (!json_is_integer(v) || in->n_exec == STATE_MAX_RUNS)
+		/* forged times: none in the future (a rule throttled for ever), none before the epoch (overflow) */
+		if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > wall ||
+		    in->n_exec == STATE_MAX_RUNS)
 			continue;
 		in->exec = mem_realloc(in->exec, (in->n_exec + 1) * sizeof(*in->exec));
 		in->exec[in->n_exec++] = mono - (wall - (long long)json_integer_value(v));

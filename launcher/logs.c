@@ -406,7 +406,8 @@ static void apply_until(struct logs *l, int64_t ts)
 	mem_sort(l->held, l->n_held, sizeof(*l->held), by_time);
 	while (k < l->n_held && l->held[k].ts <= ts)
 		apply(l, &l->held[k++]);
-	memmove(l->held, l->held + k, (l->n_held - k) * sizeof(*l->held));
+	if (k < l->n_held) /* not memmove(NULL, ...) when nothing was ever held */
+		memmove(l->held, l->held + k, (l->n_held - k) * sizeof(*l->held));
 	l->n_held -= k;
 }
 

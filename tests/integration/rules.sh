@@ -26,6 +26,10 @@
 #               still holds take nothing more), lifetimeOccurrences continues and a 1 h window still counts the old
 #               agent's run (3 artifacts in all for ActionCount 3), a half-seen window starts again (not kept),
 #               the history file goes with the runtime
+#   hostile/*   the history file's directory is the app's: a FIFO at the history's name, a symlink at the name the
+#               agent wrote its temporary file under, runs forged in the future: the agent does not hang (the
+#               rules are listed, the rule runs, SIGTERM ends it at once), writes nothing through the symlink, and
+#               a forged run in the future does not throttle the rule
 # Counters every second (--metrics-interval 1). The counters session starts $DELAY s after attach, not at once:
 # enabling it during the app's startup can deadlock the app in the runtime (docs/agent.md, Metrics; 4 of 20 starts
 # with no delay in docs/BENCHMARKS.md), and every scenario here starts a fresh app.
@@ -961,6 +965,70 @@ elif app restart; then
   for _ in $(seq 1 100); do ls -A "$RD/dumps" | grep -q '^\.diagport-rules-' || break; sleep 0.1; done
   WHY="left: $(ls -A "$RD/dumps")"
   check restart/history-removed-with-runtime bash -c "! ls -A '$RD/dumps' | grep -q '^\\.diagport-rules-'"
+fi
+over
+
+# =================================================================================================== hostile/*
+{
+  egress hostile out
+  cat <<'EOF'
+CollectionRules:
+  Often:
+    Trigger:
+      Type: EventCounter
+      Settings: {ProviderName: System.Runtime, CounterName: working-set, GreaterThan: 1, SlidingWindowDuration: "00:00:02"}
+    Actions:
+      - Type: CollectStacks
+        Settings: {Egress: out}
+    Limits: {ActionCount: 50, ActionCountSlidingWindowDuration: "01:00:00"}
+EOF
+} > "$W/hostile.yaml"
+HD=$W/hostile
+printf 'not yours\n' > "$W/victim"
+if ! launch hostile; then
+  fail hostile/agent "the agent did not start: $(head -c 600 "$LOG")"
+elif app hostile; then
+  for _ in $(seq 1 300); do ls -A "$HD/dumps" | grep -q '^\.diagport-rules-' && break; sleep 0.1; done
+  HIST=$(find "$HD/dumps" -maxdepth 1 -name '.diagport-rules-*' | head -1)
+  WHY="no history file: $(ls -A "$HD/dumps")"
+  check hostile/history-written test -n "$HIST"
+  kill -9 "$AG"
+  wait "$AG" 2> /dev/null
+  # what the app can do to the directory while no agent is there
+  rm -f "$HIST"
+  mkfifo "$HIST"
+  ln -s "$W/victim" "$HIST.tmp"
+  n0=$(arts "$HD/out")
+  LOGN=2 launch hostile
+  awaits hostile/reattached 'echo "the app did not reattach within 30 s: $(tail -3 "$LOG")"' wait_for "$LOG" "\"event\":\"attached\",\"pid\":$APID" 30
+  # the rule is applied just after the attach; an agent blocked on the FIFO answers nothing (under its lock)
+  for _ in $(seq 1 50); do
+    rm -f "$W/rules.json"
+    code=$(timeout 3 curl -s "${AUTH[@]}" -o "$W/rules.json" -w '%{http_code}' "$U/collectionrules?pid=$APID")
+    jq -e 'has("Often")' "$W/rules.json" > /dev/null 2>&1 && break
+    sleep 0.1
+  done
+  WHY="/collectionrules: ${code:-no answer in 3 s} $(cat "$W/rules.json" 2> /dev/null); $(tail -2 "$LOG")"
+  check hostile/fifo-no-hang jq -e 'has("Often")' "$W/rules.json"
+  awaits hostile/rule-runs 'echo "$(ls "$HD/out"); $(tail -2 "$LOG")"' wait_arts "$HD/out" $((n0 + 2)) 30
+  WHY="the victim now holds: $(head -c 200 "$W/victim")"
+  check hostile/no-write-through-symlink test "$(cat "$W/victim")" = "not yours"
+  WHY="$(ls -lA "$HD/dumps")"
+  check hostile/history-regular test -f "$HIST" -a ! -L "$HIST"
+  # forged: 50 runs an hour ahead would keep the rule throttled for an hour
+  kill -9 "$AG"
+  wait "$AG" 2> /dev/null
+  jq -n -c --argjson t "$(($(date +%s) * 1000 + 3600000))" \
+    '{pid: 1, rules: {Often: {lifetime: 0, runs: [range(50) | $t], finished: null}}}' > "$HIST"
+  n0=$(arts "$HD/out")
+  LOGN=3 launch hostile
+  awaits hostile/forged-future-ignored 'echo "$(ls "$HD/out"); $(tail -2 "$LOG")"' wait_arts "$HD/out" $((n0 + 1)) 40
+  t0=$(now)
+  kill -TERM "$AG"
+  for _ in $(seq 1 100); do kill -0 "$AG" 2> /dev/null || break; sleep 0.1; done
+  WHY="the agent was still running $(awk -v a="$t0" -v b="$(now)" 'BEGIN {print b - a}') s after SIGTERM"
+  check hostile/sigterm-exits bash -c "! kill -0 $AG 2> /dev/null"
+  kill -0 "$AG" 2> /dev/null || { wait "$AG" 2> /dev/null; AG=; }
 fi
 over
 exit 0
