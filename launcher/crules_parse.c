@@ -118,8 +118,16 @@ static int refuse(int code, const struct cnode *n, struct err_msg *em, const cha
 static int refuse_missing(const struct cnode *n, const char *name, struct err_msg *em, const char *hint)
 {
 	char path[MAX_PATH];
+	const struct cnode *stray = NULL;
 
 	node_path(n, path, sizeof(path));
+	for (size_t i = 0; i < n->n && !stray; i++) /* a setting nobody read beside it: a misspelling, most likely */
+		if (!n->k[i]->used)
+			stray = n->k[i];
+	if (stray)
+		return err_set(em, DP_EINVAL, "%s: %s%s%s: is required%s; %s:%s here is not a setting diagport knows "
+			       "(misspelt?)", n->where ? n->where : "settings", path, *path ? ":" : "", name, hint, path,
+			       stray->name);
 	return err_set(em, DP_EINVAL, "%s: %s%s%s: is required%s", n->where ? n->where : "settings", path, *path ? ":" : "",
 		       name, hint);
 }
@@ -836,6 +844,11 @@ static int bind_livemetrics(struct cnode *s, struct crule_action *a, struct err_
 	size_t n;
 	int rc;
 
+	if (get(s, "UseDefaultProviders")) { /* in dotnet-monitor's docs' example, which its binder ignores */
+		rc = refuse(DP_EINVAL, get(s, "UseDefaultProviders"), em, "the setting is IncludeDefaultProviders "
+			    "(dotnet-monitor's documentation shows UseDefaultProviders, which dotnet-monitor ignores)");
+		goto out;
+	}
 	if ((rc = duration_of(s, a, em)) || (rc = get_bool(s, "IncludeDefaultProviders", &defaults, em)))
 		goto out;
 	json_object_set_new(doc, "includeDefaultProviders", json_boolean(defaults));

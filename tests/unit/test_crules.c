@@ -174,6 +174,12 @@ static void refusals(void)
 		  "CollectionRules:R:Filters:0: a filter needs a Value" },
 		{ "CollectionRules:\n  R:\n    Actions: [{Type: CollectDump, Settings: {Egress: TmpDir}}]\n",
 		  "CollectionRules:R:Trigger: is required" },
+		{ "CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n    Actions: [{Type: CollectDump, Settings: {Egres: TmpDir}}]\n",
+		  "CollectionRules:R:Actions:0:Settings:Egress: is required (or CollectionRuleDefaults:Actions:Egress); "
+		  "CollectionRules:R:Actions:0:Settings:Egres here is not a setting diagport knows (misspelt?)" },
+		{ "CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n"
+		  "    Actions: [{Type: CollectLiveMetrics, Settings: {Egress: TmpDir, UseDefaultProviders: false}}]\n",
+		  "CollectionRules:R:Actions:0:Settings:UseDefaultProviders: the setting is IncludeDefaultProviders" },
 		{ "CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n"
 		  "    Actions: [{Name: d, Type: CollectDump, WaitForCompletion: false, Settings: {Egress: TmpDir}},\n"
 		  "              {Type: Execute, Settings: {Path: /bin/echo, Arguments: \"$(Actions.d.EgressPath)\"}}]\n",
