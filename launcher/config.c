@@ -380,58 +380,29 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 	return err_set(em, DP_ENOTFOUND, "%s: unknown setting '%s'", where, key);
 }
 
-static int walk(struct launch_config *c, const struct doc_node *n, char *key, size_t len, const char *file,
-		struct err_msg *em);
-
 /*
- * A list in the collection rules (Filters, Actions, IncludePaths, ...): its
- * items under KEY:0, KEY:1, ... as .NET configuration binds a JSON array.
+ * Walk a map or a list, setting every scalar leaf under its colon path: a
+ * map's values under KEY:NAME, a list's items (taken in the collection rules
+ * only: Filters, Actions, IncludePaths, ...) under KEY:0, KEY:1, ... as .NET
+ * configuration binds a JSON array.
  */
-static int walk_seq(struct launch_config *c, const struct doc_node *n, char *key, size_t len, const char *file,
-		    struct err_msg *em)
-{
-	for (size_t i = 0; i < n->n; i++) {
-		const struct doc_node *v = n->vals[i];
-		char where[MAX_PATH_KEY + 64];
-		int rc;
-
-		if (len + 24 > MAX_PATH_KEY)
-			return err_set(em, DP_ETOOBIG, "%s:%u:%u: setting name too long", file, v->line, v->col);
-		snprintf(key + len, MAX_PATH_KEY - len, ":%zu", i);
-		snprintf(where, sizeof(where), "%s:%u:%u", file, v->line, v->col);
-		if (v->type == DOC_MAP)
-			rc = walk(c, v, key, strlen(key), file, em);
-		else if (v->type == DOC_SEQ)
-			rc = walk_seq(c, v, key, strlen(key), file, em);
-		else if (v->type == DOC_NULL)
-			rc = err_set(em, DP_EINVAL, "%s: %s has no value", where, key);
-		else
-			rc = config_set(c, key, v->text, where, em);
-		key[len] = '\0';
-		if (rc != 0)
-			return rc;
-	}
-	return 0;
-}
-
-/* Walk a map, setting every scalar leaf under its colon path. */
 static int walk(struct launch_config *c, const struct doc_node *n, char *key, size_t len, const char *file,
 		struct err_msg *em)
 {
 	for (size_t i = 0; i < n->n; i++) {
-		const struct doc_node *k = n->keys[i], *v = n->vals[i];
-		size_t kl = strlen(k->text);
+		const struct doc_node *k = n->type == DOC_MAP ? n->keys[i] : n->vals[i], *v = n->vals[i];
 		char where[MAX_PATH_KEY + 64];
-		int rc;
+		int w, rc;
 
-		if (len + kl + 2 > MAX_PATH_KEY)
+		w = n->type == DOC_MAP ? snprintf(key + len, MAX_PATH_KEY - len, "%s%s", len ? ":" : "", k->text) :
+					 snprintf(key + len, MAX_PATH_KEY - len, ":%zu", i);
+		if (w < 0 || len + (size_t)w + 1 >= MAX_PATH_KEY) {
+			key[len] = '\0';
 			return err_set(em, DP_ETOOBIG, "%s:%u:%u: setting name too long", file, k->line, k->col);
-		snprintf(key + len, MAX_PATH_KEY - len, "%s%s", len ? ":" : "", k->text);
+		}
 		snprintf(where, sizeof(where), "%s:%u:%u", file, v->line, v->col);
-		if (v->type == DOC_MAP)
+		if (v->type == DOC_MAP || (v->type == DOC_SEQ && config_is_rule_key(key)))
 			rc = walk(c, v, key, strlen(key), file, em);
-		else if (v->type == DOC_SEQ && config_is_rule_key(key))
-			rc = walk_seq(c, v, key, strlen(key), file, em);
 		else if (v->type == DOC_SEQ)
 			rc = err_set(em, DP_EINVAL, "%s: %s takes a single value, not a list", where, key);
 		else if (v->type == DOC_NULL)

@@ -82,7 +82,8 @@ launch() {
   AG=
   return 1
 }
-# app NAME: the webapp attached to this scenario's agent (APP, APID, AURL), else a FAIL and the scenario is skipped
+# app NAME: the webapp attached to this scenario's agent (APP, APID, AURL), else a FAIL saying why (the scenario's
+# checks after it do not run, and the run has failed)
 app() {
   start_webapp "$W/$1.out" "$SOCK" "$U" "${AUTH[@]}" && return 0
   fail "$1/setup" "the webapp did not start or was not listed: $(tail -3 "$W/$1.out" | tr '\n' ' ') / $(tail -3 "$LOG")"
