@@ -51,6 +51,8 @@ static const char *const agent_calls[] = {
 	"getsockname", "getpeername",
 	/* --connect-dir: connect to runtimes' default sockets (socket() itself is below, AF_UNIX only) */
 	"connect",
+	/* CPU profiles with engine=perf: sampling the app's threads on the CPUs it may run on */
+	"perf_event_open", "sched_getaffinity",
 	NULL,
 };
 

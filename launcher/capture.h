@@ -28,6 +28,7 @@
 #include "metrics.h"
 #include "ops.h"
 #include "port.h"
+#include "profile.h"
 #include "trace.h"
 
 enum capture_kind {
@@ -49,6 +50,8 @@ struct capture {
 	struct port_runtime target;   /* its info owned */
 	long long duration_ms;        /* traces, profiles, live metrics, logs: -1 = until stopped */
 	int format;                   /* the kind's: IPC_DUMP_* type, enum profile_format, logs_format, the enums above */
+	int engine;                   /* a CPU profile's: enum profile_engine */
+	struct profile_perf perf;     /* a CPU profile with the perf engine: its settings */
 	size_t top;                   /* GC snapshot: the largest types listed (0 = all) */
 	bool fifo;                    /* dump to the response: straight from the pipe, no staging file */
 	struct trace_config session;  /* traces, live metrics, logs: the session to ask for */

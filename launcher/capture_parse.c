@@ -144,18 +144,72 @@ static int parse_dump(struct httpd_req *r, const struct capture_env *env, struct
 	return 0;
 }
 
-/* GET with profile=..., or POST with a providers document; format=folded|speedscope|flamegraph makes it a CPU profile. */
+/* A perf profile's settings: frequency (1..PERFEV_MAX_FREQ and the kernel's cap, default 99), event, kernel. */
+static int parse_perf(struct httpd_req *r, struct capture *c, struct capture_problem *p)
+{
+	const char *fq = httpd_query(r, "frequency"), *ev = httpd_query(r, "event"), *k = httpd_query(r, "kernel");
+	long max_rate = PERFEV_MAX_FREQ;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+
+	if (f) {
+		if (fscanf(f, "%ld", &max_rate) != 1 || max_rate > PERFEV_MAX_FREQ)
+			max_rate = PERFEV_MAX_FREQ;
+		fclose(f);
+	}
+	c->perf = (struct profile_perf){ 99, PERFEV_CPU_CLOCK, PERFEV_KERNEL_AUTO, c->format == PROFILE_PERFSCRIPT };
+	if (fq) {
+		char *end;
+		unsigned long v = strtoul(fq, &end, 10);
+
+		if (!*fq || *end || fq[0] == '-' || fq[0] == '+' || v < 1 || v > PERFEV_MAX_FREQ)
+			return bad(p, "frequency", "frequency '%.32s' is not a number of samples per second from 1 to %d",
+				   fq, PERFEV_MAX_FREQ);
+		if ((long)v > max_rate)
+			return bad(p, "frequency", "frequency %lu is over this kernel's limit of %ld samples per second "
+				   "(kernel.perf_event_max_sample_rate)", v, max_rate);
+		c->perf.freq = (unsigned)v;
+	}
+	if (ev && (int)(c->perf.event = (enum perfev_event)perfev_event_parse(ev)) < 0)
+		return bad(p, "event", "event '%.32s' is not cpu-clock or cycles", ev);
+	if (k == NULL || strcasecmp(k, "auto") == 0)
+		c->perf.kernel = PERFEV_KERNEL_AUTO;
+	else if (strcasecmp(k, "true") == 0)
+		c->perf.kernel = PERFEV_KERNEL_ON;
+	else if (strcasecmp(k, "false") == 0)
+		c->perf.kernel = PERFEV_KERNEL_OFF;
+	else
+		return bad(p, "kernel", "kernel '%.32s' is not auto, true or false", k);
+	return 0;
+}
+
+/*
+ * GET with profile=..., or POST with a providers document. A profile format
+ * (folded, speedscope, flamegraph; perfscript) or engine=perf makes it a
+ * CPU profile.
+ */
 static int parse_trace(struct httpd_req *r, const struct capture_env *env, struct capture *c, struct capture_problem *p)
 {
 	const char *f = httpd_query(r, "format"), *profile = httpd_query(r, "profile"), *body;
+	const char *engine = httpd_query(r, "engine");
+	static const char *const perf_only[] = { "frequency", "event", "kernel" };
+	bool perf = engine && strcasecmp(engine, "perf") == 0;
 	size_t len;
 
-	if (f) {
-		if ((c->format = profile_format(f)) < 0 || is_post(r) || (profile && strcasecmp(profile, "Cpu") != 0))
-			return bad(p, "format", "format '%.32s': a CPU profile is folded, speedscope or flamegraph, from GET "
-				   "/trace with profile=Cpu (or none)", f);
+	if (engine && !perf && strcasecmp(engine, "eventpipe") != 0)
+		return bad(p, "engine", "engine '%.32s' is not eventpipe or perf", engine);
+	for (size_t i = 0; i < 3 && !perf; i++)
+		if (httpd_query(r, perf_only[i]))
+			return bad(p, perf_only[i], "%s is a setting of CPU profiles with engine=perf", perf_only[i]);
+	if (f || perf) {
+		c->format = f ? profile_format(f) : PROFILE_FOLDED;
+		if (c->format < 0 || is_post(r) || (profile && strcasecmp(profile, "Cpu") != 0))
+			return bad(p, "format", "format '%.32s': a CPU profile is folded, speedscope, flamegraph or "
+				   "perfscript (engine=perf), from GET /trace with profile=Cpu (or none)", f ? f : "");
+		if (c->format == PROFILE_PERFSCRIPT && !perf)
+			return bad(p, "format", "format 'perfscript' is the perf engine's: add engine=perf");
 		c->kind = CAPTURE_PROFILE;
-		return 0;
+		c->engine = perf ? PROFILE_PERF : PROFILE_EVENTPIPE;
+		return perf ? parse_perf(r, c, p) : 0;
 	}
 	if (is_post(r)) {
 		body = httpd_body(r, &len);

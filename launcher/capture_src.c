@@ -275,11 +275,15 @@ static int stacks_src_start(struct job *j, struct err_msg *em)
 
 static int profile_src_start(struct job *j, struct err_msg *em)
 {
-	static const char *const exts[] = { "folded.txt", "speedscope.json", "svg" };
-	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json", "image/svg+xml" };
+	static const char *const exts[] = { "folded.txt", "speedscope.json", "svg", "perfscript.txt" };
+	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json", "image/svg+xml",
+					      "text/plain; charset=utf-8" };
 	struct profile *prof = NULL;
 	char title[96];
-	int rc = profile_capture(j->cs->port, j->c.target.cookie, j->c.duration_ms, j->stop, &prof, em);
+	int rc = j->c.engine == PROFILE_PERF
+			 ? profile_perf_capture(j->cs->port, j->c.target.cookie, j->c.target.pid, &j->c.perf,
+						j->c.duration_ms, j->stop, &prof, em)
+			 : profile_capture(j->cs->port, j->c.target.cookie, j->c.duration_ms, j->stop, &prof, em);
 
 	buf_init(&j->out, 0);
 	if (rc == 0 && job_cancelled(j)) {
@@ -288,7 +292,8 @@ static int profile_src_start(struct job *j, struct err_msg *em)
 	}
 	if (rc != 0)
 		return job_cancelled(j) ? err_set(em, DP_ECANCELED, "cancelled") : rc;
-	snprintf(title, sizeof(title), "CPU, pid %llu", (unsigned long long)j->c.target.pid);
+	snprintf(title, sizeof(title), "CPU, pid %llu%s", (unsigned long long)j->c.target.pid,
+		 j->c.engine == PROFILE_PERF ? " (perf events)" : "");
 	profile_write(prof, (enum profile_format)j->c.format, title, &j->out);
 	j->ext = exts[j->c.format];
 	j->ctype = ctypes[j->c.format];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -114,25 +115,46 @@ unsigned proc_perfmap_type(const char *name)
 	return 0;
 }
 
-void proc_perfmap(struct port *port, const struct port_runtime *p, struct httpd_req *r, bool enable, unsigned type)
+int proc_perfmap_set(struct port *port, const uint8_t cookie[16], bool enable, unsigned type, uint32_t *hresult)
 {
 	struct ipc_header h;
 	struct buf req, pl;
 	uint32_t hr = 0;
 	char *text = NULL;
-	int rc;
+	int fd, rc = port_take(port, cookie, TAKE_TIMEOUT_MS, &fd);
 
+	*hresult = 0;
+	if (rc != 0)
+		return rc;
 	buf_init(&req, IPC_MAX_MESSAGE);
 	buf_init(&pl, IPC_MAX_MESSAGE);
 	ipc_begin(&req, IPC_SET_PROCESS, enable ? IPC_PROCESS_PERFMAP_ENABLE : IPC_PROCESS_PERFMAP_DISABLE);
 	if (enable)
 		ipc_put_u32(&req, type);
 	ipc_end(&req);
-	rc = command(port, p, &req, &h, &pl, NULL, 10000);
-	if (rc != 0) {
-		httpd_problem(r, 500, "Internal Server Error", "pid %llu: no answer from the runtime: %s",
-			      (unsigned long long)p->pid, err_str(rc));
-	} else if (h.set == IPC_SET_SERVER && h.id == IPC_SERVER_OK) {
+	rc = ipc_transact(fd, &req, &h, &pl, 10000);
+	close(fd);
+	port_release(port, cookie);
+	if (rc == 0 && !(h.set == IPC_SET_SERVER && h.id == IPC_SERVER_OK)) {
+		rc = DP_EREMOTE;
+		if (ipc_parse_error((const uint8_t *)pl.data, pl.len, &hr, &text) == 0) {
+			*hresult = hr;
+			if (hr == IPC_E_UNKNOWN_COMMAND || hr == IPC_E_NOTSUPPORTED)
+				rc = DP_EUNSUPPORTED;
+		}
+	}
+	free(text);
+	buf_free(&req);
+	buf_free(&pl);
+	return rc;
+}
+
+void proc_perfmap(struct port *port, const struct port_runtime *p, struct httpd_req *r, bool enable, unsigned type)
+{
+	uint32_t hr = 0;
+	int rc = proc_perfmap_set(port, p->cookie, enable, type, &hr);
+
+	if (rc == 0) {
 		json_t *files = json_array();
 		char f[64];
 
@@ -146,17 +168,30 @@ void proc_perfmap(struct port *port, const struct port_runtime *p, struct httpd_
 		}
 		httpd_send_json(r, 200, json_pack("{s:I, s:s, s:o}", "pid", (json_int_t)p->pid, "perfMap",
 						  enable ? perfmap_types[type] : "Disabled", "files", files));
-	} else if (ipc_parse_error((const uint8_t *)pl.data, pl.len, &hr, &text) == 0 &&
-		   (hr == IPC_E_UNKNOWN_COMMAND || hr == IPC_E_NOTSUPPORTED)) {
+	} else if (rc == DP_EUNSUPPORTED) {
 		httpd_problem(r, 400, "Bad Request", "pid %llu cannot write perf maps on request: %s (it needs .NET 8 "
 			      "or later, and not NativeAOT)", (unsigned long long)p->pid, ipc_hresult_str(hr));
-	} else {
+	} else if (rc == DP_EREMOTE) {
 		httpd_problem(r, 500, "Internal Server Error", "pid %llu refused %sPerfMap: 0x%08x (%s)",
 			      (unsigned long long)p->pid, enable ? "Enable" : "Disable", hr, ipc_hresult_str(hr));
+	} else {
+		httpd_problem(r, 500, "Internal Server Error", "pid %llu: no answer from the runtime: %s",
+			      (unsigned long long)p->pid, err_str(rc));
 	}
-	free(text);
-	buf_free(&req);
-	buf_free(&pl);
+}
+
+int proc_local_pid(struct port *port, const uint8_t cookie[16], uint64_t *pid)
+{
+	struct ucred cr = { 0 };
+	socklen_t len = sizeof(cr);
+	int fd, rc = port_take(port, cookie, TAKE_TIMEOUT_MS, &fd);
+
+	if (rc != 0)
+		return rc;
+	*pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) == 0 && cr.pid > 0 ? (uint64_t)cr.pid : 0;
+	close(fd); /* no command: the runtime sees the connection end and advertises itself again */
+	port_release(port, cookie);
+	return 0;
 }
 
 int proc_info(struct port *port, const uint8_t cookie[16], int timeout_ms, struct ipc_process_info *out)

@@ -6,6 +6,7 @@
 #define DP_PROC_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "http/httpd.h"
 #include "ipc.h"
@@ -20,6 +21,18 @@ void proc_env(struct port *port, const struct port_runtime *p, struct httpd_req 
  * DisablePerfMap. type (1 All, 2 JitDump, 3 PerfMap) only when enabling.
  */
 void proc_perfmap(struct port *port, const struct port_runtime *p, struct httpd_req *r, bool enable, unsigned type);
+/*
+ * The same command without an HTTP answer: 0; DP_EUNSUPPORTED (the runtime
+ * does not know it: before .NET 8, NativeAOT) or DP_EREMOTE (it refused)
+ * with its HRESULT in *hresult; port_take's and ipc_transact's codes.
+ */
+int proc_perfmap_set(struct port *port, const uint8_t cookie[16], bool enable, unsigned type, uint32_t *hresult);
+/*
+ * The runtime's pid in the agent's pid namespace, from the credentials of a
+ * connection to it (SO_PEERCRED): 0 in *pid when it is not in that
+ * namespace. 0, or port_take's codes.
+ */
+int proc_local_pid(struct port *port, const uint8_t cookie[16], uint64_t *pid);
 /*
  * The runtime's ProcessInfo as it is now (ProcessInfo2, else ProcessInfo):
  * its command line is whole only once Main runs (before, the host's path

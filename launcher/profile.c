@@ -16,13 +16,21 @@
  */
 #include "profile.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "clock.h"
+#include "log.h"
 #include "mem.h"
+#include "natsym.h"
+#include "proc.h"
 #include "symbols.h"
 
 #define MAX_STACKS 200000        /* distinct (thread, stack) pairs */
@@ -30,10 +38,25 @@
 #define MAX_DEPTH 512
 #define SVG_WIDTH 1200
 #define FRAME_H 17
+#define MAX_KEPT 50000           /* samples kept one by one for perfscript */
+#define MAX_COMMS 4096
+#define RUNDOWN_TIMEOUT_MS 0     /* the names' session: stopped at once, its rundown is what names */
 
 struct entry {
 	uint64_t thread, hash, count;
 	size_t at, n; /* its addresses: ips[at..at+n) */
+};
+
+/* A sample kept in order (perfscript). */
+struct kept {
+	uint64_t time_ns, period;
+	uint32_t tid;
+	size_t at, n;
+};
+
+struct comm {
+	uint32_t tid;
+	char name[20];
 };
 
 struct profile {
@@ -44,10 +67,24 @@ struct profile {
 	size_t n_ips, cap_ips;
 	uint64_t samples, dropped_stacks;
 	double ms_per_sample;
+	/* the perf engine */
+	bool perf, keep;
+	struct natsym *nat;
+	uint64_t pid, nspid; /* in the agent's pid namespace, and as the process sees itself */
+	enum perfev_event event;
+	struct perfev_stats st;
+	struct kept *kept;
+	size_t n_kept, cap_kept;
+	struct comm *comms;
+	size_t n_comms;
+	char proc_comm[20];
+	char notes[512]; /* what the reader should know: kernel frames not sampled, samples lost */
 };
 
 int profile_format(const char *name)
 {
+	if (name && strcasecmp(name, "perfscript") == 0)
+		return PROFILE_PERFSCRIPT;
 	if (name && strcasecmp(name, "folded") == 0)
 		return PROFILE_FOLDED;
 	if (name && strcasecmp(name, "speedscope") == 0)
@@ -84,7 +121,8 @@ static void grow(struct profile *p)
 	free(old);
 }
 
-static void count(struct profile *p, uint64_t thread, const uint64_t *ips, size_t n)
+/* Count a sample under its stack; the entry (valid until the next count), or NULL when the stack was dropped. */
+static const struct entry *count(struct profile *p, uint64_t thread, const uint64_t *ips, size_t n)
 {
 	uint64_t h;
 	size_t k;
@@ -100,12 +138,12 @@ static void count(struct profile *p, uint64_t thread, const uint64_t *ips, size_
 		if (e->hash == h && e->thread == thread && e->n == n && memcmp(p->ips + e->at, ips, n * 8) == 0) {
 			e->count++;
 			p->samples++;
-			return;
+			return e;
 		}
 	}
 	if (p->used == MAX_STACKS || p->n_ips + n > MAX_IPS) {
 		p->dropped_stacks++; /* counted nowhere: the profile says how many */
-		return;
+		return NULL;
 	}
 	if (p->n_ips + n > p->cap_ips) {
 		p->cap_ips = p->cap_ips ? p->cap_ips * 2 : 65536;
@@ -118,6 +156,7 @@ static void count(struct profile *p, uint64_t thread, const uint64_t *ips, size_
 	p->n_ips += n;
 	p->used++;
 	p->samples++;
+	return &p->tab[k];
 }
 
 static int on_event(void *ctx, const struct nettrace_event *e)
@@ -127,6 +166,14 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 
 	if (!symbols_event(p->sym, e) && symbols_sample(e, &managed) && managed && e->stack_n)
 		count(p, e->thread_id, e->stack, e->stack_n);
+	return 0;
+}
+
+static int on_event_names(void *ctx, const struct nettrace_event *e)
+{
+	struct profile *p = ctx;
+
+	symbols_event(p->sym, e);
 	return 0;
 }
 
@@ -163,12 +210,228 @@ uint64_t profile_samples(const struct profile *p)
 	return p->samples;
 }
 
+/* ---- the perf engine ---- */
+
+static atomic_int perfmap_users; /* perf profiles running that turned the perf map on */
+
+static void on_perf_sample(void *ctx, const struct perfev_sample *s)
+{
+	struct profile *p = ctx;
+	const struct entry *e = count(p, s->tid, s->ips, s->n);
+
+	if (!p->keep || e == NULL)
+		return;
+	if (p->n_kept == MAX_KEPT)
+		return; /* the text says how many it holds */
+	if (p->n_kept == p->cap_kept) {
+		p->cap_kept = p->cap_kept ? p->cap_kept * 2 : 4096;
+		p->kept = mem_realloc(p->kept, p->cap_kept * sizeof(*p->kept));
+	}
+	p->kept[p->n_kept++] = (struct kept){ s->time_ns, s->period, s->tid, e->at, e->n };
+}
+
+static void read_comm(const char *path, char *out, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, out, max - 1) : -1;
+
+	if (fd >= 0)
+		close(fd);
+	out[n > 0 ? n : 0] = 0;
+	out[strcspn(out, "\n")] = 0;
+}
+
+/* The names of the process's threads now (a thread gone by then is named as the process). */
+static void read_comms(struct profile *p)
+{
+	char path[96];
+	DIR *d;
+	struct dirent *de;
+
+	snprintf(path, sizeof(path), "/proc/%llu/comm", (unsigned long long)p->pid);
+	read_comm(path, p->proc_comm, sizeof(p->proc_comm));
+	snprintf(path, sizeof(path), "/proc/%llu/task", (unsigned long long)p->pid);
+	if ((d = opendir(path)) == NULL)
+		return;
+	p->comms = mem_array(MAX_COMMS, sizeof(*p->comms));
+	while ((de = readdir(d)) != NULL && p->n_comms < MAX_COMMS) {
+		struct comm *c = &p->comms[p->n_comms];
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		c->tid = (uint32_t)strtoul(de->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "/proc/%llu/task/%u/comm", (unsigned long long)p->pid, c->tid);
+		read_comm(path, c->name, sizeof(c->name));
+		p->n_comms++;
+	}
+	closedir(d);
+}
+
+static const char *comm_of(const struct profile *p, uint64_t tid)
+{
+	for (size_t i = 0; i < p->n_comms; i++)
+		if (p->comms[i].tid == tid)
+			return p->comms[i].name;
+	return p->proc_comm[0] ? p->proc_comm : "dotnet";
+}
+
+/* The method rundown: every method's code range, for managed frames in perf stacks. */
+static int name_methods(struct profile *p, struct port *port, const uint8_t cookie[16], struct err_msg *em)
+{
+	struct trace_config c;
+	struct nettrace_callbacks cb = { .event = on_event_names };
+
+	symbols_session_names(&c);
+	return trace_run_cb(port, cookie, &c, RUNDOWN_TIMEOUT_MS, NULL, &cb, p, NULL, em);
+}
+
+int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t target_pid,
+			 const struct profile_perf *o, long long duration_ms, const atomic_bool *stop,
+			 struct profile **out, struct err_msg *em)
+{
+	struct profile *p = mem_zalloc(sizeof(*p));
+	struct perfev_opts po = { 0, o->freq, o->event, o->kernel };
+	char map[128];
+	struct stat stb;
+	bool had_map, map_on = false;
+	uint32_t hr = 0;
+	long long t0;
+	int rc = proc_local_pid(port, cookie, &p->pid);
+
+	p->sym = symbols_new();
+	p->perf = true;
+	p->keep = o->keep_samples;
+	p->event = o->event;
+	p->nspid = target_pid;
+	p->ms_per_sample = 1000.0 / (double)o->freq;
+	if (rc != 0)
+		goto out;
+	if (p->pid == 0) {
+		rc = err_set(em, DP_EREFUSED, "pid %llu is not in the agent's pid namespace, so perf events cannot reach "
+			     "it: share the pod's process namespace (shareProcessNamespace: true; `diagport inject --perf` "
+			     "sets it), or on ECS pidMode: task", (unsigned long long)target_pid);
+		goto out;
+	}
+	snprintf(map, sizeof(map), "/proc/%llu/root/tmp/perf-%llu.map", (unsigned long long)p->pid,
+		 (unsigned long long)target_pid);
+	had_map = stat(map, &stb) == 0 && stb.st_size > 0;
+	if (!had_map) {
+		map_on = proc_perfmap_set(port, cookie, true, 3, &hr) == 0;
+		if (map_on)
+			atomic_fetch_add(&perfmap_users, 1);
+	}
+	po.pid = p->pid;
+	rc = perfev_run(&po, duration_ms, stop, on_perf_sample, p, &p->st, em);
+	t0 = clock_ms();
+	if (rc == 0) {
+		read_comms(p);
+		p->nat = natsym_new(p->pid, target_pid, p->st.kernel);
+		natsym_load_perfmap(p->nat);
+		if (name_methods(p, port, cookie, em) != 0)
+			log_warn("no method rundown: managed frames named by the perf map alone", LOG_STR("event", "warning"),
+				 LOG_UINT("pid", target_pid), LOG_STR("reason", em->text));
+		symbols_done(p->sym);
+	}
+	if (map_on && atomic_fetch_sub(&perfmap_users, 1) == 1)
+		proc_perfmap_set(port, cookie, false, 0, &hr);
+	if (rc != 0)
+		goto out;
+	snprintf(p->notes, sizeof(p->notes), "%s%s", p->st.no_kernel, p->st.no_kernel[0] && p->st.lost ? "; " : "");
+	if (p->st.lost)
+		snprintf(p->notes + strlen(p->notes), sizeof(p->notes) - strlen(p->notes),
+			 "%llu samples lost (buffers full)", (unsigned long long)p->st.lost);
+	log_info("perf profile", LOG_STR("event", "perf-profile"), LOG_UINT("pid", target_pid),
+		 LOG_UINT("samples", p->st.samples), LOG_UINT("lost", p->st.lost), LOG_STR("counter", perfev_event_name(o->event)),
+		 LOG_UINT("frequency", o->freq), LOG_UINT("threads", p->st.threads), LOG_UINT("cpus", p->st.cpus),
+		 LOG_BOOL("kernel", p->st.kernel), LOG_INT("namingMs", clock_ms() - t0),
+		 LOG_UINT("perfMapEntries", natsym_perfmap_entries(p->nat)));
+	*out = p;
+	return 0;
+out:
+	profile_free(p);
+	return rc;
+}
+
+/* Name ip into out; false when nothing named it (out then says "FILE![why]"). */
+static bool perf_name(const struct profile *p, uint64_t ip, struct buf *out)
+{
+	const struct sym_method *m = PERFEV_KERNEL_IP(ip) ? NULL : symbols_lookup(p->sym, ip);
+	struct natsym_frame f;
+
+	if (m) {
+		buf_printf(out, "%s!%s.%s", symbols_module(p->sym, m->module), m->type, m->name);
+		return true;
+	}
+	natsym_lookup(p->nat, ip, &f);
+	if (f.sym) {
+		buf_printf(out, "%s!%s", f.file, f.sym);
+		return true;
+	}
+	buf_printf(out, "%s![%s]", f.file, f.why ? f.why : "unknown");
+	return false;
+}
+
+/* Entry e's frames named, root first; a run of unnamed frames of one file as one. */
+static size_t frames_perf(const struct profile *p, const struct entry *e, char **names, struct buf *scratch)
+{
+	size_t n = 0;
+	bool last_unnamed = false;
+
+	for (size_t i = e->n; i-- > 0;) {
+		uint64_t ip = p->ips[e->at + i];
+		bool named;
+
+		buf_reset(scratch);
+		named = perf_name(p, i ? ip - 1 : ip, scratch); /* a return address: the call is just before it */
+		if (!named && last_unnamed && strcmp(names[n - 1], scratch->data) == 0)
+			continue;
+		last_unnamed = !named;
+		names[n++] = mem_strdup(scratch->data);
+	}
+	return n;
+}
+
+/* `perf script`'s text: per sample a header line, then a frame a line, leaf first; a blank line after. */
+static void perfscript(const struct profile *p, struct buf *out)
+{
+	const char *ev = perfev_event_name(p->event);
+
+	buf_printf(out, "# diagport %s: perf events (%s) of pid %llu, %llu samples, %zu written here%s%s\n", DP_VERSION,
+		   ev, (unsigned long long)p->nspid, (unsigned long long)p->samples, p->n_kept,
+		   p->notes[0] ? "; " : "", p->notes);
+	for (size_t k = 0; k < p->n_kept; k++) {
+		const struct kept *s = &p->kept[k];
+
+		buf_printf(out, "%s %u %llu.%06llu: %llu %s: \n", comm_of(p, s->tid), s->tid,
+			   (unsigned long long)(s->time_ns / 1000000000ull),
+			   (unsigned long long)(s->time_ns % 1000000000ull / 1000), (unsigned long long)s->period, ev);
+		for (size_t i = 0; i < s->n; i++) {
+			uint64_t ip = p->ips[s->at + i], look = i ? ip - 1 : ip;
+			const struct sym_method *m = PERFEV_KERNEL_IP(ip) ? NULL : symbols_lookup(p->sym, look);
+			struct natsym_frame f;
+
+			natsym_lookup(p->nat, look, &f);
+			if (m)
+				buf_printf(out, "\t%16llx %s.%s+0x%llx (%s)\n", (unsigned long long)ip, m->type, m->name,
+					   (unsigned long long)(ip - m->start), f.dso ? f.dso : "[unknown]");
+			else if (f.sym)
+				buf_printf(out, "\t%16llx %s+0x%llx (%s)\n", (unsigned long long)ip, f.sym,
+					   (unsigned long long)(f.off + (ip - look)), f.dso);
+			else
+				buf_printf(out, "\t%16llx [unknown] (%s)\n", (unsigned long long)ip, f.dso);
+		}
+		buf_putc(out, '\n');
+	}
+}
+
 /* The frame names of entry e, root first, into names (borrowed strings); "[NativeFrames]" for a run of unnamed ones. */
 static size_t frames(const struct profile *p, const struct entry *e, char **names, struct buf *scratch)
 {
 	size_t n = 0;
 	bool native = false;
 
+	if (p->perf)
+		return frames_perf(p, e, names, scratch);
 	for (size_t i = e->n; i-- > 0;) {
 		const struct sym_method *m = symbols_lookup(p->sym, p->ips[e->at + i]);
 
@@ -451,7 +714,9 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 
 void profile_write(const struct profile *p, enum profile_format f, const char *title, struct buf *out)
 {
-	if (f == PROFILE_FLAMEGRAPH) {
+	if (f == PROFILE_PERFSCRIPT) {
+		perfscript(p, out);
+	} else if (f == PROFILE_FLAMEGRAPH) {
 		flamegraph(p, title, out);
 	} else if (f == PROFILE_SPEEDSCOPE) {
 		speedscope(p, title, out);
@@ -470,6 +735,9 @@ void profile_free(struct profile *p)
 	if (p == NULL)
 		return;
 	symbols_free(p->sym);
+	natsym_free(p->nat);
+	free(p->kept);
+	free(p->comms);
 	free(p->tab);
 	free(p->ips);
 	free(p);

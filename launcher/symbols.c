@@ -41,6 +41,16 @@ void symbols_session(struct trace_config *c)
 	c->rundown = SYM_RUNDOWN_KEYWORDS;
 }
 
+void symbols_session_names(struct trace_config *c)
+{
+	static struct trace_provider p[1] = { { (char *)SYM_RUNTIME, 0x18, 5, NULL } };
+
+	c->p = p;
+	c->n = 1;
+	c->buffer_mb = 64;
+	c->rundown = SYM_RUNDOWN_KEYWORDS;
+}
+
 struct symbols *symbols_new(void)
 {
 	return mem_zalloc(sizeof(struct symbols));

@@ -33,6 +33,8 @@ struct sym_method {
  * Jit and Loader events at Verbose, rundown as above. Static: nothing to free.
  */
 void symbols_session(struct trace_config *c);
+/* The same without the sample profiler: only names (the perf engine's samples come from the kernel). */
+void symbols_session_names(struct trace_config *c);
 
 struct symbols *symbols_new(void);
 /* Take what it needs from an event (a method or a module); true when the event was one of those. */

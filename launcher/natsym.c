@@ -1,0 +1,749 @@
+/*
+ * natsym.c - naming native, JIT and kernel addresses of a perf profile
+ * (natsym.h).
+ *
+ * The memory map (/proc/PID/maps, executable mappings only) says which
+ * object an address is in and at which file offset. An ELF object is read
+ * once, by pread through /proc/PID/root (the process's own filesystem):
+ * the header, the program headers (a file offset becomes an address through
+ * the PT_LOAD segment that holds it), the section headers, then .symtab if
+ * the file has one, else .dynsym, keeping function symbols sorted by
+ * address (a symbol of size 0 reaches to the next). A file without .symtab
+ * is looked up by its build id (/usr/lib/debug/.build-id/NN/REST.debug) and
+ * its .gnu_debuglink (next to it, in .debug/ beside it, under
+ * /usr/lib/debug), first in the process's filesystem then in the agent's,
+ * as gdb and perf look; a debug file's symbols apply to the file's
+ * addresses. Only little-endian 64-bit ELF is read; every offset and count
+ * is checked against the file's size and a cap first (the bytes are the
+ * app's: fuzzed by tests/fuzz/fuzz_natsym.c).
+ *
+ * Code in anonymous memory or in the runtime's W^X double mapping
+ * (/memfd:doublemapper) is JIT code: the runtime's perf map names it
+ * ("START SIZE NAME" lines in hex, later lines winning). Kernel addresses
+ * come from /proc/kallsyms (text symbols), unless kptr_restrict shows zeros.
+ */
+#include "natsym.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "mem.h"
+
+#define MAX_MAPS 65536
+#define MAX_OBJS 1024
+#define MAX_SECTIONS 4096
+#define MAX_TABLE ((uint64_t)256 << 20) /* a symbol or string table */
+#define MAX_SYMS 4000000
+#define MAX_PERFMAP ((uint64_t)128 << 20)
+#define MAX_PERFMAP_ENTRIES 2000000
+#define MAX_KSYMS 2000000
+#define MAX_LOADS 32
+
+/* ---- ELF ---- */
+
+struct esym {
+	uint64_t start, size;
+	uint32_t name;
+};
+
+struct natsym_elf {
+	struct {
+		uint64_t off, vaddr, filesz;
+	} load[MAX_LOADS];
+	size_t n_load;
+	struct esym *syms;
+	size_t n_syms;
+	char *strtab;
+	size_t strtab_len;
+	uint8_t build_id[64];
+	size_t build_id_len;
+	char debuglink[256];
+	bool symtab; /* the full table, not only the dynamic one */
+};
+
+struct rd {
+	int (*read_at)(void *ctx, uint64_t off, size_t len, void *buf);
+	void *ctx;
+	uint64_t size;
+};
+
+static uint16_t u16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t u32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t u64(const uint8_t *p)
+{
+	return (uint64_t)u32(p) | (uint64_t)u32(p + 4) << 32;
+}
+
+/* len bytes at off, new, or NULL when outside the file or over max. */
+static uint8_t *read_part(const struct rd *r, uint64_t off, uint64_t len, uint64_t max)
+{
+	uint8_t *b;
+
+	if (len == 0 || len > max || off > r->size || len > r->size - off)
+		return NULL;
+	b = mem_alloc((size_t)len + 1);
+	if (r->read_at(r->ctx, off, (size_t)len, b) != 0) {
+		free(b);
+		return NULL;
+	}
+	b[len] = 0;
+	return b;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	const struct esym *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Function symbols of table sym (entsize 24) naming into str. */
+static void take_syms(struct natsym_elf *e, const uint8_t *sym, uint64_t len, size_t strlen_)
+{
+	size_t n = (size_t)(len / 24), k = 0;
+
+	if (n > MAX_SYMS)
+		n = MAX_SYMS;
+	e->syms = mem_array(n ? n : 1, sizeof(*e->syms));
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *s = sym + i * 24;
+		unsigned type = s[4] & 0xf;
+		uint32_t name = u32(s);
+		uint64_t value = u64(s + 8);
+
+		if ((type != 2 && type != 10) || u16(s + 6) == 0 || value == 0 || name == 0 || name >= strlen_)
+			continue; /* not a defined function (STT_FUNC, STT_GNU_IFUNC) */
+		e->syms[k++] = (struct esym){ value, u64(s + 16), name };
+	}
+	mem_sort(e->syms, k, sizeof(*e->syms), by_start);
+	for (size_t i = 0; i < k; i++)
+		if (e->syms[i].size == 0 && i + 1 < k)
+			e->syms[i].size = e->syms[i + 1].start - e->syms[i].start;
+	e->n_syms = k;
+}
+
+static void take_note(struct natsym_elf *e, const uint8_t *p, uint64_t len)
+{
+	while (len >= 12) {
+		uint32_t nsz = u32(p), dsz = u32(p + 4), type = u32(p + 8);
+		uint64_t nal = ((uint64_t)nsz + 3) & ~3ull, dal = ((uint64_t)dsz + 3) & ~3ull;
+
+		if (12 + nal + dal > len)
+			return;
+		if (type == 3 && nsz == 4 && memcmp(p + 12, "GNU", 4) == 0 && dsz <= sizeof(e->build_id)) {
+			memcpy(e->build_id, p + 12 + nal, dsz);
+			e->build_id_len = dsz;
+			return;
+		}
+		p += 12 + nal + dal;
+		len -= 12 + nal + dal;
+	}
+}
+
+struct natsym_elf *natsym_elf_read(int (*read_at)(void *ctx, uint64_t off, size_t len, void *buf), void *ctx,
+				   uint64_t size)
+{
+	struct rd r = { read_at, ctx, size };
+	uint8_t *h = read_part(&r, 0, 64, 64), *ph = NULL, *sh = NULL, *names = NULL;
+	struct natsym_elf *e = NULL;
+	uint64_t phoff, shoff, names_len = 0;
+	unsigned phnum, shnum, shstrndx;
+	int sym_i = -1, dyn_i = -1;
+
+	if (h == NULL || memcmp(h, "\177ELF", 4) != 0 || h[4] != 2 || h[5] != 1)
+		goto out; /* not ELF, or not little-endian 64-bit */
+	e = mem_zalloc(sizeof(*e));
+	phoff = u64(h + 32);
+	shoff = u64(h + 40);
+	phnum = u16(h + 56);
+	shnum = u16(h + 60);
+	shstrndx = u16(h + 62);
+	if (u16(h + 54) == 56 && phnum && (ph = read_part(&r, phoff, (uint64_t)phnum * 56, 56 * 65535)) != NULL)
+		for (unsigned i = 0; i < phnum && e->n_load < MAX_LOADS; i++) {
+			const uint8_t *p = ph + i * 56;
+
+			if (u32(p) == 1) /* PT_LOAD */
+				e->load[e->n_load].off = u64(p + 8), e->load[e->n_load].vaddr = u64(p + 16),
+				e->load[e->n_load++].filesz = u64(p + 32);
+		}
+	if (u16(h + 58) != 64 || shnum == 0 || shnum > MAX_SECTIONS || shstrndx >= shnum ||
+	    (sh = read_part(&r, shoff, (uint64_t)shnum * 64, 64 * MAX_SECTIONS)) == NULL)
+		goto out;
+	names_len = u64(sh + shstrndx * 64 + 32);
+	names = read_part(&r, u64(sh + shstrndx * 64 + 24), names_len, 1 << 20);
+	for (unsigned i = 0; i < shnum; i++) {
+		const uint8_t *s = sh + i * 64;
+		uint32_t type = u32(s + 4), name = u32(s);
+		const char *nm = names && name < names_len ? (const char *)names + name : "";
+
+		if (type == 2) /* SHT_SYMTAB */
+			sym_i = (int)i;
+		else if (type == 11) /* SHT_DYNSYM */
+			dyn_i = (int)i;
+		else if (type == 7 && strcmp(nm, ".note.gnu.build-id") == 0) {
+			uint8_t *n = read_part(&r, u64(s + 24), u64(s + 32), 4096);
+
+			if (n)
+				take_note(e, n, u64(s + 32));
+			free(n);
+		} else if (strcmp(nm, ".gnu_debuglink") == 0 && type != 8) {
+			uint8_t *n = read_part(&r, u64(s + 24), u64(s + 32), 4096);
+
+			if (n && memchr(n, 0, (size_t)u64(s + 32)) && strlen((char *)n) < sizeof(e->debuglink) &&
+			    strchr((char *)n, '/') == NULL)
+				snprintf(e->debuglink, sizeof(e->debuglink), "%s", (char *)n);
+			free(n);
+		}
+	}
+	for (int pass = 0; pass < 2 && e->n_syms == 0; pass++) {
+		int i = pass == 0 ? sym_i : dyn_i;
+		const uint8_t *s, *l;
+		uint8_t *tab, *str;
+		uint32_t link;
+
+		if (i < 0)
+			continue;
+		s = sh + i * 64;
+		link = u32(s + 40);
+		if (link >= shnum || u32(s + 4 + 0) == 8)
+			continue;
+		l = sh + link * 64;
+		if (u32(l + 4) == 8) /* SHT_NOBITS: a table stripped away */
+			continue;
+		tab = read_part(&r, u64(s + 24), u64(s + 32), MAX_TABLE);
+		str = read_part(&r, u64(l + 24), u64(l + 32), MAX_TABLE);
+		if (tab && str) {
+			free(e->strtab);
+			e->strtab = (char *)str;
+			e->strtab_len = (size_t)u64(l + 32);
+			str = NULL;
+			take_syms(e, tab, u64(s + 32), e->strtab_len);
+			e->symtab = pass == 0;
+		}
+		free(tab);
+		free(str);
+	}
+out:
+	free(h);
+	free(ph);
+	free(sh);
+	free(names);
+	return e;
+}
+
+/* The address of file offset foff, through the PT_LOAD that holds it; false when none does. */
+static bool elf_vaddr(const struct natsym_elf *e, uint64_t foff, uint64_t *va)
+{
+	for (size_t i = 0; i < e->n_load; i++)
+		if (foff >= e->load[i].off && foff - e->load[i].off < e->load[i].filesz) {
+			*va = foff - e->load[i].off + e->load[i].vaddr;
+			return true;
+		}
+	return false;
+}
+
+/* The symbol of a (from syms) holding va, or NULL. */
+static const struct esym *sym_at(const struct natsym_elf *syms, uint64_t va)
+{
+	size_t lo = 0, hi = syms->n_syms;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (syms->syms[mid].start <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	lo--;
+	return va - syms->syms[lo].start < syms->syms[lo].size ? &syms->syms[lo] : NULL;
+}
+
+bool natsym_elf_find(const struct natsym_elf *e, uint64_t foff, char *name, size_t max, uint64_t *from)
+{
+	const struct esym *s;
+	uint64_t va;
+
+	if (e == NULL || !elf_vaddr(e, foff, &va) || (s = sym_at(e, va)) == NULL)
+		return false;
+	snprintf(name, max, "%.*s", (int)strnlen(e->strtab + s->name, e->strtab_len - s->name),
+		 e->strtab + s->name);
+	*from = va - s->start;
+	return true;
+}
+
+void natsym_elf_free(struct natsym_elf *e)
+{
+	if (e == NULL)
+		return;
+	free(e->syms);
+	free(e->strtab);
+	free(e);
+}
+
+/* ---- objects, maps, the perf map, kallsyms ---- */
+
+struct obj {
+	char *path, *file;
+	bool read;
+	struct natsym_elf *elf;   /* addresses */
+	struct natsym_elf *names; /* symbols: elf itself, or its debug file's */
+	const char *why;          /* when unnamed */
+};
+
+struct map {
+	uint64_t start, end, off;
+	struct obj *obj; /* NULL: anonymous or the runtime's double mapping: JIT code */
+	const char *special; /* "[vdso]", "[vsyscall]", ... or NULL */
+};
+
+struct pm_entry {
+	uint64_t start, size;
+	size_t order;
+	char *name;
+};
+
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+struct natsym {
+	uint64_t pid, nspid;
+	char root[48];
+	struct map *maps;
+	size_t n_maps;
+	struct obj *objs[MAX_OBJS];
+	size_t n_objs;
+	struct pm_entry *pm;
+	size_t n_pm;
+	char pm_path[64];
+	struct ksym *ks;
+	size_t n_ks;
+	bool kernel, ks_hidden;
+	char scratch[1024];
+};
+
+static int fd_read_at(void *ctx, uint64_t off, size_t len, void *buf)
+{
+	int fd = *(int *)ctx;
+
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, (off_t)off);
+
+		if (n <= 0)
+			return -1;
+		buf = (char *)buf + n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Read the ELF file at path (already prefixed with its root); NULL with *why when it cannot be. */
+static struct natsym_elf *elf_open(const char *path, const char **why)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	struct natsym_elf *e = NULL;
+
+	if (fd < 0 && errno == ELOOP)
+		fd = open(path, O_RDONLY | O_CLOEXEC); /* a library path through a symlink, inside that root */
+	if (fd < 0) {
+		*why = "unreadable";
+		return NULL;
+	}
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+		e = natsym_elf_read(fd_read_at, &fd, (uint64_t)st.st_size);
+	close(fd);
+	*why = e ? NULL : "not ELF";
+	return e;
+}
+
+/* The debug file of o (build id, then debuglink), in the process's root then the agent's: its symbols, or NULL. */
+static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *o)
+{
+	const char *roots[2] = { ns->root, "" };
+	char dir[512];
+	const char *slash = strrchr(o->path, '/');
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - o->path) : 0, o->path);
+	for (int r = 0; r < 2; r++) {
+		char cand[4][1200];
+		int n = 0;
+
+		if (o->elf->build_id_len >= 2) {
+			int at = snprintf(cand[n], sizeof(cand[n]), "%s/usr/lib/debug/.build-id/%02x/", roots[r],
+					  o->elf->build_id[0]);
+
+			for (size_t i = 1; i < o->elf->build_id_len && at < (int)sizeof(cand[n]) - 8; i++)
+				at += snprintf(cand[n] + at, sizeof(cand[n]) - (size_t)at, "%02x", o->elf->build_id[i]);
+			snprintf(cand[n] + at, sizeof(cand[n]) - (size_t)at, ".debug");
+			n++;
+		}
+		if (o->elf->debuglink[0]) {
+			snprintf(cand[n++], sizeof(cand[0]), "%s%s/%s", roots[r], dir, o->elf->debuglink);
+			snprintf(cand[n++], sizeof(cand[0]), "%s%s/.debug/%s", roots[r], dir, o->elf->debuglink);
+			snprintf(cand[n++], sizeof(cand[0]), "%s/usr/lib/debug%s/%s", roots[r], dir, o->elf->debuglink);
+		}
+		for (int i = 0; i < n; i++) {
+			const char *why;
+			struct natsym_elf *d;
+
+			if (strcmp(cand[i] + strlen(roots[r]), o->path) == 0)
+				continue; /* the debuglink names the file itself */
+			if ((d = elf_open(cand[i], &why)) != NULL && d->symtab && d->n_syms)
+				return d;
+			natsym_elf_free(d);
+		}
+	}
+	return NULL;
+}
+
+static void obj_read(struct natsym *ns, struct obj *o)
+{
+	char path[1200];
+
+	o->read = true;
+	snprintf(path, sizeof(path), "%s%s", ns->root, o->path);
+	if ((o->elf = elf_open(path, &o->why)) == NULL)
+		return;
+	o->names = o->elf;
+	if (!o->elf->symtab) {
+		struct natsym_elf *d = debug_file(ns, o);
+
+		if (d)
+			o->names = d;
+	}
+	if (o->names->n_syms == 0 || !o->names->symtab)
+		o->why = "stripped";
+}
+
+static struct obj *obj_get(struct natsym *ns, const char *path)
+{
+	struct obj *o;
+	const char *slash;
+
+	for (size_t i = 0; i < ns->n_objs; i++)
+		if (strcmp(ns->objs[i]->path, path) == 0)
+			return ns->objs[i];
+	if (ns->n_objs == MAX_OBJS)
+		return NULL;
+	o = mem_zalloc(sizeof(*o));
+	o->path = mem_strdup(path);
+	slash = strrchr(path, '/');
+	o->file = mem_strdup(slash ? slash + 1 : path);
+	ns->objs[ns->n_objs++] = o;
+	return o;
+}
+
+static int by_map(const void *a, const void *b)
+{
+	const struct map *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static void read_maps(struct natsym *ns)
+{
+	char path[64], line[4200];
+	FILE *f;
+	size_t cap = 0;
+
+	snprintf(path, sizeof(path), "/proc/%llu/maps", (unsigned long long)ns->pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) && ns->n_maps < MAX_MAPS) {
+		unsigned long long s, e, off;
+		char perms[8];
+		int name_at = 0;
+		struct map m = { 0 };
+		char *name;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &name_at) < 4 || perms[2] != 'x')
+			continue;
+		name = line + name_at;
+		name[strcspn(name, "\n")] = 0;
+		m = (struct map){ s, e, off, NULL, NULL };
+		if (name[0] == '[')
+			m.special = strncmp(name, "[anon", 5) == 0 ? NULL : (strcmp(name, "[vdso]") == 0 ? "[vdso]" : "[special]");
+		else if (name[0] == '/' && strncmp(name, "/memfd:", 7) != 0 &&
+			 (strlen(name) < 10 || strcmp(name + strlen(name) - 10, " (deleted)") != 0))
+			m.obj = obj_get(ns, name);
+		else if (name[0] == '/' && strncmp(name, "/memfd:", 7) != 0)
+			m.special = "[deleted]";
+		if (ns->n_maps == cap) {
+			cap = cap ? cap * 2 : 256;
+			ns->maps = mem_realloc(ns->maps, cap * sizeof(*ns->maps));
+		}
+		ns->maps[ns->n_maps++] = m;
+	}
+	fclose(f);
+	mem_sort(ns->maps, ns->n_maps, sizeof(*ns->maps), by_map);
+}
+
+static int by_pm(const void *a, const void *b)
+{
+	const struct pm_entry *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void pm_clear(struct natsym *ns)
+{
+	for (size_t i = 0; i < ns->n_pm; i++)
+		free(ns->pm[i].name);
+	free(ns->pm);
+	ns->pm = NULL;
+	ns->n_pm = 0;
+}
+
+void natsym_load_perfmap(struct natsym *ns)
+{
+	char path[128], line[4200];
+	FILE *f;
+	size_t cap = 0;
+	uint64_t bytes = 0;
+
+	pm_clear(ns);
+	snprintf(path, sizeof(path), "%s/tmp/perf-%llu.map", ns->root, (unsigned long long)ns->nspid);
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) && ns->n_pm < MAX_PERFMAP_ENTRIES && bytes < MAX_PERFMAP) {
+		unsigned long long s, sz;
+		int at = 0;
+		char *name;
+
+		bytes += strlen(line);
+		if (sscanf(line, "%llx %llx %n", &s, &sz, &at) < 2 || at == 0 || sz == 0)
+			continue;
+		name = line + at;
+		name[strcspn(name, "\n")] = 0;
+		if (ns->n_pm == cap) {
+			cap = cap ? cap * 2 : 4096;
+			ns->pm = mem_realloc(ns->pm, cap * sizeof(*ns->pm));
+		}
+		ns->pm[ns->n_pm] = (struct pm_entry){ s, sz, ns->n_pm, mem_strdup(name) };
+		ns->n_pm++;
+	}
+	fclose(f);
+	mem_sort(ns->pm, ns->n_pm, sizeof(*ns->pm), by_pm);
+}
+
+size_t natsym_perfmap_entries(const struct natsym *ns)
+{
+	return ns->n_pm;
+}
+
+/* The perf map's entry holding ip: of those starting at or before it, the latest written that covers it. */
+static const struct pm_entry *pm_at(const struct natsym *ns, uint64_t ip)
+{
+	size_t lo = 0, hi = ns->n_pm;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ns->pm[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, seen = 0; i-- > 0 && seen < 64; seen++)
+		if (ip - ns->pm[i].start < ns->pm[i].size)
+			return &ns->pm[i];
+	return NULL;
+}
+
+static int by_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static void read_kallsyms(struct natsym *ns)
+{
+	char line[512];
+	FILE *f = fopen("/proc/kallsyms", "re");
+	size_t cap = 0;
+	bool nonzero = false;
+
+	ns->ks_hidden = true;
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) && ns->n_ks < MAX_KSYMS) {
+		unsigned long long a;
+		char type, name[256];
+
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+			continue;
+		nonzero |= a != 0;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (ns->n_ks == cap) {
+			cap = cap ? cap * 2 : 65536;
+			ns->ks = mem_realloc(ns->ks, cap * sizeof(*ns->ks));
+		}
+		ns->ks[ns->n_ks++] = (struct ksym){ a, mem_strdup(name) };
+	}
+	fclose(f);
+	ns->ks_hidden = !nonzero;
+	mem_sort(ns->ks, ns->n_ks, sizeof(*ns->ks), by_ksym);
+}
+
+struct natsym *natsym_new(uint64_t pid, uint64_t nspid, bool kernel)
+{
+	struct natsym *ns = mem_zalloc(sizeof(*ns));
+
+	ns->pid = pid;
+	ns->nspid = nspid;
+	ns->kernel = kernel;
+	snprintf(ns->root, sizeof(ns->root), "/proc/%llu/root", (unsigned long long)pid);
+	read_maps(ns);
+	if (kernel)
+		read_kallsyms(ns);
+	return ns;
+}
+
+static void kernel_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *out)
+{
+	size_t lo = 0, hi = ns->n_ks;
+
+	out->file = "[kernel]";
+	out->dso = "[kernel.kallsyms]";
+	out->off = ip;
+	if (ns->ks_hidden || ns->n_ks == 0) {
+		out->why = "kallsyms unreadable";
+		return;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ns->ks[mid].addr <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0) {
+		out->why = "not in kallsyms";
+		return;
+	}
+	out->sym = ns->ks[lo - 1].name;
+	out->off = ip - ns->ks[lo - 1].addr;
+}
+
+static void jit_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *out)
+{
+	const struct pm_entry *e = pm_at(ns, ip);
+
+	snprintf(ns->pm_path, sizeof(ns->pm_path), "/tmp/perf-%llu.map", (unsigned long long)ns->nspid);
+	out->file = "[jit]";
+	out->dso = ns->pm_path;
+	out->managed_region = true;
+	out->off = ip;
+	if (e) {
+		out->sym = e->name;
+		out->off = ip - e->start;
+	} else {
+		out->why = ns->n_pm ? "no perf map entry" : "no perf map";
+	}
+}
+
+void natsym_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *out)
+{
+	size_t lo = 0, hi = ns->n_maps;
+	const struct map *m;
+	const struct esym *s;
+	uint64_t va;
+
+	memset(out, 0, sizeof(*out));
+	if (ip >= 0x8000000000000000ull) {
+		kernel_lookup(ns, ip, out);
+		return;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ns->maps[mid].start <= ip)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	m = lo ? &ns->maps[lo - 1] : NULL;
+	if (m == NULL || ip >= m->end) {
+		jit_lookup(ns, ip, out); /* code mapped after the map was read (or freed since) */
+		if (out->sym == NULL) {
+			out->file = "[unknown]";
+			out->dso = "[unknown]";
+			out->why = "not mapped";
+		}
+		return;
+	}
+	if (m->obj == NULL && m->special == NULL) {
+		jit_lookup(ns, ip, out);
+		return;
+	}
+	out->off = ip;
+	if (m->special) {
+		out->file = out->dso = m->special;
+		out->why = strcmp(m->special, "[deleted]") == 0 ? "file deleted" : "not read";
+		return;
+	}
+	if (!m->obj->read)
+		obj_read(ns, m->obj);
+	out->file = m->obj->file;
+	out->dso = m->obj->path;
+	out->off = ip - m->start + m->off;
+	if (m->obj->elf == NULL) {
+		out->managed_region = strcmp(m->obj->why ? m->obj->why : "", "not ELF") == 0; /* a ReadyToRun image */
+		out->why = m->obj->why;
+		return;
+	}
+	if (elf_vaddr(m->obj->elf, out->off, &va) && (s = sym_at(m->obj->names, va)) != NULL) {
+		const struct natsym_elf *n = m->obj->names;
+
+		snprintf(ns->scratch, sizeof(ns->scratch), "%.*s", (int)strnlen(n->strtab + s->name, n->strtab_len - s->name),
+			 n->strtab + s->name);
+		out->sym = ns->scratch;
+		out->off = va - s->start;
+		return;
+	}
+	out->why = m->obj->why ? m->obj->why : "no symbol";
+}
+
+void natsym_free(struct natsym *ns)
+{
+	if (ns == NULL)
+		return;
+	for (size_t i = 0; i < ns->n_objs; i++) {
+		if (ns->objs[i]->names != ns->objs[i]->elf)
+			natsym_elf_free(ns->objs[i]->names);
+		natsym_elf_free(ns->objs[i]->elf);
+		free(ns->objs[i]->path);
+		free(ns->objs[i]->file);
+		free(ns->objs[i]);
+	}
+	for (size_t i = 0; i < ns->n_ks; i++)
+		free(ns->ks[i].name);
+	free(ns->ks);
+	pm_clear(ns);
+	free(ns->maps);
+	free(ns);
+}
