@@ -30,7 +30,9 @@ test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind openssl file b
 	# hybrids), catatonit for the pod's infra container (a Recommends, not a Depends, of podman)
 	podman runc catatonit
 	# the Compose golden cases: both read every injected file (config), no daemon needed
-	docker-compose podman-compose)
+	docker-compose podman-compose
+	# perf_profile.sh: Debian's perf beside the agent's perf engine, on the same process
+	linux-perf)
 bench_pkgs=(hyperfine jq wrk nginx bc time)
 lint_pkgs=(cppcheck clang-tidy)
 fuzz_pkgs=(clang-14 libclang-rt-14-dev)

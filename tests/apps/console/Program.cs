@@ -15,11 +15,31 @@
 //             stops every thread, so the gap it leaves is the app's freeze
 //             (bench/transport.sh). Before READY it prints
 //             "TICK <N> MB <monotonic ms now>". Runs until killed.
+//   spin [T]  T threads (default 1, at most 8) run Program.Spin, a managed
+//             hot loop that allocates nothing and calls nothing, until killed
+//   alloc     Program.Churn allocates small arrays and drops them, in a
+//             loop, until killed; every array escapes into a ring, so none
+//             is allocated on the stack and gen0 collections keep coming
+//             (run with DOTNET_gcServer=0 DOTNET_gcConcurrent=0 the GC runs on
+//             this thread; with DOTNET_GCName=libclrgc.so all of it in that
+//             library)
+//   syscalls  Program.Sys writes 1 byte to /dev/null through a FileStream
+//             with no buffer, in a loop, until killed: one pwrite(2) each
+//   native L  Program.Native calls dp_native_run of the C library at path L
+//             (tests/apps/dpnative: its hot function dp_native_spin is
+//             hidden, so in .symtab alone) through P/Invoke, until killed
+//   mix L     one thread, round after round of 100 ms, runs Program.MixA for
+//             40 ms, MixB 25, MixC 15, dp_native_spin (library L) 12, MixD 8:
+//             a profile of known shares
 //   (none)    sleeps until killed
+// The spin, alloc, syscalls, native and mix methods are NoInlining, so that
+// each is a frame of its own under a stable name.
 // Bad arguments: a usage line on stderr, exit 2.
 
 using System.Diagnostics;
 using System.Globalization;
+using System.Reflection;
+using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 
 namespace DiagportTestConsole;
@@ -37,9 +57,12 @@ static class Program
         Allocate();
         if (!ParseArgs(args, out string mode, out int n, out int gapMs))
         {
-            Console.Error.WriteLine("usage: console [sleep N | exit N | signal | tick N [GAP_MS]]");
+            Console.Error.WriteLine("usage: console [sleep N | exit N | signal | tick N [GAP_MS] | spin [THREADS] | " +
+                "alloc | syscalls | native LIB | mix LIB]");
             return 2;
         }
+        if (mode == "native" || mode == "mix")
+            NativeLib = args[1];
 
         // Registered before READY, so a SIGTERM sent on READY is ours.
         using var sigterm = new ManualResetEventSlim();
@@ -56,10 +79,30 @@ static class Program
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
                 $"TICK {n} MB {MonotonicMs(Stopwatch.GetTimestamp()):F3}"));
         }
+        if (mode == "spin")
+            for (int i = 0; i < n; i++)
+                new Thread(() => Spin()) { IsBackground = true, Name = "spin" }.Start();
+        if (mode == "native" || mode == "mix")
+            NativeLibrary.SetDllImportResolver(typeof(Program).Assembly, Resolve);
         Console.WriteLine("READY " + Environment.ProcessId);
 
         switch (mode)
         {
+        case "spin":
+            Thread.Sleep(Timeout.Infinite);
+            return 0;
+        case "alloc":
+            Churn();
+            return 0;
+        case "syscalls":
+            Sys();
+            return 0;
+        case "native":
+            Native();
+            return 0;
+        case "mix":
+            Mix();
+            return 0;
         case "exit":
             return n;
         case "sleep":
@@ -94,7 +137,16 @@ static class Program
                     CultureInfo.InvariantCulture, out gapMs) && gapMs >= 1));
         case "":
         case "signal":
+        case "alloc":
+        case "syscalls":
             return args.Length <= 1;
+        case "spin":
+            n = 1;
+            return args.Length == 1 || (args.Length == 2 && int.TryParse(args[1], NumberStyles.None,
+                CultureInfo.InvariantCulture, out n) && n >= 1 && n <= 8);
+        case "native":
+        case "mix":
+            return args.Length == 2 && args[1].Length > 0;
         case "sleep":
         case "exit":
             return args.Length == 2 && int.TryParse(args[1], NumberStyles.None,
@@ -143,6 +195,113 @@ static class Program
         }) { IsBackground = true, Name = "tick", Priority = ThreadPriority.Highest };
         t.Start();
         Thread.Sleep(Timeout.Infinite);
+    }
+
+    // ---- hot code for CPU profiles (spin, alloc, syscalls, native, mix) ----
+
+    static string NativeLib = "";
+    static ulong Sink; // results land here, so that no loop is optimised away
+    static readonly object?[] Ring = new object?[4096];
+
+    static IntPtr Resolve(string name, Assembly asm, DllImportSearchPath? path) =>
+        name == "dpnative" ? NativeLibrary.Load(NativeLib) : IntPtr.Zero;
+
+    [DllImport("dpnative")]
+    static extern ulong dp_native_run(ulong n);
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Spin()
+    {
+        ulong x = 1;
+        for (;;)
+            x = x * 6364136223846793005UL + 1442695040888963407UL;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Churn()
+    {
+        for (long i = 0; ; i++)
+            Ring[i & (Ring.Length - 1)] = new long[4 + (i & 7)];
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Sys()
+    {
+        using var fs = new FileStream("/dev/null", FileMode.Open, FileAccess.Write, FileShare.ReadWrite, 0);
+        byte[] one = { 1 };
+        for (;;)
+            fs.Write(one, 0, 1);
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Native()
+    {
+        for (;;)
+            Sink += dp_native_run(1_000_000);
+    }
+
+    // Each spins until the timestamp `until`, reading the clock once per 64K rounds (so that the clock's own
+    // share is nil); the loop is written out in each, not shared, so that the time is theirs and no inlining
+    // decision can move it.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void MixA(long until)
+    {
+        ulong x = 1;
+        do
+            for (int i = 0; i < 65536; i++)
+                x = x * 6364136223846793005UL + 1442695040888963407UL;
+        while (Stopwatch.GetTimestamp() < until);
+        Sink += x;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void MixB(long until)
+    {
+        ulong x = 1;
+        do
+            for (int i = 0; i < 65536; i++)
+                x = x * 6364136223846793005UL + 1442695040888963407UL;
+        while (Stopwatch.GetTimestamp() < until);
+        Sink += x;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void MixC(long until)
+    {
+        ulong x = 1;
+        do
+            for (int i = 0; i < 65536; i++)
+                x = x * 6364136223846793005UL + 1442695040888963407UL;
+        while (Stopwatch.GetTimestamp() < until);
+        Sink += x;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void MixD(long until)
+    {
+        ulong x = 1;
+        do
+            for (int i = 0; i < 65536; i++)
+                x = x * 6364136223846793005UL + 1442695040888963407UL;
+        while (Stopwatch.GetTimestamp() < until);
+        Sink += x;
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Mix()
+    {
+        long ms = Stopwatch.Frequency / 1000;
+        for (;;)
+        {
+            long t = Stopwatch.GetTimestamp();
+            MixA(t += 40 * ms);
+            MixB(t += 25 * ms);
+            MixC(t += 15 * ms);
+            while (Stopwatch.GetTimestamp() < t + 12 * ms)
+                Sink += dp_native_run(65536);
+            t += 12 * ms;
+            MixD(t += 8 * ms);
+        }
     }
 
     static void Allocate()
