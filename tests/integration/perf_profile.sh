@@ -224,13 +224,17 @@ if native_case none "$W/none"; then
 	check native/no-debug-file-stripped eval "at_least '$s' 50 && at_least '$e' 50 && [ '$n' = 0.0 ]"
 fi
 
-# --- side by side with Debian's perf, and perfscript against folded: the mix (known shares), JIT code
-# named for perf too (the perf map, and no W^X double mapping perf cannot read)
-APPENV=(DOTNET_PerfMapEnabled=1 DOTNET_EnableWriteXorExecute=0)
+# --- side by side with Debian's perf, and perfscript against folded: the mix (known shares of CPU time),
+# JIT code named for perf too (the perf map, and no W^X double mapping, which perf cannot read); no tiered
+# compilation, so that each method's code is the same from the first round to the last. The agent's
+# profiles start as soon as perf has opened its events: the three cover the same 10 s, give or take a few
+# ms, so that the shares differ by where each sampled, not by when.
+APPENV=(DOTNET_PerfMapEnabled=1 DOTNET_EnableWriteXorExecute=0 DOTNET_TieredCompilation=0)
 if app mix mix "$W/full/libdpnative.so"; then
-	sleep 2 # past tiering: the methods' optimised code in place
+	sleep 1
 	"$PERF" record -N -e cpu-clock -F 99 -g -p "$APID" -o "$W/mix.data" -- sleep 10 > "$W/perf-record.out" 2>&1 &
 	PR=$!
+	for _ in $(seq 1 500); do find "/proc/$PR/fd" -lname 'anon_inode:*perf_event*' 2> /dev/null | grep -q . && break; sleep 0.01; done
 	curl -s -o "$W/mix.folded" -w '%{http_code}' \
 		"$U/trace?pid=$APID&engine=perf&event=cpu-clock&frequency=99&durationSeconds=10&format=folded" > "$W/mix.code" &
 	P1=$!

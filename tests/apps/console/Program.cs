@@ -28,9 +28,10 @@
 //   native L  Program.Native calls dp_native_run of the C library at path L
 //             (tests/apps/dpnative: its hot function dp_native_spin is
 //             hidden, so in .symtab alone) through P/Invoke, until killed
-//   mix L     one thread, round after round of 100 ms, runs Program.MixA for
-//             40 ms, MixB 25, MixC 15, dp_native_spin (library L) 12, MixD 8:
-//             a profile of known shares
+//   mix L     one thread, round after round, runs Program.MixA for 40 units
+//             of work, MixB 25, MixC 15, dp_native_spin (library L) 12, MixD 8
+//             (a unit: 2^20 turns of the same loop, about 1.4 ms): a profile
+//             of known shares of CPU time
 //   (none)    sleeps until killed
 // The spin, alloc, syscalls, native and mix methods are NoInlining, so that
 // each is a frame of its own under a stable name.
@@ -240,67 +241,60 @@ static class Program
             Sink += dp_native_run(1_000_000);
     }
 
-    // Each spins until the timestamp `until`, reading the clock once per 64K rounds (so that the clock's own
-    // share is nil); the loop is written out in each, not shared, so that the time is theirs and no inlining
-    // decision can move it.
+    // The mix's work is counted in units of 2^20 turns of the loop (about 1.4 ms here), not timed: a
+    // profile samples a thread's CPU time, and a thread preempted in the middle of a timed part would give
+    // that part less of it, differently in every run; counted, each part has the same share of CPU time
+    // whatever else the machine does, so two profilers sampling at different moments agree. Each MixX has
+    // the loop written out, not shared, so that the time is its own and no inlining decision can move it.
+    const int Unit = 1 << 20;
+
     [MethodImpl(MethodImplOptions.NoInlining)]
-    static void MixA(long until)
+    static void MixA(int units)
     {
         ulong x = 1;
-        do
-            for (int i = 0; i < 65536; i++)
-                x = x * 6364136223846793005UL + 1442695040888963407UL;
-        while (Stopwatch.GetTimestamp() < until);
+        for (long i = (long)units * Unit; i > 0; i--)
+            x = x * 6364136223846793005UL + 1442695040888963407UL;
         Sink += x;
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    static void MixB(long until)
+    static void MixB(int units)
     {
         ulong x = 1;
-        do
-            for (int i = 0; i < 65536; i++)
-                x = x * 6364136223846793005UL + 1442695040888963407UL;
-        while (Stopwatch.GetTimestamp() < until);
+        for (long i = (long)units * Unit; i > 0; i--)
+            x = x * 6364136223846793005UL + 1442695040888963407UL;
         Sink += x;
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    static void MixC(long until)
+    static void MixC(int units)
     {
         ulong x = 1;
-        do
-            for (int i = 0; i < 65536; i++)
-                x = x * 6364136223846793005UL + 1442695040888963407UL;
-        while (Stopwatch.GetTimestamp() < until);
+        for (long i = (long)units * Unit; i > 0; i--)
+            x = x * 6364136223846793005UL + 1442695040888963407UL;
         Sink += x;
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
-    static void MixD(long until)
+    static void MixD(int units)
     {
         ulong x = 1;
-        do
-            for (int i = 0; i < 65536; i++)
-                x = x * 6364136223846793005UL + 1442695040888963407UL;
-        while (Stopwatch.GetTimestamp() < until);
+        for (long i = (long)units * Unit; i > 0; i--)
+            x = x * 6364136223846793005UL + 1442695040888963407UL;
         Sink += x;
     }
 
     [MethodImpl(MethodImplOptions.NoInlining)]
     static void Mix()
     {
-        long ms = Stopwatch.Frequency / 1000;
         for (;;)
         {
-            long t = Stopwatch.GetTimestamp();
-            MixA(t += 40 * ms);
-            MixB(t += 25 * ms);
-            MixC(t += 15 * ms);
-            while (Stopwatch.GetTimestamp() < t + 12 * ms)
-                Sink += dp_native_run(65536);
-            t += 12 * ms;
-            MixD(t += 8 * ms);
+            MixA(40);
+            MixB(25);
+            MixC(15);
+            for (int i = 0; i < 12; i++)
+                Sink += dp_native_run(Unit);
+            MixD(8);
         }
     }
 
