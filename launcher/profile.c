@@ -416,7 +416,7 @@ static void perfscript(const struct profile *p, struct buf *out)
 					   (unsigned long long)(ip - m->start), f.dso ? f.dso : "[unknown]");
 			else if (f.sym)
 				buf_printf(out, "\t%16llx %s+0x%llx (%s)\n", (unsigned long long)ip, f.sym,
-					   (unsigned long long)(f.off + (ip - look)), f.dso);
+					   (unsigned long long)f.off + (unsigned long long)(ip - look), f.dso);
 			else
 				buf_printf(out, "\t%16llx [unknown] (%s)\n", (unsigned long long)ip, f.dso);
 		}
