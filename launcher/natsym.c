@@ -117,6 +117,7 @@ static void take_syms(struct natsym_elf *e, const uint8_t *sym, uint64_t len, si
 
 	if (n > MAX_SYMS)
 		n = MAX_SYMS;
+	free(e->syms); /* a full table with no function in it, then the dynamic one */
 	e->syms = mem_array(n ? n : 1, sizeof(*e->syms));
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *s = sym + i * 24;
