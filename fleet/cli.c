@@ -54,6 +54,7 @@ static const struct format cpu_f[] = { { "speedscope", "format=speedscope", NULL
 				       { "folded", "format=folded", NULL, ".folded.txt" },
 				       { "flamegraph", "format=flamegraph", NULL, ".svg" },
 				       { "nettrace", NULL, NULL, ".nettrace" },
+				       { "perfscript", "format=perfscript", NULL, ".perfscript.txt" }, /* with --param engine=perf */
 				       { 0 } };
 static const struct format stacks_f[] = { { "text", "format=text", NULL, ".txt" },
 					  { "json", "format=json", NULL, ".json" },
@@ -74,7 +75,8 @@ static const struct kind kinds[] = {
 	{ "trace", "GET", "/trace", false, true, true, 300, 16 * GIB, trace_f,
 	  "an EventPipe trace (--profile P[,P] or --providers FILE; --duration)" },
 	{ "cpuprofile", "GET", "/trace?profile=Cpu", false, true, true, 300, 4 * GIB, cpu_f,
-	  "a CPU profile (--format speedscope|folded|flamegraph|nettrace; --duration)" },
+	  "a CPU profile (--format speedscope|folded|flamegraph|nettrace|perfscript; --duration; --param engine=perf "
+	  "for native, runtime and kernel frames too)" },
 	{ "stacks", "GET", "/stacks", false, true, false, 120, GIB / 16, stacks_f,
 	  "every managed thread's stack, now (--format text|json|speedscope)" },
 	{ "gcdump", "GET", "/gcdump", true, true, false, 600, 4 * GIB, gc_f,

@@ -11,12 +11,14 @@
 #include "capture.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "dump.h"
@@ -149,12 +151,16 @@ static int parse_perf(struct httpd_req *r, struct capture *c, struct capture_pro
 {
 	const char *fq = httpd_query(r, "frequency"), *ev = httpd_query(r, "event"), *k = httpd_query(r, "kernel");
 	long max_rate = PERFEV_MAX_FREQ;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "re");
+	char rate[32] = "";
+	int fd = open("/proc/sys/kernel/perf_event_max_sample_rate", O_RDONLY | O_CLOEXEC);
 
-	if (f) {
-		if (fscanf(f, "%ld", &max_rate) != 1 || max_rate > PERFEV_MAX_FREQ)
+	if (fd >= 0) {
+		ssize_t n = read(fd, rate, sizeof(rate) - 1);
+
+		close(fd);
+		max_rate = n > 0 ? strtol(rate, NULL, 10) : PERFEV_MAX_FREQ;
+		if (max_rate <= 0 || max_rate > PERFEV_MAX_FREQ)
 			max_rate = PERFEV_MAX_FREQ;
-		fclose(f);
 	}
 	c->perf = (struct profile_perf){ 99, PERFEV_CPU_CLOCK, PERFEV_KERNEL_AUTO, c->format == PROFILE_PERFSCRIPT };
 	if (fq) {

@@ -117,6 +117,7 @@ static void take_syms(struct natsym_elf *e, const uint8_t *sym, uint64_t len, si
 
 	if (n > MAX_SYMS)
 		n = MAX_SYMS;
+	free(e->syms); /* a full table with no function in it, then the dynamic one */
 	e->syms = mem_array(n ? n : 1, sizeof(*e->syms));
 	for (size_t i = 0; i < n; i++) {
 		const uint8_t *s = sym + i * 24;
@@ -171,21 +172,21 @@ struct natsym_elf *natsym_elf_read(int (*read_at)(void *ctx, uint64_t off, size_
 	phnum = u16(h + 56);
 	shnum = u16(h + 60);
 	shstrndx = u16(h + 62);
-	if (u16(h + 54) == 56 && phnum && (ph = read_part(&r, phoff, (uint64_t)phnum * 56, 56 * 65535)) != NULL)
+	if (u16(h + 54) == 56 && phnum && (ph = read_part(&r, phoff, (uint64_t)phnum * 56, (uint64_t)56 * 65535)) != NULL)
 		for (unsigned i = 0; i < phnum && e->n_load < MAX_LOADS; i++) {
-			const uint8_t *p = ph + i * 56;
+			const uint8_t *p = ph + (size_t)i * 56;
 
 			if (u32(p) == 1) /* PT_LOAD */
 				e->load[e->n_load].off = u64(p + 8), e->load[e->n_load].vaddr = u64(p + 16),
 				e->load[e->n_load++].filesz = u64(p + 32);
 		}
 	if (u16(h + 58) != 64 || shnum == 0 || shnum > MAX_SECTIONS || shstrndx >= shnum ||
-	    (sh = read_part(&r, shoff, (uint64_t)shnum * 64, 64 * MAX_SECTIONS)) == NULL)
+	    (sh = read_part(&r, shoff, (uint64_t)shnum * 64, (uint64_t)64 * MAX_SECTIONS)) == NULL)
 		goto out;
-	names_len = u64(sh + shstrndx * 64 + 32);
-	names = read_part(&r, u64(sh + shstrndx * 64 + 24), names_len, 1 << 20);
+	names_len = u64(sh + (size_t)shstrndx * 64 + 32);
+	names = read_part(&r, u64(sh + (size_t)shstrndx * 64 + 24), names_len, 1 << 20);
 	for (unsigned i = 0; i < shnum; i++) {
-		const uint8_t *s = sh + i * 64;
+		const uint8_t *s = sh + (size_t)i * 64;
 		uint32_t type = u32(s + 4), name = u32(s);
 		const char *nm = names && name < names_len ? (const char *)names + name : "";
 
@@ -216,11 +217,11 @@ struct natsym_elf *natsym_elf_read(int (*read_at)(void *ctx, uint64_t off, size_
 
 		if (i < 0)
 			continue;
-		s = sh + i * 64;
+		s = sh + (size_t)i * 64;
 		link = u32(s + 40);
 		if (link >= shnum || u32(s + 4 + 0) == 8)
 			continue;
-		l = sh + link * 64;
+		l = sh + (size_t)link * 64;
 		if (u32(l + 4) == 8) /* SHT_NOBITS: a table stripped away */
 			continue;
 		tab = read_part(&r, u64(s + 24), u64(s + 32), MAX_TABLE);
@@ -452,6 +453,26 @@ static struct obj *obj_get(struct natsym *ns, const char *path)
 	return o;
 }
 
+/* The hex number at *p, then past it and the blanks after; false when there is none. */
+static bool hex_field(char **p, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(*p, &end, 16);
+	if (end == *p || errno)
+		return false;
+	*p = end + strspn(end, " \t");
+	return true;
+}
+
+/* Past the next field and the blanks after. */
+static char *skip_field(char *p)
+{
+	p += strcspn(p, " \t\n");
+	return p + strspn(p, " \t");
+}
+
 static int by_map(const void *a, const void *b)
 {
 	const struct map *x = a, *y = b;
@@ -470,14 +491,16 @@ static void read_maps(struct natsym *ns)
 		return;
 	while (fgets(line, sizeof(line), f) && ns->n_maps < MAX_MAPS) {
 		unsigned long long s, e, off;
-		char perms[8];
-		int name_at = 0;
-		struct map m = { 0 };
-		char *name;
+		char *q = line, *perms, *name;
+		struct map m;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &s, &e, perms, &off, &name_at) < 4 || perms[2] != 'x')
+		if (!hex_field(&q, &s) || *q != '-' || (q++, !hex_field(&q, &e)))
 			continue;
-		name = line + name_at;
+		perms = q;
+		q = skip_field(q);
+		if (strlen(perms) < 4 || perms[2] != 'x' || !hex_field(&q, &off))
+			continue;
+		name = skip_field(skip_field(q)); /* past dev and inode */
 		name[strcspn(name, "\n")] = 0;
 		m = (struct map){ s, e, off, NULL, NULL };
 		if (name[0] == '[')
@@ -528,13 +551,11 @@ void natsym_load_perfmap(struct natsym *ns)
 		return;
 	while (fgets(line, sizeof(line), f) && ns->n_pm < MAX_PERFMAP_ENTRIES && bytes < MAX_PERFMAP) {
 		unsigned long long s, sz;
-		int at = 0;
-		char *name;
+		char *name = line;
 
 		bytes += strlen(line);
-		if (sscanf(line, "%llx %llx %n", &s, &sz, &at) < 2 || at == 0 || sz == 0)
+		if (!hex_field(&name, &s) || !hex_field(&name, &sz) || sz == 0 || !*name)
 			continue;
-		name = line + at;
 		name[strcspn(name, "\n")] = 0;
 		if (ns->n_pm == cap) {
 			cap = cap ? cap * 2 : 4096;
@@ -590,12 +611,15 @@ static void read_kallsyms(struct natsym *ns)
 		return;
 	while (fgets(line, sizeof(line), f) && ns->n_ks < MAX_KSYMS) {
 		unsigned long long a;
-		char type, name[256];
+		char *q = line, type, *name;
 
-		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+		if (!hex_field(&q, &a) || !*q)
 			continue;
+		type = *q;
+		name = skip_field(q);
+		name[strcspn(name, " \t\n")] = 0;
 		nonzero |= a != 0;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+		if (!*name || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 			continue;
 		if (ns->n_ks == cap) {
 			cap = cap ? cap * 2 : 65536;

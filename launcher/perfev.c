@@ -141,12 +141,18 @@ static int check_access(const struct perfev_opts *o, long paranoid, bool priv, s
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 		if (errno == ENOENT)
 			return err_set(em, DP_ENOTFOUND, "pid %llu is gone", (unsigned long long)o->pid);
+		int err = errno;
+		char me[64];
+
 		snprintf(path, sizeof(path), "/proc/%llu/status", (unsigned long long)o->pid);
 		status_field(path, "Uid", uid, sizeof(uid));
-		return err_set(em, DP_EREFUSED, "the agent (uid %u) may not read pid %llu's memory map (%s; its uids: %s): "
-			       "perf events need the same rights as a debugger reading it. Run the agent as the app's "
-			       "user (diagport inject does when the workload names one), or give it CAP_SYS_PTRACE",
-			       (unsigned)geteuid(), (unsigned long long)o->pid, strerror(errno), uid[0] ? uid : "unknown");
+		status_field("/proc/self/status", "Uid", me, sizeof(me)); /* geteuid is not in the sandbox's list */
+		uid[strcspn(uid, " \t")] = 0;
+		me[strcspn(me, " \t")] = 0;
+		return err_set(em, DP_EREFUSED, "the agent (uid %s) may not read the memory map of pid %llu (uid %s): %s. "
+			       "Perf events need the rights of a debugger over the app: run the agent as the app's user "
+			       "(diagport inject does when the workload names one), or give it CAP_SYS_PTRACE",
+			       me[0] ? me : "?", (unsigned long long)o->pid, uid[0] ? uid : "?", strerror(err));
 	}
 	close(fd);
 	if (paranoid >= 3 && !priv)

@@ -416,7 +416,7 @@ static void perfscript(const struct profile *p, struct buf *out)
 					   (unsigned long long)(ip - m->start), f.dso ? f.dso : "[unknown]");
 			else if (f.sym)
 				buf_printf(out, "\t%16llx %s+0x%llx (%s)\n", (unsigned long long)ip, f.sym,
-					   (unsigned long long)(f.off + (ip - look)), f.dso);
+					   (unsigned long long)f.off + (unsigned long long)(ip - look), f.dso);
 			else
 				buf_printf(out, "\t%16llx [unknown] (%s)\n", (unsigned long long)ip, f.dso);
 		}
@@ -565,7 +565,7 @@ static void xml_text(struct buf *out, const char *s, size_t max)
 static void draw(struct buf *out, const struct node *n, uint64_t x, int depth, int max_depth, double px, uint64_t total)
 {
 	double w = (double)n->count * px, left = 10 + (double)x * px;
-	int y = (max_depth - depth) * FRAME_H + 40;
+	int y = (max_depth - depth) * FRAME_H + 56; /* below the title and its notes */
 	unsigned h = 0;
 
 	for (const char *c = n->name; *c; c++)
@@ -629,7 +629,7 @@ static void flamegraph(const struct profile *p, const char *title, struct buf *o
 		}
 	}
 	depth = tree_depth(&root);
-	height = (depth + 1) * FRAME_H + 60;
+	height = (depth + 1) * FRAME_H + 76;
 	px = root.count ? (double)(SVG_WIDTH - 20) / (double)root.count : 0;
 	buf_printf(out, "<?xml version=\"1.0\" standalone=\"no\"?>\n<svg version=\"1.1\" width=\"%d\" height=\"%d\" "
 		   "viewBox=\"0 0 %d %d\" xmlns=\"http://www.w3.org/2000/svg\">\n<rect x=\"0\" y=\"0\" width=\"100%%\" "
@@ -638,6 +638,11 @@ static void flamegraph(const struct profile *p, const char *title, struct buf *o
 		   SVG_WIDTH, height, SVG_WIDTH, height, SVG_WIDTH / 2);
 	xml_text(out, title, 200);
 	buf_printf(out, " (%llu samples)</text>\n", (unsigned long long)root.count);
+	if (p->notes[0]) {
+		buf_printf(out, "<text x=\"%d\" y=\"40\" text-anchor=\"middle\">", SVG_WIDTH / 2);
+		xml_text(out, p->notes, sizeof(p->notes));
+		buf_puts(out, "</text>\n");
+	}
 	if (root.count)
 		draw(out, &root, 0, 0, depth, px, root.count);
 	buf_puts(out, "</svg>\n");
@@ -694,13 +699,18 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 			json_array_append_new(weights, json_real((double)p->tab[i].count * p->ms_per_sample));
 			total += (double)p->tab[i].count * p->ms_per_sample;
 		}
-		snprintf(name, sizeof(name), "Thread (0x%llX)", (unsigned long long)threads[t]);
+		if (p->perf)
+			snprintf(name, sizeof(name), "%s (%llu)", comm_of(p, threads[t]), (unsigned long long)threads[t]);
+		else
+			snprintf(name, sizeof(name), "Thread (0x%llX)", (unsigned long long)threads[t]);
 		json_array_append_new(profiles, json_pack("{s:s, s:s, s:s, s:i, s:f, s:o, s:o}", "type", "sampled", "name",
 							  name, "unit", "milliseconds", "startValue", 0, "endValue", total,
 							  "samples", samples, "weights", weights));
 	}
+	buf_reset(&scratch);
+	buf_printf(&scratch, "%s%s%s", title, p->notes[0] ? " - " : "", p->notes);
 	doc = json_pack("{s:s, s:{s:o}, s:o, s:s, s:i, s:s}", "$schema", "https://www.speedscope.app/file-format-schema.json",
-			"shared", "frames", frames_j, "profiles", profiles, "name", title, "activeProfileIndex", 0,
+			"shared", "frames", frames_j, "profiles", profiles, "name", scratch.data, "activeProfileIndex", 0,
 			"exporter", "diagport " DP_VERSION);
 	text = json_dumps(doc, JSON_COMPACT);
 	buf_puts(out, text);
