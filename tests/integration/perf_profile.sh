@@ -124,10 +124,12 @@ if app spin spin 2; then
 	rc=$?
 	WHY="$CODE, speedscope's schema: exit $rc $(head -c 600 "$W/ss.err")"
 	check formats/speedscope-valid test "$CODE:$rc" = 200:0
-	# every thread sampled: both spinning threads have a profile of their own holding Program.Spin
+	# every thread sampled: both spinning threads have a profile of their own holding Program.Spin, named
+	# as the kernel names the thread ("spin", the name the app gave it) with its id
 	n=$(jq '[.shared.frames | to_entries[] | select(.value.name | test("Program\\.Spin$")) | .key] as $hot |
-		[.profiles[] | select(any(.samples[][]; . as $i | $hot | index($i)))] | length' "$W/spin.speedscope.json" 2>&1)
-	WHY="threads with Program.Spin: $n (want 2); profiles: $(jq -c '[.profiles[].name]' "$W/spin.speedscope.json" 2>&1 | head -c 300)"
+		[.profiles[] | select((.name | test("^spin \\([0-9]+\\)$")) and any(.samples[][]; . as $i | $hot | index($i)))] |
+		length' "$W/spin.speedscope.json" 2>&1)
+	WHY="threads named spin with Program.Spin: $n (want 2); profiles: $(jq -c '[.profiles[].name]' "$W/spin.speedscope.json" 2>&1 | head -c 300)"
 	check spin/both-threads test "$n" = 2
 	prof spin.svg "durationSeconds=2&format=flamegraph"
 	"$PY" -c 'import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); sys.exit(r.tag != "{http://www.w3.org/2000/svg}svg")' \
