@@ -261,9 +261,19 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 	doc_set(sc, "readOnlyRootFilesystem", doc_bool(true));
 	doc_set(sc, "allowPrivilegeEscalation", doc_bool(false));
 	{
-		const char *const all[] = { "ALL", NULL };
+		/*
+		 * perf: PERFMON is for the runtime's seccomp profile, which lets
+		 * perf_event_open through only to a container granted it (containerd
+		 * 1.6.9+, Docker 23+); a non-root process has it in its bounding set
+		 * only, never in effect, so the kernel's own rule (same user,
+		 * kernel.perf_event_paranoid) still decides what it may sample.
+		 */
+		const char *const all[] = { "ALL", NULL }, *const perfmon[] = { "PERFMON", NULL };
+		struct doc_node *caps = pair("drop", strs(all), NULL, NULL);
 
-		doc_set(sc, "capabilities", pair("drop", strs(all), NULL, NULL));
+		if (o->perf)
+			doc_set(caps, "add", strs(perfmon));
+		doc_set(sc, "capabilities", caps);
 	}
 	doc_set(sc, "seccompProfile", pair("type", doc_str("RuntimeDefault"), NULL, NULL));
 	doc_set(a, "securityContext", sc);

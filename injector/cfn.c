@@ -72,6 +72,16 @@ static int uninj_resource(const struct inj_ctx *c, struct doc_node *res, const c
 	return 0;
 }
 
+/* The resource's own perf setting (Metadata.diagport.perf over the tag diagport.dev/perf), or NULL. */
+static const struct doc_node *perf_setting(const struct doc_node *dmd, const struct doc_node *tags)
+{
+	long t = inj_seq_find(tags, "Key", INJ_PREFIX "perf");
+
+	if (doc_get(dmd, "perf"))
+		return doc_get(dmd, "perf");
+	return t >= 0 ? tags->vals[t] : NULL;
+}
+
 static int inj_resource(const struct inj_ctx *c, struct doc_node *res, const char *what, struct err_msg *em)
 {
 	struct doc_node *md, *dmd, *props, *tags;
@@ -109,8 +119,13 @@ static int inj_resource(const struct inj_ctx *c, struct doc_node *res, const cha
 		goto out;
 	}
 	memset(&st, 0, sizeof(st));
-	if ((rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0 ||
-	    (rc = inj_taskdef(c, &inj_cfn_dialect, props, &o, what, &st, em)) != 0)
+	if ((rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0)
+		goto out;
+	if (o.perf) {
+		rc = inj_taskdef_perf(c, &inj_cfn_dialect, props, perf_setting(dmd, tags), what, em);
+		goto out;
+	}
+	if ((rc = inj_taskdef(c, &inj_cfn_dialect, props, &o, what, &st, em)) != 0)
 		goto out;
 	if (md == NULL)
 		md = inj_create(res, "Metadata", DOC_MAP, st.wflags, sizeof(st.wflags), 'X');

@@ -214,6 +214,8 @@ static int label_option(const struct inj_ctx *c, struct inj_opts *o, const struc
 {
 	if (strcmp(name, "status") == 0)
 		return 0;
+	if (strcmp(name, "perf") == 0)
+		return inj_compose_perf(c, at, DP_EREFUSED, what, em);
 	if (in_list(agent_options, name))
 		return inj_fail(c, em, at, DP_EREFUSED, what,
 				"label " INJ_PREFIX "%s configures the project's one agent, not a service; put "

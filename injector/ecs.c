@@ -240,6 +240,42 @@ out:
 	return rc;
 }
 
+/*
+ * perf cannot be had on ECS. The agent's perf_event_open passes the
+ * container runtime's default seccomp profile only with CAP_PERFMON (Docker
+ * 23+) or CAP_SYS_ADMIN. Fargate lets a container add SYS_PTRACE and
+ * nothing else; on EC2 (and EXTERNAL) ECS's list of capabilities has no
+ * PERFMON, and SYS_ADMIN would also let the agent through mount, unshare,
+ * setns and bpf: diagport does not trade that for a profiler. Refused, so
+ * that nothing half-working is registered; a task already sharing its
+ * process namespace (pidMode task) on instances whose Docker allows
+ * perf_event_open needs no option (docs/INJECTION.md, "perf").
+ */
+int inj_taskdef_perf(const struct inj_ctx *c, const struct inj_dialect *d, const struct doc_node *td,
+		     const struct doc_node *own, const char *what, struct err_msg *em)
+{
+	const char *rk = K(d, "requiresCompatibilities", "RequiresCompatibilities");
+	const char *add = K(d, "linuxParameters.capabilities.add", "LinuxParameters.Capabilities.Add");
+	const struct doc_node *req = doc_get(td, rk);
+	int code = own ? DP_EREFUSED : DP_EINVAL; /* the workload's own setting, or the command line's (usage) */
+	const char *who = "perf";
+
+	if (own) /* a tag (a map, ECS's or CloudFormation's) or Metadata.diagport.perf (a scalar) */
+		who = doc_is(own, DOC_MAP) ? "tag " INJ_PREFIX "perf" : "Metadata.diagport.perf";
+	for (size_t i = 0; doc_is(req, DOC_SEQ) && i < req->n; i++)
+		if (doc_strval(req->vals[i]) && strcmp(doc_strval(req->vals[i]), "FARGATE") == 0)
+			return inj_fail(c, em, own ? own : req->vals[i], code, what,
+					"%s: %s holds FARGATE, and Fargate lets a container add no capability but "
+					"SYS_PTRACE to %s, so its seccomp profile refuses perf_event_open (it needs "
+					"CAP_PERFMON or CAP_SYS_ADMIN): the agent's perf engine cannot run on Fargate. Leave "
+					"perf out; CPU profiles with the default engine (EventPipe) need nothing", who, rk, add);
+	return inj_fail(c, em, own ? own : req, code, what,
+			"%s: ECS cannot grant what perf_event_open needs: Docker's default seccomp profile lets it "
+			"through only with CAP_PERFMON or CAP_SYS_ADMIN, %s takes no PERFMON, and diagport does not add "
+			"SYS_ADMIN, which would also open mount, unshare, setns and bpf to the agent. Leave perf out "
+			"(docs/INJECTION.md, \"perf\", says what to set on instances you run)", who, add);
+}
+
 static void remove_named(struct doc_node *list, const char *key, const char *name)
 {
 	for (size_t i = doc_is(list, DOC_SEQ) ? list->n : 0; i-- > 0;) {
@@ -364,6 +400,12 @@ int inj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err_m
 	if (o.inject == 0) {
 		if (c->report)
 			c->report->skipped++;
+		goto out;
+	}
+	if (o.perf) {
+		long t = inj_seq_find(tags, "key", INJ_PREFIX "perf");
+
+		rc = inj_taskdef_perf(c, &inj_ecs_dialect, td, t >= 0 ? tags->vals[t] : NULL, what, em);
 		goto out;
 	}
 	if ((rc = inj_taskdef(c, &inj_ecs_dialect, td, &o, what, &st, em)) != 0)

@@ -73,6 +73,9 @@ struct inj_opts {
 				     SSM parameter holding a settings document (ECS/CFN), a project config (Compose);
 				     NULL = none */
 	bool no_auth;             /* authentication explicitly turned off */
+	bool perf;                /* what the agent's perf engine needs: the app's processes in the agent's pid
+				     namespace and PERFMON for the runtime's seccomp profile (Kubernetes only;
+				     ECS, CloudFormation and Compose refuse it) */
 };
 
 void inj_opts_init(struct inj_opts *o);                 /* the built-in defaults */
@@ -81,9 +84,10 @@ void inj_opts_free(struct inj_opts *o);
 /*
  * Set one option by its annotation name without the prefix ("mode",
  * "containers", "ptrace", "image", "port", "resources", "dumps-size-limit",
- * "sidecar", "flavour", "auth-secret", "egress-settings", "rules", "auth", "inject"). DP_EINVAL with a
- * message naming the option and the accepted values when the value is bad;
- * DP_ENOTFOUND when the name is not an option.
+ * "sidecar", "flavour", "auth-secret", "egress-settings", "rules", "auth",
+ * "perf", "inject"). DP_EINVAL with a message naming the option and the
+ * accepted values when the value is bad; DP_ENOTFOUND when the name is not
+ * an option.
  */
 int inj_opts_set(struct inj_opts *o, const char *name, const char *value, struct err_msg *em);
 /* The list of option names, for messages ("inject, mode, containers, ..."). Borrowed. */

@@ -91,6 +91,10 @@ void inj_flag_add(char *flags, size_t size, char f);
 struct doc_node *inj_create(struct doc_node *m, const char *k, enum doc_type t, char *flags, size_t size, char f);
 /* The inverse: when flags has f and m[k] is an empty collection again, put back the null or delete k. */
 void inj_prune(struct doc_node *m, const char *k, const char *flags, char f);
+/* inj_create for any value: set m[k] = v (stolen), recording f as inj_create does. */
+void inj_put(struct doc_node *m, const char *k, struct doc_node *v, char *flags, size_t size, char f);
+/* Its inverse, whatever m[k] holds now: when flags has f, put back the null or delete k. */
+void inj_unput(struct doc_node *m, const char *k, const char *flags, char f);
 
 /* Render (a new string) and parse a status record. */
 char *inj_status_format(const struct inj_status *st, const struct inj_opts *o);
@@ -181,6 +185,15 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 		const struct inj_opts *o, const char *what, struct inj_status *st, struct err_msg *em);
 int uninj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *td,
 		  const struct inj_status *st, const char *what, struct err_msg *em);
+/*
+ * The perf option on a task definition: always refused (DP_EREFUSED placed
+ * at `own`, the workload's own tag or Metadata value that asked for it; with
+ * own NULL it came from the command line or the macro's params, DP_EINVAL),
+ * Fargate (requiresCompatibilities) and EC2 with a message each: ECS can
+ * grant neither PERFMON nor, on Fargate, anything but SYS_PTRACE.
+ */
+int inj_taskdef_perf(const struct inj_ctx *c, const struct inj_dialect *d, const struct doc_node *td,
+		     const struct doc_node *own, const char *what, struct err_msg *em);
 
 /* Compose, one service (compose_svc.c; compose.c runs them over the project). */
 /* Key k of map m as YAML means it: its own key, else through its merge key (<<), in merge order. Borrowed. */
@@ -203,6 +216,9 @@ int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const str
 			const char *what, struct inj_cstat *cs, struct err_msg *em);
 int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_cstat *cs,
 			  const char *what, struct err_msg *em);
+/* The refusal of the perf option on Compose (compose.c), placed at `at` with `code`. */
+int inj_compose_perf(const struct inj_ctx *c, const struct doc_node *at, int code, const char *what,
+		     struct err_msg *em);
 /* The value of variable k in a service's environment (map or "K=V" list, merge keys followed), or NULL. Borrowed. */
 const char *inj_compose_env_value(const struct doc_node *svc, const char *k);
 /* After uninject of a service: refuse when a dependency on the agent or a mount of its volumes is left. */

@@ -97,6 +97,50 @@ static struct doc_node *source_volume(const struct inj_source *src, const char *
 static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct doc_node *spec,
 			const char *what, struct err_msg *em);
 
+/* A boolean true as JSON and YAML 1.1 spell it (true, True, yes, on, ...). */
+static bool is_true(const struct doc_node *n)
+{
+	static const char *const t[] = { "true", "yes", "on", "y" };
+
+	for (size_t i = 0; doc_is(n, DOC_BOOL) && i < sizeof(t) / sizeof(t[0]); i++)
+		if (strcasecmp(n->text, t[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * perf: the agent's perf engine samples the app's processes, which it sees
+ * (their /proc, a pid to give perf_event_open) only in a process namespace
+ * it shares with them. A pod with hostPID shares the node's already (and
+ * the API server refuses both); one that says shareProcessNamespace: false
+ * is refused rather than overridden: its author turned sharing off, and it
+ * changes what the app sees (its process is no longer pid 1).
+ */
+static int share_pids(const struct inj_ctx *c, struct doc_node *spec, const char *what, struct inj_status *st,
+		      struct err_msg *em)
+{
+	struct doc_node *v = doc_get(spec, "shareProcessNamespace");
+
+	if (is_true(doc_get(spec, "hostPID")) || is_true(v))
+		return 0;
+	if (v != NULL && !(v->type == DOC_NULL && v->tag == NULL))
+		return inj_fail(c, em, v, DP_EREFUSED, what, "perf: shareProcessNamespace is %s, and the agent's perf "
+				"engine sees the app's processes only in a process namespace it shares with them; remove "
+				"the field or set it true, or leave perf out", v->text ? v->text : "not a boolean");
+	inj_put(spec, "shareProcessNamespace", doc_bool(true), st->wflags, sizeof(st->wflags), 'N');
+	return 0;
+}
+
+/* What perf cannot promise, said where the pod is injected (stderr; the webhook's warnings). */
+static void perf_warnings(const struct inj_ctx *c, const char *what)
+{
+	inj_report_warn(c->report, "%s: perf: the agent adds the capability PERFMON, which Pod Security baseline and "
+			"restricted refuse: in a namespace that enforces either, the API server rejects the pod", what);
+	inj_report_warn(c->report, "%s: perf: kernel frames need the node's kernel.perf_event_paranoid at 1 or less, "
+			"or an agent running as root (inject runs it as the app's user); user-space ones need 2 or less",
+			what);
+}
+
 int inj_k8s_wants(const struct doc_node *metadata, const struct doc_node **bad)
 {
 	const struct doc_node *an = doc_get(doc_get(metadata, "annotations"), INJ_PREFIX "inject"),
@@ -260,7 +304,8 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 	lists[1] = inits;
 	sel = mem_array(ctrs->n, sizeof(bool));
 	if ((rc = inj_check_collisions(c, &inj_k8s_dialect, vols, lists, 2, what, em)) != 0 ||
-	    (rc = inj_select(c, &inj_k8s_dialect, ctrs, &o, what, sel, em)) != 0)
+	    (rc = inj_select(c, &inj_k8s_dialect, ctrs, &o, what, sel, em)) != 0 ||
+	    (o.perf && (rc = share_pids(c, spec, what, &st, em)) != 0))
 		goto out;
 	for (size_t i = 0; i < ctrs->n; i++) {
 		struct doc_node *ctr = ctrs->vals[i];
@@ -306,6 +351,8 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 	status = inj_status_format(&st, &o);
 	doc_set(ann, INJ_STATUS_KEY, doc_str(status));
 	mem_free(status);
+	if (o.perf)
+		perf_warnings(c, what);
 	if (c->report)
 		c->report->injected++;
 out:
@@ -345,6 +392,8 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 	for (size_t i = 0; i < INJ_NSOURCES; i++)
 		remove_named(vols, "name", inj_sources[i].volume);
 	inj_prune(spec, "volumes", st.wflags, 'V');
+	if (is_true(doc_get(spec, "shareProcessNamespace"))) /* as perf set it; someone's false since then stays */
+		inj_unput(spec, "shareProcessNamespace", st.wflags, 'N');
 	for (size_t i = 0; i < st.n; i++) {
 		long k = inj_seq_find(ctrs, "name", st.c[i].name);
 		char *cwhat;

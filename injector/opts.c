@@ -120,6 +120,7 @@ static const struct inj_option options[] = {
 	{ "egress-settings", NULL, "--egress-settings", NULL, NULL, OK_REF, FIELD(egress_settings), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none", "the agent's egress providers (S3, Azure Blob): a Secret of key-per-file settings (k8s), a secret holding a settings document (ECS)" },
 	{ "rules", NULL, "--rules", NULL, NULL, OK_REF, FIELD(rules), NULL, "a ConfigMap name, SSM parameter or Compose config", "ConfigMap name (k8s) / SSM parameter name or ARN (ECS, CFN) / config name (Compose)", "NAME|ARN", "none", "the agent's collection rules (dotnet-monitor's `CollectionRules`): a ConfigMap of key-per-file settings (k8s), an SSM parameter holding a settings document (ECS), a project config holding a settings file (Compose)" },
 	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },
+	{ "perf", NULL, NULL, "--perf", "true", OK_BOOL, FIELD(perf), NULL, NULL, "`true` / `false`", NULL, "`false`", "Kubernetes: what the agent's perf CPU profiles need (`shareProcessNamespace`, `PERFMON` for the agent, which Pod Security baseline and restricted refuse); ECS, CloudFormation and Compose refuse it" },
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 #define HELP_COLUMN 25 /* where --help's descriptions start, as in the fixed flags' lines (cli.c) */
@@ -458,6 +459,11 @@ int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char
 	if (o->auth_secret && o->no_auth)
 		return inj_fail(c, em, NULL, DP_EREFUSED, what,
 				"auth-secret and auth=none contradict each other; give one");
+	if (o->flavour == INJ_FLAVOUR_DOTNET_MONITOR && o->perf)
+		return inj_fail(c, em, NULL, DP_EREFUSED, what,
+				"perf with flavour dotnet-monitor: dotnet-monitor has no perf_event_open profiler, and "
+				"perf would give it PERFMON and the app's processes for nothing; use the diagport agent "
+				"or leave perf out");
 	if (o->flavour == INJ_FLAVOUR_DOTNET_MONITOR && !o->auth_secret && !o->no_auth)
 		return inj_fail(c, em, NULL, DP_EREFUSED, what,
 				"flavour dotnet-monitor serves the pod network and needs authentication: "

@@ -10,6 +10,7 @@
  *   A  the annotations map was created    T  the pod template's metadata was created
  *   G  the ECS tags list was created      X  CloudFormation Metadata was created
  *   Y  Metadata.diagport was created      S  the agent is a regular container (k8s)
+ *   N  shareProcessNamespace: true was set (k8s, perf; it was absent or null)
  * Container flags (NAME:...):
  *   M  diag and dumps mounts added        m  the mounts list was created
  *   E  the DOTNET_DiagnosticPorts entry was added
@@ -81,9 +82,9 @@ static const struct { char mark; const char *text; } null_marks[] = {
 	{ '.', "" }, { '_', "null" }, { '=', "~" }, { '-', "Null" }, { '/', "NULL" },
 };
 
-struct doc_node *inj_create(struct doc_node *m, const char *k, enum doc_type t, char *flags, size_t size, char f)
+void inj_put(struct doc_node *m, const char *k, struct doc_node *v, char *flags, size_t size, char f)
 {
-	struct doc_node *old = doc_get(m, k), *v = t == DOC_MAP ? doc_map() : doc_seq();
+	struct doc_node *old = doc_get(m, k);
 	char mark = '_';
 
 	for (size_t i = 0; old && i < sizeof(null_marks) / sizeof(null_marks[0]); i++)
@@ -93,15 +94,21 @@ struct doc_node *inj_create(struct doc_node *m, const char *k, enum doc_type t, 
 	if (old)
 		inj_flag_add_after(flags, size, f, mark);
 	doc_set(m, k, v); /* replaces the null in place, else appends */
+}
+
+struct doc_node *inj_create(struct doc_node *m, const char *k, enum doc_type t, char *flags, size_t size, char f)
+{
+	struct doc_node *v = t == DOC_MAP ? doc_map() : doc_seq();
+
+	inj_put(m, k, v, flags, size, f);
 	return v;
 }
 
-void inj_prune(struct doc_node *m, const char *k, const char *flags, char f)
+void inj_unput(struct doc_node *m, const char *k, const char *flags, char f)
 {
-	struct doc_node *v = doc_get(m, k);
 	const char *p = strchr(flags, f);
 
-	if (p == NULL || v == NULL || (v->type != DOC_MAP && v->type != DOC_SEQ) || v->n != 0)
+	if (p == NULL || doc_get(m, k) == NULL)
 		return;
 	for (size_t i = 0; i < sizeof(null_marks) / sizeof(null_marks[0]); i++)
 		if (p[1] == null_marks[i].mark) {
@@ -111,6 +118,15 @@ void inj_prune(struct doc_node *m, const char *k, const char *flags, char f)
 			return;
 		}
 	doc_del(m, k);
+}
+
+void inj_prune(struct doc_node *m, const char *k, const char *flags, char f)
+{
+	struct doc_node *v = doc_get(m, k);
+
+	if (v == NULL || (v->type != DOC_MAP && v->type != DOC_SEQ) || v->n != 0)
+		return;
+	inj_unput(m, k, flags, f);
 }
 
 int inj_status_load(const struct inj_ctx *c, const struct doc_node *n, const char *field, const char *what,

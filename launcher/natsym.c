@@ -245,6 +245,24 @@ out:
 	return e;
 }
 
+/* How many of n elements (stride bytes apart, each starting with its uint64_t key, sorted by it) have key <= x. */
+static size_t count_le(const void *base, size_t n, size_t stride, uint64_t x)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t k;
+
+		memcpy(&k, (const char *)base + mid * stride, sizeof(k));
+		if (k <= x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The address of file offset foff, through the PT_LOAD that holds it; false when none does. */
 static bool elf_vaddr(const struct natsym_elf *e, uint64_t foff, uint64_t *va)
 {
@@ -259,16 +277,8 @@ static bool elf_vaddr(const struct natsym_elf *e, uint64_t foff, uint64_t *va)
 /* The symbol of a (from syms) holding va, or NULL. */
 static const struct esym *sym_at(const struct natsym_elf *syms, uint64_t va)
 {
-	size_t lo = 0, hi = syms->n_syms;
+	size_t lo = count_le(syms->syms, syms->n_syms, sizeof(*syms->syms), va);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (syms->syms[mid].start <= va)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == 0)
 		return NULL;
 	lo--;
@@ -576,16 +586,8 @@ size_t natsym_perfmap_entries(const struct natsym *ns)
 /* The perf map's entry holding ip: of those starting at or before it, the latest written that covers it. */
 static const struct pm_entry *pm_at(const struct natsym *ns, uint64_t ip)
 {
-	size_t lo = 0, hi = ns->n_pm;
+	size_t lo = count_le(ns->pm, ns->n_pm, sizeof(*ns->pm), ip);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ns->pm[mid].start <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	for (size_t i = lo, seen = 0; i-- > 0 && seen < 64; seen++)
 		if (ip - ns->pm[i].start < ns->pm[i].size)
 			return &ns->pm[i];
@@ -648,7 +650,7 @@ struct natsym *natsym_new(uint64_t pid, uint64_t nspid, bool kernel)
 
 static void kernel_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *out)
 {
-	size_t lo = 0, hi = ns->n_ks;
+	size_t lo;
 
 	out->file = "[kernel]";
 	out->dso = "[kernel.kallsyms]";
@@ -657,14 +659,7 @@ static void kernel_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *o
 		out->why = "kallsyms unreadable";
 		return;
 	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ns->ks[mid].addr <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = count_le(ns->ks, ns->n_ks, sizeof(*ns->ks), ip);
 	if (lo == 0) {
 		out->why = "not in kallsyms";
 		return;
@@ -692,7 +687,7 @@ static void jit_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *out)
 
 void natsym_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *out)
 {
-	size_t lo = 0, hi = ns->n_maps;
+	size_t lo;
 	const struct map *m;
 	const struct esym *s;
 	uint64_t va;
@@ -702,14 +697,7 @@ void natsym_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *out)
 		kernel_lookup(ns, ip, out);
 		return;
 	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ns->maps[mid].start <= ip)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = count_le(ns->maps, ns->n_maps, sizeof(*ns->maps), ip);
 	m = lo ? &ns->maps[lo - 1] : NULL;
 	if (m == NULL || ip >= m->end) {
 		jit_lookup(ns, ip, out); /* code mapped after the map was read (or freed since) */

@@ -91,8 +91,8 @@ static int malformed(struct err_msg *em, const char *what)
 	return err_set(em, DP_ESYNTAX, "not an admission.k8s.io/v1 AdmissionReview request: %s", what);
 }
 
-/* Does any container of the injected pod add SYS_PTRACE? */
-static bool asks_ptrace(const struct doc_node *pod)
+/* Does any container of the pod add capability cap (SYS_PTRACE, PERFMON)? */
+static bool asks_cap(const struct doc_node *pod, const char *cap)
 {
 	static const char *const lists[] = { "spec/containers", "spec/initContainers", "spec/ephemeralContainers" };
 
@@ -103,7 +103,7 @@ static bool asks_ptrace(const struct doc_node *pod)
 			const struct doc_node *add = doc_path(cs->vals[i], "securityContext/capabilities/add");
 
 			for (size_t k = 0; doc_is(add, DOC_SEQ) && k < add->n; k++)
-				if (doc_strval(add->vals[k]) && strcmp(doc_strval(add->vals[k]), "SYS_PTRACE") == 0)
+				if (doc_strval(add->vals[k]) && strcmp(doc_strval(add->vals[k]), cap) == 0)
 					return true;
 		}
 	}
@@ -128,11 +128,14 @@ static enum review_outcome inject(const struct review_config *cfg, struct doc_no
 	struct inj_ctx ctx = { .file = "pod", .base = &base, .report = &rep };
 	struct err_msg em = { "" };
 	enum review_outcome o = REVIEW_INJECTED;
+	bool pss;
 	int rc;
 
 	inj_opts_copy(&base, cfg->base);
-	if (cfg->no_ptrace)
+	if (cfg->no_ptrace) { /* Pod Security baseline and restricted: neither SYS_PTRACE nor PERFMON */
 		base.ptrace = false;
+		base.perf = false;
+	}
 	if (journal)
 		doc_journal_begin();
 	rc = inj_k8s_pod(copy, &ctx, &em);
@@ -140,13 +143,18 @@ static enum review_outcome inject(const struct review_config *cfg, struct doc_no
 		pod = doc_journal_before(request_pod);
 		doc_journal_end();
 	}
-	if (rc == 0 && cfg->no_ptrace && asks_ptrace(copy) && !asks_ptrace(pod))
+	pss = rc == 0 && cfg->no_ptrace;
+	if (pss && asks_cap(copy, "SYS_PTRACE") && !asks_cap(pod, "SYS_PTRACE"))
 		rc = err_set(&em, DP_EREFUSED, "the pod asks for SYS_PTRACE (diagport.dev/ptrace), which its namespace's "
 			     "Pod Security level forbids; the API server would refuse it");
-	else if (rc == 0 && cfg->no_ptrace)
+	else if (pss && asks_cap(copy, "PERFMON") && !asks_cap(pod, "PERFMON"))
+		rc = err_set(&em, DP_EREFUSED, "the pod asks for perf (diagport.dev/perf), whose PERFMON its namespace's "
+			     "Pod Security level forbids; the API server would refuse it");
+	else if (pss)
 		warn(warnings, "diagport: SYS_PTRACE left out: this namespace enforces Pod Security baseline or "
 			       "restricted, which forbid it; dumps still work where the runtime lets createdump attach "
 			       "without it");
+	pss = pss && rc != 0; /* refused here: the injection's own warnings are about a pod that is not made */
 	if (rc == 0)
 		rc = patch_diff(pod, copy, patch, n_ops, &em);
 	inj_opts_free(&base);
@@ -158,7 +166,7 @@ static enum review_outcome inject(const struct review_config *cfg, struct doc_no
 		warn(warnings, msg);
 		*n_ops = 0;
 	}
-	for (size_t i = 0; i < rep.nwarn; i++)
+	for (size_t i = 0; i < rep.nwarn && !pss; i++)
 		warn(warnings, rep.warnings[i]);
 	inj_report_free(&rep);
 	if (!journal)

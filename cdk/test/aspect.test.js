@@ -507,6 +507,17 @@ for (const port of [0, 70000]) {
   });
 }
 
+test('a diagport.dev/perf tag on a FargateTaskDefinition is refused: an error naming RequiresCompatibilities', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = fargate(stack, 'Api');
+  cdk.Tags.of(td).add('diagport.dev/perf', 'true');
+  addAspect(app);
+  Annotations.fromStack(stack).hasError('/S/Api/Resource',
+    Match.stringLikeRegexp('^diagport: .*tag diagport.dev/perf: RequiresCompatibilities holds FARGATE, and Fargate lets a container add no capability but SYS_PTRACE'));
+  assert.equal(hasAgent(Template.fromStack(stack), td), false);
+});
+
 test('an Aspect that refuses nothing leaves no error annotation', (t) => {
   const app = newApp(t);
   const stack = new cdk.Stack(app, 'S');

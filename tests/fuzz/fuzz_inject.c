@@ -5,7 +5,7 @@
  *   inject(inject(x)) == inject(x)     (idempotent)
  *   uninject(inject(x)) == x           (exactly reversible)
  * The first byte picks the options (mode, sidecar, flavour, ptrace, auth,
- * egress-settings and rules), so the fuzzer explores them too. The kind is
+ * perf, egress-settings and rules), so the fuzzer explores them too. The kind is
  * detected (k8s, ecs, cfn, compose).
  * Seeds: tests/golden inputs (tests/fuzz/seeds-inject).
  */
@@ -52,6 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		inj_opts_set(&o, "auth-secret", "token", NULL);
 	else if (sel & 16)
 		o.no_auth = true;
+	o.perf = (sel & 24) == 24; /* with a token: shareProcessNamespace and the agent's PERFMON (k8s) */
 	if (sel & 32)
 		o.flavour = INJ_FLAVOUR_DOTNET_MONITOR;
 	if (sel & 128) { /* the settings sources: a volume and mount each (k8s), secrets (ECS), configs (Compose) */

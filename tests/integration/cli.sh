@@ -52,6 +52,17 @@ check in-place-read-only-says grep -q "r.yaml: the file is read-only: --in-place
 check in-place-read-only-no-temp test "$(ls "$W/ro")" = r.yaml
 rm -r "$W/ro"
 
+# --perf on a Fargate task definition, --in-place: refused as a usage error (exit 2), the file kept as it
+# was, no temporary file beside it, nothing on stdout, the message naming requiresCompatibilities
+mkdir -p "$W/pf"; cp tests/golden/ecs/fargate-suspend/input.json "$W/pf/td.json"
+"$D" inject ecs --perf --in-place -f "$W/pf/td.json" > "$W/pf.out" 2> "$W/pf.err"; rc=$?
+WHY="exit $rc: $(head -c 300 "$W/pf.err")"; check perf-fargate-in-place-exit-2 test $rc -eq 2
+check perf-fargate-in-place-kept cmp -s "$W/pf/td.json" tests/golden/ecs/fargate-suspend/input.json
+check perf-fargate-in-place-no-temp test "$(ls "$W/pf")" = td.json
+check perf-fargate-in-place-no-stdout test ! -s "$W/pf.out"
+check perf-fargate-in-place-says grep -q "perf: requiresCompatibilities holds FARGATE" "$W/pf.err"
+rm -r "$W/pf" "$W/pf.out" "$W/pf.err"
+
 # on error: file untouched, stdout empty, exit 1
 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n  volumes:\n  - name: diagport-diag\n' > "$W/bad.yaml"
 cp "$W/bad.yaml" "$W/bad.orig"

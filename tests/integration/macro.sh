@@ -11,8 +11,8 @@
 #               Properties; the agent container, the app's port variable and SYS_PTRACE are added,
 #               as inject cfn adds them to that resource
 #   failure/*   a bad param, an unknown param, no requestId, a fragment that is neither, a task
-#               definition the rules refuse: status failure, an errorMessage that names the problem,
-#               exit 1
+#               definition the rules refuse, params.perf on a Fargate task definition: status
+#               failure, an errorMessage that names the problem, exit 1
 #   lambda/*    `make lambda`: a static bootstrap (no dynamic section, no interpreter: nothing needed
 #               from provided.al2023's glibc), zipped executable; run as Lambda runs it, it serves
 #               three events through the Runtime API loop (lambda_runtime_fake.py, a stand-in that
@@ -100,6 +100,14 @@ fail_case neither "$W/f4.event" "neither a template"
 event tests/golden/cfn/err-intrinsic-env/input.json '{"all":true}' f-5 > "$W/f5.event"
 want=$(grep -v '^$' tests/golden/cfn/err-intrinsic-env/expected-stderr | head -1)
 fail_case refused-by-rules "$W/f5.event" "${want#diagport: }"
+# params.perf: refused for a task definition, a Fargate one (the CDK's FargateTaskDefinition, its JSON form)
+# naming RequiresCompatibilities, as inject cfn --perf refuses it
+"$D" uninject cfn -o json tests/golden/cfn/err-perf-fargate/input.yaml > "$W/fargate.json"
+event "$W/fargate.json" '{"all":true,"perf":true}' f-7 > "$W/f7.event"
+fail_case perf-fargate "$W/f7.event" "perf: RequiresCompatibilities holds FARGATE"
+jq '.Resources.ApiTask.Properties' "$W/fargate.json" > "$W/fargate-props.json"
+event "$W/fargate-props.json" '{"perf":"true"}' f-8 > "$W/f8.event"
+fail_case perf-fargate-snippet "$W/f8.event" "perf: RequiresCompatibilities holds FARGATE"
 # CloudFormation takes a processed template of at most 1 MB: a result over it is refused, with its size
 jq '.Description = ("x" * 1048000)' tests/golden/cfn/all-json/input.json > "$W/huge.json"
 event "$W/huge.json" '{"all":true}' f-6 > "$W/f6.event"

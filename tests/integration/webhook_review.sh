@@ -12,7 +12,9 @@
 # numbers as float64) and NAME/minimal (no whole-map or whole-array
 # replacement of what the pod had, annotation keys escaped per RFC 6901).
 # A pod that inject leaves unchanged must get no patch (NAME/no-patch), one
-# that inject refuses is admitted with a warning and no patch (NAME/refused).
+# that inject refuses is admitted with a warning and no patch (NAME/refused),
+# one injected already (diagport.dev/status) gets no patch either
+# (NAME/already-injected: inject would re-inject it, the webhook leaves it).
 # The same pods again over HTTPS: POSTed with curl to a running `diagport webhook`,
 # the answers through the same checks (https/*).
 # Then the edge cases (opt-in, opt-out, already injected, UPDATE, other kinds)
@@ -116,6 +118,10 @@ kubectl_view() {
 one_pod() {
   local name=$1 pod=$2 ns=$3 dir rc
   shift 3
+  if grep -q '"diagport.dev/status"' "$pod"; then
+    # injected already (a golden case of re-injection): the webhook leaves such a pod alone
+    expect_none "$name/already-injected" "$pod" "$ns" "$@"; return 0
+  fi
   newdir
   local base=$dir
   timeout -k 5 "$STEP" "$D" inject -o json "$pod" > "$base/inj.json" 2> "$base/inj.err"; rc=$?
@@ -521,4 +527,32 @@ PYEOF
 timeout -k 5 "$STEP" "$D" webhook review "$PT/hn.json" > "$PT/hn.out" 2>/dev/null; rc=$?
 WHY="exit $rc: $(oneline "$PT/hn.out")"
 check hostnetwork-warning bash -c "[ $rc = 0 ] && jq -e '.response.allowed == true and (.response | has(\"patch\")) and (.response.warnings | map(test(\"hostNetwork is true\")) | any)' '$PT/hn.out' > /dev/null"
+# perf (diagport.dev/perf): the patch shares the pod's process namespace and gives the agent PERFMON, as
+# inject does (golden k8s/perf-* go through section 1), and the response carries inject's two warnings:
+# Pod Security refuses PERFMON, kernel frames need perf_event_paranoid <= 1. In a namespace that enforces
+# baseline or restricted (--no-ptrace), a pod asking for perf is admitted unchanged, with the reason and
+# without the warnings about an injection that was not made
+"$PY" - "$PT" << 'PYEOF'
+import json, sys
+d = sys.argv[1]
+pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pf", "namespace": "default",
+       "annotations": {"diagport.dev/inject": "true", "diagport.dev/perf": "true"}},
+       "spec": {"containers": [{"name": "app", "image": "app:1"}]}}
+json.dump({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+           "request": {"uid": "pf-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                       "resource": {"group": "", "version": "v1", "resource": "pods"},
+                       "namespace": "default", "operation": "CREATE", "object": pod}}, open(d + "/pf.json", "w"))
+PYEOF
+timeout -k 5 "$STEP" "$D" webhook review "$PT/pf.json" > "$PT/pf.out" 2>/dev/null; rc=$?
+WHY="exit $rc: $(oneline "$PT/pf.out")"
+check perf-patch-and-warnings bash -c "[ $rc = 0 ] && jq -e '.response.allowed == true and
+  (.response.patch | @base64d | fromjson | map(select(.path == \"/spec/shareProcessNamespace\" and .value == true)) | length == 1) and
+  (.response.patch | @base64d | test(\"PERFMON\")) and
+  (.response.warnings | map(test(\"Pod Security baseline and restricted refuse\")) | any) and
+  (.response.warnings | map(test(\"kernel.perf_event_paranoid at 1 or less\")) | any)' '$PT/pf.out' > /dev/null"
+timeout -k 5 "$STEP" "$D" webhook review --no-ptrace "$PT/pf.json" > "$PT/pf-pss.out" 2>/dev/null; rc=$?
+WHY="exit $rc: $(oneline "$PT/pf-pss.out")"
+check no-ptrace-perf-pod-admitted-unchanged bash -c "[ $rc = 0 ] && jq -e '.response.allowed == true and
+  (.response | has(\"patch\") | not) and (.response.warnings | map(test(\"asks for perf .*PERFMON\")) | any) and
+  (.response.warnings | map(test(\"perf_event_paranoid\")) | any | not)' '$PT/pf-pss.out' > /dev/null"
 exit 0
