@@ -418,8 +418,10 @@ static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *
 
 			if (strcmp(cand[i] + strlen(roots[r]), o->path) == 0)
 				continue; /* the debuglink names the file itself */
-			if ((d = elf_open(cand[i], &why)) != NULL && d->symtab && d->n_syms)
-				return d;
+			if ((d = elf_open(cand[i], &why)) != NULL && d->symtab && d->n_syms &&
+			    (o->elf->build_id_len == 0 || (d->build_id_len == o->elf->build_id_len &&
+							   memcmp(d->build_id, o->elf->build_id, d->build_id_len) == 0)))
+				return d; /* a debug file of another build (a stale .debug) would name wrong */
 			natsym_elf_free(d);
 		}
 	}

@@ -286,12 +286,23 @@ static void deliver(struct run *r, const uint8_t *p, size_t len)
 	s.tid = pt[1];
 	s.time_ns = v[1];
 	s.period = v[2];
-	for (uint64_t i = 0; i < nr && s.n < MAX_CHAIN; i++) {
+	for (uint64_t i = 0, ctx = 0; i < nr && s.n < MAX_CHAIN; i++) {
 		uint64_t ip;
 
 		memcpy(&ip, p + 40 + i * 8, 8);
-		if (ip >= (uint64_t)PERF_CONTEXT_MAX)
-			continue; /* a context marker: kernel, user, ... */
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip; /* a context marker: kernel, user, ... */
+			continue;
+		}
+		/*
+		 * The kernel walks a user stack by its frame pointers: through code
+		 * built without them the walk reads other words, which can look like
+		 * kernel addresses. In user context such a word ends the chain.
+		 */
+		if (ctx == (uint64_t)PERF_CONTEXT_USER && PERFEV_KERNEL_IP(ip))
+			break;
+		if (ctx == (uint64_t)PERF_CONTEXT_KERNEL && !PERFEV_KERNEL_IP(ip))
+			continue;
 		r->chain[s.n++] = ip;
 	}
 	if (s.n == 0)

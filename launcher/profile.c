@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -212,7 +213,82 @@ uint64_t profile_samples(const struct profile *p)
 
 /* ---- the perf engine ---- */
 
-static atomic_int perfmap_users; /* perf profiles running that turned the perf map on */
+/*
+ * The runtimes whose perf map perf profiles turned on, with how many of them
+ * run: the first turns it on, the last off.
+ */
+#define MAX_MAP_USERS 64
+static struct {
+	uint8_t cookie[16];
+	unsigned users;
+} map_users[MAX_MAP_USERS];
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One more profile of runtime cookie wants its perf map: true when it is the first (turn it on). */
+static bool map_acquire(const uint8_t cookie[16], bool *held)
+{
+	bool first = false;
+	size_t i, free_at = MAX_MAP_USERS;
+
+	pthread_mutex_lock(&map_lock);
+	for (i = 0; i < MAX_MAP_USERS; i++) {
+		if (map_users[i].users && memcmp(map_users[i].cookie, cookie, 16) == 0)
+			break;
+		if (!map_users[i].users && free_at == MAX_MAP_USERS)
+			free_at = i;
+	}
+	if (i == MAX_MAP_USERS && free_at < MAX_MAP_USERS) {
+		i = free_at;
+		memcpy(map_users[i].cookie, cookie, 16);
+		first = true;
+	}
+	if (i < MAX_MAP_USERS) {
+		map_users[i].users++;
+		*held = true;
+	}
+	pthread_mutex_unlock(&map_lock);
+	return first;
+}
+
+/* One less: true when it was the last (turn it off). */
+static bool map_release(const uint8_t cookie[16])
+{
+	bool last = false;
+
+	pthread_mutex_lock(&map_lock);
+	for (size_t i = 0; i < MAX_MAP_USERS; i++)
+		if (map_users[i].users && memcmp(map_users[i].cookie, cookie, 16) == 0) {
+			last = --map_users[i].users == 0;
+			break;
+		}
+	pthread_mutex_unlock(&map_lock);
+	return last;
+}
+
+/* The app was started with its perf map on (DOTNET_PerfMapEnabled, COMPlus_PerfMapEnabled): leave it so. */
+static bool map_by_env(uint64_t pid)
+{
+	char path[64], *env = mem_alloc(1 << 20);
+	int fd;
+	ssize_t n = 0;
+	bool on = false;
+
+	snprintf(path, sizeof(path), "/proc/%llu/environ", (unsigned long long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, env, (1 << 20) - 1);
+		close(fd);
+	}
+	for (ssize_t at = 0; n > 0 && at < n; at += (ssize_t)strlen(env + at) + 1) {
+		const char *v = env + at, *eq;
+
+		env[n] = 0;
+		if ((strncmp(v, "DOTNET_PerfMapEnabled=", 22) == 0 || strncmp(v, "COMPlus_PerfMapEnabled=", 23) == 0) &&
+		    (eq = strchr(v, '=')) != NULL && strcmp(eq + 1, "0") != 0 && eq[1])
+			on = true;
+	}
+	free(env);
+	return on;
+}
 
 static void on_perf_sample(void *ctx, const struct perfev_sample *s)
 {
@@ -291,9 +367,9 @@ int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t t
 {
 	struct profile *p = mem_zalloc(sizeof(*p));
 	struct perfev_opts po = { 0, o->freq, o->event, o->kernel };
-	char map[128];
+	char path[64];
 	struct stat stb;
-	bool had_map, map_on = false;
+	bool map_held = false;
 	uint32_t hr = 0;
 	long long t0;
 	int rc = proc_local_pid(port, cookie, &p->pid);
@@ -312,17 +388,15 @@ int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t t
 			     "sets it), or on ECS pidMode: task", (unsigned long long)target_pid);
 		goto out;
 	}
-	snprintf(map, sizeof(map), "/proc/%llu/root/tmp/perf-%llu.map", (unsigned long long)p->pid,
-		 (unsigned long long)target_pid);
-	had_map = stat(map, &stb) == 0 && stb.st_size > 0;
-	if (!had_map) {
-		map_on = proc_perfmap_set(port, cookie, true, 3, &hr) == 0;
-		if (map_on)
-			atomic_fetch_add(&perfmap_users, 1);
-	}
+	if (!map_by_env(p->pid) && map_acquire(cookie, &map_held))
+		proc_perfmap_set(port, cookie, true, 3, &hr); /* refused (before .NET 8): the rundown still names */
 	po.pid = p->pid;
 	rc = perfev_run(&po, duration_ms, stop, on_perf_sample, p, &p->st, em);
 	t0 = clock_ms();
+	snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)p->pid);
+	if (rc == 0 && stat(path, &stb) != 0)
+		rc = err_set(em, DP_EIO, "pid %llu exited during the profile, after %llu samples: without it their frames "
+			     "cannot be named", (unsigned long long)target_pid, (unsigned long long)p->st.samples);
 	if (rc == 0) {
 		read_comms(p);
 		p->nat = natsym_new(p->pid, target_pid, p->st.kernel);
@@ -332,7 +406,7 @@ int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t t
 				 LOG_UINT("pid", target_pid), LOG_STR("reason", em->text));
 		symbols_done(p->sym);
 	}
-	if (map_on && atomic_fetch_sub(&perfmap_users, 1) == 1)
+	if (map_held && map_release(cookie))
 		proc_perfmap_set(port, cookie, false, 0, &hr);
 	if (rc != 0)
 		goto out;
@@ -350,6 +424,18 @@ int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t t
 out:
 	profile_free(p);
 	return rc;
+}
+
+/*
+ * The address to look up for frame i of a stack (leaf first): a return
+ * address one byte back (the call is just before it), but not the leaf, nor
+ * the first user frame under kernel ones (the interrupted instruction).
+ */
+static uint64_t lookup_ip(const uint64_t *ips, size_t i)
+{
+	if (i == 0 || (PERFEV_KERNEL_IP(ips[i - 1]) && !PERFEV_KERNEL_IP(ips[i])))
+		return ips[i];
+	return ips[i] - 1;
 }
 
 /* Name ip into out; false when nothing named it (out then says "FILE![why]"). */
@@ -378,11 +464,10 @@ static size_t frames_perf(const struct profile *p, const struct entry *e, char *
 	bool last_unnamed = false;
 
 	for (size_t i = e->n; i-- > 0;) {
-		uint64_t ip = p->ips[e->at + i];
 		bool named;
 
 		buf_reset(scratch);
-		named = perf_name(p, i ? ip - 1 : ip, scratch); /* a return address: the call is just before it */
+		named = perf_name(p, lookup_ip(p->ips + e->at, i), scratch);
 		if (!named && last_unnamed && strcmp(names[n - 1], scratch->data) == 0)
 			continue;
 		last_unnamed = !named;
@@ -406,7 +491,7 @@ static void perfscript(const struct profile *p, struct buf *out)
 			   (unsigned long long)(s->time_ns / 1000000000ull),
 			   (unsigned long long)(s->time_ns % 1000000000ull / 1000), (unsigned long long)s->period, ev);
 		for (size_t i = 0; i < s->n; i++) {
-			uint64_t ip = p->ips[s->at + i], look = i ? ip - 1 : ip;
+			uint64_t ip = p->ips[s->at + i], look = lookup_ip(p->ips + s->at, i);
 			const struct sym_method *m = PERFEV_KERNEL_IP(ip) ? NULL : symbols_lookup(p->sym, look);
 			struct natsym_frame f;
 
