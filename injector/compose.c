@@ -146,17 +146,6 @@ static int project_defines(const struct inj_ctx *c, struct doc_node *doc, const 
 			settings ? ", a settings file" : "");
 }
 
-int inj_compose_perf(const struct inj_ctx *c, const struct doc_node *at, int code, const char *what,
-		     struct err_msg *em)
-{
-	return inj_fail(c, em, at, code, what, "perf is not available for Compose: the agent would have to share the "
-			"app's process namespace, and Compose's pid: service:NAME either makes the agent depend on the "
-			"app, which depends on the agent (a cycle), or puts the app in the agent's namespace, where it "
-			"is killed whenever the agent stops; podman's default seccomp profile (containers-common 0.50) "
-			"besides lets perf_event_open through only with CAP_SYS_ADMIN. Leave perf out; CPU profiles with "
-			"the default engine (EventPipe) need nothing");
-}
-
 /* project_opts with x-diagport's pairs (xd, its merge keys resolved; NULL when there is none). */
 static int project_opts_from(const struct inj_ctx *c, struct doc_node *doc, struct doc_node *xd, struct inj_opts *o,
 			     struct err_msg *em)

@@ -209,6 +209,26 @@ static void kv_del(struct doc_node *coll, const char *k)
 
 /* ---- per-service options (labels) ---- */
 
+/*
+ * perf on Compose: refused wherever it is asked for (the command line,
+ * x-diagport, a service's label). The agent would have to share the app's
+ * process namespace, and pid: service:NAME makes one service depend on the
+ * other (compose-go adds the dependency), a cycle with the app's dependency
+ * on the agent; the other way round the app would die with the agent, the
+ * first process of the namespace.
+ */
+int inj_compose_perf(const struct inj_ctx *c, const struct doc_node *at, int code, const char *what,
+		     struct err_msg *em)
+{
+	return inj_fail(c, em, at, code, what, "perf is not available for Compose: the agent would have to share the "
+			"app's process namespace, and Compose's pid: service:NAME either makes the agent depend on the "
+			"app, which depends on the agent (a cycle), or puts the app in the agent's namespace, where it "
+			"is killed whenever the agent stops; podman's default seccomp profile (containers-common 0.50) "
+			"besides lets perf_event_open through only with CAP_SYS_ADMIN. Leave perf out; CPU profiles with "
+			"the default engine (EventPipe) need nothing");
+}
+
+
 static int label_option(const struct inj_ctx *c, struct inj_opts *o, const struct doc_node *at, const char *name,
 			const char *v, size_t vlen, const char *what, struct err_msg *em)
 {

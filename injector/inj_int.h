@@ -216,7 +216,7 @@ int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const str
 			const char *what, struct inj_cstat *cs, struct err_msg *em);
 int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const struct inj_cstat *cs,
 			  const char *what, struct err_msg *em);
-/* The refusal of the perf option on Compose (compose.c), placed at `at` with `code`. */
+/* The refusal of the perf option on Compose, placed at `at` with `code`. */
 int inj_compose_perf(const struct inj_ctx *c, const struct doc_node *at, int code, const char *what,
 		     struct err_msg *em);
 /* The value of variable k in a service's environment (map or "K=V" list, merge keys followed), or NULL. Borrowed. */
