@@ -1,6 +1,7 @@
 # tests/e2e/lib.sh - what the end-to-end container tests share (sourced after tests/lib.sh and
 # agent_setup). podman reads tests/containers/containers.conf and keeps every image, container and pod
-# in the scratch directory ($W/storage, vfs): nothing global is touched, and cleanup removes it all.
+# in the scratch directory ($W/storage, vfs), and everything else it would keep for the whole machine
+# there too (see e2e_setup): nothing global is touched, and cleanup removes it all.
 #   e2e_setup                 CONTAINERS_CONF and CONTAINERS_STORAGE_CONF; cleanup_more (pods down, reset),
 #                             which the exit trap runs whatever happened before
 #   e2e_cleanup_check         cleanup_more now, then the check "cleanup": no container, pod, volume, image
@@ -11,13 +12,27 @@
 #   build_app_image NAME      the test webapp (tests/apps) on the host's .NET runtime in an image FROM scratch:
 #                             the runtime and ASP.NET shared frameworks (no SDK), the seven libraries they
 #                             link (ldd), the loader, the app in /app; uid 1000; invariant globalization
-export CONTAINERS_CONF=$PWD/tests/containers/containers.conf
+#   wait_app URL [SECS]       until the app at URL answers / (default 30 s); 1 on timeout
 E2E_PLAYED=()
+# Storage alone is not all of podman's state. Its tmp_dir (/run/libpod: the "alive" file, exit codes,
+# events), its locks (one shared memory segment, /libpod_lock) and its network definitions
+# (/etc/cni/net.d, the bridges made for them) are the machine's, whatever storage.conf says, and
+# `podman system reset` wipes them: another test's cleanup (this one's, run in another checkout at the
+# same time) took the kube network and its bridge away under a running pod, whose ports then answered
+# nothing, and made every other podman "refresh" (free all locks, forget its containers' states). So each
+# test gets its own tmp_dir, file locks in it, and its own network directory; a pod runs on podman's
+# default network (cni-podman0), which no test creates or removes.
 e2e_setup() {
-	mkdir -p "$W/storage/root" "$W/storage/run"
+	mkdir -p "$W/storage/root" "$W/storage/run" "$W/podman-tmp" "$W/networks"
 	printf '[storage]\ndriver = "vfs"\ngraphroot = "%s/storage/root"\nrunroot = "%s/storage/run"\n' "$W" "$W" \
 		> "$W/storage.conf"
 	export CONTAINERS_STORAGE_CONF=$W/storage.conf
+	awk -v tmp="$W/podman-tmp" -v net="$W/networks" '
+		{ print }
+		/^\[engine\]/ { printf "tmp_dir = \"%s\"\nlock_type = \"file\"\n", tmp }
+		END { printf "\n[network]\nnetwork_config_dir = \"%s\"\n", net }' \
+		tests/containers/containers.conf > "$W/containers.conf"
+	export CONTAINERS_CONF=$W/containers.conf
 	for t in podman runc file; do
 		command -v "$t" > /dev/null || { fail prerequisites "$t is not installed (scripts/prereqs.sh test installs it)"; exit 0; }
 	done
@@ -87,8 +102,13 @@ for v in spec["volumes"]:
 print(yaml.safe_dump(d))
 EOF
 }
-# play FILE: podman kube play (from $W, so that no directory there is taken for an image to build)
+# play FILE: podman kube play (from $W, so that no directory there is taken for an image to build), on
+# podman's default network (see e2e_setup)
 play() {
 	E2E_PLAYED+=("$1")
-	(cd "$W" && podman kube play --build=false "$1")
+	(cd "$W" && podman kube play --build=false --network podman "$1")
+}
+wait_app() {
+	for _ in $(seq 1 $((${2:-30} * 10))); do curl -sf -m 2 "$1/" > /dev/null 2>&1 && return 0; sleep 0.1; done
+	return 1
 }

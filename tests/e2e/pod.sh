@@ -48,11 +48,6 @@ wait_processes() {
 	done
 	return 1
 }
-# wait_app URL [SECS]: until the app answers (default 30 s); 1 on timeout
-wait_app() {
-	for _ in $(seq 1 $((${2:-30} * 10))); do curl -sf "$1/" > /dev/null 2>&1 && return 0; sleep 0.1; done
-	return 1
-}
 # host_uid CONTAINER: the uid the container's first process runs as, seen from the host
 host_uid() { awk '/^Uid:/ { print $2 }' "/proc/$(podman inspect --format '{{.State.Pid}}' "$1")/status"; }
 

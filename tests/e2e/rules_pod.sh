@@ -69,19 +69,45 @@ DUMPS=$W/volumes/rulespod/diagport-dumps
 for _ in $(seq 1 300); do ls "$DUMPS"/*.stacks.json > /dev/null 2>&1 && break; sleep 0.1; done
 WHY="in the egress directory: $(ls -A "$DUMPS" 2>&1 | tr '\n' ' '); agent: $(podman logs rulespod-pod-0-diagport-agent 2>&1 | tail -3)"
 check startup-rule-stacks bash -c "ls '$DUMPS'/*.stacks.json > /dev/null 2>&1"
-for _ in $(seq 1 50); do curl -sf -o "$W/rules.json" "$U/collectionrules" && grep -q Finished "$W/rules.json" && break; sleep 0.1; done
+for _ in $(seq 1 50); do curl -sf --max-time 5 -o "$W/rules.json" "$U/collectionrules" && grep -q Finished "$W/rules.json" && break; sleep 0.1; done
 WHY="$(cat "$W/rules.json" 2>&1)"
 check collectionrules-listed jq -e '.AtStart.state == "Finished" and .BigHeap.state == "Running"' "$W/rules.json"
-# the app grows its heap past 60 MB and keeps it: one Mini dump, then the rule is Finished
-curl -s "http://127.0.0.1:$HP/memory-leak?mb=100" > /dev/null
+# heap_why: what the GC-heap rule had to go on, for a check that failed: the app's answer to the leak, the
+# agent's GC heap readings (/metrics: value and the reading's time, against now), its rules, the processes it
+# sees, its log and the app's
+heap_why() {
+	local now
+	now=$(date +%s%3N)
+	printf 'the app, asked to leak at %s ms: %s\n' "$LEAK_MS" "$LEAK"
+	printf 'now %s ms; /metrics (GC heap):\n' "$now"
+	curl -sS --max-time 5 "$U/metrics" 2>&1 |
+		grep -E '^# diagport|^systemruntime_(gc_heap_size|dotnet_gc_last_collection_heap_size)|^curl' | head -8
+	printf '/collectionrules: %s\n' "$(curl -sS --max-time 5 "$U/collectionrules" 2>&1 | head -c 1500)"
+	printf '/processes: %s\n' "$(curl -sS --max-time 5 "$U/processes" 2>&1 | head -c 600)"
+	printf 'in the egress directory: %s\n' "$(ls -A "$DUMPS" 2>&1 | tr '\n' ' ')"
+	echo 'agent log (last 25 lines):'
+	podman logs rulespod-pod-0-diagport-agent 2>&1 | tail -25 | cut -c1-400
+	echo 'app log (last 5 lines):'
+	podman logs rulespod-pod-0-app 2>&1 | tail -5 | cut -c1-400
+}
+# the app grows its heap past 60 MB and keeps it: one Mini dump, then the rule is Finished. The app starts
+# beside the agent (nosuspend), and the Startup rule's stacks can be in place before it listens: it is
+# asked to leak once it answers, and its answer (the MiB it now holds) is checked; a leak asked earlier
+# was refused, unseen, and the rule waited for a heap that never grew.
+wait_app "http://127.0.0.1:$HP"
+LEAK_MS=$(date +%s%3N)
+c=$(curl -sS --max-time 30 -o "$W/leak.out" -w '%{http_code}' "http://127.0.0.1:$HP/memory-leak?mb=100" 2> "$W/leak.err")
+LEAK="HTTP $c: $(head -c 200 "$W/leak.out" 2>/dev/null)$(head -c 200 "$W/leak.err")"
+WHY="the app, asked to leak: $LEAK"
+check app-leaked test "$LEAK" = "HTTP 200: 100"
 for _ in $(seq 1 600); do ls "$DUMPS"/core_* > /dev/null 2>&1 && break; sleep 0.1; done
 sleep 1
-WHY="in the egress directory: $(ls -A "$DUMPS" | tr '\n' ' '); rule: $(curl -s "$U/collectionrules/BigHeap"); agent: $(podman logs rulespod-pod-0-diagport-agent 2>&1 | tail -4 | cut -c1-400)"
+WHY="$(heap_why)"
 check heap-rule-one-dump test "$(ls "$DUMPS" | grep -c '^core_')" = 1
 f=$(ls "$DUMPS"/core_* 2>/dev/null | head -1)
-WHY="$f: $(head -c 4 "$f" 2>/dev/null | od -c | head -1)"
+WHY="${f:-no core_* in the egress directory}: $(head -c 4 "$f" 2>/dev/null | od -c | head -1)"
 check heap-rule-elf-core test "$(head -c 4 "$f" 2>/dev/null | tail -c 3)" = ELF
-curl -sf -o "$W/bigheap.json" "$U/collectionrules/BigHeap"
-WHY="$(cat "$W/bigheap.json" 2>&1)"
+curl -sSf --max-time 5 -o "$W/bigheap.json" "$U/collectionrules/BigHeap" 2> "$W/bigheap.err"
+WHY="$(cat "$W/bigheap.json" "$W/bigheap.err" 2>/dev/null)"
 check heap-rule-finished jq -e '.state == "Finished" and .lifetimeOccurrences == 1' "$W/bigheap.json"
 e2e_cleanup_check
