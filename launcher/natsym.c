@@ -29,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "mem.h"
@@ -336,7 +338,7 @@ struct ksym {
 
 struct natsym {
 	uint64_t pid, nspid;
-	char root[48];
+	int root_fd; /* /proc/PID/root, O_PATH: the app's filesystem */
 	struct map *maps;
 	size_t n_maps;
 	struct obj *objs[MAX_OBJS];
@@ -366,20 +368,43 @@ static int fd_read_at(void *ctx, uint64_t off, size_t len, void *buf)
 	return 0;
 }
 
-/* Read the ELF file at path (already prefixed with its root); NULL with *why when it cannot be. */
-static struct natsym_elf *elf_open(const char *path, const char **why)
+/*
+ * Open path, a regular file, to read: inside the app's root (root_fd, an
+ * O_PATH descriptor of /proc/PID/root) with every symlink resolved in that
+ * root (openat2 RESOLVE_IN_ROOT: a link the app made cannot reach the
+ * agent's files), or in the agent's own (root_fd -1). Never blocks on a FIFO.
+ * The descriptor, or -1.
+ */
+static int open_in(int root_fd, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	struct stat st;
+	int fd;
+
+	if (root_fd >= 0)
+		fd = (int)syscall(SYS_openat2, root_fd, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
+	else
+		fd = open(path, (int)how.flags);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Read the ELF file at path in root_fd (open_in); NULL with *why when it cannot be. */
+static struct natsym_elf *elf_open(int root_fd, const char *path, const char **why)
+{
+	int fd = open_in(root_fd, path);
 	struct stat st;
 	struct natsym_elf *e = NULL;
 
-	if (fd < 0 && errno == ELOOP)
-		fd = open(path, O_RDONLY | O_CLOEXEC); /* a library path through a symlink, inside that root */
 	if (fd < 0) {
 		*why = "unreadable";
 		return NULL;
 	}
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+	if (fstat(fd, &st) == 0)
 		e = natsym_elf_read(fd_read_at, &fd, (uint64_t)st.st_size);
 	close(fd);
 	*why = e ? NULL : "not ELF";
@@ -389,7 +414,7 @@ static struct natsym_elf *elf_open(const char *path, const char **why)
 /* The debug file of o (build id, then debuglink), in the process's root then the agent's: its symbols, or NULL. */
 static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *o)
 {
-	const char *roots[2] = { ns->root, "" };
+	const int roots[2] = { ns->root_fd, -1 };
 	char dir[512];
 	const char *slash = strrchr(o->path, '/');
 
@@ -399,8 +424,7 @@ static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *
 		int n = 0;
 
 		if (o->elf->build_id_len >= 2) {
-			int at = snprintf(cand[n], sizeof(cand[n]), "%s/usr/lib/debug/.build-id/%02x/", roots[r],
-					  o->elf->build_id[0]);
+			int at = snprintf(cand[n], sizeof(cand[n]), "/usr/lib/debug/.build-id/%02x/", o->elf->build_id[0]);
 
 			for (size_t i = 1; i < o->elf->build_id_len && at < (int)sizeof(cand[n]) - 8; i++)
 				at += snprintf(cand[n] + at, sizeof(cand[n]) - (size_t)at, "%02x", o->elf->build_id[i]);
@@ -408,17 +432,17 @@ static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *
 			n++;
 		}
 		if (o->elf->debuglink[0]) {
-			snprintf(cand[n++], sizeof(cand[0]), "%s%s/%s", roots[r], dir, o->elf->debuglink);
-			snprintf(cand[n++], sizeof(cand[0]), "%s%s/.debug/%s", roots[r], dir, o->elf->debuglink);
-			snprintf(cand[n++], sizeof(cand[0]), "%s/usr/lib/debug%s/%s", roots[r], dir, o->elf->debuglink);
+			snprintf(cand[n++], sizeof(cand[0]), "%s/%s", dir, o->elf->debuglink);
+			snprintf(cand[n++], sizeof(cand[0]), "%s/.debug/%s", dir, o->elf->debuglink);
+			snprintf(cand[n++], sizeof(cand[0]), "/usr/lib/debug%s/%s", dir, o->elf->debuglink);
 		}
 		for (int i = 0; i < n; i++) {
 			const char *why;
 			struct natsym_elf *d;
 
-			if (strcmp(cand[i] + strlen(roots[r]), o->path) == 0)
+			if (r == 0 && strcmp(cand[i], o->path) == 0)
 				continue; /* the debuglink names the file itself */
-			if ((d = elf_open(cand[i], &why)) != NULL && d->symtab && d->n_syms &&
+			if ((d = elf_open(roots[r], cand[i], &why)) != NULL && d->symtab && d->n_syms &&
 			    (o->elf->build_id_len == 0 || (d->build_id_len == o->elf->build_id_len &&
 							   memcmp(d->build_id, o->elf->build_id, d->build_id_len) == 0)))
 				return d; /* a debug file of another build (a stale .debug) would name wrong */
@@ -430,11 +454,8 @@ static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *
 
 static void obj_read(struct natsym *ns, struct obj *o)
 {
-	char path[1200];
-
 	o->read = true;
-	snprintf(path, sizeof(path), "%s%s", ns->root, o->path);
-	if ((o->elf = elf_open(path, &o->why)) == NULL)
+	if ((o->elf = elf_open(ns->root_fd, o->path, &o->why)) == NULL)
 		return;
 	o->names = o->elf;
 	if (!o->elf->symtab) {
@@ -556,11 +577,16 @@ void natsym_load_perfmap(struct natsym *ns)
 	FILE *f;
 	size_t cap = 0;
 	uint64_t bytes = 0;
+	int fd;
 
 	pm_clear(ns);
-	snprintf(path, sizeof(path), "%s/tmp/perf-%llu.map", ns->root, (unsigned long long)ns->nspid);
-	if ((f = fopen(path, "re")) == NULL)
+	snprintf(path, sizeof(path), "/tmp/perf-%llu.map", (unsigned long long)ns->nspid);
+	if ((fd = open_in(ns->root_fd, path)) < 0)
 		return;
+	if ((f = fdopen(fd, "r")) == NULL) {
+		close(fd);
+		return;
+	}
 	while (fgets(line, sizeof(line), f) && ns->n_pm < MAX_PERFMAP_ENTRIES && bytes < MAX_PERFMAP) {
 		unsigned long long s, sz;
 		char *name = line;
@@ -639,11 +665,13 @@ static void read_kallsyms(struct natsym *ns)
 struct natsym *natsym_new(uint64_t pid, uint64_t nspid, bool kernel)
 {
 	struct natsym *ns = mem_zalloc(sizeof(*ns));
+	char root[48];
 
 	ns->pid = pid;
 	ns->nspid = nspid;
 	ns->kernel = kernel;
-	snprintf(ns->root, sizeof(ns->root), "/proc/%llu/root", (unsigned long long)pid);
+	snprintf(root, sizeof(root), "/proc/%llu/root", (unsigned long long)pid);
+	ns->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	read_maps(ns);
 	if (kernel)
 		read_kallsyms(ns);
@@ -759,5 +787,7 @@ void natsym_free(struct natsym *ns)
 	free(ns->ks);
 	pm_clear(ns);
 	free(ns->maps);
+	if (ns->root_fd >= 0)
+		close(ns->root_fd);
 	free(ns);
 }

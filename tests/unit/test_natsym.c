@@ -3,7 +3,8 @@
  * on this very process: a function of this program named from its ELF
  * symbol table through /proc/self/maps and /proc/PID/root; an address in
  * anonymous executable memory named by a perf map written here as the
- * runtime writes one (later lines winning, a missing entry said so); a
+ * runtime writes one (later lines winning, a missing entry said so), and a
+ * perf map that is a FIFO not waited on; a
  * kernel address named from /proc/kallsyms as the kernel lists it (or
  * "kallsyms unreadable" when it hides addresses); and the ELF reader on
  * damaged copies of this program (truncated, bytes changed) neither
@@ -80,6 +81,22 @@ static void perf_map(void)
 	T_STREQ(fr.why, "no perf map entry");
 	natsym_free(ns);
 	munmap(code, page);
+}
+
+/* A perf map that is a FIFO (the app's to make) is not waited on: no entries, at once. */
+static void perf_map_fifo(void)
+{
+	char path[64];
+	struct natsym *ns;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	unlink(path);
+	T_CHECK(mkfifo(path, 0600) == 0);
+	ns = natsym_new((uint64_t)getpid(), (uint64_t)getpid(), false);
+	natsym_load_perfmap(ns);
+	unlink(path);
+	T_CHECK(natsym_perfmap_entries(ns) == 0);
+	natsym_free(ns);
 }
 
 static void kernel(void)
@@ -183,6 +200,7 @@ int main(void)
 	T_BEGIN("natsym");
 	T_RUN(elf_symbol);
 	T_RUN(perf_map);
+	T_RUN(perf_map_fifo);
 	T_RUN(kernel);
 	T_RUN(damaged);
 	return t_failed_cases ? 1 : 0;
