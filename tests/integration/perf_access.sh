@@ -5,10 +5,12 @@
 #   - both as nobody: user frames are sampled; kernel frames only if kernel.perf_event_paranoid allows an
 #     unprivileged process (<= 1): at 2 (this machine's) kernel=auto samples user space and the profile says
 #     why, kernel=true is refused naming the sysctl;
+#   - event=cycles where the machine has no cycles counter (as Debian's `perf stat -e cycles` says):
+#     refused naming event=cpu-clock;
 #   - a seccomp filter refusing perf_event_open with EPERM, installed before the agent starts (what a
 #     container runtime's default profile does to a container without CAP_PERFMON): refused naming
 #     CAP_PERFMON and `diagport inject --perf`;
-#   - a filter refusing it with EACCES... is the kernel's own answer and is not simulated.
+
 set -u
 cd "$(dirname "$0")/../.."
 T_NAME=perf-access
@@ -60,6 +62,16 @@ else
 	check paranoid-kernel-frames grep -q '\[kernel\]!' "$W/r2.folded"
 fi
 
+# event=cycles: the machine's own answer, judged by Debian's perf (a virtual machine often has no counter)
+CODE=$(curl -s -o "$W/r6.txt" -w '%{http_code}' "$U/trace?engine=perf&durationSeconds=1&event=cycles" 2>&1)
+if perf stat -e cycles true 2>&1 | grep -q 'not supported'; then
+	WHY="$CODE $(cat "$W/r6.txt")"
+	check cycles-absent-403 test "$CODE" = 403
+	check cycles-absent-names-fix grep -q 'no CPU cycles counter.*use event=cpu-clock' "$W/r6.txt"
+else
+	WHY="$CODE $(head -c 300 "$W/r6.txt")"
+	check cycles-present-200 test "$CODE" = 200
+fi
 kill -TERM "$A2" 2> /dev/null # init mode: the agent ends the app and exits with it
 wait "$A2" 2> /dev/null
 
