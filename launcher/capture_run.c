@@ -361,7 +361,8 @@ static void send_failure(struct httpd_req *r, const struct job *j, int rc, const
 		httpd_problem(r, 507, "Insufficient Storage", "%s", em->text);
 	else if (rc == DP_EREMOTE || rc == DP_EUNSUPPORTED)
 		httpd_problem(r, 502, "Bad Gateway", "pid %llu: %s", (unsigned long long)j->c.target.pid, em->text);
-	else if (rc == DP_EREFUSED) /* the kernel, the container or the pid namespace: the text says which and the fix */
+	else if (rc == DP_EREFUSED && j->c.kind == CAPTURE_PROFILE) /* perf: the kernel, the container or the pid
+									    namespace refuse; the text says which and the fix */
 		httpd_problem(r, 403, "Forbidden", "pid %llu: %s", (unsigned long long)j->c.target.pid, em->text);
 	else if (j->k->copy)
 		httpd_problem(r, 500, "Internal Server Error", "%s", em->text);
