@@ -591,7 +591,9 @@ void natsym_load_perfmap(struct natsym *ns)
 		unsigned long long s, sz;
 		char *name = line;
 
-		bytes += strlen(line);
+		off_t at = ftello(f);
+
+		bytes = at > 0 ? (uint64_t)at : MAX_PERFMAP; /* the bytes read, NULs too (strlen stops at one) */
 		if (!hex_field(&name, &s) || !hex_field(&name, &sz) || sz == 0 || !*name)
 			continue;
 		name[strcspn(name, "\n")] = 0;

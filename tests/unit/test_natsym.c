@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "launcher/natsym.h"
@@ -96,6 +97,35 @@ static void perf_map_fifo(void)
 	natsym_load_perfmap(ns);
 	unlink(path);
 	T_CHECK(natsym_perfmap_entries(ns) == 0);
+	natsym_free(ns);
+}
+
+/*
+ * A perf map of NUL bytes (a sparse file: the app's to make) is read no
+ * further than the byte cap: lines of NULs count their bytes too. Before the
+ * fix, strlen() counted 0 per line and the reader went through the whole
+ * file (1 TB sparse: hours, unstoppable). 2 GB of holes, then a valid line:
+ * the line must not be reached, and it must take well under 10 s.
+ */
+static void perf_map_nul_cap(void)
+{
+	char path[64];
+	struct natsym *ns;
+	int fd;
+	long long t0 = (long long)time(NULL);
+	const char line[] = "\n7f0000000000 1000 PAST_THE_CAP\n";
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	T_CHECK(fd >= 0);
+	T_CHECK(pwrite(fd, line, sizeof(line) - 1, (off_t)2 << 30) == (ssize_t)(sizeof(line) - 1));
+	close(fd);
+	ns = natsym_new((uint64_t)getpid(), (uint64_t)getpid(), false);
+	natsym_load_perfmap(ns);
+	unlink(path);
+	T_CHECK(natsym_perfmap_entries(ns) == 0);
+	T_CHECK((long long)time(NULL) - t0 < 10);
 	natsym_free(ns);
 }
 
@@ -201,6 +231,7 @@ int main(void)
 	T_RUN(elf_symbol);
 	T_RUN(perf_map);
 	T_RUN(perf_map_fifo);
+	T_RUN(perf_map_nul_cap);
 	T_RUN(kernel);
 	T_RUN(damaged);
 	return t_failed_cases ? 1 : 0;
