@@ -34,6 +34,8 @@ static const char *const agent_calls[] = {
 	/* memory and threads */
 	"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "clone", "clone3", "set_robust_list", "rseq",
 	"futex", "exit", "exit_group", "sched_yield", "getrandom", "gettid", "getpid", "getppid",
+	/* a wait interrupted by SIGSTOP/SIGCONT (or a debugger) is resumed by the kernel through this */
+	"restart_syscall",
 	/* time */
 	"clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday",
 	/* signals and the child (init mode) */
@@ -61,7 +63,7 @@ static const char *const agent_calls[] = {
 static const char *const egress_calls[] = {
 	/* memory and threads */
 	"brk", "mmap", "munmap", "mremap", "mprotect", "madvise", "clone", "clone3", "set_robust_list", "rseq",
-	"futex", "exit", "exit_group", "sched_yield", "getrandom", "gettid", "getpid",
+	"futex", "exit", "exit_group", "sched_yield", "getrandom", "gettid", "getpid", "restart_syscall",
 	/* time */
 	"clock_gettime", "clock_nanosleep", "nanosleep", "gettimeofday",
 	/* signals (abort), identity (TLS library probes) */

@@ -39,10 +39,10 @@
 #define MAX_MAPS 65536
 #define MAX_OBJS 1024
 #define MAX_SECTIONS 4096
-#define MAX_TABLE ((uint64_t)256 << 20) /* a symbol or string table */
+#define ELF_BUDGET ((uint64_t)16 << 20) /* the symbol and string tables of every object of a profile, together */
 #define MAX_SYMS 4000000
-#define MAX_PERFMAP ((uint64_t)128 << 20)
-#define MAX_PERFMAP_ENTRIES 2000000
+#define MAX_PERFMAP ((uint64_t)16 << 20)
+#define MAX_PERFMAP_ENTRIES 500000
 #define MAX_KSYMS 2000000
 #define MAX_LOADS 32
 
@@ -66,6 +66,7 @@ struct natsym_elf {
 	size_t build_id_len;
 	char debuglink[256];
 	bool symtab; /* the full table, not only the dynamic one */
+	bool over_budget; /* a table left unread: the profile's symbol budget was spent */
 };
 
 struct rd {
@@ -136,6 +137,7 @@ static void take_syms(struct natsym_elf *e, const uint8_t *sym, uint64_t len, si
 		if (e->syms[i].size == 0 && i + 1 < k)
 			e->syms[i].size = e->syms[i + 1].start - e->syms[i].start;
 	e->n_syms = k;
+	e->syms = mem_realloc(e->syms, (k ? k : 1) * sizeof(*e->syms)); /* only what was kept stays */
 }
 
 static void take_note(struct natsym_elf *e, const uint8_t *p, uint64_t len)
@@ -156,8 +158,23 @@ static void take_note(struct natsym_elf *e, const uint8_t *p, uint64_t len)
 	}
 }
 
+/*
+ * natsym_elf_read with a memory budget: the tables are read only while they
+ * fit in *budget, and what is kept (names, symbols) is taken from it.
+ */
+static struct natsym_elf *elf_read_budget(int (*read_at)(void *ctx, uint64_t off, size_t len, void *buf),
+					  void *ctx, uint64_t size, uint64_t *budget);
+
 struct natsym_elf *natsym_elf_read(int (*read_at)(void *ctx, uint64_t off, size_t len, void *buf), void *ctx,
 				   uint64_t size)
+{
+	uint64_t budget = ELF_BUDGET;
+
+	return elf_read_budget(read_at, ctx, size, &budget);
+}
+
+static struct natsym_elf *elf_read_budget(int (*read_at)(void *ctx, uint64_t off, size_t len, void *buf),
+					  void *ctx, uint64_t size, uint64_t *budget)
 {
 	struct rd r = { read_at, ctx, size };
 	uint8_t *h = read_part(&r, 0, 64, 64), *ph = NULL, *sh = NULL, *names = NULL;
@@ -226,8 +243,12 @@ struct natsym_elf *natsym_elf_read(int (*read_at)(void *ctx, uint64_t off, size_
 		l = sh + (size_t)link * 64;
 		if (u32(l + 4) == 8) /* SHT_NOBITS: a table stripped away */
 			continue;
-		tab = read_part(&r, u64(s + 24), u64(s + 32), MAX_TABLE);
-		str = read_part(&r, u64(l + 24), u64(l + 32), MAX_TABLE);
+		if (u64(s + 32) > *budget || u64(l + 32) > *budget - u64(s + 32)) {
+			e->over_budget = true; /* the tables do not fit in what the profile may still hold */
+			continue;
+		}
+		tab = read_part(&r, u64(s + 24), u64(s + 32), *budget);
+		str = read_part(&r, u64(l + 24), u64(l + 32), *budget);
 		if (tab && str) {
 			free(e->strtab);
 			e->strtab = (char *)str;
@@ -235,6 +256,7 @@ struct natsym_elf *natsym_elf_read(int (*read_at)(void *ctx, uint64_t off, size_
 			str = NULL;
 			take_syms(e, tab, u64(s + 32), e->strtab_len);
 			e->symtab = pass == 0;
+			*budget -= e->strtab_len + e->n_syms * sizeof(*e->syms);
 		}
 		free(tab);
 		free(str);
@@ -339,6 +361,7 @@ struct ksym {
 struct natsym {
 	uint64_t pid, nspid;
 	int root_fd; /* /proc/PID/root, O_PATH: the app's filesystem */
+	uint64_t budget; /* bytes the objects' tables may still take (ELF_BUDGET at first) */
 	struct map *maps;
 	size_t n_maps;
 	struct obj *objs[MAX_OBJS];
@@ -372,29 +395,34 @@ static int fd_read_at(void *ctx, uint64_t off, size_t len, void *buf)
  * Open path, a regular file, to read: inside the app's root (root_fd, an
  * O_PATH descriptor of /proc/PID/root) with every symlink resolved in that
  * root (openat2 RESOLVE_IN_ROOT: a link the app made cannot reach the
- * agent's files), or in the agent's own (root_fd -1). Never blocks on a FIFO.
- * The descriptor, or -1.
+ * agent's files), or in the agent's own (root_fd -1). It is looked at
+ * through an O_PATH descriptor first and opened only when it is a regular
+ * file (through that descriptor, so it cannot be swapped meanwhile): a FIFO
+ * or a device is never opened. The descriptor, or -1.
  */
 static int open_in(int root_fd, const char *path)
 {
-	struct open_how how = { .flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
-				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
 	struct stat st;
-	int fd;
+	char self[48];
+	int pfd, fd = -1;
 
 	if (root_fd >= 0)
-		fd = (int)syscall(SYS_openat2, root_fd, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
+		pfd = (int)syscall(SYS_openat2, root_fd, path[0] == '/' ? path + 1 : path, &how, sizeof(how));
 	else
-		fd = open(path, (int)how.flags);
-	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-		close(fd);
-		fd = -1;
+		pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -1;
+	if (fstat(pfd, &st) == 0 && S_ISREG(st.st_mode)) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+		fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	}
+	close(pfd);
 	return fd;
 }
 
-/* Read the ELF file at path in root_fd (open_in); NULL with *why when it cannot be. */
-static struct natsym_elf *elf_open(int root_fd, const char *path, const char **why)
+/* Read the ELF file at path in root_fd (open_in) within *budget; NULL with *why when it cannot be. */
+static struct natsym_elf *elf_open(int root_fd, const char *path, uint64_t *budget, const char **why)
 {
 	int fd = open_in(root_fd, path);
 	struct stat st;
@@ -405,14 +433,14 @@ static struct natsym_elf *elf_open(int root_fd, const char *path, const char **w
 		return NULL;
 	}
 	if (fstat(fd, &st) == 0)
-		e = natsym_elf_read(fd_read_at, &fd, (uint64_t)st.st_size);
+		e = elf_read_budget(fd_read_at, &fd, (uint64_t)st.st_size, budget);
 	close(fd);
 	*why = e ? NULL : "not ELF";
 	return e;
 }
 
 /* The debug file of o (build id, then debuglink), in the process's root then the agent's: its symbols, or NULL. */
-static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *o)
+static struct natsym_elf *debug_file(struct natsym *ns, const struct obj *o)
 {
 	const int roots[2] = { ns->root_fd, -1 };
 	char dir[512];
@@ -431,18 +459,19 @@ static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *
 			snprintf(cand[n] + at, sizeof(cand[n]) - (size_t)at, ".debug");
 			n++;
 		}
-		if (o->elf->debuglink[0]) {
+		if (o->elf->debuglink[0] && r == 0) { /* next to the library: in the app's root only */
 			snprintf(cand[n++], sizeof(cand[0]), "%s/%s", dir, o->elf->debuglink);
 			snprintf(cand[n++], sizeof(cand[0]), "%s/.debug/%s", dir, o->elf->debuglink);
-			snprintf(cand[n++], sizeof(cand[0]), "/usr/lib/debug%s/%s", dir, o->elf->debuglink);
 		}
+		if (o->elf->debuglink[0]) /* in the agent's root: only under /usr/lib/debug */
+			snprintf(cand[n++], sizeof(cand[0]), "/usr/lib/debug%s/%s", dir, o->elf->debuglink);
 		for (int i = 0; i < n; i++) {
 			const char *why;
 			struct natsym_elf *d;
 
 			if (r == 0 && strcmp(cand[i], o->path) == 0)
 				continue; /* the debuglink names the file itself */
-			if ((d = elf_open(roots[r], cand[i], &why)) != NULL && d->symtab && d->n_syms &&
+			if ((d = elf_open(roots[r], cand[i], &ns->budget, &why)) != NULL && d->symtab && d->n_syms &&
 			    (o->elf->build_id_len == 0 || (d->build_id_len == o->elf->build_id_len &&
 							   memcmp(d->build_id, o->elf->build_id, d->build_id_len) == 0)))
 				return d; /* a debug file of another build (a stale .debug) would name wrong */
@@ -455,7 +484,7 @@ static struct natsym_elf *debug_file(const struct natsym *ns, const struct obj *
 static void obj_read(struct natsym *ns, struct obj *o)
 {
 	o->read = true;
-	if ((o->elf = elf_open(ns->root_fd, o->path, &o->why)) == NULL)
+	if ((o->elf = elf_open(ns->root_fd, o->path, &ns->budget, &o->why)) == NULL)
 		return;
 	o->names = o->elf;
 	if (!o->elf->symtab) {
@@ -465,7 +494,7 @@ static void obj_read(struct natsym *ns, struct obj *o)
 			o->names = d;
 	}
 	if (o->names->n_syms == 0 || !o->names->symtab)
-		o->why = "stripped";
+		o->why = o->elf->over_budget || o->names->over_budget ? "over the symbol budget" : "stripped";
 }
 
 static struct obj *obj_get(struct natsym *ns, const char *path)
@@ -674,6 +703,7 @@ struct natsym *natsym_new(uint64_t pid, uint64_t nspid, bool kernel)
 	ns->kernel = kernel;
 	snprintf(root, sizeof(root), "/proc/%llu/root", (unsigned long long)pid);
 	ns->root_fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ns->budget = ELF_BUDGET;
 	read_maps(ns);
 	if (kernel)
 		read_kallsyms(ns);

@@ -39,7 +39,7 @@
 #define MAX_DEPTH 512
 #define SVG_WIDTH 1200
 #define FRAME_H 17
-#define MAX_KEPT 50000           /* samples kept one by one for perfscript */
+#define MAX_KEPT 10000           /* samples kept one by one for perfscript (its text is made whole: ~1 KiB each) */
 #define MAX_COMMS 4096
 #define RUNDOWN_TIMEOUT_MS 0     /* the names' session: stopped at once, its rundown is what names */
 
@@ -395,8 +395,8 @@ int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t t
 	t0 = clock_ms();
 	snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)p->pid);
 	if (rc == 0 && stat(path, &stb) != 0)
-		rc = err_set(em, DP_EIO, "pid %llu exited during the profile, after %llu samples: without it their frames "
-			     "cannot be named", (unsigned long long)target_pid, (unsigned long long)p->st.samples);
+		rc = err_set(em, DP_EIO, "the process exited during the profile, after %llu samples: without it their "
+			     "frames cannot be named", (unsigned long long)p->st.samples);
 	if (rc == 0) {
 		read_comms(p);
 		p->nat = natsym_new(p->pid, target_pid, p->st.kernel);
@@ -477,6 +477,13 @@ static size_t frames_perf(const struct profile *p, const struct entry *e, char *
 }
 
 /* `perf script`'s text: per sample a header line, then a frame a line, leaf first; a blank line after. */
+/* Append text from the app (a name, a path, a thread's name) with control characters as '?': it makes no line. */
+static void put_clean(struct buf *out, const char *s)
+{
+	for (; *s; s++)
+		buf_putc(out, ((unsigned char)*s < 0x20 || *s == 0x7f) ? '?' : *s);
+}
+
 static void perfscript(const struct profile *p, struct buf *out)
 {
 	const char *ev = perfev_event_name(p->event);
@@ -487,8 +494,8 @@ static void perfscript(const struct profile *p, struct buf *out)
 	for (size_t k = 0; k < p->n_kept; k++) {
 		const struct kept *s = &p->kept[k];
 
-		buf_printf(out, "%s %u %llu.%06llu: %llu %s: \n", comm_of(p, s->tid), s->tid,
-			   (unsigned long long)(s->time_ns / 1000000000ull),
+		put_clean(out, comm_of(p, s->tid));
+		buf_printf(out, " %u %llu.%06llu: %llu %s: \n", s->tid, (unsigned long long)(s->time_ns / 1000000000ull),
 			   (unsigned long long)(s->time_ns % 1000000000ull / 1000), (unsigned long long)s->period, ev);
 		for (size_t i = 0; i < s->n; i++) {
 			uint64_t ip = p->ips[s->at + i], look = lookup_ip(p->ips + s->at, i);
@@ -496,14 +503,21 @@ static void perfscript(const struct profile *p, struct buf *out)
 			struct natsym_frame f;
 
 			natsym_lookup(p->nat, look, &f);
-			if (m)
-				buf_printf(out, "\t%16llx %s.%s+0x%llx (%s)\n", (unsigned long long)ip, m->type, m->name,
-					   (unsigned long long)(ip - m->start), f.dso ? f.dso : "[unknown]");
-			else if (f.sym)
-				buf_printf(out, "\t%16llx %s+0x%llx (%s)\n", (unsigned long long)ip, f.sym,
-					   (unsigned long long)f.off + (unsigned long long)(ip - look), f.dso);
-			else
-				buf_printf(out, "\t%16llx [unknown] (%s)\n", (unsigned long long)ip, f.dso);
+			buf_printf(out, "\t%16llx ", (unsigned long long)ip);
+			if (m) {
+				put_clean(out, m->type);
+				buf_putc(out, '.');
+				put_clean(out, m->name);
+				buf_printf(out, "+0x%llx", (unsigned long long)(ip - m->start));
+			} else if (f.sym) {
+				put_clean(out, f.sym);
+				buf_printf(out, "+0x%llx", (unsigned long long)f.off + (unsigned long long)(ip - look));
+			} else {
+				buf_puts(out, "[unknown]");
+			}
+			buf_puts(out, " (");
+			put_clean(out, f.dso ? f.dso : "[unknown]");
+			buf_puts(out, ")\n");
 		}
 		buf_putc(out, '\n');
 	}
@@ -543,8 +557,8 @@ static char *join(char **names, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			buf_putc(&b, ';');
-		for (const char *c = names[i]; *c; c++)
-			buf_putc(&b, *c == ';' ? ':' : *c);
+		for (const char *c = names[i]; *c; c++) /* a name cannot make a line or a frame of its own */
+			buf_putc(&b, *c == ';' ? ':' : ((unsigned char)*c < 0x20 || *c == 0x7f) ? '?' : *c);
 	}
 	return b.data ? b.data : mem_strdup("");
 }
