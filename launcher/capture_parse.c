@@ -208,10 +208,10 @@ static int parse_trace(struct httpd_req *r, const struct capture_env *env, struc
 			return bad(p, perf_only[i], "%s is a setting of CPU profiles with engine=perf", perf_only[i]);
 	if (f || perf) {
 		c->format = f ? profile_format(f) : PROFILE_FOLDED;
-		if (profile && strcasecmp(profile, "Cpu") != 0)
-			return bad(p, "profile", "profile '%.32s': a CPU profile (a format, or engine=perf) is profile=Cpu "
-				   "or none", profile);
-		if (c->format < 0 || is_post(r))
+		if (!f && profile && strcasecmp(profile, "Cpu") != 0)
+			return bad(p, "profile", "profile '%.32s': a CPU profile (engine=perf) is profile=Cpu or none",
+				   profile);
+		if (c->format < 0 || is_post(r) || (profile && strcasecmp(profile, "Cpu") != 0))
 			return bad(p, "format", "format '%.32s': a CPU profile is folded, speedscope, flamegraph or "
 				   "perfscript (engine=perf), from GET /trace with profile=Cpu (or none)", f ? f : "");
 		if (c->format == PROFILE_PERFSCRIPT && !perf)
