@@ -3,6 +3,7 @@
  */
 #include "proc.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,26 @@ void proc_perfmap(struct port *port, const struct port_runtime *p, struct httpd_
 		httpd_problem(r, 500, "Internal Server Error", "pid %llu: no answer from the runtime: %s",
 			      (unsigned long long)p->pid, err_str(rc));
 	}
+}
+
+void proc_thread_name(uint64_t pid, uint64_t tid, char *out, size_t max)
+{
+	char path[80];
+	int fd;
+	ssize_t n;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%llu/task/%llu/comm", (unsigned long long)pid, (unsigned long long)tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%llu/comm", (unsigned long long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = fd >= 0 && max > 1 ? read(fd, out, max - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (max == 0)
+		return;
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
 }
 
 int proc_local_pid(struct port *port, const uint8_t cookie[16], uint64_t *pid)

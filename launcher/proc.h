@@ -6,6 +6,7 @@
 #define DP_PROC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "http/httpd.h"
@@ -33,6 +34,8 @@ int proc_perfmap_set(struct port *port, const uint8_t cookie[16], bool enable, u
  * namespace. 0, or port_take's codes.
  */
 int proc_local_pid(struct port *port, const uint8_t cookie[16], uint64_t *pid);
+/* The kernel's name of thread tid of pid (tid 0: of the process) into out, or "" (pids of the agent's namespace). */
+void proc_thread_name(uint64_t pid, uint64_t tid, char *out, size_t max);
 /*
  * The runtime's ProcessInfo as it is now (ProcessInfo2, else ProcessInfo):
  * its command line is whole only once Main runs (before, the host's path

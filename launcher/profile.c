@@ -306,17 +306,6 @@ static void on_perf_sample(void *ctx, const struct perfev_sample *s)
 	p->kept[p->n_kept++] = (struct kept){ s->time_ns, s->period, s->tid, e->at, e->n };
 }
 
-static void read_comm(const char *path, char *out, size_t max)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, out, max - 1) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	out[n > 0 ? n : 0] = 0;
-	out[strcspn(out, "\n")] = 0;
-}
-
 /* The names of the process's threads now (a thread gone by then is named as the process). */
 static void read_comms(struct profile *p)
 {
@@ -324,8 +313,7 @@ static void read_comms(struct profile *p)
 	DIR *d;
 	struct dirent *de;
 
-	snprintf(path, sizeof(path), "/proc/%llu/comm", (unsigned long long)p->pid);
-	read_comm(path, p->proc_comm, sizeof(p->proc_comm));
+	proc_thread_name(p->pid, 0, p->proc_comm, sizeof(p->proc_comm));
 	snprintf(path, sizeof(path), "/proc/%llu/task", (unsigned long long)p->pid);
 	if ((d = opendir(path)) == NULL)
 		return;
@@ -336,8 +324,7 @@ static void read_comms(struct profile *p)
 		if (de->d_name[0] < '1' || de->d_name[0] > '9')
 			continue;
 		c->tid = (uint32_t)strtoul(de->d_name, NULL, 10);
-		snprintf(path, sizeof(path), "/proc/%llu/task/%u/comm", (unsigned long long)p->pid, c->tid);
-		read_comm(path, c->name, sizeof(c->name));
+		proc_thread_name(p->pid, c->tid, c->name, sizeof(c->name));
 		p->n_comms++;
 	}
 	closedir(d);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "mem.h"
+#include "proc.h"
 #include "symbols.h"
 
 #define MAX_THREADS 4096
@@ -99,19 +100,8 @@ void stacks_name_threads(struct stacks *s, uint64_t pid, const char *command_lin
 	if (want == 0 || (n = readlink(path, exe, sizeof(exe))) <= 0 || (size_t)n != want ||
 	    memcmp(exe, command_line, want) != 0)
 		return;
-	for (size_t i = 0; i < s->n_threads; i++) {
-		struct thread *t = &s->threads[i];
-		FILE *f;
-
-		snprintf(path, sizeof(path), "/proc/%llu/task/%llu/comm", (unsigned long long)pid,
-			 (unsigned long long)t->id);
-		if ((f = fopen(path, "re")) == NULL)
-			continue;
-		if (fgets(t->name, sizeof(t->name), f) == NULL)
-			t->name[0] = '\0';
-		t->name[strcspn(t->name, "\n")] = '\0';
-		fclose(f);
-	}
+	for (size_t i = 0; i < s->n_threads; i++)
+		proc_thread_name(pid, s->threads[i].id, s->threads[i].name, sizeof(s->threads[i].name));
 }
 
 size_t stacks_threads(const struct stacks *s)

@@ -22,15 +22,27 @@ cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -o "$W/seccomp_deny" tests/integration/s
 	2> "$W/cc.log" || { fail build-seccomp-deny "$(cat "$W/cc.log")"; exit 0; }
 chmod 0777 "$W"
 
+# agent_with DIR CMD...: an agent (no token, sandboxed) started through CMD (a uid change, a seccomp filter)
+# with DIR its socket and dumps directory, and the webapp attached to it; sets U
+agent_with() {
+	local dir=$1
+	shift
+	mkdir -m 0777 "$W/$dir"
+	U=http://127.0.0.1:$(free_port)
+	"$@" "$D" launch --socket "$W/$dir/port" --urls "$U" --no-auth --dumps "$W/$dir" 2> "$W/$dir/agent.log" &
+	PIDS+=($!)
+	wait_for "$W/$dir/agent.log" listening 10
+	start_webapp "$W/$dir/app.out" "$W/$dir/port" "$U" || fail "$dir-app-attached" "$(tail -3 "$W/$dir/app.out")"
+}
+# perf_get FILE [QUERY]: a 1 s perf profile from the agent at U into $W/FILE; sets CODE and WHY (the answer)
+perf_get() {
+	CODE=$(curl -s -o "$W/$1" -w '%{http_code}' "$U/trace?engine=perf&durationSeconds=1${2:+&$2}")
+	WHY="$CODE $(head -c 1000 "$W/$1")"
+}
+
 # 1. agent nobody, app root (the agent's socket is world-connectable)
-mkdir -m 0777 "$W/a1"
-P=$(free_port); U=http://127.0.0.1:$P
-setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --socket "$W/a1/port" --urls "$U" --no-auth \
-	--dumps "$W/a1" 2> "$W/a1/agent.log" & PIDS+=($!)
-wait_for "$W/a1/agent.log" listening 10
-start_webapp "$W/a1/app.out" "$W/a1/port" "$U" || fail app1-attached "$(tail -3 "$W/a1/app.out")"
-CODE=$(curl -s -o "$W/r1.json" -w '%{http_code}' "$U/trace?engine=perf&durationSeconds=1")
-WHY="$CODE $(cat "$W/r1.json")"
+agent_with a1 setpriv --reuid 65534 --regid 65534 --clear-groups
+perf_get r1.json
 check ptrace-refused-403 test "$CODE" = 403
 check ptrace-refused-names-uids grep -q 'the agent (uid 65534) may not read the memory map of pid [0-9]* (uid 0)' "$W/r1.json"
 check ptrace-refused-names-fix grep -q "CAP_SYS_PTRACE" "$W/r1.json"
@@ -54,8 +66,7 @@ check same-uid-managed-frames grep -q 'webapp.dll!HotLoop.Spin' "$W/r2.folded"
 if [ "$PARANOID" -ge 2 ]; then
 	check paranoid-user-only bash -c "test -s '$W/r2.folded' && ! grep -q '\[kernel\]!' '$W/r2.folded'"
 	check paranoid-note-in-graph grep -q "kernel frames not sampled: kernel.perf_event_paranoid is $PARANOID and the agent has no CAP_PERFMON" "$W/r2.svg"
-	CODE=$(curl -s -o "$W/r3.json" -w '%{http_code}' "$U/trace?engine=perf&durationSeconds=1&kernel=true")
-	WHY="$CODE $(cat "$W/r3.json")"
+	perf_get r3.json kernel=true
 	check kernel-true-refused-403 test "$CODE" = 403
 	check kernel-true-names-sysctl grep -q "kernel.perf_event_paranoid is $PARANOID" "$W/r3.json"
 else
@@ -63,27 +74,19 @@ else
 fi
 
 # event=cycles: the machine's own answer, judged by Debian's perf (a virtual machine often has no counter)
-CODE=$(curl -s -o "$W/r6.txt" -w '%{http_code}' "$U/trace?engine=perf&durationSeconds=1&event=cycles" 2>&1)
+perf_get r6.txt event=cycles
 if perf stat -e cycles true 2>&1 | grep -q 'not supported'; then
-	WHY="$CODE $(cat "$W/r6.txt")"
 	check cycles-absent-403 test "$CODE" = 403
 	check cycles-absent-names-fix grep -q 'no CPU cycles counter.*use event=cpu-clock' "$W/r6.txt"
 else
-	WHY="$CODE $(head -c 300 "$W/r6.txt")"
 	check cycles-present-200 test "$CODE" = 200
 fi
 kill -TERM "$A2" 2> /dev/null # init mode: the agent ends the app and exits with it
 wait "$A2" 2> /dev/null
 
 # 3. perf_event_open refused by a seccomp filter (EPERM), as a container runtime's default profile does
-mkdir -m 0777 "$W/a3"
-P=$(free_port); U=http://127.0.0.1:$P
-"$W/seccomp_deny" perf_event_open "$D" launch --socket "$W/a3/port" --urls "$U" --no-auth --dumps "$W/a3" \
-	2> "$W/a3/agent.log" & PIDS+=($!)
-wait_for "$W/a3/agent.log" listening 10
-start_webapp "$W/a3/app.out" "$W/a3/port" "$U" || fail app3-attached "$(tail -3 "$W/a3/app.out")"
-CODE=$(curl -s -o "$W/r4.json" -w '%{http_code}' "$U/trace?engine=perf&durationSeconds=1")
-WHY="$CODE $(cat "$W/r4.json")"
+agent_with a3 "$W/seccomp_deny" perf_event_open
+perf_get r4.json
 check seccomp-refused-403 test "$CODE" = 403
 check seccomp-refused-names-fix grep -q 'CAP_PERFMON.*diagport inject --perf' "$W/r4.json"
 # the agent is whole after the refusals: an EventPipe profile still works
