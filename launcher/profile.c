@@ -278,10 +278,10 @@ static bool map_by_env(uint64_t pid)
 		n = read(fd, env, (1 << 20) - 1);
 		close(fd);
 	}
-	for (ssize_t at = 0; n > 0 && at < n; at += (ssize_t)strlen(env + at) + 1) {
+	env[n > 0 ? n : 0] = 0;
+	for (ssize_t at = 0; at < n; at += (ssize_t)strlen(env + at) + 1) {
 		const char *v = env + at, *eq;
 
-		env[n] = 0;
 		if ((strncmp(v, "DOTNET_PerfMapEnabled=", 22) == 0 || strncmp(v, "COMPlus_PerfMapEnabled=", 23) == 0) &&
 		    (eq = strchr(v, '=')) != NULL && strcmp(eq + 1, "0") != 0 && eq[1])
 			on = true;
