@@ -136,22 +136,27 @@ for rel in "${want_npm[@]+"${want_npm[@]}"}"; do
 	fi
 done
 
-# dotnet-trace, for the tests' independent reading of traces (TraceEvent, which it ships) and the
-# nettrace benchmark: a pinned version from NuGet into build/tools/dotnet-trace.
-DOTNET_TRACE_VERSION=10.0.750501
-if [ "$mode" = test ] || [ "$mode" = bench ]; then
-	tool=$root/build/tools/dotnet-trace
-	if [ ! -x "$tool/dotnet-trace" ] || [ ! -d "$tool/.store/dotnet-trace/$DOTNET_TRACE_VERSION" ]; then
-		echo "prereqs: installing dotnet-trace $DOTNET_TRACE_VERSION (NuGet)"
+# Microsoft's diagnostics tools, the judges of what the agent writes (dumps in dotnet-dump analyze,
+# .gcdump files in dotnet-gcdump report, counters beside dotnet-counters, nettrace through
+# dotnet-trace convert; TraceEvent, which dotnet-trace ships, reads traces independently) and the
+# references of the benchmarks: one pinned version from NuGet, each in build/tools/NAME.
+DOTNET_TOOLS_VERSION=10.0.750501
+if [ "$mode" = test ] || [ "$mode" = bench ] || [ "$mode" = demo ]; then
+	for name in dotnet-trace dotnet-dump dotnet-gcdump dotnet-counters dotnet-stack; do
+		tool=$root/build/tools/$name
+		if [ -x "$tool/$name" ] && [ -d "$tool/.store/$name/$DOTNET_TOOLS_VERSION" ]; then
+			continue
+		fi
+		echo "prereqs: installing $name $DOTNET_TOOLS_VERSION (NuGet)"
 		rm -rf "$tool"
 		tool_log=$(mktemp)
-		if ! DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet tool install dotnet-trace \
-			--version "$DOTNET_TRACE_VERSION" --tool-path "$tool" >"$tool_log" 2>&1 </dev/null; then
-			echo "prereqs: dotnet tool install dotnet-trace failed; its output:" >&2
+		if ! DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1 dotnet tool install "$name" \
+			--version "$DOTNET_TOOLS_VERSION" --tool-path "$tool" >"$tool_log" 2>&1 </dev/null; then
+			echo "prereqs: dotnet tool install $name failed; its output:" >&2
 			tail -n 40 "$tool_log" >&2
 			rm -f "$tool_log"
 			exit 1
 		fi
 		rm -f "$tool_log"
-	fi
+	done
 fi
