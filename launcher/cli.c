@@ -335,6 +335,23 @@ static int settle_auth(struct launch_config *c, char **token)
 	return 0;
 }
 
+/* What /metrics collects: Metrics:IncludeDefaultProviders, Metrics:Providers and Metrics:Meters, checked. */
+static int metrics_settings(const struct launch_config *c, struct metrics_selection *out)
+{
+	struct metrics_kv *kv = mem_zalloc((c->n_metrics_kv + 1) * sizeof(*kv));
+	struct err_msg em;
+	int rc;
+
+	for (size_t i = 0; i < c->n_metrics_kv; i++)
+		kv[i] = (struct metrics_kv){ c->metrics_kv[i].key, c->metrics_kv[i].value, c->metrics_kv[i].where };
+	rc = metrics_selection_settings(kv, c->n_metrics_kv, !c->metrics_no_defaults, out, &em);
+	free(kv);
+	if (rc != 0)
+		return cannot_start(2, em.text);
+	metrics_set_limits(c->metrics_max_histograms, c->metrics_max_time_series);
+	return 0;
+}
+
 int launch_cli(int argc, char **argv)
 {
 	struct launch_config c = { 0 };
@@ -348,6 +365,7 @@ int launch_cli(int argc, char **argv)
 	struct port *p = NULL;
 	struct eproc *ep = NULL;
 	struct crule_set rules = { 0 };
+	struct metrics_selection shown = { 0 }; /* what /metrics collects */
 	struct err_msg em;
 	sigset_t old_mask, set;
 	int rc;
@@ -357,7 +375,8 @@ int launch_cli(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-	if ((rc = load_settings(argc, argv, &c, &cmd)) != 0 || (rc = settle_auth(&c, &token)) != 0)
+	if ((rc = load_settings(argc, argv, &c, &cmd)) != 0 || (rc = settle_auth(&c, &token)) != 0 ||
+	    (rc = metrics_settings(&c, &shown)) != 0)
 		goto out;
 	{
 		struct crule_env renv = { .egress = c.egress, .n_egress = c.n_egress, .sandbox = !c.no_sandbox,
@@ -407,7 +426,7 @@ int launch_cli(int argc, char **argv)
 			bool aspnet = false;
 			struct metrics_config mcf = { .port = p, .interval_s = c.metrics_interval_s,
 						      .delay_s = c.metrics_delay_set ? c.metrics_delay_s : METRICS_DEFAULT_DELAY_S,
-						      .store = !c.metrics_off, .extra = &needs };
+						      .store = !c.metrics_off, .selection = &shown, .extra = &needs };
 
 			crules_metrics_needs(&rules, &needs, &aspnet);
 			if (aspnet && aspnet_req_provider(&extra, &em) != 0) {
@@ -457,6 +476,7 @@ out:
 	api_free(api);
 	eproc_free(ep); /* after the captures that upload through it have ended */
 	metrics_free(metrics); /* before the port: its sessions take connections from it */
+	metrics_selection_free(&shown);
 	port_free(p);
 	crule_set_free(&rules);
 	if (token) {

@@ -33,11 +33,12 @@
 #define MAX_EGRESS 16
 #define MAX_PATH_KEY 512
 #define MAX_RULE_KV 4096 /* collection rule settings, all rules together */
+#define MAX_METRICS_KV 2048 /* Metrics:Providers and Metrics:Meters settings, all together */
 #define MAX_DIR_FILES 256              /* files in a key-per-file settings directory */
 #define MAX_VALUE_BYTES (64 << 10)     /* one of them */
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL };
+enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL, K_LIMIT };
 
 struct setting {
 	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
@@ -60,6 +61,9 @@ static const struct setting settings[] = {
 	{ { "metricsUrls", "Metrics:Endpoints" }, K_STR, OFF(metrics_urls) },
 	{ { "metricsInterval", "GlobalCounter:IntervalSeconds" }, K_SECONDS, OFF(metrics_interval_s) },
 	{ { "metricsStartDelay" }, K_DELAY, OFF(metrics_delay_s) },
+	{ { "metricsIncludeDefaultProviders", "Metrics:IncludeDefaultProviders" }, K_NBOOL, OFF(metrics_no_defaults) },
+	{ { "metricsMaxHistograms", "GlobalCounter:MaxHistograms" }, K_LIMIT, OFF(metrics_max_histograms) },
+	{ { "metricsMaxTimeSeries", "GlobalCounter:MaxTimeSeries" }, K_LIMIT, OFF(metrics_max_time_series) },
 	{ { "logLevel", "Logging:LogLevel:Default" }, K_LOGLEVEL, OFF(log_level) },
 	{ { "requestHeadersTimeout" }, K_SECONDS, OFF(head_timeout_s) },
 	{ { "maxConnectionsPerPeer" }, K_COUNT, OFF(per_peer) },
@@ -96,6 +100,7 @@ void config_free(struct launch_config *c)
 	free(c->egress);
 	settings_free(c->egress_props, c->n_egress_props);
 	settings_free(c->rule_kv, c->n_rule_kv);
+	settings_free(c->metrics_kv, c->n_metrics_kv);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -148,14 +153,16 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 			c->metrics_delay_set = true;
 		return 0;
 	}
-	case K_COUNT: { /* connections: 1 to 1024 */
-		unsigned long n;
+	case K_COUNT:   /* connections: 1 to 1024 */
+	case K_LIMIT: { /* MetricsEventSource's MaxHistograms / MaxTimeSeries: 1 to 100000 */
+		unsigned long n, hi = s->kind == K_COUNT ? 1024 : 100000;
 		char *end;
 
 		errno = 0;
 		n = strtoul(v, &end, 10);
-		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > 1024)
-			return err_set(em, DP_EINVAL, "%s: %s takes a whole number from 1 to 1024, not '%s'", where, key, v);
+		if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > hi)
+			return err_set(em, DP_EINVAL, "%s: %s takes a whole number from 1 to %lu, not '%s'", where, key, hi,
+				       v);
 		*(unsigned *)field = (unsigned)n;
 		return 0;
 	}
@@ -352,6 +359,20 @@ static int set_egress(struct launch_config *c, const char *key, const char *v, c
 	return 0;
 }
 
+/* Metrics:Providers and Metrics:Meters: lists, kept as text for metrics_selection_settings. */
+static bool metrics_list_key(const char *key)
+{
+	static const char *const lists[] = { "Metrics:Providers", "Metrics:Meters" };
+
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		size_t n = strlen(lists[i]);
+
+		if (strncasecmp(key, lists[i], n) == 0 && (key[n] == '\0' || key[n] == ':'))
+			return true;
+	}
+	return false;
+}
+
 bool config_is_rule_key(const char *key)
 {
 	static const char *const prefixes[] = { "CollectionRules:", "CollectionRuleDefaults:", "Templates:" };
@@ -369,6 +390,12 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 	if (config_is_rule_key(key)) /* kept as text for crules_parse */
 		return setting_put(&c->rule_kv, &c->n_rule_kv, MAX_RULE_KV, key, value, where, "collection rule settings",
 				   em);
+	if (metrics_list_key(key)) {
+		if (*value == '\0')
+			return err_set(em, DP_EINVAL, "%s: %s is empty", where, key);
+		return setting_put(&c->metrics_kv, &c->n_metrics_kv, MAX_METRICS_KV, key, value, where,
+				   "Metrics:Providers and Metrics:Meters settings", em);
+	}
 	rc = set_egress(c, key, value, where, em);
 
 	if (rc <= 0)
@@ -383,7 +410,8 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 /*
  * Walk a map or a list, setting every scalar leaf under its colon path: a
  * map's values under KEY:NAME, a list's items (taken in the collection rules
- * only: Filters, Actions, IncludePaths, ...) under KEY:0, KEY:1, ... as .NET
+ * only: Filters, Actions, IncludePaths, ..., and Metrics:Providers,
+ * Metrics:Meters and their name lists) under KEY:0, KEY:1, ... as .NET
  * configuration binds a JSON array.
  */
 static int walk(struct launch_config *c, const struct doc_node *n, char *key, size_t len, const char *file,
@@ -401,7 +429,7 @@ static int walk(struct launch_config *c, const struct doc_node *n, char *key, si
 			return err_set(em, DP_ETOOBIG, "%s:%u:%u: setting name too long", file, k->line, k->col);
 		}
 		snprintf(where, sizeof(where), "%s:%u:%u", file, v->line, v->col);
-		if (v->type == DOC_MAP || (v->type == DOC_SEQ && config_is_rule_key(key)))
+		if (v->type == DOC_MAP || (v->type == DOC_SEQ && (config_is_rule_key(key) || metrics_list_key(key))))
 			rc = walk(c, v, key, strlen(key), file, em);
 		else if (v->type == DOC_SEQ)
 			rc = err_set(em, DP_EINVAL, "%s: %s takes a single value, not a list", where, key);

@@ -4,10 +4,11 @@
  *
  * One key space serves all three: diagport's own names (socket, urls, dumps,
  * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox, requestHeadersTimeout, maxConnectionsPerPeer,
- * metrics, metricsUrls, metricsInterval) and
+ * metrics, metricsUrls, metricsInterval, metricsMaxHistograms, metricsMaxTimeSeries) and
  * dotnet-monitor's hierarchical names for the same settings
  * (DiagnosticPort:EndpointName, Urls, Storage:DumpTempFolder, Metrics:Enabled,
- * Metrics:Endpoints, GlobalCounter:IntervalSeconds,
+ * Metrics:Endpoints, Metrics:IncludeDefaultProviders, Metrics:Providers, Metrics:Meters,
+ * GlobalCounter:IntervalSeconds, GlobalCounter:MaxHistograms, GlobalCounter:MaxTimeSeries,
  * Egress:FileSystem:NAME:DirectoryPath, ...). Keys are case-insensitive, as in
  * .NET configuration. In a file the hierarchy is nesting; in the environment
  * it is "__" (DOTNETMONITOR_Egress__FileSystem__shared__DirectoryPath).
@@ -30,6 +31,12 @@ struct launch_config {
 	unsigned metrics_interval_s; /* GlobalCounter:IntervalSeconds; 0 = 5 */
 	unsigned metrics_delay_s;    /* metricsStartDelay: seconds from attach to the counters session */
 	bool metrics_delay_set;      /* false: METRICS_DEFAULT_DELAY_S */
+	bool metrics_no_defaults;    /* Metrics:IncludeDefaultProviders false */
+	unsigned metrics_max_histograms, metrics_max_time_series; /* GlobalCounter:MaxHistograms, :MaxTimeSeries; 0 = 20, 1000 */
+	/* Metrics:Providers:N:* and Metrics:Meters:N:* as given, each with where it came from; metrics_selection_settings
+	 * (metrics.h) reads them once every source is loaded */
+	struct egress_setting *metrics_kv;
+	size_t n_metrics_kv;
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
 	unsigned head_timeout_s;     /* requestHeadersTimeout: the whole request head within this; 0 = 10 */
 	unsigned per_peer;           /* maxConnectionsPerPeer: connections from one address; 0 = 64 */

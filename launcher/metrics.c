@@ -40,6 +40,7 @@ int metrics_sample(const struct nettrace_event *e, const struct evpayload *p, st
 		out->unit = evpayload_str(p, "DisplayUnits");
 		out->tags = evpayload_str(p, "Metadata");
 		out->tag_sep = ':';
+		out->interval_s = evpayload_num(p, "IntervalSec", 0);
 		if (strcmp(type, "Sum") == 0) {
 			out->kind = MS_RATE;
 			out->value = evpayload_num(p, "Increment", NAN);
@@ -78,6 +79,73 @@ int metrics_sample(const struct nettrace_event *e, const struct evpayload *p, st
 		return 0;
 	}
 	return *out->name && !isnan(out->value);
+}
+
+void metrics_per_interval(struct msample *r, unsigned interval_s)
+{
+	double ratio;
+
+	if (r->kind != MS_RATE || !(r->interval_s > 0) || interval_s == 0 || !isfinite(r->value))
+		return;
+	ratio = (double)interval_s / r->interval_s;
+	if (fabs(ratio - 1) > 0.02)
+		r->value *= ratio;
+}
+
+/* The i-th field of a payload as text when it is a string ("" else). */
+static const char *field_str(const struct evpayload *p, size_t i)
+{
+	return i < p->n && p->v[i].s && p->v[i].depth == 0 ? p->v[i].s : "";
+}
+
+/* A setting the runtime printed (a number: digits, one '.'), copied; false when it is not one. */
+static bool number_text(char *out, size_t n, const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len == 0 || len >= n || strspn(s, "0123456789.") != len || strchr(s, '.') != strrchr(s, '.'))
+		return false;
+	memcpy(out, s, len + 1);
+	return true;
+}
+
+void metrics_note(const struct nettrace_event *e, const struct evpayload *p, const char *client_id,
+		  struct metrics_note *out)
+{
+	const char *ev = e->meta->name;
+
+	memset(out, 0, sizeof(*out));
+	if (strcmp(e->meta->provider, METERS_PROVIDER) != 0)
+		return;
+	if (strcmp(ev, "CollectionStart") == 0 || strcmp(ev, "CollectionStop") == 0) {
+		const struct evvalue *a = evpayload_get(p, "intervalStartTime"), *b = evpayload_get(p, "intervalEndTime");
+
+		/* FILETIMEs: 100 ns ticks (Start comes before the interval's values, Stop after) */
+		if (a && b && b->i > a->i && b->i - a->i < 86400LL * 10000000) {
+			out->kind = MN_INTERVAL;
+			out->interval_s = (double)(b->i - a->i) / 1e7;
+		}
+	} else if (strcmp(ev, "MultipleSessionsConfiguredIncorrectlyError") == 0) {
+		/* (ClientId, expected MaxHistograms, actual, expected MaxTimeSeries, actual, expected RefreshInterval,
+		 * actual): "expected" is the running session's */
+		if (strcmp(field_str(p, 0), client_id) != 0)
+			return;
+		out->kind = MN_REFUSED_SHARE;
+		if (!number_text(out->want.max_histograms, sizeof(out->want.max_histograms), field_str(p, 1)))
+			out->want.max_histograms[0] = '\0';
+		if (!number_text(out->want.max_time_series, sizeof(out->want.max_time_series), field_str(p, 3)))
+			out->want.max_time_series[0] = '\0';
+		if (!number_text(out->want.refresh, sizeof(out->want.refresh), field_str(p, 5)))
+			out->want.refresh[0] = '\0';
+	} else if (strcmp(ev, "MultipleSessionsNotSupportedError") == 0) {
+		/* the running session's id: SHARED means someone else was refused beside ours */
+		const char *running = field_str(p, 0);
+
+		if (strcmp(running, "SHARED") == 0)
+			return;
+		out->kind = MN_REFUSED_PRIVATE;
+		snprintf(out->running, sizeof(out->running), "%s", running);
+	}
 }
 
 /* ---- Prometheus naming (dotnet-monitor's PrometheusDataModel) ---- */
@@ -331,6 +399,113 @@ int metrics_selection_json(const char *body, size_t len, struct metrics_selectio
 	return 0;
 }
 
+/* One entry of Metrics:Providers or Metrics:Meters while the settings are read. */
+struct setting_src {
+	const char *name, *where;
+	const char *names[METRICS_MAX_NAMES];
+	const char *names_where[METRICS_MAX_NAMES];
+	bool used;
+};
+
+/* "N" or "N:REST" at s: N (below cap) in *i and REST in *rest (NULL when none). */
+static bool index_part(const char *s, size_t cap, size_t *i, const char **rest)
+{
+	char *end;
+	unsigned long n;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (errno || (*end != '\0' && *end != ':') || n >= cap)
+		return false;
+	*i = n;
+	*rest = *end == ':' ? end + 1 : NULL;
+	return true;
+}
+
+static int setting_one(struct setting_src *provs, struct setting_src *meters, const struct metrics_kv *kv,
+		       struct err_msg *em)
+{
+	const char *k = kv->key + 8, *rest = NULL; /* past "Metrics:" */
+	bool meter;
+	const char *name_key, *names_key;
+	struct setting_src *src;
+	size_t i, j;
+
+	if (strncasecmp(kv->key, "Metrics:", 8) != 0)
+		return err_set(em, DP_EINVAL, "%s: '%s' is not a Metrics setting", kv->where, kv->key);
+	meter = strncasecmp(k, "Meters:", 7) == 0;
+	name_key = meter ? "MeterName" : "ProviderName";
+	names_key = meter ? "InstrumentNames" : "CounterNames";
+	if (!meter && strncasecmp(k, "Providers:", 10) != 0)
+		return err_set(em, DP_ENOTFOUND, "%s: unknown setting '%s'", kv->where, kv->key);
+	k += meter ? 7 : 10;
+	if (!index_part(k, METRICS_MAX_SOURCES, &i, &rest) || rest == NULL)
+		return err_set(em, DP_EINVAL, "%s: %s is not Metrics:%s:N:%s (N from 0 to %d)", kv->where, kv->key,
+			       meter ? "Meters" : "Providers", name_key, METRICS_MAX_SOURCES - 1);
+	src = meter ? &meters[i] : &provs[i];
+	if (!trace_name_ok(kv->value, ";,\"=\\"))
+		return err_set(em, DP_EINVAL, "%s: %s must be a name (printable, no ; , = \" \\), not '%s'", kv->where,
+			       kv->key, kv->value);
+	src->used = true;
+	if (strcasecmp(rest, name_key) == 0) {
+		src->name = kv->value;
+		src->where = kv->where;
+		return 0;
+	}
+	if (strncasecmp(rest, names_key, strlen(names_key)) == 0 && rest[strlen(names_key)] == ':' &&
+	    index_part(rest + strlen(names_key) + 1, METRICS_MAX_NAMES, &j, &k) && k == NULL) {
+		src->names[j] = kv->value;
+		src->names_where[j] = kv->where;
+		return 0;
+	}
+	return err_set(em, DP_EINVAL, "%s: unknown setting '%s' (Metrics:%s:N takes %s and %s:M, M below %d)", kv->where,
+		       kv->key, meter ? "Meters" : "Providers", name_key, names_key, METRICS_MAX_NAMES);
+}
+
+int metrics_selection_settings(const struct metrics_kv *kv, size_t n, bool include_defaults,
+			       struct metrics_selection *out, struct err_msg *em)
+{
+	struct setting_src *srcs = mem_zalloc(2 * METRICS_MAX_SOURCES * sizeof(*srcs));
+	struct metrics_selection sel = { 0 };
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++)
+		rc = setting_one(srcs, srcs + METRICS_MAX_SOURCES, &kv[i], em);
+	if (rc == 0 && include_defaults)
+		metrics_selection_defaults(&sel);
+	for (size_t i = 0; i < 2 * METRICS_MAX_SOURCES && rc == 0; i++) {
+		const struct setting_src *src = &srcs[i];
+		bool meter = i >= METRICS_MAX_SOURCES;
+		size_t idx = meter ? i - METRICS_MAX_SOURCES : i;
+		struct metrics_source *s;
+
+		if (!src->used)
+			continue;
+		if (src->name == NULL) {
+			rc = err_set(em, DP_EINVAL, "Metrics:%s:%zu has no %s (set where its other settings are)",
+				     meter ? "Meters" : "Providers", idx, meter ? "MeterName" : "ProviderName");
+			break;
+		}
+		source_add(&sel, src->name, meter);
+		s = &sel.s[sel.n - 1];
+		for (size_t k = 0; k < METRICS_MAX_NAMES; k++) {
+			if (src->names[k] == NULL)
+				continue;
+			s->names = mem_realloc(s->names, (s->n_names + 1) * sizeof(*s->names));
+			s->names[s->n_names++] = mem_strdup(src->names[k]);
+		}
+	}
+	free(srcs);
+	if (rc != 0) {
+		metrics_selection_free(&sel);
+		return rc;
+	}
+	*out = sel;
+	return 0;
+}
+
 bool metrics_selected(const struct metrics_selection *sel, const struct msample *s)
 {
 	for (size_t i = 0; i < sel->n; i++) {
@@ -347,10 +522,25 @@ bool metrics_selected(const struct metrics_selection *sel, const struct msample 
 	return false;
 }
 
-int metrics_trace_config(const struct metrics_selection *sel, unsigned interval_s, const char *client_id,
+static atomic_uint max_histograms = METRICS_MAX_HISTOGRAMS, max_time_series = METRICS_MAX_TIME_SERIES;
+
+void metrics_set_limits(unsigned histograms, unsigned time_series)
+{
+	atomic_store(&max_histograms, histograms ? histograms : METRICS_MAX_HISTOGRAMS);
+	atomic_store(&max_time_series, time_series ? time_series : METRICS_MAX_TIME_SERIES);
+}
+
+int metrics_trace_config(struct metrics_selection *sel, unsigned interval_s, const char *client_id,
 			 struct trace_config *out, struct err_msg *em)
 {
+	return metrics_trace_config_as(sel, interval_s, client_id, NULL, out, em);
+}
+
+int metrics_trace_config_as(struct metrics_selection *sel, unsigned interval_s, const char *client_id,
+			    const struct metrics_meter_opts *mo, struct trace_config *out, struct err_msg *em)
+{
 	struct trace_config c = { .buffer_mb = 16 };
+	char refresh[24], hist[16], ts[16];
 	struct buf args, meters;
 	int rc = 0;
 
@@ -369,10 +559,20 @@ int metrics_trace_config(const struct metrics_selection *sel, unsigned interval_
 		for (size_t k = 0; k < s->n_names; k++)
 			buf_printf(&meters, "%s%s\\%s", meters.len ? "," : "", s->name, s->names[k]);
 	}
+	snprintf(refresh, sizeof(refresh), "%s", mo && *mo->refresh ? mo->refresh : "");
+	if (!*refresh)
+		snprintf(refresh, sizeof(refresh), "%u", interval_s);
+	snprintf(hist, sizeof(hist), "%s", mo && *mo->max_histograms ? mo->max_histograms : "");
+	if (!*hist)
+		snprintf(hist, sizeof(hist), "%u", atomic_load(&max_histograms));
+	snprintf(ts, sizeof(ts), "%s", mo && *mo->max_time_series ? mo->max_time_series : "");
+	if (!*ts)
+		snprintf(ts, sizeof(ts), "%u", atomic_load(&max_time_series));
+	sel->interval_s = interval_s;
 	if (rc == 0 && meters.len) {
 		buf_reset(&args);
-		buf_printf(&args, "SessionId=SHARED;ClientId=%s;Metrics=%s;RefreshInterval=%u;MaxTimeSeries=%d;MaxHistograms=%d",
-			   client_id, meters.data, interval_s, METRICS_MAX_TIME_SERIES, METRICS_MAX_HISTOGRAMS);
+		buf_printf(&args, "SessionId=SHARED;ClientId=%s;Metrics=%s;RefreshInterval=%s;MaxTimeSeries=%s;MaxHistograms=%s",
+			   client_id, meters.data, refresh, ts, hist);
 		rc = trace_config_add(&c, METERS_PROVIDER, METERS_TIME_SERIES, 4, args.data, em);
 	}
 	buf_free(&args);

@@ -12,10 +12,16 @@
  *    attached runtime, started when the runtime attaches and restarted if it
  *    ends while the runtime stays, each series' latest value kept.
  *
- * Meters are read through a shared MetricsEventSource session (SessionId
- * SHARED, .NET 8+), so /metrics, /livemetrics and other tools can all
- * listen at once; the events then carry every listener's instruments and
- * each reader keeps only what it asked for.
+ * Meters are read through the runtime's one MetricsEventSource aggregation,
+ * joined as a share of its SHARED session (.NET 8+). The runtime's rules
+ * (docs/agent.md "Sharing the runtime with other tools"): a share is taken
+ * only when its RefreshInterval, MaxHistograms and MaxTimeSeries equal the
+ * running session's (else MultipleSessionsConfiguredIncorrectlyError naming
+ * its ClientId), and no private session (dotnet-counters collect's) runs
+ * beside a SHARED one (MultipleSessionsNotSupportedError). So the agent
+ * reads the interval the runtime used from CollectionStart/Stop and scales
+ * rates to its own interval, joins a running session on that session's
+ * terms, and retries while a private session holds the runtime.
  */
 #ifndef DP_METRICS_H
 #define DP_METRICS_H
@@ -42,6 +48,7 @@
 #define METRICS_DEFAULT_DELAY_S 10
 #define METRICS_MAX_TIME_SERIES 1000 /* MetricsEventSource's MaxTimeSeries, as dotnet-monitor sets it */
 #define METRICS_MAX_HISTOGRAMS 20
+#define METRICS_MAX_LIMIT 100000 /* the most GlobalCounter:MaxHistograms / MaxTimeSeries may ask for */
 #define METRICS_MAX_SOURCES 32
 #define METRICS_MAX_NAMES 64 /* counter or instrument names per source */
 
@@ -62,6 +69,7 @@ struct msample {
 	const char *quantiles; /* MS_SUMMARY: "0.5=1.2;0.95=3;0.99=4" */
 	double count, sum;     /* MS_SUMMARY, when has_sum */
 	bool has_sum;
+	double interval_s;     /* the interval the reading covers: an EventCounter's IntervalSec; 0 unknown */
 };
 
 /*
@@ -70,6 +78,32 @@ struct msample {
  * instruments that ended, errors). p is the event's payload, decoded.
  */
 int metrics_sample(const struct nettrace_event *e, const struct evpayload *p, struct msample *out);
+
+/*
+ * A rate reading (MS_RATE) made per interval_s seconds: scaled by
+ * interval_s / r->interval_s when the runtime's interval differs from it by
+ * more than 2 % (another tool changed it); anything else is left as it is.
+ */
+void metrics_per_interval(struct msample *r, unsigned interval_s);
+
+/* What a MetricsEventSource event says about the session, for one listener (client_id). */
+enum metrics_note_kind {
+	MN_NONE,           /* not one of these */
+	MN_INTERVAL,       /* CollectionStart/Stop: the interval the runtime aggregated over (interval_s) */
+	MN_REFUSED_SHARE,  /* our share was refused: the running session's settings are in want */
+	MN_REFUSED_PRIVATE /* a private session (running: its id) holds the runtime; our meters are refused */
+};
+struct metrics_meter_opts { /* a shared session's settings, as the runtime printed them; "" = the agent's own */
+	char refresh[24], max_histograms[16], max_time_series[16];
+};
+struct metrics_note {
+	enum metrics_note_kind kind;
+	double interval_s;
+	char running[64];
+	struct metrics_meter_opts want;
+};
+void metrics_note(const struct nettrace_event *e, const struct evpayload *p, const char *client_id,
+		  struct metrics_note *out);
 
 /* dotnet-monitor's Prometheus name: provider lowercased, invalid characters dropped; '_'; the metric, invalid
  * characters as '_'; '_' and the unit ("%" ratio, "B"/"MB" bytes, ""/"count" none, others as they are). */
@@ -89,6 +123,7 @@ struct metrics_source {
 struct metrics_selection {
 	struct metrics_source *s;
 	size_t n;
+	unsigned interval_s; /* the interval its session asked for (metrics_trace_config sets it); 0 unknown */
 };
 /* dotnet-monitor's defaults (System.Runtime, Microsoft.AspNetCore.Hosting, Grpc.AspNetCore.Server counters) and
  * the System.Runtime and Microsoft.AspNetCore.Hosting meters. */
@@ -101,11 +136,33 @@ void metrics_selection_defaults(struct metrics_selection *sel);
  */
 int metrics_selection_json(const char *body, size_t len, struct metrics_selection *out, struct err_msg *em);
 void metrics_selection_free(struct metrics_selection *sel);
+/*
+ * The Metrics settings as dotnet-monitor has them, from colon paths
+ * (Metrics:Providers:0:ProviderName, Metrics:Providers:0:CounterNames:0,
+ * Metrics:Meters:0:MeterName, Metrics:Meters:0:InstrumentNames:0) with where
+ * each came from: the defaults when include_defaults, then the providers and
+ * meters in index order. DP_EINVAL / DP_ETOOBIG with em naming the path and
+ * its source.
+ */
+struct metrics_kv {
+	const char *key, *value, *where;
+};
+int metrics_selection_settings(const struct metrics_kv *kv, size_t n, bool include_defaults,
+			       struct metrics_selection *out, struct err_msg *em);
+/* GlobalCounter:MaxHistograms and :MaxTimeSeries for every meter session of this process (0: 20 and 1000). */
+void metrics_set_limits(unsigned max_histograms, unsigned max_time_series);
 /* Whether a reading is one the selection asked for. */
 bool metrics_selected(const struct metrics_selection *sel, const struct msample *s);
-/* The session for a selection (interval in seconds; client_id names our share of the shared meter session). */
-int metrics_trace_config(const struct metrics_selection *sel, unsigned interval_s, const char *client_id,
+/*
+ * The session for a selection (interval in seconds; client_id names our share
+ * of the shared meter session), sel->interval_s set. metrics_trace_config_as
+ * joins the meter session with the settings of mo where they are not "" (a
+ * running session's, to be let in).
+ */
+int metrics_trace_config(struct metrics_selection *sel, unsigned interval_s, const char *client_id,
 			 struct trace_config *out, struct err_msg *em);
+int metrics_trace_config_as(struct metrics_selection *sel, unsigned interval_s, const char *client_id,
+			    const struct metrics_meter_opts *mo, struct trace_config *out, struct err_msg *em);
 
 /* Wall-clock milliseconds of an event, from the trace's header; and now. */
 int64_t metrics_event_ms(const struct nettrace_trace *h, int64_t timestamp);
@@ -139,6 +196,7 @@ struct metrics_config {
 	unsigned interval_s;     /* 0 = METRICS_DEFAULT_INTERVAL_S */
 	unsigned delay_s;        /* from a runtime's attach to its session */
 	bool store;              /* keep the readings for /metrics; false: sessions only for the listener */
+	const struct metrics_selection *selection; /* what /metrics collects (copied); NULL: the defaults */
 	const struct metrics_selection *extra; /* collected too (copied): the collection rules' counters */
 	const struct trace_provider *extra_providers; /* added to the session (copied): the rules' request events */
 	size_t n_extra_providers;

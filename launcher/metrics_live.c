@@ -37,6 +37,7 @@ struct metrics_live {
 	bool have_header;
 	struct evpayload pl;
 	uint64_t records;
+	double meter_s; /* the interval the runtime last aggregated meters over; 0 unknown */
 };
 
 struct metrics_live *metrics_live_new(struct metrics_selection *sel, struct buf *out)
@@ -92,11 +93,18 @@ static int live_event(void *ctx, const struct nettrace_event *e)
 	char ts[40];
 	json_t *o;
 	char *text;
+	struct metrics_note note;
 
 	if (e->meta->n_fields == 0 || evpayload_decode(&l->pl, e, &em) != 0)
 		return 0;
+	metrics_note(e, &l->pl, "", &note);
+	if (note.kind == MN_INTERVAL)
+		l->meter_s = note.interval_s;
 	if (!metrics_sample(e, &l->pl, &r) || !metrics_selected(&l->sel, &r))
 		return 0;
+	if (r.meter)
+		r.interval_s = l->meter_s;
+	metrics_per_interval(&r, l->sel.interval_s); /* a rate per the interval asked for, whatever the runtime used */
 	metrics_iso_ms(ts, l->have_header ? metrics_event_ms(&l->header, e->timestamp) : metrics_wall_ms());
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "timestamp", ts, "provider", r.provider, "name", r.name,
 		      "displayName", *r.display ? r.display : r.name, "unit", r.unit, "counterType",

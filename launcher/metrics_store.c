@@ -23,12 +23,15 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "log.h"
 #include "mem.h"
 
 #define MAX_SERIES 20000
 #define MAX_QUANTILES 16
 #define WATCH_MS 500      /* how often the port's runtimes are looked at */
 #define RETRY_MS 5000     /* a session that ended while its runtime stays is started again after this */
+#define REJOIN_MS 1000    /* our share refused: started again on the running session's terms after this */
+#define PRIVATE_MS 10000  /* a private meter session holds the runtime: our session started again after this */
 
 /* ---- the store ---- */
 
@@ -63,6 +66,12 @@ struct collector {
 	bool have_header;
 	struct evpayload pl;
 	struct buf name, labels; /* scratch */
+	char client_id[48];   /* our share of the meter session: new for every session, so that the runtime's
+			       * count of shares stays true (it counts a ClientId once, but each stop) */
+	double meter_s;       /* the interval the runtime last aggregated meters over; 0 unknown */
+	struct metrics_meter_opts join; /* the running session's settings, for the next session; "" = ours */
+	atomic_llong restart_at;        /* the session is stopped and started again at this clock_ms; 0 never */
+	bool told_private;
 };
 
 struct metrics {
@@ -76,7 +85,7 @@ struct metrics {
 	metrics_event_fn on_event;
 	void *listen_ctx;
 	long long delay_ms; /* from attach to the first session */
-	char client_id[40];
+	char client_id[40]; /* this store's prefix of its collectors' ClientIds */
 	struct metrics_selection sel;
 	pthread_mutex_t mu;
 	struct series *s; /* sorted by family, pid, labels */
@@ -343,6 +352,41 @@ static int on_header(void *ctx, const struct nettrace_trace *t)
 	return 0;
 }
 
+/* What the meter session's own events say: its interval, and whether the runtime refused our share. */
+static void session_note(struct collector *c, const struct nettrace_event *e)
+{
+	struct metrics_note n;
+
+	metrics_note(e, &c->pl, c->client_id, &n);
+	switch (n.kind) {
+	case MN_NONE:
+		return;
+	case MN_INTERVAL:
+		if (c->meter_s > 0 && fabs(n.interval_s - c->meter_s) > 0.02 * c->meter_s)
+			log_info("the runtime's meter interval changed", LOG_STR("event", "metrics-interval"),
+				 LOG_UINT("pid", c->pid), LOG_NUM("seconds", n.interval_s),
+				 LOG_NUM("was", c->meter_s), LOG_UINT("ours", c->m->interval_s));
+		c->meter_s = n.interval_s;
+		return;
+	case MN_REFUSED_SHARE:
+		c->join = n.want;
+		atomic_store(&c->restart_at, clock_ms() + REJOIN_MS);
+		log_warn("another tool's shared meter session runs with other settings; joining it on its terms",
+			 LOG_STR("event", "metrics-rejoin"), LOG_UINT("pid", c->pid),
+			 LOG_STR("refreshInterval", n.want.refresh), LOG_STR("maxHistograms", n.want.max_histograms),
+			 LOG_STR("maxTimeSeries", n.want.max_time_series));
+		return;
+	case MN_REFUSED_PRIVATE:
+		atomic_store(&c->restart_at, clock_ms() + PRIVATE_MS);
+		if (!c->told_private)
+			log_warn("another tool's private meter session holds the runtime; meters are retried every 10 s",
+				 LOG_STR("event", "metrics-refused"), LOG_UINT("pid", c->pid),
+				 LOG_STR("runningSession", n.running));
+		c->told_private = true;
+		return;
+	}
+}
+
 static int on_event(void *ctx, const struct nettrace_event *e)
 {
 	struct collector *c = ctx;
@@ -356,6 +400,7 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	if (e->meta->n_fields == 0 || evpayload_decode(&c->pl, e, &em) != 0)
 		return 0; /* not a counter, or a payload this reader cannot read: skipped, the session goes on */
 	ts = c->have_header ? metrics_event_ms(&c->header, e->timestamp) : metrics_wall_ms();
+	session_note(c, e);
 	if (!metrics_sample(e, &c->pl, &r)) {
 		pthread_rwlock_rdlock(&m->listen_lock);
 		if ((event = m->on_event) != NULL)
@@ -365,6 +410,9 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	}
 	if (!metrics_selected(&m->sel, &r))
 		return 0;
+	if (r.meter)
+		r.interval_s = c->meter_s;
+	metrics_per_interval(&r, m->interval_s);
 	if (m->store)
 		store(c, &r, ts);
 	pthread_rwlock_rdlock(&m->listen_lock);
@@ -391,8 +439,10 @@ static void *collect_main(void *arg)
 	struct trace_config cfg;
 	struct nettrace_callbacks cb = { .trace = on_header, .event = on_event };
 	struct err_msg em;
+	struct metrics_meter_opts join = c->join;
 
-	if (metrics_trace_config(&c->m->sel, c->m->interval_s, c->m->client_id, &cfg, &em) == 0) {
+	memset(&c->join, 0, sizeof(c->join)); /* the running session's terms once: the next session tries ours */
+	if (metrics_trace_config_as(&c->m->sel, c->m->interval_s, c->client_id, &join, &cfg, &em) == 0) {
 		int rc = 0;
 
 		for (size_t i = 0; i < c->m->n_extra_p && rc == 0; i++) {
@@ -428,6 +478,11 @@ static void collector_free(struct collector *c)
 
 static void collector_start(struct collector *c)
 {
+	static atomic_uint serial;
+
+	snprintf(c->client_id, sizeof(c->client_id), "%s-%u", c->m->client_id, atomic_fetch_add(&serial, 1));
+	c->meter_s = 0;
+	atomic_store(&c->restart_at, 0);
 	atomic_store(&c->stop, false);
 	atomic_store(&c->done, false);
 	c->have_header = false;
@@ -465,6 +520,10 @@ static void watch_once(struct metrics *m)
 			m->c[m->nc++] = c;
 		}
 		c->seen = true;
+		if (c->started && atomic_load(&c->restart_at) && now >= atomic_load(&c->restart_at)) {
+			collector_join(c); /* started again below, on the terms session_note chose */
+			c->retry_at = now;
+		}
 		if (c->started && atomic_load(&c->done)) {
 			collector_join(c);
 			c->retry_at = now + RETRY_MS;
@@ -570,7 +629,9 @@ struct metrics *metrics_start(const struct metrics_config *cfg)
 	m->interval_s = cfg->interval_s ? cfg->interval_s : METRICS_DEFAULT_INTERVAL_S;
 	m->delay_ms = (long long)cfg->delay_s * 1000;
 	m->store = cfg->store;
-	if (cfg->store)
+	if (cfg->store && cfg->selection)
+		selection_merge(&m->sel, cfg->selection);
+	else if (cfg->store)
 		metrics_selection_defaults(&m->sel);
 	selection_merge(&m->sel, cfg->extra);
 	if (cfg->n_extra_providers) {
