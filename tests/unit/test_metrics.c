@@ -415,6 +415,154 @@ static void documents(void)
 	metrics_selection_free(&s);
 }
 
+/* The fixture's meter session (RefreshInterval 1): CollectionStart/Stop give the runtime's interval. */
+struct intervals {
+	struct evpayload pl;
+	int n;
+	double min, max;
+};
+
+static int on_interval(void *ctx, const struct nettrace_event *e)
+{
+	struct intervals *iv = ctx;
+	struct metrics_note n;
+	struct err_msg em;
+
+	if (e->meta->n_fields == 0 || evpayload_decode(&iv->pl, e, &em) != 0)
+		return 0;
+	metrics_note(e, &iv->pl, "c", &n);
+	if (n.kind == MN_INTERVAL) {
+		iv->min = iv->n == 0 || n.interval_s < iv->min ? n.interval_s : iv->min;
+		iv->max = iv->n == 0 || n.interval_s > iv->max ? n.interval_s : iv->max;
+		iv->n++;
+	}
+	return 0;
+}
+
+/* A MetricsEventSource event by hand: name and string fields in order. */
+static void note_of(const char *event, const char *const *vals, size_t n, const char *client, struct metrics_note *out)
+{
+	struct nettrace_meta m = { .provider = "System.Diagnostics.Metrics", .name = event };
+	struct nettrace_event e = { .meta = &m };
+	static const char *const names[] = { "a", "b", "c", "d", "e", "f", "g" };
+	struct evpayload p = { 0 };
+
+	for (size_t i = 0; i < n && i < 7; i++)
+		p.v[p.n++] = (struct evvalue){ .name = names[i], .type = NT_STRING, .index = -1, .s = vals[i] };
+	metrics_note(&e, &p, client, out);
+}
+
+static void sharing(void)
+{
+	struct intervals iv = { 0 };
+	struct nettrace_callbacks cb = { .event = on_interval };
+	struct metrics_note n;
+	static const char *const refused[] = { "me", "10", "20", "1000", "1000", "1", "5" };
+	static const char *const other[] = { "someone", "10", "20", "1000", "1000", "1", "5" };
+	static const char *const evil[] = { "me", "10;Metrics=x", "20", "1000", "1000", "1", "5" };
+	static const char *const priv[] = { "e70f0630-56e8-4387-8b69-66fca1f0bb8b" };
+	static const char *const shared[] = { "SHARED" };
+	struct msample r = { .kind = MS_RATE, .value = 20, .interval_s = 1 };
+	struct metrics_selection s = { 0 };
+	struct trace_config c;
+	struct metrics_meter_opts mo = { "1", "10", "1000" };
+	struct err_msg em;
+
+	T_CHECK(feed(&cb, &iv) == 0);
+	evpayload_free(&iv.pl);
+	if (iv.n < 2 || iv.min < 0.9 || iv.max > 1.1)
+		T_FAIL("%d intervals from %.3f to %.3f s, want 1 s each", iv.n, iv.min, iv.max);
+	/* the runtime refused our share: the running session's settings, to join on its terms */
+	note_of("MultipleSessionsConfiguredIncorrectlyError", refused, 7, "me", &n);
+	T_CHECK(n.kind == MN_REFUSED_SHARE);
+	T_STREQ(n.want.max_histograms, "10");
+	T_STREQ(n.want.max_time_series, "1000");
+	T_STREQ(n.want.refresh, "1");
+	note_of("MultipleSessionsConfiguredIncorrectlyError", other, 7, "me", &n);
+	T_CHECK(n.kind == MN_NONE); /* another listener's refusal */
+	note_of("MultipleSessionsConfiguredIncorrectlyError", evil, 7, "me", &n);
+	T_CHECK(n.kind == MN_REFUSED_SHARE && n.want.max_histograms[0] == '\0'); /* not a number: ours kept */
+	note_of("MultipleSessionsNotSupportedError", priv, 1, "me", &n);
+	T_CHECK(n.kind == MN_REFUSED_PRIVATE);
+	T_STREQ(n.running, priv[0]);
+	note_of("MultipleSessionsNotSupportedError", shared, 1, "me", &n);
+	T_CHECK(n.kind == MN_NONE); /* someone else refused beside our shared session */
+	/* a rate made per 1 s is five times less than per 5 s */
+	metrics_per_interval(&r, 5);
+	T_CHECK(fabs(r.value - 100) < 1e-9);
+	r = (struct msample){ .kind = MS_RATE, .value = 20, .interval_s = 5.01 };
+	metrics_per_interval(&r, 5);
+	T_CHECK(r.value == 20); /* within 2 %: as it came */
+	r = (struct msample){ .kind = MS_GAUGE, .value = 20, .interval_s = 1 };
+	metrics_per_interval(&r, 5);
+	T_CHECK(r.value == 20);
+	r = (struct msample){ .kind = MS_RATE, .value = 20 };
+	metrics_per_interval(&r, 5);
+	T_CHECK(r.value == 20); /* the interval unknown */
+	/* joining on the running session's terms; the process's limits otherwise */
+	T_CHECK(metrics_selection_json("{}", 2, &s, &em) == 0);
+	T_CHECK(metrics_trace_config_as(&s, 5, "c1", &mo, &c, &em) == 0 && s.interval_s == 5);
+	T_CHECK(strstr(c.p[3].args, ";RefreshInterval=1;MaxTimeSeries=1000;MaxHistograms=10") != NULL);
+	T_STREQ(c.p[0].args, "EventCounterIntervalSec=5"); /* EventCounters keep ours */
+	trace_config_free(&c);
+	metrics_set_limits(10, 500);
+	T_CHECK(metrics_trace_config(&s, 1, "c1", &c, &em) == 0);
+	T_CHECK(strstr(c.p[3].args, ";RefreshInterval=1;MaxTimeSeries=500;MaxHistograms=10") != NULL);
+	trace_config_free(&c);
+	metrics_set_limits(0, 0);
+	metrics_selection_free(&s);
+}
+
+/* Metrics:Providers, Metrics:Meters and Metrics:IncludeDefaultProviders as dotnet-monitor has them. */
+static void settings(void)
+{
+	static const struct metrics_kv ok[] = {
+		{ "Metrics:Meters:1:MeterName", "Microsoft.AspNetCore.Routing", "f:3:5" },
+		{ "Metrics:Meters:0:MeterName", "Microsoft.AspNetCore.Server.Kestrel", "f:2:5" },
+		{ "Metrics:Meters:0:InstrumentNames:0", "kestrel.active_connections", "f:2:9" },
+		{ "metrics:providers:0:providername", "Grpc.Net.Client", "env X" },
+		{ "Metrics:Providers:0:CounterNames:1", "current-calls", "env Y" },
+	};
+	static const struct {
+		struct metrics_kv kv;
+		const char *want;
+	} bad[] = {
+		{ { "Metrics:Meters:x:MeterName", "M", "f:1:1" }, "f:1:1: Metrics:Meters:x:MeterName is not Metrics:Meters:N" },
+		{ { "Metrics:Meters:0:MeterName", "a;b", "env Z" }, "env Z: Metrics:Meters:0:MeterName must be a name" },
+		{ { "Metrics:Meters:0:Colour", "red", "f:2:2" }, "f:2:2: unknown setting 'Metrics:Meters:0:Colour'" },
+		{ { "Metrics:Meters:0:InstrumentNames:0", "a", "f:4:4" }, "Metrics:Meters:0 has no MeterName" },
+		{ { "Metrics:Providers:99:ProviderName", "P", "d/Metrics__Providers__99__ProviderName" },
+		  "d/Metrics__Providers__99__ProviderName: Metrics:Providers:99:ProviderName is not" },
+		{ { "Metrics:Sources:0:Name", "P", "f:9:9" }, "f:9:9: unknown setting 'Metrics:Sources:0:Name'" },
+	};
+	struct metrics_selection s;
+	struct err_msg em;
+
+	T_CHECK(metrics_selection_settings(ok, 5, false, &s, &em) == 0);
+	T_CHECK(s.n == 3);
+	T_STREQ(s.s[0].name, "Grpc.Net.Client"); /* providers, then meters, each in index order */
+	T_CHECK(!s.s[0].meter && s.s[0].n_names == 1);
+	T_STREQ(s.s[0].names[0], "current-calls");
+	T_STREQ(s.s[1].name, "Microsoft.AspNetCore.Server.Kestrel");
+	T_CHECK(s.s[1].meter && s.s[1].n_names == 1);
+	T_STREQ(s.s[2].name, "Microsoft.AspNetCore.Routing");
+	T_CHECK(s.s[2].meter && s.s[2].n_names == 0);
+	metrics_selection_free(&s);
+	T_CHECK(metrics_selection_settings(ok, 2, true, &s, &em) == 0 && s.n == 7); /* the 5 defaults first */
+	T_STREQ(s.s[5].name, "Microsoft.AspNetCore.Server.Kestrel");
+	metrics_selection_free(&s);
+	T_CHECK(metrics_selection_settings(NULL, 0, false, &s, &em) == 0 && s.n == 0);
+	metrics_selection_free(&s);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = metrics_selection_settings(&bad[i].kv, 1, true, &s, &em);
+
+		if (rc == 0 || strstr(em.text, bad[i].want) == NULL)
+			T_FAIL("%s: rc %d, '%s'", bad[i].kv.key, rc, rc ? em.text : "");
+		if (rc == 0)
+			metrics_selection_free(&s);
+	}
+}
+
 int main(void)
 {
 	t_file_name = "metrics";
@@ -426,5 +574,7 @@ int main(void)
 	T_RUN(live);
 	T_RUN(logs_formats);
 	T_RUN(documents);
+	T_RUN(sharing);
+	T_RUN(settings);
 	return t_failed_cases ? 1 : 0;
 }
