@@ -401,7 +401,7 @@ int metrics_selection_json(const char *body, size_t len, struct metrics_selectio
 
 /* One entry of Metrics:Providers or Metrics:Meters while the settings are read. */
 struct setting_src {
-	const char *name, *where;
+	const char *name, *where, *first_where; /* first_where: of the entry's first setting */
 	const char *names[METRICS_MAX_NAMES];
 	const char *names_where[METRICS_MAX_NAMES];
 	bool used;
@@ -448,6 +448,8 @@ static int setting_one(struct setting_src *provs, struct setting_src *meters, co
 	if (!trace_name_ok(kv->value, ";,\"=\\"))
 		return err_set(em, DP_EINVAL, "%s: %s must be a name (printable, no ; , = \" \\), not '%s'", kv->where,
 			       kv->key, kv->value);
+	if (!src->used)
+		src->first_where = kv->where;
 	src->used = true;
 	if (strcasecmp(rest, name_key) == 0) {
 		src->name = kv->value;
@@ -484,8 +486,8 @@ int metrics_selection_settings(const struct metrics_kv *kv, size_t n, bool inclu
 		if (!src->used)
 			continue;
 		if (src->name == NULL) {
-			rc = err_set(em, DP_EINVAL, "Metrics:%s:%zu has no %s (set where its other settings are)",
-				     meter ? "Meters" : "Providers", idx, meter ? "MeterName" : "ProviderName");
+			rc = err_set(em, DP_EINVAL, "%s: Metrics:%s:%zu has no %s (an entry needs its name)",
+				     src->first_where, meter ? "Meters" : "Providers", idx, meter ? "MeterName" : "ProviderName");
 			break;
 		}
 		source_add(&sel, src->name, meter);

@@ -612,6 +612,30 @@ static void selection_merge(struct metrics_selection *sel, const struct metrics_
 	}
 }
 
+/* What every runtime's session asks for, said once: "Name" or "Name[a,b]", comma-separated. */
+static void log_selection(const struct metrics_selection *sel)
+{
+	struct buf list[2];
+
+	for (int meter = 0; meter < 2; meter++) {
+		buf_init(&list[meter], 0);
+		buf_puts(&list[meter], "");
+		for (size_t i = 0; i < sel->n; i++) {
+			if (sel->s[i].meter != (meter == 1))
+				continue;
+			buf_printf(&list[meter], "%s%s", list[meter].len ? ", " : "", sel->s[i].name);
+			for (size_t k = 0; k < sel->s[i].n_names; k++)
+				buf_printf(&list[meter], "%s%s", k ? "," : "[", sel->s[i].names[k]);
+			if (sel->s[i].n_names)
+				buf_putc(&list[meter], ']');
+		}
+	}
+	log_info("counters collected", LOG_STR("event", "metrics-selection"), LOG_STR("providers", list[0].data),
+		 LOG_STR("meters", list[1].data));
+	buf_free(&list[0]);
+	buf_free(&list[1]);
+}
+
 struct metrics *metrics_start(const struct metrics_config *cfg)
 {
 	struct metrics *m = mem_zalloc(sizeof(*m));
@@ -643,6 +667,7 @@ struct metrics *metrics_start(const struct metrics_config *cfg)
 		}
 		m->n_extra_p = cfg->n_extra_providers;
 	}
+	log_selection(&m->sel);
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_rwlock_init(&m->listen_lock, NULL);
 	pthread_mutex_init(&m->stop_mu, NULL);

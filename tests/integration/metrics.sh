@@ -17,6 +17,9 @@
 #                app's startup code runs (a runtime deadlock, see METRICS_DEFAULT_DELAY_S): nothing at attach,
 #                readings later
 #   off/*        --no-metrics: /metrics 404; a delay out of range refused
+#   settings/*   Metrics:IncludeDefaultProviders, Metrics:Meters and Metrics:Providers (dotnet-monitor's shape) from a
+#                settings file, a key-per-file directory, DIAGPORT_SETTINGS, DotnetMonitor_ and DIAGPORT_ variables:
+#                the selection the agent logs; bad values refused (exit 2) naming the source and the setting's path
 set -u
 cd "$(dirname "$0")/../.."
 T_NAME=agent-metrics
@@ -254,3 +257,63 @@ check off/bad-interval-refused test "$code" = 2
 timeout 5 "$D" launch --socket "$W/dumps/port3" --no-auth --metrics-start-delay 3601 > /dev/null 2> "$W/delay.err"; code=$?
 WHY="exit $code: $(cat "$W/delay.err")"
 check off/bad-delay-refused test "$code" = 2 -a -n "$(grep -F -- '--metrics-start-delay: metricsStartDelay takes a whole number of seconds from 0 to 3600' "$W/delay.err")"
+
+# --- settings: Metrics:Meters / Metrics:Providers / Metrics:IncludeDefaultProviders from every settings source,
+# the selection the agent says it collects (its log's metrics-selection line); bad values name the path and source
+# selection NAME [VAR=VALUE...] -- [ARGS...]: an agent with these settings; its log in $W/sel-NAME.log, exit in $W/sel-NAME.rc
+selection() {
+  local name=$1 port pid vars=()
+  shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+  shift
+  port=$(free_port)
+  env "${vars[@]+"${vars[@]}"}" "$D" launch --socket "$W/dumps/sel-$name" --urls "http://127.0.0.1:$port" \
+    --dumps "$W/dumps" --no-auth "$@" 2> "$W/sel-$name.log" &
+  pid=$!; PIDS+=($pid)
+  for _ in $(seq 1 50); do grep -q 'metrics-selection' "$W/sel-$name.log" && break; kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
+  kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null; echo $? > "$W/sel-$name.rc"
+}
+ROUTE='"meters":"Microsoft.AspNetCore.Routing[aspnetcore.routing.match_attempts], Microsoft.AspNetCore.Server.Kestrel"'
+printf 'Metrics:\n  IncludeDefaultProviders: false\n  Meters:\n    - MeterName: Microsoft.AspNetCore.Routing\n      InstrumentNames: [aspnetcore.routing.match_attempts]\n    - MeterName: Microsoft.AspNetCore.Server.Kestrel\n' > "$W/sel.yaml"
+selection file -- --config "$W/sel.yaml"
+mkdir -p "$W/seldir"
+printf 'false\n' > "$W/seldir/Metrics__IncludeDefaultProviders"
+printf 'Microsoft.AspNetCore.Routing\n' > "$W/seldir/Metrics__Meters__0__MeterName"
+printf 'aspnetcore.routing.match_attempts' > "$W/seldir/Metrics__Meters__0__InstrumentNames__0"
+printf 'Microsoft.AspNetCore.Server.Kestrel\n' > "$W/seldir/Metrics__Meters__1__MeterName"
+selection dir -- --config-dir "$W/seldir"
+selection settings-doc 'DIAGPORT_SETTINGS={"Metrics":{"IncludeDefaultProviders":false,"Meters":[{"MeterName":"Microsoft.AspNetCore.Routing","InstrumentNames":["aspnetcore.routing.match_attempts"]},{"MeterName":"Microsoft.AspNetCore.Server.Kestrel"}]}}' --
+selection dotnetmonitor-env DotnetMonitor_Metrics__IncludeDefaultProviders=false \
+  DotnetMonitor_Metrics__Meters__0__MeterName=Microsoft.AspNetCore.Routing \
+  DotnetMonitor_Metrics__Meters__0__InstrumentNames__0=aspnetcore.routing.match_attempts \
+  DotnetMonitor_Metrics__Meters__1__MeterName=Microsoft.AspNetCore.Server.Kestrel --
+selection diagport-env DIAGPORT_Metrics__IncludeDefaultProviders=false \
+  DIAGPORT_Metrics__Meters__0__MeterName=Microsoft.AspNetCore.Routing \
+  DIAGPORT_Metrics__Meters__0__InstrumentNames__0=aspnetcore.routing.match_attempts \
+  DIAGPORT_Metrics__Meters__1__MeterName=Microsoft.AspNetCore.Server.Kestrel --
+for s in file dir settings-doc dotnetmonitor-env diagport-env; do
+  WHY="$(grep -m1 metrics-selection "$W/sel-$s.log" || tail -2 "$W/sel-$s.log")"
+  check "settings/$s" grep -qF "\"providers\":\"\",$ROUTE" "$W/sel-$s.log"
+done
+selection defaults DotnetMonitor_Metrics__Providers__0__ProviderName=Grpc.Net.Client \
+  DotnetMonitor_Metrics__Providers__0__CounterNames__0=current-calls --
+WHY="$(grep -m1 metrics-selection "$W/sel-defaults.log")"
+check settings/defaults-kept grep -qF '"providers":"System.Runtime, Microsoft.AspNetCore.Hosting, Grpc.AspNetCore.Server, Grpc.Net.Client[current-calls]","meters":"System.Runtime, Microsoft.AspNetCore.Hosting"' "$W/sel-defaults.log"
+# bad: exit 2, the message names the source (file:line:col, variable, file in the directory) and the setting's path
+printf 'Metrics:\n  Meters:\n    - MeterName: "a;b"\n' > "$W/bad.yaml"
+selection bad-file -- --config "$W/bad.yaml"
+printf 'red' > "$W/seldir/Metrics__Meters__0__Colour"
+selection bad-dir -- --config-dir "$W/seldir"
+rm "$W/seldir/Metrics__Meters__0__Colour"
+selection bad-env DotnetMonitor_Metrics__Meters__0__InstrumentNames__0=x --
+selection bad-limit DotnetMonitor_GlobalCounter__MaxHistograms=0 --
+selection bad-include 'DIAGPORT_SETTINGS={"Metrics":{"IncludeDefaultProviders":"sometimes"}}' --
+bad_setting() {
+  WHY="exit $(cat "$W/sel-$1.rc"): $(tail -2 "$W/sel-$1.log")"
+  check "settings/bad/$1" test "$(cat "$W/sel-$1.rc")" = 2 -a -n "$(grep -F -- "$2" "$W/sel-$1.log")"
+}
+bad_setting bad-file "$W/bad.yaml:3:18: Metrics:Meters:0:MeterName must be a name"
+bad_setting bad-dir "$W/seldir/Metrics__Meters__0__Colour: unknown setting 'Metrics:Meters:0:Colour'"
+bad_setting bad-env "environment variable DotnetMonitor_Metrics__Meters__0__InstrumentNames__0: Metrics:Meters:0 has no MeterName"
+bad_setting bad-limit "environment variable DotnetMonitor_GlobalCounter__MaxHistograms: GlobalCounter:MaxHistograms takes a whole number from 1 to 100000, not '0'"
+bad_setting bad-include "environment variable DIAGPORT_SETTINGS:1:39: Metrics:IncludeDefaultProviders takes true or false, not 'sometimes'"

@@ -72,7 +72,7 @@ def parse_prom(path, pid):
 
 def split_name(display):
     """'dotnet.gc.collections ({collection} / 1 sec)' -> ('dotnet.gc.collections', '{collection}', True)."""
-    m = re.match(r'^(.*?) \((.*)\)$', display)
+    m = re.match(r'^(.*) \(([^()]*)\)$', display)  # 'POH (Pinned Object Heap) Size (B)': the last (...)
     if not m:
         return display, '', False
     unit, rate = m.group(2), m.group(2).endswith(' / 1 sec')
@@ -153,7 +153,7 @@ def cmd_gauges_csv(path, proms, pid):
         pairs = 0
         worst = 0.0
         for ts, v in sorted({(ts, v) for _, v, ts in fam[hits[0]]}):
-            near = [tv for tt, tv in tool if abs(tt - int(ts / 1000)) <= 1]
+            near = [tv for tt, tv in tool if tt == int(ts / 1000)]  # the tool stamps whole seconds
             if not near:
                 continue
             pairs += 1

@@ -5,11 +5,11 @@
 # collects the Kestrel and routing meters too (Metrics:Meters, from DotnetMonitor_ variables), every 5 s.
 #   meters/*     app A: `dotnet-counters collect --counters System.Runtime,<Kestrel>,<Routing> --format json` takes
 #                the runtime's meter aggregation first (a private session); every instrument it reports is a
-#                family of /metrics (docs/agent.md's name mapping), read by the agent's own session afterwards;
-#                gauge values at the same instant agree within 1 %; the agent logs that it was refused
+#                family of /metrics (docs/agent.md's name mapping), the routing and runtime ones read by the agent's own session afterwards;
+#                the agent logs that it was refused (and reads the tool's readings meanwhile)
 #   counters/*   app A: `collect --counters EventCounters\System.Runtime,EventCounters\Microsoft.AspNetCore.Hosting
 #                --format csv` beside the agent (EventCounters have no one-session rule): every counter it reports is
-#                in /metrics (by display name) and /livemetrics; gauges at the same instant within 1 %; while its 1 s
+#                in /metrics (by display name) and /livemetrics; gauges stamped the same second within 1 %; while its 1 s
 #                interval runs, the agent's request rate per 5 s is 5x the tool's per second, both within 20 % of
 #                the 20 requests/s driven
 #   rules/*      app A: what the runtime refuses beside the agent's shared session, as the tool reports it: a private
@@ -42,8 +42,10 @@ for i in range(n):
     if d > 0: time.sleep(d)
     try: urllib.request.urlopen(u, timeout=2).read()
     except Exception: pass' "$@" > /dev/null 2>&1 &
-	PIDS+=($!)
+	DRV=$!; PIDS+=($DRV)
 }
+# drove: wait for the last driver to finish (phases do not overlap their request rates)
+drove() { wait "$DRV" 2> /dev/null; }
 if ! start_webapp "$W/a.out" "$W/dumps/port" "$U"; then fail setup "app A did not start: $(tail -3 "$W/agent.log")"; exit 0; fi
 A=$APID AURL_A=$AURL
 
@@ -74,6 +76,7 @@ check meters/routing-instruments grep -q '^ok aspnetcore\.routing\.' "$W/names.t
 check meters/runtime-instruments test "$(grep -c '^ok dotnet\.' "$W/names.txt")" -ge 15
 
 # --- counters: EventCounters beside the agent, csv
+drove
 drive "$AURL_A/" 20 12
 timeout 60 "$DC" collect -p "$A" --counters 'EventCounters\System.Runtime,EventCounters\Microsoft.AspNetCore.Hosting' \
 	--refresh-interval 1 --duration 00:00:00:10 --format csv -o "$W/ec.csv" > "$W/ec.out" 2>&1 < /dev/null &
@@ -97,9 +100,10 @@ check counters/gauges-agree-1pct test "$(grep -c '^ok' "$W/gauges.txt")" -ge 5 -
 "$PY" tests/integration/metrics_judge.py rates-csv "$W/ec.csv" "$W/rates.txt" "$A" > "$W/rr.txt" 2>&1
 WHY="$(cat "$W/rr.txt")"; check counters/request-rate-tool-per-second grep -q '^ok tool' "$W/rr.txt"
 WHY="$(cat "$W/rr.txt")"; check counters/request-rate-agent-per-5s grep -q '^ok agent' "$W/rr.txt"
+
 curl -s -N --max-time 20 "$U/livemetrics?pid=$A&durationSeconds=6" > "$W/live.seq"
 "$PY" tests/integration/metrics_judge.py live-csv "$W/ec.csv" "$W/live.seq" > "$W/live.txt" 2>&1
-WHY="$(head -3 "$W/live.txt")"; check counters/livemetrics-has-every-counter test -z "$(grep -v '^ok' "$W/live.txt")" -a -s "$W/live.txt"
+WHY="$(grep -v '^ok' "$W/live.txt" | head -3)"; check counters/livemetrics-has-every-counter test -z "$(grep -v '^ok' "$W/live.txt")" -a -s "$W/live.txt"
 
 # --- rules: what the runtime refuses beside the agent's shared session
 timeout 60 "$DC" collect -p "$A" --counters System.Runtime --duration 00:00:00:04 --format json -o "$W/refused.json" \
@@ -110,6 +114,7 @@ timeout 60 "$DC" monitor -p "$A" --counters System.Runtime --duration 00:00:00:0
 WHY="$(grep -a -A3 Error "$W/mon1.out" | head -4)"
 check rules/monitor-other-settings-told-ours grep -qa "MaxHistograms: 20" "$W/mon1.out"
 check rules/monitor-other-settings-told-interval grep -qa "IntervalSeconds: 5" "$W/mon1.out"
+drove
 drive "$AURL_A/" 20 12
 timeout 60 "$DC" monitor -p "$A" --counters "$ROUTING" --refresh-interval 5 --maxHistograms 20 --duration 00:00:00:11 \
 	> "$W/mon2.out" 2>&1 < /dev/null
@@ -122,6 +127,7 @@ if ! start_webapp "$W/b.out" "$W/dumps/port" "$U"; then fail setup "app B did no
 B=$APID AURL_B=$AURL
 timeout 60 "$DC" monitor -p "$B" --counters "$ROUTING" --duration 00:00:00:22 > "$W/mon3.out" 2>&1 < /dev/null &
 MON=$!; PIDS+=($MON)
+drove
 drive "$AURL_B/" 20 50
 rm -f "$W/during.txt" "$W/after.txt"
 T_MON_END=$(($(date +%s) + 23))
