@@ -427,7 +427,7 @@ static bool index_part(const char *s, size_t cap, size_t *i, const char **rest)
 static int setting_one(struct setting_src *provs, struct setting_src *meters, const struct metrics_kv *kv,
 		       struct err_msg *em)
 {
-	const char *k = kv->key + 8, *rest = NULL; /* past "Metrics:" */
+	const char *k = kv->key + 8, *rest = NULL, *tail = NULL; /* k: past "Metrics:" */
 	bool meter;
 	const char *name_key, *names_key;
 	struct setting_src *src;
@@ -457,7 +457,7 @@ static int setting_one(struct setting_src *provs, struct setting_src *meters, co
 		return 0;
 	}
 	if (strncasecmp(rest, names_key, strlen(names_key)) == 0 && rest[strlen(names_key)] == ':' &&
-	    index_part(rest + strlen(names_key) + 1, METRICS_MAX_NAMES, &j, &k) && k == NULL) {
+	    index_part(rest + strlen(names_key) + 1, METRICS_MAX_NAMES, &j, &tail) && tail == NULL) {
 		src->names[j] = kv->value;
 		src->names_where[j] = kv->where;
 		return 0;
@@ -469,7 +469,7 @@ static int setting_one(struct setting_src *provs, struct setting_src *meters, co
 int metrics_selection_settings(const struct metrics_kv *kv, size_t n, bool include_defaults,
 			       struct metrics_selection *out, struct err_msg *em)
 {
-	struct setting_src *srcs = mem_zalloc(2 * METRICS_MAX_SOURCES * sizeof(*srcs));
+	struct setting_src *srcs = mem_zalloc((size_t)2 * METRICS_MAX_SOURCES * sizeof(*srcs));
 	struct metrics_selection sel = { 0 };
 	int rc = 0;
 
@@ -477,7 +477,7 @@ int metrics_selection_settings(const struct metrics_kv *kv, size_t n, bool inclu
 		rc = setting_one(srcs, srcs + METRICS_MAX_SOURCES, &kv[i], em);
 	if (rc == 0 && include_defaults)
 		metrics_selection_defaults(&sel);
-	for (size_t i = 0; i < 2 * METRICS_MAX_SOURCES && rc == 0; i++) {
+	for (size_t i = 0; i < (size_t)2 * METRICS_MAX_SOURCES && rc == 0; i++) {
 		const struct setting_src *src = &srcs[i];
 		bool meter = i >= METRICS_MAX_SOURCES;
 		size_t idx = meter ? i - METRICS_MAX_SOURCES : i;
