@@ -85,11 +85,17 @@ void metrics_per_interval(struct msample *r, unsigned interval_s)
 {
 	double ratio;
 
-	if (r->kind != MS_RATE || !(r->interval_s > 0) || interval_s == 0 || !isfinite(r->value))
+	if (r->kind == MS_GAUGE || !(r->interval_s > 0) || interval_s == 0)
 		return;
 	ratio = (double)interval_s / r->interval_s;
-	if (fabs(ratio - 1) > 0.02)
+	if (fabs(ratio - 1) <= 0.02)
+		return;
+	if (r->kind == MS_RATE && isfinite(r->value))
 		r->value *= ratio;
+	if (r->kind == MS_SUMMARY && r->has_sum) { /* the measurements' count and sum are the interval's too */
+		r->count *= ratio;
+		r->sum *= ratio;
+	}
 }
 
 /* The i-th field of a payload as text when it is a string ("" else). */

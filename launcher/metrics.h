@@ -80,9 +80,10 @@ struct msample {
 int metrics_sample(const struct nettrace_event *e, const struct evpayload *p, struct msample *out);
 
 /*
- * A rate reading (MS_RATE) made per interval_s seconds: scaled by
- * interval_s / r->interval_s when the runtime's interval differs from it by
- * more than 2 % (another tool changed it); anything else is left as it is.
+ * A reading made per interval_s seconds: a rate (MS_RATE), and a histogram's
+ * count and sum (not its quantiles), scaled by interval_s / r->interval_s
+ * when the runtime's interval differs from it by more than 2 % (another tool
+ * changed it); gauges and readings of unknown interval are left as they are.
  */
 void metrics_per_interval(struct msample *r, unsigned interval_s);
 

@@ -370,7 +370,9 @@ static void session_note(struct collector *c, const struct nettrace_event *e)
 		return;
 	case MN_REFUSED_SHARE:
 		c->join = n.want;
-		atomic_store(&c->restart_at, clock_ms() + REJOIN_MS);
+		/* settings it could not read (not numbers): asking again at once would be refused again */
+		atomic_store(&c->restart_at, clock_ms() + (*n.want.refresh || *n.want.max_histograms ||
+							   *n.want.max_time_series ? REJOIN_MS : PRIVATE_MS));
 		log_warn("another tool's shared meter session runs with other settings; joining it on its terms",
 			 LOG_STR("event", "metrics-rejoin"), LOG_UINT("pid", c->pid),
 			 LOG_STR("refreshInterval", n.want.refresh), LOG_STR("maxHistograms", n.want.max_histograms),

@@ -110,8 +110,14 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	if (evpayload_decode(&r->pl, e, &em) == 0) {
 		check_layout(&r->pl);
 		request(r, e);
-		if (metrics_sample(e, &r->pl, &ms))
+		struct metrics_note mn;
+
+		if (metrics_sample(e, &r->pl, &ms)) {
 			sink += strlen(ms.provider) + strlen(ms.name) + strlen(ms.unit) + strlen(ms.tags);
+			metrics_per_interval(&ms, 5);
+		}
+		metrics_note(e, &r->pl, "c", &mn); /* the shared session's own events: interval, refusals */
+		sink += (unsigned)mn.kind + strlen(mn.running) + strlen(mn.want.refresh);
 	}
 	logs_callbacks.event(r->logs, e);
 	metrics_live_callbacks.event(r->live, e);

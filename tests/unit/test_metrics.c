@@ -499,6 +499,10 @@ static void sharing(void)
 	r = (struct msample){ .kind = MS_RATE, .value = 20 };
 	metrics_per_interval(&r, 5);
 	T_CHECK(r.value == 20); /* the interval unknown */
+	r = (struct msample){ .kind = MS_SUMMARY, .quantiles = "0.5=1", .has_sum = true, .count = 3, .sum = 6,
+			      .interval_s = 1 };
+	metrics_per_interval(&r, 5);
+	T_CHECK(r.count == 15 && r.sum == 30 && strcmp(r.quantiles, "0.5=1") == 0);
 	/* joining on the running session's terms; the process's limits otherwise */
 	T_CHECK(metrics_selection_json("{}", 2, &s, &em) == 0);
 	T_CHECK(metrics_trace_config_as(&s, 5, "c1", &mo, &c, &em) == 0 && s.interval_s == 5);
