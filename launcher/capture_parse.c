@@ -140,9 +140,9 @@ static int parse_dump(struct httpd_req *r, const struct capture_env *env, struct
 
 	if ((c->format = dump_type(type)) < 0)
 		return bad(p, "type", "type '%.32s' is not Mini, Triage, WithHeap or Full", type);
-	if (tr && strcmp(tr, "fifo") != 0 && strcmp(tr, "file") != 0)
-		return bad(p, "transport", "transport '%.32s' is not file or fifo", tr);
-	c->fifo = tr ? strcmp(tr, "fifo") == 0 : env->fifo_default;
+	c->transport = tr ? dump_transport(tr) : env->dump_transport;
+	if (c->transport < 0)
+		return bad(p, "transport", "transport '%.32s' is not file, staged or fifo", tr);
 	return 0;
 }
 
