@@ -27,8 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 /*
  * Staged before the head is sent: enough that a small --dumps-limit or a
@@ -37,6 +40,12 @@
  */
 #define HOLD ((uint64_t)32 << 20)
 #define TICK_MS 200 /* how often a waiter looks at the client's socket */
+/*
+ * The download's thread (the request's own, which ends with it) runs at
+ * this nice: on a node short of cores, sending while createdump writes
+ * would take CPU from createdump and lengthen the app's freeze.
+ */
+#define FOLLOW_NICE 10
 
 struct follow {
 	struct job *j;
@@ -108,12 +117,7 @@ static void wait_tick(struct follow *f)
 {
 	struct timespec until;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += TICK_MS * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	clock_deadline(&until, TICK_MS);
 	pthread_cond_timedwait(&f->moved, &f->mu, &until);
 }
 
@@ -225,6 +229,7 @@ void capture_send_dump(struct httpd_req *r, struct job *j, const char *fname, bo
 	done = f->done;
 	pthread_mutex_unlock(&f->mu);
 	if (!done) {
+		(void)setpriority(PRIO_PROCESS, (id_t)gettid(), FOLLOW_NICE); /* best effort */
 		httpd_send_follow(r, 200, j->ctype, fd, follow_avail, follow_done, f, fname);
 		return;
 	}

@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "egress.h"
 #include "eproc.h"
 #include "fsutil.h"
@@ -80,12 +81,7 @@ static bool slot_take(struct captures *cs, const struct capture_kind_def *k)
 	struct timespec until;
 	bool ok;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += SLOT_WAIT_MS * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	clock_deadline(&until, SLOT_WAIT_MS);
 	pthread_mutex_lock(&cs->mu);
 	while (*n >= k->limit && pthread_cond_timedwait(&cs->freed, &cs->mu, &until) == 0)
 		;
