@@ -173,13 +173,17 @@ static void follow_done(void *ctx)
 	atomic_store(&f->stop, true);
 	pthread_join(f->copier, NULL);
 	close(f->fd);
-	if (f->ended)
+	if (f->ended) {
 		capture_job_end(j, 0, NULL, NULL);
-	else if (f->rc != 0 && f->rc != DP_ECANCELED)
+	} else if (f->rc != 0 && f->rc != DP_ECANCELED) {
 		capture_job_end(j, f->rc, NULL, f->em.text);
-	else {
-		snprintf(why, sizeof(why), "the client went away after %llu bytes; the dump was %s",
-			 (unsigned long long)f->sent, f->done && f->rc == 0 ? "whole, the download cut" : "stopped");
+	} else if (f->rc == DP_ECANCELED) { /* the client left while createdump wrote: stopped, as a cancel */
+		snprintf(why, sizeof(why), "the client went away after %llu bytes; the dump was stopped",
+			 (unsigned long long)f->sent);
+		capture_job_end(j, DP_ECANCELED, NULL, why);
+	} else {
+		snprintf(why, sizeof(why), "the client went away after %llu of %llu bytes of the dump",
+			 (unsigned long long)f->sent, (unsigned long long)f->staged);
 		capture_job_end(j, DP_EIO, NULL, why);
 	}
 	pthread_mutex_destroy(&f->mu);
