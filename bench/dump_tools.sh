@@ -37,9 +37,6 @@ bash tests/apps/build.sh "$B/apps" >/dev/null || die "cannot build the test apps
 chmod 755 "$W"
 mkdir -m 0777 "$W/dumps" "$W/out"
 
-stat3() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "nan nan nan"; exit}
-	printf "%s %s %s\n", (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2), v[1], v[NR]}'; }
-load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
 
 P=$(free_port); U=http://127.0.0.1:$P; AP=$(free_port)
 ASPNETCORE_URLS=http://127.0.0.1:$AP "$D" launch --no-metrics --socket "$W/dumps/port" --dumps "$W/dumps" --urls "$U" \

@@ -65,10 +65,6 @@ else
 	DISK_HOW="plain directory on $(df --output=fstype "$W" | tail -1), st_blocks of its files and of the agent's open files on it"
 fi
 
-load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
-# stat3: "median min max" of the numbers on stdin.
-stat3() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "nan nan nan"; exit}
-	printf "%s %s %s\n", (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2), v[1], v[NR]}'; }
 
 echo "== dump transports: $(date -u +%FT%TZ), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)," \
 	"$(uname -r), Debian $(cat /etc/debian_version 2>/dev/null)"
