@@ -768,8 +768,6 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 	uint64_t blob = 0, n_nodes, ticks;
 	int64_t total = 0;
 	size_t edge = 0, cap = 1024;
-	uint8_t *scratch = NULL;
-	size_t scratch_n = 0;
 	uint32_t fwd, tail;
 	int rc;
 
@@ -814,20 +812,21 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 	put_le(&o, n_nodes, 4);
 	for (size_t i = 0; i < n_nodes; i++)
 		put_le(&o, i < labels.n ? *(uint32_t *)vec_at(&labels, i) : 0, 4);
-	vec_free(&labels);
 	put_le(&o, blob, 4);
 	put_le(&o, 0, 2);
-	for (size_t i = 0; i < g->n_grp + g->nodes.n && o.rc == 0; i++) {
+	/* pass 2: each node's bytes (as long as pass 1 found) encoded straight into the output */
+	for (size_t i = 0; i < labels.n && o.rc == 0; i++) {
 		struct gnode *n = i < g->n_grp ? NULL : vec_at(&g->nodes, i - g->n_grp);
-		size_t most = 15 + 5 * (n ? (size_t)n->edges : g->grp[i].n_kids);
+		size_t len = (i + 1 < labels.n ? *(uint32_t *)vec_at(&labels, i + 1) : blob) - *(uint32_t *)vec_at(&labels, i);
 
-		if (most > scratch_n) {
-			free(scratch);
-			scratch = mem_alloc(scratch_n = most);
+		o.rc = buf_reserve(out, len);
+		if (o.rc == 0) {
+			node_bytes(g, i, n ? NULL : &g->grp[i], n, &edge, (uint8_t *)out->data + out->len);
+			out->len += len;
+			out->data[out->len] = '\0';
 		}
-		put(&o, scratch, node_bytes(g, i, n ? NULL : &g->grp[i], n, &edge, scratch));
 	}
-	free(scratch);
+	vec_free(&labels);
 	put_le(&o, n_nodes, 4);
 	for (size_t i = 0; i < n_nodes; i++)
 		put_le(&o, i < g->n_grp ? 0 : i < g->n_grp + g->nodes.n ? ((struct gnode *)vec_at(&g->nodes, i - g->n_grp))->addr :
