@@ -222,7 +222,8 @@ struct gcdump_graph {
 	struct gtype *types;
 	size_t n_types;
 	struct gcdump_idmap type_by_name, type_by_id, sized; /* hash -> type + 1; TypeID -> type + 1 */
-	struct gcdump_idmap addr;                          /* address -> node index + 1 */
+	uint32_t *order;        /* the objects by address (their indexes into nodes), to find a reference's node */
+	struct gcdump_idmap addr; /* an address no object has -> its (undefined) node's index + 1 */
 	uint64_t n_nodes;
 };
 
@@ -269,6 +270,7 @@ void gcdump_graph_free(struct gcdump_graph *g)
 	gcdump_idmap_free(&g->type_by_id);
 	gcdump_idmap_free(&g->sized);
 	gcdump_idmap_free(&g->addr);
+	free(g->order);
 	free(g);
 }
 
@@ -518,10 +520,52 @@ static void group_types(struct gcdump_graph *g, uint32_t grp, struct gcdump_idma
 		group_types(g, c, seen);
 }
 
+static uint64_t addr_of(const struct gcdump_graph *g, uint32_t j)
+{
+	return ((const struct gnode *)vec_at(&g->nodes, j))->addr;
+}
+
+static int by_address(const void *a, const void *b, void *ctx)
+{
+	uint64_t x = addr_of(ctx, *(const uint32_t *)a), y = addr_of(ctx, *(const uint32_t *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+/* The objects in address order: 4 bytes an object (a table from address to node would take 24-48). The heap
+ * walk goes region by region in address order, so this is often sorted already. */
+static void order_by_address(struct gcdump_graph *g)
+{
+	bool sorted = true;
+
+	g->order = mem_array(g->nodes.n + 1, sizeof(*g->order));
+	for (size_t j = 0; j < g->nodes.n; j++) {
+		g->order[j] = (uint32_t)j;
+		if (j && addr_of(g, (uint32_t)j) < addr_of(g, (uint32_t)j - 1))
+			sorted = false;
+	}
+	if (!sorted)
+		qsort_r(g->order, g->nodes.n, sizeof(*g->order), by_address, g);
+}
+
 /* MemoryGraph.GetNodeIndex: the node of an address, a new (undefined) one when it was not described. */
 static uint32_t node_index(struct gcdump_graph *g, uint64_t address)
 {
-	uint32_t *slot = gcdump_idmap_at(&g->addr, address, true);
+	size_t lo = 0, hi = g->nodes.n;
+	uint32_t *slot;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t a = addr_of(g, g->order[mid]);
+
+		if (a == address)
+			return (uint32_t)(g->n_grp + g->order[mid]);
+		if (a < address)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	slot = gcdump_idmap_at(&g->addr, address, true);
 
 	if (*slot == 0) {
 		*(uint64_t *)vec_push(&g->undef) = address;
@@ -767,7 +811,7 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 	struct gcdump_idmap seen = { 0 };
 	uint64_t blob = 0, n_nodes, ticks;
 	int64_t total = 0;
-	size_t edge = 0, cap = 1024;
+	size_t edge = 0, freed = 0, names = 0;
 	uint32_t fwd, tail;
 	int rc;
 
@@ -778,17 +822,7 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 		return err_set(em, rc, "more than %u roots", GCDUMP_MAX_ROOTS);
 	group_types(g, 1, &seen);
 	gcdump_idmap_free(&seen);
-	while (cap < 2 * (g->nodes.n + g->n_roots + 1024))
-		cap *= 2;
-	g->addr.cap = cap;
-	g->addr.key = mem_array(cap, sizeof(*g->addr.key));
-	g->addr.val = mem_array(cap, sizeof(*g->addr.val));
-	for (size_t j = 0; j < g->nodes.n; j++) {
-		uint32_t *slot = gcdump_idmap_at(&g->addr, ((struct gnode *)vec_at(&g->nodes, j))->addr, true);
-
-		if (*slot == 0)
-			*slot = (uint32_t)(g->n_grp + j + 1);
-	}
+	order_by_address(g);
 	rc = pass1(g, &labels, &blob, &total, em);
 	if (rc != 0) {
 		vec_free(&labels);
@@ -796,7 +830,9 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 	}
 	n_nodes = g->n_grp + g->nodes.n + g->undef.n;
 	g->n_nodes = n_nodes;
-	buf_reserve(out, 4096 + g->n_types * 64 + n_nodes * 12 + blob);
+	for (size_t t = 0; t < g->n_types; t++)
+		names += 12 + 3 * (strlen(g->types[t].name) + (g->types[t].module ? strlen(g->types[t].module) : 0));
+	buf_reserve(out, 4096 + names + n_nodes * 12 + blob); /* the whole file at once (UTF-16 to UTF-8 at most 3:1) */
 
 	put_str(&o, "!FastSerialization.1");
 	begin_object(&o, "GCHeapDump", 10, 8);
@@ -824,6 +860,10 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 			node_bytes(g, i, n ? NULL : &g->grp[i], n, &edge, (uint8_t *)out->data + out->len);
 			out->len += len;
 			out->data[out->len] = '\0';
+		}
+		for (; (freed + 1) * CHUNK <= edge; freed++) { /* references read for the last time: the file grows */
+			free(g->edges.chunk[freed]);
+			g->edges.chunk[freed] = NULL;
 		}
 	}
 	vec_free(&labels);
