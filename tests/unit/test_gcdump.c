@@ -578,6 +578,36 @@ static void file_extra_edges(void)
 	gcdump_graph_free(g);
 }
 
+/* Objects not in address order (the heap walk goes region by region): references still find their nodes. */
+static void file_unsorted(void)
+{
+	struct gcdump_graph *g = gcdump_graph_new();
+	struct gcdump_file_info info = { 42, 0, true };
+	struct buf out;
+	struct err_msg em;
+	struct file f;
+
+	buf_init(&out, 0);
+	gcdump_graph_type(g, 0xa, 0x100, 0, 0, "T");
+	T_CHECK(gcdump_graph_node(g, 0x3000, 24, 0xa, 1) == 0 && gcdump_graph_edge(g, 0x1000) == 0);
+	T_CHECK(gcdump_graph_node(g, 0x1000, 24, 0xa, 0) == 0);
+	T_CHECK(gcdump_graph_node(g, 0x2000, 24, 0xa, 2) == 0);
+	T_CHECK(gcdump_graph_edge(g, 0x3000) == 0 && gcdump_graph_edge(g, 0x2000) == 0);
+	T_CHECK(gcdump_graph_root(g, 0x2000, 0, 0) == 0);
+	T_CHECK(gcdump_graph_write(g, &info, &out, &em) == 0);
+	memset(&f, 0, sizeof(f));
+	T_CHECK(read_file(&out, &f));
+	/* groups: [.NET Roots], [static vars], [local vars], [COM/WinRT Objects]; then the three objects */
+	T_CHECK(f.n_nodes == 7 && f.addr[4] == 0x3000 && f.addr[5] == 0x1000 && f.addr[6] == 0x2000);
+	T_CHECK(f.n_kids[4] == 1 && f.kids[4][0] == 5);
+	T_CHECK(f.n_kids[6] == 2 && f.kids[6][0] == 4 && f.kids[6][1] == 6);
+	T_CHECK(f.n_kids[2] == 1 && f.kids[2][0] == 6);
+	T_STREQ(f.name[f.type[4]], "T");
+	T_STREQ(f.module[f.type[4]], "Module(0x100)");
+	buf_free(&out);
+	gcdump_graph_free(g);
+}
+
 int main(void)
 {
 	t_file_name = "gcdump";
@@ -591,5 +621,6 @@ int main(void)
 	T_RUN(spelling);
 	T_RUN(file);
 	T_RUN(file_extra_edges);
+	T_RUN(file_unsorted);
 	return t_failed_cases ? 1 : 0;
 }
