@@ -16,10 +16,13 @@
  * does.
  *
  * Memory budget: while recording, 24 bytes per object, 8 per reference, a
- * few per root and type; while writing, an address table of 24-48 bytes per
- * object and 4 per object for the node labels, then the file itself (about
- * 2 bytes per object, 2-5 per reference and 12 per object for addresses).
- * Records live in fixed-size chunks, so growing never copies them. Over
+ * few per root and type; while writing, 4 bytes per object for the objects
+ * in address order (references are found by binary search) and 4 for the
+ * node offsets, then the file itself (about 2 bytes per object, 2-5 per
+ * reference and 12 per object for node offsets and addresses), reserved at
+ * once; references are freed as the file grows. About 64 bytes an object
+ * at the peak for a heap of small objects (docs/BENCHMARKS.md). Records live
+ * in fixed-size chunks, so growing never copies them. Over
  * GCDUMP_MAX_NODES objects or GCDUMP_MAX_EDGES references the graph is
  * refused (DP_ETOOBIG) instead of kept (dotnet-gcdump stops at 10 million
  * nodes too).
