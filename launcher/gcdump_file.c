@@ -749,24 +749,27 @@ static void begin_object(struct out *o, const char *type, int version, int min_r
 	put_u8(o, TAG_END);
 }
 
-/* One node's blob bytes (p) or their count (p NULL); node i; the heap node's record or NULL for group grp. */
-static size_t node_bytes(struct gcdump_graph *g, uint64_t i, const struct group *grp, struct gnode *n, size_t *edge,
-			 uint8_t *p)
+/* A root group's blob bytes (p) or their count (p NULL); it is node i. */
+static size_t group_bytes(struct gcdump_graph *g, uint64_t i, const struct group *grp, uint8_t *p)
 {
 	uint8_t tmp[5];
-	size_t len;
+	size_t len = type_and_size(g, grp->type, 0, p);
 
-	if (grp) {
-		len = type_and_size(g, grp->type, 0, p);
-		len += ci_put(p ? p + len : tmp, (int32_t)grp->n_kids);
-		for (size_t k = 0; k < grp->n_kids; k++) {
-			uint64_t c = grp->kids[k].builder ? grp->kids[k].builder - 1 : node_index(g, grp->kids[k].addr);
+	len += ci_put(p ? p + len : tmp, (int32_t)grp->n_kids);
+	for (size_t k = 0; k < grp->n_kids; k++) {
+		uint64_t c = grp->kids[k].builder ? grp->kids[k].builder - 1 : node_index(g, grp->kids[k].addr);
 
-			len += ci_put(p ? p + len : tmp, (int32_t)((int64_t)c - (int64_t)i));
-		}
-		return len;
+		len += ci_put(p ? p + len : tmp, (int32_t)((int64_t)c - (int64_t)i));
 	}
-	len = type_and_size(g, n->type, (int32_t)n->size < 0 ? INT32_MAX : (int32_t)n->size, p);
+	return len;
+}
+
+/* An object's blob bytes (p) or their count (p NULL); it is node i, its references from *edge on. */
+static size_t object_bytes(struct gcdump_graph *g, uint64_t i, const struct gnode *n, size_t *edge, uint8_t *p)
+{
+	uint8_t tmp[5];
+	size_t len = type_and_size(g, n->type, (int32_t)n->size < 0 ? INT32_MAX : (int32_t)n->size, p);
+
 	len += ci_put(p ? p + len : tmp, (int32_t)n->edges);
 	for (uint32_t k = 0; k < n->edges; k++) {
 		uint64_t c = node_index(g, *(uint64_t *)vec_at(&g->edges, (*edge)++));
@@ -784,7 +787,7 @@ static int pass1(struct gcdump_graph *g, struct vec *labels, uint64_t *blob, int
 	*blob = 2; /* the UNDEFINED definition every undefined node points at: type 0, no children */
 	for (size_t i = 0; i < g->n_grp; i++) {
 		*(uint32_t *)vec_push(labels) = (uint32_t)*blob;
-		*blob += node_bytes(g, i, &g->grp[i], NULL, &edge, NULL);
+		*blob += group_bytes(g, i, &g->grp[i], NULL);
 	}
 	for (size_t j = 0; j < g->nodes.n; j++) {
 		struct gnode *n = vec_at(&g->nodes, j);
@@ -793,7 +796,7 @@ static int pass1(struct gcdump_graph *g, struct vec *labels, uint64_t *blob, int
 			return err_set(em, DP_ESYNTAX, "object %zu names more references than the heap events described", j);
 		n->type = object_type(g, g->slot_id[n->type], (int32_t)n->size);
 		*(uint32_t *)vec_push(labels) = (uint32_t)*blob;
-		*blob += node_bytes(g, g->n_grp + j, NULL, n, &edge, NULL);
+		*blob += object_bytes(g, g->n_grp + j, n, &edge, NULL);
 		*total += (int32_t)n->size < 0 ? INT32_MAX : (int32_t)n->size;
 		if (*blob > INT32_MAX)
 			return err_set(em, DP_ETOOBIG, "the heap graph's node data passes the .gcdump format's 2 GB");
@@ -857,7 +860,12 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 
 		o.rc = buf_reserve(out, len);
 		if (o.rc == 0) {
-			node_bytes(g, i, n ? NULL : &g->grp[i], n, &edge, (uint8_t *)out->data + out->len);
+			uint8_t *p = (uint8_t *)out->data + out->len;
+
+			if (n)
+				object_bytes(g, i, n, &edge, p);
+			else
+				group_bytes(g, i, &g->grp[i], p);
 			out->len += len;
 			out->data[out->len] = '\0';
 		}
