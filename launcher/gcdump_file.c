@@ -15,13 +15,10 @@
  *     type "NAME (Bytes > 1K|10K|...)";
  *   - a type's Size is its first object's; a node's size is written only
  *     when it differs.
- * The serialization is FastSerialization's (microsoft/perfview
- * src/FastSerialization): "!FastSerialization.1", objects as BeginObject,
- * their SerializationType (version, minimum reader version, full name),
- * their fields, EndObject; strings as a UTF-16 length and UTF-8 bytes; a
- * tagged (skippable) InteropInfo region through a forward reference; the
- * forward-reference table, the trailer and its label last. Node data is
- * Graph's blob: per node the compressed (type << 1 | explicit size), the
+ * The objects around it are FastSerialization's (fastser.h): GCHeapDump v10
+ * holding Graphs.MemoryGraph v1, a tagged InteropInfo region (a forward
+ * reference), the forward-reference table and the trailer last. Node data
+ * is Graph's blob: per node the compressed (type << 1 | explicit size), the
  * size, the child count and each child's index less the node's.
  *
  * Writing is two passes over the nodes: the first makes the types, the
@@ -34,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fastser.h"
 #include "mem.h"
 
 #define CHUNK_SHIFT 16
@@ -647,108 +645,6 @@ static size_t type_and_size(struct gcdump_graph *g, uint32_t t, int32_t size, ui
 	return n;
 }
 
-/* ---- FastSerialization */
-struct out {
-	struct buf *b;
-	size_t base;
-	int rc;
-};
-
-static void put(struct out *o, const void *p, size_t n)
-{
-	if (o->rc == 0)
-		o->rc = buf_append(o->b, p, n);
-}
-
-static void put_u8(struct out *o, uint8_t v)
-{
-	put(o, &v, 1);
-}
-
-static void put_le(struct out *o, uint64_t v, int n)
-{
-	uint8_t b[8];
-
-	for (int i = 0; i < n; i++)
-		b[i] = (uint8_t)(v >> (8 * i));
-	put(o, b, (size_t)n);
-}
-
-static uint32_t label(const struct out *o)
-{
-	return (uint32_t)(o->b->len - o->base);
-}
-
-/* A UTF-8 sequence's code point and length (a stray byte is itself). */
-static uint32_t utf8_next(const uint8_t *s, size_t *len)
-{
-	int n = s[0] >= 0xF0 && s[0] < 0xF8 ? 4 : s[0] >= 0xE0 ? 3 : s[0] >= 0xC0 ? 2 : 1;
-	uint32_t cp = n == 1 ? s[0] : s[0] & (0x3F >> (n - 1));
-
-	for (int i = 1; i < n; i++) {
-		if ((s[i] & 0xC0) != 0x80) {
-			*len = 1;
-			return s[0];
-		}
-		cp = cp << 6 | (s[i] & 0x3F);
-	}
-	*len = (size_t)n;
-	return cp;
-}
-
-/* A string: its UTF-16 length, then each UTF-16 unit as UTF-8 (as IOStreamStreamWriter); NULL as -1. */
-static void put_str(struct out *o, const char *s)
-{
-	const uint8_t *u = (const uint8_t *)s;
-	size_t units = 0, n;
-
-	if (s == NULL) {
-		put_le(o, 0xFFFFFFFFu, 4);
-		return;
-	}
-	for (size_t i = 0; u[i]; i += n)
-		units += utf8_next(u + i, &n) >= 0x10000 ? 2 : 1;
-	put_le(o, units, 4);
-	for (size_t i = 0; u[i]; i += n) {
-		uint32_t cp = utf8_next(u + i, &n), unit[2] = { cp, 0 };
-		int k = 1;
-
-		if (cp >= 0x10000) {
-			unit[0] = 0xD800 + ((cp - 0x10000) >> 10);
-			unit[1] = 0xDC00 + ((cp - 0x10000) & 0x3FF);
-			k = 2;
-		}
-		for (int j = 0; j < k; j++) {
-			uint32_t c = unit[j];
-
-			if (c < 0x80) {
-				put_u8(o, (uint8_t)c);
-			} else if (c < 0x800) {
-				put_u8(o, (uint8_t)(0xC0 | (c >> 6)));
-				put_u8(o, (uint8_t)(0x80 | (c & 0x3F)));
-			} else {
-				put_u8(o, (uint8_t)(0xE0 | ((c >> 12) & 0xF)));
-				put_u8(o, (uint8_t)(0x80 | ((c >> 6) & 0x3F)));
-				put_u8(o, (uint8_t)(0x80 | (c & 0x3F)));
-			}
-		}
-	}
-}
-
-enum { TAG_NULL = 1, TAG_BEGIN = 4, TAG_END = 6, TAG_BYTE = 8, TAG_SKIP = 12, TAG_STRING = 13 };
-
-/* BeginObject, then its SerializationType (itself an object, of the null type) */
-static void begin_object(struct out *o, const char *type, int version, int min_reader)
-{
-	put_u8(o, TAG_BEGIN);
-	put_u8(o, TAG_BEGIN);
-	put_u8(o, TAG_NULL);
-	put_le(o, (uint32_t)version, 4);
-	put_le(o, (uint32_t)min_reader, 4);
-	put_str(o, type);
-	put_u8(o, TAG_END);
-}
-
 /* A root group's blob bytes (p) or their count (p NULL); it is node i. */
 static size_t group_bytes(struct gcdump_graph *g, uint64_t i, const struct group *grp, uint8_t *p)
 {
@@ -809,7 +705,7 @@ static int pass1(struct gcdump_graph *g, struct vec *labels, uint64_t *blob, int
 int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *info, struct buf *out,
 		       struct err_msg *em)
 {
-	struct out o = { out, out->len, 0 };
+	struct fastser o = { out, out->len, 0 };
 	struct vec labels = { .esize = sizeof(uint32_t) };
 	struct gcdump_idmap seen = { 0 };
 	uint64_t blob = 0, n_nodes, ticks;
@@ -837,22 +733,22 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 		names += 12 + 3 * (strlen(g->types[t].name) + (g->types[t].module ? strlen(g->types[t].module) : 0));
 	buf_reserve(out, 4096 + names + n_nodes * 12 + blob); /* the whole file at once (UTF-16 to UTF-8 at most 3:1) */
 
-	put_str(&o, "!FastSerialization.1");
-	begin_object(&o, "GCHeapDump", 10, 8);
-	begin_object(&o, "Graphs.MemoryGraph", 1, 0);
-	put_le(&o, (uint64_t)total, 8);
-	put_le(&o, 0, 4); /* RootIndex: "[.NET Roots]" */
-	put_le(&o, g->n_types, 4);
+	fastser_string(&o, "!FastSerialization.1");
+	fastser_object(&o, "GCHeapDump", 10, 8);
+	fastser_object(&o, "Graphs.MemoryGraph", 1, 0);
+	fastser_le(&o, (uint64_t)total, 8);
+	fastser_le(&o, 0, 4); /* RootIndex: "[.NET Roots]" */
+	fastser_le(&o, g->n_types, 4);
 	for (size_t t = 0; t < g->n_types; t++) {
-		put_str(&o, g->types[t].name);
-		put_le(&o, g->types[t].size == NO_SIZE ? 0xFFFFFFFFu : (uint32_t)g->types[t].size, 4);
-		put_str(&o, g->types[t].module);
+		fastser_string(&o, g->types[t].name);
+		fastser_le(&o, g->types[t].size == NO_SIZE ? 0xFFFFFFFFu : (uint32_t)g->types[t].size, 4);
+		fastser_string(&o, g->types[t].module);
 	}
-	put_le(&o, n_nodes, 4);
+	fastser_le(&o, n_nodes, 4);
 	for (size_t i = 0; i < n_nodes; i++)
-		put_le(&o, i < labels.n ? *(uint32_t *)vec_at(&labels, i) : 0, 4);
-	put_le(&o, blob, 4);
-	put_le(&o, 0, 2);
+		fastser_le(&o, i < labels.n ? *(uint32_t *)vec_at(&labels, i) : 0, 4);
+	fastser_le(&o, blob, 4);
+	fastser_le(&o, 0, 2);
 	/* pass 2: each node's bytes (as long as pass 1 found) encoded straight into the output */
 	for (size_t i = 0; i < labels.n && o.rc == 0; i++) {
 		struct gnode *n = i < g->n_grp ? NULL : vec_at(&g->nodes, i - g->n_grp);
@@ -875,41 +771,41 @@ int gcdump_graph_write(struct gcdump_graph *g, const struct gcdump_file_info *in
 		}
 	}
 	vec_free(&labels);
-	put_le(&o, n_nodes, 4);
+	fastser_le(&o, n_nodes, 4);
 	for (size_t i = 0; i < n_nodes; i++)
-		put_le(&o, i < g->n_grp ? 0 : i < g->n_grp + g->nodes.n ? ((struct gnode *)vec_at(&g->nodes, i - g->n_grp))->addr :
+		fastser_le(&o, i < g->n_grp ? 0 : i < g->n_grp + g->nodes.n ? ((struct gnode *)vec_at(&g->nodes, i - g->n_grp))->addr :
 			   *(uint64_t *)vec_at(&g->undef, i - g->n_grp - g->nodes.n), 8);
-	put_u8(&o, TAG_BYTE);
-	put_u8(&o, info->is64);
-	put_u8(&o, TAG_END); /* MemoryGraph */
+	fastser_u8(&o, FASTSER_BYTE);
+	fastser_u8(&o, info->is64);
+	fastser_u8(&o, FASTSER_END); /* MemoryGraph */
 
-	put_u8(&o, info->is64);
-	put_le(&o, 0x3F800000u, 4); /* AverageCountMultiplier 1.0f */
-	put_le(&o, 0x3F800000u, 4); /* AverageSizeMultiplier */
-	put_u8(&o, TAG_NULL);       /* JSHeapInfo */
-	put_u8(&o, TAG_NULL);       /* DotNetHeapInfo (dotnet-gcdump writes none either) */
-	put_str(&o, NULL);          /* CollectionLog */
+	fastser_u8(&o, info->is64);
+	fastser_le(&o, 0x3F800000u, 4); /* AverageCountMultiplier 1.0f */
+	fastser_le(&o, 0x3F800000u, 4); /* AverageSizeMultiplier */
+	fastser_u8(&o, FASTSER_NULL);       /* JSHeapInfo */
+	fastser_u8(&o, FASTSER_NULL);       /* DotNetHeapInfo (dotnet-gcdump writes none either) */
+	fastser_string(&o, NULL);          /* CollectionLog */
 	ticks = (uint64_t)info->unix_ms * 10000u + 621355968000000000ull; /* DateTime ticks, UTC */
-	put_le(&o, ticks, 8);
-	put_str(&o, NULL); /* MachineName */
-	put_str(&o, NULL); /* ProcessName */
-	put_le(&o, (uint32_t)info->pid, 4);
-	put_le(&o, 0, 8); /* TotalProcessCommit */
-	put_le(&o, 0, 8); /* TotalProcessWorkingSet */
-	put_le(&o, 0, 4); /* CountMultipliersByType: none */
-	put_u8(&o, TAG_SKIP); /* InteropInfo, tagged: a region the reader may skip to forward reference 0 */
-	put_le(&o, 0, 4);
-	put_u8(&o, TAG_NULL);
-	fwd = label(&o);
-	put_u8(&o, TAG_STRING);
-	put_str(&o, "diagport"); /* CreationTool */
-	put_u8(&o, TAG_END);     /* GCHeapDump */
-	put_u8(&o, TAG_END);     /* the end of the objects */
-	tail = label(&o);
-	put_le(&o, 1, 4); /* the forward references: one */
-	put_le(&o, fwd, 4);
-	put_le(&o, tail, 4); /* the trailer: the forward-reference table's label */
-	put_le(&o, tail + 8, 4); /* and last, the trailer's own label */
+	fastser_le(&o, ticks, 8);
+	fastser_string(&o, NULL); /* MachineName */
+	fastser_string(&o, NULL); /* ProcessName */
+	fastser_le(&o, (uint32_t)info->pid, 4);
+	fastser_le(&o, 0, 8); /* TotalProcessCommit */
+	fastser_le(&o, 0, 8); /* TotalProcessWorkingSet */
+	fastser_le(&o, 0, 4); /* CountMultipliersByType: none */
+	fastser_u8(&o, FASTSER_SKIP); /* InteropInfo, tagged: a region the reader may skip to forward reference 0 */
+	fastser_le(&o, 0, 4);
+	fastser_u8(&o, FASTSER_NULL);
+	fwd = fastser_label(&o);
+	fastser_u8(&o, FASTSER_STRING);
+	fastser_string(&o, "diagport"); /* CreationTool */
+	fastser_u8(&o, FASTSER_END);     /* GCHeapDump */
+	fastser_u8(&o, FASTSER_END);     /* the end of the objects */
+	tail = fastser_label(&o);
+	fastser_le(&o, 1, 4); /* the forward references: one */
+	fastser_le(&o, fwd, 4);
+	fastser_le(&o, tail, 4); /* the trailer: the forward-reference table's label */
+	fastser_le(&o, tail + 8, 4); /* and last, the trailer's own label */
 	if (o.rc != 0)
 		return err_set(em, o.rc, "the .gcdump file passes its buffer's cap of %zu bytes", out->cap);
 	return 0;
