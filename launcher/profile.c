@@ -8,6 +8,14 @@
  * named the code (symbols.h); each stack becomes a list of frame names,
  * root first, runs of unnamed frames as one "[NativeFrames]".
  *
+ * The sampler's period is a wish: on a busy machine it ticks less often
+ * (about 400 Hz, not 1,000, with two threads spinning on two CPUs), so a
+ * sample stands for the real time since the sampler's previous tick, as
+ * TraceEvent (dotnet-trace, PerfView) counts it, not for the nominal 1 ms.
+ * A tick is a burst of samples microseconds apart (one per thread, taken
+ * while the runtime is suspended); a gap of over half a period starts the
+ * next.
+ *
  * Folded: one line per distinct stack over all threads, "a;b;c COUNT",
  * sorted. Flame graph: those stacks as a tree, drawn as an SVG of
  * rectangles (root at the bottom, width by samples) with the names and a
@@ -45,7 +53,8 @@
 
 struct entry {
 	uint64_t thread, hash, count;
-	size_t at, n; /* its addresses: ips[at..at+n) */
+	uint64_t ticks; /* EventPipe: the real time its samples stand for, in the trace's ticks */
+	size_t at, n;   /* its addresses: ips[at..at+n) */
 };
 
 /* A sample kept in order (perfscript). */
@@ -68,6 +77,9 @@ struct profile {
 	size_t n_ips, cap_ips;
 	uint64_t samples, dropped_stacks;
 	double ms_per_sample;
+	int64_t ticks_per_sec, period_ticks;
+	int64_t tick_at, last_at; /* EventPipe: the sampler's tick now (its first sample), its last sample */
+	uint64_t tick_ticks;       /* the time this tick's samples stand for */
 	/* the perf engine */
 	bool perf, keep;
 	struct natsym *nat;
@@ -122,8 +134,11 @@ static void grow(struct profile *p)
 	free(old);
 }
 
-/* Count a sample under its stack; the entry (valid until the next count), or NULL when the stack was dropped. */
-static const struct entry *count(struct profile *p, uint64_t thread, const uint64_t *ips, size_t n)
+/*
+ * Count a sample standing for `ticks` of time under its stack; the entry
+ * (valid until the next count), or NULL when the stack was dropped.
+ */
+static const struct entry *count(struct profile *p, uint64_t thread, const uint64_t *ips, size_t n, uint64_t ticks)
 {
 	uint64_t h;
 	size_t k;
@@ -138,6 +153,7 @@ static const struct entry *count(struct profile *p, uint64_t thread, const uint6
 
 		if (e->hash == h && e->thread == thread && e->n == n && memcmp(p->ips + e->at, ips, n * 8) == 0) {
 			e->count++;
+			e->ticks += ticks;
 			p->samples++;
 			return e;
 		}
@@ -153,20 +169,39 @@ static const struct entry *count(struct profile *p, uint64_t thread, const uint6
 		p->ips = mem_realloc(p->ips, p->cap_ips * sizeof(*p->ips));
 	}
 	memcpy(p->ips + p->n_ips, ips, n * sizeof(*ips));
-	p->tab[k] = (struct entry){ thread, h, 1, p->n_ips, n };
+	p->tab[k] = (struct entry){ thread, h, 1, ticks, p->n_ips, n };
 	p->n_ips += n;
 	p->used++;
 	p->samples++;
 	return &p->tab[k];
 }
 
+/* The time a sample taken at `now` stands for: since the sampler's previous tick (the first: its period). */
+static uint64_t tick_time(struct profile *p, int64_t now)
+{
+	if (p->tick_at == 0) {
+		p->tick_at = p->last_at = now;
+		p->tick_ticks = (uint64_t)p->period_ticks;
+	} else if (now - p->last_at > p->period_ticks / 2) {
+		p->tick_ticks = now > p->tick_at ? (uint64_t)(now - p->tick_at) : 0;
+		p->tick_at = now;
+	}
+	if (now > p->last_at)
+		p->last_at = now;
+	return p->tick_ticks;
+}
+
 static int on_event(void *ctx, const struct nettrace_event *e)
 {
 	struct profile *p = ctx;
 	bool managed;
+	uint64_t ticks;
 
-	if (!symbols_event(p->sym, e) && symbols_sample(e, &managed) && managed && e->stack_n)
-		count(p, e->thread_id, e->stack, e->stack_n);
+	if (symbols_event(p->sym, e) || !symbols_sample(e, &managed))
+		return 0;
+	ticks = tick_time(p, e->timestamp);
+	if (managed && e->stack_n)
+		count(p, e->thread_id, e->stack, e->stack_n, ticks);
 	return 0;
 }
 
@@ -183,6 +218,8 @@ static int on_trace(void *ctx, const struct nettrace_trace *t)
 	struct profile *p = ctx;
 
 	p->ms_per_sample = t->sampling_ns ? t->sampling_ns / 1e6 : 1.0;
+	p->ticks_per_sec = t->ticks_per_sec > 0 ? t->ticks_per_sec : 1000000000;
+	p->period_ticks = (int64_t)(p->ms_per_sample / 1000.0 * (double)p->ticks_per_sec);
 	return 0;
 }
 
@@ -196,6 +233,8 @@ int profile_capture(struct port *port, const uint8_t cookie[16], long long durat
 
 	p->sym = symbols_new();
 	p->ms_per_sample = 1.0;
+	p->ticks_per_sec = 1000000000;
+	p->period_ticks = 1000000;
 	symbols_session(&c);
 	if ((rc = trace_run_cb(port, cookie, &c, duration_ms, stop, &cb, p, NULL, em)) != 0) {
 		profile_free(p);
@@ -293,7 +332,7 @@ static bool map_by_env(uint64_t pid)
 static void on_perf_sample(void *ctx, const struct perfev_sample *s)
 {
 	struct profile *p = ctx;
-	const struct entry *e = count(p, s->tid, s->ips, s->n);
+	const struct entry *e = count(p, s->tid, s->ips, s->n, 0);
 
 	if (!p->keep || e == NULL)
 		return;
@@ -738,6 +777,14 @@ static void flamegraph(const struct profile *p, const char *title, struct buf *o
 
 /* ---- speedscope ---- */
 
+/* The milliseconds entry e stands for: its samples' real time (EventPipe), or samples times the period (perf). */
+static double weight_ms(const struct profile *p, const struct entry *e)
+{
+	if (p->perf)
+		return (double)e->count * p->ms_per_sample;
+	return (double)e->ticks * 1000.0 / (double)p->ticks_per_sec;
+}
+
 static void speedscope(const struct profile *p, const char *title, struct buf *out)
 {
 	json_t *frames_j = json_array(), *profiles = json_array(), *doc, *names_idx = json_object();
@@ -782,8 +829,8 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 				free(names[j]);
 			}
 			json_array_append_new(samples, sample);
-			json_array_append_new(weights, json_real((double)p->tab[i].count * p->ms_per_sample));
-			total += (double)p->tab[i].count * p->ms_per_sample;
+			json_array_append_new(weights, json_real(weight_ms(p, &p->tab[i])));
+			total += weight_ms(p, &p->tab[i]);
 		}
 		if (p->perf)
 			snprintf(name, sizeof(name), "%s (%llu)", comm_of(p, threads[t]), (unsigned long long)threads[t]);
