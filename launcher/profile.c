@@ -12,9 +12,13 @@
  * (about 400 Hz, not 1,000, with two threads spinning on two CPUs), so a
  * sample stands for the real time since the sampler's previous tick, as
  * TraceEvent (dotnet-trace, PerfView) counts it, not for the nominal 1 ms.
- * A tick is a burst of samples microseconds apart (one per thread, taken
- * while the runtime is suspended); a gap of over half a period starts the
- * next.
+ * A tick is a burst of samples, one per thread, taken while the runtime is
+ * suspended: a thread seen again, or a silence of four periods, starts the
+ * next. (A gap alone would not do: a tick spans ~45 us, but the sampler can
+ * be preempted mid-tick; 2.3 ms was seen under load.) Unlike TraceEvent,
+ * which carries a thread's last stack over until its next sample, a thread
+ * that leaves the sampler's sight (the runtime's ".NET EventPipe" thread,
+ * back in native code after an EventSource callback) gets no time for it.
  *
  * Folded: one line per distinct stack over all threads, "a;b;c COUNT",
  * sorted. Flame graph: those stacks as a tree, drawn as an SVG of
@@ -50,6 +54,7 @@
 #define MAX_KEPT 10000           /* samples kept one by one for perfscript (its text is made whole: ~1 KiB each) */
 #define MAX_COMMS 4096
 #define RUNDOWN_TIMEOUT_MS 0     /* the names' session: stopped at once, its rundown is what names */
+#define MAX_SEEN 8192            /* slots for the threads of one tick (a power of 2; half may be used) */
 
 struct entry {
 	uint64_t thread, hash, count;
@@ -80,6 +85,11 @@ struct profile {
 	int64_t ticks_per_sec, period_ticks;
 	int64_t tick_at, last_at; /* EventPipe: the sampler's tick now (its first sample), its last sample */
 	uint64_t tick_ticks;       /* the time this tick's samples stand for */
+	struct seen {
+		uint64_t thread, tick; /* in the tick numbered p->tick when equal */
+	} *seen;                   /* open addressing, MAX_SEEN slots */
+	uint64_t tick;
+	size_t n_seen;
 	/* the perf engine */
 	bool perf, keep;
 	struct natsym *nat;
@@ -176,15 +186,33 @@ static const struct entry *count(struct profile *p, uint64_t thread, const uint6
 	return &p->tab[k];
 }
 
-/* The time a sample taken at `now` stands for: since the sampler's previous tick (the first: its period). */
-static uint64_t tick_time(struct profile *p, int64_t now)
+/* Whether thread was sampled in this tick already; marks it sampled. */
+static bool seen_again(struct profile *p, uint64_t thread)
 {
-	if (p->tick_at == 0) {
-		p->tick_at = p->last_at = now;
-		p->tick_ticks = (uint64_t)p->period_ticks;
-	} else if (now - p->last_at > p->period_ticks / 2) {
-		p->tick_ticks = now > p->tick_at ? (uint64_t)(now - p->tick_at) : 0;
+	size_t k = (size_t)((thread * 0x9E3779B97F4A7C15ull) >> 51) & (MAX_SEEN - 1);
+
+	for (; p->seen[k].tick == p->tick; k = (k + 1) & (MAX_SEEN - 1))
+		if (p->seen[k].thread == thread)
+			return true;
+	if (p->n_seen < MAX_SEEN / 2) { /* past that, a repeat goes unseen: the silence still ends the tick */
+		p->seen[k] = (struct seen){ thread, p->tick };
+		p->n_seen++;
+	}
+	return false;
+}
+
+/* The time a sample of thread taken at `now` stands for: since the sampler's previous tick (the first: its period). */
+static uint64_t tick_time(struct profile *p, uint64_t thread, int64_t now)
+{
+	if (p->tick == 0 || now - p->last_at > 4 * p->period_ticks || seen_again(p, thread)) {
+		if (p->tick == 0)
+			p->tick_ticks = (uint64_t)p->period_ticks;
+		else
+			p->tick_ticks = now > p->tick_at ? (uint64_t)(now - p->tick_at) : 0;
 		p->tick_at = now;
+		p->tick++;
+		p->n_seen = 0;
+		seen_again(p, thread);
 	}
 	if (now > p->last_at)
 		p->last_at = now;
@@ -199,7 +227,7 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 
 	if (symbols_event(p->sym, e) || !symbols_sample(e, &managed))
 		return 0;
-	ticks = tick_time(p, e->timestamp);
+	ticks = tick_time(p, e->thread_id, e->timestamp);
 	if (managed && e->stack_n)
 		count(p, e->thread_id, e->stack, e->stack_n, ticks);
 	return 0;
@@ -235,6 +263,7 @@ int profile_capture(struct port *port, const uint8_t cookie[16], long long durat
 	p->ms_per_sample = 1.0;
 	p->ticks_per_sec = 1000000000;
 	p->period_ticks = 1000000;
+	p->seen = mem_array(MAX_SEEN, sizeof(*p->seen));
 	symbols_session(&c);
 	if ((rc = trace_run_cb(port, cookie, &c, duration_ms, stop, &cb, p, NULL, em)) != 0) {
 		profile_free(p);
@@ -881,6 +910,7 @@ void profile_free(struct profile *p)
 	natsym_free(p->nat);
 	free(p->kept);
 	free(p->comms);
+	free(p->seen);
 	free(p->tab);
 	free(p->ips);
 	free(p);
