@@ -43,7 +43,7 @@ enum capture_kind {
 };
 
 enum capture_stacks_format { CAPTURE_STACKS_TEXT, CAPTURE_STACKS_JSON, CAPTURE_STACKS_SPEEDSCOPE };
-enum capture_gcdump_format { CAPTURE_GCDUMP_TEXT, CAPTURE_GCDUMP_JSON, CAPTURE_GCDUMP_NETTRACE };
+enum capture_gcdump_format { CAPTURE_GCDUMP_TEXT, CAPTURE_GCDUMP_JSON, CAPTURE_GCDUMP_NETTRACE, CAPTURE_GCDUMP_FILE };
 
 struct capture {
 	enum capture_kind kind;
