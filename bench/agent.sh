@@ -87,7 +87,6 @@ mem() {
 		"/proc/$2/status"
 	awk '/^Pss:/ {printf "  PSS %d KiB\n", $2}' "/proc/$2/smaps_rollup"
 }
-load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
 # median: of the numbers on stdin.
 median() { sort -g | awk '{v[NR]=$1} END {if (NR) print (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2); else print "nan"}'; }
 

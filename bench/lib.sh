@@ -4,6 +4,8 @@
 #   bench_cleanup     bench_stop, then remove $W (the scripts' EXIT trap)
 #   die MESSAGE       print "SCRIPT: MESSAGE" on stderr, exit 1
 #   free_port         a loopback TCP port nobody listens on now (from tests/lib.sh)
+#   load              "load: 1m 5m 15m; busiest: the three busiest commands" (the machine is shared)
+#   stat3             "median min max" of the numbers on stdin ("nan nan nan" for none)
 . tests/lib.sh
 PIDS=()
 bench_stop() {
@@ -16,3 +18,6 @@ bench_cleanup() {
 	rm -rf "$W"
 }
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
+stat3() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "nan nan nan"; exit}
+	printf "%s %s %s\n", (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2), v[1], v[NR]}'; }

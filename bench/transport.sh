@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench/transport.sh - the two dump transports side by side. Measures and prints; never gates.
+# bench/transport.sh - the dump transports side by side. Measures and prints; never gates.
 #
 # One agent, one .NET console app holding HEAP_MB of heap (`console.dll tick`),
-# and for type=Full and type=WithHeap, transport=file and transport=fifo, with a
+# and for type=Full and type=WithHeap, transport=file, staged and fifo, with a
 # client reading as fast as it can and one reading at SLOW_MBPS, RUNS rounds of
-# all eight combinations, interleaved (the transport order alternates by round).
+# all twelve combinations, interleaved (the transport order reverses by round).
 # Each dump is one GET through the HTTP API (bench/dump_client.c), so the figures
 # stay valid whatever the agent does inside. Per dump:
 #   freeze: the longest pause of the app's threads in the dump's window, as the
@@ -22,7 +22,7 @@
 #
 # Called at the end of bench/run.sh (`make bench`, after bench/agent.sh); runs alone after `make`:
 #   bash bench/transport.sh
-# Knobs: RUNS (5), HEAP_MB (256), SLOW_MBPS (50), GAP_MS (50), TYPES ("Full WithHeap"),
+# Knobs: RUNS (5), HEAP_MB (256), SLOW_MBPS (50), GAP_MS (50), TYPES ("Full WithHeap"), TRANSPORTS ("file staged fifo"),
 #        TMPFS (1), DIAGPORT (./diagport), BUILD (build). Figures go to docs/BENCHMARKS.md by hand.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +33,7 @@ HEAP_MB=${HEAP_MB:-256}
 SLOW_MBPS=${SLOW_MBPS:-50}
 GAP_MS=${GAP_MS:-50}
 TYPES=${TYPES:-Full WithHeap}
+TRANSPORTS=${TRANSPORTS:-file staged fifo}
 TMPFS=${TMPFS:-1}
 W=$(mktemp -d /tmp/dp-transport.XXXXXX)
 . bench/lib.sh
@@ -64,10 +65,6 @@ else
 	DISK_HOW="plain directory on $(df --output=fstype "$W" | tail -1), st_blocks of its files and of the agent's open files on it"
 fi
 
-load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
-# stat3: "median min max" of the numbers on stdin.
-stat3() { sort -g | awk '{v[NR]=$1} END {if (!NR) {print "nan nan nan"; exit}
-	printf "%s %s %s\n", (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2), v[1], v[NR]}'; }
 
 echo "== dump transports: $(date -u +%FT%TZ), $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)," \
 	"$(uname -r), Debian $(cat /etc/debian_version 2>/dev/null)"
@@ -125,20 +122,20 @@ one() {
 	echo "$client $type $tr $run $bytes $first $total $(awk -v b="$bytes" -v t="$total" 'BEGIN {printf "%.1f", b / t / 1e6}') $freeze $disk $vfs $files" >>"$W/results"
 	awk -v c="$client" -v ty="$type" -v tr="$tr" -v r="$run" -v b="$bytes" -v f="$first" -v t="$total" -v fr="$freeze" \
 		-v d="$disk" -v v="$vfs" -v fi="$files" -v g="$GAP_MS" 'BEGIN {
-		printf "   %-8s %-4s %-4s run %d: %d bytes, first byte %.3f s, last %.3f s, %.0f MB/s, freeze %s, disk peak %d B (statvfs %d, files %d)\n",
+		printf "   %-8s %-6s %-4s run %d: %d bytes, first byte %.3f s, last %.3f s, %.0f MB/s, freeze %s, disk peak %d B (statvfs %d, files %d)\n",
 			ty, tr, c, r, b, f, t, b / t / 1e6, (fr > 0 ? sprintf("%.0f ms", fr) : "none > " g " ms"), d, v, fi }'
 	sleep 0.2
 }
 
 echo; echo "== warm-up (not counted): one fast dump of each type and transport"
 : >"$W/results"
-for type in $TYPES; do for tr in file fifo; do one "$type" "$tr" fast 0; done; done
+for type in $TYPES; do for tr in $TRANSPORTS; do one "$type" "$tr" fast 0; done; done
 : >"$W/results"
 
 echo; echo "== $RUNS rounds, each: fast client, then slow client (${SLOW_MBPS} MB/s); types $TYPES; transports alternating"
 for run in $(seq 1 "$RUNS"); do
-	order="file fifo"
-	[ $((run % 2)) = 0 ] && order="fifo file"
+	order=$TRANSPORTS
+	[ $((run % 2)) = 0 ] && order=$(echo "$TRANSPORTS" | awk '{for (i = NF; i > 0; i--) printf "%s%s", $i, (i > 1 ? " " : "")}')
 	for client in fast slow; do for type in $TYPES; do for tr in $order; do
 		one "$type" "$tr" "$client" "$run"
 	done; done; done
@@ -146,7 +143,7 @@ done
 
 echo; echo "== medians [min-max] over $RUNS runs (MB = 10^6 bytes; freeze 0 = no pause over ${GAP_MS} ms; disk: $DISK)"
 printf "%-6s %-9s %-5s %-20s %-34s %-16s %-22s %s\n" client type trans "freeze ms" "peak disk bytes" "MB/s" "request-last byte s" "first byte s"
-for client in fast slow; do for type in $TYPES; do for tr in file fifo; do
+for client in fast slow; do for type in $TYPES; do for tr in $TRANSPORTS; do
 	sel() { awk -v c="$client" -v ty="$type" -v tr="$tr" -v k="$1" '$1 == c && $2 == ty && $3 == tr {print $k}' "$W/results" | stat3; }
 	read -r fm fl fh <<<"$(sel 9)"
 	read -r dm dl dh <<<"$(sel 10)"

@@ -44,7 +44,6 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags gnutls) -o "$B
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -Iwebhook -Ibench -o "$B/bench/bench_review" bench/bench_review.c \
 	"$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1) -lpthread || die "cannot build bench/bench_review.c"
 
-load() { echo "load: $(cut -d' ' -f1-3 /proc/loadavg); busiest: $(ps -eo pcpu=,comm= --sort=-pcpu | head -3 | awk '{printf "%s %s%%  ", $2, $1}')"; }
 
 . bench/webhook_lib.sh
 webhook_keys

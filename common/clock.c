@@ -7,6 +7,17 @@
 #include <sys/time.h>
 #include <time.h>
 
+void clock_deadline(struct timespec *out, long ms)
+{
+	clock_gettime(CLOCK_REALTIME, out);
+	out->tv_sec += ms / 1000;
+	out->tv_nsec += ms % 1000 * 1000000L;
+	if (out->tv_nsec >= 1000000000L) {
+		out->tv_sec++;
+		out->tv_nsec -= 1000000000L;
+	}
+}
+
 long long clock_ms(void)
 {
 	struct timespec ts;

@@ -12,6 +12,10 @@ long long clock_ms(void);
 #define CLOCK_RFC3339_LEN 32
 void clock_rfc3339(char out[CLOCK_RFC3339_LEN], int digits);
 
+/* CLOCK_REALTIME in ms milliseconds: the deadline pthread_cond_timedwait takes. */
+struct timespec;
+void clock_deadline(struct timespec *out, long ms);
+
 /* Milliseconds since the epoch (wall clock), and such a time as RFC 3339 UTC with milliseconds. */
 long long clock_unix_ms(void);
 void clock_rfc3339_at(char out[CLOCK_RFC3339_LEN], long long unix_ms);

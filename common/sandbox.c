@@ -55,6 +55,8 @@ static const char *const agent_calls[] = {
 	"connect",
 	/* CPU profiles with engine=perf: sampling the app's threads on the CPUs it may run on */
 	"perf_event_open", "sched_getaffinity",
+	/* a dump's download, while createdump still writes, yields the CPU to it (its own thread's nice) */
+	"setpriority",
 	/* ... reading the app's libraries and perf map inside its root (RESOLVE_IN_ROOT) */
 	"openat2",
 	NULL,

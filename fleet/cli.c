@@ -60,7 +60,8 @@ static const struct format stacks_f[] = { { "text", "format=text", NULL, ".txt" 
 					  { "json", "format=json", NULL, ".json" },
 					  { "speedscope", "format=speedscope", NULL, ".speedscope.json" },
 					  { 0 } };
-static const struct format gc_f[] = { { "stats", "format=stats", "text/plain", ".gcdump.txt" },
+static const struct format gc_f[] = { { "gcdump", "format=gcdump", NULL, ".gcdump" }, /* dotnet-gcdump's file */
+				      { "stats", "format=stats", "text/plain", ".gcdump.txt" },
 				      { "json", "format=stats", "application/json", ".gcdump.json" },
 				      { "nettrace", "format=nettrace", NULL, ".gcdump.nettrace" },
 				      { 0 } };
@@ -80,7 +81,7 @@ static const struct kind kinds[] = {
 	{ "stacks", "GET", "/stacks", false, true, false, 120, GIB / 16, stacks_f,
 	  "every managed thread's stack, now (--format text|json|speedscope)" },
 	{ "gcdump", "GET", "/gcdump", true, true, false, 600, 4 * GIB, gc_f,
-	  "a GC heap snapshot (--format stats|json|nettrace, --top N)" },
+	  "a GC heap snapshot (--format gcdump|stats|json|nettrace, --top N)" },
 	{ "metrics", "GET", "/metrics", false, false, false, 60, GIB / 16, metrics_f, "a snapshot of the counters (Prometheus text)" },
 	{ "logs", "GET", "/logs", false, true, true, 300, 16 * GIB, logs_f,
 	  "what the app logs (--level, --duration; --format ndjson|json-seq|text)" },

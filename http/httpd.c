@@ -1,8 +1,8 @@
 /*
  * httpd.c - the HTTP server's response side (httpd.h): what a handler calls
  * to describe its answer, and the writing of that answer once the handler has
- * returned: the head, then a body from memory, a file (sendfile) or a stream
- * (chunked). httpd_conn.c reads the requests and calls in here;
+ * returned: the head, then a body from memory, a file (sendfile), a stream
+ * (chunked) or a file that grows (chunked, sendfile). httpd_conn.c reads the requests and calls in here;
  * httpd_listen.c starts and stops the server.
  *
  * Why a server of our own and not libmicrohttpd: Debian's build links
@@ -29,6 +29,7 @@
 #include "problem.h"
 
 #define STREAM_CHUNK ((size_t)256 * 1024)
+#define FOLLOW_CHUNK (8LL << 20) /* the most one chunk of a followed file carries */
 
 /* ---- describing the response (the handler's side) ---- */
 
@@ -140,6 +141,18 @@ int httpd_send_stream(struct httpd_req *r, unsigned status, const char *ctype, h
 	return 0;
 }
 
+int httpd_send_follow(struct httpd_req *r, unsigned status, const char *ctype, int fd, httpd_avail_fn avail_fn,
+		      void (*free_fn)(void *), void *ctx, const char *attachment_name)
+{
+	answer(r, status, ctype, BODY_FOLLOW);
+	r->fd = fd;
+	r->avail_fn = avail_fn;
+	r->free_fn = free_fn;
+	r->stream_ctx = ctx;
+	set_disposition(r, attachment_name);
+	return 0;
+}
+
 /* ---- writing it (the connection's side) ---- */
 
 const char *httpd_reason(unsigned status)
@@ -206,20 +219,56 @@ static bool write_head(int fd, struct httpd_req *r, const char *length_header)
 	return ok;
 }
 
-static void send_fd_body(int sock, struct httpd_req *r)
+/* fd's bytes from *off up to end onto the socket; false when the client went away or stalled. */
+static bool sendfile_to(int sock, int fd, off_t *off, uint64_t end)
 {
-	off_t off = 0;
-
-	while ((uint64_t)off < r->fd_size) {
-		size_t want = r->fd_size - (uint64_t)off > (1u << 30) ? (1u << 30) : (size_t)(r->fd_size - (uint64_t)off);
-		ssize_t n = sendfile(sock, r->fd, &off, want);
+	while ((uint64_t)*off < end) {
+		size_t want = end - (uint64_t)*off > (1u << 30) ? (1u << 30) : (size_t)(end - (uint64_t)*off);
+		ssize_t n = sendfile(sock, fd, off, want);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
-			return; /* the client went away or stalled: the connection is closed */
+			return false; /* the connection is closed */
 	}
-	r->sent_whole = true;
+	return true;
+}
+
+static void send_fd_body(int sock, struct httpd_req *r)
+{
+	off_t off = 0;
+
+	r->sent_whole = sendfile_to(sock, r->fd, &off, r->fd_size);
+}
+
+/* A growing file: each chunk's size line, its bytes by sendfile, its CRLF; no framing for HTTP/1.0. */
+static void send_follow_body(int sock, struct httpd_req *r)
+{
+	bool chunked = r->rq.minor >= 1;
+	off_t off = 0;
+
+	for (;;) {
+		long long n = r->avail_fn(r->stream_ctx, (uint64_t)off);
+		char hdr[24];
+		int hl;
+
+		if (n < 0)
+			break; /* cut off: no last chunk */
+		if (n == 0) {
+			if (chunked)
+				httpd_send_all(sock, "0\r\n\r\n", 5);
+			break;
+		}
+		if (n > FOLLOW_CHUNK)
+			n = FOLLOW_CHUNK;
+		hl = snprintf(hdr, sizeof(hdr), "%llx\r\n", n);
+		if (chunked && send(sock, hdr, (size_t)hl, MSG_NOSIGNAL | MSG_MORE) != hl)
+			break;
+		if (!sendfile_to(sock, r->fd, &off, (uint64_t)off + (uint64_t)n))
+			break;
+		if (chunked && !httpd_send_all(sock, "\r\n", 2))
+			break;
+	}
 }
 
 static void send_stream_body(int sock, struct httpd_req *r)
@@ -271,6 +320,11 @@ void httpd_peer_text(const struct httpd_req *r, char *out, size_t n)
 		inet_ntop(c->peer.family, c->peer.a, out, (socklen_t)n);
 }
 
+bool httpd_chunked(const struct httpd_req *r)
+{
+	return r->rq.minor >= 1;
+}
+
 bool httpd_sent_whole(const struct httpd_req *r)
 {
 	return r->sent_whole;
@@ -308,6 +362,10 @@ void httpd_transmit(int sock, struct httpd_req *r)
 		    !r->head_only)
 			send_stream_body(sock, r);
 		break;
+	case BODY_FOLLOW:
+		if (write_head(sock, r, r->rq.minor >= 1 ? "Transfer-Encoding: chunked" : NULL) && !r->head_only)
+			send_follow_body(sock, r);
+		break;
 	}
 }
 
@@ -315,7 +373,7 @@ void httpd_req_clean(struct httpd_req *r)
 {
 	if (r->kind == BODY_FD && r->answered)
 		close(r->fd);
-	if (r->kind == BODY_STREAM && r->answered && r->free_fn)
+	if ((r->kind == BODY_STREAM || r->kind == BODY_FOLLOW) && r->answered && r->free_fn)
 		r->free_fn(r->stream_ctx);
 	if (r->done)
 		r->done(r->done_ctx);

@@ -65,6 +65,8 @@ const char *httpd_body(const struct httpd_req *r, size_t *len);
 void httpd_peer_text(const struct httpd_req *r, char *out, size_t n);
 /* In an on_done callback: whether the whole body of a memory or file answer was sent. */
 bool httpd_sent_whole(const struct httpd_req *r);
+/* Whether the client takes a chunked body (HTTP/1.1): without it, a body cut off looks whole. */
+bool httpd_chunked(const struct httpd_req *r);
 /* Whether the client has gone (closed its side or reset), waiting up to timeout_ms for it to. */
 bool httpd_client_gone(const struct httpd_req *r, int timeout_ms);
 
@@ -95,6 +97,18 @@ int httpd_send_fd(struct httpd_req *r, unsigned status, const char *ctype, int f
  */
 typedef long (*httpd_read_fn)(void *ctx, char *out, size_t max);
 int httpd_send_stream(struct httpd_req *r, unsigned status, const char *ctype, httpd_read_fn read_fn,
+		      void (*free_fn)(void *), void *ctx, const char *attachment_name);
+
+/*
+ * Stream a file another thread is still writing (chunked, each chunk with
+ * sendfile). avail_fn(ctx, sent) waits until fd holds bytes beyond the
+ * `sent` already sent and returns how many may go now, 0 at the clean end
+ * (the last chunk), or -1 to cut the transfer off (no last chunk). fd is
+ * borrowed: free_fn(ctx) runs once when the response is finished or
+ * abandoned, and closes it.
+ */
+typedef long long (*httpd_avail_fn)(void *ctx, uint64_t sent);
+int httpd_send_follow(struct httpd_req *r, unsigned status, const char *ctype, int fd, httpd_avail_fn avail_fn,
 		      void (*free_fn)(void *), void *ctx, const char *attachment_name);
 
 #endif

@@ -18,7 +18,7 @@
 #define HTTPD_PROBE_SLOTS 4     /* requests in progress only probes may use */
 #define HTTPD_CONN_FIRST 1024   /* the first bytes of a request, inside struct conn: a probe needs no more */
 
-enum body_kind { BODY_MEM, BODY_FD, BODY_STREAM };
+enum body_kind { BODY_MEM, BODY_FD, BODY_STREAM, BODY_FOLLOW };
 
 struct httpd_req {
 	struct http_request rq;
@@ -33,6 +33,7 @@ struct httpd_req {
 	int fd;
 	uint64_t fd_size;
 	httpd_read_fn read_fn;
+	httpd_avail_fn avail_fn; /* BODY_FOLLOW: fd is the stream's, borrowed */
 	void (*free_fn)(void *);
 	void *stream_ctx;
 	char *extra[HTTPD_MAX_EXTRA_HEADERS][2];

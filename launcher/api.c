@@ -23,6 +23,7 @@
 #include "eproc.h"
 #include "clock.h"
 #include "crules.h"
+#include "dump.h"
 #include "mem.h"
 #include "ops.h"
 #include "proc.h"
@@ -61,7 +62,7 @@ struct api *api_new(const struct api_config *cfg)
 		.port = cfg->port,
 		.egress = cfg->egress,
 		.n_egress = cfg->n_egress,
-		.fifo_default = cfg->dump_transport && strcmp(cfg->dump_transport, "fifo") == 0,
+		.dump_transport = cfg->dump_transport ? dump_transport(cfg->dump_transport) : DUMP_VIA_FILE,
 		.metrics_interval_s = cfg->metrics_interval_s ? cfg->metrics_interval_s : METRICS_DEFAULT_INTERVAL_S,
 	};
 	for (size_t i = 0; i < cfg->n_egress; i++)

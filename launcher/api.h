@@ -20,7 +20,7 @@ struct api_config {
 	const char *socket_path;  /* for /info */
 	const char *dumps_dir;    /* staging for dumps; must be shared with the app */
 	const char *token;        /* bearer token; NULL = no authentication (loopback or --no-auth) */
-	const char *dump_transport; /* "file" (staging file, default) or "fifo" (streamed through a named pipe) */
+	const char *dump_transport; /* "file" (staging file followed, default), "staged" (sent whole) or "fifo" */
 	uint64_t dumps_limit;       /* cap on one staged dump, bytes; 0 = none */
 	const struct egress_provider *egress; /* providers (borrowed: must outlive the api) */
 	size_t n_egress;

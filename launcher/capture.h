@@ -43,7 +43,7 @@ enum capture_kind {
 };
 
 enum capture_stacks_format { CAPTURE_STACKS_TEXT, CAPTURE_STACKS_JSON, CAPTURE_STACKS_SPEEDSCOPE };
-enum capture_gcdump_format { CAPTURE_GCDUMP_TEXT, CAPTURE_GCDUMP_JSON, CAPTURE_GCDUMP_NETTRACE };
+enum capture_gcdump_format { CAPTURE_GCDUMP_TEXT, CAPTURE_GCDUMP_JSON, CAPTURE_GCDUMP_NETTRACE, CAPTURE_GCDUMP_FILE };
 
 struct capture {
 	enum capture_kind kind;
@@ -53,7 +53,7 @@ struct capture {
 	int engine;                   /* a CPU profile's: enum profile_engine */
 	struct profile_perf perf;     /* a CPU profile with the perf engine: its settings */
 	size_t top;                   /* GC snapshot: the largest types listed (0 = all) */
-	bool fifo;                    /* dump to the response: straight from the pipe, no staging file */
+	int transport;                /* a dump to the response: enum dump_transport (file, staged, fifo) */
 	struct trace_config session;  /* traces, live metrics, logs: the session to ask for */
 	struct trace_stop_event *stop_event; /* a trace: the event that ends it (owned), or NULL */
 	struct metrics_selection sel; /* live metrics: what to keep */
@@ -76,7 +76,7 @@ struct capture_env {
 	struct port *port;
 	const struct egress_provider *egress; /* the providers */
 	size_t n_egress;
-	bool fifo_default;              /* dumpTransport=fifo */
+	int dump_transport;             /* dumpTransport: enum dump_transport */
 	unsigned metrics_interval_s;    /* counters' interval for /livemetrics and the Metrics trace profile */
 };
 

@@ -44,7 +44,7 @@ struct job {
 	const atomic_bool *cancel; /* DELETE (NULL without an operation) */
 	uint64_t bytes;  /* handed out so far */
 	bool ended;      /* the source said its artifact ended whole */
-	struct httpd_req *req; /* a staged dump's request, while its download runs */
+	struct httpd_req *req; /* a dump's request sent whole, while its download runs */
 	/* the artifact, as start describes it */
 	const char *ctype;
 	const char *ext; /* of its name YYYYMMDD_HHMMSS_PID.EXT; NULL: a dump's name */
@@ -81,6 +81,22 @@ struct capture_kind_def {
 	void (*end)(struct job *j);
 };
 extern const struct capture_kind_def capture_kinds[CAPTURE_KINDS];
+
+/*
+ * capture_run.c: the end of a job (its source's state freed, the slot given
+ * back, the operation finished: rc 0 Succeeded at location, else Failed with
+ * why; the job freed), and a failure answered before a byte was sent.
+ */
+void capture_job_end(struct job *j, int rc, const char *location, const char *why);
+void capture_send_failure(struct httpd_req *r, const struct job *j, int rc, const struct err_msg *em);
+
+/*
+ * capture_dump.c: a started dump to the response through a staging file;
+ * whole = the staged transport (sent once whole, with its length), else the
+ * file transport (sent as it is staged). Answers r and ends j, now or when
+ * the download ends.
+ */
+void capture_send_dump(struct httpd_req *r, struct job *j, const char *fname, bool whole);
 
 /* Whether the capture's operation was cancelled. */
 static inline bool job_cancelled(const struct job *j)

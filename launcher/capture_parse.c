@@ -140,9 +140,9 @@ static int parse_dump(struct httpd_req *r, const struct capture_env *env, struct
 
 	if ((c->format = dump_type(type)) < 0)
 		return bad(p, "type", "type '%.32s' is not Mini, Triage, WithHeap or Full", type);
-	if (tr && strcmp(tr, "fifo") != 0 && strcmp(tr, "file") != 0)
-		return bad(p, "transport", "transport '%.32s' is not file or fifo", tr);
-	c->fifo = tr ? strcmp(tr, "fifo") == 0 : env->fifo_default;
+	c->transport = tr ? dump_transport(tr) : env->dump_transport;
+	if (c->transport < 0)
+		return bad(p, "transport", "transport '%.32s' is not file, staged or fifo", tr);
 	return 0;
 }
 
@@ -291,7 +291,7 @@ static int parse_stacks(struct httpd_req *r, const struct capture_env *env, stru
 	return 0;
 }
 
-/* format=stats (a table; JSON by Accept) | nettrace [&top=N]; the .gcdump file is not written (501). */
+/* format=gcdump (the .gcdump file; the default) | stats (a table; JSON by Accept) | nettrace [&top=N]. */
 static int parse_gcdump(struct httpd_req *r, const struct capture_env *env, struct capture *c, struct capture_problem *p)
 {
 	const char *f = httpd_query(r, "format"), *top = httpd_query(r, "top");
@@ -304,21 +304,14 @@ static int parse_gcdump(struct httpd_req *r, const struct capture_env *env, stru
 			return bad(p, "top", "top '%.32s' is not a count of types (0 = all)", top);
 		c->top = v;
 	}
-	if (f == NULL || strcasecmp(f, "gcdump") == 0) {
-		p->status = 501;
-		p->title = "Not Implemented";
-		p->field = NULL;
-		snprintf(p->em.text, sizeof(p->em.text), "this agent does not write the .gcdump file format yet: "
-			 "format=stats gives the per-type table of the live heap, format=nettrace the heap snapshot's events "
-			 "(`dotnet-gcdump convert FILE` turns them into a .gcdump)");
-		return -1;
-	}
-	if (strcasecmp(f, "stats") == 0)
+	if (f == NULL || strcasecmp(f, "gcdump") == 0)
+		c->format = CAPTURE_GCDUMP_FILE;
+	else if (strcasecmp(f, "stats") == 0)
 		c->format = accepts(r, "application/json") ? CAPTURE_GCDUMP_JSON : CAPTURE_GCDUMP_TEXT;
 	else if (strcasecmp(f, "nettrace") == 0)
 		c->format = CAPTURE_GCDUMP_NETTRACE;
 	else
-		return bad(p, "format", "format '%.32s' is not stats or nettrace", f);
+		return bad(p, "format", "format '%.32s' is not gcdump, stats or nettrace", f);
 	return 0;
 }
 

@@ -5,9 +5,9 @@
  *    trace, live metrics, logs; a dump with transport=fifo, the app stopped
  *    until the client has read the last byte);
  *  - the response, whole: an artifact made in memory, sent with its length;
- *  - the response, staged: a dump copied into a staging file in the dumps
- *    directory that never has a name (O_TMPFILE, or unlinked at once),
- *    capped by the dumps limit, then sent with sendfile; the app runs on as
+ *  - the response, through a staging file: a dump copied into a file in
+ *    the dumps directory that never has a name, capped by the dumps limit,
+ *    sent as it grows or once whole (capture_dump.c); the app runs on as
  *    soon as it is written, and the dump's slot is held until the download
  *    ends (it holds the staging space);
  *  - an egress provider or a file, on a thread of its own: written under a
@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "egress.h"
 #include "eproc.h"
 #include "fsutil.h"
@@ -80,12 +81,7 @@ static bool slot_take(struct captures *cs, const struct capture_kind_def *k)
 	struct timespec until;
 	bool ok;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_nsec += SLOT_WAIT_MS * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	clock_deadline(&until, SLOT_WAIT_MS);
 	pthread_mutex_lock(&cs->mu);
 	while (*n >= k->limit && pthread_cond_timedwait(&cs->freed, &cs->mu, &until) == 0)
 		;
@@ -122,7 +118,7 @@ static struct job *job_new(struct captures *cs, struct capture *c)
  * operation finished (rc 0: Succeeded at location; DP_ECANCELED when it was
  * cancelled; else Failed with why), and the job freed.
  */
-static void job_end(struct job *j, int rc, const char *location, const char *why)
+void capture_job_end(struct job *j, int rc, const char *location, const char *why)
 {
 	j->k->end(j);
 	slot_give(j->cs, j->k);
@@ -333,7 +329,7 @@ static void *sink_main(void *arg)
 		egress_fs_discard(fd, tmp);
 	}
 end:
-	job_end(j, rc, final, em.text);
+	capture_job_end(j, rc, final, em.text);
 	free(tmp);
 	free(final);
 	free(dir);
@@ -355,7 +351,7 @@ static void in_background(struct job *j)
 
 /* ---- to the response ---- */
 
-static void send_failure(struct httpd_req *r, const struct job *j, int rc, const struct err_msg *em)
+void capture_send_failure(struct httpd_req *r, const struct job *j, int rc, const struct err_msg *em)
 {
 	if (rc == DP_ETOOBIG && j->k->copy)
 		httpd_problem(r, 507, "Insufficient Storage", "%s", em->text);
@@ -392,98 +388,12 @@ static void stream_done(void *ctx)
 	char why[128];
 
 	if (j->ended || error[0]) {
-		job_end(j, j->ended ? 0 : DP_EIO, NULL, error);
+		capture_job_end(j, j->ended ? 0 : DP_EIO, NULL, error);
 		return;
 	}
 	snprintf(why, sizeof(why), "the client went away after %llu bytes; the %s was stopped",
 		 (unsigned long long)j->bytes, j->k->what);
-	job_end(j, DP_EIO, NULL, why);
-}
-
-/* An unnamed staging file in the dumps directory (O_TMPFILE where the filesystem allows, else unlinked at once). */
-static int staging_open(struct captures *cs, struct err_msg *em)
-{
-	char *named;
-	int fd = open(cs->dumps_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd >= 0)
-		return fd;
-	named = captures_staging_path(cs, 0);
-	fd = open(named, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		unlink(named);
-	else
-		err_set(em, DP_EIO, "cannot create a staging file in %s: %s", cs->dumps_dir, strerror(errno));
-	free(named);
-	return fd;
-}
-
-static void staged_done(void *ctx)
-{
-	struct job *j = ctx;
-
-	if (httpd_sent_whole(j->req))
-		job_end(j, 0, NULL, NULL);
-	else
-		job_end(j, DP_EIO, NULL, "the client went away before the whole dump was sent");
-}
-
-/*
- * While a dump is staged nothing is sent, so a client that gives up (the
- * fleet client's Ctrl-C, a curl killed) is seen only by watching its
- * socket: the watcher sets gone, which stops createdump as a cancel does.
- */
-struct client_watch {
-	struct httpd_req *r;
-	atomic_bool gone, done;
-};
-
-static void *watch_client(void *arg)
-{
-	struct client_watch *w = arg;
-
-	while (!atomic_load(&w->done))
-		if (httpd_client_gone(w->r, 200)) {
-			atomic_store(&w->gone, true);
-			break;
-		}
-	return NULL;
-}
-
-static int copy_watched(struct httpd_req *r, struct job *j, int fd, uint64_t *n, struct err_msg *em)
-{
-	struct client_watch w = { .r = r };
-	pthread_t t;
-	bool watching = pthread_create(&t, NULL, watch_client, &w) == 0;
-	int rc = j->k->copy(j, fd, j->cs->dumps_limit, watching ? &w.gone : NULL, n, em);
-
-	atomic_store(&w.done, true);
-	if (watching)
-		pthread_join(t, NULL);
-	if (rc == DP_ECANCELED)
-		err_set(em, DP_ECANCELED, "the client went away; the dump was stopped");
-	return rc;
-}
-
-/* The dump into the staging file, then the file to the client; the slot is held until the download ends. */
-static void send_staged(struct httpd_req *r, struct job *j, char *fname)
-{
-	struct err_msg em;
-	uint64_t n = 0;
-	int fd = staging_open(j->cs, &em), rc = fd < 0 ? DP_EIO : copy_watched(r, j, fd, &n, &em);
-
-	j->k->end(j); /* the app runs on from here; the download can take its time */
-	if (rc != 0) {
-		if (fd >= 0)
-			close(fd); /* the space is freed with it: the file never had a name */
-		send_failure(r, j, rc, &em);
-		job_end(j, rc, NULL, em.text);
-		return;
-	}
-	j->bytes = n;
-	j->req = r;
-	httpd_on_done(r, staged_done, j);
-	httpd_send_fd(r, 200, j->ctype, fd, n, fname);
+	capture_job_end(j, DP_EIO, NULL, why);
 }
 
 static void to_response(struct httpd_req *r, struct job *j)
@@ -493,8 +403,8 @@ static void to_response(struct httpd_req *r, struct job *j)
 	int rc = j->k->start(j, &em);
 
 	if (rc != 0) {
-		send_failure(r, j, rc, &em);
-		job_end(j, rc, NULL, em.text);
+		capture_send_failure(r, j, rc, &em);
+		capture_job_end(j, rc, NULL, em.text);
 		return;
 	}
 	artifact_name(j, fname, sizeof(fname));
@@ -504,9 +414,9 @@ static void to_response(struct httpd_req *r, struct job *j)
 		free(disp);
 		httpd_send(r, 200, j->ctype, j->out.data ? j->out.data : "", j->out.len);
 		j->bytes = j->out.len;
-		job_end(j, 0, NULL, NULL);
-	} else if (j->k->copy && !j->c.fifo) {
-		send_staged(r, j, fname);
+		capture_job_end(j, 0, NULL, NULL);
+	} else if (j->k->copy && j->c.transport != DUMP_VIA_FIFO) {
+		capture_send_dump(r, j, fname, j->c.transport == DUMP_VIA_STAGED);
 	} else {
 		httpd_send_stream(r, 200, j->ctype, stream_read, stream_done, j, fname);
 	}

@@ -305,11 +305,11 @@ static int profile_src_start(struct job *j, struct err_msg *em)
 static int gcdump_src_start(struct job *j, struct err_msg *em)
 {
 	struct gcdump *g = NULL;
-	bool raw = j->c.format == CAPTURE_GCDUMP_NETTRACE;
+	bool raw = j->c.format == CAPTURE_GCDUMP_NETTRACE, file = j->c.format == CAPTURE_GCDUMP_FILE;
 	int rc;
 
 	buf_init(&j->out, 0);
-	rc = gcdump_capture(j->cs->port, j->c.target.cookie, j->c.target.pid, raw ? &j->out : NULL, &g, em);
+	rc = gcdump_capture(j->cs->port, j->c.target.cookie, j->c.target.pid, raw ? &j->out : NULL, file, &g, em);
 	if (rc != 0)
 		return rc;
 	if (j->c.format == CAPTURE_GCDUMP_TEXT) {
@@ -320,13 +320,17 @@ static int gcdump_src_start(struct job *j, struct err_msg *em)
 		put_json(&j->out, gcdump_json(g, j->c.top));
 		j->ext = "gcdump.json";
 		j->ctype = "application/json";
+	} else if (file) {
+		rc = gcdump_file(g, &j->out, em); /* dotnet-monitor's: {time}_{pid}.gcdump, application/octet-stream */
+		j->ext = "gcdump";
+		j->ctype = OCTETS;
 	} else {
 		j->ext = "gcdump.nettrace";
 		j->ctype = OCTETS;
 	}
-	j->inline_ = !raw;
+	j->inline_ = j->c.format == CAPTURE_GCDUMP_TEXT || j->c.format == CAPTURE_GCDUMP_JSON;
 	gcdump_free(g);
-	return 0;
+	return rc;
 }
 
 /* dotnet-monitor's default limits: one dump, one GC dump, one stacks capture; three traces, metrics, log streams */

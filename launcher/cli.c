@@ -77,7 +77,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: diagport launch [--config FILE] [--config-dir DIR] [--socket PATH] [--urls URL[;URL...]]\n"
 		   "                       [--dumps DIR]\n"
-		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|fifo]\n"
+		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|staged|fifo]\n"
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
 		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
 		   "                       [--metrics-start-delay SECONDS] [--no-metrics] [--log-level LEVEL]\n"

@@ -25,6 +25,7 @@
 
 #include "buf.h"
 #include "doc.h"
+#include "dump.h"
 #include "log.h"
 #include "mem.h"
 #include "size.h"
@@ -167,8 +168,8 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		return 0;
 	}
 	case K_TRANSPORT:
-		if (strcmp(v, "file") != 0 && strcmp(v, "fifo") != 0)
-			return err_set(em, DP_EINVAL, "%s: %s takes file or fifo, not '%s'", where, key, v);
+		if (dump_transport(v) < 0)
+			return err_set(em, DP_EINVAL, "%s: %s takes file, staged or fifo, not '%s'", where, key, v);
 		free(*(char **)field);
 		*(char **)field = mem_strdup(v);
 		return 0;

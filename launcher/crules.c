@@ -472,7 +472,7 @@ static int action_capture(struct inst *in, const struct crule_action *a, struct 
 		break;
 	case CRA_GCDUMP:
 		c->kind = CAPTURE_GCDUMP;
-		c->format = CAPTURE_GCDUMP_NETTRACE; /* the heap snapshot's events: dotnet-gcdump convert makes a .gcdump */
+		c->format = CAPTURE_GCDUMP_FILE; /* the .gcdump file, as dotnet-monitor's CollectGCDump */
 		break;
 	case CRA_STACKS:
 		c->kind = CAPTURE_STACKS;

@@ -39,7 +39,26 @@ struct dump_job {
 	char *path;
 	bool unlinked;
 	char *bounce; /* for filesystems without splice; allocated the first time one is met */
+	void (*progress)(void *ctx, uint64_t total); /* dump_copy's bytes so far, after every move */
+	void *progress_ctx;
 };
+
+int dump_transport(const char *name)
+{
+	if (name == NULL || strcmp(name, "file") == 0)
+		return DUMP_VIA_FILE;
+	if (strcmp(name, "staged") == 0)
+		return DUMP_VIA_STAGED;
+	if (strcmp(name, "fifo") == 0)
+		return DUMP_VIA_FIFO;
+	return -1;
+}
+
+void dump_on_progress(struct dump_job *j, void (*fn)(void *ctx, uint64_t total), void *ctx)
+{
+	j->progress = fn;
+	j->progress_ctx = ctx;
+}
 
 int dump_type(const char *t)
 {
@@ -307,6 +326,8 @@ int dump_copy(struct dump_job *j, int fd, uint64_t cap, const atomic_bool *cance
 					     "(--dumps-limit)", (unsigned long long)cap);
 				break;
 			}
+			if (j->progress)
+				j->progress(j->progress_ctx, total);
 			continue;
 		}
 		if (n == 0) {

@@ -51,11 +51,28 @@ long dump_read(struct dump_job *j, char *out, size_t max);
 int dump_copy(struct dump_job *j, int fd, uint64_t cap, const atomic_bool *cancel, uint64_t *written,
 	      struct err_msg *em);
 
+/*
+ * Have fn(ctx, total) called by dump_copy after every piece it wrote, with
+ * the bytes in fd so far (never more than the cap), on dump_copy's thread:
+ * how a reader of the same file follows the writer.
+ */
+void dump_on_progress(struct dump_job *j, void (*fn)(void *ctx, uint64_t total), void *ctx);
+
 /* Close everything, release the runtime's connection, remove the FIFO if still there. Accepts NULL. */
 void dump_free(struct dump_job *j);
 
 /* IPC_DUMP_* for a dotnet-monitor type name (Mini, Triage, WithHeap, Full; NULL = WithHeap), or -1. */
 int dump_type(const char *name);
+
+/*
+ * How a dump sent to the client travels (docs/agent.md, Transports):
+ * FILE, the default: staged into a file the download follows as it grows
+ * (chunked); STAGED: the same file, sent once whole with its length; FIFO:
+ * straight from the pipe, the app stopped until the client has read it all.
+ */
+enum dump_transport { DUMP_VIA_FILE, DUMP_VIA_STAGED, DUMP_VIA_FIFO };
+/* The dump_transport of "file", "staged" or "fifo" (NULL = file), or -1. */
+int dump_transport(const char *name);
 
 /* "core_YYYYMMDD_HHMMSS" (UTC, now), the name dotnet-monitor gives a dump. */
 void dump_filename(char *out, size_t n);

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "egress/azblob.h"
 #include "egress/s3_store.h"
 #include "log.h"
@@ -683,12 +684,7 @@ int eproc_close(struct eproc_upload *u, bool commit, uint64_t bytes, const atomi
 			pthread_mutex_lock(&e->mu);
 			continue;
 		}
-		clock_gettime(CLOCK_REALTIME, &tick);
-		tick.tv_nsec += CANCEL_TICK_MS * 1000000L;
-		if (tick.tv_nsec >= 1000000000L) {
-			tick.tv_sec++;
-			tick.tv_nsec -= 1000000000L;
-		}
+		clock_deadline(&tick, CANCEL_TICK_MS);
 		pthread_cond_timedwait(&u->cv, &e->mu, &tick);
 	}
 	rc = u->rc;

@@ -24,6 +24,8 @@
  */
 #include "gcdump.h"
 
+#include <time.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +36,7 @@
 #include "trace.h"
 
 #define RUNTIME_PROVIDER "Microsoft-Windows-DotNETRuntime"
+#define RUNDOWN_PROVIDER "Microsoft-Windows-DotNETRuntimeRundown"
 /* GC | Type | GCHeapDump | GCHeapCollect | GCHeapAndTypeNames: dotnet-gcdump's GCHeapSnapshot keywords */
 #define HEAP_KEYWORDS 0x1980001ull
 #define FLUSH_MS 100 /* the throw-away session that empties the runtime's table of types already described */
@@ -45,61 +48,28 @@
 #define EV_BULK_ROOT_EDGE 16
 #define EV_BULK_NODE 18
 #define EV_BULK_EDGE 19
-
-/* An open-addressing table from a 64-bit id to a slot index. */
-struct idmap {
-	uint64_t *key;
-	uint32_t *val; /* slot + 1; 0 = empty */
-	size_t cap, n;
-};
-
-static uint32_t *idmap_at(struct idmap *m, uint64_t k, bool add)
-{
-	size_t i;
-
-	if (add && (m->n + 1) * 2 > m->cap) {
-		struct idmap bigger = { .cap = m->cap ? m->cap * 2 : 1024 };
-
-		bigger.key = mem_array(bigger.cap, sizeof(*bigger.key));
-		bigger.val = mem_array(bigger.cap, sizeof(*bigger.val));
-		memset(bigger.val, 0, bigger.cap * sizeof(*bigger.val));
-		for (size_t j = 0; j < m->cap; j++)
-			if (m->val[j])
-				*idmap_at(&bigger, m->key[j], true) = m->val[j];
-		free(m->key);
-		free(m->val);
-		*m = bigger;
-	}
-	if (m->cap == 0)
-		return NULL;
-	i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (m->cap - 1);
-	while (m->val[i] && m->key[i] != k)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->val[i]) {
-		if (!add)
-			return NULL;
-		m->key[i] = k;
-		m->n++;
-	}
-	return &m->val[i];
-}
-
-static void idmap_free(struct idmap *m)
-{
-	free(m->key);
-	free(m->val);
-	memset(m, 0, sizeof(*m));
-}
+#define EV_BULK_DEPENDENT 17 /* GCBulkRootConditionalWeakTableElementEdge */
+#define EV_BULK_STATIC 38    /* GCBulkRootStaticVar */
+/* the module events (ModuleDCStart/DCStop V2, ModuleLoad/Unload; the rundown's DCStart/DCStop): the IL paths */
+#define EV_MODULE_DC_START 149
+#define EV_MODULE_DC_STOP 150
+#define EV_MODULE_LOAD 152
+#define EV_MODULE_UNLOAD 153
+#define EV_RUNDOWN_MODULE_START 153
+#define EV_RUNDOWN_MODULE_STOP 154
+#define LOADER_RUNDOWN 0x8ull /* the rundown's Loader keyword: the modules, not every method */
 
 #define MAX_ENDS 16 /* GC ends held while their start may still come */
 
 struct gcdump_reader {
 	struct gcdump *g;
+	struct gcdump_graph *graph; /* the whole graph, for the .gcdump file; NULL for the table alone */
+	int graph_rc;               /* DP_ETOOBIG once the graph passed a cap */
 	uint32_t pointer_size;
-	struct idmap names; /* TypeID -> index into name[] + 1 */
+	struct gcdump_idmap names; /* TypeID -> index into name[] + 1 */
 	char **name;
 	size_t n_names;
-	struct idmap agg; /* TypeID -> index into stat[] + 1 */
+	struct gcdump_idmap agg; /* TypeID -> index into stat[] + 1 */
 	struct {
 		uint64_t type_id;
 		uint64_t count, bytes;
@@ -126,35 +96,58 @@ static void type_names(struct gcdump_reader *c, struct nettrace_reader *r)
 
 	nettrace_u16(r);
 	for (uint32_t i = 0; i < n && !r->bad; i++) {
-		uint64_t id = nettrace_u64(r);
-		uint32_t params, *slot;
-		char *name;
+		uint64_t id = nettrace_u64(r), module = nettrace_u64(r);
+		uint32_t name_id = nettrace_u32(r), flags = nettrace_u32(r), params, *slot;
+		char *raw, *name;
 
-		nettrace_u64(r); /* ModuleID */
-		nettrace_u32(r); /* TypeNameID */
-		nettrace_u32(r); /* Flags */
 		if (r->p >= r->end) {
 			r->bad = true;
 			break;
 		}
 		r->p++; /* CorElementType */
-		name = nettrace_utf16z(r);
+		raw = nettrace_utf16z(r);
 		params = nettrace_u32(r);
 		if (r->bad || (size_t)(r->end - r->p) / 8 < params) {
-			free(name);
+			free(raw);
 			r->bad = true;
 			break;
 		}
 		r->p += (size_t)params * 8;
-		slot = idmap_at(&c->names, id, true);
+		if (c->graph)
+			gcdump_graph_type(c->graph, id, module, name_id, flags, raw);
+		slot = gcdump_idmap_at(&c->names, id, true);
 		if (*slot) {
-			free(name); /* described before */
+			free(raw); /* described before */
 			continue;
 		}
+		name = gcdump_type_name(raw, flags, name_id); /* as dotnet-gcdump spells it */
+		free(raw);
 		c->name = mem_realloc(c->name, (c->n_names + 1) * sizeof(*c->name));
 		c->name[c->n_names++] = name;
 		*slot = (uint32_t)c->n_names;
 	}
+}
+
+static void graph_rc(struct gcdump_reader *c, int rc)
+{
+	if (rc != 0 && c->graph_rc == 0)
+		c->graph_rc = rc;
+}
+
+/* A module event: ModuleID, AssemblyID, ModuleFlags, Reserved1, ModuleILPath, ... */
+static void module(struct gcdump_reader *c, struct nettrace_reader *r)
+{
+	uint64_t id = nettrace_u64(r);
+	uint32_t flags;
+	char *path;
+
+	nettrace_u64(r);
+	flags = nettrace_u32(r);
+	nettrace_u32(r);
+	path = nettrace_utf16z(r);
+	if (!r->bad && c->graph)
+		gcdump_graph_module(c->graph, id, flags, path);
+	free(path);
 }
 
 static uint64_t pointer(struct gcdump_reader *c, struct nettrace_reader *r)
@@ -173,16 +166,19 @@ static void nodes(struct gcdump_reader *c, struct nettrace_reader *r)
 		uint64_t size, type, edges, *cnt, *bytes;
 		uint32_t *slot;
 
-		pointer(c, r); /* Address */
+		uint64_t address = pointer(c, r);
+
 		size = nettrace_u64(r);
 		type = nettrace_u64(r);
 		edges = nettrace_u64(r);
 		if (r->bad)
 			break;
+		if (c->graph && c->graph_rc == 0)
+			graph_rc(c, gcdump_graph_node(c->graph, address, size, type, edges));
 		c->g->objects++;
 		c->g->bytes += size;
 		c->edges_due += edges;
-		slot = idmap_at(&c->agg, type, c->n_stat < GCDUMP_MAX_TYPES);
+		slot = gcdump_idmap_at(&c->agg, type, c->n_stat < GCDUMP_MAX_TYPES);
 		if (slot == NULL) {
 			cnt = &c->other_count;
 			bytes = &c->other_bytes;
@@ -201,6 +197,88 @@ static void nodes(struct gcdump_reader *c, struct nettrace_reader *r)
 		}
 		(*cnt)++;
 		*bytes += size;
+	}
+}
+
+/* GCBulkEdge, GCBulkRootEdge, the dependent handles' and the static variables' events, into the graph */
+static void edges(struct gcdump_reader *c, struct nettrace_reader *r)
+{
+	uint32_t n;
+
+	nettrace_u32(r); /* Index */
+	n = nettrace_u32(r);
+	nettrace_u16(r);
+	if (!r->bad)
+		c->g->edges += n;
+	for (uint32_t i = 0; c->graph && i < n && !r->bad && c->graph_rc == 0; i++) {
+		uint64_t target = pointer(c, r);
+
+		nettrace_u32(r); /* ReferencingFieldID */
+		if (!r->bad)
+			graph_rc(c, gcdump_graph_edge(c->graph, target));
+	}
+}
+
+static void roots(struct gcdump_reader *c, struct nettrace_reader *r)
+{
+	uint32_t n;
+
+	nettrace_u32(r);
+	n = nettrace_u32(r);
+	nettrace_u16(r);
+	if (!r->bad)
+		c->g->roots += n;
+	for (uint32_t i = 0; c->graph && i < n && !r->bad && c->graph_rc == 0; i++) {
+		uint64_t address = pointer(c, r);
+		uint8_t kind = 0;
+		uint32_t flags;
+
+		if (r->p < r->end)
+			kind = *r->p++;
+		else
+			r->bad = true;
+		flags = nettrace_u32(r);
+		pointer(c, r); /* GCRootID */
+		if (!r->bad)
+			graph_rc(c, gcdump_graph_root(c->graph, address, kind, flags));
+	}
+}
+
+static void dependents(struct gcdump_reader *c, struct nettrace_reader *r)
+{
+	uint32_t n;
+
+	nettrace_u32(r);
+	n = nettrace_u32(r);
+	nettrace_u16(r);
+	for (uint32_t i = 0; c->graph && i < n && !r->bad && c->graph_rc == 0; i++) {
+		uint64_t key = pointer(c, r), value = pointer(c, r);
+
+		pointer(c, r);
+		if (!r->bad)
+			graph_rc(c, gcdump_graph_dependent(c->graph, key, value));
+	}
+}
+
+static void statics(struct gcdump_reader *c, struct nettrace_reader *r)
+{
+	uint32_t n = nettrace_u32(r);
+
+	nettrace_u64(r); /* AppDomainID */
+	nettrace_u16(r);
+	for (uint32_t i = 0; c->graph && i < n && !r->bad && c->graph_rc == 0; i++) {
+		uint64_t object, type;
+		uint32_t flags;
+		char *field;
+
+		nettrace_u64(r); /* GCRootID */
+		object = nettrace_u64(r);
+		type = nettrace_u64(r);
+		flags = nettrace_u32(r);
+		field = nettrace_utf16z(r);
+		if (!r->bad)
+			graph_rc(c, gcdump_graph_static(c->graph, object, type, flags, field));
+		free(field);
 	}
 }
 
@@ -236,8 +314,20 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	struct nettrace_reader r = { e->payload, e->payload + e->payload_len, false };
 	uint32_t count, depth, reason, type;
 
-	if (c->done || strcmp(e->meta->provider, RUNTIME_PROVIDER) != 0)
+	if (strcmp(e->meta->provider, RUNDOWN_PROVIDER) == 0) { /* the rundown: after the GC, as the session ends */
+		if (e->meta->event_id == EV_RUNDOWN_MODULE_START || e->meta->event_id == EV_RUNDOWN_MODULE_STOP)
+			module(c, &r);
 		return 0;
+	}
+	if (strcmp(e->meta->provider, RUNTIME_PROVIDER) != 0)
+		return 0;
+	if (c->done) { /* only names now: of types and modules */
+		if (e->meta->event_id == EV_BULK_TYPE)
+			type_names(c, &r);
+		else if (e->meta->event_id >= EV_MODULE_DC_START && e->meta->event_id <= EV_MODULE_UNLOAD)
+			module(c, &r);
+		return 0;
+	}
 	switch (e->meta->event_id) {
 	case EV_GC_START:
 		count = nettrace_u32(&r);
@@ -274,17 +364,25 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 		break;
 	case EV_BULK_EDGE:
 		walked(c, e->timestamp);
-		nettrace_u32(&r);
-		count = nettrace_u32(&r);
-		if (!r.bad)
-			c->g->edges += count;
+		edges(c, &r);
 		break;
 	case EV_BULK_ROOT_EDGE:
 		walked(c, e->timestamp);
-		nettrace_u32(&r);
-		count = nettrace_u32(&r);
-		if (!r.bad)
-			c->g->roots += count;
+		roots(c, &r);
+		break;
+	case EV_BULK_DEPENDENT:
+		walked(c, e->timestamp);
+		dependents(c, &r);
+		break;
+	case EV_BULK_STATIC:
+		walked(c, e->timestamp);
+		statics(c, &r);
+		break;
+	case EV_MODULE_DC_START:
+	case EV_MODULE_DC_STOP:
+	case EV_MODULE_LOAD:
+	case EV_MODULE_UNLOAD:
+		module(c, &r);
 		break;
 	default:
 		break;
@@ -307,10 +405,11 @@ static int by_bytes(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-struct gcdump_reader *gcdump_reader_new(uint64_t pid)
+struct gcdump_reader *gcdump_reader_new(uint64_t pid, bool graph)
 {
 	struct gcdump_reader *c = mem_zalloc(sizeof(*c));
 
+	c->graph = graph ? gcdump_graph_new() : NULL;
 	c->g = mem_zalloc(sizeof(*c->g));
 	c->g->pid = pid;
 	c->pointer_size = 8;
@@ -343,9 +442,16 @@ int gcdump_reader_finish(struct gcdump_reader *c, struct gcdump **out, struct er
 	if (c->edges_due != g->edges)
 		return err_set(em, DP_ESYNTAX, "the heap's objects name %llu references but %llu were described",
 			       (unsigned long long)c->edges_due, (unsigned long long)g->edges);
+	if (c->graph_rc != 0)
+		return err_set(em, c->graph_rc, "the heap has more than %u objects, %u references or %u roots: too many "
+			       "for a .gcdump here (format=stats still counts them)", GCDUMP_MAX_NODES, GCDUMP_MAX_EDGES,
+			       GCDUMP_MAX_ROOTS);
+	g->graph = c->graph;
+	c->graph = NULL;
+	g->is64 = c->pointer_size == 8;
 	g->types = mem_array(c->n_stat + 1, sizeof(*g->types));
 	for (size_t i = 0; i < c->n_stat; i++) {
-		uint32_t *slot = idmap_at(&c->names, c->stat[i].type_id, false);
+		uint32_t *slot = gcdump_idmap_at(&c->names, c->stat[i].type_id, false);
 		struct gcdump_type *t = &g->types[g->n_types++];
 
 		if (slot) {
@@ -379,20 +485,26 @@ void gcdump_reader_free(struct gcdump_reader *c)
 		free(c->name[i]);
 	free(c->name);
 	free(c->stat);
-	idmap_free(&c->names);
-	idmap_free(&c->agg);
+	gcdump_idmap_free(&c->names);
+	gcdump_idmap_free(&c->agg);
+	gcdump_graph_free(c->graph);
 	gcdump_free(c->g);
 	free(c);
 }
 
-int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, struct buf *raw, struct gcdump **out,
-		   struct err_msg *em)
+int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, struct buf *raw, bool graph,
+		   struct gcdump **out, struct err_msg *em)
 {
-	struct trace_config flush = { .buffer_mb = 16 }, heap = { .buffer_mb = 256 };
-	struct gcdump_reader *c = gcdump_reader_new(pid);
+	/* the heap session's rundown: the modules' names (Loader only, not every method's, where the runtime
+	 * takes rundown keywords: .NET 9+; older runtimes get their default rundown) */
+	struct trace_config flush = { .buffer_mb = 16 }, heap = { .buffer_mb = 256, .rundown = LOADER_RUNDOWN };
+	struct gcdump_reader *c = gcdump_reader_new(pid, graph);
 	long long t0 = clock_ms();
+	struct timespec now;
 	int rc;
 
+	clock_gettime(CLOCK_REALTIME, &now);
+	c->g->unix_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 	*out = NULL;
 	if (raw) {
 		buf_free(raw);
@@ -454,10 +566,20 @@ json_t *gcdump_json(const struct gcdump *g, size_t top)
 			 "tookMs", (json_int_t)g->took_ms, "types", types);
 }
 
+int gcdump_file(struct gcdump *g, struct buf *out, struct err_msg *em)
+{
+	struct gcdump_file_info info = { g->pid, g->unix_ms, g->is64 };
+
+	if (g->graph == NULL)
+		return err_set(em, DP_EINVAL, "the snapshot was taken without its graph");
+	return gcdump_graph_write(g->graph, &info, out, em);
+}
+
 void gcdump_free(struct gcdump *g)
 {
 	if (g == NULL)
 		return;
+	gcdump_graph_free(g->graph);
 	for (size_t i = 0; i < g->n_types; i++)
 		free(g->types[i].name);
 	free(g->types);

@@ -1,9 +1,14 @@
 /*
  * stacks.c - /stacks (stacks.h).
  *
- * The session is symbols.h's: the sample profiler (a sample of every thread
- * each millisecond), the runtime's Jit and Loader events, the rundown.
- * Each thread's first sample is its stack; symbols.h names the addresses.
+ * The session is dotnet-stack's: the sample profiler (a sample of every
+ * thread each millisecond) and the method rundown, which names the
+ * addresses (symbols.h). Each thread's first sample is its stack. No
+ * runtime provider: enabling Microsoft-Windows-DotNETRuntime wakes the
+ * managed NativeRuntimeEventSource, and in a process's first sessions the
+ * runtime's diagnostics thread then spends ~100 ms building EventSource
+ * manifests in managed code, which the sampler caught as one more
+ * "thread" of the app that dotnet-stack does not show (docs/agent.md).
  */
 #include "stacks.h"
 
@@ -55,6 +60,16 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	return 0;
 }
 
+static void stacks_session(struct trace_config *c)
+{
+	static struct trace_provider p[1] = { { (char *)SYM_SAMPLER, 0, 4, NULL } };
+
+	c->p = p;
+	c->n = 1;
+	c->buffer_mb = 64;
+	c->rundown = SYM_RUNDOWN_KEYWORDS;
+}
+
 static int by_thread(const void *a, const void *b)
 {
 	const struct thread *x = a, *y = b;
@@ -71,7 +86,7 @@ int stacks_capture(struct port *port, const uint8_t cookie[16], int sample_ms, s
 	int rc;
 
 	s->sym = symbols_new();
-	symbols_session(&c);
+	stacks_session(&c);
 	if ((rc = trace_run_cb(port, cookie, &c, sample_ms, NULL, &cb, s, NULL, em)) != 0) {
 		stacks_free(s);
 		return rc;

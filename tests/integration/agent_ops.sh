@@ -155,6 +155,22 @@ check disk-full-app-alive kill -0 "$APID"
 c=$(curl -s -o "$W/core" -w '%{http_code}' "$U3/dump?type=Mini")
 WHY="got $c"; check disk-full-then-small-dump-works bash -c "[ $c = 200 ] && file -b '$W/core' | grep -q 'ELF 64-bit LSB core'"
 
+# --- the volume fills up after the download began (32 MiB are staged before the head): the transfer is cut (200,
+#     then curl fails: no last chunk, exit 18), the log says why, nothing stays, the space is returned, the app runs on
+small_disk "$W/mid" 64
+kill $AG; wait $AG 2>/dev/null
+P5=$(free_port); U5=http://127.0.0.1:$P5
+"$D" launch --no-metrics --socket "$W/dumps/port" --dumps "$W/mid" --urls "$U5" 2> "$W/agent5.log" & AG=$!; PIDS+=($AG)
+check reattached-mid wait_for "$W/agent5.log" "\"event\":\"attached\",\"pid\":$APID" 10
+c=$(curl -s -o "$W/cut" -w '%{http_code}' "$U5/dump?type=Full"); crc=$?
+WHY="http $c, curl exit $crc, $(stat -c %s "$W/cut") bytes"; check disk-full-mid-stream-cut bash -c "[ $c = 200 ] && [ $crc = 18 ]"
+rm -f "$W/cut"
+wait_for "$W/agent5.log" '"outcome":"Failed"' 5
+WHY="$(grep capture-ended "$W/agent5.log" | tail -1)"; check disk-full-mid-stream-logged grep -q '"outcome":"Failed".*disk is full' "$W/agent5.log"
+WHY="df: $(df --output=used "$W/mid" | tail -1) KiB used, left: $(ls -A "$W/mid")"
+check disk-full-mid-stream-nothing-left bash -c "[ -z \"\$(ls -A '$W/mid')\" ] && [ \$(df --output=used '$W/mid' | tail -1) -lt 1024 ]"
+check disk-full-mid-stream-app-alive kill -0 "$APID"
+
 # --- SIGTERM with an egress dump running: the agent cancels it, removes the partial file, exits 0
 kill $AG; wait $AG 2>/dev/null
 P4=$(free_port); U4=http://127.0.0.1:$P4

@@ -263,6 +263,9 @@ check trace bash -c "'$D' nettrace stats '$W/trace/'*.nettrace | jqe '.totalEven
 "$D" capture gcdump --format json --target "${URL[1]}" -o "$W/gc" > /dev/null 2>&1
 WHY="gcdump: $(ls "$W/gc"); $(head -c 200 "$W/gc/"*.gcdump.json 2>/dev/null)"
 check gcdump bash -c "jq -e '.objects > 0 and (.types | length) > 0' '$W/gc/'*.gcdump.json"
+"$D" capture gcdump --target "${URL[1]}" -o "$W/gcf" > /dev/null 2>&1
+WHY="gcdump (default format): $(ls "$W/gcf")"
+check gcdump-file bash -c "build/tools/dotnet-gcdump/dotnet-gcdump report '$W/gcf/'*.gcdump | grep -q 'GC Heap objects'"
 
 # ---- exit codes and messages ----
 "$D" capture frobnicate --target "${URL[1]}" > "$W/e1" 2>&1

@@ -180,6 +180,8 @@ PY
 ge() { awk -v a="$1" -v b="$2" -v m="$3" 'BEGIN {exit !(a != "" && b != "" && b - a >= m)}'; }
 is_core() { [ "$(head -c 4 "$1" | od -An -tx1 | tr -d ' ')" = 7f454c46 ] && file -b "$1" | grep -q 'ELF 64-bit LSB core'; }
 is_nettrace() { [ "$(head -c 8 "$1")" = Nettrace ]; }
+# is_gcdump FILE: a .gcdump (FastSerialization) that dotnet-gcdump reads
+is_gcdump() { [ "$(head -c 24 "$1" | tail -c 20)" = '!FastSerialization.1' ] && build/tools/dotnet-gcdump/dotnet-gcdump report "$1" > /dev/null 2>&1; }
 # has_utf16 FILE TEXT: TEXT in UTF-16LE in FILE (method names in a trace's rundown)
 has_utf16() { python3 -c 'import sys; sys.exit(sys.argv[2].encode("utf-16-le") not in open(sys.argv[1], "rb").read())' "$1" "$2"; }
 # tagged PID RULE PROVIDER: /operations has a Succeeded operation of the process tagged with the rule, to PROVIDER
@@ -605,7 +607,7 @@ elif app asp; then
   awaits asp/errors-trip 'echo "$(ls -A "$W/asp/errors"); $(tail -3 "$LOG")"' wait_arts "$W/asp/errors" 1 20
   f=$(first_art "$W/asp/errors")
   WHY="$f: $(head -c 30 "${f:-/dev/null}" | od -c | head -2)"
-  check asp/errors-gcdump is_nettrace "${f:-/dev/null}"
+  check asp/errors-gcdump is_gcdump "${f:-/dev/null}"
   awaits asp/slow-trips 'echo "$(ls -A "$W/asp/slow"); $(tail -3 "$LOG")"' wait_arts "$W/asp/slow" 1 20
   f=$(first_art "$W/asp/slow")
   WHY="$(head -c 300 "${f:-/dev/null}")"

@@ -157,6 +157,13 @@ static void environment(void)
 		config_free(&c);
 	}
 	{
+		char *staged[] = { "DIAGPORT_DUMP_TRANSPORT=staged", NULL };
+
+		T_CHECK(config_load_env(&c, staged, NULL, &em) == 0);
+		T_STREQ(c.dump_transport, "staged");
+		config_free(&c);
+	}
+	{
 		char *typo[] = { "DIAGPORT_SOKCET=/x", NULL };
 
 		T_CHECK(config_load_env(&c, typo, NULL, &em) == DP_ENOTFOUND);

@@ -4,13 +4,16 @@
  * them, probe slots no other request takes, connections still sending their
  * head taking no slot, the deadline for the whole head (408), the minimum
  * body rate, the cap per client address, a body refused unread (401) and
- * Expect: 100-continue.
+ * Expect: 100-continue; a growing file sent as it grows (httpd_send_follow):
+ * whole with its last chunk, cut off without it.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,9 +26,57 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int in_slow;       /* handlers waiting in /slow */
 static bool release_slow; /* let them answer */
 
+/* A followed file of FOLLOW_BYTES, handed out FOLLOW_STEP at a time; cut after FOLLOW_CUT bytes when asked. */
+#define FOLLOW_BYTES 300000
+#define FOLLOW_STEP 100000
+#define FOLLOW_CUT 200000
+struct follow {
+	int fd;
+	bool cut;
+};
+static int follow_freed;
+
+static long long follow_avail(void *ctx, uint64_t sent)
+{
+	struct follow *f = ctx;
+
+	if (f->cut && sent >= FOLLOW_CUT)
+		return -1;
+	return sent >= FOLLOW_BYTES ? 0 : FOLLOW_STEP; /* never past what the file holds */
+}
+
+static void follow_free(void *ctx)
+{
+	struct follow *f = ctx;
+
+	close(f->fd);
+	free(f);
+	__atomic_add_fetch(&follow_freed, 1, __ATOMIC_SEQ_CST);
+}
+
+static void send_followed(struct httpd_req *r, bool cut)
+{
+	struct follow *f = calloc(1, sizeof(*f));
+	char *block = calloc(1, FOLLOW_BYTES);
+	FILE *tmp = tmpfile();
+
+	memset(block, 'x', FOLLOW_BYTES);
+	f->fd = dup(fileno(tmp));
+	f->cut = cut;
+	if (write(f->fd, block, FOLLOW_BYTES) != FOLLOW_BYTES)
+		abort();
+	fclose(tmp);
+	free(block);
+	httpd_send_follow(r, 200, "application/octet-stream", f->fd, follow_avail, follow_free, f, "core");
+}
+
 static void handler(void *ctx, struct httpd_req *r)
 {
 	(void)ctx;
+	if (strcmp(httpd_path(r), "/follow") == 0 || strcmp(httpd_path(r), "/follow-cut") == 0) {
+		send_followed(r, strcmp(httpd_path(r), "/follow-cut") == 0);
+		return;
+	}
 	if (strcmp(httpd_path(r), "/slow") == 0) {
 		pthread_mutex_lock(&mu);
 		in_slow++;
@@ -280,6 +331,55 @@ static void per_peer(void)
 	httpd_free(d);
 }
 
+/* The body's bytes (chunked framing removed) and whether the last chunk came; -1 on bad framing. */
+static long dechunk(const char *body, bool *last)
+{
+	long total = 0;
+
+	*last = false;
+	for (;;) {
+		char *end;
+		long n = strtol(body, &end, 16);
+
+		if (end == body || strncmp(end, "\r\n", 2) != 0)
+			return *body ? -1 : total;
+		if (n == 0) {
+			*last = strcmp(end, "\r\n\r\n") == 0;
+			return total;
+		}
+		body = end + 2;
+		if ((long)strnlen(body, (size_t)n + 2) < n + 2 || strncmp(body + n, "\r\n", 2) != 0)
+			return total + (long)strnlen(body, (size_t)n); /* cut inside a chunk */
+		total += n;
+		body += n + 2;
+	}
+}
+
+static void follow(void)
+{
+	static char out[FOLLOW_BYTES + 4096];
+	struct httpd *d = start(4, 64, 10);
+	const char *body;
+	bool last;
+	int st;
+
+	T_CHECK(d != NULL);
+	st = get("127.0.0.1", "/follow", out, sizeof(out));
+	body = strstr(out, "\r\n\r\n");
+	T_CHECK(st == 200 && strstr(out, "Transfer-Encoding: chunked\r\n") && !strstr(out, "Content-Length"));
+	T_CHECK(body && dechunk(body + 4, &last) == FOLLOW_BYTES && last);
+	/* cut: the bytes before the cut, and no last chunk, so the client knows */
+	st = get("127.0.0.1", "/follow-cut", out, sizeof(out));
+	body = strstr(out, "\r\n\r\n");
+	T_CHECK(st == 200 && body && dechunk(body + 4, &last) == FOLLOW_CUT && !last);
+	/* HTTP/1.0: no framing (the agent sends such a client the whole file instead: httpd_chunked) */
+	st = answer(dial("127.0.0.1", "GET /follow HTTP/1.0\r\n\r\n"), 5, out, sizeof(out));
+	body = strstr(out, "\r\n\r\n");
+	T_CHECK(body && !strstr(out, "Transfer-Encoding") && strlen(body + 4) == FOLLOW_BYTES);
+	httpd_free(d);
+	T_CHECK(__atomic_load_n(&follow_freed, __ATOMIC_SEQ_CST) == 3);
+}
+
 int main(void)
 {
 	t_file_name = "test_httpd";
@@ -288,5 +388,6 @@ int main(void)
 	T_RUN(per_peer);
 	T_RUN(body_rate);
 	T_RUN(body_admission);
+	T_RUN(follow);
 	return t_failed_cases ? 1 : 0;
 }
