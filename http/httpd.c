@@ -12,6 +12,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -172,20 +174,76 @@ const char *httpd_reason(unsigned status)
 	return "Unknown";
 }
 
+/* What the client has taken of an answer: the bytes its TCP acknowledged, and since when (monotonic s). */
+struct progress {
+	long long acked;
+	long long since;
+};
+
+/* The bytes sock's peer has acknowledged, or -1 where the socket cannot say (not TCP). */
+static long long acked_bytes(int sock)
+{
+	struct tcp_info ti;
+	socklen_t l = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(sock, IPPROTO_TCP, TCP_INFO, &ti, &l) != 0 ||
+	    l < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
+		return -1;
+	return (long long)ti.tcpi_bytes_acked;
+}
+
+/* A send found the socket's buffer full: true once it may be writable again (at most a second later), false
+ * once the client has taken nothing for the socket's send timeout (the idle timeout). What the client took is
+ * what its TCP acknowledged (else, off TCP, what was written: sent). The socket's own timeout cannot tell: the
+ * kernel keeps taking a trickle into a send buffer that grows from a client that reads nothing, and sendfile
+ * waits the whole timeout afresh for each 64 KiB, so a stalled download held its dump, and the one dump slot,
+ * for minutes. */
+static bool wait_writable(int sock, struct progress *p, long long sent)
+{
+	struct timeval tv;
+	socklen_t l = sizeof(tv);
+	struct timespec ts;
+	struct pollfd pf = { .fd = sock, .events = POLLOUT };
+	long long a = acked_bytes(sock), now;
+
+	if (a < 0)
+		a = sent;
+	if (getsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, &l) != 0 || tv.tv_sec <= 0)
+		tv.tv_sec = 30;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (long long)ts.tv_sec;
+	if (p->since == 0 || a != p->acked) {
+		p->acked = a;
+		p->since = now;
+	} else if (now - p->since >= (long long)tv.tv_sec) {
+		return false;
+	}
+	return poll(&pf, 1, 1000) >= 0 || errno == EINTR;
+}
+
 /* Write all of p; false on error or when the client stops reading for the idle timeout. */
 bool httpd_send_all(int fd, const void *p, size_t n)
 {
 	const char *c = p;
+	struct progress pr = { 0, 0 };
+	long long sent = 0;
 
 	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			if (!wait_writable(fd, &pr, sent))
+				return false;
+			continue;
+		}
 		if (w <= 0)
 			return false;
 		c += w;
 		n -= (size_t)w;
+		sent += w;
 	}
 	return true;
 }
@@ -220,25 +278,35 @@ static bool write_head(int fd, struct httpd_req *r, const char *length_header)
 }
 
 /* fd's bytes from *off up to end onto the socket; false when the client went away or stalled. */
-static bool sendfile_to(int sock, int fd, off_t *off, uint64_t end)
+static bool sendfile_to(int sock, int fd, off_t *off, uint64_t end, struct progress *pr)
 {
-	while ((uint64_t)*off < end) {
+	int fl = fcntl(sock, F_GETFL);
+	bool ok = true;
+
+	if (fl >= 0)
+		fcntl(sock, F_SETFL, fl | O_NONBLOCK); /* sendfile takes no MSG_DONTWAIT */
+	while (ok && (uint64_t)*off < end) {
 		size_t want = end - (uint64_t)*off > (1u << 30) ? (1u << 30) : (size_t)(end - (uint64_t)*off);
 		ssize_t n = sendfile(sock, fd, off, want);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return false; /* the connection is closed */
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			ok = wait_writable(sock, pr, (long long)*off);
+		else if (n <= 0)
+			ok = false; /* the connection is closed */
 	}
-	return true;
+	if (fl >= 0)
+		fcntl(sock, F_SETFL, fl);
+	return ok;
 }
 
 static void send_fd_body(int sock, struct httpd_req *r)
 {
 	off_t off = 0;
+	struct progress pr = { 0, 0 };
 
-	r->sent_whole = sendfile_to(sock, r->fd, &off, r->fd_size);
+	r->sent_whole = sendfile_to(sock, r->fd, &off, r->fd_size, &pr);
 }
 
 /* A growing file: each chunk's size line, its bytes by sendfile, its CRLF; no framing for HTTP/1.0. */
@@ -246,6 +314,7 @@ static void send_follow_body(int sock, struct httpd_req *r)
 {
 	bool chunked = r->rq.minor >= 1;
 	off_t off = 0;
+	struct progress pr = { 0, 0 };
 
 	for (;;) {
 		long long n = r->avail_fn(r->stream_ctx, (uint64_t)off);
@@ -264,7 +333,7 @@ static void send_follow_body(int sock, struct httpd_req *r)
 		hl = snprintf(hdr, sizeof(hdr), "%llx\r\n", n);
 		if (chunked && send(sock, hdr, (size_t)hl, MSG_NOSIGNAL | MSG_MORE) != hl)
 			break;
-		if (!sendfile_to(sock, r->fd, &off, (uint64_t)off + (uint64_t)n))
+		if (!sendfile_to(sock, r->fd, &off, (uint64_t)off + (uint64_t)n, &pr))
 			break;
 		if (chunked && !httpd_send_all(sock, "\r\n", 2))
 			break;

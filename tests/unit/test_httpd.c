@@ -54,6 +54,26 @@ static void follow_free(void *ctx)
 	__atomic_add_fetch(&follow_freed, 1, __ATOMIC_SEQ_CST);
 }
 
+/* A followed file far larger than any socket buffer (sparse), whole at once: for a client that stops reading. */
+#define BIG_BYTES (256LL << 20)
+static long long big_avail(void *ctx, uint64_t sent)
+{
+	(void)ctx;
+	return (long long)sent >= BIG_BYTES ? 0 : BIG_BYTES - (long long)sent;
+}
+
+static void send_big(struct httpd_req *r)
+{
+	struct follow *f = calloc(1, sizeof(*f));
+	FILE *tmp = tmpfile();
+
+	f->fd = dup(fileno(tmp));
+	fclose(tmp);
+	if (ftruncate(f->fd, BIG_BYTES) != 0)
+		abort();
+	httpd_send_follow(r, 200, "application/octet-stream", f->fd, big_avail, follow_free, f, "core");
+}
+
 static void send_followed(struct httpd_req *r, bool cut)
 {
 	struct follow *f = calloc(1, sizeof(*f));
@@ -73,6 +93,10 @@ static void send_followed(struct httpd_req *r, bool cut)
 static void handler(void *ctx, struct httpd_req *r)
 {
 	(void)ctx;
+	if (strcmp(httpd_path(r), "/big") == 0) {
+		send_big(r);
+		return;
+	}
 	if (strcmp(httpd_path(r), "/follow") == 0 || strcmp(httpd_path(r), "/follow-cut") == 0) {
 		send_followed(r, strcmp(httpd_path(r), "/follow-cut") == 0);
 		return;
@@ -117,6 +141,7 @@ static double now_s(void)
 }
 
 static int port;
+static unsigned idle_s; /* the next start's idle timeout, 0 for the default */
 
 /* Start a server on a free loopback port. */
 static struct httpd *start(unsigned max_conns, unsigned per_peer, unsigned head_s)
@@ -127,7 +152,8 @@ static struct httpd *start(unsigned max_conns, unsigned per_peer, unsigned head_
 	char urls[64];
 	struct httpd_config cfg = { .urls = urls, .max_connections = max_conns, .max_per_peer = per_peer,
 				    .head_timeout_s = head_s, .max_body = 4096, .takes_body = takes_body,
-				    .is_probe = is_probe, .admit_body = admit_body };
+				    .is_probe = is_probe, .admit_body = admit_body,
+				    .idle_timeout_s = idle_s };
 	struct httpd *d = NULL;
 	struct err_msg em;
 
@@ -380,6 +406,35 @@ static void follow(void)
 	T_CHECK(__atomic_load_n(&follow_freed, __ATOMIC_SEQ_CST) == 3);
 }
 
+/* A client that takes the head and stops reading: cut off within a few idle timeouts, its file freed. Before,
+ * the kernel's trickle into a growing send buffer kept each send making progress, and the answer (a dump, and
+ * its slot) was held for minutes. */
+static void stalled(void)
+{
+	struct httpd *d;
+	int s, rcv = 4096, freed = __atomic_load_n(&follow_freed, __ATOMIC_SEQ_CST);
+	char head[512];
+	const char *req = "GET /big HTTP/1.1\r\nHost: x\r\n\r\n";
+	double t0;
+
+	idle_s = 2;
+	d = start(4, 64, 10);
+	idle_s = 0;
+	T_CHECK(d != NULL);
+	s = dial("127.0.0.1", NULL);
+	T_CHECK(s >= 0);
+	setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	T_CHECK(send(s, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req));
+	T_CHECK(recv(s, head, sizeof(head) - 1, 0) > 0);
+	t0 = now_s();
+	while (__atomic_load_n(&follow_freed, __ATOMIC_SEQ_CST) == freed && now_s() - t0 < 30)
+		usleep(100000);
+	fprintf(stderr, "stalled: cut after %.1f s (idle timeout 2 s)\n", now_s() - t0);
+	T_CHECK(__atomic_load_n(&follow_freed, __ATOMIC_SEQ_CST) == freed + 1 && now_s() - t0 < 5);
+	close(s);
+	httpd_free(d);
+}
+
 int main(void)
 {
 	t_file_name = "test_httpd";
@@ -389,5 +444,6 @@ int main(void)
 	T_RUN(body_rate);
 	T_RUN(body_admission);
 	T_RUN(follow);
+	T_RUN(stalled);
 	return t_failed_cases ? 1 : 0;
 }
