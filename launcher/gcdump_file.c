@@ -223,6 +223,8 @@ struct gcdump_graph {
 	uint32_t *order;        /* the objects by address (their indexes into nodes), to find a reference's node */
 	struct gcdump_idmap addr; /* an address no object has -> its (undefined) node's index + 1 */
 	uint64_t n_nodes;
+	uint64_t budget; /* bytes, 0 for none */
+	bool over;       /* passed the budget */
 };
 
 struct gcdump_graph *gcdump_graph_new(void)
@@ -232,6 +234,17 @@ struct gcdump_graph *gcdump_graph_new(void)
 	g->nodes.esize = sizeof(struct gnode);
 	g->edges.esize = g->undef.esize = sizeof(uint64_t);
 	return g;
+}
+
+void gcdump_graph_set_budget(struct gcdump_graph *g, uint64_t bytes) { g->budget = bytes; }
+uint64_t gcdump_graph_budget(const struct gcdump_graph *g) { return g->over ? g->budget : 0; }
+
+/* Whether one more object (node) or reference fits the budget; notes when it does not. */
+static bool within_budget(struct gcdump_graph *g, size_t node, size_t edge)
+{
+	g->over = g->over || (g->budget && (g->nodes.n + node) * (uint64_t)GCDUMP_NODE_BYTES +
+							   (g->edges.n + edge) * (uint64_t)GCDUMP_EDGE_BYTES > g->budget);
+	return !g->over;
 }
 
 void gcdump_graph_free(struct gcdump_graph *g)
@@ -307,7 +320,7 @@ int gcdump_graph_node(struct gcdump_graph *g, uint64_t address, uint64_t size, u
 	struct gnode *n;
 	uint32_t *slot;
 
-	if (g->nodes.n >= GCDUMP_MAX_NODES || edges > GCDUMP_MAX_EDGES)
+	if (g->nodes.n >= GCDUMP_MAX_NODES || edges > GCDUMP_MAX_EDGES || !within_budget(g, 1, 0))
 		return DP_ETOOBIG;
 	slot = gcdump_idmap_at(&g->slots, type_id, true);
 	if (*slot == 0) {
@@ -325,7 +338,7 @@ int gcdump_graph_node(struct gcdump_graph *g, uint64_t address, uint64_t size, u
 
 int gcdump_graph_edge(struct gcdump_graph *g, uint64_t target)
 {
-	if (g->edges.n >= GCDUMP_MAX_EDGES)
+	if (g->edges.n >= GCDUMP_MAX_EDGES || !within_budget(g, 0, 1))
 		return DP_ETOOBIG;
 	*(uint64_t *)vec_push(&g->edges) = target;
 	return 0;

@@ -64,6 +64,13 @@ char *gcdump_type_name(const char *name, uint32_t flags, uint32_t name_id);
 struct gcdump_graph;
 struct gcdump_graph *gcdump_graph_new(void);
 void gcdump_graph_free(struct gcdump_graph *g); /* accepts NULL */
+/* The most memory the graph may take (0: no cap), counted as GCDUMP_NODE_BYTES an object and
+ * GCDUMP_EDGE_BYTES a reference (the peak measured with the file written); past it, node and edge
+ * give DP_ETOOBIG. gcdump_graph_budget: the cap when the graph passed it, else 0. */
+#define GCDUMP_NODE_BYTES 64u
+#define GCDUMP_EDGE_BYTES 13u
+void gcdump_graph_set_budget(struct gcdump_graph *g, uint64_t bytes);
+uint64_t gcdump_graph_budget(const struct gcdump_graph *g);
 
 /* BulkType's value (name as the runtime spells it), a module event's IL path. */
 void gcdump_graph_type(struct gcdump_graph *g, uint64_t type_id, uint64_t module_id, uint32_t name_id,
