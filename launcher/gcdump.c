@@ -26,6 +26,7 @@
 
 #include <time.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,14 +410,17 @@ static int by_bytes(const void *a, const void *b)
 static uint64_t cgroup_number(const char *path)
 {
 	FILE *f = fopen(path, "re");
-	unsigned long long v = 0;
+	char line[32], *end;
+	unsigned long long v;
 
 	if (f == NULL)
 		return 0;
-	if (fscanf(f, "%llu", &v) != 1)
-		v = 0;
+	if (fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
 	fclose(f);
-	return v;
+	errno = 0;
+	v = strtoull(line, &end, 10);
+	return errno == 0 && end != line && (*end == '\n' || *end == '\0') ? v : 0;
 }
 
 /* What the graph may take: 3/4 of what the agent's memory limit (cgroup v2, else v1) leaves now, so a heap too
