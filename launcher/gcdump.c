@@ -423,19 +423,42 @@ static uint64_t cgroup_number(const char *path)
 	return errno == 0 && end != line && (*end == '\n' || *end == '\0') ? v : 0;
 }
 
-/* What the graph may take: 3/4 of what the agent's memory limit (cgroup v2, else v1) leaves now, so a heap too
- * large for it is refused, naming the limit, before the kernel kills the agent (the injected limit is 64Mi;
- * 2.2 million objects took 98 MB); 0 without a limit. */
+/* A cgroup memory.stat's value of key ("file", "total_cache"); 0 when it is missing. */
+static uint64_t cgroup_stat(const char *path, const char *key)
+{
+	FILE *f = fopen(path, "re");
+	char line[128];
+	size_t kl = strlen(key);
+	uint64_t v = 0;
+
+	if (f == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
+			v = strtoull(line + kl + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/* What the graph may take: 3/4 of what the agent's memory limit (cgroup v2, else v1) leaves now, the page
+ * cache counted as free (a staged dump leaves its pages charged to the agent, and the kernel reclaims them), so
+ * a heap too large for it is refused, naming the limit, before the kernel kills the agent (the injected limit
+ * is 64Mi; 2.2 million objects took 98 MB); 0 without a limit. */
 static uint64_t graph_budget(void)
 {
 	uint64_t lim = cgroup_number("/sys/fs/cgroup/memory.max"), used = cgroup_number("/sys/fs/cgroup/memory.current");
+	uint64_t cache = cgroup_stat("/sys/fs/cgroup/memory.stat", "file");
 
 	if (lim == 0) {
 		lim = cgroup_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
 		used = cgroup_number("/sys/fs/cgroup/memory/memory.usage_in_bytes");
+		cache = cgroup_stat("/sys/fs/cgroup/memory/memory.stat", "total_cache");
 	}
 	if (lim == 0 || lim >= (1ull << 60))
 		return 0;
+	used = used > cache ? used - cache : 0;
 	return lim > used ? (lim - used) / 4 * 3 : 1;
 }
 
