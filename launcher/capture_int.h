@@ -83,7 +83,13 @@ struct capture_kind_def {
 extern const struct capture_kind_def capture_kinds[CAPTURE_KINDS];
 
 /*
- * capture_run.c: the end of a job (its source's state freed, the slot given
+ * capture_job.c: a slot of the kind's, waiting up to 100 ms for one (a client
+ * that asks again the moment its download ends can be quicker than the
+ * thread that sent it is to give the slot back); false when none came.
+ */
+bool capture_slot_take(struct captures *cs, const struct capture_kind_def *k);
+/*
+ * capture_job.c: the end of a job (its source's state freed, the slot given
  * back, the operation finished: rc 0 Succeeded at location, else Failed with
  * why; the job freed), and a failure answered before a byte was sent.
  */
