@@ -67,7 +67,9 @@ export -f jqe
 ours() { [ -n "$1" ] && [ "$(awk '{print $4}' "/proc/$1/stat" 2>/dev/null)" = "$$" ]; }
 agent_cleanup() {
 	local p
-	for p in "${PIDS[@]+"${PIDS[@]}"}"; do ours "$p" && kill -9 "$p" 2>/dev/null; done
+	# an agent in init mode (launch -- CMD) killed with -9 cannot stop its app: the app first (dump_judge.sh left
+	# "console.dll sleep 600" running for 10 minutes)
+	for p in "${PIDS[@]+"${PIDS[@]}"}"; do ours "$p" && { pkill -9 -P "$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; }; done
 	# a createdump whose agent died holds its app (a child of ours) unreaped: wait would never return
 	pkill -9 -f "createdump --name $W/" 2>/dev/null
 	wait 2>/dev/null
