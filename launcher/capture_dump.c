@@ -182,7 +182,9 @@ static void follow_done(void *ctx)
 			 (unsigned long long)f->sent);
 		capture_job_end(j, DP_ECANCELED, NULL, why);
 	} else {
-		snprintf(why, sizeof(why), "the client went away after %llu of %llu bytes of the dump",
+		/* the connection ended: the client left or stalled past the idle timeout, or the agent is stopping */
+		snprintf(why, sizeof(why), "the download was cut off (the client went away or stopped reading, or the "
+			 "agent is stopping) with %llu of %llu staged bytes handed to the connection",
 			 (unsigned long long)f->sent, (unsigned long long)f->staged);
 		capture_job_end(j, DP_EIO, NULL, why);
 	}
