@@ -65,7 +65,7 @@ EOF
 kill "$WPID"; wait "$WPID" 2> /dev/null || true
 echo "webhook log:"; grep -v '"event":"listening"' "$W/webhook.log" | sed 's/^/  /'
 
-printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, dumped, dumped to an egress directory, traced\033[0m\n'
+printf '\n\033[1m== The agent: a .NET app started under `diagport launch --`, listed, dumped (opened in dotnet-dump), heap-snapshotted (dotnet-gcdump), dumped to an egress directory, traced\033[0m\n'
 bash tests/apps/build.sh build/apps | sed 's/^/  /'
 mkdir -m 0777 "$W/diag" "$W/artifacts"
 PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -81,6 +81,12 @@ echo "\$ curl -o core 'http://127.0.0.1:$PORT/dump?type=WithHeap'"
 curl -s -o "$W/core" -w 'HTTP %{http_code}, %{size_download} bytes in %{time_total} s\n' "http://127.0.0.1:$PORT/dump?type=WithHeap"
 echo "\$ file core"; file -b "$W/core" | cut -c1-70
 echo "(staging left behind: $(ls -A "$W/diag" | grep -c diagport-dump) files)"
+echo "\$ dotnet-dump analyze core -c clrthreads -c exit   # Microsoft's tool opens it (build/tools, scripts/prereqs.sh)"
+build/tools/dotnet-dump/dotnet-dump analyze "$W/core" -c clrthreads -c exit 2>&1 | grep -E 'ThreadCount|UnstartedThread|BackgroundThread' | sed 's/^/  /'
+echo "\$ curl -o app.gcdump 'http://127.0.0.1:$PORT/gcdump'   # a GC heap snapshot, the .gcdump file"
+curl -s -o "$W/app.gcdump" -w 'HTTP %{http_code}, %{size_download} bytes in %{time_total} s\n' "http://127.0.0.1:$PORT/gcdump"
+echo "\$ dotnet-gcdump report app.gcdump | head -6"
+build/tools/dotnet-gcdump/dotnet-gcdump report "$W/app.gcdump" 2>&1 | head -6 | sed 's/^/  /'
 echo "\$ curl -i 'http://127.0.0.1:$PORT/dump?type=Mini&egressProvider=artifacts'"
 curl -s -D "$W/hdr" -o /dev/null "http://127.0.0.1:$PORT/dump?type=Mini&egressProvider=artifacts"
 grep -iE '^(HTTP|location)' "$W/hdr" | tr -d '\r' | sed 's/^/  /'
