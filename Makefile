@@ -5,6 +5,7 @@
 #   make bench      run the benchmarks under bench/ (they measure, they do not gate)
 #   make lint       clang-tidy and cppcheck over the sources
 #   make fuzz       build the libFuzzer targets under tests/fuzz/ and run each briefly
+#   make image      the agent's image; make webhook-image, the webhook's (docs/image.md)
 #   make lambda     the CloudFormation macro's Lambda artefact (build/lambda/diagport-macro.zip)
 #   make cdk        the CDK construct library under cdk/ (rules in WebAssembly, TypeScript, asset)
 #   make clean
@@ -56,7 +57,7 @@ LIBDP      := $(BUILD)/libdiagport.a
 
 PREREQ_STAMP := $(BUILD)/.prereqs-$(shell cat scripts/prereqs.sh 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk image FORCE
+.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk image webhook-image FORCE
 all: diagport
 
 $(PREREQ_STAMP):
@@ -122,6 +123,12 @@ $(BUILD)/lambda/bootstrap: $(BUILD)/main.o $(LIBDP)
 IMAGE ?= ghcr.io/diagport/diagport:$(VERSION)
 image: $(BUILD)/static/diagport
 	scripts/build-image.sh "$(IMAGE)" $(BUILD)/static/diagport "$(VERSION)"
+
+# The webhook's image (Containerfile.webhook): the dynamic build and the shared libraries it loads
+# (libmicrohttpd has no static library in Debian, and a static program cannot load one).
+WEBHOOK_IMAGE ?= ghcr.io/diagport/diagport-webhook:$(VERSION)
+webhook-image: $(BUILD)/diagport
+	scripts/build-image.sh --webhook "$(WEBHOOK_IMAGE)" $(BUILD)/diagport "$(VERSION)"
 
 lambda: $(BUILD)/lambda/bootstrap
 	@rm -f $(BUILD)/lambda/diagport-macro.zip

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 /* pthread_once calls a function without arguments: the library being loaded is passed beside it. */
 static __thread struct dynlib *loading;
@@ -21,6 +22,19 @@ static void load(void)
 
 	if (lib->n_syms > sizeof(addr) / sizeof(addr[0]))
 		DP_FATAL("dynlib: %s has more than %zu symbols", lib->what, sizeof(addr) / sizeof(addr[0]));
+	/*
+	 * A static executable has no program interpreter (AT_BASE 0). glibc's dlopen there maps the
+	 * library and its own libc beside ours and crashes in it (the static image's webhook died
+	 * with SIGSEGV, printing nothing): refuse in one sentence instead.
+	 */
+	if (getauxval(AT_BASE) == 0) {
+		lib->rc = DP_ENOLIB;
+		snprintf(lib->error, sizeof(lib->error),
+			 "%s cannot be loaded: this diagport is linked statically (the agent's image); "
+			 "run the dynamically linked build, or the diagport-webhook image for the webhook (docs/image.md)",
+			 lib->what);
+		return;
+	}
 	for (size_t i = 0; h == NULL && lib->sonames[i]; i++) {
 		tried = lib->sonames[i];
 		if ((h = dlopen(tried, flags)) == NULL)

@@ -55,6 +55,18 @@ check no-shell test "$rc" != 0
 podman run --rm "$IMAGE" --version > "$W/version.out" 2>&1
 WHY="$(cat "$W/version.out")"
 check runs grep -qx "diagport $(cat VERSION)" "$W/version.out"
+# what needs a shared library (the webhook: libmicrohttpd; the fleet client: libcurl) cannot run in a
+# static program: one sentence and exit 1, not the SIGSEGV of glibc's static dlopen (the webhook image
+# is tests/e2e/webhook_image.sh)
+printf 'x\n' > "$W/pem"
+podman run --rm --no-healthcheck -v "$W/pem:/pem:ro" "$IMAGE" webhook --listen :8443 --tls-cert /pem --tls-key /pem > "$W/wh.out" 2>&1
+rc=$?
+WHY="diagport webhook in the agent's image: exit $rc: $(head -c 300 "$W/wh.out")"
+check webhook-refused-in-one-line bash -c "test $rc = 1 && test \$(wc -l < '$W/wh.out') = 1 && grep -q 'linked statically' '$W/wh.out'"
+podman run --rm --no-healthcheck --tmpfs /tmp "$IMAGE" capture stacks --target http://127.0.0.1:9 -o /tmp/out > "$W/cap.out" 2>&1
+rc=$?
+WHY="diagport capture in the agent's image: exit $rc: $(head -c 300 "$W/cap.out")"
+check capture-refused-not-crashed bash -c "test $rc -ne 0 && test $rc -lt 128 && grep -q 'linked statically' '$W/cap.out'"
 
 # the agent in its image, for a .NET app on this host: the socket in a shared directory, HTTP on a
 # port published on loopback, the token from a mounted file

@@ -94,7 +94,8 @@ DEPLOY = "diagport-webhook"
 SA = "diagport-webhook"
 TLS_SECRET = "diagport-webhook-tls"
 CONFIG = "diagport-webhook-config"
-IMAGE = "ghcr.io/diagport/diagport:0.1.0"
+IMAGE = "ghcr.io/diagport/diagport:0.1.0"  # the agent's, which the configuration injects
+WEBHOOK_IMAGE = "ghcr.io/diagport/diagport-webhook:0.1.0"  # the webhook's and its certificate Job's
 PATHS = {"pods.diagport.dev": "/mutate", "namespaces.diagport.dev": "/mutate/namespace",
          "pods-pss.diagport.dev": "/mutate/no-ptrace", "namespaces-pss.diagport.dev": "/mutate/namespace/no-ptrace"}
 WEBHOOK_CMD = ["/diagport", "webhook", "--listen", ":8443",
@@ -328,7 +329,7 @@ def check_command(docs):
     c = webhook_container(deployment(docs))
     got = (c.get("command") or []) + (c.get("args") or [])
     need(got == WEBHOOK_CMD, f"command {got}, expected {WEBHOOK_CMD}")
-    need(c.get("image") == IMAGE, f"image {c.get('image')}, expected {IMAGE}")
+    need(c.get("image") == WEBHOOK_IMAGE, f"image {c.get('image')}, expected {WEBHOOK_IMAGE}")
 
 
 def check_mounts(docs):
@@ -490,7 +491,7 @@ def check_certs_job(docs):
         need(len(cs) == 1, f"{at}: {len(cs)} containers")
         got = (cs[0].get("command") or []) + (cs[0].get("args") or [])
         need(got == CERTS_CMD, f"{at}: command {got}, expected {CERTS_CMD}")
-        need(cs[0].get("image") == IMAGE, f"{at}: image {cs[0].get('image')}")
+        need(cs[0].get("image") == WEBHOOK_IMAGE, f"{at}: image {cs[0].get('image')}")
         # The command names the objects that the rest of the render has.
         words = dict(zip(got[3::2], got[4::2]))
         need(words["--namespace"] == NS and words["--service"] == name_of(svc)
