@@ -28,10 +28,15 @@
 
 /* ---- resolving plain scalars (shared by reader and writer) ---- */
 
+/* The longest word any list below holds ("+.inf"): a longer scalar is none of them (most are). */
+#define WORD_MAX 5
+
 static bool text_is(const char *s, size_t len, const char *const *list)
 {
+	if (len == 0 || len > WORD_MAX)
+		return false;
 	for (; *list; list++)
-		if (strlen(*list) == len && memcmp(s, *list, len) == 0)
+		if ((*list)[0] == s[0] && strlen(*list) == len && memcmp(s, *list, len) == 0)
 			return true;
 	return false;
 }

@@ -48,27 +48,34 @@ static int write_out(void *data, unsigned char *bytes, size_t size)
 	return w->buf_rc == 0;
 }
 
+/* "LINE:COL: " of n, for a message, or "" (formatted only on failure: emit runs once per node). */
+static const char *where_of(const struct doc_node *n, char *where, size_t size)
+{
+	where[0] = '\0';
+	if (n && n->line)
+		snprintf(where, size, "%u:%u: ", n->line, n->col);
+	return where;
+}
+
 /* Emit ev (made by an *_initialize call that returned `made`) for node n. */
 static int emit(struct yw *w, yaml_event_t *ev, int made, const struct doc_node *n)
 {
-	char where[32] = "";
+	char where[32];
 
-	if (n && n->line)
-		snprintf(where, sizeof(where), "%u:%u: ", n->line, n->col);
 	if (!made && n && n->tag && !doc_yaml_tag_writable(n->tag))
 		return err_set(w->em, DP_EUNSUPPORTED,
-			       "%scannot write YAML tag %s (',', '[' or ']' in a short tag)", where,
-			       n->tag);
+			       "%scannot write YAML tag %s (',', '[' or ']' in a short tag)",
+			       where_of(n, where, sizeof(where)), n->tag);
 	if (!made)
-		return err_set(w->em, DP_EUNSUPPORTED,
-			       "%scannot write as YAML: the text or tag is not valid UTF-8", where);
+		return err_set(w->em, DP_EUNSUPPORTED, "%scannot write as YAML: the text or tag is not valid UTF-8",
+			       where_of(n, where, sizeof(where)));
 	if (yaml_emitter_emit(&w->e, ev))
 		return 0;
 	if (w->buf_rc != 0)
 		return err_set(w->em, DP_ETOOBIG, "YAML output is over the %zu-byte cap", w->out->cap);
 	if (w->e.error == YAML_MEMORY_ERROR)
 		DP_FATAL("libyaml ran out of memory");
-	return err_set(w->em, DP_EUNSUPPORTED, "%scannot write as YAML: %s", where,
+	return err_set(w->em, DP_EUNSUPPORTED, "%scannot write as YAML: %s", where_of(n, where, sizeof(where)),
 		       w->e.problem ? w->e.problem : "emitter error");
 }
 
