@@ -169,7 +169,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		if (ch >= FLAG_BASE) {
 			const struct inj_flag *fl = &flags[ch - FLAG_BASE];
 
-			if (inj_opts_set(&a->opts, fl->option, fl->takes_value ? arg : fl->value, &em) != 0) {
+			if (inj_opts_set_flag(&a->opts, fl->option, fl->takes_value ? arg : fl->value, &em) != 0) {
 				const char *why = strchr(em.text, ':'); /* "option NAME: why": the flag names it */
 
 				fprintf(stderr, "diagport: --%s: %s\n", fl->flag, why ? why + 2 : em.text);
