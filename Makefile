@@ -7,6 +7,7 @@
 #   make fuzz       build the libFuzzer targets under tests/fuzz/ and run each briefly
 #   make lambda     the CloudFormation macro's Lambda artefact (build/lambda/diagport-macro.zip)
 #   make cdk        the CDK construct library under cdk/ (rules in WebAssembly, TypeScript, asset)
+#   make install    ./diagport into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local), with kubectl-diagport
 #   make clean
 # Switches: SANITIZER=address|undefined|address,undefined   WERROR=1 (on in CI)
 
@@ -56,7 +57,7 @@ LIBDP      := $(BUILD)/libdiagport.a
 
 PREREQ_STAMP := $(BUILD)/.prereqs-$(shell cat scripts/prereqs.sh 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk image FORCE
+.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk image install FORCE
 all: diagport
 
 $(PREREQ_STAMP):
@@ -175,6 +176,14 @@ unit: $(UNIT_BIN)
 test: diagport $(UNIT_BIN) cdk
 	@scripts/prereqs.sh test
 	@BUILD=$(BUILD) tests/run
+
+# The one binary, and kubectl-diagport, a link to it: `kubectl diagport ps` runs it (docs/fleet.md).
+# DESTDIR stages it for a package. Microsoft's .NET tools are not ours to install (README, "Install").
+PREFIX  ?= /usr/local
+install: diagport
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 diagport "$(DESTDIR)$(PREFIX)/bin/diagport"
+	ln -sf diagport "$(DESTDIR)$(PREFIX)/bin/kubectl-diagport"
 
 demo: diagport
 	@scripts/prereqs.sh demo

@@ -2,8 +2,9 @@
 # cdk_lib.sh - the CDK construct library's own tests (cdk/test/*.test.js:
 # DiagportAspect, DiagportMacro and the rules in WebAssembly, with
 # aws-cdk-lib/assertions), run as a contributor runs them, `npm test` in cdk/
-# (its pretest builds lib/, the WebAssembly and the Lambda bootstrap with
-# `make -C .. cdk`: nothing to do after `make test`'s own build), with Node's
+# (its pretest builds lib/, the WebAssembly, the Lambda bootstrap and
+# ./diagport with `make -C .. diagport cdk`: nothing to do after `make
+# test`'s own build), with Node's
 # TAP reporter; each top-level test is one PASS/FAIL line.
 set -uo pipefail
 
@@ -14,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 (cd "$root/cdk" && DIAGPORT_TEST_REPORTER=tap timeout 900 npm test) >"$tmp/tap" 2>&1 </dev/null
 rc=$?
 if grep -q '^> @diagport/cdk@[^ ]* pretest' "$tmp/tap" && ! grep -q '^> @diagport/cdk@[^ ]* test' "$tmp/tap"; then
-	echo "FAIL integration/cdk_lib/build: npm test's pretest (make -C .. cdk) failed (exit $rc)"
+	echo "FAIL integration/cdk_lib/build: npm test's pretest (make -C .. diagport cdk) failed (exit $rc)"
 	tail -n 30 "$tmp/tap" | sed 's/^/    /'
 	exit 1
 fi
