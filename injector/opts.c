@@ -375,7 +375,8 @@ static void value_text(const struct inj_option *opt, const struct inj_opts *o, s
 }
 
 int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *name, const char *v,
-		     const char *setting, const struct doc_node *at, const char *what, struct err_msg *em)
+		     const char *setting, const char *key, const struct doc_node *at, const char *what,
+		     struct err_msg *em)
 {
 	const struct inj_option *opt = find(name);
 	unsigned bit = opt ? 1u << (unsigned)(opt - options) : 0;
@@ -398,8 +399,8 @@ int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *na
 		if (at && at->line)
 			snprintf(pos, sizeof(pos), ":%u:%u", at->line, at->col);
 		/* the flag as it was typed: --mode suspend, --no-ptrace */
-		inj_report_warn(c->report, "%s%s: %s%s%s=%s wins over %s%s%s", c->file ? c->file : "<input>", pos,
-				what ? what : "", what ? ": " : "", setting, v,
+		inj_report_warn(c->report, "%s%s: %s%s%s%s=%s wins over %s%s%s", c->file ? c->file : "<input>", pos,
+				what ? what : "", what ? ": " : "", setting, key, v,
 				as_switch ? opt->switch_flag : opt->flag ? opt->flag : opt->switch_flag,
 				as_switch ? "" : " ", as_switch ? "" : (was.data ? was.data : ""));
 	}
@@ -599,7 +600,6 @@ int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, cons
 	for (size_t i = 0; i < map->n; i++) {
 		const char *k = map->keys[i]->text;
 		const char *v = inj_scalar_text(map->vals[i]);
-		char *name;
 		int rc;
 
 		if (prefixed) {
@@ -622,9 +622,7 @@ int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, cons
 			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s holds a NUL character",
 					prefixed ? INJ_PREFIX : "", k);
 		}
-		name = mem_printf("%s%s", setting, map->keys[i]->text);
-		rc = inj_opts_set_own(c, o, k, v, name, map->vals[i], what, em);
-		mem_free(name);
+		rc = inj_opts_set_own(c, o, k, v, setting, map->keys[i]->text, map->vals[i], what, em);
 		if (rc != 0) {
 			struct err_msg inner = *em;
 
@@ -646,7 +644,6 @@ int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct
 	for (size_t i = 0; i < tags->n; i++) {
 		const char *k = doc_get_str(tags->vals[i], kkey);
 		const char *v = inj_scalar_text(doc_get(tags->vals[i], vkey));
-		char *name;
 		int rc;
 
 		if (k == NULL || strncmp(k, INJ_PREFIX, plen) != 0 || strcmp(k + plen, "status") == 0)
@@ -655,10 +652,7 @@ int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct
 			return intrinsic_value(c, em, doc_get(tags->vals[i], vkey), what, "tag ", k);
 		if (v == NULL)
 			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: the tag has no string value", k);
-		name = mem_printf("tag %s", k);
-		rc = inj_opts_set_own(c, o, k + plen, v, name, tags->vals[i], what, em);
-		mem_free(name);
-		if (rc != 0) {
+		if ((rc = inj_opts_set_own(c, o, k + plen, v, "tag ", k, tags->vals[i], what, em)) != 0) {
 			struct err_msg inner = *em;
 
 			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: %s", k, inner.text);
