@@ -8,6 +8,7 @@
 #   make image      the agent's image; make webhook-image, the webhook's (docs/image.md)
 #   make lambda     the CloudFormation macro's Lambda artefact (build/lambda/diagport-macro.zip)
 #   make cdk        the CDK construct library under cdk/ (rules in WebAssembly, TypeScript, asset)
+#   make install    ./diagport into $(DESTDIR)$(PREFIX)/bin (PREFIX=/usr/local), with kubectl-diagport
 #   make clean
 # Switches: SANITIZER=address|undefined|address,undefined   WERROR=1 (on in CI)
 
@@ -57,7 +58,7 @@ LIBDP      := $(BUILD)/libdiagport.a
 
 PREREQ_STAMP := $(BUILD)/.prereqs-$(shell cat scripts/prereqs.sh 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk image webhook-image FORCE
+.PHONY: all prereqs test demo bench lint fuzz clean unit lambda cdk image webhook-image install FORCE
 all: diagport
 
 $(PREREQ_STAMP):
@@ -182,6 +183,14 @@ unit: $(UNIT_BIN)
 test: diagport $(UNIT_BIN) cdk
 	@scripts/prereqs.sh test
 	@BUILD=$(BUILD) tests/run
+
+# The one binary, and kubectl-diagport, a link to it: `kubectl diagport ps` runs it (docs/fleet.md).
+# DESTDIR stages it for a package. Microsoft's .NET tools are not ours to install (README, "Install").
+PREFIX  ?= /usr/local
+install: diagport
+	install -d "$(DESTDIR)$(PREFIX)/bin"
+	install -m 0755 diagport "$(DESTDIR)$(PREFIX)/bin/diagport"
+	ln -sf diagport "$(DESTDIR)$(PREFIX)/bin/kubectl-diagport"
 
 demo: diagport
 	@scripts/prereqs.sh demo

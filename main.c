@@ -20,7 +20,7 @@ struct subcommand {
 };
 
 static const struct subcommand subcommands[] = {
-	{ "inject", inj_cli_inject, "add diagnostics to Kubernetes objects, ECS task definitions, CloudFormation templates" },
+	{ "inject", inj_cli_inject, "add diagnostics to Kubernetes objects, ECS task definitions, CloudFormation, Compose files" },
 	{ "uninject", inj_cli_uninject, "remove exactly what inject added" },
 	{ "macro", inj_cli_macro, "the CloudFormation macro: one event in, the response out" },
 	{ "health", health_cli, "exit 0 when the local agent is ready (for probes without a shell)" },

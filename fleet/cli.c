@@ -181,7 +181,6 @@ static void usage_targets(FILE *f)
 		   "  --targets-file FILE      one a line: URL [name=N] [workload=W] [token-file=F]\n"
 		   "common:\n"
 		   "  --token-file FILE        the agents' token (else $DIAGPORT_TOKEN; Kubernetes: the pod's Secret)\n"
-		   "  --parallel N             agents called at once (4)\n"
 		   "  --request-timeout S      each API call while finding targets (30)\n");
 }
 
@@ -190,7 +189,9 @@ static void usage_ps(FILE *f)
 	fprintf(f, "usage: %s ps [TARGETS] [-o table|wide|json|yaml]\n\n"
 		   "The .NET processes behind the targets: workload, target, container, pid, runtime version,\n"
 		   "uptime (since the runtime attached to the agent), the injected mode; for a target without a\n"
-		   "callable agent, why not.\n", prog());
+		   "callable agent, why not.\n\noptions:\n"
+		   "  -o, --output FORMAT      table (default), wide, json or yaml\n"
+		   "  --parallel N             agents asked at once (4)\n", prog());
 	usage_targets(f);
 	fprintf(f, "\nexit codes: 0 listed, 2 usage, 3 targets not found (API error, bad kubeconfig), 4 access "
 		   "denied, 130 interrupted. docs/fleet.md.\n");

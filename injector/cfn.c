@@ -104,7 +104,7 @@ static int inj_resource(const struct inj_ctx *c, struct doc_node *res, const cha
 		inj_opts_free(&with_tags);
 		return rc;
 	}
-	rc = inj_opts_from_map(c, &with_tags, dmd, false, what, &o, em);
+	rc = inj_opts_from_map(c, &with_tags, dmd, false, "Metadata.diagport.", what, &o, em);
 	inj_opts_free(&with_tags);
 	if (rc != 0)
 		return rc;

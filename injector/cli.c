@@ -72,12 +72,13 @@ static void usage(FILE *f, const char *cmd)
 		cmd,
 		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
 		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
-		     "CloudFormation Metadata.diagport) override these options. Compose: one agent service\n"
-		     "(diagport-agent) for the project; --containers names services; a service's labels\n"
-		     "diagport.dev/inject, mode and ptrace are its own; the agent's options come from the\n"
-		     "top-level x-diagport map over these."
+		     "CloudFormation Metadata.diagport) override these options, with a warning on stderr when\n"
+		     "they give one another value. Compose: one agent service (diagport-agent) for the\n"
+		     "project; --containers names services; a service's labels diagport.dev/inject, mode and\n"
+		     "ptrace are its own; the agent's options come from the top-level x-diagport map over these."
 		   : "Removes exactly what inject added, as its status record lists it: the data comes back\n"
-		     "as it was (JSON byte for byte; YAML without its comments, anchors and layout).");
+		     "as it was (JSON byte for byte; YAML without its comments, anchors and layout), except\n"
+		     "ECS describe-task-definition output, which inject made register input: that comes back.");
 	if (in) {
 		buf_init(&opts, 0);
 		inj_opts_help(&opts);
@@ -169,7 +170,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		if (ch >= FLAG_BASE) {
 			const struct inj_flag *fl = &flags[ch - FLAG_BASE];
 
-			if (inj_opts_set(&a->opts, fl->option, fl->takes_value ? arg : fl->value, &em) != 0) {
+			if (inj_opts_set_flag(&a->opts, fl->option, fl->takes_value ? arg : fl->value, &em) != 0) {
 				const char *why = strchr(em.text, ':'); /* "option NAME: why": the flag names it */
 
 				fprintf(stderr, "diagport: --%s: %s\n", fl->flag, why ? why + 2 : em.text);

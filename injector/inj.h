@@ -76,6 +76,8 @@ struct inj_opts {
 	bool perf;                /* what the agent's perf engine needs: the app's processes in the agent's pid
 				     namespace and PERFMON for the runtime's seccomp profile (Kubernetes only;
 				     ECS, CloudFormation and Compose refuse it) */
+	unsigned flagged;         /* the options the command line set, one bit each (inj_opts_set_flag): a
+				     workload's own setting that gives one of them another value is warned about */
 };
 
 void inj_opts_init(struct inj_opts *o);                 /* the built-in defaults */
@@ -90,6 +92,14 @@ void inj_opts_free(struct inj_opts *o);
  * an option.
  */
 int inj_opts_set(struct inj_opts *o, const char *name, const char *value, struct err_msg *em);
+/*
+ * inj_opts_set for a command-line flag: the option is also marked as the
+ * command line's (flagged), so that a workload's own setting that overrides
+ * it with another value gives a warning (a flag is a default that the
+ * workload's annotations, tags and metadata win over, and a person who
+ * typed --mode suspend must not be left believing it took).
+ */
+int inj_opts_set_flag(struct inj_opts *o, const char *name, const char *value, struct err_msg *em);
 /* The list of option names, for messages ("inject, mode, containers, ..."). Borrowed. */
 const char *inj_opts_names(void);
 /*

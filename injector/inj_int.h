@@ -172,9 +172,21 @@ struct inj_resources inj_agent_resources(const struct inj_opts *o);
 int inj_agent_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em);
 const char *inj_default_image(enum inj_flavour f);
 
-/* Options from a workload's annotations / tags / metadata, layered over base into *o (initialised here). */
+/*
+ * Options from a workload's annotations / tags / metadata, layered over base into *o (initialised here).
+ * `setting` names a key in warnings: "annotation " (prefixed keys), "Metadata.diagport." or "" (bare names).
+ */
 int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *map,
-		      bool prefixed, const char *what, struct inj_opts *o, struct err_msg *em);
+		      bool prefixed, const char *setting, const char *what, struct inj_opts *o, struct err_msg *em);
+/*
+ * Set option `name` to v from the workload's own setting, found at `at`, as inj_opts_set does. When the
+ * command line set the option (o->flagged) to another value, c->report gets a warning naming the setting
+ * (`setting` then `key`, as messages name it: "label " + "diagport.dev/mode"), the object and the value
+ * kept; the option is the workload's from then on.
+ */
+int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *name, const char *v,
+		     const char *setting, const char *key, const struct doc_node *at, const char *what,
+		     struct err_msg *em);
 int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct doc_node *tags,
 		       const char *kkey, const char *vkey, const char *what, struct err_msg *em);
 /* Recheck options that depend on each other (auth with flavour, ...). */

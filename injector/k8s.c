@@ -256,7 +256,7 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 	    (rc = inj_map_field(c, holder, "metadata", what, &md, em)) != 0 ||
 	    (rc = inj_map_field(c, md, "annotations", what, &ann, em)) != 0)
 		return rc;
-	if ((rc = inj_opts_from_map(c, c->base, ann, true, what, &o, em)) != 0)
+	if ((rc = inj_opts_from_map(c, c->base, ann, true, "annotation ", what, &o, em)) != 0)
 		return rc;
 	if ((bad = stray_label(md)) != NULL) {
 		inj_opts_free(&o);

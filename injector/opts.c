@@ -315,6 +315,101 @@ int inj_opts_set(struct inj_opts *o, const char *name, const char *v, struct err
 	return set_option(o, opt, v, em);
 }
 
+_Static_assert(N_OPTIONS <= sizeof(unsigned) * 8, "struct inj_opts' flagged has a bit per option");
+
+int inj_opts_set_flag(struct inj_opts *o, const char *name, const char *v, struct err_msg *em)
+{
+	const struct inj_option *opt = find(name);
+	int rc = inj_opts_set(o, name, v, em);
+
+	if (rc == 0)
+		o->flagged |= 1u << (unsigned)(opt - options);
+	return rc;
+}
+
+static int get_int(const void *field, size_t size)
+{
+	bool b;
+	int v;
+
+	if (size == sizeof(bool)) {
+		memcpy(&b, field, sizeof(b));
+		return b;
+	}
+	memcpy(&v, field, sizeof(v));
+	return v;
+}
+
+/* The value an option has in o, as a flag takes it ("suspend", "cpu=10m,memory=16Mi"), appended to out. */
+static void value_text(const struct inj_option *opt, const struct inj_opts *o, struct buf *out)
+{
+	const void *field = (const char *)o + opt->off;
+	const char *const res[][2] = { { "cpu", o->cpu_request }, { "memory", o->mem_request },
+				       { "memory-limit", o->mem_limit } };
+	const char *sep = "";
+
+	switch (opt->kind) {
+	case OK_CHOICE:
+		buf_printf(out, "%s", opt->choices[get_int(field, opt->size)]);
+		return;
+	case OK_BOOL:
+	case OK_OPTIN:
+		buf_printf(out, "%s", get_int(field, opt->size) ? "true" : "false");
+		return;
+	case OK_PORT:
+		buf_printf(out, "%d", get_int(field, opt->size));
+		return;
+	case OK_RESOURCES:
+		for (size_t i = 0; i < sizeof(res) / sizeof(res[0]); i++)
+			if (res[i][1]) {
+				buf_printf(out, "%s%s=%s", sep, res[i][0], res[i][1]);
+				sep = ",";
+			}
+		return;
+	case OK_NAMES:
+	case OK_REF:
+	case OK_QUANTITY:
+		buf_printf(out, "%s", *(char *const *)field ? *(char *const *)field : "");
+		return;
+	}
+}
+
+int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *name, const char *v,
+		     const char *setting, const char *key, const struct doc_node *at, const char *what,
+		     struct err_msg *em)
+{
+	const struct inj_option *opt = find(name);
+	unsigned bit = opt ? 1u << (unsigned)(opt - options) : 0;
+	struct buf was, now;
+	char pos[64] = "";
+	int rc;
+
+	if (!(o->flagged & bit))
+		return inj_opts_set(o, name, v, em);
+	buf_init(&was, 0);
+	buf_init(&now, 0);
+	value_text(opt, o, &was);
+	if ((rc = set_option(o, opt, v, em)) != 0)
+		goto out;
+	o->flagged &= ~bit;
+	value_text(opt, o, &now);
+	if (c && c->report && strcmp(was.data ? was.data : "", now.data ? now.data : "") != 0) {
+		bool as_switch = opt->switch_flag && strcmp(was.data ? was.data : "", opt->switch_value) == 0;
+
+		if (at && at->line)
+			snprintf(pos, sizeof(pos), ":%u:%u", at->line, at->col);
+		/* the flag as it was typed: --mode suspend, --no-ptrace */
+		inj_report_warn(c->report, "%s%s: %s%s%s%s=%s wins over %s%s%s", c->file ? c->file : "<input>", pos,
+				what ? what : "", what ? ": " : "", setting, key, v,
+				as_switch ? opt->switch_flag : opt->flag ? opt->flag : opt->switch_flag,
+				as_switch ? "" : " ", as_switch ? "" : (was.data ? was.data : ""));
+	}
+out:
+	buf_free(&was);
+	buf_free(&now);
+	return rc;
+}
+
 static char names_buf[512];
 
 static void names_init(void)
@@ -495,7 +590,7 @@ static int intrinsic_value(const struct inj_ctx *c, struct err_msg *em, const st
  * is ours and skipped.
  */
 int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *map,
-		      bool prefixed, const char *what, struct inj_opts *o, struct err_msg *em)
+		      bool prefixed, const char *setting, const char *what, struct inj_opts *o, struct err_msg *em)
 {
 	size_t plen = strlen(INJ_PREFIX);
 
@@ -527,7 +622,7 @@ int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, cons
 			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s holds a NUL character",
 					prefixed ? INJ_PREFIX : "", k);
 		}
-		rc = inj_opts_set(o, k, v, em);
+		rc = inj_opts_set_own(c, o, k, v, setting, map->keys[i]->text, map->vals[i], what, em);
 		if (rc != 0) {
 			struct err_msg inner = *em;
 
@@ -549,16 +644,17 @@ int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct
 	for (size_t i = 0; i < tags->n; i++) {
 		const char *k = doc_get_str(tags->vals[i], kkey);
 		const char *v = inj_scalar_text(doc_get(tags->vals[i], vkey));
+		int rc;
 
 		if (k == NULL || strncmp(k, INJ_PREFIX, plen) != 0 || strcmp(k + plen, "status") == 0)
 			continue;
 		if (inj_intrinsic(doc_get(tags->vals[i], vkey)))
 			return intrinsic_value(c, em, doc_get(tags->vals[i], vkey), what, "tag ", k);
-		if (v == NULL || inj_opts_set(o, k + plen, v, em) != 0) {
+		if (v == NULL)
+			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: the tag has no string value", k);
+		if ((rc = inj_opts_set_own(c, o, k + plen, v, "tag ", k, tags->vals[i], what, em)) != 0) {
 			struct err_msg inner = *em;
 
-			if (v == NULL)
-				snprintf(inner.text, sizeof(inner.text), "the tag has no string value");
 			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: %s", k, inner.text);
 		}
 	}

@@ -22,6 +22,7 @@ show() {
 show "Kubernetes Deployment: native sidecar, app runs as uid 1000" k8s examples/k8s/deployment.yaml
 show "ECS describe-task-definition output → register input with the agent" ecs examples/ecs/taskdef.json
 show "CloudFormation template (YAML short-form tags kept), opted in by Metadata" cfn examples/cfn/template.yaml
+show "Compose project: one diagport-agent service; the database opts out by a label" compose examples/compose/compose.yaml
 printf '\n\033[1m== A kubectl pipeline\033[0m\n'
 echo '$ kubectl create deployment web --image=mcr.microsoft.com/dotnet/samples:aspnetapp --dry-run=client -o yaml | diagport inject - | kubectl kustomize'
 mkdir -p "$W/kz"

@@ -8,7 +8,8 @@
 # Debian packages come from apt; npm packages are installed into
 # tests/validate/node_modules (the test validators) and cdk/node_modules (the
 # CDK construct library's build and test tools) from the package.json beside
-# them (exact versions, no lock file), re-installed whenever it changes.
+# them (exact versions, no lock file), re-installed whenever it changes; a node_modules that
+# `npm install` put there holding those exact versions is kept.
 set -euo pipefail
 
 usage() {
@@ -116,10 +117,28 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt_run apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
+# npm_as_pinned DIR: DIR/node_modules holds every package DIR/package.json names at the exact version it
+# pins (what `npm install` by hand in cdk/ gives a new contributor, before `npm test` calls make).
+npm_as_pinned() {
+	node -e '
+const fs = require("fs"), path = require("path"), dir = process.argv[1];
+const read = (f) => JSON.parse(fs.readFileSync(f, "utf8"));
+const p = read(path.join(dir, "package.json"));
+for (const [name, want] of Object.entries({ ...p.dependencies, ...p.devDependencies })) {
+  let got = null;
+  try { got = read(path.join(dir, "node_modules", name, "package.json")).version; } catch (e) { }
+  if (got !== want) process.exit(1);
+}' "$1" 2>/dev/null
+}
+
 for rel in "${want_npm[@]+"${want_npm[@]}"}"; do
 	dir=$root/$rel
 	stamp=$dir/node_modules/.diagport-stamp
 	sum="$(sha256sum <"$dir/package.json" | cut -d' ' -f1) node-$(node --version)"
+	# installed by npm, not by this script (no stamp), and as pinned: kept, not installed again
+	if [ ! -f "$stamp" ] && [ -d "$dir/node_modules" ] && npm_as_pinned "$dir"; then
+		printf '%s\n' "$sum" >"$stamp"
+	fi
 	if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$sum" ]; then
 		echo "prereqs: installing $rel npm packages (npm)"
 		rm -rf "$dir/node_modules"

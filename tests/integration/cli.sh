@@ -131,6 +131,29 @@ check help-says-json-stream grep -q 'stream of JSON values' "$W/help"
 "$D" inject -f "$W/empty.yaml" > "$W/out" 2> "$W/err"; rc=$?
 check empty-input-exit-3 test $rc -eq 3
 
+# make install: PREFIX and DESTDIR; the binary lands executable and runs, kubectl-diagport beside it
+make -s install DESTDIR="$W/inst" PREFIX=/usr > "$W/inst.log" 2>&1; rc=$?
+WHY="exit $rc: $(head -c 300 "$W/inst.log")"; check install-exit-0 test $rc -eq 0
+WHY="$(ls -l "$W/inst/usr/bin" 2>&1 | tr '\n' ' ')"
+check install-executable bash -c "[ -f '$W/inst/usr/bin/diagport' ] && [ -x '$W/inst/usr/bin/diagport' ]"
+WHY="--version said: $("$W/inst/usr/bin/diagport" --version 2>&1 | head -c 200)"
+check install-runs-version bash -c "'$W/inst/usr/bin/diagport' --version | grep -qx 'diagport $(cat VERSION)'"
+WHY="$("$W/inst/usr/bin/kubectl-diagport" ps --help 2>&1 | head -1)"
+check install-kubectl-plugin bash -c "'$W/inst/usr/bin/kubectl-diagport' ps --help | head -1 | grep -q '^usage: kubectl diagport ps'"
+
+# --help as a new user reads it: inject's line names Compose; capture's --parallel is listed once, with its
+# one meaning (captures at once); ps has its own (agents asked at once); uninject says what it gives back
+# for ECS describe output
+"$D" --help > "$W/h"
+check help-inject-names-compose grep -q '^  inject .*Compose' "$W/h"
+"$D" capture --help > "$W/h"
+WHY="$(grep -- '--parallel' "$W/h" | tr '\n' '|')"; check capture-help-parallel-once test "$(grep -c -- '--parallel' "$W/h")" = 1
+check capture-help-parallel-captures grep -q -- '--parallel N  *captures at once' "$W/h"
+"$D" ps --help > "$W/h"
+WHY="$(grep -- '--parallel' "$W/h" | tr '\n' '|')"; check ps-help-parallel test "$(grep -c -- '--parallel N  *agents asked at once' "$W/h")" = 1
+"$D" uninject --help > "$W/h"
+check uninject-help-describe-output grep -q 'ECS describe-task-definition output, which inject made register input' "$W/h"
+
 # warnings on stderr, output still written, exit 0: a hostNetwork pod; diagport's annotation on a
 # workload's own metadata (read only from the pod template)
 cat > "$W/hn.yaml" << 'YAML'

@@ -114,27 +114,44 @@ static void docs_options_table(void)
 static void options_layering(void)
 {
 	struct inj_opts base, o;
-	struct inj_ctx c = { .file = "f.yaml" };
+	struct inj_report rep = { 0 };
+	struct inj_ctx c = { .file = "f.yaml", .report = &rep };
 	struct err_msg em;
-	struct doc_node *ann = t_doc("{\"diagport.dev/mode\": \"suspend\", \"other\": \"x\", \"diagport.dev/port\": \"7000\"}");
+	struct doc_node *ann = t_doc("{\"diagport.dev/mode\": \"suspend\", \"other\": \"x\", \"diagport.dev/port\": \"7000\", "
+				     "\"diagport.dev/ptrace\": \"false\"}");
 
 	T_CHECK(ann != NULL);
 	inj_opts_init(&base);
-	inj_opts_set(&base, "image", "cli/image:1", NULL);
-	inj_opts_set(&base, "port", "6000", NULL);
+	T_CHECK(inj_opts_set_flag(&base, "image", "cli/image:1", &em) == 0);
+	T_CHECK(inj_opts_set_flag(&base, "port", "6000", &em) == 0);
+	T_CHECK(inj_opts_set_flag(&base, "mode", "suspend", &em) == 0);
+	T_CHECK(inj_opts_set_flag(&base, "ptrace", "false", &em) == 0);
 	c.base = &base;
-	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "Pod p", &o, &em) == 0);
+	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "annotation ", "Pod p", &o, &em) == 0);
 	T_CHECK(o.mode == INJ_SUSPEND);   /* from the annotation */
 	T_CHECK(o.port == 7000);          /* annotation over command line */
 	T_STREQ(o.image, "cli/image:1");  /* command line kept where the workload is silent */
+	/* one warning: the port the flag gave lost; mode and ptrace agree with their flags */
+	T_CHECK(rep.nwarn == 1);
+	if (rep.nwarn == 1)
+		T_STREQ(rep.warnings[0], "f.yaml:1:69: Pod p: annotation diagport.dev/port=7000 wins over --port 6000");
 	inj_opts_free(&o);
+	inj_report_free(&rep);
+	doc_free(ann);
+	/* a flag without a value is named as typed */
+	ann = t_doc("{\"diagport.dev/ptrace\": \"true\"}");
+	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "annotation ", "Pod p", &o, &em) == 0);
+	T_CHECK(rep.nwarn == 1 && strstr(rep.warnings[0], "diagport.dev/ptrace=true wins over --no-ptrace") != NULL);
+	inj_opts_free(&o);
+	inj_report_free(&rep);
 	doc_free(ann);
 	ann = t_doc("{\"diagport.dev/port\": \"x\"}");
-	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "Pod p", &o, &em) == DP_EREFUSED);
+	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "annotation ", "Pod p", &o, &em) == DP_EREFUSED);
 	T_CHECK(strstr(em.text, "f.yaml:1:") == em.text);
 	T_CHECK(strstr(em.text, "Pod p: diagport.dev/port: option port") != NULL);
 	doc_free(ann);
 	inj_opts_free(&base);
+	inj_report_free(&rep);
 }
 
 static void quantities(void)
