@@ -129,7 +129,16 @@ struct inj_ctx {
 	struct inj_report *report; /* may be NULL */
 };
 
-/* Kubernetes: one object of any kind (List items recursed; kinds without a pod template pass). */
+/* True when obj is a Kubernetes List: apiVersion, a kind that ends in List (List, DeploymentList, ...), items a sequence. */
+bool inj_k8s_is_list(const struct doc_node *obj);
+/*
+ * One item of the List `list` (borrowed), injected (or uninjected) as
+ * inj_k8s_object does it when it goes through the list's items: what the
+ * CLI calls for each item of a List it reads one item at a time.
+ */
+int inj_k8s_list_item(struct doc_node *item, const struct doc_node *list, bool inject, const struct inj_ctx *c,
+		      struct err_msg *em);
+/* Kubernetes: one object of any kind (a List's items recursed; kinds without a pod template pass). */
 int inj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
 int uninj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
 /*
