@@ -647,6 +647,7 @@ int doc_json_items_open(const char *bytes, size_t len, const char *name, const s
 	x->r.p = x->r.line_start = bytes;
 	x->r.end = bytes + len;
 	buf_init(&x->r.scratch, 0);
+	buf_reserve(&x->r.scratch, 256); /* on the heap: it outlives a caller's arena scope around _next */
 	if (len >= 3 && memcmp(bytes, "\xEF\xBB\xBF", 3) == 0)
 		x->r.p = x->r.line_start = bytes + 3;
 	skip_ws(&x->r);

@@ -32,8 +32,16 @@ struct jw {
 
 static void put(struct jw *w, const char *s, size_t n)
 {
-	if (w->buf_rc == 0)
-		w->buf_rc = buf_append(w->out, s, n);
+	struct buf *b = w->out;
+
+	/* most pieces are a few bytes into room there is: no call (a List's 80 MB are millions of them) */
+	if (w->buf_rc == 0 && n < b->alloc - b->len && n <= b->cap - b->len) {
+		memcpy(b->data + b->len, s, n);
+		b->len += n;
+		b->data[b->len] = '\0';
+	} else if (w->buf_rc == 0) {
+		w->buf_rc = buf_append(b, s, n);
+	}
 }
 
 static void put_str(struct jw *w, const char *s)

@@ -409,6 +409,15 @@ static int drain(struct run_ctx *x, bool last)
 	return 0;
 }
 
+/* After each item of a List: drain(); past the budget, the first pass need not write the items, only check them. */
+static int list_drain(void *ctx)
+{
+	struct run_ctx *x = ctx;
+	int rc = drain(x, false);
+
+	return rc == 0 && x->over && x->fd < 0 ? 1 : rc;
+}
+
 static int run_one(void *ctx, const struct doc_stream *s, struct doc_node *doc, size_t index)
 {
 	struct run_ctx *x = ctx;
@@ -431,50 +440,6 @@ static int run_one(void *ctx, const struct doc_stream *s, struct doc_node *doc, 
 	return rc == 0 ? drain(x, false) : rc;
 }
 
-/*
- * A Kubernetes List in JSON written as JSON, one item at a time
- * (doc_json_items_*): its envelope is read first, then each item is read,
- * injected, written and freed before the next. 1 when the input is not
- * such a List (it goes through run_one as a stream of documents).
- */
-static int run_list(struct run_ctx *x, const struct buf *in, const struct doc_limits *lim, struct doc_stream *s)
-{
-	struct doc_json_items *it = NULL;
-	struct doc_node *list, *item;
-	const char *kind;
-	size_t k, n = 0;
-	int rc;
-
-	if (x->a->out_fmt == DOC_YAML ||
-	    !doc_json_items_open(in->data, in->len, x->c->file, lim, "items", &it, s, &k))
-		return 1;
-	list = s->docs[0];
-	kind = x->a->kind ? x->a->kind : inj_detect(list);
-	if (kind == NULL || strcmp(kind, "k8s") != 0 || !inj_k8s_is_list(list)) {
-		rc = 1;
-		goto out;
-	}
-	x->fmt = DOC_JSON;
-	rc = doc_write_json_open(x->out, s, list, k, x->em);
-	while (rc == 0 && (rc = doc_json_items_next(it, &item, x->em)) == 1) {
-		rc = inj_k8s_list_item(item, list, x->inject, x->c, x->em);
-		if (rc == 0)
-			rc = doc_write_json_item(x->out, s, item, n++, x->em);
-		doc_free(item);
-		if (rc == 0)
-			rc = drain(x, false);
-	}
-	if (rc == 0)
-		rc = doc_write_json_close(x->out, s, list, k, n, x->em);
-out:
-	doc_json_items_free(it);
-	doc_free(list);
-	s->docs[0] = NULL;
-	mem_free(s->docs);
-	s->docs = NULL;
-	return rc;
-}
-
 /* One pass over the input: a List item by item, anything else one document at a time (doc_read_each). */
 static int run_pass(struct run_ctx *x, const struct buf *in, const struct doc_limits *lim, struct err_msg *em)
 {
@@ -482,8 +447,12 @@ static int run_pass(struct run_ctx *x, const struct buf *in, const struct doc_li
 	int rc;
 
 	memset(&s, 0, sizeof(s));
-	if ((rc = run_list(x, in, lim, &s)) == 1)
+	rc = x->a->out_fmt == DOC_YAML ? 1 :
+	     inj_k8s_list_json(in->data, in->len, lim, x->a->kind, x->inject, x->c, x->out, list_drain, x, em);
+	if (rc == 1)
 		rc = doc_read_each(in->data ? in->data : "", in->len, x->c->file, lim, &s, run_one, x, em);
+	else if (rc == 0)
+		s.n = 1;
 	if (rc == 0 && s.n == 0)
 		rc = err_set(em, DP_ESYNTAX, "%s: no documents in the input", x->c->file);
 	return rc == 0 ? drain(x, true) : rc;
