@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/list_stream.sh [BINARY] - a Kubernetes List injected item by item (issue 32): the List of
-# 11,000 Deployments that `kubectl get deploy -A -o json` gives (bench/gen_deploy_list.py, ~23 MB),
+# 11,000 Deployments that `kubectl get deploy -A -o json` gives (tests/integration/deploy_list.py, ~23 MB),
 # `diagport inject k8s -f list.json > out` against `jq -c . list.json > out` on the same file, side by
 # side, alternating, ROUNDS times (5). Prints each one's median wall time and peak RSS (/usr/bin/time),
 # and the ratios: targets, time <= jq's and peak RSS <= 3 x the input. Then uninject of the output,
@@ -12,7 +12,7 @@ ROUNDS=${ROUNDS:-5}
 ITEMS=${ITEMS:-11000}
 W=$(mktemp -d "${TMPDIR:-/tmp}/dp-bench-list.XXXXXX")
 trap 'rm -rf "$W"' EXIT
-python3 bench/gen_deploy_list.py "$ITEMS" "$W/list.json" || exit 1
+python3 tests/integration/deploy_list.py "$ITEMS" "$W/list.json" || exit 1
 in_b=$(stat -c %s "$W/list.json")
 echo "== List streaming: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null), $(nproc) cores"
 echo "input: $ITEMS Deployments, $in_b bytes; $ROUNDS rounds, alternating"

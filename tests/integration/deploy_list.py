@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""bench/gen_deploy_list.py N OUT - a List of N Deployments as `kubectl get deploy -A -o json` writes
+"""tests/integration/deploy_list.py N OUT - a List of N Deployments as `kubectl get deploy -A -o json` writes
 it (4-space indent, the API server's key order, status and the annotations kubectl adds; no
 managedFields, which kubectl get leaves out). Each pod template opts in with diagport.dev/inject.
-Used by bench/list_stream.sh and tests/integration/list_stream.sh; deterministic for a given N."""
+Used by tests/integration/list_stream.sh and bench/list_stream.sh; deterministic for a given N."""
 import json
 import sys
 
