@@ -321,25 +321,26 @@ static int replace_open(const char *link, struct replacement *r, struct err_msg 
 {
 	const char *why = NULL;
 	struct stat st;
-	int rc;
 
 	r->tmp = NULL;
 	r->fd = -1;
-	if ((r->path = realpath(link, NULL)) == NULL)
-		return err_set(em, DP_EIO, "%s: %s", link, strerror(errno));
+	if ((r->path = realpath(link, NULL)) == NULL) {
+		err_set(em, DP_EIO, "%s: %s", link, strerror(errno));
+		goto fail;
+	}
 	/* renaming over it would work in a writable directory: a read-only file is kept, as an editor keeps it */
 	if (stat(r->path, &st) != 0 || access(r->path, W_OK) != 0)
 		why = strerror(errno);
 	else if ((st.st_mode & 0222) == 0)
 		why = "the file is read-only";
 	if (why) {
-		rc = err_set(em, DP_EIO, "%s: %s: --in-place replaces only a file that may be written; make it "
-			     "writable, or write to standard output", r->path, why);
+		err_set(em, DP_EIO, "%s: %s: --in-place replaces only a file that may be written; make it "
+			"writable, or write to standard output", r->path, why);
 		goto fail;
 	}
 	r->tmp = mem_printf("%s.diagport-XXXXXX", r->path);
 	if ((r->fd = mkstemp(r->tmp)) < 0) {
-		rc = err_set(em, DP_EIO, "%s: cannot create a temporary file beside it: %s", r->path, strerror(errno));
+		err_set(em, DP_EIO, "%s: cannot create a temporary file beside it: %s", r->path, strerror(errno));
 		goto fail;
 	}
 	(void)fchmod(r->fd, st.st_mode & 07777);
@@ -347,7 +348,8 @@ static int replace_open(const char *link, struct replacement *r, struct err_msg 
 fail:
 	mem_free(r->tmp);
 	free(r->path);
-	return rc;
+	r->tmp = r->path = NULL;
+	return DP_EIO;
 }
 
 /* rc == 0: the written file takes the input's place; else (or when that fails) it is removed. */
