@@ -1,9 +1,9 @@
 /*
  * cli.c - the command line of inject and uninject: parse arguments, read the
- * whole input (with a cap), run the rules on every document, and only when
- * all of them succeeded write the result: to stdout, or with --in-place to a
- * temporary file beside the input that is renamed over it. On any error
- * nothing is written and the input is untouched.
+ * whole input (with a cap), run the rules on every document (a JSON List item
+ * by item: k8s_list.c), and only when all of them succeeded write the result:
+ * to stdout, or with --in-place to a temporary file beside the input that is
+ * renamed over it. On any error nothing is written and the input is untouched.
  */
 #include "cli.h"
 
@@ -307,7 +307,7 @@ static int run_doc(const char *kind, bool inject, struct doc_node **doc, size_t 
 
 /*
  * --in-place writes a temporary file beside the input (same mode), and
- * replace_commit renames it over the input after an fsync. A symbolic link
+ * replace_end renames it over the input after an fsync. A symbolic link
  * is followed: the file it names is replaced and the link stays (kustomize
  * bases and checked-in manifests are often links), as sed -i
  * --follow-symlinks does.
@@ -371,13 +371,15 @@ static int replace_end(struct replacement *r, int rc, struct err_msg *em)
 /*
  * What one pass over the input hands on. The first pass writes the output
  * into memory while it fits in `budget` (the input's size, at least
- * MIN_BUDGET); past that it goes on to the end writing each document or List
- * item only to check it, and throws the bytes away. Only when every document
- * went through is anything written: the memory, or (when it went past the
- * budget) a second pass (fd >= 0) that writes as it goes, in pieces of
- * FLUSH_AT bytes. A List of thousands of workloads thus costs its input, at
- * most as much output and one item's tree; and nothing is written when a
- * document fails.
+ * MIN_BUDGET); past that it goes on to the end only checking: each document
+ * is still written, to see that it can be, and the bytes are thrown away (a
+ * JSON List's items need not be: what was read as JSON can be written as
+ * JSON). Only when every document went through is anything written: the
+ * memory, or (when it went past the budget) a second pass (fd >= 0) that
+ * makes the output again and writes it as it goes, in pieces of FLUSH_AT
+ * bytes. A List of thousands of workloads thus costs its input, at most as
+ * much output and one item's tree; and nothing is written when a document
+ * fails.
  */
 #define MIN_BUDGET ((size_t)16 << 20)
 #define FLUSH_AT ((size_t)1 << 20)
