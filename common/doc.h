@@ -184,6 +184,8 @@ int doc_read_json(const char *bytes, size_t len, const char *name,
 		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
 int doc_read_yaml(const char *bytes, size_t len, const char *name,
 		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
+/* The format doc_read takes bytes to be in: JSON when the first non-blank byte is '{' or '[', else YAML. */
+enum doc_format doc_sniff(const char *bytes, size_t len);
 /* Pick the reader by the first non-blank byte ('{' or '[' = JSON), then parse. */
 int doc_read(const char *bytes, size_t len, const char *name,
 	     const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
@@ -238,6 +240,39 @@ int doc_write_json_item(struct buf *out, const struct doc_stream *s, const struc
 			struct err_msg *em);
 int doc_write_json_close(struct buf *out, const struct doc_stream *s, const struct doc_node *m, size_t k,
 			 size_t n, struct err_msg *em);
+
+/*
+ * The same for YAML, doc_yaml_items_*: `bytes` hold one YAML document, a
+ * block mapping whose key `key` holds a block sequence, and neither it nor
+ * the rest of the document has an anchor or an alias (an item could mean
+ * another); else 0 (read it whole). libyaml reads the bytes twice: once for
+ * the mapping (the sequence's events are only looked at), once for the items.
+ */
+struct doc_yaml_items;
+int doc_yaml_items_open(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+			const char *key, struct doc_yaml_items **it, struct doc_stream *s, size_t *k);
+int doc_yaml_items_next(struct doc_yaml_items *it, struct doc_node **item, struct err_msg *em);
+void doc_yaml_items_free(struct doc_yaml_items *it); /* accepts NULL */
+/*
+ * Write map m (the one document of YAML stream s, as doc_yaml_items_open
+ * gave it) as doc_write_part writes it, the items of the sequence at its
+ * member k given one at a time: doc_write_yaml_open makes *w (new) and
+ * writes up to the sequence, doc_write_yaml_item writes an item (libyaml's
+ * emitter may hold the last few events back: the bytes come out in order),
+ * doc_write_yaml_close the rest, and frees *w, as doc_write_yaml_free does
+ * (accepts NULL) when the writing stops early.
+ */
+struct doc_yaml_list;
+int doc_write_yaml_open(struct buf *out, const struct doc_stream *s, const struct doc_node *m, size_t k,
+			struct doc_yaml_list **w, struct err_msg *em);
+int doc_write_yaml_item(struct doc_yaml_list *w, const struct doc_node *item, struct err_msg *em);
+int doc_write_yaml_close(struct doc_yaml_list *w, const struct doc_node *m, size_t k, struct err_msg *em);
+void doc_write_yaml_free(struct doc_yaml_list *w);
+/*
+ * A writer's message starts with the node's "LINE:COL: " when it has a
+ * position: put the stream's name in front, the way the readers do.
+ */
+void doc_name_message(struct err_msg *em, const char *name);
 
 /* Nodes in the tree under n (n included), as the readers count them against max_nodes. */
 size_t doc_count(const struct doc_node *n);

@@ -12,6 +12,8 @@
 /* True when the first byte that is not white space opens JSON ('{' or '['). */
 static bool looks_json(const char *bytes, size_t len)
 {
+	if (bytes == NULL)
+		return false;
 	size_t i = 0;
 
 	if (len >= 3 && memcmp(bytes, "\xEF\xBB\xBF", 3) == 0)
@@ -19,6 +21,11 @@ static bool looks_json(const char *bytes, size_t len)
 	while (i < len && (bytes[i] == ' ' || bytes[i] == '\t' || bytes[i] == '\r' || bytes[i] == '\n'))
 		i++;
 	return i < len && (bytes[i] == '{' || bytes[i] == '[');
+}
+
+enum doc_format doc_sniff(const char *bytes, size_t len)
+{
+	return looks_json(bytes, len) ? DOC_JSON : DOC_YAML;
 }
 
 int doc_read(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
@@ -60,21 +67,6 @@ int doc_read_each(const char *bytes, size_t len, const char *name, const struct 
 	return rc;
 }
 
-/*
- * The writers' messages start with the node's "LINE:COL: " when it has a
- * position; put the stream's name in front the way the readers do.
- */
-static void name_message(struct err_msg *em, const char *name)
-{
-	char old[sizeof(em->text)];
-
-	if (em == NULL)
-		return;
-	memcpy(old, em->text, sizeof(old));
-	err_set(em, 0, "%s:%s%s", name ? name : "<input>",
-		old[0] >= '0' && old[0] <= '9' ? "" : " ", old);
-}
-
 int doc_write_part(struct buf *out, const struct doc_stream *s, const struct doc_node *doc, size_t index,
 		   enum doc_format fmt, struct err_msg *em)
 {
@@ -89,7 +81,7 @@ int doc_write_part(struct buf *out, const struct doc_stream *s, const struct doc
 			rc = err_set(em, DP_ETOOBIG, "output is over the %zu-byte cap", out->cap);
 	}
 	if (rc != 0)
-		name_message(em, s->name);
+		doc_name_message(em, s->name);
 	return rc;
 }
 
@@ -136,7 +128,7 @@ static int json_piece(struct buf *out, const struct doc_stream *s, size_t mark, 
 		out->len = mark;
 		if (out->data)
 			out->data[mark] = '\0';
-		name_message(em, s->name);
+		doc_name_message(em, s->name);
 	}
 	return rc;
 }

@@ -1,7 +1,7 @@
 /*
  * cli.c - the command line of inject and uninject: parse arguments, read the
- * whole input (with a cap), run the rules on every document (a JSON List item
- * by item: k8s_list.c), and only when all of them succeeded write the result:
+ * whole input (with a cap), run the rules on every document (a List item by
+ * item: k8s_list.c), and only when all of them succeeded write the result:
  * to stdout, or with --in-place to a temporary file beside the input that is
  * renamed over it. On any error nothing is written and the input is untouched.
  */
@@ -381,7 +381,7 @@ static int replace_end(struct replacement *r, int rc, struct err_msg *em)
  * much output and one item's tree; and nothing is written when a document
  * fails.
  */
-#define MIN_BUDGET ((size_t)16 << 20)
+#define MIN_BUDGET ((size_t)4 << 20)
 #define FLUSH_AT ((size_t)1 << 20)
 
 struct run_ctx {
@@ -413,7 +413,7 @@ static int drain(struct run_ctx *x, bool last)
 	return 0;
 }
 
-/* After each item of a List: drain(); past the budget, the first pass need not write the items, only check them. */
+/* After each item of a List: drain(); past the budget, the first pass need not write JSON items, only check them. */
 static int list_drain(void *ctx)
 {
 	struct run_ctx *x = ctx;
@@ -451,8 +451,8 @@ static int run_pass(struct run_ctx *x, const struct buf *in, const struct doc_li
 	int rc;
 
 	memset(&s, 0, sizeof(s));
-	rc = x->a->out_fmt == DOC_YAML ? 1 :
-	     inj_k8s_list_json(in->data, in->len, lim, x->a->kind, x->inject, x->c, x->out, list_drain, x, em);
+	rc = x->a->out_fmt >= 0 && x->a->out_fmt != (int)doc_sniff(in->data, in->len) ? 1 :
+	     inj_k8s_list(in->data, in->len, lim, x->a->kind, x->inject, x->c, x->out, list_drain, x, em);
 	if (rc == 1)
 		rc = doc_read_each(in->data ? in->data : "", in->len, x->c->file, lim, &s, run_one, x, em);
 	else if (rc == 0)

@@ -992,6 +992,73 @@ static void json_items_positions_caps(void)
 	doc_stream_free(&st);
 }
 
+/* A YAML document read around its "items" and written back in pieces: doc_read_yaml + doc_write_part's bytes. */
+static char *yaml_items_rt(const char *in, int *rc, struct err_msg *em)
+{
+	struct doc_yaml_items *it;
+	struct doc_yaml_list *w = NULL;
+	struct doc_stream st;
+	struct doc_node *item;
+	struct buf out;
+	size_t k;
+
+	*rc = doc_yaml_items_open(in, strlen(in), "t.yaml", NULL, "items", &it, &st, &k);
+	if (*rc != 1)
+		return NULL;
+	buf_init(&out, 0);
+	*rc = doc_write_yaml_open(&out, &st, st.docs[0], k, &w, em);
+	while (*rc == 0 && (*rc = doc_yaml_items_next(it, &item, em)) == 1) {
+		*rc = doc_write_yaml_item(w, item, em);
+		doc_free(item);
+	}
+	if (*rc == 0) {
+		*rc = doc_write_yaml_close(w, st.docs[0], k, em);
+		w = NULL;
+	}
+	doc_write_yaml_free(w);
+	doc_yaml_items_free(it);
+	doc_stream_free(&st);
+	if (*rc != 0) {
+		buf_free(&out);
+		return NULL;
+	}
+	return buf_steal(&out, NULL);
+}
+
+static void yaml_items(void)
+{
+	static const char *const same[] = {
+		"kind: List\nitems:\n- a: 1\n  b: [x, 'y']\n- \"s\"\n- - 1\n  - 2\nmetadata: {}\n",
+		"---\nitems: !!seq\n- |\n  text\nz: ~\n",
+		"items:\n- {a: 1}\n...\n",
+	};
+	static const char *const whole[] = {
+		"- 1\n", "items: {}\n", "a: 1\nitems: []\n", "a: [1]\n", "items: [1]\n", "{items: [1]}\n", "items:\n- &a 1\n- *a\n",
+		"x: &a 1\nitems:\n- 2\n", "items:\n- 1\n---\nb: 2\n", "items:\n- [1\n", "items: []\nitems: []\n", "",
+	};
+	struct err_msg em = { "" };
+	int rc;
+
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		struct doc_stream st = { 0 };
+		struct buf a;
+		char *b = yaml_items_rt(same[i], &rc, &em);
+
+		buf_init(&a, 0);
+		T_CHECK(doc_read_yaml(same[i], strlen(same[i]), "t.yaml", NULL, &st, &em) == 0 &&
+			doc_write_part(&a, &st, st.docs[0], 0, DOC_YAML, &em) == 0);
+		T_STREQ(b ? b : "(null)", a.data ? a.data : "(none)");
+		doc_stream_free(&st);
+		buf_free(&a);
+		free(b);
+	}
+	for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++)
+		T_CHECK(yaml_items_rt(whole[i], &rc, &em) == NULL && rc == 0);
+	/* an item's error is the whole reading's, at the same place */
+	T_CHECK(yaml_items_rt("items:\n- a: 1\n- {b: 1, b: 2}\n", &rc, &em) == NULL && rc == DP_ESYNTAX);
+	T_CHECK(strncmp(em.text, "t.yaml:3:", 9) == 0 && strstr(em.text, "duplicate key"));
+}
+
 int main(void)
 {
 	T_BEGIN("doc");
@@ -1015,6 +1082,7 @@ int main(void)
 	T_RUN(json_writer_memory_nodes);
 	T_RUN(json_items);
 	T_RUN(json_items_positions_caps);
+	T_RUN(yaml_items);
 	T_RUN(yaml_resolve);
 	T_RUN(yaml_styles_tags);
 	T_RUN(yaml_roundtrip_tags);
