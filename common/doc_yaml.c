@@ -679,8 +679,11 @@ static int split_document(struct yr *r, struct doc_stream *s)
 	struct doc_node *root = NULL;
 	int rc;
 
-	if ((rc = next(r)) != 0 || (rc = next(r)) != 0 || r->ev.type != YAML_DOCUMENT_START_EVENT)
-		return rc ? rc : SPLIT_WHOLE;
+	for (int i = 0; i < 2; i++) /* STREAM-START, then the first DOCUMENT-START */
+		if ((rc = next(r)) != 0)
+			return rc;
+	if (r->ev.type != YAML_DOCUMENT_START_EVENT)
+		return SPLIT_WHOLE;
 	s->yaml_explicit_start = !r->ev.data.document_start.implicit;
 	if ((rc = next(r)) != 0)
 		return rc;

@@ -303,9 +303,11 @@ static int emit_pairs(struct yw *w, const struct doc_node *m, size_t from, size_
 {
 	int rc = 0;
 
-	for (size_t i = from; rc == 0 && i < to + open; i++)
-		if ((rc = emit_node(w, m->keys[i], AS_STYLED)) == 0 && i < to)
+	for (size_t i = from; rc == 0 && i < to; i++)
+		if ((rc = emit_node(w, m->keys[i], AS_STYLED)) == 0)
 			rc = emit_node(w, m->vals[i], AS_STYLED);
+	if (rc == 0 && open)
+		rc = emit_node(w, m->keys[to], AS_STYLED);
 	return rc;
 }
 
