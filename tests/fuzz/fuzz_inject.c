@@ -62,9 +62,9 @@ differ:
 static void list_path(const char *text, size_t len, const struct doc_limits *lim, const struct doc_stream *s,
 		      const struct inj_opts *o)
 {
-	const struct doc_node *d = s->docs[0];
+	const struct doc_node *d = s->n == 1 ? s->docs[0] : NULL;
 
-	if (s->n != 1 || !doc_is(d, DOC_MAP) || inj_detect(d) == NULL ||
+	if (!doc_is(d, DOC_MAP) || inj_detect(d) == NULL ||
 	    strcmp(inj_detect(d), "k8s") != 0 || !inj_k8s_is_list(d))
 		return;
 	for (int inject = 0; inject < 2; inject++) {
