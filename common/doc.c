@@ -665,3 +665,13 @@ size_t doc_count(const struct doc_node *n)
 		c += doc_count(n->vals[i]) + (n->type == DOC_MAP ? doc_count(n->keys[i]) : 0);
 	return c;
 }
+
+void doc_name_message(struct err_msg *em, const char *name)
+{
+	char old[sizeof(em->text)];
+
+	if (em == NULL)
+		return;
+	memcpy(old, em->text, sizeof(old));
+	err_set(em, 0, "%s:%s%s", name ? name : "<input>", old[0] >= '0' && old[0] <= '9' ? "" : " ", old);
+}

@@ -184,6 +184,8 @@ int doc_read_json(const char *bytes, size_t len, const char *name,
 		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
 int doc_read_yaml(const char *bytes, size_t len, const char *name,
 		  const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
+/* The format doc_read takes bytes to be in: JSON when the first non-blank byte is '{' or '[', else YAML. */
+enum doc_format doc_sniff(const char *bytes, size_t len);
 /* Pick the reader by the first non-blank byte ('{' or '[' = JSON), then parse. */
 int doc_read(const char *bytes, size_t len, const char *name,
 	     const struct doc_limits *lim, struct doc_stream *s, struct err_msg *em);
@@ -203,6 +205,75 @@ int doc_read_each(const char *bytes, size_t len, const char *name, const struct 
 		  struct doc_stream *s, doc_each_fn fn, void *ctx, struct err_msg *em);
 int doc_read_yaml_each(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
 		       struct doc_stream *s, doc_each_fn fn, void *ctx, struct err_msg *em);
+/*
+ * A JSON object read around one of its arrays, an element at a time: a
+ * Kubernetes List of thousands of objects costs one element's tree, not the
+ * List's. doc_json_items_open splits `bytes` when they hold one JSON object
+ * (and nothing after it but white space) with a member `key` whose value is
+ * an array: it returns 1, *s holds that object as its one document (new, with
+ * the array empty, in its place and position; the stream's format and indent
+ * as doc_read_json gives them), *k is the member's index, and *it (new, freed
+ * by doc_json_items_free) is at the array's first element. It returns 0
+ * when the input is not of that shape or has an error or is over a cap: read
+ * it whole then (doc_read_json), which names the first error as it always did.
+ * doc_json_items_next puts the next element in *item (new: the caller owns
+ * it) and returns 1, returns 0 after the last, or an error (DP_ESYNTAX,
+ * DP_ETOOBIG) named as doc_read_json names it. The limits are the whole
+ * input's: the object's values and every element's count against max_nodes.
+ */
+struct doc_json_items;
+int doc_json_items_open(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+			const char *key, struct doc_json_items **it, struct doc_stream *s, size_t *k);
+int doc_json_items_next(struct doc_json_items *it, struct doc_node **item, struct err_msg *em);
+void doc_json_items_free(struct doc_json_items *it); /* accepts NULL */
+
+/*
+ * Write map m (the document of stream s) in JSON as doc_write_part writes it,
+ * with the elements of the array at its member k (empty in m) given one at a
+ * time: doc_write_json_open writes up to that array's '[', doc_write_json_item
+ * element `index`, doc_write_json_close, given how many there were, the rest.
+ * The three together give doc_write_part's bytes for m with those elements.
+ */
+int doc_write_json_open(struct buf *out, const struct doc_stream *s, const struct doc_node *m, size_t k,
+			struct err_msg *em);
+int doc_write_json_item(struct buf *out, const struct doc_stream *s, const struct doc_node *item, size_t index,
+			struct err_msg *em);
+int doc_write_json_close(struct buf *out, const struct doc_stream *s, const struct doc_node *m, size_t k,
+			 size_t n, struct err_msg *em);
+
+/*
+ * The same for YAML, doc_yaml_items_*: `bytes` hold one YAML document, a
+ * block mapping whose key `key` holds a block sequence, and neither it nor
+ * the rest of the document has an anchor or an alias (an item could mean
+ * another); else 0 (read it whole). libyaml reads the bytes twice: once for
+ * the mapping (the sequence's events are only looked at), once for the items.
+ */
+struct doc_yaml_items;
+int doc_yaml_items_open(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+			const char *key, struct doc_yaml_items **it, struct doc_stream *s, size_t *k);
+int doc_yaml_items_next(struct doc_yaml_items *it, struct doc_node **item, struct err_msg *em);
+void doc_yaml_items_free(struct doc_yaml_items *it); /* accepts NULL */
+/*
+ * Write map m (the one document of YAML stream s, as doc_yaml_items_open
+ * gave it) as doc_write_part writes it, the items of the sequence at its
+ * member k given one at a time: doc_write_yaml_open makes *w (new) and
+ * writes up to the sequence, doc_write_yaml_item writes an item (libyaml's
+ * emitter may hold the last few events back: the bytes come out in order),
+ * doc_write_yaml_close the rest, and frees *w, as doc_write_yaml_free does
+ * (accepts NULL) when the writing stops early.
+ */
+struct doc_yaml_list;
+int doc_write_yaml_open(struct buf *out, const struct doc_stream *s, const struct doc_node *m, size_t k,
+			struct doc_yaml_list **w, struct err_msg *em);
+int doc_write_yaml_item(struct doc_yaml_list *w, const struct doc_node *item, struct err_msg *em);
+int doc_write_yaml_close(struct doc_yaml_list *w, const struct doc_node *m, size_t k, struct err_msg *em);
+void doc_write_yaml_free(struct doc_yaml_list *w);
+/*
+ * A writer's message starts with the node's "LINE:COL: " when it has a
+ * position: put the stream's name in front, the way the readers do.
+ */
+void doc_name_message(struct err_msg *em, const char *name);
+
 /* Nodes in the tree under n (n included), as the readers count them against max_nodes. */
 size_t doc_count(const struct doc_node *n);
 
@@ -214,6 +285,8 @@ size_t doc_count(const struct doc_node *n);
  * with a newline when indent > 0.
  */
 int doc_write_json(struct buf *out, const struct doc_node *n, int indent, struct err_msg *em);
+/* doc_write_json's bytes for n written `level` levels deep (its inner lines indented so), without the newline at the end. */
+int doc_write_json_at(struct buf *out, const struct doc_node *n, int indent, int level, struct err_msg *em);
 /* Append s[0..len) as a JSON string literal, escaped as the writer escapes. 0 or DP_ETOOBIG. */
 int doc_json_string(struct buf *out, const char *s, size_t len);
 /*

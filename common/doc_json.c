@@ -28,9 +28,17 @@ struct jr {
 	size_t nodes, depth;
 	struct buf scratch; /* decoded text of a string with escapes */
 	struct err_msg *em;
+	/* doc_json_items_open: the top-level member whose array is skipped, and where that array is */
+	const char *split_key;
+	struct doc_node *split_seq;
+	const char *split_at, *split_line_start;
+	uint32_t split_line;
 };
 
 static int parse_value(struct jr *r, struct doc_node **out);
+
+/* Not an error: doc_json_items_open gives up and the input is read whole. */
+#define SPLIT_WHOLE 1
 
 /* ---- errors and positions ---- */
 
@@ -361,6 +369,61 @@ static int dup_check(struct jr *r, const struct doc_node *m)
 	return doc_dup_error(m, r->name, r->em);
 }
 
+/*
+ * The array at r->p, skipped for doc_json_items_open: an empty DOC_SEQ in its
+ * place (counted and stamped as the reader stamps it), r->p after its ']'.
+ * Only brackets and strings are looked at; the elements are parsed later by
+ * doc_json_items_next. SPLIT_WHOLE when the array does not end or is over a
+ * cap (the caller reads the input whole, which names what is wrong).
+ */
+static int split_array(struct jr *r, struct doc_node **out)
+{
+	const char *at = r->p, *line_start = r->line_start;
+	uint32_t line = r->line;
+	size_t depth = 0;
+
+	while (r->p < r->end) {
+		char c = *r->p++;
+
+		if (c == '"') {
+			for (;;) {
+				r->p += plain_run(r->p, r->end);
+				if (r->p >= r->end)
+					return SPLIT_WHOLE;
+				c = *r->p++;
+				if (c == '"')
+					break;
+				if (c == '\\' && r->p < r->end)
+					r->p++;
+				else if (c == '\n')
+					return SPLIT_WHOLE;
+			}
+		} else if (c == '[' || c == '{') {
+			depth++;
+		} else if (c == ']' || c == '}') {
+			if (--depth == 0)
+				break;
+		} else if (c == '\n') {
+			r->line++;
+			r->line_start = r->p;
+		}
+	}
+	if (depth != 0)
+		return SPLIT_WHOLE;
+	*out = doc_seq();
+	(*out)->line = line;
+	(*out)->col = (uint32_t)(at - line_start) + 1;
+	if (++r->nodes > r->lim->max_nodes) {
+		doc_free(*out);
+		return SPLIT_WHOLE; /* the whole reading says where */
+	}
+	r->split_seq = *out;
+	r->split_at = at;
+	r->split_line = line;
+	r->split_line_start = line_start;
+	return 0;
+}
+
 /* One "key": value member of the object m; r->p is at the key. */
 static int parse_member(struct jr *r, struct doc_node *m, bool after_comma)
 {
@@ -380,7 +443,12 @@ static int parse_member(struct jr *r, struct doc_node *m, bool after_comma)
 	}
 	r->p++;
 	skip_ws(r);
-	if ((rc = parse_value(r, &v)) != 0) {
+	if (r->split_key && r->depth == 1 && r->split_seq == NULL && r->p < r->end && *r->p == '[' &&
+	    strcmp(k->text, r->split_key) == 0)
+		rc = split_array(r, &v);
+	else
+		rc = parse_value(r, &v);
+	if (rc != 0) {
 		doc_free(k);
 		return rc;
 	}
@@ -550,4 +618,105 @@ int doc_read_json(const char *bytes, size_t len, const char *name,
 	s->yaml_explicit_start = false;
 	s->name = name;
 	return 0;
+}
+
+/* ---- one array member of an object, an element at a time ---- */
+
+struct doc_json_items {
+	struct jr r;      /* at the next element, or at the array's ']' */
+	size_t index;     /* elements handed over */
+	bool done;
+	struct err_msg open_em; /* what went wrong while splitting: not shown, the whole reading says it */
+};
+
+int doc_json_items_open(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+			const char *key, struct doc_json_items **it, struct doc_stream *s, size_t *k)
+{
+	struct doc_json_items *x;
+	struct doc_node *obj = NULL;
+	const char *start;
+	int rc;
+
+	if (bytes == NULL)
+		bytes = "";
+	lim = lim ? lim : &doc_default_limits;
+	if (len > lim->max_bytes)
+		return 0; /* doc_read_json's message */
+	x = mem_zalloc(sizeof(*x));
+	x->r = (struct jr){ .line = 1, .name = name ? name : "<input>", .lim = lim, .em = &x->open_em, .split_key = key };
+	x->r.p = x->r.line_start = bytes;
+	x->r.end = bytes + len;
+	buf_init(&x->r.scratch, 0);
+	buf_reserve(&x->r.scratch, 256); /* on the heap: it outlives a caller's arena scope around _next */
+	if (len >= 3 && memcmp(bytes, "\xEF\xBB\xBF", 3) == 0)
+		x->r.p = x->r.line_start = bytes + 3;
+	skip_ws(&x->r);
+	start = x->r.p;
+	rc = start < x->r.end && *start == '{' ? parse_value(&x->r, &obj) : SPLIT_WHOLE;
+	if (rc == 0) {
+		skip_ws(&x->r);
+		if (x->r.p < x->r.end || x->r.split_seq == NULL)
+			rc = SPLIT_WHOLE; /* more than one value, or no such array */
+	}
+	if (rc != 0) {
+		/* an error too: the whole reading names the first one in the text, as it always did */
+		doc_free(obj);
+		doc_json_items_free(x);
+		return 0;
+	}
+	*k = (size_t)doc_find(obj, key);
+	memset(s, 0, sizeof(*s));
+	s->format = DOC_JSON;
+	s->json_indent = detect_indent(start, x->r.p);
+	s->name = name;
+	s->docs = mem_alloc(sizeof(*s->docs));
+	s->docs[0] = obj;
+	s->n = 1;
+	/* back to the array's first element, one level inside the object and the array */
+	x->r.p = x->r.split_at + 1;
+	x->r.line = x->r.split_line;
+	x->r.line_start = x->r.split_line_start;
+	x->r.depth = 2;
+	skip_ws(&x->r);
+	if (x->r.p < x->r.end && *x->r.p == ']')
+		x->done = true;
+	*it = x;
+	return 1;
+}
+
+int doc_json_items_next(struct doc_json_items *x, struct doc_node **item, struct err_msg *em)
+{
+	struct jr *r = &x->r;
+	int rc;
+
+	if (x->done)
+		return 0;
+	r->em = em;
+	if (x->index > 0) {
+		if (r->p < r->end && *r->p == ']') {
+			x->done = true;
+			return 0;
+		}
+		if (r->p >= r->end || *r->p != ',')
+			return jr_expected(r, "',' or ']' after an array element");
+		r->p++;
+		skip_ws(r);
+		if (r->p < r->end && *r->p == ']')
+			return jr_err(r, r->p, DP_ESYNTAX, "expected a value after ',' (JSON has no trailing commas)");
+	}
+	if (r->p >= r->end)
+		return jr_expected(r, "a value or ']'");
+	if ((rc = parse_value(r, item)) != 0)
+		return rc;
+	skip_ws(r);
+	x->index++;
+	return 1;
+}
+
+void doc_json_items_free(struct doc_json_items *x)
+{
+	if (x == NULL)
+		return;
+	buf_free(&x->r.scratch);
+	mem_free(x);
 }

@@ -32,8 +32,16 @@ struct jw {
 
 static void put(struct jw *w, const char *s, size_t n)
 {
-	if (w->buf_rc == 0)
-		w->buf_rc = buf_append(w->out, s, n);
+	struct buf *b = w->out;
+
+	/* most pieces are a few bytes into room there is: no call (a List's 80 MB are millions of them) */
+	if (w->buf_rc == 0 && n < b->alloc - b->len && n <= b->cap - b->len) {
+		memcpy(b->data + b->len, s, n);
+		b->len += n;
+		b->data[b->len] = '\0';
+	} else if (w->buf_rc == 0) {
+		w->buf_rc = buf_append(b, s, n);
+	}
 }
 
 static void put_str(struct jw *w, const char *s)
@@ -357,12 +365,23 @@ static int write_node(struct jw *w, const struct doc_node *n, int level)
 
 int doc_write_json(struct buf *out, const struct doc_node *n, int indent, struct err_msg *em)
 {
+	size_t mark = out->len;
+	int rc = doc_write_json_at(out, n, indent, 0, em);
+
+	if (rc == 0 && indent > 0 && buf_putc(out, '\n') != 0) {
+		out->len = mark;
+		out->data[mark] = '\0';
+		rc = err_set(em, DP_ETOOBIG, "JSON output is over the %zu-byte cap", out->cap);
+	}
+	return rc;
+}
+
+int doc_write_json_at(struct buf *out, const struct doc_node *n, int indent, int level, struct err_msg *em)
+{
 	struct jw w = { .out = out, .indent = indent < 0 ? 0 : indent, .em = em };
 	size_t mark = out->len;
-	int rc = write_node(&w, n, 0);
+	int rc = write_node(&w, n, level);
 
-	if (rc == 0 && w.indent > 0)
-		put(&w, "\n", 1);
 	if (rc == 0 && w.buf_rc != 0)
 		rc = err_set(em, DP_ETOOBIG, "JSON output is over the %zu-byte cap", out->cap);
 	if (rc != 0) {

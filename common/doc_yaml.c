@@ -194,7 +194,15 @@ struct yr {
 	struct err_msg *em;
 	doc_each_fn fn;         /* doc_read_yaml_each: each document goes here, not into the stream */
 	void *ctx;
+	/* doc_yaml_items_open: events read, the top-level key whose sequence is skipped, where it began */
+	size_t events;
+	const char *split_key;
+	struct doc_node *split_seq;
+	size_t split_event;
 };
+
+/* Not an error: doc_yaml_items_open gives up and the input is read whole. */
+#define SPLIT_WHOLE 1
 
 static int parse_node(struct yr *r, struct doc_node **out, bool is_key);
 
@@ -244,6 +252,7 @@ static int libyaml_err(struct yr *r)
 
 static int next(struct yr *r)
 {
+	r->events++;
 	if (r->have_ev)
 		yaml_event_delete(&r->ev);
 	r->have_ev = yaml_parser_parse(&r->parser, &r->ev) != 0;
@@ -435,6 +444,47 @@ static int dup_check(struct yr *r, const struct doc_node *m)
 	return doc_dup_error(m, r->name, r->em);
 }
 
+/*
+ * The sequence that starts at the current event, skipped for
+ * doc_yaml_items_open: an empty DOC_SEQ in its place (counted and stamped as
+ * the reader does), the event ordinal where it began kept, the parser after
+ * its end. libyaml still checks every event. SPLIT_WHOLE when it is a flow
+ * sequence or holds an anchor or an alias (an item could refer to another:
+ * read whole).
+ */
+static int split_seq(struct yr *r, struct doc_node **out)
+{
+	const yaml_event_t *ev = &r->ev;
+	size_t depth = 1;
+	int rc;
+
+	if (ev->data.sequence_start.anchor || ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE)
+		return SPLIT_WHOLE;
+	if ((rc = count(r, 1)) != 0 || (rc = check_tag(r, ev->data.sequence_start.tag)) != 0)
+		return rc;
+	*out = doc_seq();
+	stamp(*out, ev, ev->data.sequence_start.tag);
+	r->split_seq = *out;
+	r->split_event = r->events;
+	while (depth > 0 && (rc = next(r)) == 0) {
+		if ((ev->type == YAML_SCALAR_EVENT && ev->data.scalar.anchor) || ev->type == YAML_ALIAS_EVENT ||
+		    (ev->type == YAML_MAPPING_START_EVENT && ev->data.mapping_start.anchor) ||
+		    (ev->type == YAML_SEQUENCE_START_EVENT && ev->data.sequence_start.anchor))
+			rc = SPLIT_WHOLE;
+		else if (ev->type == YAML_MAPPING_START_EVENT || ev->type == YAML_SEQUENCE_START_EVENT)
+			depth++;
+		else if (ev->type == YAML_MAPPING_END_EVENT || ev->type == YAML_SEQUENCE_END_EVENT)
+			depth--;
+		if (rc != 0)
+			break;
+	}
+	if (rc != 0) {
+		doc_free(*out);
+		r->split_seq = NULL;
+	}
+	return rc;
+}
+
 /* One key: value pair into map m; the current event starts the key. */
 static int parse_pair(struct yr *r, struct doc_node *m)
 {
@@ -452,8 +502,13 @@ static int parse_pair(struct yr *r, struct doc_node *m)
 		rc = yr_err(r, at, DP_EUNSUPPORTED, "a map key that is a collection is not supported");
 	else if (k->type == DOC_NULL && k->len == 0 && k->tag == NULL)
 		rc = yr_err(r, at, DP_EUNSUPPORTED, "a map key with no text is not supported");
-	if (rc == 0 && (rc = next(r)) == 0)
-		rc = parse_node(r, &v, false);
+	if (rc == 0 && (rc = next(r)) == 0) {
+		if (r->split_key && r->depth == 1 && r->split_seq == NULL && r->ev.type == YAML_SEQUENCE_START_EVENT &&
+		    k->type == DOC_STRING && k->tag == NULL && strcmp(k->text, r->split_key) == 0)
+			rc = split_seq(r, &v);
+		else
+			rc = parse_node(r, &v, false);
+	}
 	if (rc != 0) {
 		doc_free(k);
 		return rc;
@@ -613,4 +668,115 @@ int doc_read_yaml_each(const char *bytes, size_t len, const char *name, const st
 	}
 	*s = got;
 	return 0;
+}
+
+/* ---- one sequence of a mapping, an item at a time ---- */
+
+struct doc_yaml_items {
+	struct yr r;  /* at the sequence's last event handed over */
+	bool done;
+	struct err_msg open_em; /* what went wrong while splitting: not shown, the whole reading says it */
+};
+
+/* The stream's one document, a block mapping, read around the sequence at its key r->split_key. */
+static int split_document(struct yr *r, struct doc_stream *s)
+{
+	struct doc_node *root = NULL;
+	int rc;
+
+	for (int i = 0; i < 2; i++) /* STREAM-START, then the first DOCUMENT-START */
+		if ((rc = next(r)) != 0)
+			return rc;
+	if (r->ev.type != YAML_DOCUMENT_START_EVENT)
+		return SPLIT_WHOLE;
+	s->yaml_explicit_start = !r->ev.data.document_start.implicit;
+	if ((rc = next(r)) != 0)
+		return rc;
+	if (r->ev.type != YAML_MAPPING_START_EVENT || r->ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE)
+		return SPLIT_WHOLE;
+	if ((rc = parse_node(r, &root, false)) == 0 && (rc = next(r)) == 0 && (rc = next(r)) == 0 &&
+	    (r->ev.type != YAML_STREAM_END_EVENT || r->split_seq == NULL || r->anchor_used > 0 || r->alias_nodes > 0))
+		rc = SPLIT_WHOLE; /* another document, no such sequence, or anchors the items might use */
+	if (rc != 0) {
+		doc_free(root);
+		return rc;
+	}
+	s->docs = mem_alloc(sizeof(*s->docs));
+	s->docs[0] = root;
+	s->n = 1;
+	return 0;
+}
+
+int doc_yaml_items_open(const char *bytes, size_t len, const char *name, const struct doc_limits *lim,
+			const char *key, struct doc_yaml_items **it, struct doc_stream *s, size_t *k)
+{
+	struct doc_yaml_items *x = mem_zalloc(sizeof(*x));
+	struct yr *r = &x->r;
+	size_t skip;
+	int rc;
+
+	*r = (struct yr){ .name = name ? name : "<input>", .bytes = bytes ? bytes : "", .len = len,
+			  .em = &x->open_em, .split_key = key };
+	r->lim = lim ? lim : &doc_default_limits;
+	memset(s, 0, sizeof(*s));
+	s->format = DOC_YAML;
+	s->name = name;
+	if (len > r->lim->max_bytes)
+		goto whole; /* doc_read_yaml's message */
+	if (!yaml_parser_initialize(&r->parser))
+		DP_FATAL("libyaml: cannot initialise a parser");
+	yaml_parser_set_input_string(&r->parser, (const unsigned char *)r->bytes, len);
+	rc = split_document(r, s);
+	if (r->have_ev)
+		yaml_event_delete(&r->ev);
+	r->have_ev = false;
+	yaml_parser_delete(&r->parser);
+	if (rc != 0)
+		goto whole;
+	/* again from the start, to the sequence's first event, one level inside the mapping and the sequence */
+	if (!yaml_parser_initialize(&r->parser))
+		DP_FATAL("libyaml: cannot initialise a parser");
+	yaml_parser_set_input_string(&r->parser, (const unsigned char *)r->bytes, len);
+	for (skip = r->split_event, r->events = 0; r->events < skip;)
+		if (next(r) != 0)
+			DP_FATAL("libyaml read the same bytes otherwise the second time");
+	r->depth = 2;
+	*k = (size_t)doc_find(s->docs[0], key);
+	*it = x;
+	return 1;
+whole:
+	doc_stream_free(s);
+	anchors_clear(r);
+	mem_free(x);
+	return 0;
+}
+
+int doc_yaml_items_next(struct doc_yaml_items *x, struct doc_node **item, struct err_msg *em)
+{
+	struct yr *r = &x->r;
+	int rc;
+
+	if (x->done)
+		return 0;
+	r->em = em;
+	if ((rc = next(r)) != 0)
+		return rc;
+	if (r->ev.type == YAML_SEQUENCE_END_EVENT) {
+		x->done = true;
+		return 0;
+	}
+	if ((rc = parse_node(r, item, false)) != 0)
+		return rc;
+	return 1;
+}
+
+void doc_yaml_items_free(struct doc_yaml_items *x)
+{
+	if (x == NULL)
+		return;
+	if (x->r.have_ev)
+		yaml_event_delete(&x->r.ev);
+	yaml_parser_delete(&x->r.parser);
+	anchors_clear(&x->r);
+	mem_free(x);
 }

@@ -285,3 +285,102 @@ int doc_write_yaml(struct buf *out, struct doc_node *const *docs, size_t n, bool
 	}
 	return rc;
 }
+
+/* ---- one sequence of a document's mapping, an item at a time ---- */
+
+struct doc_yaml_list {
+	struct yw w;
+	const char *name;
+};
+
+/* The start of collection n in block style, as emit_collection starts it (no anchors here). */
+static int emit_block_start(struct yw *w, const struct doc_node *n)
+{
+	yaml_char_t *tag = (yaml_char_t *)n->tag;
+	yaml_event_t ev;
+	int made = n->type == DOC_MAP
+			   ? yaml_mapping_start_event_initialize(&ev, NULL, tag, tag == NULL, YAML_BLOCK_MAPPING_STYLE)
+			   : yaml_sequence_start_event_initialize(&ev, NULL, tag, tag == NULL, YAML_BLOCK_SEQUENCE_STYLE);
+
+	return emit(w, &ev, made, n);
+}
+
+/* Pairs [from, to) of map m, then the key of pair `to` when `open`. */
+static int emit_pairs(struct yw *w, const struct doc_node *m, size_t from, size_t to, bool open)
+{
+	int rc = 0;
+
+	for (size_t i = from; rc == 0 && i < to; i++)
+		if ((rc = emit_node(w, m->keys[i], AS_STYLED)) == 0)
+			rc = emit_node(w, m->vals[i], AS_STYLED);
+	if (rc == 0 && open)
+		rc = emit_node(w, m->keys[to], AS_STYLED);
+	return rc;
+}
+
+static int named(struct doc_yaml_list *l, int rc, struct err_msg *em)
+{
+	if (rc != 0)
+		doc_name_message(em, l->name);
+	return rc;
+}
+
+int doc_write_yaml_open(struct buf *out, const struct doc_stream *s, const struct doc_node *m, size_t k,
+			struct doc_yaml_list **wl, struct err_msg *em)
+{
+	struct doc_yaml_list *l = mem_zalloc(sizeof(*l));
+	struct yw *w = &l->w;
+	yaml_event_t ev;
+	int rc;
+
+	w->out = out;
+	w->em = em;
+	l->name = s->name;
+	if (!yaml_emitter_initialize(&w->e))
+		DP_FATAL("libyaml: cannot initialise an emitter");
+	yaml_emitter_set_output(&w->e, write_out, w);
+	yaml_emitter_set_indent(&w->e, 2);
+	yaml_emitter_set_width(&w->e, -1);
+	yaml_emitter_set_unicode(&w->e, 1);
+	yaml_emitter_set_encoding(&w->e, YAML_UTF8_ENCODING);
+	if ((rc = emit(w, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING), NULL)) == 0 &&
+	    (rc = emit(w, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, !s->yaml_explicit_start),
+		       NULL)) == 0 &&
+	    (rc = emit_block_start(w, m)) == 0 && (rc = emit_pairs(w, m, 0, k, true)) == 0)
+		rc = emit_block_start(w, m->vals[k]);
+	*wl = l;
+	return named(l, rc, em);
+}
+
+int doc_write_yaml_item(struct doc_yaml_list *l, const struct doc_node *item, struct err_msg *em)
+{
+	l->w.em = em;
+	return named(l, emit_node(&l->w, item, AS_STYLED), em);
+}
+
+int doc_write_yaml_close(struct doc_yaml_list *l, const struct doc_node *m, size_t k, struct err_msg *em)
+{
+	struct yw *w = &l->w;
+	yaml_event_t ev;
+	int rc;
+
+	w->em = em;
+	if ((rc = emit(w, &ev, yaml_sequence_end_event_initialize(&ev), NULL)) == 0 &&
+	    (rc = emit_pairs(w, m, k + 1, m->n, false)) == 0 &&
+	    (rc = emit(w, &ev, yaml_mapping_end_event_initialize(&ev), NULL)) == 0 &&
+	    (rc = emit(w, &ev, yaml_document_end_event_initialize(&ev, 1), NULL)) == 0)
+		rc = emit(w, &ev, yaml_stream_end_event_initialize(&ev), NULL);
+	rc = named(l, rc, em);
+	doc_write_yaml_free(l);
+	return rc;
+}
+
+void doc_write_yaml_free(struct doc_yaml_list *l)
+{
+	if (l == NULL)
+		return;
+	yaml_emitter_delete(&l->w.e);
+	mem_free(l->w.anchors);
+	doc_vid_free(l->w.vid);
+	mem_free(l);
+}

@@ -1,9 +1,9 @@
 /*
  * cli.c - the command line of inject and uninject: parse arguments, read the
- * whole input (with a cap), run the rules on every document, and only when
- * all of them succeeded write the result: to stdout, or with --in-place to a
- * temporary file beside the input that is renamed over it. On any error
- * nothing is written and the input is untouched.
+ * whole input (with a cap), run the rules on every document (a List item by
+ * item: k8s_list.c), and only when all of them succeeded write the result:
+ * to stdout, or with --in-place to a temporary file beside the input that is
+ * renamed over it. On any error nothing is written and the input is untouched.
  */
 #include "cli.h"
 
@@ -24,6 +24,14 @@
 #include "size.h"
 
 #define MAX_WARNINGS_SHOWN 100
+/*
+ * --max-input's default. A List goes through one item at a time, so the input
+ * costs about its size (and the output as much again at most) rather than a
+ * tree of it; 256 MiB reads back what inject writes for a List of 64 MiB
+ * (about 3.6 times as big: `kubectl get deploy -A -o json` of 18,000
+ * Deployments). --max-nodes still bounds the values read, and so any tree.
+ */
+#define DEFAULT_MAX_INPUT ((size_t)256 << 20)
 
 enum { EX_OK = 0, EX_REFUSED = 1, EX_USAGE = 2, EX_SYNTAX = 3, EX_TOOBIG = 4, EX_IO = 5, EX_INTERNAL = 70 };
 
@@ -32,7 +40,7 @@ struct args {
 	const char *file;   /* NULL or "-" = stdin */
 	int out_fmt;        /* -1 = same as input */
 	bool in_place, all;
-	size_t max_input, max_nodes; /* the limits of what is read, and of what inject writes */
+	size_t max_input, max_nodes; /* the limits of what is read */
 	struct inj_opts opts;
 };
 
@@ -64,11 +72,11 @@ static void usage(FILE *f, const char *cmd)
 		"                         after another (what `kubectl apply -f -` and `jq` read); in YAML,\n"
 		"                         one stream of documents separated by ---\n"
 		"  -i, --in-place         replace FILE atomically instead of writing to stdout\n"
-		"      --max-input SIZE   refuse inputs larger than this: 4096, 200M, 64Mi, 1Gi (default 64Mi);\n"
-		"                         inject also refuses to write more, so what it writes, uninject\n"
-		"                         reads with the same limits\n"
+		"      --max-input SIZE   refuse inputs larger than this: 4096, 200M, 64Mi, 1Gi (default 256Mi);\n"
+		"                         what is written is not limited (inject's output of a List is\n"
+		"                         about 3.6 times its input: uninject it with a --max-input to fit)\n"
 		"      --max-nodes N      refuse inputs of more values than this, YAML aliases expanded\n"
-		"                         (default 16777216); inject's output too\n",
+		"                         (default 16777216)\n",
 		cmd,
 		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
 		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
@@ -154,7 +162,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	if (whole_flags(argc, argv, longopts) != 0)
 		return DP_EINVAL;
 	a->out_fmt = -1;
-	a->max_input = doc_default_limits.max_bytes;
+	a->max_input = DEFAULT_MAX_INPUT;
 	a->max_nodes = doc_default_limits.max_nodes;
 	inj_opts_init(&a->opts);
 	optind = 1;
@@ -299,63 +307,121 @@ static int run_doc(const char *kind, bool inject, struct doc_node **doc, size_t 
 }
 
 /*
- * Write out to path atomically: a temporary file beside it, fsync, same
- * mode, rename. A symbolic link is followed: the file it names is replaced
- * and the link stays (kustomize bases and checked-in manifests are often
- * links), as sed -i --follow-symlinks does.
+ * --in-place writes a temporary file beside the input (same mode), and
+ * replace_end renames it over the input after an fsync. A symbolic link
+ * is followed: the file it names is replaced and the link stays (kustomize
+ * bases and checked-in manifests are often links), as sed -i
+ * --follow-symlinks does.
  */
-static int replace_file(const char *link, const struct buf *out, struct err_msg *em)
+struct replacement {
+	char *path, *tmp;
+	int fd;
+};
+
+static int replace_open(const char *link, struct replacement *r, struct err_msg *em)
 {
-	char *path = realpath(link, NULL), *tmp;
 	const char *why = NULL;
 	struct stat st;
-	int fd, rc = 0;
 
-	if (path == NULL)
-		return err_set(em, DP_EIO, "%s: %s", link, strerror(errno));
+	r->tmp = NULL;
+	r->fd = -1;
+	if ((r->path = realpath(link, NULL)) == NULL) {
+		err_set(em, DP_EIO, "%s: %s", link, strerror(errno));
+		goto fail;
+	}
 	/* renaming over it would work in a writable directory: a read-only file is kept, as an editor keeps it */
-	if (stat(path, &st) != 0 || access(path, W_OK) != 0)
+	if (stat(r->path, &st) != 0 || access(r->path, W_OK) != 0)
 		why = strerror(errno);
 	else if ((st.st_mode & 0222) == 0)
 		why = "the file is read-only";
 	if (why) {
-		rc = err_set(em, DP_EIO, "%s: %s: --in-place replaces only a file that may be written; make it "
-			     "writable, or write to standard output", path, why);
-		free(path);
-		return rc;
+		err_set(em, DP_EIO, "%s: %s: --in-place replaces only a file that may be written; make it "
+			"writable, or write to standard output", r->path, why);
+		goto fail;
 	}
-	tmp = mem_printf("%s.diagport-XXXXXX", path);
-	if ((fd = mkstemp(tmp)) < 0) {
-		rc = err_set(em, DP_EIO, "%s: cannot create a temporary file beside it: %s", path, strerror(errno));
-		goto out;
+	r->tmp = mem_printf("%s.diagport-XXXXXX", r->path);
+	if ((r->fd = mkstemp(r->tmp)) < 0) {
+		err_set(em, DP_EIO, "%s: cannot create a temporary file beside it: %s", r->path, strerror(errno));
+		goto fail;
 	}
-	(void)fchmod(fd, st.st_mode & 07777);
-	if (buf_write_fd(out, fd) != 0 || fsync(fd) != 0) {
-		rc = err_set(em, DP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-		close(fd);
-		unlink(tmp);
-		goto out;
-	}
-	if (close(fd) != 0 || rename(tmp, path) != 0) {
-		rc = err_set(em, DP_EIO, "%s: cannot replace: %s", path, strerror(errno));
-		unlink(tmp);
-	}
-out:
-	mem_free(tmp);
-	free(path);
+	(void)fchmod(r->fd, st.st_mode & 07777);
+	return 0;
+fail:
+	mem_free(r->tmp);
+	free(r->path);
+	r->tmp = r->path = NULL;
+	return DP_EIO;
+}
+
+/* rc == 0: the written file takes the input's place; else (or when that fails) it is removed. */
+static int replace_end(struct replacement *r, int rc, struct err_msg *em)
+{
+	if (rc == 0 && fsync(r->fd) != 0)
+		rc = err_set(em, DP_EIO, "%s: cannot write: %s", r->tmp, strerror(errno));
+	if (close(r->fd) != 0 && rc == 0)
+		rc = err_set(em, DP_EIO, "%s: cannot write: %s", r->tmp, strerror(errno));
+	if (rc == 0 && rename(r->tmp, r->path) != 0)
+		rc = err_set(em, DP_EIO, "%s: cannot replace: %s", r->path, strerror(errno));
+	if (rc != 0)
+		unlink(r->tmp);
+	mem_free(r->tmp);
+	free(r->path);
 	return rc;
 }
 
-/* What run() hands doc_read_each: each document is injected (or not), written and freed as it is read. */
+/*
+ * What one pass over the input hands on. The first pass writes the output
+ * into memory while it fits in `budget` (the input's size, at least
+ * MIN_BUDGET); past that it goes on to the end only checking: each document
+ * is still written, to see that it can be, and the bytes are thrown away (a
+ * JSON List's items need not be: what was read as JSON can be written as
+ * JSON). Only when every document went through is anything written: the
+ * memory, or (when it went past the budget) a second pass (fd >= 0) that
+ * makes the output again and writes it as it goes, in pieces of FLUSH_AT
+ * bytes. A List of thousands of workloads thus costs its input, at most as
+ * much output and one item's tree; and nothing is written when a document
+ * fails.
+ */
+#define MIN_BUDGET ((size_t)4 << 20)
+#define FLUSH_AT ((size_t)1 << 20)
+
 struct run_ctx {
 	const struct args *a;
 	bool inject;
 	const struct inj_ctx *c;
 	struct buf *out;
 	int fmt;
-	size_t nodes; /* written so far */
+	size_t budget;
+	bool over;   /* the first pass went past the budget: the output is only checked */
+	int fd;      /* the second pass: where the output goes; -1 in the first */
 	struct err_msg *em;
 };
+
+/* After each document or item: the second pass writes what it has; the first keeps it, up to the budget. */
+static int drain(struct run_ctx *x, bool last)
+{
+	if (x->fd >= 0) {
+		if (x->out->len < FLUSH_AT && !last)
+			return 0;
+		if (buf_write_fd(x->out, x->fd) != 0)
+			return err_set(x->em, DP_EIO, "cannot write %s: %s",
+				       x->a->in_place ? "the new file" : "to standard output", strerror(errno));
+		buf_reset(x->out);
+	} else if (x->over || x->out->len > x->budget) {
+		x->over = true;
+		buf_reset(x->out);
+	}
+	return 0;
+}
+
+/* After each item of a List: drain(); past the budget, the first pass need not write JSON items, only check them. */
+static int list_drain(void *ctx)
+{
+	struct run_ctx *x = ctx;
+	int rc = drain(x, false);
+
+	return rc == 0 && x->over && x->fd < 0 ? 1 : rc;
+}
 
 static int run_one(void *ctx, const struct doc_stream *s, struct doc_node *doc, size_t index)
 {
@@ -373,42 +439,46 @@ static int run_one(void *ctx, const struct doc_stream *s, struct doc_node *doc, 
 		rc = inj_cfn_expand_tags(doc, x->c->file, x->em);
 		ws.json_indent = 2;
 	}
-	if (rc == 0 && x->inject && (x->nodes += doc_count(doc)) > x->a->max_nodes)
-		rc = err_set(x->em, DP_ETOOBIG, "%s: the output would hold more than %zu values (--max-nodes), more "
-			     "than uninject reads with the same limits; raise --max-nodes for both", x->c->file,
-			     x->a->max_nodes);
 	if (rc == 0)
 		rc = doc_write_part(x->out, &ws, doc, index, (enum doc_format)x->fmt, x->em);
-	if (rc == 0 && x->inject && x->out->len > x->a->max_input)
-		rc = err_set(x->em, DP_ETOOBIG, "%s: the output would be over %zu bytes (--max-input), more than "
-			     "uninject reads with the same limits; raise --max-input for both", x->c->file,
-			     x->a->max_input);
 	doc_free(doc);
-	return rc;
+	return rc == 0 ? drain(x, false) : rc;
 }
 
-/*
- * One document at a time (doc_read_each): a stream of many documents costs
- * one document's tree, not all of them, and the output, built in memory, is
- * written only when every document went through (no partial output).
- */
+/* One pass over the input: a List item by item, anything else one document at a time (doc_read_each). */
+static int run_pass(struct run_ctx *x, const struct buf *in, const struct doc_limits *lim, struct err_msg *em)
+{
+	struct doc_stream s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	rc = x->a->out_fmt >= 0 && x->a->out_fmt != (int)doc_sniff(in->data, in->len) ? 1 :
+	     inj_k8s_list(in->data, in->len, lim, x->a->kind, x->inject, x->c, x->out, list_drain, x, em);
+	if (rc == 1)
+		rc = doc_read_each(in->data ? in->data : "", in->len, x->c->file, lim, &s, run_one, x, em);
+	else if (rc == 0)
+		s.n = 1;
+	if (rc == 0 && s.n == 0)
+		rc = err_set(em, DP_ESYNTAX, "%s: no documents in the input", x->c->file);
+	return rc == 0 ? drain(x, true) : rc;
+}
+
 static int run(int argc, char **argv, bool inject)
 {
 	struct args a;
 	struct buf in, out;
-	struct doc_stream s;
 	struct doc_limits lim = doc_default_limits;
 	struct inj_report report = { 0 };
-	struct inj_ctx c;
+	struct inj_ctx c, quiet;
+	struct replacement r;
 	struct err_msg em = { "" };
-	struct run_ctx x = { .inject = inject, .out = &out, .em = &em };
+	struct run_ctx x = { .inject = inject, .out = &out, .fd = -1, .em = &em };
 	int rc;
 
 	if (parse_args(argc, argv, &a) != 0) {
 		inj_opts_free(&a.opts);
 		return EX_USAGE;
 	}
-	memset(&s, 0, sizeof(s));
 	buf_init(&in, 0);
 	buf_init(&out, 0);
 	c = (struct inj_ctx){ .file = a.file && strcmp(a.file, "-") != 0 ? a.file : "<stdin>",
@@ -421,15 +491,29 @@ static int run(int argc, char **argv, bool inject)
 	lim.nodes_name = "--max-nodes";
 	if ((rc = read_input(&a, &in, &em)) != 0)
 		goto out;
-	if ((rc = doc_read_each(in.data ? in.data : "", in.len, c.file, &lim, &s, run_one, &x, &em)) != 0)
+	x.budget = in.len > MIN_BUDGET ? in.len : MIN_BUDGET;
+	if ((rc = run_pass(&x, &in, &lim, &em)) != 0)
 		goto out;
-	if (s.n == 0) {
-		rc = err_set(&em, DP_ESYNTAX, "%s: no documents in the input", c.file);
+	if (x.over) {
+		/* the same pass again, now writing as it goes; its warnings were given by the first */
+		buf_free(&out);
+		quiet = c;
+		quiet.report = NULL;
+		x.c = &quiet;
+		x.fd = STDOUT_FILENO;
+		if (a.in_place && (rc = replace_open(a.file, &r, &em)) == 0) {
+			x.fd = r.fd;
+			rc = replace_end(&r, run_pass(&x, &in, &lim, &em), &em);
+		} else if (!a.in_place) {
+			rc = run_pass(&x, &in, &lim, &em);
+		}
 		goto out;
 	}
 	buf_free(&in); /* before the output is written: the two need not be held at once on the way out */
 	if (a.in_place) {
-		rc = replace_file(a.file, &out, &em);
+		if ((rc = replace_open(a.file, &r, &em)) == 0)
+			rc = replace_end(&r, buf_write_fd(&out, r.fd) != 0 ?
+					 err_set(&em, DP_EIO, "%s: cannot write: %s", r.tmp, strerror(errno)) : 0, &em);
 	} else if (buf_write_fd(&out, STDOUT_FILENO) != 0) {
 		rc = err_set(&em, DP_EIO, "cannot write to standard output: %s", strerror(errno));
 	}

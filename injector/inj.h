@@ -139,7 +139,31 @@ struct inj_ctx {
 	struct inj_report *report; /* may be NULL */
 };
 
-/* Kubernetes: one object of any kind (List items recursed; kinds without a pod template pass). */
+/* True when obj is a Kubernetes List: apiVersion, a kind that ends in List (List, DeploymentList, ...), items a sequence. */
+bool inj_k8s_is_list(const struct doc_node *obj);
+/*
+ * One item of the List `list` (borrowed), injected (or uninjected) as
+ * inj_k8s_object does it when it goes through the list's items: what the
+ * CLI calls for each item of a List it reads one item at a time.
+ */
+int inj_k8s_list_item(struct doc_node *item, const struct doc_node *list, bool inject, const struct inj_ctx *c,
+		      struct err_msg *em);
+/*
+ * A Kubernetes List (kind List or *List) in JSON or YAML, injected (or
+ * uninjected) and written to out in the same format one item at a time
+ * (k8s_list.c): the bytes and warnings inj_k8s_object and doc_write_part
+ * give for the whole List, for its text and one item's tree. `kind`: as
+ * named on the command line, or NULL to detect it. `after` (may be NULL) is
+ * called with ctx after each item: a negative return stops the List and is
+ * returned; 1 says the items after need not be written, only checked (out
+ * then lacks them and is not the List). Returns 1 when bytes are not such a
+ * List (nothing done: read them as a stream of documents; a YAML List with
+ * anchors is one), 0 when every item went through, or an error.
+ */
+typedef int (*inj_list_after_fn)(void *ctx);
+int inj_k8s_list(const char *bytes, size_t len, const struct doc_limits *lim, const char *kind, bool inject,
+		 const struct inj_ctx *c, struct buf *out, inj_list_after_fn after, void *ctx, struct err_msg *em);
+/* Kubernetes: one object of any kind (a List's items recursed; kinds without a pod template pass). */
 int inj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
 int uninj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em);
 /*

@@ -29,15 +29,20 @@ static const struct { const char *kind, *template; } kinds[] = {
 	{ "PodTemplate", "template" },
 };
 
-static char *describe(const struct doc_node *obj)
+static char *describe_as(const struct doc_node *obj, const char *kind)
 {
 	const struct doc_node *md = doc_get(obj, "metadata");
-	const char *kind = doc_get_str(obj, "kind"), *ns = doc_get_str(md, "namespace");
+	const char *ns = doc_get_str(md, "namespace");
 	const char *name = doc_get_str(md, "name");
 
 	if (name == NULL)
 		name = doc_get_str(md, "generateName");
 	return mem_printf("%s %s%s%s", kind ? kind : "object", ns ? ns : "", ns ? "/" : "", name ? name : "(unnamed)");
+}
+
+static char *describe(const struct doc_node *obj)
+{
+	return describe_as(obj, doc_get_str(obj, "kind"));
 }
 
 /* Effective uid/gid of a container (container level over pod level), or -1. */
@@ -442,14 +447,43 @@ static void misplaced_options(const struct inj_ctx *c, const struct doc_node *ob
 		}
 }
 
-static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn, struct err_msg *em)
+bool inj_k8s_is_list(const struct doc_node *obj)
+{
+	const char *kind = doc_get_str(obj, "kind");
+	size_t n = kind ? strlen(kind) : 0;
+
+	/* List, and a list of one kind as the API server gives it (DeploymentList: GET .../deployments) */
+	return n >= 4 && strcmp(kind + n - 4, "List") == 0 && doc_get_str(obj, "apiVersion") &&
+	       doc_is(doc_get(obj, "items"), DOC_SEQ);
+}
+
+static int each_object(struct doc_node *obj, const struct doc_node *list, const struct inj_ctx *c, pod_fn fn,
+		       struct err_msg *em);
+
+/*
+ * An item of a List. The items of a list of one kind (DeploymentList) come
+ * from the API server without apiVersion and kind: the list's say what
+ * they are. A List's items name their own.
+ */
+static int each_item(struct doc_node *item, const struct doc_node *list, const struct inj_ctx *c, pod_fn fn,
+		     struct err_msg *em)
+{
+	return each_object(item, strcmp(doc_get_str(list, "kind"), "List") != 0 ? list : NULL, c, fn, em);
+}
+
+static int each_object(struct doc_node *obj, const struct doc_node *list, const struct inj_ctx *c, pod_fn fn,
+		       struct err_msg *em)
 {
 	const char *kind = doc_get_str(obj, "kind");
 	struct doc_node *items;
-	char *what;
-	int rc;
+	char *kind_of_list = NULL, *what;
+	int rc = 0;
 
-	if (kind == NULL || doc_get_str(obj, "apiVersion") == NULL) {
+	if (kind == NULL && list && doc_get(obj, "apiVersion") == NULL) {
+		const char *lk = doc_get_str(list, "kind");
+
+		kind = kind_of_list = mem_strndup(lk, strlen(lk) - 4);
+	} else if (kind == NULL || doc_get_str(obj, "apiVersion") == NULL) {
 		bool ecs = doc_get(obj, "containerDefinitions") || doc_get(obj, "taskDefinition"),
 		     cfn = doc_get(obj, "Resources") != NULL;
 
@@ -457,18 +491,18 @@ static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn,
 				ecs ? "; it looks like an ECS task definition: diagport inject ecs" :
 				cfn ? "; it looks like a CloudFormation template: diagport inject cfn" : "");
 	}
-	if (strcmp(kind, "List") == 0 && doc_is(items = doc_get(obj, "items"), DOC_SEQ)) {
-		for (size_t i = 0; i < items->n; i++)
-			if ((rc = each_object(items->vals[i], c, fn, em)) != 0)
-				return rc;
-		return 0;
+	if (inj_k8s_is_list(obj)) {
+		items = doc_get(obj, "items");
+		for (size_t i = 0; i < items->n && rc == 0; i++)
+			rc = each_item(items->vals[i], obj, c, fn, em);
+		goto out;
 	}
-	for (size_t k = 0; kind && k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+	for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
 		struct doc_node *holder, *spec;
 
 		if (strcmp(kind, kinds[k].kind) != 0)
 			continue;
-		what = describe(obj);
+		what = describe_as(obj, kind);
 		holder = kinds[k].template ? doc_path(obj, kinds[k].template) : obj;
 		if (fn == pod_inject && kinds[k].template)
 			misplaced_options(c, obj, kinds[k].template, what);
@@ -479,21 +513,29 @@ static int each_object(struct doc_node *obj, const struct inj_ctx *c, pod_fn fn,
 		else
 			rc = fn(c, holder, spec, what, em);
 		mem_free(what);
-		return rc;
+		goto out;
 	}
 	if (c->report)
 		c->report->passed++;
-	return 0;
+out:
+	mem_free(kind_of_list);
+	return rc;
 }
 
 int inj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em)
 {
-	return each_object(obj, c, pod_inject, em);
+	return each_object(obj, NULL, c, pod_inject, em);
 }
 
 int uninj_k8s_object(struct doc_node *obj, const struct inj_ctx *c, struct err_msg *em)
 {
-	return each_object(obj, c, pod_uninject, em);
+	return each_object(obj, NULL, c, pod_uninject, em);
+}
+
+int inj_k8s_list_item(struct doc_node *item, const struct doc_node *list, bool inject, const struct inj_ctx *c,
+		      struct err_msg *em)
+{
+	return each_item(item, list, c, inject ? pod_inject : pod_uninject, em);
 }
 
 int inj_k8s_pod(struct doc_node *pod, const struct inj_ctx *c, struct err_msg *em)

@@ -7,6 +7,10 @@
  * The first byte picks the options (mode, sidecar, flavour, ptrace, auth,
  * perf, egress-settings and rules), so the fuzzer explores them too. The kind is
  * detected (k8s, ecs, cfn, compose).
+ * A Kubernetes List (JSON, or YAML without anchors) also goes through
+ * inj_k8s_list, item by item as the CLI reads it: the same exit code,
+ * message, warnings and bytes as the whole tree injected and written, else
+ * the target aborts.
  * Seeds: tests/golden inputs (tests/fuzz/seeds-inject).
  */
 #include <stdint.h>
@@ -27,6 +31,73 @@ static int apply(struct doc_node **d, const char *kind, bool inject, const struc
 	if (strcmp(kind, "compose") == 0)
 		return inject ? inj_compose_project(*d, c, em) : uninj_compose_project(*d, c, em);
 	return inject ? inj_cfn_template(*d, c, em) : uninj_cfn_template(*d, c, em);
+}
+
+/* The whole List injected (or not) and written, as the CLI did before it read Lists item by item. */
+static int whole(const struct doc_stream *s, bool inject, const struct inj_ctx *c, struct buf *out, struct err_msg *em)
+{
+	struct doc_node *d = doc_copy(s->docs[0]);
+	int rc = inject ? inj_k8s_object(d, c, em) : uninj_k8s_object(d, c, em);
+
+	if (rc == 0)
+		rc = doc_write_part(out, s, d, 0, s->format, em);
+	doc_free(d);
+	return rc;
+}
+
+static void same_warnings(const struct inj_report *a, const struct inj_report *b)
+{
+	if (a->nwarn != b->nwarn || a->injected != b->injected || a->passed != b->passed)
+		goto differ;
+	for (size_t i = 0; i < a->nwarn; i++)
+		if (strcmp(a->warnings[i], b->warnings[i]) != 0)
+			goto differ;
+	return;
+differ:
+	fprintf(stderr, "a List item by item warns or counts otherwise than whole\n");
+	abort();
+}
+
+/* A List read whole: item by item (inj_k8s_list) gives the same answer, and the same bytes. */
+static void list_path(const char *text, size_t len, const struct doc_limits *lim, const struct doc_stream *s,
+		      const struct inj_opts *o)
+{
+	const struct doc_node *d = s->n == 1 ? s->docs[0] : NULL;
+
+	if (!doc_is(d, DOC_MAP) || inj_detect(d) == NULL ||
+	    strcmp(inj_detect(d), "k8s") != 0 || !inj_k8s_is_list(d))
+		return;
+	for (int inject = 0; inject < 2; inject++) {
+		struct inj_report r1 = { 0 }, r2 = { 0 };
+		struct inj_ctx c1 = { .file = "fuzz", .base = o, .report = &r1 }, c2 = c1;
+		struct err_msg e1 = { "" }, e2 = { "" };
+		struct buf b1, b2;
+		int rc1, rc2;
+
+		c2.report = &r2;
+		buf_init(&b1, 0);
+		buf_init(&b2, 0);
+		rc1 = whole(s, inject, &c1, &b1, &e1);
+		rc2 = inj_k8s_list(text, len, lim, NULL, inject, &c2, &b2, NULL, NULL, &e2);
+		if (rc2 == 1 && s->format == DOC_JSON) {
+			fprintf(stderr, "a JSON List that reads whole was not split into its items\n");
+			abort();
+		}
+		if (rc2 == 1) /* a YAML List with anchors, or in flow style: read whole, as it was */
+			goto next;
+		if (rc1 != rc2 || strcmp(e1.text, e2.text) != 0 ||
+		    (rc1 == 0 && (b1.len != b2.len || memcmp(b1.data, b2.data, b1.len) != 0))) {
+			fprintf(stderr, "a List item by item is not the List whole: %d %s / %d %s\n", rc1, e1.text, rc2,
+				e2.text);
+			abort();
+		}
+		same_warnings(&r1, &r2);
+next:
+		inj_report_free(&r1);
+		inj_report_free(&r2);
+		buf_free(&b1);
+		buf_free(&b2);
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -59,6 +130,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		inj_opts_set(&o, "egress-settings", "egress", NULL);
 		inj_opts_set(&o, "rules", "rules", NULL);
 	}
+	list_path((const char *)data + 1, size - 1, &lim, &s, &o);
 	for (size_t i = 0; i < s.n; i++) {
 		struct inj_ctx c = { .file = "fuzz", .base = &o, .all = (sel & 64) != 0 };
 		const char *kind = inj_detect(s.docs[i]);

@@ -190,8 +190,8 @@ check warn-execution-role bash -c "[ $rc = 0 ] && [ -s '$W/er.out' ] && grep -q 
 WHY="exit $rc: $(cat "$W/er.err")"
 check no-warn-execution-role bash -c "[ $rc = 0 ] && ! grep -q executionRoleArn '$W/er.err'"
 
-# one set of limits: inject refuses to write more than --max-input (or --max-nodes) lets uninject read,
-# so anything inject writes, uninject reads with the same flags; exit 4 (too big), nothing written
+# --max-input and --max-nodes limit what is read (exit 4, nothing written); what inject writes is not
+# limited (a List's output is ~3.6 times its input), and uninject reads it with limits that fit
 python3 - "$W/many.yaml" << 'PY'
 import sys
 doc = """apiVersion: apps/v1
@@ -210,12 +210,19 @@ open(sys.argv[1], "w").write("---\n".join(doc % i for i in range(2000)))
 PY
 in_bytes=$(stat -c %s "$W/many.yaml")
 "$D" inject k8s --max-input "$((in_bytes + 1000))" "$W/many.yaml" > "$W/lim.out" 2> "$W/lim.err"; rc=$?
-WHY="exit $rc: $(head -c 300 "$W/lim.err"); $(stat -c %s "$W/lim.out") bytes out"
-check limits-output-over-max-input bash -c "[ $rc = 4 ] && [ ! -s '$W/lim.out' ] && grep -q 'the output would be over .* (--max-input), more than uninject reads' '$W/lim.err'"
+out_bytes=$(stat -c %s "$W/lim.out")
+WHY="exit $rc: $(head -c 300 "$W/lim.err"); $out_bytes bytes out"
+check limits-output-not-limited bash -c "[ $rc = 0 ] && [ $out_bytes -gt $((in_bytes + 1000)) ]"
+"$D" uninject k8s --max-input "$((in_bytes + 1000))" "$W/lim.out" > "$W/lim.back" 2> "$W/lim.err"; rc=$?
+WHY="exit $rc: $(head -c 300 "$W/lim.err")"
+check limits-uninject-reads-under-max-input bash -c "[ $rc = 4 ] && [ ! -s '$W/lim.back' ] && grep -q 'larger than .* bytes (--max-input)' '$W/lim.err'"
+"$D" inject k8s --max-input "$((in_bytes - 1))" "$W/many.yaml" > "$W/lim.out" 2> "$W/lim.err"; rc=$?
+WHY="exit $rc: $(head -c 300 "$W/lim.err")"
+check limits-input-over-max-input bash -c "[ $rc = 4 ] && [ ! -s '$W/lim.out' ] && grep -q 'larger than .* bytes (--max-input)' '$W/lim.err'"
 "$D" inject k8s --max-nodes 5000 "$W/many.yaml" > "$W/lim.out" 2> "$W/lim.err"; rc=$?
 WHY="exit $rc: $(head -c 300 "$W/lim.err")"
-check limits-output-over-max-nodes bash -c "[ $rc = 4 ] && [ ! -s '$W/lim.out' ] && grep -q 'more than 5000 values (--max-nodes)' '$W/lim.err'"
-# with limits that let inject write it, uninject with the same limits reads it, and gives the data back
+check limits-input-over-max-nodes bash -c "[ $rc = 4 ] && [ ! -s '$W/lim.out' ] && grep -q 'more than 5000 values (--max-nodes)' '$W/lim.err'"
+# with limits that fit both, uninject reads what inject wrote, and gives the data back
 "$D" inject k8s --max-input 8M --max-nodes 1000000 "$W/many.yaml" > "$W/lim.out" 2> "$W/lim.err"; rc1=$?
 "$D" uninject k8s --max-input 8M --max-nodes 1000000 "$W/lim.out" > "$W/lim.back" 2>> "$W/lim.err"; rc2=$?
 WHY="exit $rc1/$rc2: $(head -c 300 "$W/lim.err")"

@@ -892,6 +892,173 @@ static void big_documents(void)
 		T_FAIL("10,000-key map took %.3f s", t);
 }
 
+/*
+ * An object read around its "items" and written back in pieces: the bytes
+ * doc_read_json + doc_write_part give, element positions as the whole read
+ * stamps them; or 0 (read it whole) where the shape does not fit.
+ */
+static char *items_rt(const char *in, size_t *n_items, int *rc, struct err_msg *em)
+{
+	struct doc_json_items *it;
+	struct doc_stream st;
+	struct doc_node *item;
+	struct buf out;
+	size_t k, n = 0;
+
+	*rc = doc_json_items_open(in, strlen(in), "t.json", NULL, "items", &it, &st, &k);
+	if (*rc != 1)
+		return NULL;
+	buf_init(&out, 0);
+	*rc = doc_write_json_open(&out, &st, st.docs[0], k, em);
+	while (*rc == 0 && (*rc = doc_json_items_next(it, &item, em)) == 1) {
+		*rc = doc_write_json_item(&out, &st, item, n++, em);
+		doc_free(item);
+	}
+	if (*rc == 0)
+		*rc = doc_write_json_close(&out, &st, st.docs[0], k, n, em);
+	doc_json_items_free(it);
+	doc_stream_free(&st);
+	*n_items = n;
+	if (*rc != 0) {
+		buf_free(&out);
+		return NULL;
+	}
+	return buf_steal(&out, NULL);
+}
+
+static void json_items(void)
+{
+	static const char *const same[] = {
+		"{\"kind\":\"List\",\"items\":[{\"a\":1},[2,3],\"x\"],\"metadata\":{}}\n",
+		"{\n  \"items\": [\n    {\n      \"a\": [\n        1\n      ]\n    },\n    4\n  ],\n  \"z\": null\n}\n",
+		"{\n    \"a\": {},\n    \"items\": []\n}\n",
+		"{\"items\":[]}\n",
+		"{\n  \"items\": [\n    \"]}\\\"[{\"\n  ]\n}\n",
+	};
+	static const char *const whole[] = {
+		"[1]", "{\"items\":{}}", "{\"a\":[1]}", "{\"items\":[1]} {}", "{\"items\":[1,]} x",
+		"{\"items\":[\"a]}", "{\"items\":[1]", "{\"items\":[],\"items\":[]}", "  ",
+	};
+	struct err_msg em = { "" };
+	size_t n;
+	int rc;
+
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		char *a = json_rt(same[i], &rc, &em), *b = items_rt(same[i], &n, &rc, &em);
+
+		T_CHECK(a && b && strcmp(a, b) == 0);
+		free(a);
+		free(b);
+	}
+	for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++)
+		T_CHECK(items_rt(whole[i], &n, &rc, &em) == NULL && rc == 0);
+	/* an element's error is the whole reading's, at the same place */
+	T_CHECK(items_rt("{\"items\":[{\"a\":1},\n {\"b\" 2}]}", &n, &rc, &em) == NULL && rc == DP_ESYNTAX);
+	T_STREQ(em.text, "t.json:2:7: expected ':' after an object key");
+	T_CHECK(items_rt("{\"items\":[1,\n]}", &n, &rc, &em) == NULL && rc == DP_ESYNTAX);
+	T_STREQ(em.text, "t.json:2:1: expected a value after ',' (JSON has no trailing commas)");
+	T_CHECK(items_rt("{\"items\":[{\"a\":1,\"a\":2}]}", &n, &rc, &em) == NULL && rc == DP_ESYNTAX);
+	T_CHECK(strncmp(em.text, "t.json:1:", 9) == 0 && strstr(em.text, "duplicate key"));
+}
+
+static void json_items_positions_caps(void)
+{
+	const char *in = "{\n  \"items\": [\n    {\"a\": 1},\n    {\"b\": [2]}\n  ],\n  \"kind\": \"List\"\n}\n";
+	struct doc_limits lim = doc_default_limits;
+	struct doc_json_items *it;
+	struct doc_stream st;
+	struct doc_node *item;
+	struct err_msg em;
+	size_t k;
+
+	T_CHECK(doc_json_items_open(in, strlen(in), "p", NULL, "items", &it, &st, &k) == 1 && k == 0);
+	T_CHECK(doc_get(st.docs[0], "items")->line == 2 && doc_get(st.docs[0], "items")->col == 12);
+	T_CHECK(doc_json_items_next(it, &item, &em) == 1 && item->line == 3 && item->col == 5);
+	doc_free(item);
+	T_CHECK(doc_json_items_next(it, &item, &em) == 1 && doc_get(item, "b")->line == 4 &&
+		doc_get(item, "b")->col == 11);
+	doc_free(item);
+	T_CHECK(doc_json_items_next(it, &item, &em) == 0 && doc_json_items_next(it, &item, &em) == 0);
+	doc_json_items_free(it);
+	doc_stream_free(&st);
+	/* the caps are the whole input's: the envelope's values and every element's count */
+	lim.max_nodes = 8; /* the object, its 2 keys and 2 values, then {"a": 1}: 8; the second element passes it */
+	T_CHECK(doc_json_items_open(in, strlen(in), "p", &lim, "items", &it, &st, &k) == 1);
+	T_CHECK(doc_json_items_next(it, &item, &em) == 1);
+	doc_free(item);
+	T_CHECK(doc_json_items_next(it, &item, &em) == DP_ETOOBIG);
+	T_STREQ(em.text, "p:4:5: more than 8 values (max_nodes)");
+	doc_json_items_free(it);
+	doc_stream_free(&st);
+}
+
+/* A YAML document read around its "items" and written back in pieces: doc_read_yaml + doc_write_part's bytes. */
+static char *yaml_items_rt(const char *in, int *rc, struct err_msg *em)
+{
+	struct doc_yaml_items *it;
+	struct doc_yaml_list *w = NULL;
+	struct doc_stream st;
+	struct doc_node *item;
+	struct buf out;
+	size_t k;
+
+	*rc = doc_yaml_items_open(in, strlen(in), "t.yaml", NULL, "items", &it, &st, &k);
+	if (*rc != 1)
+		return NULL;
+	buf_init(&out, 0);
+	*rc = doc_write_yaml_open(&out, &st, st.docs[0], k, &w, em);
+	while (*rc == 0 && (*rc = doc_yaml_items_next(it, &item, em)) == 1) {
+		*rc = doc_write_yaml_item(w, item, em);
+		doc_free(item);
+	}
+	if (*rc == 0) {
+		*rc = doc_write_yaml_close(w, st.docs[0], k, em);
+		w = NULL;
+	}
+	doc_write_yaml_free(w);
+	doc_yaml_items_free(it);
+	doc_stream_free(&st);
+	if (*rc != 0) {
+		buf_free(&out);
+		return NULL;
+	}
+	return buf_steal(&out, NULL);
+}
+
+static void yaml_items(void)
+{
+	static const char *const same[] = {
+		"kind: List\nitems:\n- a: 1\n  b: [x, 'y']\n- \"s\"\n- - 1\n  - 2\nmetadata: {}\n",
+		"---\nitems: !!seq\n- |\n  text\nz: ~\n",
+		"items:\n- {a: 1}\n...\n",
+	};
+	static const char *const whole[] = {
+		"- 1\n", "items: {}\n", "a: 1\nitems: []\n", "a: [1]\n", "items: [1]\n", "{items: [1]}\n", "items:\n- &a 1\n- *a\n",
+		"x: &a 1\nitems:\n- 2\n", "items:\n- 1\n---\nb: 2\n", "items:\n- [1\n", "items: []\nitems: []\n", "",
+	};
+	struct err_msg em = { "" };
+	int rc;
+
+	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
+		struct doc_stream st = { 0 };
+		struct buf a;
+		char *b = yaml_items_rt(same[i], &rc, &em);
+
+		buf_init(&a, 0);
+		T_CHECK(doc_read_yaml(same[i], strlen(same[i]), "t.yaml", NULL, &st, &em) == 0 &&
+			doc_write_part(&a, &st, st.docs[0], 0, DOC_YAML, &em) == 0);
+		T_STREQ(b ? b : "(null)", a.data ? a.data : "(none)");
+		doc_stream_free(&st);
+		buf_free(&a);
+		free(b);
+	}
+	for (size_t i = 0; i < sizeof(whole) / sizeof(whole[0]); i++)
+		T_CHECK(yaml_items_rt(whole[i], &rc, &em) == NULL && rc == 0);
+	/* an item's error is the whole reading's, at the same place */
+	T_CHECK(yaml_items_rt("items:\n- a: 1\n- {b: 1, b: 2}\n", &rc, &em) == NULL && rc == DP_ESYNTAX);
+	T_CHECK(strncmp(em.text, "t.yaml:3:", 9) == 0 && strstr(em.text, "duplicate key"));
+}
+
 int main(void)
 {
 	T_BEGIN("doc");
@@ -913,6 +1080,9 @@ int main(void)
 	T_RUN(json_caps);
 	T_RUN(json_writer_converts);
 	T_RUN(json_writer_memory_nodes);
+	T_RUN(json_items);
+	T_RUN(json_items_positions_caps);
+	T_RUN(yaml_items);
 	T_RUN(yaml_resolve);
 	T_RUN(yaml_styles_tags);
 	T_RUN(yaml_roundtrip_tags);
