@@ -7,7 +7,8 @@
 # pod (tests/golden/k8s/env-1500).
 #   0. one request each first: every answer 200, same body size, the webhook's carries a patch;
 #      0b. the review alone, in-process (bench/bench_review.c)
-#   1. throughput: wrk -t2 -c16 (bench/webhook_post.lua), two streams of AdmissionReviews per pod:
+#   1. throughput: wrk -t2 -c16 (bench/webhook_post.lua), two streams of AdmissionReviews per pod
+#      (requests/s, and each server's own CPU time per request, from /proc/PID/stat):
 #      "replicas" (the pod as a ReplicaSet's replicas: a new uid and token-volume name each time;
 #      answered from the webhook's cache but for the first) and "distinct" (a different pod every
 #      request: every one a full review); the cache's hits and misses from /metrics per run
@@ -138,6 +139,13 @@ order() { if [ $(($1 % 2)) = 1 ]; then echo webhook nginx; else echo nginx webho
 url() { if [ "$1" = webhook ]; then echo "$WURL"; else echo "$NURL/$2"; fi; }
 loglines() { wc -l <"$W/webhook-nocache.log"; } # the latency runs go to the cache-less webhook
 
+# cpu SERVER: CPU ticks (user + system) used so far by the server's processes (nginx: master and workers)
+cpu() {
+	local p=$WPID
+	[ "$1" = nginx ] && p="$NPID $(pgrep -P "$NPID" | tr '\n' ' ')"
+	for q in $p; do awk '{print $14 + $15}' "/proc/$q/stat"; done | awk '{t += $1} END {print t + 0}'
+}
+
 # cache PORT: "hits misses" of the webhook's answer cache, from /metrics
 cache() {
 	"${CURL[@]}" "https://127.0.0.1:$1/metrics" | awk '/^diagport_webhook_review_cache_lookups_total\{result="hit"\}/ {h = $2}
@@ -150,13 +158,16 @@ for r in $(seq 1 "$ROUNDS"); do
 		for m in "${MODES[@]}"; do
 			for s in $(order "$r"); do
 				read -r h0 m0 < <(cache "$WP")
+				c0=$(cpu "$s")
 				BODIES=$W/$c-$m.list wrk -t2 -c16 -d"${WRK_S}s" -s bench/webhook_post.lua "$(url "$s" "$c")" >"$W/wrk-$c-$m-$s-$r.txt" 2>&1
 				read -r h1 m1 < <(cache "$WP")
+				echo "$(($(cpu "$s") - c0))" >"$W/cpu-$c-$m-$s-$r.txt"
 				hm=""
 				[ "$s" = webhook ] && hm="; cache hits $((h1 - h0)), misses $((m1 - m0))"
-				awk -v s="$s" -v c="$c-$m" -v r="$r" -v hm="$hm" '/^WRK/ {w = $0} /Latency/ {lat = $2 " avg, " $4 " max"} /Requests\/sec/ {rps = $2}
-					END {split(w, f, " "); printf "   round %d %-17s %-7s %9.0f req/s  (latency %s; non-2xx %d, errors connect %d read %d write %d timeout %d%s)\n",
-					r, c, s, rps, lat, f[15], f[9], f[11], f[13], f[17], hm}' "$W/wrk-$c-$m-$s-$r.txt"
+				awk -v s="$s" -v c="$c-$m" -v r="$r" -v hm="$hm" -v cpu="$(cat "$W/cpu-$c-$m-$s-$r.txt")" -v hz="$(getconf CLK_TCK)" \
+					'/^WRK/ {w = $0} /Latency/ {lat = $2 " avg, " $4 " max"} /Requests\/sec/ {rps = $2}
+					END {split(w, f, " "); printf "   round %d %-17s %-7s %9.0f req/s, %5.1f us CPU/req  (latency %s; non-2xx %d, errors connect %d read %d write %d timeout %d%s)\n",
+					r, c, s, rps, cpu / hz * 1e6 / (f[3] > 0 ? f[3] : 1), lat, f[15], f[9], f[11], f[13], f[17], hm}' "$W/wrk-$c-$m-$s-$r.txt"
 			done
 		done
 	done
@@ -166,6 +177,13 @@ for c in "${CASES[@]}"; do
 		w=$(cat "$W"/wrk-"$c"-"$m"-webhook-*.txt | awk '/^WRK/ {n += $3; t += $5} END {printf "%.0f", n / t * 1e6}')
 		n=$(cat "$W"/wrk-"$c"-"$m"-nginx-*.txt | awk '/^WRK/ {n += $3; t += $5} END {printf "%.0f", n / t * 1e6}')
 		awk -v c="$c-$m" -v w="$w" -v n="$n" 'BEGIN {printf "%-17s webhook %.0f req/s, nginx %.0f req/s: ratio %.3fx\n", c":", w, n, (n > 0 ? w / n : 0)}'
+		# the servers' own CPU per request: on a machine others load too, steadier than requests per second
+		for s in webhook nginx; do
+			cat "$W"/cpu-"$c"-"$m"-"$s"-*.txt | awk -v t="$(cat "$W"/wrk-"$c"-"$m"-"$s"-*.txt | awk '/^WRK/ {n += $3} END {print n}')" \
+				-v hz="$(getconf CLK_TCK)" '{u += $1} END {printf "%.1f\n", u / hz * 1e6 / (t > 0 ? t : 1)}' >"$W/cpureq-$s"
+		done
+		awk -v c="$c-$m" -v w="$(cat "$W/cpureq-webhook")" -v n="$(cat "$W/cpureq-nginx")" \
+			'BEGIN {printf "%-17s CPU per request: webhook %.1f us, nginx %.1f us: nginx/webhook %.3fx\n", c":", w, n, (w > 0 ? n / w : 0)}'
 	done
 done
 load
