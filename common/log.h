@@ -1,9 +1,11 @@
 /*
  * log.h - the one logger of diagport's daemons (the agent, the webhook and
  * `webhook certs`): one JSON object per line on stderr, written with one
- * write(2), built and escaped by jansson, so a value holding a quote, a
- * backslash, a newline, a control character or bytes that are not UTF-8
- * (repaired to U+FFFD, utf8.h) never breaks a line.
+ * write(2), escaped by jansson (what needs no escaping is copied as jansson
+ * would write it), so a value holding a quote, a backslash, a newline, a
+ * control character or bytes that are not UTF-8 (repaired to U+FFFD,
+ * utf8.h) never breaks a line. A key given twice is written once, with its
+ * last value; numbers as jansson writes them (reals with 6 digits).
  *
  * Fields are named as Go's log/slog JSONHandler names them, a convention
  * log pipelines already read: "time" (RFC 3339, UTC, milliseconds), "level"
