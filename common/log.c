@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <limits.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 #include "clock.h"
 #include "errors.h"
 #include "buf.h"
+#include "mem.h"
 #include "utf8.h"
 
 static enum log_level min_level = LOG_INFO;
@@ -263,6 +265,112 @@ static bool reserved_key(const char *k)
 	return strcmp(k, "time") == 0 || strcmp(k, "level") == 0 || strcmp(k, "msg") == 0;
 }
 
+/*
+ * The webhook's lines at info and below go through a queue that one writer
+ * thread empties (log_async_start). Its threads wrote a line each for every
+ * admission into one stderr, and writes to one file or pipe from two threads
+ * contend in the kernel (the file's position lock, the inode's or the pipe's
+ * mutex): a third of a context switch per request, which cost more than the
+ * line. The writer writes what has gathered, then gathers for ASYNC_GATHER_NS
+ * before it looks again, so under load a write carries many lines and nobody
+ * has to wake it; idle, it sleeps until a line comes. Lines are written in
+ * order: a warning or an error is written at once, after what is queued. At
+ * most the last ASYNC_GATHER_NS of info lines is lost if the process is
+ * killed; at exit the queue is written (atexit).
+ */
+#define ASYNC_MAX (256u << 10)
+#define ASYNC_GATHER_NS 1000000L
+
+static struct {
+	pthread_mutex_t mu;       /* guards the queue */
+	pthread_mutex_t write_mu; /* held while queued lines are written: their order with a direct line */
+	pthread_cond_t cv;
+	char *buf, *spare;
+	size_t len;
+	bool on, sleeping;
+} aq = { .mu = PTHREAD_MUTEX_INITIALIZER, .write_mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+/* Write what is queued now. Called with write_mu held. */
+static void flush_queue(void)
+{
+	char *b;
+	size_t n;
+
+	pthread_mutex_lock(&aq.mu);
+	b = aq.buf;
+	n = aq.len;
+	aq.buf = aq.spare;
+	aq.spare = b;
+	aq.len = 0;
+	pthread_mutex_unlock(&aq.mu);
+	if (n)
+		write_line(b, n);
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&aq.mu);
+		while (aq.len == 0) {
+			aq.sleeping = true;
+			pthread_cond_wait(&aq.cv, &aq.mu);
+			aq.sleeping = false;
+		}
+		pthread_mutex_unlock(&aq.mu);
+		pthread_mutex_lock(&aq.write_mu);
+		flush_queue();
+		pthread_mutex_unlock(&aq.write_mu);
+		nanosleep(&(struct timespec){ .tv_nsec = ASYNC_GATHER_NS }, NULL);
+	}
+	return NULL;
+}
+
+void log_flush(void)
+{
+	pthread_mutex_lock(&aq.write_mu);
+	flush_queue();
+	pthread_mutex_unlock(&aq.write_mu);
+}
+
+int log_async_start(void)
+{
+	pthread_t t;
+
+	if (aq.on)
+		return 0;
+	aq.buf = mem_alloc(ASYNC_MAX);
+	aq.spare = mem_alloc(ASYNC_MAX);
+	if (pthread_create(&t, NULL, writer_main, NULL) != 0) {
+		mem_free(aq.buf);
+		mem_free(aq.spare);
+		aq.buf = aq.spare = NULL;
+		return DP_EINTERNAL; /* the lines are written by their threads, as before */
+	}
+	pthread_detach(t);
+	atexit(log_flush);
+	aq.on = true;
+	return 0;
+}
+
+/* Queue a line of n bytes; false when it must be written now (the queue is full or off). */
+static bool enqueue(const char *line, size_t n)
+{
+	bool queued = false, wake = false;
+
+	pthread_mutex_lock(&aq.mu);
+	if (aq.len + n <= ASYNC_MAX) {
+		memcpy(aq.buf + aq.len, line, n);
+		aq.len += n;
+		queued = true;
+		wake = aq.sleeping;
+	}
+	pthread_mutex_unlock(&aq.mu);
+	if (wake)
+		pthread_cond_signal(&aq.cv);
+	return queued;
+}
+
 void log_at(enum log_level lvl, const char *msg, ...)
 {
 	struct log_kv kvs[LOG_MAX_KV], kv;
@@ -299,6 +407,12 @@ void log_at(enum log_level lvl, const char *msg, ...)
 			put_value(&b, &kvs[i]);
 	}
 	buf_puts(&b, "}\n"); /* one write for the line and its end: lines from threads never interleave */
-	write_line(b.data, b.len);
+	if (!aq.on || lvl >= LOG_WARN || !enqueue(b.data, b.len)) {
+		pthread_mutex_lock(&aq.write_mu);
+		if (aq.on)
+			flush_queue(); /* what came before it, first */
+		write_line(b.data, b.len);
+		pthread_mutex_unlock(&aq.write_mu);
+	}
 	buf_free(&b);
 }

@@ -70,6 +70,16 @@ bool log_enabled(enum log_level lvl);
  * DP_EINVAL when the name is none of them.
  */
 int log_level_parse(const char *name, enum log_level *out);
+/*
+ * From now on lines at info and below are queued and written by a thread of
+ * the logger's own, many in one write under load, within about a millisecond
+ * (log.c says why); warnings and errors still at once, after what is queued.
+ * Call before a sandbox is entered. 0, or DP_EINTERNAL (no thread: lines
+ * are written by their threads, as before).
+ */
+int log_async_start(void);
+/* Write the queued lines now (at exit it happens by itself). */
+void log_flush(void);
 /* The lines go to fd (the default: 2) from now on. For tests. */
 void log_set_fd(int fd);
 
