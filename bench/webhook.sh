@@ -6,7 +6,8 @@
 # container, four env vars, annotated diagport.dev/inject: "true") and the golden 1,500-env-var
 # pod (tests/golden/k8s/env-1500).
 #   0. one request each first: every answer 200, same body size, the webhook's carries a patch;
-#      0b. the review alone, in-process (bench/bench_review.c)
+#      0b. the review alone, in-process (bench/bench_review.c); 0c. the admission log line alone, in-process,
+#      against the same line as a jansson object and dump (bench/bench_log.c)
 #   1. throughput: wrk -t2 -c16 (bench/webhook_post.lua), two streams of AdmissionReviews per pod
 #      (requests/s, and each server's own CPU time per request, from /proc/PID/stat):
 #      "replicas" (the pod as a ReplicaSet's replicas: a new uid and token-volume name each time;
@@ -44,6 +45,8 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags gnutls) -o "$B
 	$(pkg-config --libs gnutls) -lpthread || die "cannot build bench/webhook_load.c"
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -Iwebhook -Ibench -o "$B/bench/bench_review" bench/bench_review.c \
 	"$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1) -lpthread || die "cannot build bench/bench_review.c"
+cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Ibench -o "$B/bench/bench_log" bench/bench_log.c "$B/libdiagport.a" \
+	$(pkg-config --libs jansson) -lpthread || die "cannot build bench/bench_log.c"
 
 
 . bench/webhook_lib.sh
@@ -133,6 +136,8 @@ done
 echo; echo "== 0b. a full review in-process (bench/bench_review.c: review_admit, no cache, no HTTP or TLS)"
 "$B/bench/bench_review" 20000 $(head -200 "$W/typical-distinct.list")
 "$B/bench/bench_review" 2000 $(head -100 "$W/env1500-distinct.list")
+echo; echo "== 0c. the admission log line in-process, to /dev/null (bench/bench_log.c), against a jansson object and dump"
+"$B/bench/bench_log" 100000 5
 
 # order R: the two servers, alternating by round
 order() { if [ $(($1 % 2)) = 1 ]; then echo webhook nginx; else echo nginx webhook; fi; }
