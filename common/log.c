@@ -75,10 +75,12 @@ static bool secret_key(const char *k)
 					     "secret" };
 	static const unsigned char first[][2] = { { 't', 0 }, { 'a', 1 }, { 'p', 3 }, { 's', 6 } }; /* letter, words[] */
 
+	const size_t n_words = sizeof(words) / sizeof(words[0]);
+
 	for (; *k; k++)
 		for (size_t f = 0; f < sizeof(first) / sizeof(first[0]); f++)
 			if (tolower((unsigned char)*k) == first[f][0])
-				for (size_t i = first[f][1]; i < sizeof(words) / sizeof(words[0]) && words[i][0] == first[f][0]; i++)
+				for (size_t i = first[f][1]; i < n_words && (unsigned char)words[i][0] == first[f][0]; i++)
 					if (strncasecmp(k, words[i], strlen(words[i])) == 0)
 						return true;
 	return false;
