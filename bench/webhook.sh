@@ -6,8 +6,10 @@
 # container, four env vars, annotated diagport.dev/inject: "true") and the golden 1,500-env-var
 # pod (tests/golden/k8s/env-1500).
 #   0. one request each first: every answer 200, same body size, the webhook's carries a patch;
-#      0b. the review alone, in-process (bench/bench_review.c)
-#   1. throughput: wrk -t2 -c16 (bench/webhook_post.lua), two streams of AdmissionReviews per pod:
+#      0b. the review alone, in-process (bench/bench_review.c); 0c. the admission log line alone, in-process,
+#      against the same line as a jansson object and dump (bench/bench_log.c)
+#   1. throughput: wrk -t2 -c16 (bench/webhook_post.lua), two streams of AdmissionReviews per pod
+#      (requests/s, and each server's own CPU time per request, from /proc/PID/stat):
 #      "replicas" (the pod as a ReplicaSet's replicas: a new uid and token-volume name each time;
 #      answered from the webhook's cache but for the first) and "distinct" (a different pod every
 #      request: every one a full review); the cache's hits and misses from /metrics per run
@@ -43,6 +45,8 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags gnutls) -o "$B
 	$(pkg-config --libs gnutls) -lpthread || die "cannot build bench/webhook_load.c"
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -Iwebhook -Ibench -o "$B/bench/bench_review" bench/bench_review.c \
 	"$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1) -lpthread || die "cannot build bench/bench_review.c"
+cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Ibench -o "$B/bench/bench_log" bench/bench_log.c "$B/libdiagport.a" \
+	$(pkg-config --libs jansson) -lpthread || die "cannot build bench/bench_log.c"
 
 
 . bench/webhook_lib.sh
@@ -132,11 +136,20 @@ done
 echo; echo "== 0b. a full review in-process (bench/bench_review.c: review_admit, no cache, no HTTP or TLS)"
 "$B/bench/bench_review" 20000 $(head -200 "$W/typical-distinct.list")
 "$B/bench/bench_review" 2000 $(head -100 "$W/env1500-distinct.list")
+echo; echo "== 0c. the admission log line in-process, to /dev/null (bench/bench_log.c), against a jansson object and dump"
+"$B/bench/bench_log" 100000 5
 
 # order R: the two servers, alternating by round
 order() { if [ $(($1 % 2)) = 1 ]; then echo webhook nginx; else echo nginx webhook; fi; }
 url() { if [ "$1" = webhook ]; then echo "$WURL"; else echo "$NURL/$2"; fi; }
 loglines() { wc -l <"$W/webhook-nocache.log"; } # the latency runs go to the cache-less webhook
+
+# cpu SERVER: CPU ticks (user + system) used so far by the server's processes (nginx: master and workers)
+cpu() {
+	local p=$WPID
+	[ "$1" = nginx ] && p="$NPID $(pgrep -P "$NPID" | tr '\n' ' ')"
+	for q in $p; do awk '{print $14 + $15}' "/proc/$q/stat"; done | awk '{t += $1} END {print t + 0}'
+}
 
 # cache PORT: "hits misses" of the webhook's answer cache, from /metrics
 cache() {
@@ -150,13 +163,16 @@ for r in $(seq 1 "$ROUNDS"); do
 		for m in "${MODES[@]}"; do
 			for s in $(order "$r"); do
 				read -r h0 m0 < <(cache "$WP")
+				c0=$(cpu "$s")
 				BODIES=$W/$c-$m.list wrk -t2 -c16 -d"${WRK_S}s" -s bench/webhook_post.lua "$(url "$s" "$c")" >"$W/wrk-$c-$m-$s-$r.txt" 2>&1
 				read -r h1 m1 < <(cache "$WP")
+				echo "$(($(cpu "$s") - c0))" >"$W/cpu-$c-$m-$s-$r.txt"
 				hm=""
 				[ "$s" = webhook ] && hm="; cache hits $((h1 - h0)), misses $((m1 - m0))"
-				awk -v s="$s" -v c="$c-$m" -v r="$r" -v hm="$hm" '/^WRK/ {w = $0} /Latency/ {lat = $2 " avg, " $4 " max"} /Requests\/sec/ {rps = $2}
-					END {split(w, f, " "); printf "   round %d %-17s %-7s %9.0f req/s  (latency %s; non-2xx %d, errors connect %d read %d write %d timeout %d%s)\n",
-					r, c, s, rps, lat, f[15], f[9], f[11], f[13], f[17], hm}' "$W/wrk-$c-$m-$s-$r.txt"
+				awk -v s="$s" -v c="$c-$m" -v r="$r" -v hm="$hm" -v cpu="$(cat "$W/cpu-$c-$m-$s-$r.txt")" -v hz="$(getconf CLK_TCK)" \
+					'/^WRK/ {w = $0} /Latency/ {lat = $2 " avg, " $4 " max"} /Requests\/sec/ {rps = $2}
+					END {split(w, f, " "); printf "   round %d %-17s %-7s %9.0f req/s, %5.1f us CPU/req  (latency %s; non-2xx %d, errors connect %d read %d write %d timeout %d%s)\n",
+					r, c, s, rps, cpu / hz * 1e6 / (f[3] > 0 ? f[3] : 1), lat, f[15], f[9], f[11], f[13], f[17], hm}' "$W/wrk-$c-$m-$s-$r.txt"
 			done
 		done
 	done
@@ -166,6 +182,13 @@ for c in "${CASES[@]}"; do
 		w=$(cat "$W"/wrk-"$c"-"$m"-webhook-*.txt | awk '/^WRK/ {n += $3; t += $5} END {printf "%.0f", n / t * 1e6}')
 		n=$(cat "$W"/wrk-"$c"-"$m"-nginx-*.txt | awk '/^WRK/ {n += $3; t += $5} END {printf "%.0f", n / t * 1e6}')
 		awk -v c="$c-$m" -v w="$w" -v n="$n" 'BEGIN {printf "%-17s webhook %.0f req/s, nginx %.0f req/s: ratio %.3fx\n", c":", w, n, (n > 0 ? w / n : 0)}'
+		# the servers' own CPU per request: on a machine others load too, steadier than requests per second
+		for s in webhook nginx; do
+			cat "$W"/cpu-"$c"-"$m"-"$s"-*.txt | awk -v t="$(cat "$W"/wrk-"$c"-"$m"-"$s"-*.txt | awk '/^WRK/ {n += $3} END {print n}')" \
+				-v hz="$(getconf CLK_TCK)" '{u += $1} END {printf "%.1f\n", u / hz * 1e6 / (t > 0 ? t : 1)}' >"$W/cpureq-$s"
+		done
+		awk -v c="$c-$m" -v w="$(cat "$W/cpureq-webhook")" -v n="$(cat "$W/cpureq-nginx")" \
+			'BEGIN {printf "%-17s CPU per request: webhook %.1f us, nginx %.1f us: nginx/webhook %.3fx\n", c":", w, n, (w > 0 ? n / w : 0)}'
 	done
 done
 load

@@ -1,9 +1,11 @@
 /*
  * log.h - the one logger of diagport's daemons (the agent, the webhook and
  * `webhook certs`): one JSON object per line on stderr, written with one
- * write(2), built and escaped by jansson, so a value holding a quote, a
- * backslash, a newline, a control character or bytes that are not UTF-8
- * (repaired to U+FFFD, utf8.h) never breaks a line.
+ * write(2), escaped by jansson (what needs no escaping is copied as jansson
+ * would write it), so a value holding a quote, a backslash, a newline, a
+ * control character or bytes that are not UTF-8 (repaired to U+FFFD,
+ * utf8.h) never breaks a line. A key given twice is written once, with its
+ * last value; numbers as jansson writes them (reals with 6 digits).
  *
  * Fields are named as Go's log/slog JSONHandler names them, a convention
  * log pipelines already read: "time" (RFC 3339, UTC, milliseconds), "level"
@@ -68,6 +70,16 @@ bool log_enabled(enum log_level lvl);
  * DP_EINVAL when the name is none of them.
  */
 int log_level_parse(const char *name, enum log_level *out);
+/*
+ * From now on lines at info and below are queued and written by a thread of
+ * the logger's own, many in one write under load, within about a millisecond
+ * (log.c says why); warnings and errors still at once, after what is queued.
+ * Call before a sandbox is entered. 0, or DP_EINTERNAL (no thread: lines
+ * are written by their threads, as before).
+ */
+int log_async_start(void);
+/* Write the queued lines now (at exit it happens by itself). */
+void log_flush(void);
 /* The lines go to fd (the default: 2) from now on. For tests. */
 void log_set_fd(int fd);
 

@@ -216,6 +216,7 @@ static int serve(int argc, char **argv)
 	sigaddset(&set, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &set, NULL); /* before any thread: the daemons' threads inherit it */
 	sigdelset(&set, SIGPIPE);
+	log_async_start(); /* a line per admission from each worker thread: one writer (log.c says why) */
 	if (webhook_start(&cfg, &w, &em) != 0) {
 		log_error("cannot start", LOG_STR("event", "exit"), LOG_STR("error", em.text));
 		return 1;

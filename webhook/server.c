@@ -32,7 +32,9 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <malloc.h>
 
+#include "budget.h"
 #include "buf.h"
 #include "clock.h"
 #include "dynlib.h"
@@ -114,20 +116,6 @@ static void gen_free(struct gen *g)
 static const double buckets_ms[] = { 0.5, 1, 2, 5, 10, 25, 50, 100, 250 };
 #define N_BUCKETS (sizeof(buckets_ms) / sizeof(buckets_ms[0]))
 
-#define PEER_SLOTS 64 /* client addresses with bodies in flight followed apart; the rest share the last */
-
-/*
- * What one client address holds of the budget: at most half of it, so that
- * one client, however it sends, leaves the other half to the rest (the API
- * server among them). Addresses past PEER_SLOTS share the last slot.
- */
-struct peer_use {
-	unsigned char addr[16];
-	sa_family_t family;
-	unsigned refs;  /* requests of it in flight */
-	size_t bytes;
-};
-
 struct webhook {
 	struct webhook_config cfg;
 	int lfd;
@@ -142,11 +130,10 @@ struct webhook {
 	atomic_ullong hist[N_BUCKETS + 1];
 	atomic_ullong sum_us;
 	struct rcache *cache; /* answers to repeated reviews (rcache.h); cleared when the configuration changes */
-	pthread_mutex_t budget_mu;  /* guards body_used and peers */
-	size_t body_used;           /* of cfg.body_budget */
-	struct peer_use peers[PEER_SLOTS];
+	struct budget *budget;   /* bodies in flight and connection slots (budget.h) */
 	atomic_size_t kept;      /* of KEEP_TOTAL */
 	atomic_ullong busy;      /* requests refused for the budget */
+	atomic_ullong slow;      /* connections closed for a body under BODY_MIN_RATE */
 };
 
 /*
@@ -161,109 +148,33 @@ struct webhook {
 
 /*
  * Bodies in flight share one budget (webhook_config.body_budget), so memory
- * stays bounded however many clients send. A body over BODY_SMALL is charged
- * its declared Content-Length before a byte of it is read, and refused at
- * once with 503 when that does not fit; it may not use the last BODY_RESERVE,
- * which is left to the bodies up to BODY_SMALL (every ordinary review: a few
- * KiB; 67 KiB for a pod with 1,500 env vars). Those are charged what has
- * arrived, so a client that declares and sends nothing holds nothing. A body
- * must also keep coming at BODY_MIN_RATE after BODY_GRACE_MS (Kestrel's
+ * stays bounded however many clients send, and connections share CONN_SLOTS;
+ * budget.h says who holds them and who is shed when a review needs them. A
+ * body must also keep coming at BODY_MIN_RATE after BODY_GRACE_MS (Kestrel's
  * MinRequestBodyDataRate, at a rate for the cluster network the API server
  * sends from), or its connection is closed and its share freed: to hold the
- * budget a client must keep sending. And one client address may hold at most
- * half of the budget (struct peer_use), so a flood of small bodies from one
- * client still leaves room for the API server's reviews.
+ * budget a client must keep sending.
+ *
+ * CONN_SLOTS is libmicrohttpd's connection limit. A connection costs ~40 KiB
+ * (GnuTLS's session and buffers) and ~70 KiB once it has sent a request
+ * (libmicrohttpd's 32 KiB pool filled), so 256 of them, the body budget, the
+ * kept buffers and the process itself stay under the manifests' 64Mi limit.
+ * No per-address limit (MHD_OPTION_PER_IP_CONNECTION_LIMIT): behind a sidecar
+ * proxy or SNAT every client, the API server too, has one address.
  */
-#define BODY_SMALL (256u << 10)
-#define BODY_RESERVE ((size_t)4 << 20)
+#define CONN_SLOTS 256
 #define BODY_GRACE_MS 2000
 #define BODY_MIN_RATE (64u << 10) /* bytes per second */
 
 struct req {
 	struct buf body;
-	int peer;       /* its slot in webhook.peers, or -1 */
+	struct budget_conn *bc;
 	bool too_big;
 	bool busy;      /* the body did not fit in the budget: the answer is 503 */
 	bool corked;    /* the answer's TLS records are held until completed_cb (cork()) */
-	size_t charged; /* bytes of the budget this request holds */
 	size_t kept;    /* bytes of KEEP_TOTAL its connection holds */
 	long long t0;   /* when the request began (clock_ms) */
 };
-
-/* The slot of c's client address (a reference taken), or the shared last one when all are in use. */
-static int peer_slot(struct webhook *w, struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *ci = mhd.info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	unsigned char a[16] = { 0 };
-	sa_family_t fam = 0;
-	int free_slot = -1, k = PEER_SLOTS - 1;
-
-	if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET) {
-		fam = AF_INET;
-		memcpy(a, &((const struct sockaddr_in *)ci->client_addr)->sin_addr, 4);
-	} else if (ci && ci->client_addr && ci->client_addr->sa_family == AF_INET6) {
-		fam = AF_INET6;
-		memcpy(a, &((const struct sockaddr_in6 *)ci->client_addr)->sin6_addr, 16);
-	}
-	pthread_mutex_lock(&w->budget_mu);
-	for (int i = 0; i < PEER_SLOTS - 1; i++) {
-		struct peer_use *p = &w->peers[i];
-
-		if (p->refs && p->family == fam && memcmp(p->addr, a, 16) == 0) {
-			k = i;
-			free_slot = -2;
-			break;
-		}
-		if (p->refs == 0 && free_slot == -1)
-			free_slot = i;
-	}
-	if (free_slot >= 0) {
-		k = free_slot;
-		memcpy(w->peers[k].addr, a, 16);
-		w->peers[k].family = fam;
-		w->peers[k].bytes = 0;
-	}
-	w->peers[k].refs++;
-	pthread_mutex_unlock(&w->budget_mu);
-	return k;
-}
-
-/*
- * Charge n more bytes of body to q; false when the budget (less the reserve,
- * for a large body) is spent, or q's client would hold more than half of it.
- */
-static bool charge(struct webhook *w, struct req *q, size_t n)
-{
-	size_t cap = q->charged + n <= BODY_SMALL ? w->cfg.body_budget : w->cfg.body_budget - BODY_RESERVE;
-	struct peer_use *p = &w->peers[q->peer];
-	bool ok;
-
-	pthread_mutex_lock(&w->budget_mu);
-	ok = w->body_used + n <= cap && p->bytes + n <= w->cfg.body_budget / 2;
-	if (ok) {
-		w->body_used += n;
-		p->bytes += n;
-		q->charged += n;
-	}
-	pthread_mutex_unlock(&w->budget_mu);
-	return ok;
-}
-
-/* Give back what q holds; with end, its reference to its client's slot too. */
-static void discharge(struct webhook *w, struct req *q, bool end)
-{
-	pthread_mutex_lock(&w->budget_mu);
-	w->body_used -= q->charged;
-	if (q->peer >= 0) {
-		w->peers[q->peer].bytes -= q->charged;
-		if (end)
-			w->peers[q->peer].refs--;
-	}
-	pthread_mutex_unlock(&w->budget_mu);
-	q->charged = 0;
-	if (end)
-		q->peer = -1;
-}
 
 /* The daemon generation whose worker thread this is, and the request in hand (set at the top of access_cb). */
 static __thread const struct gen *tl_gen;
@@ -375,7 +286,7 @@ static enum MHD_Result problem(struct MHD_Connection *c, unsigned status, const 
 static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
 {
 	struct buf b;
-	unsigned long long cum = 0, hits, misses;
+	unsigned long long cum = 0, hits, misses, shed_bytes, shed_slots;
 	enum MHD_Result rc;
 
 	buf_init(&b, 1 << 20);
@@ -393,6 +304,15 @@ static enum MHD_Result metrics(struct webhook *w, struct MHD_Connection *c)
 		       "diagport_webhook_rejected_requests_total{reason=\"too_big\"} %llu\n"
 		       "diagport_webhook_rejected_requests_total{reason=\"busy\"} %llu\n",
 		   atomic_load(&w->malformed), atomic_load(&w->too_big), atomic_load(&w->busy));
+	budget_stats(w->budget, &shed_bytes, &shed_slots);
+	buf_printf(&b, "# HELP diagport_webhook_closed_connections_total Connections the webhook closed while a request "
+		       "came: shed for an ordinary review's body (the slowest uploads), shed for a connection slot (the "
+		       "longest waiting), or a body under the minimum rate.\n"
+		       "# TYPE diagport_webhook_closed_connections_total counter\n"
+		       "diagport_webhook_closed_connections_total{reason=\"shed-for-body\"} %llu\n"
+		       "diagport_webhook_closed_connections_total{reason=\"shed-for-slot\"} %llu\n"
+		       "diagport_webhook_closed_connections_total{reason=\"slow-body\"} %llu\n",
+		   shed_bytes, shed_slots, atomic_load(&w->slow));
 	buf_printf(&b, "# HELP diagport_webhook_certificate_reloads_total Key pair reloads, by result.\n"
 		       "# TYPE diagport_webhook_certificate_reloads_total counter\n"
 		       "diagport_webhook_certificate_reloads_total{result=\"ok\"} %llu\n"
@@ -507,8 +427,8 @@ static enum MHD_Result busy(struct webhook *w, struct MHD_Connection *c)
 	char detail[160];
 
 	atomic_fetch_add(&w->busy, 1);
-	snprintf(detail, sizeof(detail), "the request bodies in flight fill the webhook's %zu-byte budget (or this "
-		 "client's half of it); retry", w->cfg.body_budget);
+	snprintf(detail, sizeof(detail), "the request bodies in flight fill the webhook's %zu-byte budget; retry",
+		 w->cfg.body_budget);
 	log_warn("request rejected", LOG_STR("event", "rejected"), LOG_INT("status", 503), LOG_STR("reason", detail));
 	return problem_with(c, 503, "Service Unavailable", detail, "Retry-After", "1");
 }
@@ -596,20 +516,21 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		q->body.len = 0;
 		q->too_big = q->busy = q->corked = false;
 		q->t0 = clock_ms();
-		q->peer = peer_slot(w, c);
 		*con_cls = q;
 		tl_req = q;
-		if ((cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length")) != NULL &&
-		    (n = strtoull(cl, NULL, 10)) > 0) {
-			/* refused before a byte of the body is read (the connection then closes) */
-			if (n > w->cfg.max_body)
-				return too_big(w, c);
-			if (n > BODY_SMALL && !charge(w, q, (size_t)n))
-				return busy(w, c);
-			/* one allocation for the body, not a doubling series of copies; what a client only
-			   claims costs no more than 1 MiB of address space until it sends it */
-			buf_reserve(&q->body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
+		cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length");
+		n = cl ? strtoull(cl, NULL, 10) : 0;
+		if (n > w->cfg.max_body)
+			return too_big(w, c); /* refused before a byte of the body is read (the connection then closes) */
+		switch (budget_begin(w->budget, q->bc, n)) {
+		case BUDGET_SHED: return MHD_NO;
+		case BUDGET_FULL: return busy(w, c);
+		case BUDGET_OK: break;
 		}
+		/* one allocation for the body, not a doubling series of copies; what a client only
+		   claims costs no more than 1 MiB of address space until it sends it */
+		if (n > 0)
+			buf_reserve(&q->body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
 		return MHD_YES;
 	}
 	if (*upload_size) {
@@ -617,19 +538,26 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		size_t need = q->body.len + *upload_size;
 
 		if (late > 0 && need < (unsigned long long)late * BODY_MIN_RATE / 1000) {
+			atomic_fetch_add(&w->slow, 1);
 			log_warn("request rejected", LOG_STR("event", "rejected"), LOG_STR("reason", "the body came slower "
 				 "than 64 KiB a second: connection closed"), LOG_INT("bytes", (long long)need));
 			return MHD_NO;
 		}
 		if (!q->too_big && !q->busy) {
-			if (need > q->charged && !charge(w, q, need - q->charged))
-				q->busy = true; /* a chunked body over the budget: the rest is read and dropped; 503 */
+			enum budget_ans a = budget_take(w->budget, q->bc, need);
+
+			if (a == BUDGET_SHED)
+				return MHD_NO;
+			if (a == BUDGET_FULL)
+				q->busy = true; /* the rest is read and dropped; the answer is 503 */
 			else if (buf_append(&q->body, upload, *upload_size) != 0)
 				q->too_big = true; /* the rest is read and dropped; the answer is 413 */
 		}
 		*upload_size = 0;
 		return MHD_YES;
 	}
+	if (budget_answer(w->budget, q->bc) == BUDGET_SHED)
+		return MHD_NO; /* shed for a review while its last bytes came */
 	if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
 		return reply(c, 200, "text/plain", "ok", 2);
 	if (strcmp(url, "/metrics") == 0) {
@@ -684,7 +612,7 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, en
 		if (q->corked)
 			uncork(c);
 		atomic_fetch_sub(&g->inflight, 1);
-		discharge(g->w, q, true);
+		budget_end(g->w->budget, q->bc);
 		keep_body(g->w, q);
 		*con_cls = NULL;
 	}
@@ -694,13 +622,13 @@ static void conn_cb(void *cls, struct MHD_Connection *c, void **socket_ctx, enum
 {
 	struct gen *g = cls;
 
-	(void)c;
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		struct req *q = calloc(1, sizeof(*q));
+		const union MHD_ConnectionInfo *f = mhd.info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 
 		if (q) {
 			buf_init(&q->body, g->w->cfg.max_body);
-			q->peer = -1;
+			q->bc = budget_open(g->w->budget, f ? f->connect_fd : -1);
 		}
 		*socket_ctx = q;
 		atomic_fetch_add(&g->conns, 1);
@@ -709,6 +637,7 @@ static void conn_cb(void *cls, struct MHD_Connection *c, void **socket_ctx, enum
 
 		if (q) {
 			atomic_fetch_sub(&g->w->kept, q->kept);
+			budget_close(g->w->budget, q->bc);
 			buf_free(&q->body);
 			free(q);
 			*socket_ctx = NULL;
@@ -766,7 +695,7 @@ static int start_gen(struct webhook *w, struct gen **out, struct stat *cst, stru
 				MHD_OPTION_HTTPS_MEM_CERT, g->cert.data, MHD_OPTION_HTTPS_MEM_KEY, g->key.data,
 				MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES, MHD_OPTION_CONNECTION_TIMEOUT,
 				(unsigned int)w->cfg.timeout_s, MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)w->cfg.threads,
-				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)512, MHD_OPTION_NOTIFY_COMPLETED, completed_cb,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)CONN_SLOTS, MHD_OPTION_NOTIFY_COMPLETED, completed_cb,
 				g, MHD_OPTION_NOTIFY_CONNECTION, conn_cb, g, MHD_OPTION_END);
 	if (g->d == NULL) {
 		g->fd = -1; /* libmicrohttpd closed it */
@@ -850,25 +779,34 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 	if ((rc = dynlib_load(&mhd_lib, em)) != 0)
 		return rc;
 	dynlib_load(&tls_lib, NULL);
+	/*
+	 * Bodies over 128 KiB in memory of their own (mmap), given back whole when
+	 * freed. glibc raises this threshold to the size of each mmap'd block freed,
+	 * after which bodies of up to 8 MiB came from the threads' heaps, which
+	 * keep what is freed: a flood of 200 KB bodies left the webhook at 42 MiB
+	 * resident, 57 at its peak; with the threshold fixed, 18 and 32.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	w = mem_zalloc(sizeof(*w));
 	w->cfg = *cfg;
 	if (w->cfg.max_body == 0)
 		w->cfg.max_body = (size_t)8 << 20;
 	if (w->cfg.body_budget == 0)
 		w->cfg.body_budget = (size_t)16 << 20;
-	if (w->cfg.body_budget < w->cfg.max_body + BODY_RESERVE)
-		w->cfg.body_budget = w->cfg.max_body + BODY_RESERVE; /* a request of the largest size can be taken */
+	if (w->cfg.body_budget < w->cfg.max_body + BUDGET_RESERVE)
+		w->cfg.body_budget = w->cfg.max_body + BUDGET_RESERVE; /* a request of the largest size can be taken */
 	if (w->cfg.timeout_s == 0)
 		w->cfg.timeout_s = 10;
 	if (w->cfg.threads == 0)
 		w->cfg.threads = 2;
 	pthread_mutex_init(&w->mu, NULL);
-	pthread_mutex_init(&w->budget_mu, NULL);
+	w->budget = budget_new(w->cfg.body_budget, CONN_SLOTS);
 	pthread_rwlock_init(&w->cfg_lock, NULL);
 	if (!cfg->no_review_cache)
 		w->cache = rcache_new();
 	if (cfg->config_file) {
 		if ((rc = wconfig_load(cfg->config_file, &w->wc, em)) != 0) {
+			budget_free(w->budget);
 			free(w);
 			return rc;
 		}
@@ -878,12 +816,14 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 	}
 	if ((rc = listen_on(cfg->listen, &w->lfd, em)) != 0) {
 		wconfig_free(&w->wc);
+		budget_free(w->budget);
 		free(w);
 		return rc;
 	}
 	if ((rc = start_gen(w, &w->cur, &w->cert_st, &w->key_st, em)) != 0) {
 		close(w->lfd);
 		wconfig_free(&w->wc);
+		budget_free(w->budget);
 		free(w);
 		return rc;
 	}
@@ -976,5 +916,6 @@ void webhook_free(struct webhook *w)
 	rcache_free(w->cache);
 	pthread_rwlock_destroy(&w->cfg_lock);
 	pthread_mutex_destroy(&w->mu);
+	budget_free(w->budget);
 	free(w);
 }

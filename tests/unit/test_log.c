@@ -4,6 +4,7 @@
  * in order; levels filter; secrets are never written.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -157,6 +158,49 @@ static void secrets_redacted(void)
 	T_CHECK(strstr(captured, "\"path\":\"/dump\"") != NULL);
 }
 
+static void *log_some(void *arg)
+{
+	for (int i = 0; i < 100; i++)
+		if (i % 10 == 9)
+			log_warn("w", LOG_INT("t", (long)arg), LOG_INT("n", i));
+		else
+			log_info("i", LOG_INT("t", (long)arg), LOG_INT("n", i));
+	return NULL;
+}
+
+static void log_async(void)
+{
+	pthread_t t[2];
+
+	log_async_start();
+	for (long i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, log_some, (void *)i);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	log_flush();
+}
+
+/* Queued lines (info) and direct ones (warn) from two threads: every line whole, each thread's in order. */
+static void async_lines_whole_and_in_order(void)
+{
+	size_t n;
+	json_t *l;
+	long long last[2] = { -1, -1 };
+
+	capture(log_async);
+	T_CHECK((l = lines(&n)) != NULL);
+	T_CHECK(n == 200);
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = json_array_get(l, i);
+		long long t = json_integer_value(json_object_get(o, "t")), k = json_integer_value(json_object_get(o, "n"));
+
+		T_CHECK(t == 0 || t == 1);
+		T_CHECK(k == last[t] + 1);
+		last[t] = k;
+	}
+	json_decref(l);
+}
+
 int main(void)
 {
 	t_file_name = "log";
@@ -164,5 +208,6 @@ int main(void)
 	T_RUN(slog_field_names_in_order);
 	T_RUN(levels_filter);
 	T_RUN(secrets_redacted);
+	T_RUN(async_lines_whole_and_in_order); /* last: the queue stays on */
 	return t_failed_cases ? 1 : 0;
 }
