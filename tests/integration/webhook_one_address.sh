@@ -8,9 +8,10 @@
 # webhook's connection slots). While they hold, an ordinary review (the typical pod) every 0.1 s on a
 # new connection:
 #   one-address/reviews-answered   every one 200, allowed, with a patch
-#   one-address/review-latency     each within LIMIT_MS (500) of its first byte: the target is 50 ms
+#   one-address/review-latency     each within LIMIT_MS (2000) of its first byte: the target is 50 ms
 #                                  (bench/webhook_attack.sh measures it); this is a wait-defect check
-#                                  with a wide margin for a loaded 2-core machine
+#                                  with a wide margin (a review made to wait for room waits for an upload
+#                                  to time out, seconds; the worst seen on a loaded 2-core machine: 475 ms)
 #   one-address/rss-under-64mi     the webhook's VmRSS, sampled every 20 ms, under the manifests' 64Mi
 #   one-address/attack-held        the attack was real: the large bodies were refused (503), and the
 #                                  webhook had to shed uploads for the reviews' bodies and connections
@@ -23,7 +24,7 @@ cd "$(dirname "$0")/../.." || exit 1
 T_NAME=webhook-one-address
 . tests/lib.sh
 agent_setup webhook-one-address
-LIMIT_MS=${LIMIT_MS:-500}
+LIMIT_MS=${LIMIT_MS:-2000}
 PY=/usr/bin/python3
 OSSL=/usr/bin/openssl
 
