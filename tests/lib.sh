@@ -8,14 +8,22 @@
 #   egressed NAME URL [CURL ARGS]
 #                               a capture sent to egress: requests URL, follows the operation in its Location to
 #                               its end; CODE (the answer's status) and $W/NAME-op.json (the operation at its end)
-#   start_agent [LAUNCH ARGS]   the agent on a free port (P, U), its socket $W/dumps/port, dumps in $W/dumps,
-#                               the egress provider "out" ($W/out), its log $W/agent.log; AG its pid (in PIDS)
+#   start_agent [LAUNCH ARGS]   the agent on a port it binds itself (--urls port 0; P, U from its listening
+#                               line), its socket $W/dumps/port, dumps in $W/dumps, the egress provider "out"
+#                               ($W/out), its log $W/agent.log; AG its pid (in PIDS). Returns once the agent
+#                               says it is listening (socket and HTTP ready); else a FAIL agent-start and exit.
+#                               AGENT_OUT: a file for the agent's stdout (its app's, in init mode)
+#   listening_port LOG FIELD SECS [PID]
+#                               the port in the "listening" line's FIELD (urls, metricsUrls) of an agent that
+#                               bound port 0, once logged; 1 if not within SECS or PID has exited
 #   pass NAME / fail NAME WHY [FILE]
 #                               print one result line; with FILE (a log), its first 40 lines beneath it
 #   check NAME CMD...           PASS when CMD succeeds (its stdout discarded), else FAIL
 #                               with $WHY (set just before) or the command as the reason
 #   wait_for FILE PATTERN SECS  until grep finds PATTERN in FILE; 1 on timeout
-#   free_port                   a loopback TCP port nobody listens on now
+#   free_port                   a loopback TCP port nobody listens on now: only for a port nothing will bind
+#                               (a refused connection) or a server that cannot bind port 0 itself; picked, then
+#                               bound later by someone else, it races every other process on the machine
 #   start_webapp OUT SOCKET AGENT_URL [CURL ARGS]
 #                               the test webapp (tests/apps, built into $B/apps) on a free port, attached through
 #                               the agent's SOCKET, its output in OUT; sets APP (the pid started), APID (the pid
@@ -102,12 +110,36 @@ api_cert() {
 code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
 start_agent() {
 	mkdir -p -m 0777 "$W/dumps" "$W/out"
-	P=$(free_port)
-	U=http://127.0.0.1:$P
 	printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
-	"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" "$@" 2> "$W/agent.log" &
+	if [ -n "${AGENT_OUT:-}" ]; then
+		"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls http://127.0.0.1:0 --dumps "$W/dumps" \
+			"$@" 2> "$W/agent.log" > "$AGENT_OUT" &
+	else
+		"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls http://127.0.0.1:0 --dumps "$W/dumps" \
+			"$@" 2> "$W/agent.log" &
+	fi
 	AG=$!
 	PIDS+=("$AG")
+	if ! P=$(listening_port "$W/agent.log" urls 30 "$AG"); then
+		fail agent-start "the agent did not say it was listening: $(tail -c 600 "$W/agent.log")"
+		exit 0
+	fi
+	U=http://127.0.0.1:$P
+}
+# listening_port LOG FIELD SECS [PID]: the port of the first URL in the listening line's FIELD (urls, metricsUrls)
+# once the agent (or webhook) has written it; 1 when it has not within SECS, or PID has exited
+listening_port() {
+	local i line
+	for ((i = 0; i < $3 * 20; i++)); do
+		line=$(grep -m1 '"event":"listening"' "$1" 2>/dev/null)
+		if [ -n "$line" ]; then
+			sed -n 's/.*"'"$2"'":"http:\/\/[^"]*:\([0-9][0-9]*\)[";].*/\1/p' <<< "$line" | grep . && return 0
+			return 1
+		fi
+		[ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null && return 1
+		sleep 0.05
+	done
+	return 1
 }
 egressed() {
 	local name=$1 url=$2 loc

@@ -28,9 +28,9 @@ agent_setup metrics
 command -v promtool > /dev/null || { fail setup "promtool not found (scripts/prereqs.sh test installs Debian's prometheus)"; exit 0; }
 build_apps
 
-MP=$(free_port); MU=http://127.0.0.1:$MP
 printf 'sekrit-token-0123456789' > "$W/token"
-DOTNETMONITOR_GlobalCounter__IntervalSeconds=1 start_agent --metrics-urls "$MU" --auth-token-file "$W/token"
+DOTNETMONITOR_GlobalCounter__IntervalSeconds=1 start_agent --metrics-urls http://127.0.0.1:0 --auth-token-file "$W/token"
+MP=$(listening_port "$W/agent.log" metricsUrls 1); MU=http://127.0.0.1:$MP
 AUTH=(-H "Authorization: Bearer sekrit-token-0123456789")
 start_app() { start_webapp "$W/$1.out" "$W/dumps/port" "$U" "${AUTH[@]}"; }
 if ! start_app app; then fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out") $(tail -3 "$W/agent.log")"; exit 0; fi
@@ -262,12 +262,11 @@ check off/bad-delay-refused test "$code" = 2 -a -n "$(grep -F -- '--metrics-star
 # the selection the agent says it collects (its log's metrics-selection line); bad values name the path and source
 # selection NAME [VAR=VALUE...] -- [ARGS...]: an agent with these settings; its log in $W/sel-NAME.log, exit in $W/sel-NAME.rc
 selection() {
-  local name=$1 port pid vars=()
+  local name=$1 pid vars=()
   shift
   while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
   shift
-  port=$(free_port)
-  env "${vars[@]+"${vars[@]}"}" "$D" launch --socket "$W/dumps/sel-$name" --urls "http://127.0.0.1:$port" \
+  env "${vars[@]+"${vars[@]}"}" "$D" launch --socket "$W/dumps/sel-$name" --urls http://127.0.0.1:0 \
     --dumps "$W/dumps" --no-auth "$@" 2> "$W/sel-$name.log" &
   pid=$!; PIDS+=($pid)
   for _ in $(seq 1 50); do grep -q 'metrics-selection' "$W/sel-$name.log" && break; kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done
