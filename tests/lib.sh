@@ -25,7 +25,8 @@
 #                               (a refused connection) or a server that cannot bind port 0 itself; picked, then
 #                               bound later by someone else, it races every other process on the machine
 #   start_webapp OUT SOCKET AGENT_URL [CURL ARGS]
-#                               the test webapp (tests/apps, built into $B/apps) on a free port, attached through
+#                               the test webapp (tests/apps, built into $B/apps) on a port it binds itself (port 0;
+#                               AURL from its LISTENING line), attached through
 #                               the agent's SOCKET, its output in OUT; sets APP (the pid started), APID (the pid
 #                               it prints), AURL; appends to PIDS; 1 unless it started and the agent lists it
 #                               (CURL ARGS: e.g. the token header) within 30 s
@@ -55,14 +56,14 @@ wait_for() {
 }
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start_webapp() {
-	local out=$1 sock=$2 agent=$3 ap
+	local out=$1 sock=$2 agent=$3
 	shift 3
-	ap=$(free_port); AURL=http://127.0.0.1:$ap
-	DOTNET_DiagnosticPorts=$sock,connect,nosuspend ASPNETCORE_URLS=$AURL dotnet "${B:-build}/apps/webapp/webapp.dll" \
-		> "$out" 2>&1 &
+	DOTNET_DiagnosticPorts=$sock,connect,nosuspend ASPNETCORE_URLS=http://127.0.0.1:0 \
+		dotnet "${B:-build}/apps/webapp/webapp.dll" > "$out" 2>&1 &
 	APP=$!; PIDS+=($APP)
 	wait_for "$out" READY 30 || return 1
 	APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$out")
+	AURL=$(sed -n 's/^LISTENING \(http:.*\)$/\1/p' "$out" | head -1)
 	for _ in $(seq 1 100); do curl -s "$@" "$agent/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
 	return 1
 }
