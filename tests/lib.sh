@@ -21,6 +21,9 @@
 #   check NAME CMD...           PASS when CMD succeeds (its stdout discarded), else FAIL
 #                               with $WHY (set just before) or the command as the reason
 #   wait_for FILE PATTERN SECS  until grep finds PATTERN in FILE; 1 on timeout
+#   eventually SECS CMD...      until CMD succeeds (run again every 0.1 s); 1 when it has not within SECS: for a
+#                               state the agent reaches by itself (a session on, a clean-up done), instead of a
+#                               fixed sleep before checking it
 #   free_port                   a loopback TCP port nobody listens on now: only for a port nothing will bind
 #                               (a refused connection) or a server that cannot bind port 0 itself; picked, then
 #                               bound later by someone else, it races every other process on the machine
@@ -53,6 +56,14 @@ wait_for() {
 		sleep 0.05
 	done
 	return 1
+}
+eventually() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.1
+	done
 }
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start_webapp() {

@@ -127,7 +127,8 @@ curl -s "${H[@]}" -D "$W/hdr.staged" -o /dev/null "$U/dump?type=Full&transport=s
 WHY="$(tr -d '\r' < "$W/hdr.file" | grep -i 'transfer-encoding\|content-length') / $(tr -d '\r' < "$W/hdr.staged" | grep -i 'transfer-encoding\|content-length')"
 check file-chunked-staged-length bash -c "grep -qi '^transfer-encoding: chunked' '$W/hdr.file' && grep -qi '^content-length: [0-9]' '$W/hdr.staged'"
 curl -s "${H[@]}" --max-time 0.3 -o /dev/null --limit-rate 100k "$U/dump?type=Full"
-sleep 0.5
+only_port() { [ "$(ls -A "$1")" = port ]; }
+eventually 15 only_port "$W/shared" # the agent has seen the client go and cleaned up
 WHY="left: $(ls -A "$W/shared")"; check abandoned-download-leaves-nothing test "$(ls -A "$W/shared")" = port
 # walking away in the middle of the body itself (createdump done, sendfile under way): the agent lives on
 curl -s "${H[@]}" --max-time 1.5 -o "$W/part" --limit-rate 2M "$U/dump?type=Full"
@@ -191,7 +192,7 @@ WHY="http $c, $(file -b "$W/core.file" | head -c 60)"; check file-cross-uid-dump
 WHY="core has $notes threads, /proc has $threads ($t0 before)"; check file-cross-uid-threads test "$notes" -eq "$threads" -o "$notes" -eq "$t0"
 rm -f "$W/core.file"
 curl -s --max-time 0.3 --limit-rate 100k -o /dev/null "$U2/dump?type=Full"
-sleep 1
+eventually 15 only_port "$W/fx"
 WHY="left: $(ls -A "$W/fx")"; check fifo-abandon-leaves-nothing test "$(ls -A "$W/fx")" = port
 check fifo-abandon-app-alive kill -0 "$A3"
 c=$(curl -s -o "$W/core.fifo" -w '%{http_code}' "$U2/dump?type=Mini")
