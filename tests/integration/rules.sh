@@ -71,12 +71,12 @@ launch() {
   SOCK=$W/$n/dumps/port
   LOG=$W/$n.log${LOGN:-}
   mkdir -p -m 0777 "$W/$n/dumps"
-  U=http://127.0.0.1:$(free_port)
-  "$D" launch --config "$W/$n.yaml" --socket "$SOCK" --urls "$U" --dumps "$W/$n/dumps" --auth-token-file "$W/token" \
-    --metrics-interval 1 --metrics-start-delay "$DELAY" "$@" 2> "$LOG" &
+  "$D" launch --config "$W/$n.yaml" --socket "$SOCK" --urls http://127.0.0.1:0 --dumps "$W/$n/dumps" \
+    --auth-token-file "$W/token" --metrics-interval 1 --metrics-start-delay "$DELAY" "$@" 2> "$LOG" &
   AG=$!
   PIDS+=("$AG")
-  wait_for "$LOG" '"event":"listening"' 10 && return 0
+  local port
+  port=$(listening_port "$LOG" urls 10 "$AG") && U=http://127.0.0.1:$port && return 0
   kill "$AG" 2> /dev/null
   wait "$AG" 2> /dev/null
   AG=
