@@ -14,8 +14,9 @@
 #                               says it is listening (socket and HTTP ready); else a FAIL agent-start and exit.
 #                               AGENT_OUT: a file for the agent's stdout (its app's, in init mode)
 #   listening_port LOG FIELD SECS [PID]
-#                               the port in the "listening" line's FIELD (urls, metricsUrls) of an agent that
-#                               bound port 0, once logged; 1 if not within SECS or PID has exited
+#                               the port in the "listening" line's FIELD (an agent's urls or metricsUrls, a
+#                               webhook's port) of a server that bound port 0, once logged; 1 if not within SECS
+#                               or PID has exited
 #   pass NAME / fail NAME WHY [FILE]
 #                               print one result line; with FILE (a log), its first 40 lines beneath it
 #   check NAME CMD...           PASS when CMD succeeds (its stdout discarded), else FAIL
@@ -138,14 +139,16 @@ start_agent() {
 	fi
 	U=http://127.0.0.1:$P
 }
-# listening_port LOG FIELD SECS [PID]: the port of the first URL in the listening line's FIELD (urls, metricsUrls)
-# once the agent (or webhook) has written it; 1 when it has not within SECS, or PID has exited
+# listening_port LOG FIELD SECS [PID]: the port in the listening line's FIELD once the agent or the webhook has
+# written it: the first URL's in an agent's urls or metricsUrls, a webhook's port; 1 when it has not within
+# SECS, or PID has exited
 listening_port() {
 	local i line
 	for ((i = 0; i < $3 * 20; i++)); do
 		line=$(grep -m1 '"event":"listening"' "$1" 2>/dev/null)
 		if [ -n "$line" ]; then
-			sed -n 's/.*"'"$2"'":"http:\/\/[^"]*:\([0-9][0-9]*\)[";].*/\1/p' <<< "$line" | grep . && return 0
+			sed -n -e 's/.*"'"$2"'":"http:\/\/[^"]*:\([0-9][0-9]*\)[";].*/\1/p' \
+				-e 's/.*"'"$2"'":\([0-9][0-9]*\)[,}].*/\1/p' <<< "$line" | grep . && return 0
 			return 1
 		fi
 		[ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null && return 1
