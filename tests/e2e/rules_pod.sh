@@ -98,7 +98,9 @@ except ValueError:
     state = "unknown (%s)" % rule[:200]
 over = [(t, v) for t, v in r if v > 60e6]
 gaps = [(b[0] - a[0]) / 1000 for a, b in zip(over, over[1:])]
-if app != "200":
+if state in ("Finished", "ActionExecuting"):
+    v = "the rule fired (now %s): its action, the dump, is what to look at (below)" % state
+elif app != "200":
     v = "the app stalled: it does not answer / (HTTP %s)" % app
 elif not r:
     v = "no counter readings reached the agent's rules (no GC heap reading in /metrics since the leak)"
