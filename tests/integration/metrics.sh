@@ -115,12 +115,14 @@ scrape "$W/cpu.txt" > /dev/null
 proc=$(awk -v a="$t0" -v b="$t1" -v s="$s0" -v e="$s1" -v hz="$HZ" -v n="$NCPU" 'BEGIN {printf "%.1f", (b - a) / hz / (e - s) / n * 100}')
 cpu=$(value "$W/cpu.txt" systemruntime_cpu_usage_ratio)
 WHY="cpu-usage $cpu %, /proc says $proc % of $NCPU CPUs over 3 s"
-check kernel/cpu-busy-loop awk -v a="$cpu" -v b="$proc" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(b > 30 && d <= 15)}'
+# the two agree within 30 % of the kernel's figure (at least 5 points): on a busy machine the loop may get far
+# less than a core, and a fixed "over 30 %" failed there although the two agreed (16.6 against 14.3)
+check kernel/cpu-busy-loop awk -v a="$cpu" -v b="$proc" 'BEGIN {d = a - b; if (d < 0) d = -d; t = b * 0.3; if (t < 5) t = 5; exit !(b > 5 && d <= t)}'
 ut=$(value "$W/cpu.txt" 'systemruntime_dotnet_process_cpu_time_s{cpu_mode="user"}')
 st=$(value "$W/cpu.txt" 'systemruntime_dotnet_process_cpu_time_s{cpu_mode="system"}')
 persec=$(awk -v a="$t0" -v b="$t1" -v s="$s0" -v e="$s1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b - a) / hz / (e - s)}')
 WHY="dotnet.process.cpu.time per 1 s interval: user $ut + system $st; /proc: $persec CPU-seconds a second"
-check kernel/cpu-time-meter awk -v u="$ut" -v s="$st" -v p="$persec" 'BEGIN {d = u + s - p; if (d < 0) d = -d; exit !(p > 0.5 && d <= 0.3)}'
+check kernel/cpu-time-meter awk -v u="$ut" -v s="$st" -v p="$persec" 'BEGIN {d = u + s - p; if (d < 0) d = -d; t = p * 0.3; if (t < 0.1) t = 0.1; exit !(p > 0.1 && d <= t)}'
 sleep 3.5 # the busy loop ends
 g0=$(value "$W/m1.txt" systemruntime_gen_0_gc_count)
 read -r gc0 _ < <(curl -s "$AURL/gc")
