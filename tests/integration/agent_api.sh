@@ -172,9 +172,9 @@ WHY="left: $(ls -A "$W/shared")"; check app-killed-mid-dump-nothing-left test "$
 
 # --- the agent as nobody, the app as root: both transports; FIFO: no file, nothing left, abandon is safe
 mkdir -m 0777 "$W/fx"   # like an emptyDir: writable by both users, no sticky bit
-P2=$(free_port); U2=http://127.0.0.1:$P2
-setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --no-metrics --socket "$W/fx/port" --dumps "$W/fx" --urls "$U2" \
-  --dump-transport fifo 2> "$W/agent3.log" & PIDS+=($!)
+setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --no-metrics --socket "$W/fx/port" --dumps "$W/fx" \
+  --urls http://127.0.0.1:0 --dump-transport fifo 2> "$W/agent3.log" & PIDS+=($!)
+U2=http://127.0.0.1:$(listening_port "$W/agent3.log" urls 10 "$!")
 DOTNET_DiagnosticPorts=$W/fx/port,connect,suspend dotnet "$APP" > "$W/app3.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app3.out" READY 15
 A3=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app3.out")
@@ -200,9 +200,9 @@ WHY="got $c"; check fifo-dump-after-abandon test "$c" = 200
 
 # --- the other way round, both non-root: the app as nobody (65534), the agent as 1654; every transport
 mkdir -m 0777 "$W/fy"
-P5=$(free_port); U5=http://127.0.0.1:$P5
-setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --no-metrics --socket "$W/fy/port" --dumps "$W/fy" --urls "$U5" \
-  2> "$W/agent5.log" & PIDS+=($!)
+setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --no-metrics --socket "$W/fy/port" --dumps "$W/fy" \
+  --urls http://127.0.0.1:0 2> "$W/agent5.log" & PIDS+=($!)
+U5=http://127.0.0.1:$(listening_port "$W/agent5.log" urls 10 "$!")
 DOTNET_DiagnosticPorts=$W/fy/port,connect,suspend HOME=$W/fy setpriv --reuid 65534 --regid 65534 --clear-groups \
   dotnet "$APP" > "$W/app5.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app5.out" READY 15
