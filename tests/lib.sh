@@ -124,6 +124,7 @@ code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
 start_agent() {
 	mkdir -p -m 0777 "$W/dumps" "$W/out"
 	printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
+	: > "$W/agent.log" # emptied here, not by the background job: an earlier agent's listening line is not this one's
 	if [ -n "${AGENT_OUT:-}" ]; then
 		"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls http://127.0.0.1:0 --dumps "$W/dumps" \
 			"$@" 2> "$W/agent.log" > "$AGENT_OUT" &

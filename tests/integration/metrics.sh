@@ -249,8 +249,8 @@ else
 fi
 
 # --- off: --no-metrics
-P2=$(free_port)
-"$D" launch --socket "$W/dumps/port2" --urls "http://127.0.0.1:$P2" --dumps "$W/dumps" --no-auth --no-metrics 2> "$W/agent2.log" & PIDS+=($!)
+"$D" launch --socket "$W/dumps/port2" --urls http://127.0.0.1:0 --dumps "$W/dumps" --no-auth --no-metrics 2> "$W/agent2.log" & PIDS+=($!)
+P2=$(listening_port "$W/agent2.log" urls 10 "$!")
 for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$P2/healthz" > /dev/null && break; sleep 0.1; done
 code=$(curl -s -o "$W/off.json" -w '%{http_code}' "http://127.0.0.1:$P2/metrics")
 WHY="code $code $(cat "$W/off.json")"; check off/404 test "$code" = 404
