@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "errors.h"
 
 struct httpd;
@@ -30,7 +31,8 @@ struct httpd_req;
 typedef void (*httpd_handler)(void *ctx, struct httpd_req *r);
 
 struct httpd_config {
-	const char *urls;          /* "http://+:52323;http://127.0.0.1:52323" (dotnet-monitor's --urls form) */
+	const char *urls;          /* "http://+:52323;http://127.0.0.1:52323" (dotnet-monitor's --urls form); port 0: the
+				      system picks one (httpd_bound_urls) */
 	unsigned max_connections;  /* requests in progress (a worker each), 32; more get 503 */
 	unsigned max_per_peer;     /* connections from one address, 64; over it the oldest still sending its head is closed */
 	unsigned idle_timeout_s;   /* writing an answer: a client that reads nothing for this long is cut off, 30 */
@@ -50,6 +52,11 @@ struct httpd_config {
 /* Parse the URLs and start listening. DP_EINVAL (a bad URL) or DP_EIO (bind) with em. */
 int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, struct httpd **out, struct err_msg *em);
 void httpd_free(struct httpd *d); /* stops listening; accepts NULL */
+/*
+ * The addresses it listens on, as URLs separated by ';' ("http://127.0.0.1:41234;http://[::1]:41234"), with
+ * the port the system chose where a URL asked for port 0; appended to out. Accepts NULL (nothing).
+ */
+void httpd_bound_urls(const struct httpd *d, struct buf *out);
 /* True when every URL binds a loopback address (127.0.0.0/8, ::1, localhost). */
 bool httpd_urls_loopback_only(const char *urls);
 /* Every byte of p on the socket fd (EINTR retried, no SIGPIPE); false on an error. Clients use it too. */

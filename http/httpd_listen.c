@@ -25,7 +25,8 @@ struct addr {
 	socklen_t len;
 };
 
-/* "http://HOST:PORT" → address. HOST: +, *, a dotted quad, [v6], localhost. */
+/* "http://HOST:PORT" → address. HOST: +, *, a dotted quad, [v6], localhost. PORT 0: one the system picks
+ * (httpd_bound_urls says which). */
 static int parse_url(const char *u, size_t n, struct addr *a, struct err_msg *em)
 {
 	char host[128];
@@ -42,7 +43,7 @@ static int parse_url(const char *u, size_t n, struct addr *a, struct err_msg *em
 	memcpy(host, p, (size_t)(colon - p));
 	host[colon - p] = '\0';
 	port = strtol(colon + 1, &end, 10);
-	if (end == colon + 1 || (end != u + n && *end != '/') || port < 1 || port > 65535)
+	if (end == colon + 1 || (end != u + n && *end != '/') || port < 0 || port > 65535)
 		return err_set(em, DP_EINVAL, "URL '%.*s' has no valid port", (int)n, u);
 	memset(a, 0, sizeof(*a));
 	if (host[0] == '[') {
@@ -158,6 +159,27 @@ static int listen_fn(const struct addr *a, void *arg)
 	}
 	s->d->lfd[s->d->n++] = fd;
 	return 0;
+}
+
+void httpd_bound_urls(const struct httpd *d, struct buf *out)
+{
+	for (size_t i = 0; d && i < d->n; i++) {
+		struct sockaddr_storage sa;
+		socklen_t len = sizeof(sa);
+		char host[INET6_ADDRSTRLEN] = "?";
+
+		if (getsockname(d->lfd[i], (struct sockaddr *)&sa, &len) != 0)
+			continue;
+		if (sa.ss_family == AF_INET6) {
+			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&sa)->sin6_addr, host, sizeof(host));
+			buf_printf(out, "%shttp://[%s]:%u", out->len ? ";" : "", host,
+				   ntohs(((const struct sockaddr_in6 *)&sa)->sin6_port));
+		} else {
+			inet_ntop(AF_INET, &((const struct sockaddr_in *)&sa)->sin_addr, host, sizeof(host));
+			buf_printf(out, "%shttp://%s:%u", out->len ? ";" : "", host,
+				   ntohs(((const struct sockaddr_in *)&sa)->sin_port));
+		}
+	}
 }
 
 /* How many connections may be reading a request at once: PEND_MAX, or fewer when the process may

@@ -452,9 +452,19 @@ int launch_cli(int argc, char **argv)
 			rc = cannot_start(1, em.text);
 			goto out;
 		}
-		log_info("listening", LOG_STR("event", "listening"), LOG_STR("socket", c.socket),
-			 LOG_STR("urls", c.urls), LOG_STR("metricsUrls", c.metrics_urls),
-			 LOG_BOOL("authentication", authenticated));
+		{ /* the addresses bound, so a port 0 in --urls says which port it got */
+			struct buf bound, mbound;
+
+			buf_init(&bound, 0);
+			buf_init(&mbound, 0);
+			httpd_bound_urls(h, &bound);
+			httpd_bound_urls(mh, &mbound);
+			log_info("listening", LOG_STR("event", "listening"), LOG_STR("socket", c.socket),
+				 LOG_STR("urls", bound.data), LOG_STR("metricsUrls", mbound.data),
+				 LOG_BOOL("authentication", authenticated));
+			buf_free(&bound);
+			buf_free(&mbound);
+		}
 	}
 	if (cmd) {
 		rc = run_child(cmd, c.socket, &old_mask, !c.no_sandbox);

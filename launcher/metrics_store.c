@@ -72,6 +72,7 @@ struct collector {
 	struct metrics_meter_opts join; /* the running session's settings, for the next session; "" = ours */
 	atomic_llong restart_at;        /* the session is stopped and started again at this clock_ms; 0 never */
 	bool told_private;
+	unsigned long long readings;    /* this session's (its thread's own) */
 };
 
 struct metrics {
@@ -412,6 +413,9 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	}
 	if (!metrics_selected(&m->sel, &r))
 		return 0;
+	if (c->readings++ == 0) /* said once a session: when a runtime's counters began to flow (rules wait for them) */
+		log_info("counters session reading", LOG_STR("event", "metrics-readings"), LOG_UINT("pid", c->pid),
+			 LOG_STR("first", r.name));
 	if (r.meter)
 		r.interval_s = c->meter_s;
 	metrics_per_interval(&r, m->interval_s);
@@ -453,8 +457,14 @@ static void *collect_main(void *arg)
 			rc = trace_config_add(&cfg, p->name, p->keywords, p->level, p->args, &em);
 		}
 		if (rc == 0)
-			trace_run_cb(c->m->port, c->cookie, &cfg, -1, &c->stop, &cb, c, NULL, &em);
+			rc = trace_run_cb(c->m->port, c->cookie, &cfg, -1, &c->stop, &cb, c, NULL, &em);
 		trace_config_free(&cfg);
+		/* a session that ends while its runtime stays is started again (watch_once): said, with why, since the
+		 * collection rules see no readings meanwhile */
+		if (!atomic_load(&c->stop) && !atomic_load(&c->restart_at))
+			log_warn("counters session ended", LOG_STR("event", "metrics-ended"), LOG_UINT("pid", c->pid),
+				 LOG_UINT("readings", c->readings), LOG_STR("error", rc ? em.text : "the stream ended"),
+				 LOG_UINT("retryInSeconds", RETRY_MS / 1000));
 	}
 	atomic_store(&c->done, true);
 	return NULL;
@@ -488,6 +498,7 @@ static void collector_start(struct collector *c)
 	atomic_store(&c->stop, false);
 	atomic_store(&c->done, false);
 	c->have_header = false;
+	c->readings = 0;
 	c->due_ms = clock_ms() + (long long)c->m->interval_s * 1000;
 	c->started = pthread_create(&c->th, NULL, collect_main, c) == 0;
 	if (!c->started)

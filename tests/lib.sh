@@ -8,16 +8,29 @@
 #   egressed NAME URL [CURL ARGS]
 #                               a capture sent to egress: requests URL, follows the operation in its Location to
 #                               its end; CODE (the answer's status) and $W/NAME-op.json (the operation at its end)
-#   start_agent [LAUNCH ARGS]   the agent on a free port (P, U), its socket $W/dumps/port, dumps in $W/dumps,
-#                               the egress provider "out" ($W/out), its log $W/agent.log; AG its pid (in PIDS)
+#   start_agent [LAUNCH ARGS]   the agent on a port it binds itself (--urls port 0; P, U from its listening
+#                               line), its socket $W/dumps/port, dumps in $W/dumps, the egress provider "out"
+#                               ($W/out), its log $W/agent.log; AG its pid (in PIDS). Returns once the agent
+#                               says it is listening (socket and HTTP ready); else a FAIL agent-start and exit.
+#                               AGENT_OUT: a file for the agent's stdout (its app's, in init mode)
+#   listening_port LOG FIELD SECS [PID]
+#                               the port in the "listening" line's FIELD (an agent's urls or metricsUrls, a
+#                               webhook's port) of a server that bound port 0, once logged; 1 if not within SECS
+#                               or PID has exited
 #   pass NAME / fail NAME WHY [FILE]
 #                               print one result line; with FILE (a log), its first 40 lines beneath it
 #   check NAME CMD...           PASS when CMD succeeds (its stdout discarded), else FAIL
 #                               with $WHY (set just before) or the command as the reason
 #   wait_for FILE PATTERN SECS  until grep finds PATTERN in FILE; 1 on timeout
-#   free_port                   a loopback TCP port nobody listens on now
+#   eventually SECS CMD...      until CMD succeeds (run again every 0.1 s); 1 when it has not within SECS: for a
+#                               state the agent reaches by itself (a session on, a clean-up done), instead of a
+#                               fixed sleep before checking it
+#   free_port                   a loopback TCP port nobody listens on now: only for a port nothing will bind
+#                               (a refused connection) or a server that cannot bind port 0 itself; picked, then
+#                               bound later by someone else, it races every other process on the machine
 #   start_webapp OUT SOCKET AGENT_URL [CURL ARGS]
-#                               the test webapp (tests/apps, built into $B/apps) on a free port, attached through
+#                               the test webapp (tests/apps, built into $B/apps) on a port it binds itself (port 0;
+#                               AURL from its LISTENING line), attached through
 #                               the agent's SOCKET, its output in OUT; sets APP (the pid started), APID (the pid
 #                               it prints), AURL; appends to PIDS; 1 unless it started and the agent lists it
 #                               (CURL ARGS: e.g. the token header) within 30 s
@@ -45,16 +58,24 @@ wait_for() {
 	done
 	return 1
 }
+eventually() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.1
+	done
+}
 free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 start_webapp() {
-	local out=$1 sock=$2 agent=$3 ap
+	local out=$1 sock=$2 agent=$3
 	shift 3
-	ap=$(free_port); AURL=http://127.0.0.1:$ap
-	DOTNET_DiagnosticPorts=$sock,connect,nosuspend ASPNETCORE_URLS=$AURL dotnet "${B:-build}/apps/webapp/webapp.dll" \
-		> "$out" 2>&1 &
+	DOTNET_DiagnosticPorts=$sock,connect,nosuspend ASPNETCORE_URLS=http://127.0.0.1:0 \
+		dotnet "${B:-build}/apps/webapp/webapp.dll" > "$out" 2>&1 &
 	APP=$!; PIDS+=($APP)
 	wait_for "$out" READY 30 || return 1
 	APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$out")
+	AURL=$(sed -n 's/^LISTENING \(http:.*\)$/\1/p' "$out" | head -1)
 	for _ in $(seq 1 100); do curl -s "$@" "$agent/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
 	return 1
 }
@@ -102,12 +123,39 @@ api_cert() {
 code() { curl -s -o "$W/body" -w '%{http_code}' "$@"; }
 start_agent() {
 	mkdir -p -m 0777 "$W/dumps" "$W/out"
-	P=$(free_port)
-	U=http://127.0.0.1:$P
 	printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n' "$W" > "$W/agent.yaml"
-	"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" "$@" 2> "$W/agent.log" &
+	: > "$W/agent.log" # emptied here, not by the background job: an earlier agent's listening line is not this one's
+	if [ -n "${AGENT_OUT:-}" ]; then
+		"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls http://127.0.0.1:0 --dumps "$W/dumps" \
+			"$@" 2> "$W/agent.log" > "$AGENT_OUT" &
+	else
+		"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls http://127.0.0.1:0 --dumps "$W/dumps" \
+			"$@" 2> "$W/agent.log" &
+	fi
 	AG=$!
 	PIDS+=("$AG")
+	if ! P=$(listening_port "$W/agent.log" urls 30 "$AG"); then
+		fail agent-start "the agent did not say it was listening: $(tail -c 600 "$W/agent.log")"
+		exit 0
+	fi
+	U=http://127.0.0.1:$P
+}
+# listening_port LOG FIELD SECS [PID]: the port in the listening line's FIELD once the agent or the webhook has
+# written it: the first URL's in an agent's urls or metricsUrls, a webhook's port; 1 when it has not within
+# SECS, or PID has exited
+listening_port() {
+	local i line
+	for ((i = 0; i < $3 * 20; i++)); do
+		line=$(grep -m1 '"event":"listening"' "$1" 2>/dev/null)
+		if [ -n "$line" ]; then
+			sed -n -e 's/.*"'"$2"'":"http:\/\/[^";]*:\([0-9][0-9]*\)[";].*/\1/p' \
+				-e 's/.*"'"$2"'":\([0-9][0-9]*\)[,}].*/\1/p' <<< "$line" | grep . && return 0
+			return 1
+		fi
+		[ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null && return 1
+		sleep 0.05
+	done
+	return 1
 }
 egressed() {
 	local name=$1 url=$2 loc

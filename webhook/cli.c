@@ -223,7 +223,8 @@ static int serve(int argc, char **argv)
 	}
 	if (sandbox)
 		sandbox_enter(SANDBOX_WEBHOOK); /* libraries loaded, socket bound, key pair read */
-	log_info("listening", LOG_STR("event", "listening"), LOG_STR("address", cfg.listen));
+	log_info("listening", LOG_STR("event", "listening"), LOG_STR("address", cfg.listen),
+		 LOG_UINT("port", webhook_port(w))); /* the port bound: the system's choice for a port 0 */
 	for (;;) {
 		struct timespec tick = { .tv_sec = POLL_S };
 

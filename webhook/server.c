@@ -751,7 +751,7 @@ static int listen_on(const char *spec, int *fd, struct err_msg *em)
 	memcpy(host, spec, (size_t)(colon - spec));
 	host[colon - spec] = '\0';
 	port = strtol(colon + 1, NULL, 10);
-	if (port < 1 || port > 65535)
+	if (port < 0 || port > 65535 || colon[1] == '\0')
 		return err_set(em, DP_EINVAL, "--listen '%s': no valid port", spec);
 	sa.sin_port = htons((uint16_t)port);
 	if (host[0] == '\0' || strcmp(host, "0.0.0.0") == 0)
@@ -769,6 +769,16 @@ static int listen_on(const char *spec, int *fd, struct err_msg *em)
 	}
 	*fd = s;
 	return 0;
+}
+
+unsigned webhook_port(const struct webhook *w)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+
+	if (getsockname(w->lfd, (struct sockaddr *)&sa, &len) != 0 || sa.sin_family != AF_INET)
+		return 0;
+	return ntohs(sa.sin_port);
 }
 
 int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct err_msg *em)

@@ -25,7 +25,7 @@
 struct webhook;
 
 struct webhook_config {
-	const char *listen;        /* "ADDR:PORT", ":PORT" = every IPv4 address */
+	const char *listen;        /* "ADDR:PORT", ":PORT" = every IPv4 address; PORT 0: one the system picks */
 	const char *cert_file, *key_file;
 	const char *config_file;   /* --config (wconfig.h), or NULL for the built-in defaults */
 	size_t max_body;           /* request cap (8 MiB) */
@@ -43,6 +43,8 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
  * is logged and counted, and what was in service stays.
  */
 void webhook_poll(struct webhook *w);
+/* The port it listens on (the system's choice for a --listen port 0); 0 when it cannot say. */
+unsigned webhook_port(const struct webhook *w);
 /* Stop, waiting for requests in flight. Accepts NULL. */
 void webhook_free(struct webhook *w);
 

@@ -72,11 +72,63 @@ check startup-rule-stacks bash -c "ls '$DUMPS'/*.stacks.json > /dev/null 2>&1"
 for _ in $(seq 1 50); do curl -sf --max-time 5 -o "$W/rules.json" "$U/collectionrules" && grep -q Finished "$W/rules.json" && break; sleep 0.1; done
 WHY="$(cat "$W/rules.json" 2>&1)"
 check collectionrules-listed jq -e '.AtStart.state == "Finished" and .BigHeap.state == "Running"' "$W/rules.json"
-# heap_why: what the GC-heap rule had to go on, for a check that failed: the app's answer to the leak, the
-# agent's GC heap readings (/metrics: value and the reading's time, against now), its rules, the processes it
-# sees, its log and the app's
+# heap_verdict: which of the three it was, for a heap check that failed, in one sentence first: the app stalled
+# (it does not answer), no counter readings reached the agent's rules (the counters session never delivered, or
+# stopped: its metrics-readings / metrics-ended lines), the app did not allocate (readings at or under 60 MB), or
+# the trigger's math (readings over 60 MB for longer than the 2 s window without a gap over 1.5 intervals, and
+# the rule still Running). The readings are the agent's own: /metrics' GC heap size (the same session's readings
+# the rules are handed), polled while the test waited ($W/heap.readings: now_ms value reading_ms).
+heap_verdict() {
+	local app
+	app=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 "http://127.0.0.1:$HP/" 2>&1)
+	python3 - "$W/heap.readings" "$app" "$LEAK_MS" "$(curl -s --max-time 5 "$U/collectionrules/BigHeap")" \
+		"$(podman logs rulespod-pod-0-diagport-agent 2>&1 | grep -E '"event":"(attached|metrics-readings|metrics-ended|detached)"' | head -6)" << 'PY'
+import json, sys
+path, app, leak_ms, rule, events = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+seen, last_poll = {}, 0
+for line in open(path):
+    f = line.split()
+    if len(f) == 3:
+        seen[int(f[2])] = float(f[1])  # one reading per reading time
+        last_poll = max(last_poll, int(f[0]))
+r = sorted(seen.items())
+try:
+    state = json.loads(rule).get("state")
+except ValueError:
+    state = "unknown (%s)" % rule[:200]
+over = [(t, v) for t, v in r if v > 60e6]
+gaps = [(b[0] - a[0]) / 1000 for a, b in zip(over, over[1:])]
+if state in ("Finished", "ActionExecuting"):
+    v = "the rule fired (now %s): its action, the dump, is what to look at (below)" % state
+elif app != "200":
+    v = "the app stalled: it does not answer / (HTTP %s)" % app
+elif not r:
+    v = "no counter readings reached the agent's rules (no GC heap reading in /metrics since the leak)"
+elif last_poll - r[-1][0] > 5000:
+    v = ("counter readings stopped reaching the agent's rules: the last at %.1f s after the leak, %.1f s before "
+         "the last look (%d readings)" % ((r[-1][0] - leak_ms) / 1000, (last_poll - r[-1][0]) / 1000, len(r)))
+elif not over:
+    v = "the app did not allocate: %d GC heap readings, at most %.1f MB (the rule wants over 60)" % (
+        len(r), max(x for _, x in r) / 1e6)
+elif over[-1][0] - over[0][0] >= 2000 and max(gaps or [0]) <= 1.5:
+    v = ("the trigger's math: %d readings over 60 MB across %.1f s (window 2 s), no gap over 1.5 s, rule %s"
+         % (len(over), (over[-1][0] - over[0][0]) / 1000, state))
+else:
+    v = ("readings over 60 MB did not cover the 2 s window without a gap: %d of them across %.1f s, largest gap "
+         "%.1f s (the readings stopped or came late), rule %s" % (
+             len(over), (over[-1][0] - over[0][0]) / 1000, max(gaps or [0]), state))
+print("VERDICT: " + v)
+print("GC heap readings (ms after the leak: MB): " + " ".join(
+    "%d:%.0f" % (t - leak_ms, x / 1e6) for t, x in r[-12:]))
+print("agent's session lines: " + events.replace("\n", " | ")[:1200])
+PY
+}
+# heap_why: heap_verdict, then what the rule had to go on: the app's answer to the leak, the agent's last GC heap
+# readings (/metrics: value and the reading's time, against now), its rules, the processes it sees, its log and
+# the app's
 heap_why() {
 	local now
+	heap_verdict
 	now=$(date +%s%3N)
 	printf 'the app, asked to leak at %s ms: %s\n' "$LEAK_MS" "$LEAK"
 	printf 'now %s ms; /metrics (GC heap):\n' "$now"
@@ -100,8 +152,18 @@ c=$(curl -sS --max-time 30 -o "$W/leak.out" -w '%{http_code}' "http://127.0.0.1:
 LEAK="HTTP $c: $(head -c 200 "$W/leak.out" 2>/dev/null)$(head -c 200 "$W/leak.err")"
 WHY="the app, asked to leak: $LEAK"
 check app-leaked test "$LEAK" = "HTTP 200: 100"
-for _ in $(seq 1 600); do ls "$DUMPS"/core_* > /dev/null 2>&1 && break; sleep 0.1; done
-sleep 1
+# Until the rule has finished (its one action list ended: no second dump can come after that), at most 90 s:
+# counters begin metricsStartDelay (10 s) after the attach, the window is 2 s, the Mini dump a second or two.
+# Meanwhile the agent's GC heap readings are kept for heap_verdict.
+: > "$W/heap.readings"
+for i in $(seq 1 900); do
+	if [ $((i % 5)) = 1 ]; then
+		curl -s --max-time 2 "$U/metrics" 2>/dev/null | sed -n "s/^systemruntime_gc_heap_size_bytes \([^ ]*\) \([0-9]*\)$/$(date +%s%3N) \1 \2/p" \
+			>> "$W/heap.readings"
+		curl -s --max-time 2 "$U/collectionrules/BigHeap" 2>/dev/null | jq -e '.state == "Finished"' > /dev/null 2>&1 && break
+	fi
+	sleep 0.1
+done
 WHY="$(heap_why)"
 check heap-rule-one-dump test "$(ls "$DUMPS" | grep -c '^core_')" = 1
 f=$(ls "$DUMPS"/core_* 2>/dev/null | head -1)

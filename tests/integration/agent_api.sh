@@ -127,7 +127,8 @@ curl -s "${H[@]}" -D "$W/hdr.staged" -o /dev/null "$U/dump?type=Full&transport=s
 WHY="$(tr -d '\r' < "$W/hdr.file" | grep -i 'transfer-encoding\|content-length') / $(tr -d '\r' < "$W/hdr.staged" | grep -i 'transfer-encoding\|content-length')"
 check file-chunked-staged-length bash -c "grep -qi '^transfer-encoding: chunked' '$W/hdr.file' && grep -qi '^content-length: [0-9]' '$W/hdr.staged'"
 curl -s "${H[@]}" --max-time 0.3 -o /dev/null --limit-rate 100k "$U/dump?type=Full"
-sleep 0.5
+only_port() { [ "$(ls -A "$1")" = port ]; }
+eventually 15 only_port "$W/shared" # the agent has seen the client go and cleaned up
 WHY="left: $(ls -A "$W/shared")"; check abandoned-download-leaves-nothing test "$(ls -A "$W/shared")" = port
 # walking away in the middle of the body itself (createdump done, sendfile under way): the agent lives on
 curl -s "${H[@]}" --max-time 1.5 -o "$W/part" --limit-rate 2M "$U/dump?type=Full"
@@ -171,9 +172,9 @@ WHY="left: $(ls -A "$W/shared")"; check app-killed-mid-dump-nothing-left test "$
 
 # --- the agent as nobody, the app as root: both transports; FIFO: no file, nothing left, abandon is safe
 mkdir -m 0777 "$W/fx"   # like an emptyDir: writable by both users, no sticky bit
-P2=$(free_port); U2=http://127.0.0.1:$P2
-setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --no-metrics --socket "$W/fx/port" --dumps "$W/fx" --urls "$U2" \
-  --dump-transport fifo 2> "$W/agent3.log" & PIDS+=($!)
+setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --no-metrics --socket "$W/fx/port" --dumps "$W/fx" \
+  --urls http://127.0.0.1:0 --dump-transport fifo 2> "$W/agent3.log" & PIDS+=($!)
+U2=http://127.0.0.1:$(listening_port "$W/agent3.log" urls 10 "$!")
 DOTNET_DiagnosticPorts=$W/fx/port,connect,suspend dotnet "$APP" > "$W/app3.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app3.out" READY 15
 A3=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app3.out")
@@ -191,7 +192,7 @@ WHY="http $c, $(file -b "$W/core.file" | head -c 60)"; check file-cross-uid-dump
 WHY="core has $notes threads, /proc has $threads ($t0 before)"; check file-cross-uid-threads test "$notes" -eq "$threads" -o "$notes" -eq "$t0"
 rm -f "$W/core.file"
 curl -s --max-time 0.3 --limit-rate 100k -o /dev/null "$U2/dump?type=Full"
-sleep 1
+eventually 15 only_port "$W/fx"
 WHY="left: $(ls -A "$W/fx")"; check fifo-abandon-leaves-nothing test "$(ls -A "$W/fx")" = port
 check fifo-abandon-app-alive kill -0 "$A3"
 c=$(curl -s -o "$W/core.fifo" -w '%{http_code}' "$U2/dump?type=Mini")
@@ -199,9 +200,9 @@ WHY="got $c"; check fifo-dump-after-abandon test "$c" = 200
 
 # --- the other way round, both non-root: the app as nobody (65534), the agent as 1654; every transport
 mkdir -m 0777 "$W/fy"
-P5=$(free_port); U5=http://127.0.0.1:$P5
-setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --no-metrics --socket "$W/fy/port" --dumps "$W/fy" --urls "$U5" \
-  2> "$W/agent5.log" & PIDS+=($!)
+setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --no-metrics --socket "$W/fy/port" --dumps "$W/fy" \
+  --urls http://127.0.0.1:0 2> "$W/agent5.log" & PIDS+=($!)
+U5=http://127.0.0.1:$(listening_port "$W/agent5.log" urls 10 "$!")
 DOTNET_DiagnosticPorts=$W/fy/port,connect,suspend HOME=$W/fy setpriv --reuid 65534 --regid 65534 --clear-groups \
   dotnet "$APP" > "$W/app5.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app5.out" READY 15

@@ -20,11 +20,11 @@ agent_setup limits
 build_apps
 APP="$B/apps/console/console.dll"
 S=$W/port
-P=$(free_port)
 printf 'tok\n' > "$W/token"
-"$D" launch --socket "$S" --dumps "$W" --urls "http://127.0.0.1:$P" --auth-token-file "$W/token" \
+"$D" launch --socket "$S" --dumps "$W" --urls http://127.0.0.1:0 --auth-token-file "$W/token" \
 	--request-headers-timeout 3 --max-connections-per-peer 50 2> "$W/agent.log" &
 AG=$!; PIDS+=($AG)
+P=$(listening_port "$W/agent.log" urls 10 "$AG") || { fail setup "the agent did not start: $(tail -3 "$W/agent.log")"; exit 0; }
 DOTNET_DiagnosticPorts=$S,connect,nosuspend dotnet "$APP" > "$W/app.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app.out" READY 15
 wait_for "$W/agent.log" '"event":"attached"' 10 || { fail attached "$(tail -3 "$W/agent.log")"; exit 0; }

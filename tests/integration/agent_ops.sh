@@ -38,7 +38,6 @@ WHY="exit $rc: $(cat "$W/bad5.err")"; check egress-dir-missing-exit-2 bash -c "[
 
 # --- settings from a file in dotnet-monitor's vocabulary, the environment over the file, flags over both
 mkdir -m 0777 "$W/dumps" "$W/out" "$W/out/.partial"
-P=$(free_port); U=http://127.0.0.1:$P
 cat > "$W/settings.yaml" <<EOF
 Urls: http://127.0.0.1:1
 DiagnosticPort:
@@ -52,7 +51,8 @@ Egress:
       DirectoryPath: $W/out
       IntermediateDirectoryPath: $W/out/.partial
 EOF
-DOTNETMONITOR_Urls=$U DOTNETMONITOR_Metrics__MetricCount=3 "$D" launch --no-metrics --config "$W/settings.yaml" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+DOTNETMONITOR_Urls=http://127.0.0.1:0 DOTNETMONITOR_Metrics__MetricCount=3 "$D" launch --no-metrics --config "$W/settings.yaml" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+U=http://127.0.0.1:$(listening_port "$W/agent.log" urls 10 "$AG")
 DOTNET_DiagnosticPorts=$W/dumps/port,connect,suspend dotnet "$APP" sleep 120 > "$W/app.out" 2>&1 & PIDS+=($!)
 check config-socket-used wait_for "$W/app.out" READY 15
 APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
@@ -121,9 +121,9 @@ WHY="$(curl -s "$U$LOC3")"; check egress-full-succeeded test "$(curl -s "$U$LOC3
 small_disk "$W/tiny" 8
 mkdir -m 0777 "$W/tiny/out"
 kill $AG; wait $AG 2>/dev/null
-P2=$(free_port); U2=http://127.0.0.1:$P2
-DOTNETMONITOR_Egress__FileSystem__tiny__DirectoryPath=$W/tiny/out "$D" launch --no-metrics --config "$W/settings.yaml" --urls "$U2" \
-  --dumps-limit 16Mi 2> "$W/agent2.log" & AG=$!; PIDS+=($AG)
+DOTNETMONITOR_Egress__FileSystem__tiny__DirectoryPath=$W/tiny/out "$D" launch --no-metrics --config "$W/settings.yaml" \
+  --urls http://127.0.0.1:0 --dumps-limit 16Mi 2> "$W/agent2.log" & AG=$!; PIDS+=($AG)
+U2=http://127.0.0.1:$(listening_port "$W/agent2.log" urls 10 "$AG")
 check reattached wait_for "$W/agent2.log" "\"event\":\"attached\",\"pid\":$APID" 10
 curl -s -D "$W/hdr" -o /dev/null "$U2/dump?type=Full&egressProvider=tiny"
 LOC4=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/hdr")
@@ -144,8 +144,8 @@ WHY="got $c, $(stat -c %s "$W/core") bytes"; check under-cap-dump-works bash -c 
 # --- the staging volume fills up (no cap set): 507 that says so, nothing stays, the next dump that fits works
 small_disk "$W/small" 24
 kill $AG; wait $AG 2>/dev/null
-P3=$(free_port); U3=http://127.0.0.1:$P3
-"$D" launch --no-metrics --socket "$W/dumps/port" --dumps "$W/small" --urls "$U3" 2> "$W/agent3.log" & AG=$!; PIDS+=($AG)
+"$D" launch --no-metrics --socket "$W/dumps/port" --dumps "$W/small" --urls http://127.0.0.1:0 2> "$W/agent3.log" & AG=$!; PIDS+=($AG)
+U3=http://127.0.0.1:$(listening_port "$W/agent3.log" urls 10 "$AG")
 check reattached-again wait_for "$W/agent3.log" "\"event\":\"attached\",\"pid\":$APID" 10
 c=$(code "$U3/dump?type=Full")
 WHY="got $c: $(head -c 300 "$W/body")"; check disk-full-507 bash -c "[ $c = 507 ] && grep -q 'disk is full' '$W/body'"
@@ -159,8 +159,8 @@ WHY="got $c"; check disk-full-then-small-dump-works bash -c "[ $c = 200 ] && fil
 #     then curl fails: no last chunk, exit 18), the log says why, nothing stays, the space is returned, the app runs on
 small_disk "$W/mid" 64
 kill $AG; wait $AG 2>/dev/null
-P5=$(free_port); U5=http://127.0.0.1:$P5
-"$D" launch --no-metrics --socket "$W/dumps/port" --dumps "$W/mid" --urls "$U5" 2> "$W/agent5.log" & AG=$!; PIDS+=($AG)
+"$D" launch --no-metrics --socket "$W/dumps/port" --dumps "$W/mid" --urls http://127.0.0.1:0 2> "$W/agent5.log" & AG=$!; PIDS+=($AG)
+U5=http://127.0.0.1:$(listening_port "$W/agent5.log" urls 10 "$AG")
 check reattached-mid wait_for "$W/agent5.log" "\"event\":\"attached\",\"pid\":$APID" 10
 c=$(curl -s -o "$W/cut" -w '%{http_code}' "$U5/dump?type=Full"); crc=$?
 WHY="http $c, curl exit $crc, $(stat -c %s "$W/cut") bytes"; check disk-full-mid-stream-cut bash -c "[ $c = 200 ] && [ $crc = 18 ]"
@@ -173,8 +173,8 @@ check disk-full-mid-stream-app-alive kill -0 "$APID"
 
 # --- SIGTERM with an egress dump running: the agent cancels it, removes the partial file, exits 0
 kill $AG; wait $AG 2>/dev/null
-P4=$(free_port); U4=http://127.0.0.1:$P4
-"$D" launch --no-metrics --config "$W/settings.yaml" --urls "$U4" 2> "$W/agent4.log" & AG=$!; PIDS+=($AG)
+"$D" launch --no-metrics --config "$W/settings.yaml" --urls http://127.0.0.1:0 2> "$W/agent4.log" & AG=$!; PIDS+=($AG)
+U4=http://127.0.0.1:$(listening_port "$W/agent4.log" urls 10 "$AG")
 wait_for "$W/agent4.log" "\"event\":\"attached\",\"pid\":$APID" 10
 before=$(ls "$W/out" | wc -l)
 curl -s -o /dev/null "$U4/dump?type=Full&egressProvider=artifacts"

@@ -35,10 +35,12 @@ check trace/document-one-provider jq -e '(.providers | length) == 1 and .provide
 	and .requestRundown == false' "$W/doc.json"
 
 MISSING=/no/such/page-$RANDOM
-curl -s -o "$W/aspnet.nettrace" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary "@$W/doc.json" \
-	"$U/trace?pid=$APID&durationSeconds=5" > "$W/trace.code" 2> "$W/trace.err" &
+curl -s -D "$W/trace.hdr" -o "$W/aspnet.nettrace" -w '%{http_code}' -H 'Content-Type: application/json' \
+	--data-binary "@$W/doc.json" "$U/trace?pid=$APID&durationSeconds=5" > "$W/trace.code" 2> "$W/trace.err" &
 TP=$!
-sleep 1.5 # the session is on before the requests
+# the session is on before the requests: the agent answers 200 once the runtime has started it (a fixed 1.5 s
+# was too short on a loaded machine: the first request went unseen)
+wait_for "$W/trace.hdr" '^HTTP/1.1 200' 15
 OK=0 NF=0
 for _ in $(seq 1 5); do
 	[ "$(curl -s -o /dev/null -w '%{http_code}' "$AURL/")" = 200 ] && OK=$((OK + 1))

@@ -22,7 +22,6 @@ APP="$B/apps/console/console.dll"
 unset DOTNET_DiagnosticPorts
 T=$W/tmp; mkdir -m 1777 "$T"      # the shared temp directory: /tmp in both containers of a pod
 mkdir -m 1777 "$W/dumps"
-P=$(free_port); U=http://127.0.0.1:$P
 S=$W/a.sock
 
 # start_app NAME [ENV=VALUE...]: a console app with TMPDIR=$T, sleeping; sets APID once it is READY.
@@ -47,7 +46,8 @@ start_app app1 DIAGPORT_TEST_MARK=connect-dir-42
 A1=$APID
 WHY="no default socket for $A1 in $T: $(ls "$T")"
 check app-has-default-socket bash -c "ls '$T' | grep -q '^dotnet-diagnostic-$A1-[0-9]*-socket$'"
-"$D" launch --socket "$S" --connect-dir "$T" --dumps "$W/dumps" --urls "$U" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+"$D" launch --socket "$S" --connect-dir "$T" --dumps "$W/dumps" --urls http://127.0.0.1:0 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+U=http://127.0.0.1:$(listening_port "$W/agent.log" urls 10 "$AG")
 check attached-on-first-scan wait_for "$W/agent.log" "\"event\":\"attached\",\"pid\":$A1,.*\"assembly\":\"console\"" 10
 WHY="$(grep -E 'Seccomp|NoNewPrivs' /proc/$AG/status | tr '\n' ' ')"
 check agent-sandboxed bash -c "grep -q '^Seccomp:[[:space:]]*2' /proc/$AG/status && grep -q '^NoNewPrivs:[[:space:]]*1' /proc/$AG/status"
@@ -112,12 +112,13 @@ WHY="still listed: $(curl -s "$U/processes")"; check both-ways-killed-dropped un
 
 # 5b. a suspended app that waited for the agent: the first scan usually finds it before its next
 # connect to our port does; it must still be resumed, and listed once
-T3=$W/tmp3; mkdir -m 1777 "$T3"; S3=$W/s3.sock; P4=$(free_port); U4=http://127.0.0.1:$P4
+T3=$W/tmp3; mkdir -m 1777 "$T3"; S3=$W/s3.sock
 env TMPDIR="$T3" DOTNET_DiagnosticPorts="$S3,connect,suspend" dotnet "$APP" sleep 120 > "$W/app8.out" 2>&1 & A8=$!; PIDS+=($A8)
 until_ok 10 bash -c "ls '$T3' | grep -q '^dotnet-diagnostic-$A8-'"
 sleep 1 # its connect retries are 500 ms apart by now
 WHY="$(cat "$W/app8.out")"; check suspended-waits-for-agent bash -c "! grep -q READY '$W/app8.out'"
-"$D" launch --socket "$S3" --connect-dir "$T3" --urls "$U4" 2> "$W/agent4.log" & AG4=$!; PIDS+=($AG4)
+"$D" launch --socket "$S3" --connect-dir "$T3" --urls http://127.0.0.1:0 2> "$W/agent4.log" & AG4=$!; PIDS+=($AG4)
+U4=http://127.0.0.1:$(listening_port "$W/agent4.log" urls 10 "$AG4")
 WHY="log: $(cat "$W/agent4.log")"; check suspended-found-first-resumed wait_for "$W/app8.out" READY 10
 WHY="processes: $(curl -s "$U4/processes")"
 check suspended-found-first-listed-once until_ok 5 bash -c "curl -s '$U4/processes' | jqe --argjson p $A8 'length == 1 and .[0].pid == \$p'"
@@ -133,13 +134,13 @@ WHY="exit $rc"; check agent-stops-cleanly test $rc -eq 0
 # 7. uids. The runtime makes its default socket 0600, owned by the app's user: an agent of
 # another (non-root) uid cannot connect, and says so; the same uid can; root can.
 T2=$W/tmp2; mkdir -m 1777 "$T2"
-P2=$(free_port); U2=http://127.0.0.1:$P2
 env TMPDIR="$T2" dotnet "$APP" sleep 120 > "$W/app6.out" 2>&1 & A6=$!; PIDS+=($A6)
 wait_for "$W/app6.out" READY 15
 WHY="$(ls -l "$T2" | grep dotnet-diagnostic)"
 check default-socket-mode-0600 bash -c "stat -c '%a %U' '$T2'/dotnet-diagnostic-$A6-*-socket | grep -qx '600 root'"
 DIAGPORT_CONNECT_DIR=$T2 setpriv --reuid 65534 --regid 65534 --clear-groups "$D" launch --socket "$T2/agent.sock" \
-  --urls "$U2" 2> "$W/agent2.log" & AG2=$!; PIDS+=($AG2)
+  --urls http://127.0.0.1:0 2> "$W/agent2.log" & AG2=$!; PIDS+=($AG2)
+U2=http://127.0.0.1:$(listening_port "$W/agent2.log" urls 10 "$AG2")
 check other-uid-says-permission-denied wait_for "$W/agent2.log" "\"event\":\"unreachable\",\"socket\":\"dotnet-diagnostic-$A6-[0-9]*-socket\",\"reason\":\"Permission denied\"" 10
 WHY="processes: $(curl -s "$U2/processes")"; check other-uid-not-listed bash -c "curl -s '$U2/processes' | jqe 'length == 0'"
 sleep 2.5 # retries stay quiet
@@ -149,15 +150,16 @@ wait_for "$W/app7.out" READY 15
 WHY="processes: $(curl -s "$U2/processes"); log: $(cat "$W/agent2.log")"
 check same-uid-listed until_ok 5 bash -c "curl -s '$U2/processes' | jqe --argjson p $A7 'length == 1 and .[0].pid == \$p'"
 kill -TERM $AG2; wait $AG2
-P3=$(free_port); U3=http://127.0.0.1:$P3
-"$D" launch --socket "$W/c.sock" --connect-dir "$T2" --urls "$U3" 2> "$W/agent3.log" & AG3=$!; PIDS+=($AG3)
+"$D" launch --socket "$W/c.sock" --connect-dir "$T2" --urls http://127.0.0.1:0 2> "$W/agent3.log" & AG3=$!; PIDS+=($AG3)
+U3=http://127.0.0.1:$(listening_port "$W/agent3.log" urls 10 "$AG3")
 WHY="processes: $(curl -s "$U3/processes")"
 check root-agent-lists-both until_ok 5 bash -c "curl -s '$U3/processes' | jqe --argjson a $A6 --argjson b $A7 'length == 2 and (map(.pid) | sort) == ([\$a, \$b] | sort)'"
 kill -TERM $AG3; wait $AG3
 
 # 8. a directory that is not there yet: said once, and watched until it is
-P5=$(free_port); U5=http://127.0.0.1:$P5; T5=$W/later
-"$D" launch --socket "$W/e.sock" --connect-dir "$T5" --urls "$U5" 2> "$W/agent5.log" & AG5=$!; PIDS+=($AG5)
+T5=$W/later
+"$D" launch --socket "$W/e.sock" --connect-dir "$T5" --urls http://127.0.0.1:0 2> "$W/agent5.log" & AG5=$!; PIDS+=($AG5)
+U5=http://127.0.0.1:$(listening_port "$W/agent5.log" urls 10 "$AG5")
 check missing-dir-said wait_for "$W/agent5.log" "\"event\":\"unreachable\",\"connectDir\":\"$T5\",\"reason\":\"No such file or directory\"" 5
 sleep 1
 WHY="$(cat "$W/agent5.log")"; check missing-dir-said-once test "$(grep -c unreachable "$W/agent5.log")" = 1
@@ -169,7 +171,7 @@ kill -TERM $AG5; wait $AG5
 
 # 9. a directory no socket path in it could fit is refused at start
 LONGDIR=$W/$(printf 'd%.0s' $(seq 1 90))
-"$D" launch --socket "$W/l.sock" --connect-dir "$LONGDIR" --urls "http://127.0.0.1:$(free_port)" 2> "$W/long.err"; rc=$?
+"$D" launch --socket "$W/l.sock" --connect-dir "$LONGDIR" --urls http://127.0.0.1:0 2> "$W/long.err"; rc=$?
 WHY="exit $rc: $(cat "$W/long.err")"; check long-connect-dir-refused bash -c "[ $rc = 1 ] && grep -q 'connect-dir.*too long' '$W/long.err'"
 stop_all # here, not only in the trap: bash would report the killed apps on stderr
 exit 0

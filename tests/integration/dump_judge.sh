@@ -91,7 +91,7 @@ judge_all() {
 }
 
 # --- launched: the console app as the agent's child, both root
-start_agent --no-metrics -- dotnet "$PWD/$B/apps/console/console.dll" sleep 600 > "$W/app.out"
+AGENT_OUT=$W/app.out start_agent --no-metrics -- dotnet "$PWD/$B/apps/console/console.dll" sleep 600
 wait_for "$W/agent.log" '"event":"attached"' 30 || { fail launched/attach "$(tail -3 "$W/agent.log")"; exit 0; }
 CPID=$(curl -s "$U/processes" | jq '.[0].pid')
 judge_all launched "$U" "$W/dumps" DiagportTestConsole.Program.Main 1 1 "$CPID" "$W/out"

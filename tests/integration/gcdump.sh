@@ -36,14 +36,14 @@ GCD=$PWD/build/tools/dotnet-gcdump/dotnet-gcdump
 [ -x "$GCD" ] || { fail tools "dotnet-gcdump is not installed (bash scripts/prereqs.sh test)"; exit 0; }
 # start_agent, with a collection rule: a .gcdump at the app's start
 mkdir -p -m 0777 "$W/dumps" "$W/out" "$W/rule"
-P=$(free_port)
-U=http://127.0.0.1:$P
 printf 'Egress:\n  FileSystem:\n    out: {DirectoryPath: %s/out}\n    rule: {DirectoryPath: %s/rule}\n%s\n' "$W" "$W" \
   'CollectionRules: {Boot: {Trigger: {Type: Startup}, Actions: [{Type: CollectGCDump, Settings: {Egress: rule}}]}}' \
   > "$W/agent.yaml"
-"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls "$U" --dumps "$W/dumps" --no-metrics 2> "$W/agent.log" &
+"$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --urls http://127.0.0.1:0 --dumps "$W/dumps" --no-metrics \
+  2> "$W/agent.log" &
 AG=$!
 PIDS+=("$AG")
+P=$(listening_port "$W/agent.log" urls 10 "$AG"); U=http://127.0.0.1:$P
 start_webapp "$W/app.out" "$W/dumps/port" "$U" || { fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out")"; exit 0; }
 # report FILE OUT: dotnet-gcdump report's table of FILE as JSON in OUT: {bytes, objects, types: {"NAME  [DLL]": count}}
 report() {

@@ -23,17 +23,16 @@ mkdir -p -m 0777 "$W/dumps" "$W/cg"
 echo 120000000 > "$W/cg/memory.max"
 echo 20000000 > "$W/cg/memory.current"
 printf 'anon 10000000\nfile 10000000\n' > "$W/cg/memory.stat"
-P=$(free_port)
-U=http://127.0.0.1:$P
 # start ARGS: the agent (in a private mount namespace, the stand-in cgroup over /sys/fs/cgroup with ARGS "cg")
 start() {
 	local cg=$1
+	: > "$W/agent.log" # now, not in the background job: the last agent's listening line is not this one's
 	unshare -m --propagation private bash -c '[ "$1" = cg ] && { mount --bind "$2/cg" /sys/fs/cgroup || exit 9; }
-		exec "$3" launch --socket "$2/dumps/port" --urls "$4" --dumps "$2/dumps" --no-metrics' _ "$cg" "$W" "$D" "$U" \
-		2> "$W/agent.log" &
+		exec "$3" launch --socket "$2/dumps/port" --urls http://127.0.0.1:0 --dumps "$2/dumps" --no-metrics' _ "$cg" "$W" \
+		"$D" 2> "$W/agent.log" &
 	AG=$!
 	PIDS+=("$AG")
-	wait_for "$W/agent.log" '"listening"' 10
+	U=http://127.0.0.1:$(listening_port "$W/agent.log" urls 10 "$AG") || return 1
 }
 start cg || { fail setup "the agent did not start: $(tail -3 "$W/agent.log")"; exit 0; }
 DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend dotnet "$B/apps/heapobjects/heapobjects.dll" > "$W/app.out" 2>&1 &

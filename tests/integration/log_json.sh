@@ -20,13 +20,13 @@ J=tests/integration/jsonlines.py
 mkdir -p -m 0777 "$W/dumps" "$W/out" "$W/gone"
 TOKEN="tok-$RANDOM$RANDOM-secret"
 printf '%s\n' "$TOKEN" > "$W/token"
-P=$(free_port); U=http://127.0.0.1:$P
 printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n    gone:\n      DirectoryPath: %s/gone\n' "$W" "$W" > "$W/agent.yaml"
 HOSTILE_DIR=$W/$'no"such\\dir\nnl\x01\xff'
 env $'DOTNETMONITOR_We"ird\\name\nnl\x01\xff__X=1' "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" \
-	--urls "$U" --dumps "$W/dumps" --auth-token-file "$W/token" --connect-dir "$HOSTILE_DIR" \
+	--urls http://127.0.0.1:0 --dumps "$W/dumps" --auth-token-file "$W/token" --connect-dir "$HOSTILE_DIR" \
 	--metrics-start-delay 0 --log-level debug 2> "$W/agent.log" &
 AG=$!; PIDS+=("$AG")
+P=$(listening_port "$W/agent.log" urls 10 "$AG"); U=http://127.0.0.1:$P
 H=(-H "Authorization: Bearer $TOKEN")
 DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend dotnet "$B/apps/console/console.dll" > "$W/app.out" 2>&1 &
 PIDS+=($!)
@@ -54,8 +54,7 @@ WHY="$(grep '"outcome":"Failed"' "$W/agent.log" | head -c 300)"; check agent/fai
 
 WHY="$(grep '"event":"listening"' "$W/agent.log")"; check agent/listening-says-authenticated grep -q '"event":"listening".*"authentication":true' "$W/agent.log"
 # Without a token (loopback only) the line must not say the API is protected.
-P2=$(free_port)
-"$D" launch --socket "$W/dumps/port2" --urls "http://127.0.0.1:$P2" --dumps "$W/dumps" 2> "$W/agent2.log" &
+"$D" launch --socket "$W/dumps/port2" --urls http://127.0.0.1:0 --dumps "$W/dumps" 2> "$W/agent2.log" &
 AG2=$!; PIDS+=("$AG2")
 wait_for "$W/agent2.log" '"event":"listening"' 10
 kill -TERM "$AG2"; wait "$AG2" 2> /dev/null
@@ -73,11 +72,10 @@ if ! "$OSSL" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyou
 	fail webhook/certificate "$(head -c 300 "$W/openssl.err")"; exit 0
 fi
 printf 'mode: nosuspend\n' > "$WD/config.yaml"
-WP=$(free_port)
-"$D" webhook --listen "127.0.0.1:$WP" --tls-cert "$WD/cert.pem" --tls-key "$WD/key.pem" --config "$WD/config.yaml" \
+"$D" webhook --listen 127.0.0.1:0 --tls-cert "$WD/cert.pem" --tls-key "$WD/key.pem" --config "$WD/config.yaml" \
 	--no-sandbox 2> "$W/webhook.log" &
 WH=$!; PIDS+=("$WH")
-wait_for "$W/webhook.log" '"event":"listening"' 10 || { fail webhook/listening "$(head -c 300 "$W/webhook.log")"; exit 0; }
+WP=$(listening_port "$W/webhook.log" port 10 "$WH") || { fail webhook/listening "$(head -c 300 "$W/webhook.log")"; exit 0; }
 WU=https://127.0.0.1:$WP
 post() { curl -s -o /dev/null --cacert "$WD/cert.pem" -H 'Content-Type: application/json' --data-binary "@$1" "$WU/mutate"; }
 # bodies that are not AdmissionReviews, holding every kind of hostile byte: each is a 400 and a log line

@@ -23,12 +23,14 @@ build_apps
 start_agent --no-metrics
 start_webapp "$W/app.out" "$W/dumps/port" "$U" || { fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out")"; exit 0; }
 
-# logs NAME SECONDS LOGCALLS [CURL ARGS]: /logs for SECONDS into $W/NAME.out while, after 1.5 s, the app is
-# asked to log (LOGCALLS: query strings for /log, space-separated); "CODE TOTAL" in $W/NAME.res
+# logs NAME SECONDS LOGCALLS [CURL ARGS]: /logs for SECONDS into $W/NAME.out while, once its session is on (the
+# agent's 200: it answers once the runtime started the session), the app is asked to log (LOGCALLS: query
+# strings for /log, space-separated); "CODE TOTAL" in $W/NAME.res
 logs() {
   local name=$1 secs=$2 calls=$3 q
   shift 3
-  ( sleep 1.5; for q in $calls; do curl -s "$AURL/log?$q" > /dev/null; done ) &
+  rm -f "$W/$name.hdr"
+  ( wait_for "$W/$name.hdr" '^HTTP/1.1 200' 15; for q in $calls; do curl -s "$AURL/log?$q" > /dev/null; done ) &
   local bg=$!
   curl -s -D "$W/$name.hdr" -o "$W/$name.out" -w '%{http_code} %{time_total}' "$@" > "$W/$name.res"
   wait "$bg"
@@ -110,7 +112,8 @@ check egress/entries test "$(jq -s '[.[] | select(.Message == "test message 1 eg
 # --- limit
 L=()
 for i in 1 2 3; do curl -s -o /dev/null "$U/logs?pid=$APID&durationSeconds=4" & L+=($!); done
-sleep 1.5
+running3() { [ "$(curl -s "$U/operations" | jq '[.[] | select(.status == "Running")] | length')" = 3 ]; }
+eventually 10 running3
 code=$(curl -s -o "$W/429.json" -w '%{http_code}' "$U/logs?pid=$APID&durationSeconds=1")
 WHY="code $code $(cat "$W/429.json")"; check limit/fourth-429 test "$code" = 429
 wait "${L[@]}"
@@ -126,9 +129,9 @@ WHY="code $code $(cat "$W/bad3.json")"; check bad/duration test "$code" = 400
 # --- scopes: the app's console (JSON, IncludeScopes) prints each Test.Scopes line with its scopes; /logs must
 # report the same scopes for the same message ("job ID step N"). A console scope's "Message" (its ToString)
 # is not in the EventSource's arguments, and its numbers are strings there: both are left out of the compare.
-( sleep 1.5; for i in $(seq 1001 1024); do curl -s "$AURL/scoped?id=$i" > /dev/null & done; wait ) &
+( wait_for "$W/sc.hdr" '^HTTP/1.1 200' 15; for i in $(seq 1001 1024); do curl -s "$AURL/scoped?id=$i" > /dev/null & done; wait ) &
 bg=$!
-curl -s -o "$W/sc.out" "$U/logs?pid=$APID&durationSeconds=5"
+curl -s -D "$W/sc.hdr" -o "$W/sc.out" "$U/logs?pid=$APID&durationSeconds=5"
 wait "$bg"
 python3 - "$W/app.out" "$W/sc.out" > "$W/sc.res" <<'EOF'
 import json, re, sys

@@ -28,9 +28,9 @@ agent_setup metrics
 command -v promtool > /dev/null || { fail setup "promtool not found (scripts/prereqs.sh test installs Debian's prometheus)"; exit 0; }
 build_apps
 
-MP=$(free_port); MU=http://127.0.0.1:$MP
 printf 'sekrit-token-0123456789' > "$W/token"
-DOTNETMONITOR_GlobalCounter__IntervalSeconds=1 start_agent --metrics-urls "$MU" --auth-token-file "$W/token"
+DOTNETMONITOR_GlobalCounter__IntervalSeconds=1 start_agent --metrics-urls http://127.0.0.1:0 --auth-token-file "$W/token"
+MP=$(listening_port "$W/agent.log" metricsUrls 1); MU=http://127.0.0.1:$MP
 AUTH=(-H "Authorization: Bearer sekrit-token-0123456789")
 start_app() { start_webapp "$W/$1.out" "$W/dumps/port" "$U" "${AUTH[@]}"; }
 if ! start_app app; then fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out") $(tail -3 "$W/agent.log")"; exit 0; fi
@@ -115,12 +115,14 @@ scrape "$W/cpu.txt" > /dev/null
 proc=$(awk -v a="$t0" -v b="$t1" -v s="$s0" -v e="$s1" -v hz="$HZ" -v n="$NCPU" 'BEGIN {printf "%.1f", (b - a) / hz / (e - s) / n * 100}')
 cpu=$(value "$W/cpu.txt" systemruntime_cpu_usage_ratio)
 WHY="cpu-usage $cpu %, /proc says $proc % of $NCPU CPUs over 3 s"
-check kernel/cpu-busy-loop awk -v a="$cpu" -v b="$proc" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(b > 30 && d <= 15)}'
+# the two agree within 30 % of the kernel's figure (at least 5 points): on a busy machine the loop may get far
+# less than a core, and a fixed "over 30 %" failed there although the two agreed (16.6 against 14.3)
+check kernel/cpu-busy-loop awk -v a="$cpu" -v b="$proc" 'BEGIN {d = a - b; if (d < 0) d = -d; t = b * 0.3; if (t < 5) t = 5; exit !(b > 5 && d <= t)}'
 ut=$(value "$W/cpu.txt" 'systemruntime_dotnet_process_cpu_time_s{cpu_mode="user"}')
 st=$(value "$W/cpu.txt" 'systemruntime_dotnet_process_cpu_time_s{cpu_mode="system"}')
 persec=$(awk -v a="$t0" -v b="$t1" -v s="$s0" -v e="$s1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b - a) / hz / (e - s)}')
 WHY="dotnet.process.cpu.time per 1 s interval: user $ut + system $st; /proc: $persec CPU-seconds a second"
-check kernel/cpu-time-meter awk -v u="$ut" -v s="$st" -v p="$persec" 'BEGIN {d = u + s - p; if (d < 0) d = -d; exit !(p > 0.5 && d <= 0.3)}'
+check kernel/cpu-time-meter awk -v u="$ut" -v s="$st" -v p="$persec" 'BEGIN {d = u + s - p; if (d < 0) d = -d; t = p * 0.3; if (t < 0.1) t = 0.1; exit !(p > 0.1 && d <= t)}'
 sleep 3.5 # the busy loop ends
 g0=$(value "$W/m1.txt" systemruntime_gen_0_gc_count)
 read -r gc0 _ < <(curl -s "$AURL/gc")
@@ -247,8 +249,8 @@ else
 fi
 
 # --- off: --no-metrics
-P2=$(free_port)
-"$D" launch --socket "$W/dumps/port2" --urls "http://127.0.0.1:$P2" --dumps "$W/dumps" --no-auth --no-metrics 2> "$W/agent2.log" & PIDS+=($!)
+"$D" launch --socket "$W/dumps/port2" --urls http://127.0.0.1:0 --dumps "$W/dumps" --no-auth --no-metrics 2> "$W/agent2.log" & PIDS+=($!)
+P2=$(listening_port "$W/agent2.log" urls 10 "$!")
 for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$P2/healthz" > /dev/null && break; sleep 0.1; done
 code=$(curl -s -o "$W/off.json" -w '%{http_code}' "http://127.0.0.1:$P2/metrics")
 WHY="code $code $(cat "$W/off.json")"; check off/404 test "$code" = 404
@@ -262,12 +264,11 @@ check off/bad-delay-refused test "$code" = 2 -a -n "$(grep -F -- '--metrics-star
 # the selection the agent says it collects (its log's metrics-selection line); bad values name the path and source
 # selection NAME [VAR=VALUE...] -- [ARGS...]: an agent with these settings; its log in $W/sel-NAME.log, exit in $W/sel-NAME.rc
 selection() {
-  local name=$1 port pid vars=()
+  local name=$1 pid vars=()
   shift
   while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
   shift
-  port=$(free_port)
-  env "${vars[@]+"${vars[@]}"}" "$D" launch --socket "$W/dumps/sel-$name" --urls "http://127.0.0.1:$port" \
+  env "${vars[@]+"${vars[@]}"}" "$D" launch --socket "$W/dumps/sel-$name" --urls http://127.0.0.1:0 \
     --dumps "$W/dumps" --no-auth "$@" 2> "$W/sel-$name.log" &
   pid=$!; PIDS+=($pid)
   for _ in $(seq 1 50); do grep -q 'metrics-selection' "$W/sel-$name.log" && break; kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done

@@ -71,12 +71,12 @@ launch() {
   SOCK=$W/$n/dumps/port
   LOG=$W/$n.log${LOGN:-}
   mkdir -p -m 0777 "$W/$n/dumps"
-  U=http://127.0.0.1:$(free_port)
-  "$D" launch --config "$W/$n.yaml" --socket "$SOCK" --urls "$U" --dumps "$W/$n/dumps" --auth-token-file "$W/token" \
-    --metrics-interval 1 --metrics-start-delay "$DELAY" "$@" 2> "$LOG" &
+  "$D" launch --config "$W/$n.yaml" --socket "$SOCK" --urls http://127.0.0.1:0 --dumps "$W/$n/dumps" \
+    --auth-token-file "$W/token" --metrics-interval 1 --metrics-start-delay "$DELAY" "$@" 2> "$LOG" &
   AG=$!
   PIDS+=("$AG")
-  wait_for "$LOG" '"event":"listening"' 10 && return 0
+  local port
+  port=$(listening_port "$LOG" urls 10 "$AG") && U=http://127.0.0.1:$port && return 0
   kill "$AG" 2> /dev/null
   wait "$AG" 2> /dev/null
   AG=
@@ -211,7 +211,7 @@ refused() {
   local n=$1 rc err w miss=
   shift
   rm -f "$W/bad/port"
-  timeout 10 env "${BAD_ENV[@]+"${BAD_ENV[@]}"}" "$D" launch --socket "$W/bad/port" --urls "http://127.0.0.1:$(free_port)" \
+  timeout 10 env "${BAD_ENV[@]+"${BAD_ENV[@]}"}" "$D" launch --socket "$W/bad/port" --urls http://127.0.0.1:0 \
     --dumps "$W/bad" --auth-token-file "$W/token" "${BAD_ARGS[@]}" > /dev/null 2> "$W/bad-$n.err"
   rc=$?
   WHY="exit $rc: $(head -c 400 "$W/bad-$n.err")"
@@ -238,7 +238,7 @@ CollectionRules:
     Actions:
       - {Type: CollectDump, Settings: {Egress: out}}
 EOF
-"$D" launch --socket "$W/bad/port" --urls "http://127.0.0.1:$(free_port)" --dumps "$W/bad" --auth-token-file "$W/token" \
+"$D" launch --socket "$W/bad/port" --urls http://127.0.0.1:0 --dumps "$W/bad" --auth-token-file "$W/token" \
   "${BAD_ARGS[@]}" 2> "$W/bad-control.err" &
 CTL=$!
 PIDS+=($CTL)
@@ -853,7 +853,7 @@ over
   egress sandboxed out
   printf 'CollectionRules:\n  R:\n    Trigger: {Type: Startup}\n    Actions:\n      - {Type: Execute, Settings: {Path: /bin/true}}\n'
 } > "$W/sandboxed.yaml"
-"$D" launch --config "$W/sandboxed.yaml" --socket "$W/sandboxed/port" --urls "http://127.0.0.1:$(free_port)" \
+"$D" launch --config "$W/sandboxed.yaml" --socket "$W/sandboxed/port" --urls http://127.0.0.1:0 \
   --dumps "$W/sandboxed" --no-auth > /dev/null 2> "$W/sandboxed.err"
 rc=$?
 WHY="exit $rc: $(cat "$W/sandboxed.err")"

@@ -190,7 +190,7 @@ WHY="rundown events: $n (requestRundown false: want 0)"; check post/no-rundown t
 
 # --- GcCollect alone: CollectTracing4 with rundown keywords 0x1
 trace gc "$U/trace?pid=$APID&profile=gccollect&durationSeconds=3" & TP=$!
-sleep 1
+wait_for "$W/gc.hdr" '^HTTP/1.1 200' 15 # the session is on (the agent answers once the runtime started it)
 curl -s "$AURL/memory-leak?mb=64" > /dev/null
 wait $TP
 result gc
@@ -202,7 +202,7 @@ WHY="MethodDCEndVerbose events: $n (rundown keywords GC only: want 0)"; check gc
 
 # --- durationSeconds=-1, stopped through /operations
 trace stop "$U/trace?pid=$APID&profile=Cpu&durationSeconds=-1" & TP=$!
-sleep 2
+wait_for "$W/stop.hdr" '^HTTP/1.1 200' 15
 OP=$(op_of)
 curl -s "$U/operations/$OP" > "$W/stop-op.json"
 WHY="$(cat "$W/stop-op.json")"; check stop/running-stoppable jq -e '.status == "Running" and .isStoppable == true and .egressProviderName == null' "$W/stop-op.json"
@@ -217,7 +217,7 @@ WHY="$(cat "$W/stop-op.json")"; check stop/succeeded jq -e '.status == "Succeede
 
 # --- cancelled: cut off
 trace cancel "$U/trace?pid=$APID&profile=Cpu&durationSeconds=-1" & TP=$!
-sleep 2
+wait_for "$W/cancel.hdr" '^HTTP/1.1 200' 15
 OP=$(op_of)
 c=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$U/operations/$OP")
 wait $TP
@@ -228,20 +228,22 @@ WHY="$(cat "$W/cancel-op.json")"; check cancel/cancelled jq -e '.status == "Canc
 
 # --- the client goes away
 curl -s -o /dev/null --max-time 2 "$U/trace?pid=$APID&durationSeconds=30"
-sleep 1
 OP=$(op_of)
+op_done() { [ "$(curl -s "$U/operations/$1" | jq -r .status)" != Running ]; }
+eventually 15 op_done "$OP" # the agent has seen the client go
 curl -s "$U/operations/$OP" > "$W/gone-op.json"
 WHY="$(cat "$W/gone-op.json")"; check gone/failed jq -e '.status == "Failed" and (.error.message | test("client went away"))' "$W/gone-op.json"
 
 # --- at most 3 at once
 for i in 1 2 3; do curl -s -o /dev/null "$U/trace?pid=$APID&profile=Metrics&durationSeconds=-1" & done
-sleep 2
+running() { [ "$(curl -s "$U/operations" | jq '[.[] | select(.status == "Running")] | length')" = "$1" ]; }
+eventually 15 running 3
 c=$(curl -s -o "$W/limit.json" -w '%{http_code}' "$U/trace?pid=$APID&durationSeconds=1")
 WHY="fourth trace: $c $(cat "$W/limit.json")"; check limit/429 test "$c" = 429
 for op in $(curl -s "$U/operations" | jq -r '.[] | select(.status == "Running") | .operationId'); do
   curl -s -o /dev/null -X DELETE "$U/operations/$op?stop=true"
 done
-sleep 1
+eventually 15 running 0
 trace after-limit "$U/trace?pid=$APID&profile=Metrics&durationSeconds=1"
 WHY="code $CODE rc $RC"; check limit/free-again test "$CODE:$RC" = 200:0
 

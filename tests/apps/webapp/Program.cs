@@ -9,8 +9,9 @@
 // as long as asked, an answer with the status code asked for (what the
 // collection rules' ASP.NET triggers count).
 //
-// It listens on ASPNETCORE_URLS (the tests pass http://127.0.0.1:PORT) and
-// prints "READY <pid>" on stdout once the server accepts connections.
+// It listens on ASPNETCORE_URLS (the tests pass http://127.0.0.1:0: a port the
+// system picks) and prints "LISTENING <url>" per address bound, then
+// "READY <pid>", on stdout once the server accepts connections.
 
 using System.Runtime.CompilerServices;
 
@@ -29,8 +30,14 @@ builder.Logging.AddJsonConsole(o => o.IncludeScopes = true);
 builder.Logging.Configure(o => o.ActivityTrackingOptions = ActivityTrackingOptions.None);
 var app = builder.Build();
 
-app.Lifetime.ApplicationStarted.Register(
-    () => Console.WriteLine($"READY {Environment.ProcessId}"));
+// Once it listens: "LISTENING <url>" for each address Kestrel bound (the port it was given, or the one the
+// system picked for port 0, so a test need not pick a port that another process can take first), then READY.
+app.Lifetime.ApplicationStarted.Register(() =>
+{
+    foreach (var url in app.Urls)
+        Console.WriteLine($"LISTENING {url}");
+    Console.WriteLine($"READY {Environment.ProcessId}");
+});
 
 app.MapGet("/", () => "ok");
 
