@@ -242,8 +242,11 @@ def templates(obj):
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     name = meta.get("name") or "unnamed"
     ns = meta.get("namespace") or "default"
-    if kind == "List":
+    if isinstance(kind, str) and kind.endswith("List"):
+        # a typed List (DeploymentList, as the API returns it) may leave kind out of its items
         for item in obj.get("items") or []:
+            if isinstance(item, dict) and kind != "List" and "kind" not in item:
+                item = dict(item, kind=kind[:-len("List")])
             yield from templates(item)
         return
     if kind == "Pod":
