@@ -58,6 +58,15 @@ int dump_copy(struct dump_job *j, int fd, uint64_t cap, const atomic_bool *cance
  */
 void dump_on_progress(struct dump_job *j, void (*fn)(void *ctx, uint64_t total), void *ctx);
 
+/*
+ * Have fn(ctx, rfd) offered the pipe by dump_copy before every move into fd,
+ * on dump_copy's thread: it may take bytes from rfd itself (the count; they
+ * never reach fd or the cap), take none (0: the copy moves what the pipe
+ * holds into fd), or fail (-1: the copy stops, DP_ECANCELED). How a download
+ * that keeps up takes the dump without the file.
+ */
+void dump_on_pipe(struct dump_job *j, long long (*fn)(void *ctx, int rfd), void *ctx);
+
 /* Close everything, release the runtime's connection, remove the FIFO if still there. Accepts NULL. */
 void dump_free(struct dump_job *j);
 
