@@ -5,8 +5,8 @@
 # One agent started as `diagport launch -- dotnet webapp.dll` (the app its child, as in a container), the
 # webapp holding HEAP_MB MB more in LeakedBuffer objects (/memory-leak). RUNS rounds, each taking, in an
 # order that rotates by round:
-#   agent-file     GET /dump?type=Full (the default transport: staged and followed, chunked), curl -o a file
-#                  in the same directory dotnet-dump writes to
+#   agent-file     GET /dump?type=Full (the default transport: straight from createdump's pipe while the client
+#                  keeps up, the rest staged, chunked), curl -o a file in the same directory dotnet-dump writes to
 #   agent-null     the same, curl -o /dev/null
 #   agent-staged   GET /dump?type=Full&transport=staged (sent once whole, Content-Length), curl -o a file
 #   dotnet-dump    build/tools/dotnet-dump/dotnet-dump collect -p PID --type Full -o a file
