@@ -216,11 +216,11 @@ static long long follow_take(void *ctx, int rfd)
 		if (f->waiting && f->sent == f->staged) {
 			f->busy = true;
 			pthread_mutex_unlock(&f->mu);
-			n = httpd_follow_splice(f->r, rfd, (uint64_t)avail, (int)(step / 1000000));
+			n = httpd_follow_splice(f->r, rfd, (uint64_t)avail, (int)((step + 999999) / 1000000));
 			pthread_mutex_lock(&f->mu);
 			f->busy = false; /* the download, woken by the next byte staged or the end, takes the socket back */
 		} else if (step > 0) {
-			wait_ms(f, (long)(step / 1000000) + 1); /* the download drains the file */
+			wait_ms(f, (long)((step + 999999) / 1000000)); /* the download drains the file */
 		}
 		if (n > 0)
 			f->direct += (uint64_t)n;
