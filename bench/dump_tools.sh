@@ -102,5 +102,11 @@ for w in "${WAYS[@]}"; do
 		"$(printf '%d [%d-%d]' "$cm" "$cl" "$ch")" "$( [ "$w" = dotnet-dump ] && echo - || printf '%d [%d-%d]' "$am" "$al" "$ah")"
 done
 echo "dump size: $(awk '{print $6}' "$W/results" | stat3 | awk '{printf "%d bytes [%d-%d]", $1, $2, $3}')"
+# the target's ratio both ways: of the medians, and the median of each round's own ratio (the load drifts)
+rf=$(awk '$1 == "agent-file" {print $3}' "$W/results" | stat3 | cut -d' ' -f1)
+rd=$(awk '$1 == "dotnet-dump" {print $3}' "$W/results" | stat3 | cut -d' ' -f1)
+echo "agent-file / dotnet-dump: $(awk -v a="$rf" -v b="$rd" 'BEGIN {printf "%.2f", a / b}') (medians);" \
+	"$(awk '$1 == "agent-file" {f[$2] = $3} $1 == "dotnet-dump" {d[$2] = $3} END {for (r in f) print f[r] / d[r]}' "$W/results" |
+		stat3 | awk '{printf "%.2f [%.2f-%.2f]", $1, $2, $3}') (each round's own)"
 load
 exit 0
