@@ -324,7 +324,6 @@ static bool chunk_head(int sock, struct httpd_req *r, uint64_t n)
 {
 	char hdr[32];
 	int hl = snprintf(hdr, sizeof(hdr), "%s%llx\r\n", r->chunks ? "\r\n" : "", (unsigned long long)n);
-
 	ssize_t w;
 
 	r->open = n;

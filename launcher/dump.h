@@ -8,7 +8,7 @@
  * and writes the core sequentially; the agent reads it. What the agent does
  * with the bytes is the caller's choice: stream them to an HTTP client
  * (dump_read), or copy them into a file it owns, with a size cap and a cancel
- * flag (dump_copy). Closing the read end early makes createdump fail with
+ * flag (dump_copy), which may hand some straight on instead (dump_on_pipe). Closing the read end early makes createdump fail with
  * EPIPE and the runtime answer with an error; the app itself runs on.
  */
 #ifndef DP_DUMP_H
