@@ -64,26 +64,26 @@
 struct follow {
 	struct job *j;
 	struct httpd_req *r;
-	int fd;                /* the staging file; the response's once sent whole */
 	pthread_t copier;
 	pthread_mutex_t mu;
 	pthread_cond_t moved;  /* staged grew, or the copy ended */
 	uint64_t staged;       /* bytes in fd (under mu) */
-	bool done;             /* the copy ended (under mu), with rc and em */
-	int rc;
-	struct err_msg em;
-	atomic_bool stop;      /* the client went away: the copier stops createdump */
 	uint64_t sent;         /* of fd's bytes, sent by the download (under mu) */
-	bool waiting;          /* the download waits in follow_avail: the socket is free (under mu) */
-	bool busy;             /* the copier is sending straight from the pipe (under mu) */
 	uint64_t direct;       /* bytes sent straight from the pipe (under mu) */
 	uint64_t hold;         /* staged before the head (HOLD, or 0 when the space is ample) */
-	bool headed;           /* the head went out, the download waits for bytes: they may go straight (under mu) */
 	long long waited_ns;   /* how long the copier has waited for the client (under mu) */
 	long long head_ns;     /* when the head went out */
 	long long start_ns;    /* when the copy began */
 	long long disk_ns, file_t0; /* time spent moving disk_bytes into the file; when the move under way began */
 	uint64_t disk_bytes;
+	struct err_msg em;
+	int fd;                /* the staging file; the response's once sent whole */
+	int rc;
+	atomic_bool stop;      /* the client went away: the copier stops createdump */
+	bool done;             /* the copy ended (under mu), with rc and em */
+	bool waiting;          /* the download waits in follow_avail: the socket is free (under mu) */
+	bool busy;             /* the copier is sending straight from the pipe (under mu) */
+	bool headed;           /* the head went out, the download waits for bytes: they may go straight (under mu) */
 	bool ended;            /* the download read the last byte of a dump that succeeded */
 };
 
@@ -300,23 +300,26 @@ static void follow_done(void *ctx)
 	struct follow *f = ctx;
 	struct job *j = f->j;
 	char why[sizeof(f->em.text)];
+	unsigned long long sent, all; /* what went to the connection, straight or from the file; of all read */
 
 	atomic_store(&f->stop, true);
 	pthread_join(f->copier, NULL);
 	close(f->fd);
+	sent = f->sent;
+	sent += f->direct;
+	all = f->staged;
+	all += f->direct;
 	if (f->ended) {
 		capture_job_end(j, 0, NULL, NULL);
 	} else if (f->rc != 0 && f->rc != DP_ECANCELED) {
 		capture_job_end(j, f->rc, NULL, f->em.text);
 	} else if (f->rc == DP_ECANCELED) { /* the client left while createdump wrote: stopped, as a cancel */
-		snprintf(why, sizeof(why), "the client went away after %llu bytes; the dump was stopped",
-			 (unsigned long long)(f->sent + f->direct));
+		snprintf(why, sizeof(why), "the client went away after %llu bytes; the dump was stopped", sent);
 		capture_job_end(j, DP_ECANCELED, NULL, why);
 	} else {
 		/* the connection ended: the client left or stalled past the idle timeout, or the agent is stopping */
 		snprintf(why, sizeof(why), "the download was cut off (the client went away or stopped reading, or the "
-			 "agent is stopping) with %llu of %llu bytes handed to the connection",
-			 (unsigned long long)(f->sent + f->direct), (unsigned long long)(f->staged + f->direct));
+			 "agent is stopping) with %llu of %llu bytes handed to the connection", sent, all);
 		capture_job_end(j, DP_EIO, NULL, why);
 	}
 	pthread_mutex_destroy(&f->mu);
