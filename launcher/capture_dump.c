@@ -54,6 +54,7 @@
 #define WAIT_STEP_NS (20LL * 1000000) /* the longest the copier waits for the client before it looks again */
 #define HEAD_WAIT_NS (100LL * 1000000) /* the most the copier waits for the head to go out before it stages */
 #define DISK_NS_PER_MIB_MAX (4000000ULL) /* the slowest staging credited to bytes sent straight: 250 MiB/s */
+#define DISK_NS_PER_MIB_GUESS (1000000ULL) /* before the file has taken a MiB: 1 GiB/s, page cache on any disk */
 /*
  * The download's thread (the request's own, which ends with it) runs at
  * this nice: on a node short of cores, sending while createdump writes
@@ -152,15 +153,19 @@ static void *copier_main(void *arg)
 /*
  * How long the copier may still wait for the client: the time writing every
  * byte of the dump so far to the staging file took (measured on this dump's
- * own moves into it; the bytes sent straight at the same rate per byte), less
- * what it has waited. The caller holds mu.
+ * own moves into it; the bytes sent straight at the same rate per byte, or
+ * at 1 GiB/s before a MiB was timed, so that a client that keeps up from
+ * the start is not sent to the file by its first full socket), less what it
+ * has waited. The caller holds mu.
  */
 static long long credit_ns(const struct follow *f)
 {
-	uint64_t per_mib = f->disk_bytes ? (uint64_t)f->disk_ns * (1u << 20) / f->disk_bytes : 0;
+	uint64_t per_mib = DISK_NS_PER_MIB_GUESS; /* until a MiB has been timed: a few KiB say little */
 
+	if (f->disk_bytes >= (1u << 20))
+		per_mib = (uint64_t)f->disk_ns * (1u << 20) / f->disk_bytes;
 	if (per_mib > DISK_NS_PER_MIB_MAX)
-		per_mib = DISK_NS_PER_MIB_MAX; /* a few KiB timed on a busy node say little */
+		per_mib = DISK_NS_PER_MIB_MAX;
 	return f->disk_ns + (long long)(f->direct / (1u << 20) * per_mib) - f->waited_ns;
 }
 
