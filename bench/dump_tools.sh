@@ -5,8 +5,8 @@
 # One agent started as `diagport launch -- dotnet webapp.dll` (the app its child, as in a container), the
 # webapp holding HEAP_MB MB more in LeakedBuffer objects (/memory-leak). RUNS rounds, each taking, in an
 # order that rotates by round:
-#   agent-file     GET /dump?type=Full (the default transport: staged and followed, chunked), curl -o a file
-#                  in the same directory dotnet-dump writes to
+#   agent-file     GET /dump?type=Full (the default transport: straight from createdump's pipe while the client
+#                  keeps up, the rest staged, chunked), curl -o a file in the same directory dotnet-dump writes to
 #   agent-null     the same, curl -o /dev/null
 #   agent-staged   GET /dump?type=Full&transport=staged (sent once whole, Content-Length), curl -o a file
 #   dotnet-dump    build/tools/dotnet-dump/dotnet-dump collect -p PID --type Full -o a file
@@ -102,5 +102,11 @@ for w in "${WAYS[@]}"; do
 		"$(printf '%d [%d-%d]' "$cm" "$cl" "$ch")" "$( [ "$w" = dotnet-dump ] && echo - || printf '%d [%d-%d]' "$am" "$al" "$ah")"
 done
 echo "dump size: $(awk '{print $6}' "$W/results" | stat3 | awk '{printf "%d bytes [%d-%d]", $1, $2, $3}')"
+# the target's ratio both ways: of the medians, and the median of each round's own ratio (the load drifts)
+rf=$(awk '$1 == "agent-file" {print $3}' "$W/results" | stat3 | cut -d' ' -f1)
+rd=$(awk '$1 == "dotnet-dump" {print $3}' "$W/results" | stat3 | cut -d' ' -f1)
+echo "agent-file / dotnet-dump: $(awk -v a="$rf" -v b="$rd" 'BEGIN {printf "%.2f", a / b}') (medians);" \
+	"$(awk '$1 == "agent-file" {f[$2] = $3} $1 == "dotnet-dump" {d[$2] = $3} END {for (r in f) print f[r] / d[r]}' "$W/results" |
+		stat3 | awk '{printf "%.2f [%.2f-%.2f]", $1, $2, $3}') (each round's own)"
 load
 exit 0

@@ -47,6 +47,8 @@ static const char *const agent_calls[] = {
 	"readlink", "readlinkat",
 	/* dumps through the pipe: staging and egress files, atomic publish */
 	"splice", "fsync", "fdatasync", "rename", "renameat", "renameat2", "link", "linkat",
+	/* ... the staging volume's free space (whether a dump's head waits for 32 MiB staged) */
+	"fstatfs",
 	/* sockets already bound: accept and talk */
 	"accept4", "poll", "ppoll", "select", "pselect6", "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait",
 	"recvfrom", "recvmsg", "sendto", "sendmsg", "sendfile", "shutdown", "setsockopt", "getsockopt",

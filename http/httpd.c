@@ -309,35 +309,94 @@ static void send_fd_body(int sock, struct httpd_req *r)
 	r->sent_whole = sendfile_to(sock, r->fd, &off, r->fd_size, &pr);
 }
 
-/* A growing file: each chunk's size line, its bytes by sendfile, its CRLF; no framing for HTTP/1.0. */
+/* The connection a request came on: every request lives inside its conn. */
+static const struct conn *conn_of(const struct httpd_req *r)
+{
+	return (const struct conn *)(const void *)((const char *)r - offsetof(struct conn, r));
+}
+
+/*
+ * A chunk's size line, which also ends the chunk before it ("\r\n" first), so that a chunk's bytes may come
+ * from two places (the file, the pipe) and two threads without a trailer to owe: r->open counts the bytes
+ * the line has promised. No framing for HTTP/1.0.
+ */
+static bool chunk_head(int sock, struct httpd_req *r, uint64_t n)
+{
+	char hdr[32];
+	int hl = snprintf(hdr, sizeof(hdr), "%s%llx\r\n", r->chunks ? "\r\n" : "", (unsigned long long)n);
+	ssize_t w;
+
+	r->open = n;
+	if (r->rq.minor < 1)
+		return true;
+	r->chunks++;
+	w = send(sock, hdr, (size_t)hl, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_MORE); /* the bytes follow at once */
+	if (w < 0 && errno != EAGAIN && errno != EINTR)
+		return false;
+	w = w < 0 ? 0 : w;
+	return w == hl || httpd_send_all(sock, hdr + w, (size_t)(hl - w));
+}
+
+/* A growing file: each chunk's size line, then its bytes by sendfile (some may have gone straight:
+ * httpd_follow_splice). */
 static void send_follow_body(int sock, struct httpd_req *r)
 {
-	bool chunked = r->rq.minor >= 1;
 	off_t off = 0;
 	struct progress pr = { 0, 0 };
+	int fl = fcntl(sock, F_GETFL);
 
+	if (fl >= 0)
+		fcntl(sock, F_SETFL, fl | O_NONBLOCK); /* for httpd_follow_splice, which must never wait */
 	for (;;) {
 		long long n = r->avail_fn(r->stream_ctx, (uint64_t)off);
-		char hdr[24];
-		int hl;
 
 		if (n < 0)
 			break; /* cut off: no last chunk */
 		if (n == 0) {
-			if (chunked)
-				httpd_send_all(sock, "0\r\n\r\n", 5);
+			if (r->rq.minor >= 1)
+				httpd_send_all(sock, r->chunks ? "\r\n0\r\n\r\n" : "0\r\n\r\n", r->chunks ? 7 : 5);
 			break;
 		}
-		if (n > FOLLOW_CHUNK)
-			n = FOLLOW_CHUNK;
-		hl = snprintf(hdr, sizeof(hdr), "%llx\r\n", n);
-		if (chunked && send(sock, hdr, (size_t)hl, MSG_NOSIGNAL | MSG_MORE) != hl)
+		if (r->open == 0 && !chunk_head(sock, r, (uint64_t)(n > FOLLOW_CHUNK ? FOLLOW_CHUNK : n)))
 			break;
+		if ((uint64_t)n > r->open)
+			n = (long long)r->open;
 		if (!sendfile_to(sock, r->fd, &off, (uint64_t)off + (uint64_t)n, &pr))
 			break;
-		if (chunked && !httpd_send_all(sock, "\r\n", 2))
-			break;
+		r->open -= (uint64_t)n;
 	}
+	if (fl >= 0)
+		fcntl(sock, F_SETFL, fl);
+}
+
+long long httpd_follow_splice(struct httpd_req *r, int from, uint64_t n, int wait_ms)
+{
+	int sock = conn_of(r)->sock;
+	struct pollfd pf = { .fd = sock, .events = POLLOUT };
+	uint64_t moved = 0;
+
+	if ((poll(&pf, 1, wait_ms) < 0 && errno != EINTR) || (pf.revents & (POLLERR | POLLHUP)))
+		return -1;
+	if (!(pf.revents & POLLOUT))
+		return 0; /* no room now: the caller files the bytes */
+	if (r->open == 0 && !chunk_head(sock, r, n > FOLLOW_CHUNK ? FOLLOW_CHUNK : n))
+		return -1; /* a line of a few bytes into a socket that said it has room: only a dead one refuses */
+	if (n > r->open)
+		n = r->open;
+	while (moved < n) {
+		ssize_t k = splice(from, NULL, sock, NULL, n - moved, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+		if (k > 0)
+			moved += (uint64_t)k;
+		else if (k < 0 && errno == EINTR)
+			continue;
+		else if (k == 0 || errno == EAGAIN)
+			break; /* the socket is full: the rest of the chunk follows from the file */
+		else
+			return -1;
+	}
+	r->open -= moved;
+	return (long long)moved;
 }
 
 static void send_stream_body(int sock, struct httpd_req *r)
@@ -370,12 +429,6 @@ static void send_stream_body(int sock, struct httpd_req *r)
 			break;
 	}
 	free(chunk);
-}
-
-/* The connection a request came on: every request lives inside its conn. */
-static const struct conn *conn_of(const struct httpd_req *r)
-{
-	return (const struct conn *)(const void *)((const char *)r - offsetof(struct conn, r));
 }
 
 void httpd_peer_text(const struct httpd_req *r, char *out, size_t n)

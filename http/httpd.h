@@ -118,4 +118,15 @@ typedef long long (*httpd_avail_fn)(void *ctx, uint64_t sent);
 int httpd_send_follow(struct httpd_req *r, unsigned status, const char *ctype, int fd, httpd_avail_fn avail_fn,
 		      void (*free_fn)(void *), void *ctx, const char *attachment_name);
 
+/*
+ * Part of a followed body straight from the pipe `from`, which holds at
+ * least n bytes, without a pass through the file: the bytes the socket takes
+ * now, waiting up to wait_ms for room (none by then: 0). Only while r's body is
+ * being sent and its thread waits in avail_fn with every byte of fd sent,
+ * which makes the socket the caller's. The count, or -1 when the connection
+ * failed. A chunk may end up part sent: its rest must be the next bytes of
+ * fd, which the body's thread sends without a new size line.
+ */
+long long httpd_follow_splice(struct httpd_req *r, int from, uint64_t n, int wait_ms);
+
 #endif

@@ -34,6 +34,8 @@ struct httpd_req {
 	uint64_t fd_size;
 	httpd_read_fn read_fn;
 	httpd_avail_fn avail_fn; /* BODY_FOLLOW: fd is the stream's, borrowed */
+	uint64_t open;           /* BODY_FOLLOW: bytes of the chunk whose size line went out still to send */
+	unsigned long long chunks; /* BODY_FOLLOW: size lines sent */
 	void (*free_fn)(void *);
 	void *stream_ctx;
 	char *extra[HTTPD_MAX_EXTRA_HEADERS][2];

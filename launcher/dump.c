@@ -41,6 +41,8 @@ struct dump_job {
 	char *bounce; /* for filesystems without splice; allocated the first time one is met */
 	void (*progress)(void *ctx, uint64_t total); /* dump_copy's bytes so far, after every move */
 	void *progress_ctx;
+	long long (*take)(void *ctx, int rfd); /* offered the pipe before every move (dump_on_pipe) */
+	void *take_ctx;
 };
 
 int dump_transport(const char *name)
@@ -58,6 +60,12 @@ void dump_on_progress(struct dump_job *j, void (*fn)(void *ctx, uint64_t total),
 {
 	j->progress = fn;
 	j->progress_ctx = ctx;
+}
+
+void dump_on_pipe(struct dump_job *j, long long (*fn)(void *ctx, int rfd), void *ctx)
+{
+	j->take = fn;
+	j->take_ctx = ctx;
 }
 
 int dump_type(const char *t)
@@ -314,6 +322,18 @@ int dump_copy(struct dump_job *j, int fd, uint64_t cap, const atomic_bool *cance
 		if (cancel && atomic_load(cancel)) {
 			rc = err_set(em, DP_ECANCELED, "the dump was cancelled");
 			break;
+		}
+		if (j->take) {
+			long long t = j->take(j->take_ctx, j->rfd);
+
+			if (t < 0) {
+				rc = err_set(em, DP_ECANCELED, "the bytes taken from the pipe could not be sent on");
+				break;
+			}
+			if (t > 0) {
+				idle = 0;
+				continue;
+			}
 		}
 		if (cap && total + want > cap + 1)
 			want = (size_t)(cap + 1 - total); /* one byte over the cap is enough to know */

@@ -8,7 +8,7 @@
  * and writes the core sequentially; the agent reads it. What the agent does
  * with the bytes is the caller's choice: stream them to an HTTP client
  * (dump_read), or copy them into a file it owns, with a size cap and a cancel
- * flag (dump_copy). Closing the read end early makes createdump fail with
+ * flag (dump_copy), which may hand some straight on instead (dump_on_pipe). Closing the read end early makes createdump fail with
  * EPIPE and the runtime answer with an error; the app itself runs on.
  */
 #ifndef DP_DUMP_H
@@ -57,6 +57,15 @@ int dump_copy(struct dump_job *j, int fd, uint64_t cap, const atomic_bool *cance
  * how a reader of the same file follows the writer.
  */
 void dump_on_progress(struct dump_job *j, void (*fn)(void *ctx, uint64_t total), void *ctx);
+
+/*
+ * Have fn(ctx, rfd) offered the pipe by dump_copy before every move into fd,
+ * on dump_copy's thread: it may take bytes from rfd itself (the count; they
+ * never reach fd or the cap), take none (0: the copy moves what the pipe
+ * holds into fd), or fail (-1: the copy stops, DP_ECANCELED). How a download
+ * that keeps up takes the dump without the file.
+ */
+void dump_on_pipe(struct dump_job *j, long long (*fn)(void *ctx, int rfd), void *ctx);
 
 /* Close everything, release the runtime's connection, remove the FIFO if still there. Accepts NULL. */
 void dump_free(struct dump_job *j);

@@ -5,9 +5,11 @@
  * head taking no slot, the deadline for the whole head (408), the minimum
  * body rate, the cap per client address, a body refused unread (401) and
  * Expect: 100-continue; a growing file sent as it grows (httpd_send_follow):
- * whole with its last chunk, cut off without it.
+ * whole with its last chunk, cut off without it, a chunk begun from a pipe
+ * (httpd_follow_splice) and ended from the file.
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -90,9 +92,69 @@ static void send_followed(struct httpd_req *r, bool cut)
 	httpd_send_follow(r, 200, "application/octet-stream", f->fd, follow_avail, follow_free, f, "core");
 }
 
+/*
+ * A followed body whose first chunk begins straight from a pipe (httpd_follow_splice, from the body's own thread
+ * inside avail_fn, where the socket is free) and ends from the file: the pipe holds MIXED_PIPE bytes of 'p' but
+ * the chunk is declared MIXED_DECL long, so the splice stops short as on a full socket, and the rest of that chunk
+ * must be the file's first bytes ('f'), with no size line between.
+ */
+#define MIXED_PIPE 50000
+#define MIXED_DECL 80000
+#define MIXED_FILE 100000
+struct mixed {
+	struct httpd_req *r;
+	int fd, p[2];
+	long long took; /* what the splice moved; -2 before it ran */
+};
+
+static long long mixed_avail(void *ctx, uint64_t sent)
+{
+	struct mixed *m = ctx;
+
+	if (m->took == -2)
+		m->took = httpd_follow_splice(m->r, m->p[0], MIXED_DECL, 0);
+	if (m->took != MIXED_PIPE)
+		return -1;
+	return sent >= MIXED_FILE ? 0 : (long long)(MIXED_FILE - sent);
+}
+
+static void mixed_free(void *ctx)
+{
+	struct mixed *m = ctx;
+
+	close(m->fd);
+	close(m->p[0]);
+	free(m);
+}
+
+static void send_mixed(struct httpd_req *r)
+{
+	struct mixed *m = calloc(1, sizeof(*m));
+	char *block = malloc(MIXED_FILE);
+	FILE *tmp = tmpfile();
+
+	m->r = r;
+	m->took = -2;
+	m->fd = dup(fileno(tmp));
+	fclose(tmp);
+	memset(block, 'f', MIXED_FILE);
+	if (write(m->fd, block, MIXED_FILE) != MIXED_FILE || pipe(m->p) != 0)
+		abort();
+	memset(block, 'p', MIXED_PIPE);
+	if (fcntl(m->p[1], F_SETPIPE_SZ, 1 << 20) < 0 || write(m->p[1], block, MIXED_PIPE) != MIXED_PIPE)
+		abort();
+	close(m->p[1]);
+	free(block);
+	httpd_send_follow(r, 200, "application/octet-stream", m->fd, mixed_avail, mixed_free, m, "core");
+}
+
 static void handler(void *ctx, struct httpd_req *r)
 {
 	(void)ctx;
+	if (strcmp(httpd_path(r), "/mixed") == 0) {
+		send_mixed(r);
+		return;
+	}
 	if (strcmp(httpd_path(r), "/big") == 0) {
 		send_big(r);
 		return;
@@ -405,6 +467,13 @@ static void follow(void)
 	st = answer(dial("127.0.0.1", "GET /follow HTTP/1.0\r\n\r\n"), 5, out, sizeof(out));
 	body = strstr(out, "\r\n\r\n");
 	T_CHECK(body && !strstr(out, "Transfer-Encoding") && strlen(body + 4) == FOLLOW_BYTES);
+	/* a chunk begun straight from a pipe and ended from the file: one size line, the bytes in order */
+	st = get("127.0.0.1", "/mixed", out, sizeof(out));
+	body = strstr(out, "\r\n\r\n");
+	T_CHECK(st == 200 && body && strncmp(body + 4, "13880\r\n", 7) == 0);
+	T_CHECK(body && dechunk(body + 4, &last) == MIXED_PIPE + MIXED_FILE && last);
+	T_CHECK(body && body[4 + 7] == 'p' && body[4 + 7 + MIXED_PIPE - 1] == 'p' && body[4 + 7 + MIXED_PIPE] == 'f' &&
+		body[4 + 7 + MIXED_DECL] == '\r');
 	httpd_free(d);
 	T_CHECK(__atomic_load_n(&follow_freed, __ATOMIC_SEQ_CST) == 3);
 }
