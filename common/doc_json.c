@@ -481,9 +481,29 @@ static int parse_object(struct jr *r, struct doc_node *m)
 	return dup_check(r, m);
 }
 
+/*
+ * After an array element and the blanks behind it: 0 with *end set at ']' (not consumed), or 0 past
+ * the ',' and its blanks at the next value (JSON has no trailing commas); shared by the whole-tree
+ * reader and the List reader that hands out one element at a time.
+ */
+static int array_next(struct jr *r, bool *end)
+{
+	*end = r->p < r->end && *r->p == ']';
+	if (*end)
+		return 0;
+	if (r->p >= r->end || *r->p != ',')
+		return jr_expected(r, "',' or ']' after an array element");
+	r->p++;
+	skip_ws(r);
+	if (r->p < r->end && *r->p == ']')
+		return jr_err(r, r->p, DP_ESYNTAX, "expected a value after ',' (JSON has no trailing commas)");
+	return 0;
+}
+
 static int parse_array(struct jr *r, struct doc_node *s)
 {
 	struct doc_node *v = NULL;
+	bool end;
 	int rc;
 
 	r->p++;
@@ -499,14 +519,10 @@ static int parse_array(struct jr *r, struct doc_node *s)
 			return rc;
 		doc_push(s, v);
 		skip_ws(r);
-		if (r->p < r->end && *r->p == ']')
+		if ((rc = array_next(r, &end)) != 0)
+			return rc;
+		if (end)
 			break;
-		if (r->p >= r->end || *r->p != ',')
-			return jr_expected(r, "',' or ']' after an array element");
-		r->p++;
-		skip_ws(r);
-		if (r->p < r->end && *r->p == ']')
-			return jr_err(r, r->p, DP_ESYNTAX, "expected a value after ',' (JSON has no trailing commas)");
 	}
 	r->p++;
 	return 0;
@@ -693,16 +709,8 @@ int doc_json_items_next(struct doc_json_items *x, struct doc_node **item, struct
 		return 0;
 	r->em = em;
 	if (x->index > 0) {
-		if (r->p < r->end && *r->p == ']') {
-			x->done = true;
-			return 0;
-		}
-		if (r->p >= r->end || *r->p != ',')
-			return jr_expected(r, "',' or ']' after an array element");
-		r->p++;
-		skip_ws(r);
-		if (r->p < r->end && *r->p == ']')
-			return jr_err(r, r->p, DP_ESYNTAX, "expected a value after ',' (JSON has no trailing commas)");
+		if ((rc = array_next(r, &x->done)) != 0 || x->done)
+			return rc;
 	}
 	if (r->p >= r->end)
 		return jr_expected(r, "a value or ']'");

@@ -29,6 +29,15 @@ static const struct { const char *kind, *template; } kinds[] = {
 	{ "PodTemplate", "template" },
 };
 
+/*
+ * A name as a message shows it ("%.*s%s" with SHOWN(s)): at most 253 bytes, Kubernetes' longest name,
+ * then "...". The API server validates names only after mutating admission, so the webhook sees
+ * whatever was sent, and every container's location string repeats the object's: a 1 MiB name on 64
+ * containers took a review past the webhook's 64 MiB.
+ */
+#define NAME_SHOWN 253
+#define SHOWN(s) (int)strnlen((s), NAME_SHOWN), (s), strnlen((s), NAME_SHOWN + 1) > NAME_SHOWN ? "..." : ""
+
 static char *describe_as(const struct doc_node *obj, const char *kind)
 {
 	const struct doc_node *md = doc_get(obj, "metadata");
@@ -37,7 +46,8 @@ static char *describe_as(const struct doc_node *obj, const char *kind)
 
 	if (name == NULL)
 		name = doc_get_str(md, "generateName");
-	return mem_printf("%s %s%s%s", kind ? kind : "object", ns ? ns : "", ns ? "/" : "", name ? name : "(unnamed)");
+	return mem_printf("%.*s%s %.*s%s%s%.*s%s", SHOWN(kind ? kind : "object"), SHOWN(ns ? ns : ""), ns ? "/" : "",
+			  SHOWN(name ? name : "(unnamed)"));
 }
 
 static char *describe(const struct doc_node *obj)
@@ -322,7 +332,7 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 		if ((rc = inj_ctr_named(c, &inj_k8s_dialect, ctr, "containers", i, st.n, what, em)) != 0)
 			goto out;
 		snprintf(st.c[st.n].name, sizeof(st.c[0].name), "%s", name);
-		cwhat = mem_printf("%s: container %s", what, name);
+		cwhat = mem_printf("%s: container %.*s%s", what, SHOWN(name));
 		rc = inj_container(c, &inj_k8s_dialect, ctr, &o, cwhat, &st.c[st.n], em);
 		mem_free(cwhat);
 		if (rc != 0)
@@ -407,7 +417,7 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 			return inj_fail(c, em, ctrs, DP_EREFUSED, what,
 					"the status record names container %s, which is gone; remove the rest by hand",
 					st.c[i].name);
-		cwhat = mem_printf("%s: container %s", what, st.c[i].name);
+		cwhat = mem_printf("%s: container %.*s%s", what, SHOWN(st.c[i].name));
 		rc = uninj_container(c, &inj_k8s_dialect, ctrs->vals[k], &st.c[i], cwhat, em);
 		mem_free(cwhat);
 		if (rc != 0)

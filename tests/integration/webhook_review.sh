@@ -555,4 +555,21 @@ WHY="exit $rc: $(oneline "$PT/pf-pss.out")"
 check no-ptrace-perf-pod-admitted-unchanged bash -c "[ $rc = 0 ] && jq -e '.response.allowed == true and
   (.response | has(\"patch\") | not) and (.response.warnings | map(test(\"asks for perf .*PERFMON\")) | any) and
   (.response.warnings | map(test(\"perf_event_paranoid\")) | any | not)' '$PT/pf-pss.out' > /dev/null"
+# a name as long as the API server lets through (it validates names after mutating admission): a 1 MiB
+# metadata.name on 64 containers once took a review to 72 MB, past the webhook's 64 MiB limit, as each
+# container's location string repeated it; names in messages are cut at 253 bytes
+"$PY" - "$PT" << 'PYEOF'
+import json, sys
+d = sys.argv[1]
+pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "n" * (1 << 20), "namespace": "default",
+       "annotations": {"diagport.dev/inject": "true"}},
+       "spec": {"containers": [{"name": "c%d" % i, "image": "app:1"} for i in range(64)]}}
+json.dump({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+           "request": {"uid": "ln-1", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                       "resource": {"group": "", "version": "v1", "resource": "pods"},
+                       "namespace": "default", "operation": "CREATE", "object": pod}}, open(d + "/ln.json", "w"))
+PYEOF
+timeout -k 5 "$STEP" /usr/bin/time -f %M -o "$PT/ln.rss" "$D" webhook review "$PT/ln.json" > "$PT/ln.out" 2>/dev/null; rc=$?
+WHY="exit $rc, peak RSS $(cat "$PT/ln.rss" 2>/dev/null) KiB (want under 16 MiB): $(oneline "$PT/ln.out")"
+check long-name-bounded-memory bash -c "[ $rc = 0 ] && [ \$(tail -1 '$PT/ln.rss') -lt 16384 ] && jq -e '.response.allowed == true and (.response | has(\"patch\"))' '$PT/ln.out' > /dev/null"
 exit 0
