@@ -8,7 +8,10 @@
  */
 #include "budget.h"
 
+#include <linux/tcp.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 
@@ -24,6 +27,7 @@ struct budget_conn {
 	enum phase phase;
 	bool shed;
 	bool small;          /* the request's body is an ordinary one (so far, when chunked) */
+	bool served;         /* a request of its own has ended: a keep-alive connection, not a new one */
 	long long since;     /* accepted, or its last request began or ended (clock_ms) */
 	long long t0;        /* its request began */
 	size_t got;          /* body bytes arrived */
@@ -35,7 +39,7 @@ struct budget {
 	size_t bytes, used;
 	unsigned high;       /* connections open above which a new one sheds the longest waiting */
 	unsigned open, shed_pending; /* shed_pending: shut down, not yet closed by the server */
-	struct budget_conn *head;
+	struct budget_conn *head, *tail; /* newest, oldest */
 	unsigned long long shed_bytes, shed_slots;
 };
 
@@ -67,6 +71,64 @@ static void shed(struct budget *b, struct budget_conn *c)
 	b->shed_pending++;
 }
 
+/*
+ * Under mu: the connection a new one sheds for its slot, or NULL; never one being answered, and among
+ * equals the one waiting longest. First one that has begun no request (a TLS handshake or a request
+ * head still to come) for BUDGET_SHED_AGE_MS or more, or a body that has come for as long; then the
+ * keep-alive connection idle longest (closing an idle keep-alive connection is what every server does
+ * at its idle timeout; clients send again on a new one); last, a younger connection that has begun no
+ * request: a burst of connections that send nothing would otherwise fill every slot before any is old
+ * enough, and the server, at its limit, would accept no more (nor call budget_open to shed): the oldest
+ * of those that has not sent a byte (of the oldest SILENT_LOOK), else the oldest. The API server sends
+ * its TLS hello and its review as soon as it connects, so it is neither.
+ */
+#define SILENT_LOOK 32
+
+/* Whether the peer of socket fd has sent nothing at all yet (TCP_INFO's bytes received). */
+static bool silent(int fd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	return fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+	       len >= offsetof(struct tcp_info, tcpi_bytes_received) + sizeof(ti.tcpi_bytes_received) &&
+	       ti.tcpi_bytes_received == 0;
+}
+
+static struct budget_conn *slot_victim(const struct budget *b, const struct budget_conn *for_c, long long now)
+{
+	struct budget_conn *best[3] = { NULL, NULL, NULL };
+	unsigned looked = 0;
+
+	for (struct budget_conn *p = b->head; p; p = p->next) {
+		bool old;
+		int k;
+
+		if (p == for_c || p->shed || p->phase == ANSWERING)
+			continue;
+		old = now - (p->phase == BODY ? p->t0 : p->since) >= BUDGET_SHED_AGE_MS;
+		if (p->phase == BODY)
+			k = old ? 0 : -1;
+		else
+			k = p->served ? 1 : old ? 0 : 2;
+		/* <=: the list runs from the newest, so among equal times the one opened first wins */
+		if (k >= 0 && (best[k] == NULL || p->since <= best[k]->since))
+			best[k] = p;
+	}
+	if (best[0] || best[1])
+		return best[0] ? best[0] : best[1];
+	/* a flood of young connections: the oldest one that has not sent a byte (the API server's sends its
+	 * TLS hello at once), looking at a few; else the oldest */
+	for (struct budget_conn *p = b->tail; p && looked < SILENT_LOOK; p = p->prev) {
+		if (p == for_c || p->shed || p->phase != WAITING || p->served)
+			continue;
+		looked++;
+		if (silent(p->fd))
+			return p;
+	}
+	return best[2];
+}
+
 struct budget_conn *budget_open(struct budget *b, int fd)
 {
 	struct budget_conn *c = mem_zalloc(sizeof(*c)), *v = NULL;
@@ -77,23 +139,19 @@ struct budget_conn *budget_open(struct budget *b, int fd)
 	pthread_mutex_lock(&b->mu);
 	if (b->head)
 		b->head->prev = c;
+	else
+		b->tail = c;
 	c->next = b->head;
 	b->head = c;
 	b->open++;
-	if (b->open - b->shed_pending > b->high) {
-		for (struct budget_conn *p = c->next; p; p = p->next)
-			if (!p->shed && p->phase != ANSWERING && now - p->since >= BUDGET_SHED_AGE_MS &&
-			    (v == NULL || p->since < v->since))
-				v = p;
-		if (v) {
-			shed(b, v);
-			b->shed_slots++;
-		}
+	if (b->open - b->shed_pending > b->high && (v = slot_victim(b, c, now)) != NULL) {
+		shed(b, v);
+		b->shed_slots++;
 	}
 	pthread_mutex_unlock(&b->mu);
 	if (v)
-		log_warn("connection shed", LOG_STR("event", "shed"), LOG_STR("reason", "the connection slots run short: the "
-			 "connection that waited longest was closed"));
+		log_warn("connection shed", LOG_STR("event", "shed"), LOG_STR("reason", "the connection slots run short: "
+			 "the connection that waited longest without a request was closed"));
 	return c;
 }
 
@@ -112,6 +170,8 @@ void budget_close(struct budget *b, struct budget_conn *c)
 		b->head = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	else
+		b->tail = c->prev;
 	pthread_mutex_unlock(&b->mu);
 	free(c);
 }
@@ -211,6 +271,7 @@ void budget_end(struct budget *b, struct budget_conn *c)
 	c->held = 0;
 	c->got = 0;
 	c->phase = WAITING;
+	c->served = true;
 	c->since = clock_ms();
 	pthread_mutex_unlock(&b->mu);
 }

@@ -20,9 +20,13 @@
  *   refused (503) when that does not fit in the budget less BUDGET_RESERVE,
  *   which only ordinary bodies may use. It never sheds anyone.
  * - Connection slots: when more than three quarters of them are open, each new
- *   connection sheds the one that has waited longest (since it was accepted,
- *   or its last request began or ended) and is not being answered, so idle,
- *   half-sent and slowly sent connections cannot take every slot.
+ *   connection sheds another, so that the server never reaches its own limit
+ *   (where it would stop accepting, and no new connection could shed): first
+ *   one that has begun no request (a handshake or a head still coming), or a
+ *   body, for BUDGET_SHED_AGE_MS or more; else the keep-alive connection idle
+ *   longest; else a younger one that has begun no request. Never one being
+ *   answered; among equals the longest waiting. Idle, half-sent and slowly
+ *   sent connections, however fast they arrive, cannot take every slot.
  *
  * To shed is to shut the socket down (the server's thread for that connection
  * then sees it closed and ends it) and to give its bytes back at once.

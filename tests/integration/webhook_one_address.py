@@ -1,5 +1,6 @@
 #!/usr/bin/python3
 """webhook_one_address.py PORT CA REVIEW --pid PID [--seconds S] [--slow N] [--fast N] [--small N] [--idle N]
+                        [--flood N] [--keepalive N]
 
 Attackers and ordinary reviews from ONE client address (127.0.0.1), as behind a sidecar proxy,
 a node's SNAT or konnectivity, where the API server and everyone else reach the webhook from the
@@ -11,7 +12,11 @@ same address. For SECONDS (12), over TLS, to the webhook on 127.0.0.1:PORT:
              of it at once and then nothing: together more than the whole body budget
   --idle N   (100) connections that finish the TLS handshake, send half a request line and wait:
              with the others, more connections than the webhook has slots
-each starting again 0.2 s after the webhook ends it. After 2 s, while they hold, an ordinary review
+  --flood N  (0) plain TCP connections that send nothing, each opened again at once when the webhook
+             closes it: all at the start, a burst, and then as fast as the webhook sheds them
+  --keepalive N  (0) TLS connections asking GET /healthz every 50 ms, kept alive: well-behaved
+             clients that hold every slot
+each starting again 0.2 s after the webhook ends it (a flood connection at once). After 2 s, while they hold, an ordinary review
 (file REVIEW) is posted every 0.1 s on a new connection (`Connection: close`) and timed from the
 request's first byte to the answer's last (the TLS handshake is timed apart); the webhook's VmRSS
 (/proc/PID/status) is sampled every 20 ms throughout. Prints one JSON object:
@@ -33,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import attack_lib  # noqa: E402
 
 pos, opts = attack_lib.parse({"--pid": None, "--seconds": "12", "--slow": "120", "--fast": "4", "--small": "100",
-                              "--idle": "100"})
+                              "--idle": "100", "--flood": "0", "--keepalive": "0"})
 port, ca, review = int(pos[0]), pos[1], pos[2]
 seconds = float(opts["--seconds"])
 ADDR = "127.0.0.1"  # the attackers' address and the reviews': one and the same
@@ -86,7 +91,15 @@ def hold(s, kind):
         return attack_lib.read_all(s)
     elif kind == "small":
         s.sendall(head(200000) + b" " * 150000)
-    else:
+    elif kind == "keepalive":
+        while time.monotonic() < deadline:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            got = answered(s, 2)
+            if not got:
+                return got
+            time.sleep(0.05)
+        return b""
+    elif kind == "idle":
         s.sendall(b"POST /mut")
     while time.monotonic() < deadline:
         got = answered(s, 0.2)
@@ -98,7 +111,10 @@ def hold(s, kind):
 def attacker(kind, tally, lock):
     while time.monotonic() < deadline:
         try:
-            s = connect(5)
+            if kind == "flood":
+                s = socket.create_connection((ADDR, port), timeout=5, source_address=(ADDR, 0))
+            else:
+                s = connect(5)
         except OSError:
             time.sleep(0.2)
             continue
@@ -118,13 +134,14 @@ def attacker(kind, tally, lock):
             s.close()
         except OSError:
             pass
-        time.sleep(0.2)
+        if kind != "flood":
+            time.sleep(0.2)
 
 
 def attackers(q):
     """Every attacker, in a process of its own, so the reviews below never wait for its GIL."""
     lock = threading.Lock()
-    tally = {k: {"requests": 0, "answers": {}, "cut": 0} for k in ("slow", "fast", "small", "idle")}
+    tally = {k: {"requests": 0, "answers": {}, "cut": 0} for k in ("slow", "fast", "small", "idle", "flood", "keepalive")}
     threads = [threading.Thread(target=attacker, args=(k, tally, lock), daemon=True)
                for k in tally for _ in range(int(opts["--" + k]))]
     for t in threads:

@@ -61,4 +61,23 @@ code=$(curl -s -o "$W/after.json" -w '%{http_code}' --cacert "$W/cert.pem" -H 'C
 WHY="answered $code: $(head -c 200 "$W/after.json")"
 check one-address/serving-after bash -c "[ '$code' = 200 ] && grep -q '\"patch\":' '$W/after.json'"
 kill -0 "$WPID" 2> /dev/null || fail one-address/alive "the webhook died: $(tail -c 300 "$W/webhook.log")"
+
+# Connections alone, from the same address: a flood of plain TCP connections that send nothing, all at
+# once and opened again as fast as they are closed (before, 256 of them filled libmicrohttpd's limit
+# within the 100 ms a connection had to wait before it could be shed, the webhook accepted nothing more,
+# and every review timed out in its handshake); then 256 well-behaved keep-alive clients asking /healthz
+# every 50 ms, which hold every slot without ever being slow.
+for kind in flood keepalive; do
+	r=$(timeout 150 "$PY" tests/integration/webhook_one_address.py "$WP" "$W/cert.pem" "$W/review.json" --pid "$WPID" \
+		--seconds 8 --slow 0 --fast 0 --small 0 --idle 0 "--$kind" 256 2> "$W/attack-$kind.err")
+	WHY="$r $(head -c 300 "$W/attack-$kind.err")"
+	check "$kind/reviews-answered" jqe '.reviews >= 15 and .ok == .reviews' <<< "$r"
+	WHY="review and handshake times $(jq -c '[.review_ms, .handshake_ms]' <<< "$r" 2> /dev/null) ms (want each under $LIMIT_MS)"
+	check "$kind/review-latency" jqe --argjson l "$LIMIT_MS" '.review_ms.max < $l and .handshake_ms.max < $l' <<< "$r"
+	WHY="VmRSS peak $(jq .rss_peak_kib <<< "$r" 2> /dev/null) KiB (want under 65536)"
+	check "$kind/rss-under-64mi" jqe '.rss_peak_kib > 0 and .rss_peak_kib < 65536' <<< "$r"
+	WHY="the attackers: $(jq -c ".attackers.$kind" <<< "$r" 2> /dev/null) (want their connections closed: cut > 100)"
+	check "$kind/attack-held" jqe --arg k "$kind" '.attackers[$k].cut > 100' <<< "$r"
+done
+kill -0 "$WPID" 2> /dev/null || fail connections/alive "the webhook died: $(tail -c 300 "$W/webhook.log")"
 kill "$WPID" 2> /dev/null; wait "$WPID" 2> /dev/null

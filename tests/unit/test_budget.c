@@ -183,6 +183,33 @@ static void slots_shed_the_longest_waiting(void)
 	budget_free(b);
 }
 
+/* A burst: every slot taken by connections younger than BUDGET_SHED_AGE_MS that begin no request. A new
+ * one still sheds (the oldest of them), or the server would reach its own limit and accept nothing more;
+ * but a keep-alive connection, idle between requests, goes before any of them. */
+static void burst_of_young_connections_sheds(void)
+{
+	struct budget *b = budget_new(16 * MIB, 8); /* 6 open before a new one sheds */
+	struct pair p[8];
+
+	open_pair(b, &p[0]);
+	T_CHECK(budget_begin(b, p[0].c, 0) == BUDGET_OK);
+	T_CHECK(budget_answer(b, p[0].c) == BUDGET_OK);
+	budget_end(b, p[0].c); /* served, now idle: a keep-alive connection */
+	for (int i = 1; i < 6; i++)
+		open_pair(b, &p[i]);
+	open_pair(b, &p[6]);
+	T_CHECK(was_shed(&p[0]));
+	for (int i = 1; i < 7; i++)
+		T_CHECK(!was_shed(&p[i]));
+	open_pair(b, &p[7]); /* p[0] shed, not yet closed: the oldest young one goes */
+	T_CHECK(was_shed(&p[1]));
+	for (int i = 2; i < 8; i++)
+		T_CHECK(!was_shed(&p[i]));
+	for (int i = 0; i < 8; i++)
+		close_pair(b, &p[i]);
+	budget_free(b);
+}
+
 int main(void)
 {
 	T_BEGIN("budget");
@@ -191,5 +218,6 @@ int main(void)
 	T_RUN(ordinary_body_sheds_the_slowest);
 	T_RUN(young_holders_are_not_shed);
 	T_RUN(slots_shed_the_longest_waiting);
+	T_RUN(burst_of_young_connections_sheds);
 	T_END();
 }
