@@ -30,8 +30,8 @@ static void load(void)
 	if (getauxval(AT_BASE) == 0) {
 		lib->rc = DP_ENOLIB;
 		snprintf(lib->error, sizeof(lib->error),
-			 "%s cannot be loaded: this diagport is linked statically (the agent's image); "
-			 "run the dynamically linked build, or the diagport-webhook image for the webhook (docs/image.md)",
+			 "%s cannot be loaded: this diagport is linked statically (the agent's image); this command "
+			 "needs the dynamically linked build (make), or for the webhook the diagport-webhook image (docs/image.md)",
 			 lib->what);
 		return;
 	}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,12 +532,15 @@ out:
 	return exit_code(rc);
 }
 
+/* A reader that goes away (`| head`) is a failed write, exit 5 as documented, not death by SIGPIPE (141). */
 int inj_cli_inject(int argc, char **argv)
 {
+	signal(SIGPIPE, SIG_IGN);
 	return run(argc, argv, true);
 }
 
 int inj_cli_uninject(int argc, char **argv)
 {
+	signal(SIGPIPE, SIG_IGN);
 	return run(argc, argv, false);
 }

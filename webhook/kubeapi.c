@@ -124,7 +124,7 @@ int kubeapi_call(const struct kubeapi_config *cfg, const char *method, const cha
 		mem_wipe(auth, strlen(auth));
 		free(auth);
 		auth = NULL;
-		if (rc == DP_EINVAL || rc == DP_ETOOBIG)
+		if (rc == DP_EINVAL || rc == DP_ETOOBIG || rc == DP_ENOLIB)
 			break; /* the same again would fail the same way */
 		if (rc == 0 && status < 500 && status != 429)
 			break;

@@ -234,4 +234,14 @@ out_bytes=$(stat -c %s "$W/lim.out")
 rss_kb=$(cat "$W/rss")
 WHY="peak RSS $rss_kb KiB for $in_bytes bytes in, $out_bytes out (want under 3 x (in + out) + 4 MiB)"
 check limits-memory-small-multiple test "$rss_kb" -lt $(((3 * (in_bytes + out_bytes)) / 1024 + 4096))
+# a reader that goes away (`| head`): a failed write, exit 5 as docs/INJECTION.md says, not SIGPIPE (141)
+/usr/bin/python3 -c '
+import json
+print(json.dumps({"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "d%d" % i}, "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "x"}]}}}}
+    for i in range(3000)]}))' > "$W/pipe.json"
+"$D" inject k8s -f "$W/pipe.json" 2> "$W/pipe.err" | head -c 10 > /dev/null
+rc=${PIPESTATUS[0]}
+WHY="exit $rc: $(head -c 200 "$W/pipe.err")"
+check closed-pipe-exit-5 test "$rc" -eq 5
 exit 0
