@@ -26,10 +26,9 @@ J=tests/integration/webhook_latency.py
 size=$(stat -c %s "$W/big.json")
 WHY="big.json is $size bytes"; check setup/large-review-is-150kb test "$size" -gt 140000 -a "$size" -lt 200000
 
-WP=$(free_port)
-"$D" webhook --listen "127.0.0.1:$WP" --tls-cert "$W/cert.pem" --tls-key "$W/key.pem" 2> "$W/webhook.log" &
+"$D" webhook --listen 127.0.0.1:0 --tls-cert "$W/cert.pem" --tls-key "$W/key.pem" 2> "$W/webhook.log" &
 PIDS+=($!)
-wait_for "$W/webhook.log" '"event":"listening"' 10 || { fail setup "the webhook did not start: $(head -c 300 "$W/webhook.log")"; exit 0; }
+WP=$(listening_port "$W/webhook.log" port 10 "${PIDS[-1]}") || { fail setup "the webhook did not start: $(head -c 300 "$W/webhook.log")"; exit 0; }
 prefix() { sed "s/^\(PASS\|FAIL\) /\1 integration\/$T_NAME\//"; }
 
 # --- Python's ssl

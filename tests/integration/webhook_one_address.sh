@@ -35,11 +35,10 @@ OSSL=/usr/bin/openssl
 "$PY" tests/integration/webhook_review.py review bench/webhook_pod.json shop > "$W/review.json" 2> "$W/review.err" ||
 	{ fail setup "cannot make the review: $(head -c 300 "$W/review.err")"; exit 0; }
 
-WP=$(free_port)
-"$D" webhook --listen "127.0.0.1:$WP" --tls-cert "$W/cert.pem" --tls-key "$W/key.pem" 2> "$W/webhook.log" &
+"$D" webhook --listen 127.0.0.1:0 --tls-cert "$W/cert.pem" --tls-key "$W/key.pem" 2> "$W/webhook.log" &
 WPID=$!
 PIDS+=($WPID)
-wait_for "$W/webhook.log" '"event":"listening"' 10 || { fail setup "the webhook did not start: $(head -c 300 "$W/webhook.log")"; exit 0; }
+WP=$(listening_port "$W/webhook.log" port 10 "$WPID") || { fail setup "the webhook did not start: $(head -c 300 "$W/webhook.log")"; exit 0; }
 U=https://127.0.0.1:$WP
 metric() { curl -s --cacert "$W/cert.pem" "$U/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 

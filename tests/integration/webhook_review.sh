@@ -269,9 +269,9 @@ if openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout 
    printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > "$W/tls/ext" &&
    openssl x509 -req -in "$W/tls/tls.csr" -CA "$W/tls/ca.crt" -CAkey "$W/tls/ca.key" -set_serial 0x1 -days 2 \
      -extfile "$W/tls/ext" -out "$W/tls/tls.crt" 2>> "$W/tls/err"; then
-  SRV_PORT=$(free_port)
-  "$D" webhook --listen "127.0.0.1:$SRV_PORT" --tls-cert "$W/tls/tls.crt" --tls-key "$W/tls/tls.key" 2> "$W/tls/log" &
+  "$D" webhook --listen 127.0.0.1:0 --tls-cert "$W/tls/tls.crt" --tls-key "$W/tls/tls.key" 2> "$W/tls/log" &
   SRV_PID=$!
+  SRV_PORT=$(listening_port "$W/tls/log" port 10 "$SRV_PID")
   disown "$SRV_PID" # killed by the trap; no job notice
   trap 'kill -9 "$SRV_PID" 2> /dev/null; rm -rf "$W"' EXIT
   for _ in $(seq 1 100); do

@@ -82,19 +82,19 @@ SERIAL_A=1A0001 SERIAL_B=2B0002 SERIAL_C=3C0003
 CA=$W/ca.crt
 CURL=(curl -sS --max-time 30 --cacert "$CA")
 
-# start_server NAME PAIR [ARG...]: a server on a free port with a copy of PAIR as NAME/tls.{crt,key}
+# start_server NAME PAIR [ARG...]: a server on the port it binds (port 0, read from its listening line) with a copy of PAIR as NAME/tls.{crt,key}
 # (and ARGs); sets SPORT and SPID; 1 (with a FAIL NAME/start) when it does not answer /healthz in 10 s
 start_server() {
   local i
   mkdir -p "$W/$1"
   cp "$W/$2.crt" "$W/$1/tls.crt" && cp "$W/$2.key" "$W/$1/tls.key"
-  SPORT=$(free_port)
   # In a `make SANITIZER=address` build, ASan keeps freed memory in quarantine (256 MiB by default), which would
   # read as growth in the rss-flat check below; a small quarantine keeps that check meaningful there too.
   ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=1:thread_local_quarantine_size_kb=64} \
-  "$D" webhook --listen "127.0.0.1:$SPORT" --tls-cert "$W/$1/tls.crt" --tls-key "$W/$1/tls.key" "${@:3}" 2> "$W/$1/log" &
+  "$D" webhook --listen 127.0.0.1:0 --tls-cert "$W/$1/tls.crt" --tls-key "$W/$1/tls.key" "${@:3}" 2> "$W/$1/log" &
   SPID=$!
   PIDS+=("$SPID")
+  SPORT=$(listening_port "$W/$1/log" port 10 "$SPID") || { fail "$1/start" "no listening line: $(head -c 300 "$W/$1/log")"; return 1; }
   for ((i = 0; i < 100; i++)); do
     "${CURL[@]}" -o /dev/null "https://127.0.0.1:$SPORT/healthz" 2> /dev/null && return 0
     alive "$SPID" || break
