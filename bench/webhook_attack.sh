@@ -33,16 +33,20 @@ webhook_keys
 "$PY" tests/integration/webhook_review.py review bench/webhook_pod.json shop > "$W/typical.json" || die "cannot make the review"
 echo "== webhooks under slow uploads: $(date -u +%FT%TZ), $(nproc) cores, $(git rev-parse --short HEAD 2>/dev/null), N=$N, ${ATTACK_S} s each"
 for spec in "$@"; do echo "   $spec"; done
+# start_webhook: the webhook $bin as $name on $port, its log in $W/$name.log; sets pid once it answers
+start_webhook() {
+	"$bin" webhook --listen "127.0.0.1:$port" --tls-cert "$W/tls.crt" --tls-key "$W/tls.key" --log-level error \
+		2> "$W/$name.log" &
+	pid=$!
+	PIDS+=($pid)
+	webhook_wait "$port"
+}
 [ ${#ATTACKS[@]} -gt 0 ] && printf '\n%-8s %-22s %17s %9s %10s %s\n' webhook "attack (bytes @ B/s)" "review max/p50" "failed" "RSS peak" "attackers' requests"
 for a in "${ATTACKS[@]}"; do
 	len=${a%%:*} rate=${a#*:}
 	for spec in "$@"; do
 		name=${spec%%=*} bin=${spec#*=} port=$(free_port)
-		"$bin" webhook --listen "127.0.0.1:$port" --tls-cert "$W/tls.crt" --tls-key "$W/tls.key" --log-level error \
-			2> "$W/$name.log" &
-		pid=$!
-		PIDS+=($pid)
-		webhook_wait "$port"
+		start_webhook
 		r=$("$PY" tests/integration/webhook_slow.py "$port" "$W/ca.crt" "$N" "$ATTACK_S" "$rate" "$W/typical.json" \
 			--pid "$pid" --length "$len")
 		jq -r --arg n "$name" --arg a "$len @ $rate" '[$n, $a, "\(.review_ms[0] // "-") / \(.review_ms[1] // "-") ms",
@@ -58,11 +62,7 @@ echo; echo "== attackers and reviews from one address (tests/integration/webhook
 printf '%-8s %26s %19s %9s %10s %s\n' webhook "review p50 / p99 / max" "handshake p50/max" "failed" "RSS peak" "attackers' requests"
 for spec in "$@"; do
 	name=${spec%%=*} bin=${spec#*=} port=$(free_port)
-	"$bin" webhook --listen "127.0.0.1:$port" --tls-cert "$W/tls.crt" --tls-key "$W/tls.key" --log-level error \
-		2> "$W/$name.log" &
-	pid=$!
-	PIDS+=($pid)
-	webhook_wait "$port"
+	start_webhook
 	r=$("$PY" tests/integration/webhook_one_address.py "$port" "$W/ca.crt" "$W/typical.json" --pid "$pid" --seconds "$ONE_S")
 	jq -r --arg n "$name" '[$n, (if .review_ms then "\(.review_ms.p50) / \(.review_ms.p99) / \(.review_ms.max) ms" else "-" end),
 		"\(.handshake_ms.p50 // "-") / \(.handshake_ms.max // "-") ms", "\(.reviews - .ok) of \(.reviews)", "\(.rss_peak_kib) KiB",
