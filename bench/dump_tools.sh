@@ -9,6 +9,8 @@
 #                  keeps up, the rest staged, chunked), curl -o a file in the same directory dotnet-dump writes to
 #   agent-null     the same, curl -o /dev/null
 #   agent-staged   GET /dump?type=Full&transport=staged (sent once whole, Content-Length), curl -o a file
+#   capture        diagport capture dump --type Full --target URL -o DIR (the fleet client: the file, its SHA-256
+#                  and manifest.json)
 #   dotnet-dump    build/tools/dotnet-dump/dotnet-dump collect -p PID --type Full -o a file
 # Per dump: wall time from the start of the client (curl, or dotnet-dump: its own start-up included) to its
 # exit; peak RSS of the client (/usr/bin/time %M) and, for the agent, its peak RSS during the dump (VmHWM,
@@ -60,16 +62,22 @@ REF=
 # one WAY RUN: one dump, one line in $W/results: way run seconds client_kib agent_kib bytes
 one() {
 	local way=$1 run=$2 out=$W/out/core.$1 t0 t1 rss agent=0 bytes=0 code=200
-	rm -f "$W/out/"core.*
+	rm -rf "$W/out/"core.* "$W/out/cap"
 	echo 5 >"/proc/$AG/clear_refs"
 	t0=$(date +%s.%N)
 	case $way in
 	agent-file) code=$(/usr/bin/time -f %M -o "$W/rss" curl -s -o "$out" -w '%{http_code}' "$U/dump?pid=$APID&type=Full") ;;
 	agent-null) read -r code bytes <<<"$(/usr/bin/time -f %M -o "$W/rss" curl -s -o /dev/null -w '%{http_code} %{size_download}' "$U/dump?pid=$APID&type=Full")" ;;
 	agent-staged) code=$(/usr/bin/time -f %M -o "$W/rss" curl -s -o "$out" -w '%{http_code}' "$U/dump?pid=$APID&type=Full&transport=staged") ;;
+	capture) /usr/bin/time -f %M -o "$W/rss" "$D" capture dump --type Full --target "$U" -o "$W/out/cap" >"$W/cap.out" 2>&1 || code=$? ;;
 	dotnet-dump) /usr/bin/time -f %M -o "$W/rss" "$DD" collect -p "$APID" --type Full -o "$out" >"$W/dd.out" 2>&1 || code=$? ;;
 	esac
 	t1=$(date +%s.%N)
+	if [ "$way" = capture ]; then # the artifact, checked against the manifest's SHA-256 (not timed)
+		out=$(ls "$W/out/cap/"*.dmp 2>/dev/null | head -1)
+		[ -n "$out" ] && [ "$(jq -r '.items[0].sha256' "$W/out/cap/manifest.json")" = "$(sha256sum "$out" | cut -d' ' -f1)" ] ||
+			die "capture run $run: no artifact whose SHA-256 is the manifest's: $(tail -2 "$W/cap.out")"
+	fi
 	rss=$(tail -1 "$W/rss")
 	[ "$way" = dotnet-dump ] || agent=$(awk '/^VmHWM/ {print $2}' "/proc/$AG/status")
 	[ "$code" = 200 ] || die "$way run $run: status $code; $(tail -2 "$W/agent.log") $(tail -2 "$W/dd.out")"
@@ -81,17 +89,17 @@ one() {
 	awk -v b="$bytes" -v r="$REF" 'BEGIN {exit !(b > 0.9 * r && b < 1.1 * r)}' || die "$way run $run: $bytes bytes, not within 10 % of $REF"
 	echo "$way $run $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}') $rss $agent $bytes" | tee -a "$W/results" |
 		awk '{printf "   %-13s run %d: %.3f s, client peak RSS %d KiB, agent peak RSS %s, %d bytes\n", $1, $2, $3, $4, ($5 ? $5 " KiB" : "-"), $6}'
-	rm -f "$W/out/"core.*
+	rm -rf "$W/out/"core.* "$W/out/cap"
 	sleep 0.5
 }
 
-WAYS=(agent-file agent-null agent-staged dotnet-dump)
+WAYS=(agent-file agent-null agent-staged capture dotnet-dump)
 echo; echo "== warm-up (not counted): one of each"
 for w in "${WAYS[@]}"; do one "$w" 0; done
 : >"$W/results"
 echo; echo "== $RUNS rounds, the order rotating"
 for run in $(seq 1 "$RUNS"); do
-	for i in 0 1 2 3; do one "${WAYS[$(((i + run) % 4))]}" "$run"; done
+	for i in "${!WAYS[@]}"; do one "${WAYS[$(((i + run) % ${#WAYS[@]}))]}" "$run"; done
 done
 echo; echo "== medians [min-max] over $RUNS runs"
 printf "%-13s %-24s %-28s %s\n" way "seconds" "client peak RSS KiB" "agent peak RSS KiB"
@@ -103,10 +111,12 @@ for w in "${WAYS[@]}"; do
 done
 echo "dump size: $(awk '{print $6}' "$W/results" | stat3 | awk '{printf "%d bytes [%d-%d]", $1, $2, $3}')"
 # the target's ratio both ways: of the medians, and the median of each round's own ratio (the load drifts)
-rf=$(awk '$1 == "agent-file" {print $3}' "$W/results" | stat3 | cut -d' ' -f1)
 rd=$(awk '$1 == "dotnet-dump" {print $3}' "$W/results" | stat3 | cut -d' ' -f1)
-echo "agent-file / dotnet-dump: $(awk -v a="$rf" -v b="$rd" 'BEGIN {printf "%.2f", a / b}') (medians);" \
-	"$(awk '$1 == "agent-file" {f[$2] = $3} $1 == "dotnet-dump" {d[$2] = $3} END {for (r in f) print f[r] / d[r]}' "$W/results" |
-		stat3 | awk '{printf "%.2f [%.2f-%.2f]", $1, $2, $3}') (each round's own)"
+for w in agent-file agent-null capture; do
+	rf=$(awk -v w="$w" '$1 == w {print $3}' "$W/results" | stat3 | cut -d' ' -f1)
+	echo "$w / dotnet-dump: $(awk -v a="$rf" -v b="$rd" 'BEGIN {printf "%.2f", a / b}') (medians);" \
+		"$(awk -v w="$w" '$1 == w {f[$2] = $3} $1 == "dotnet-dump" {d[$2] = $3} END {for (r in f) print f[r] / d[r]}' "$W/results" |
+			stat3 | awk '{printf "%.2f [%.2f-%.2f]", $1, $2, $3}') (each round's own)"
+done
 load
 exit 0

@@ -24,6 +24,7 @@
 #include "mem.h"
 
 #define ERR_BODY_CAP ((size_t)64 * 1024)
+#define RECV_BUF (512L * 1024) /* libcurl's receive buffer: a large body in fewer reads (its own default is 16 KiB) */
 #define CONNECT_TIMEOUT_MS 15000L
 
 struct state {
@@ -236,6 +237,7 @@ int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 	s.lib->easy_setopt(s.h, CURLOPT_ERRORBUFFER, errbuf);
 	s.lib->easy_setopt(s.h, CURLOPT_HEADERFUNCTION, on_header);
 	s.lib->easy_setopt(s.h, CURLOPT_HEADERDATA, &s);
+	s.lib->easy_setopt(s.h, CURLOPT_BUFFERSIZE, RECV_BUF);
 	s.lib->easy_setopt(s.h, CURLOPT_WRITEFUNCTION, on_body);
 	s.lib->easy_setopt(s.h, CURLOPT_WRITEDATA, &s);
 	s.lib->easy_setopt(s.h, CURLOPT_NOPROGRESS, 0L);

@@ -164,20 +164,23 @@ static int listen_fn(const struct addr *a, void *arg)
 void httpd_bound_urls(const struct httpd *d, struct buf *out)
 {
 	for (size_t i = 0; d && i < d->n; i++) {
-		struct sockaddr_storage sa;
+		union {
+			struct sockaddr_storage ss;
+			struct sockaddr_in in;
+			struct sockaddr_in6 in6;
+		} sa;
 		socklen_t len = sizeof(sa);
 		char host[INET6_ADDRSTRLEN] = "?";
 
+		memset(&sa, 0, sizeof(sa));
 		if (getsockname(d->lfd[i], (struct sockaddr *)&sa, &len) != 0)
 			continue;
-		if (sa.ss_family == AF_INET6) {
-			inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)&sa)->sin6_addr, host, sizeof(host));
-			buf_printf(out, "%shttp://[%s]:%u", out->len ? ";" : "", host,
-				   ntohs(((const struct sockaddr_in6 *)&sa)->sin6_port));
+		if (sa.ss.ss_family == AF_INET6) {
+			inet_ntop(AF_INET6, &sa.in6.sin6_addr, host, sizeof(host));
+			buf_printf(out, "%shttp://[%s]:%u", out->len ? ";" : "", host, ntohs(sa.in6.sin6_port));
 		} else {
-			inet_ntop(AF_INET, &((const struct sockaddr_in *)&sa)->sin_addr, host, sizeof(host));
-			buf_printf(out, "%shttp://%s:%u", out->len ? ";" : "", host,
-				   ntohs(((const struct sockaddr_in *)&sa)->sin_port));
+			inet_ntop(AF_INET, &sa.in.sin_addr, host, sizeof(host));
+			buf_printf(out, "%shttp://%s:%u", out->len ? ";" : "", host, ntohs(sa.in.sin_port));
 		}
 	}
 }

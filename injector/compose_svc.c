@@ -232,8 +232,6 @@ int inj_compose_perf(const struct inj_ctx *c, const struct doc_node *at, int cod
 static int label_option(const struct inj_ctx *c, struct inj_opts *o, const struct doc_node *at, const char *name,
 			const char *v, size_t vlen, const char *what, struct err_msg *em)
 {
-	int rc;
-
 	if (strcmp(name, "status") == 0)
 		return 0;
 	if (strcmp(name, "perf") == 0)
@@ -249,7 +247,7 @@ static int label_option(const struct inj_ctx *c, struct inj_opts *o, const struc
 	if (v == NULL || strlen(v) != vlen)
 		return inj_fail(c, em, at, DP_EREFUSED, what, "label " INJ_PREFIX "%s must be a string%s", name,
 				v ? " without a NUL character" : "");
-	if ((rc = inj_opts_set_own(c, o, name, v, "label " INJ_PREFIX, name, at, what, em)) != 0) {
+	if (inj_opts_set_own(c, o, name, v, "label " INJ_PREFIX, name, at, what, em) != 0) {
 		struct err_msg inner = *em;
 
 		return inj_fail(c, em, at, DP_EREFUSED, what, "label " INJ_PREFIX "%s: %s", name, inner.text);

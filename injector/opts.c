@@ -644,7 +644,6 @@ int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct
 	for (size_t i = 0; i < tags->n; i++) {
 		const char *k = doc_get_str(tags->vals[i], kkey);
 		const char *v = inj_scalar_text(doc_get(tags->vals[i], vkey));
-		int rc;
 
 		if (k == NULL || strncmp(k, INJ_PREFIX, plen) != 0 || strcmp(k + plen, "status") == 0)
 			continue;
@@ -652,7 +651,7 @@ int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct
 			return intrinsic_value(c, em, doc_get(tags->vals[i], vkey), what, "tag ", k);
 		if (v == NULL)
 			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: the tag has no string value", k);
-		if ((rc = inj_opts_set_own(c, o, k + plen, v, "tag ", k, tags->vals[i], what, em)) != 0) {
+		if (inj_opts_set_own(c, o, k + plen, v, "tag ", k, tags->vals[i], what, em) != 0) {
 			struct err_msg inner = *em;
 
 			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: %s", k, inner.text);

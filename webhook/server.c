@@ -773,7 +773,7 @@ static int listen_on(const char *spec, int *fd, struct err_msg *em)
 
 unsigned webhook_port(const struct webhook *w)
 {
-	struct sockaddr_in sa;
+	struct sockaddr_in sa = { 0 };
 	socklen_t len = sizeof(sa);
 
 	if (getsockname(w->lfd, (struct sockaddr *)&sa, &len) != 0 || sa.sin_family != AF_INET)

@@ -8,6 +8,8 @@ set -uo pipefail
 T_NAME=fleet_static
 source tests/lib.sh
 agent_setup fleet
+MOUNTS=()
+cleanup_more() { for m in "${MOUNTS[@]+"${MOUNTS[@]}"}"; do umount "$m" 2>/dev/null; done; }
 build_apps
 N=6
 
@@ -313,6 +315,14 @@ rc=$?
 WHY="exit $rc: $(tail -2 "$W/h4.out"); left: $(ls -A "$W/h4")"
 check max-size bash -c "test $rc = 1 && grep -q 'larger than 1048576 bytes (--max-size)' '$W/h4.out' &&
 	test \"\$(ls -A '$W/h4')\" = manifest.json"
+# a disk that fills up under the artifact (a real 2 MiB tmpfs; this runs as root): exit 1, the write's own error,
+# nothing partial left (the artifact is written in pieces of a MiB: the error comes from one of them or the last)
+mkdir -p "$W/small" && mount -t tmpfs -o size=2m,mode=0777 tmpfs "$W/small" && MOUNTS+=("$W/small")
+timeout 60 "$D" capture stacks --target "$HURL" -o "$W/small/out" > "$W/h5.out" 2>&1
+rc=$?
+WHY="exit $rc: $(tail -2 "$W/h5.out"); left: $(ls -A "$W/small/out" 2>&1)"
+check artifact-disk-full bash -c "test $rc = 1 && grep -q 'writing .*partial: No space left on device' '$W/h5.out' &&
+	! ls -A '$W/small/out' | grep -q partial"
 USER=$'mallory\r\nAuthorization: Bearer injected\r\nX-Evil: 1' "$D" ps --target "$HURL" > /dev/null 2>&1
 WHY="$(tail -1 "$W/h-endless.log")"
 check caller-one-header python3 -c '
