@@ -200,7 +200,9 @@ int dump_start(struct port *port, const uint8_t cookie[16], const char *fifo_pat
 		rc = err_set(em, DP_EIO, "cannot create the dump pipe %s: %s", fifo_path, strerror(errno));
 		goto out;
 	}
-	if (chmod(fifo_path, 0666) != 0 || (j->rfd = open(fifo_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
+	/* createdump, running as the app's uid, opens it to write; only the agent reads it: the dump is every secret
+	 * the app holds, and the dumps volume is shared with the app's container */
+	if (chmod(fifo_path, 0622) != 0 || (j->rfd = open(fifo_path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) < 0) {
 		rc = err_set(em, DP_EIO, "cannot open the dump pipe %s: %s", fifo_path, strerror(errno));
 		goto out;
 	}

@@ -216,6 +216,20 @@ for tr in file staged fifo; do
   WHY="core has $notes threads, /proc has $threads ($t0 before)"; check "app-nobody-agent-1654-$tr-threads" test "$notes" -eq "$threads" -o "$notes" -eq "$t0"
   rm -f "$W/core.$tr"
 done
+# the dump's pipe: only the agent's uid may read it (0622), not the app's (65534). The app is stopped first, so the
+# runtime cannot start createdump and the pipe stays there to be looked at; then it runs on and the dump completes.
+has_pipe() { ls -A "$W/fy" | grep -q '^\.diagport-dump'; }
+kill -STOP "$A5"
+curl -s -o "$W/core.stopped" -w '%{http_code}' "$U5/dump?type=Mini" > "$W/code.stopped" & CP=$!
+eventually 10 has_pipe
+fifo=$W/fy/$(ls -A "$W/fy" | grep '^\.diagport-dump' | head -1)
+mode=$(stat -c '%a %F' "$fifo" 2>&1)
+setpriv --reuid 65534 --regid 65534 --clear-groups /usr/bin/python3 -c 'import os, sys; os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)' \
+  "$fifo" 2> "$W/fifo-read.err"; rrc=$?
+kill -CONT "$A5"; wait $CP
+WHY="mode $mode; the app's uid opening it to read: exit $rrc $(tail -1 "$W/fifo-read.err"); the dump: $(cat "$W/code.stopped")"
+check dump-pipe-agent-reads-alone bash -c "[ '$mode' = '622 fifo' ] && [ $rrc != 0 ] && grep -q PermissionError '$W/fifo-read.err' &&
+  [ \"\$(cat '$W/code.stopped')\" = 200 ]"
 WHY="left: $(ls -A "$W/fy")"; check app-nobody-agent-1654-nothing-left test "$(ls -A "$W/fy" | grep -v '^port$' | grep -v '^\.dotnet$' | wc -l)" = 0
 
 # --- an agent killed mid-dump: the next agent removes the staging file it left
