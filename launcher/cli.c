@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -375,6 +376,15 @@ int launch_cli(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
+	/*
+	 * Not dumpable, before any secret is read: no other process of this uid (the app's, which sees this one
+	 * when the pod shares its process namespace for perf, or under `launch -- APP`) may read its memory,
+	 * environment or files through /proc/PID (the token, the egress keys) or attach to it. The egress process
+	 * inherits it; the app, exec'd, gets the kernel's default back. A process with CAP_SYS_PTRACE still can
+	 * (docs/security.md).
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0)
+		log_warn("cannot make the agent non-dumpable", LOG_STR("error", strerror(errno)));
 	if ((rc = load_settings(argc, argv, &c, &cmd)) != 0 || (rc = settle_auth(&c, &token)) != 0 ||
 	    (rc = metrics_settings(&c, &shown)) != 0)
 		goto out;

@@ -202,7 +202,21 @@ WHY="got $c"; check fifo-dump-after-abandon test "$c" = 200
 mkdir -m 0777 "$W/fy"
 setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --no-metrics --socket "$W/fy/port" --dumps "$W/fy" \
   --urls http://127.0.0.1:0 2> "$W/agent5.log" & PIDS+=($!)
-U5=http://127.0.0.1:$(listening_port "$W/agent5.log" urls 10 "$!")
+AG5=$!
+U5=http://127.0.0.1:$(listening_port "$W/agent5.log" urls 10 "$AG5")
+# the agent is not dumpable: another process of its own uid (as the app's is in perf mode, or under launch -- APP)
+# cannot read its environment, memory or files through /proc/PID
+setpriv --reuid 1654 --regid 1654 --clear-groups /usr/bin/python3 -c '
+import os, sys
+for what in ("environ", "mem", "root/"):
+    try:
+        (os.listdir if what.endswith("/") else lambda p: os.open(p, os.O_RDONLY))("/proc/%s/%s" % (sys.argv[1], what))
+        print(what, "readable")
+    except PermissionError:
+        print(what, "refused")
+' "$AG5" > "$W/proc-read.out" 2>&1
+WHY="$(tr '\n' ';' < "$W/proc-read.out")"
+check agent-not-dumpable test "$(grep -c refused "$W/proc-read.out")" = 3
 DOTNET_DiagnosticPorts=$W/fy/port,connect,suspend HOME=$W/fy setpriv --reuid 65534 --regid 65534 --clear-groups \
   dotnet "$APP" > "$W/app5.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app5.out" READY 15
