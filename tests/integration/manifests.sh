@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # manifests.sh - manifests/ as a platform team applies it (`kubectl apply -k`).
 # For each of base, overlays/cert-manager, overlays/self-contained,
-# overlays/label-selected and examples/dotnet-app: `kubectl kustomize`
+# overlays/label-selected, examples/dotnet-app and the agents' NetworkPolicy (networkpolicy and
+# networkpolicy/default-deny, evaluated on sample connections): `kubectl kustomize`
 # renders it (offline); every built-in object in the render validates with kubernetes-models
 # (tests/validate/k8s-validate.mjs, with its API-server rules), and none is
 # left unvalidated for want of a model. kubernetes-models has no classes for
@@ -705,6 +706,8 @@ def mutate(which, src, out):
             r.pop("resourceNames", None)
     elif which == "role-wildcard":
         find(docs, "Role")[0]["rules"][0]["verbs"] = ["*"]
+    elif which == "netpol-agent-open":
+        find(docs, "NetworkPolicy")[0]["spec"]["ingress"][1].pop("from")
     elif which == "cert-no-secret":
         del one(docs, "Certificate", "diagport-webhook")["spec"]["secretName"]
     elif which == "cert-wrong-dns":
@@ -714,7 +717,47 @@ def mutate(which, src, out):
     dump(docs, out)
 
 
+def netpol_allows(docs, src_ns, proto, port):
+    """NetworkPolicy (networking.k8s.io/v1) semantics for a pod of the policies' namespace with no labels of its
+    own: a connection from a pod of namespace src_ns to proto/port is allowed when no Ingress policy selects the
+    pod, or some rule of one that does admits it (a rule: every peer list and port list empty or matching)."""
+    pols = [p for p in find(docs, "NetworkPolicy") if "Ingress" in (p["spec"].get("policyTypes") or ["Ingress"])]
+    selecting = [p for p in pols if selector_matches(p["spec"].get("podSelector"), {})]
+    if not selecting:
+        return True
+    for p in selecting:
+        for rule in p["spec"].get("ingress") or []:
+            peers, ports = rule.get("from"), rule.get("ports")
+            peer_ok = not peers or any("namespaceSelector" in q and "podSelector" not in q and "ipBlock" not in q
+                                       and selector_matches(q["namespaceSelector"], ns_labels(src_ns)) for q in peers)
+            port_ok = not ports or any(q.get("protocol", "TCP") == proto and
+                                       (q.get("port") == port or q.get("port") <= port <= q.get("endPort", -1))
+                                       for q in ports)
+            if peer_ok and port_ok:
+                return True
+    return False
+
+
+def check_netpol(docs, mode):
+    """The agents' ports (TCP 52323, 52325) only from the named namespace (monitoring); with mode open every other
+    port from anywhere, with mode default-deny nothing else."""
+    need(len(find(docs, "NetworkPolicy")) == 1, "expected one NetworkPolicy")
+    agent = {("TCP", 52323), ("TCP", 52325)}
+    for src in ("monitoring", "shop", "other"):
+        for proto, port in (("TCP", 52323), ("TCP", 52325), ("TCP", 1), ("TCP", 8080), ("TCP", 52322),
+                            ("TCP", 52324), ("TCP", 52326), ("TCP", 65535), ("UDP", 53), ("UDP", 52323),
+                            ("SCTP", 9)):
+            if (proto, port) in agent:
+                want = src == "monitoring"
+            else:
+                want = mode == "open"
+            got = netpol_allows(docs, src, proto, port)
+            need(got == want, f"{proto}/{port} from namespace {src}: {'allowed' if got else 'denied'}, "
+                              f"expected {'allowed' if want else 'denied'}")
+
+
 CHECKS = {
+    "netpol": check_netpol,
     "failure-policy": lambda docs: each_hook(docs, "failurePolicy", lambda v: v == "Ignore", "Ignore"),
     "side-effects": lambda docs: each_hook(docs, "sideEffects", lambda v: v == "None", "None"),
     "timeout": check_timeout,
@@ -815,6 +858,20 @@ for dir in $DIRS; do
 	fi
 done
 
+# --- the agents' NetworkPolicy (both variants): renders, validates, admits what it says --------------------
+
+for v in networkpolicy:open networkpolicy/default-deny:default-deny; do
+	dir=${v%%:*} mode=${v##*:} n=netpol-${v##*:}
+	r=$W/$n.yaml
+	if ! "$KUBECTL" kustomize "manifests/$dir" >"$r" 2>"$W/$n.err" || [ ! -s "$r" ]; then
+		fail "$n/render" "kubectl kustomize manifests/$dir: $(head -c 300 "$W/$n.err" | tr '\n' ' ')"
+		continue
+	fi
+	pass "$n/render"
+	validate "$n/validate" "$r"
+	pycheck "$n/admits" netpol "$r" "$mode"
+done
+
 # --- the issue's invariants on each render that installs the webhook --------
 
 for n in base cert-manager self-contained label-selected; do
@@ -903,6 +960,7 @@ bite seccomp "$B" no-seccomp security 1
 bite job-capabilities "$S" job-keeps-caps security 3
 bite clusterrole-resource-names "$S" clusterrole-unnamed rbac certs
 bite rbac-wildcard "$S" role-wildcard rbac certs
+bite netpol-agent-open "$W/netpol-open.yaml" netpol-agent-open netpol open
 if [ -s "$W/cert-manager.crd.yaml" ]; then
 	bite cert-manager-secret-name "$W/cert-manager.crd.yaml" cert-no-secret cert-manager-fields 4
 fi
