@@ -55,8 +55,9 @@ struct httpd_config {
 	 */
 	bool (*admit_body)(void *ctx, struct httpd_req *r);
 	/*
-	 * Every request, once its head is parsed and before anything else is
-	 * done with it (its framing checked, its body read, a worker given), on
+	 * Every request, once its head is parsed and its framing checked (400,
+	 * 411, 413 come first) and before anything else is done with it (its
+	 * body read, a worker given), on
 	 * the acceptor's thread: it must not block. A request held (HTTPD_WAIT)
 	 * costs a connection of its peer's max_per_peer and nothing else; a
 	 * client that hangs up meanwhile is dropped. NULL = every request goes on.

@@ -298,7 +298,8 @@ static void body_done(struct httpd *d, struct conn *c, long long now)
 	dispatch(d, c, now);
 }
 
-/* A parsed head from here on: admitted (or held, or refused), its body planned and read, then to a worker. */
+/* A parsed head with its framing checked, from here on: admitted (or held, or refused), its body read, then to a
+ * worker. */
 static void proceed(struct httpd *d, struct conn *c, long long now)
 {
 	struct httpd_req *r = &c->r;
@@ -320,10 +321,6 @@ static void proceed(struct httpd *d, struct conn *c, long long now)
 			return;
 		}
 		c->state = CONN_HEAD;
-	}
-	if (!body_plan(d, c)) {
-		answer_now(d, c, now);
-		return;
 	}
 	if (c->want == 0) {
 		dispatch(d, c, now);
@@ -367,6 +364,10 @@ static void head_done(struct httpd *d, struct conn *c, size_t head, long long no
 	r->head_only = strcmp(r->rq.method, "HEAD") == 0;
 	c->probe = d->is_probe && d->is_probe(r->rq.path);
 	c->head_len = head;
+	if (!body_plan(d, c)) { /* the message's framing (400, 411, 413) before what it asks for */
+		answer_now(d, c, now);
+		return;
+	}
 	proceed(d, c, now);
 }
 
