@@ -447,6 +447,8 @@ int launch_cli(int argc, char **argv)
 			goto out;
 		}
 		crule_set_keep(&rules, rule_served, &served);
+		if (!(served & (1u << SERVED_METRICS)))
+			c.metrics_off = true; /* /metrics is 403: no counters session for it (the rules may still want one) */
 	}
 	if (geteuid() == 0)
 		log_warn("running as root", LOG_STR("event", "warning"),
