@@ -24,7 +24,7 @@ export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 mkdir -p "$B/bench"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Ibench -o "$B/bench/ready_probe" bench/ready_probe.c || die "cannot build bench/ready_probe.c"
 bash tests/apps/build.sh "$B/apps" > "$W/apps.log" 2>&1 || die "cannot build the test apps: $(tail -3 "$W/apps.log")"
-printf 'tok\n' > "$W/token"
+printf 'attack-token-0123456789\n' > "$W/token"
 
 NAMES=() PORTS=() APIDS=()
 for spec in "$@"; do
@@ -47,7 +47,7 @@ for c in "idle 127.0.0.2" "trickle 127.0.0.2" "trickle 127.0.0.1" "trickle many"
 	"flood 127.0.0.2"; do
 	read -r mode src <<< "$c"
 	for i in $(seq 0 $((n - 1))); do
-		r=$(python3 tests/integration/slow_clients.py "${PORTS[$i]}" "$N" "$mode" "$ATTACK_S" --token tok \
+		r=$(python3 tests/integration/slow_clients.py "${PORTS[$i]}" "$N" "$mode" "$ATTACK_S" --token attack-token-0123456789 \
 			--pid "${APIDS[$i]}" --src "$src")
 		jq -r --arg a "${NAMES[$i]}" --arg m "$mode from $src" '[$a, $m,
 			"\(.healthz_ms[0] // "-") / \(.healthz_ms[1] // "-") ms", "\(.processes_ms[0] // "-") / \(.processes_ms[1] // "-") ms",

@@ -30,6 +30,13 @@ struct httpd_req;
 
 typedef void (*httpd_handler)(void *ctx, struct httpd_req *r);
 
+/* What httpd_config.admit decides about a request. */
+enum httpd_admission {
+	HTTPD_ADMIT,  /* go on: its body is read, a worker runs the handler */
+	HTTPD_REFUSE, /* answered as set (httpd_problem), by the acceptor, with no worker */
+	HTTPD_WAIT,   /* held until *until_ms (clock_ms), with no thread or slot of its own, then asked again */
+};
+
 struct httpd_config {
 	const char *urls;          /* "http://+:52323;http://127.0.0.1:52323" (dotnet-monitor's --urls form); port 0: the
 				      system picks one (httpd_bound_urls) */
@@ -47,6 +54,15 @@ struct httpd_config {
 	 * make the server hold body memory; NULL = every body is read.
 	 */
 	bool (*admit_body)(void *ctx, struct httpd_req *r);
+	/*
+	 * Every request, once its head is parsed and its framing checked (400,
+	 * 411, 413 come first) and before anything else is done with it (its
+	 * body read, a worker given), on
+	 * the acceptor's thread: it must not block. A request held (HTTPD_WAIT)
+	 * costs a connection of its peer's max_per_peer and nothing else; a
+	 * client that hangs up meanwhile is dropped. NULL = every request goes on.
+	 */
+	enum httpd_admission (*admit)(void *ctx, struct httpd_req *r, long long now_ms, long long *until_ms);
 };
 
 /* Parse the URLs and start listening. DP_EINVAL (a bad URL) or DP_EIO (bind) with em. */

@@ -298,23 +298,29 @@ static void body_done(struct httpd *d, struct conn *c, long long now)
 	dispatch(d, c, now);
 }
 
-static void head_done(struct httpd *d, struct conn *c, size_t head, long long now)
+/* A parsed head with its framing checked, from here on: admitted (or held, or refused), its body read, then to a
+ * worker. */
+static void proceed(struct httpd *d, struct conn *c, long long now)
 {
 	struct httpd_req *r = &c->r;
-	size_t pre = c->len - head;
-	int rc = http_parse_head(c->buf, head, &r->rq);
+	size_t pre = c->len - c->head_len;
 	const char *expect;
 
-	if (rc != 0) {
-		httpd_problem(r, (unsigned)rc, httpd_reason((unsigned)rc), "%s", parse_detail(rc));
-		answer_now(d, c, now);
-		return;
-	}
-	r->head_only = strcmp(r->rq.method, "HEAD") == 0;
-	c->probe = d->is_probe && d->is_probe(r->rq.path);
-	if (!body_plan(d, c)) {
-		answer_now(d, c, now);
-		return;
+	if (d->admit) {
+		long long until = now;
+
+		switch (d->admit(d->ctx, r, now, &until)) {
+		case HTTPD_ADMIT:
+			break;
+		case HTTPD_REFUSE:
+			answer_now(d, c, now);
+			return;
+		case HTTPD_WAIT:
+			c->state = CONN_WAIT;
+			c->deadline_ms = until > now ? until : now + 1;
+			return;
+		}
+		c->state = CONN_HEAD;
 	}
 	if (c->want == 0) {
 		dispatch(d, c, now);
@@ -337,12 +343,32 @@ static void head_done(struct httpd *d, struct conn *c, size_t head, long long no
 	}
 	r->body = mem_alloc(c->want + 1); /* address space; the budget counts the bytes as they come */
 	r->body_len = pre;
-	memcpy(r->body, c->buf + head, r->body_len);
+	memcpy(r->body, c->buf + c->head_len, r->body_len);
 	c->state = CONN_BODY;
 	c->body_ms = now;
 	c->deadline_ms = now + BODY_GRACE_MS;
 	if (r->body_len == c->want)
 		body_done(d, c, now);
+}
+
+static void head_done(struct httpd *d, struct conn *c, size_t head, long long now)
+{
+	struct httpd_req *r = &c->r;
+	int rc = http_parse_head(c->buf, head, &r->rq);
+
+	if (rc != 0) {
+		httpd_problem(r, (unsigned)rc, httpd_reason((unsigned)rc), "%s", parse_detail(rc));
+		answer_now(d, c, now);
+		return;
+	}
+	r->head_only = strcmp(r->rq.method, "HEAD") == 0;
+	c->probe = d->is_probe && d->is_probe(r->rq.path);
+	c->head_len = head;
+	if (!body_plan(d, c)) { /* the message's framing (400, 411, 413) before what it asks for */
+		answer_now(d, c, now);
+		return;
+	}
+	proceed(d, c, now);
 }
 
 /* Make room for more of the head: 0, or the status to refuse it with (431 too big, 503 budget spent). */
@@ -434,6 +460,9 @@ static void readable(struct httpd *d, struct conn *c, long long now)
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			drop(d, c);
 		return;
+	case CONN_WAIT: /* polled for nothing: hung up or failed */
+		drop(d, c);
+		return;
 	case CONN_WORK:
 		return;
 	}
@@ -447,6 +476,10 @@ static void expire(struct httpd *d, long long now)
 
 		if (c->deadline_ms > now)
 			continue;
+		if (c->state == CONN_WAIT) {
+			proceed(d, c, now);
+			continue;
+		}
 		if (c->state == CONN_BODY && (long long)c->r.body_len >= (now - c->body_ms - BODY_GRACE_MS) * BODY_MIN_RATE / 1000) {
 			/* on pace: due again when it would fall behind with nothing more */
 			c->deadline_ms = c->body_ms + BODY_GRACE_MS + (long long)(c->r.body_len + 1) * 1000 / BODY_MIN_RATE;
@@ -613,7 +646,8 @@ void *httpd_acceptor_main(void *arg)
 		first_conn = m;
 		for (size_t i = 0; i < np; i++) {
 			polled[i] = d->pend[i];
-			pf[m++] = (struct pollfd){ .fd = d->pend[i]->sock, .events = POLLIN };
+			pf[m++] = (struct pollfd){ .fd = d->pend[i]->sock,
+						   .events = d->pend[i]->state == CONN_WAIT ? 0 : POLLIN };
 			if (next < 0 || d->pend[i]->deadline_ms < next)
 				next = d->pend[i]->deadline_ms;
 		}

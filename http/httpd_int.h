@@ -55,6 +55,7 @@ struct peer {
 enum conn_state {
 	CONN_HEAD,   /* reading the request head (the acceptor's) */
 	CONN_BODY,   /* reading a POST's body (the acceptor's) */
+	CONN_WAIT,   /* held by admit until deadline_ms, then asked again (the acceptor's; its input left unread) */
 	CONN_WORK,   /* a worker thread runs the handler and writes the answer */
 	CONN_LINGER, /* answered and shut for writing; the acceptor reads what the client still sends, then closes */
 };
@@ -69,7 +70,8 @@ struct conn {
 	unsigned long long seq; /* the order it was accepted (or handed back to linger) in: lower is older */
 	enum conn_state state;
 	struct peer peer;
-	long long deadline_ms; /* CONN_HEAD, CONN_BODY, CONN_LINGER: closed (or 408) then */
+	long long deadline_ms; /* CONN_HEAD, CONN_BODY, CONN_LINGER: closed (or 408) then; CONN_WAIT: admit asked again */
+	size_t head_len;       /* the parsed head's bytes in buf (what follows is the body's start) */
 	long long body_ms;     /* CONN_BODY: when the body began */
 	char *buf;             /* the head as it comes: first, or a larger block from the budget */
 	size_t len, cap;
@@ -94,6 +96,7 @@ struct httpd {
 	bool (*takes_body)(const char *path);
 	bool (*is_probe)(const char *path);
 	bool (*admit_body)(void *ctx, struct httpd_req *r);
+	enum httpd_admission (*admit)(void *ctx, struct httpd_req *r, long long now_ms, long long *until_ms);
 	/* The acceptor's own: connections reading a request or lingering, and the bytes they buffer. */
 	struct conn **pend;
 	size_t n_pend, pend_cap;

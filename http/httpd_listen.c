@@ -214,6 +214,7 @@ int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, stru
 	d->takes_body = cfg->takes_body;
 	d->is_probe = cfg->is_probe;
 	d->admit_body = cfg->admit_body;
+	d->admit = cfg->admit;
 	d->pend_cap = pend_cap();
 	d->pend = mem_array(d->pend_cap, sizeof(*d->pend));
 	d->budget = BUDGET;

@@ -13,11 +13,13 @@
  */
 #include "api.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "authfail.h"
 #include "capture.h"
 #include "egress.h"
 #include "eproc.h"
@@ -27,6 +29,7 @@
 #include "mem.h"
 #include "ops.h"
 #include "proc.h"
+#include "served.h"
 #include "target.h"
 #include "utf8.h"
 
@@ -43,6 +46,10 @@ struct api {
 	struct eproc *eproc; /* borrowed; NULL = no store configured */
 	struct crules *rules; /* NULL = no collection rules */
 	struct metrics *counters; /* borrowed: the sessions rules listens to */
+	unsigned served;       /* the capture kinds served (served.h) */
+	char served_text[96];  /* the same as "stacks,metrics", for refusals */
+	pthread_mutex_t fails_mu;
+	struct authfail *fails; /* refused tokens per address */
 };
 
 struct api *api_new(const struct api_config *cfg)
@@ -55,6 +62,10 @@ struct api *api_new(const struct api_config *cfg)
 	a->socket_path = mem_strdup(cfg->socket_path);
 	a->token = cfg->token ? mem_strdup(cfg->token) : NULL;
 	a->metrics = cfg->metrics;
+	a->served = cfg->served_set ? cfg->served : SERVED_ALL;
+	served_text(a->served, a->served_text, sizeof(a->served_text));
+	pthread_mutex_init(&a->fails_mu, NULL);
+	a->fails = authfail_new();
 	a->ops = ops_new(KEEP_OPERATIONS);
 	cc.ops = a->ops;
 	a->captures = captures_new(&cc);
@@ -94,6 +105,8 @@ void api_free(struct api *a)
 		free(a->token);
 	}
 	free(a->socket_path);
+	authfail_free(a->fails);
+	pthread_mutex_destroy(&a->fails_mu);
 	free(a);
 }
 
@@ -125,6 +138,7 @@ struct route {
 	const char *path;         /* exact, or a prefix when it ends in '/' ("/operations/": one operation) */
 	route_fn handler;
 	enum capture_kind kind;   /* a capture route: the kind (its limit); else CAPTURE_KINDS */
+	enum served_kind served;  /* the permission it needs (--captures); SERVED_KINDS: none beyond the token */
 	bool open;                /* no token needed */
 	bool body;                /* takes a POST body (httpd.h's takes_body) */
 };
@@ -161,8 +175,9 @@ static void route_metrics(struct api *a, struct httpd_req *r, const struct route
 
 static void route_info(struct api *a, struct httpd_req *r, const struct route *rt)
 {
-	httpd_send_json(r, 200, json_pack("{s:s, s:n, s:s, s:s}", "version", DP_VERSION, "runtimeVersion",
-					  "diagnosticPortMode", "Listen", "diagnosticPortName", a->socket_path));
+	httpd_send_json(r, 200, json_pack("{s:s, s:n, s:s, s:s, s:o}", "version", DP_VERSION, "runtimeVersion",
+					  "diagnosticPortMode", "Listen", "diagnosticPortName", a->socket_path,
+					  "captures", served_json(a->served)));
 }
 
 static void route_processes(struct api *a, struct httpd_req *r, const struct route *rt)
@@ -191,7 +206,8 @@ static void route_process(struct api *a, struct httpd_req *r, const struct route
 		return;
 	o = target_identifier(&p, false);
 	json_object_del(o, "isDefault");
-	json_object_set_new(o, "commandLine", text_or_empty(p.info.command_line));
+	if (a->served & (1u << SERVED_ENV)) /* the command line holds what the environment would: env's */
+		json_object_set_new(o, "commandLine", text_or_empty(p.info.command_line));
 	json_object_set_new(o, "operatingSystem", text_or_empty(p.info.os));
 	json_object_set_new(o, "processArchitecture", text_or_empty(p.info.arch));
 	if (p.info.clr_version)
@@ -263,34 +279,43 @@ static void route_rules(struct api *a, struct httpd_req *r, const struct route *
 	crules_route(a->rules, r);
 }
 
-#define OPEN(m, p, fn) { m, p, fn, CAPTURE_KINDS, true, false }
-#define AUTH(m, p, fn) { m, p, fn, CAPTURE_KINDS, false, false }
-#define CAPTURE(m, p, kind, body) { m, p, route_capture, kind, false, body }
+#define OPEN(m, p, fn, sv) { m, p, fn, CAPTURE_KINDS, sv, true, false }
+#define AUTH(m, p, fn, sv) { m, p, fn, CAPTURE_KINDS, sv, false, false }
+#define CAPTURE(m, p, kind, sv, body) { m, p, route_capture, kind, sv, false, body }
 
+/*
+ * Each row's permission (--captures) is the last but one column: SERVED_KINDS
+ * for the routes that give no capture (the probes; /info; /processes, whose
+ * identifiers hold no command line; /process, which drops its commandLine
+ * without env; the operations and collection rules lists, which hold only what
+ * served kinds made). A GET /trace that asks for a CPU profile (format=, or
+ * engine=perf) needs cpuprofile instead of trace (api_admit); /perfmap is the
+ * perf engine's, cpuprofile's.
+ */
 static const struct route routes[] = {
-	OPEN("GET", "/healthz", route_health),
-	OPEN("GET", "/readyz", route_health),
-	OPEN("GET", "/metrics", route_metrics),
-	AUTH("GET", "/info", route_info),
-	AUTH("GET", "/processes", route_processes),
-	AUTH("GET", "/process", route_process),
-	AUTH("GET", "/env", route_env),
-	CAPTURE("GET", "/dump", CAPTURE_DUMP, false),
-	CAPTURE("GET", "/trace", CAPTURE_TRACE, false),
-	CAPTURE("POST", "/trace", CAPTURE_TRACE, true),
-	CAPTURE("GET", "/livemetrics", CAPTURE_LIVEMETRICS, false),
-	CAPTURE("POST", "/livemetrics", CAPTURE_LIVEMETRICS, true),
-	CAPTURE("GET", "/logs", CAPTURE_LOGS, false),
-	CAPTURE("POST", "/logs", CAPTURE_LOGS, true),
-	CAPTURE("GET", "/stacks", CAPTURE_STACKS, false),
-	CAPTURE("GET", "/gcdump", CAPTURE_GCDUMP, false),
-	AUTH("POST", "/perfmap", route_perfmap),
-	AUTH("DELETE", "/perfmap", route_perfmap),
-	AUTH("GET", "/collectionrules", route_rules),
-	AUTH("GET", "/collectionrules/", route_rules),
-	AUTH("GET", "/operations", route_operations),
-	AUTH("GET", "/operations/", route_operations),
-	AUTH("DELETE", "/operations/", route_operations),
+	OPEN("GET", "/healthz", route_health, SERVED_KINDS),
+	OPEN("GET", "/readyz", route_health, SERVED_KINDS),
+	OPEN("GET", "/metrics", route_metrics, SERVED_METRICS),
+	AUTH("GET", "/info", route_info, SERVED_KINDS),
+	AUTH("GET", "/processes", route_processes, SERVED_KINDS),
+	AUTH("GET", "/process", route_process, SERVED_KINDS),
+	AUTH("GET", "/env", route_env, SERVED_ENV),
+	CAPTURE("GET", "/dump", CAPTURE_DUMP, SERVED_DUMP, false),
+	CAPTURE("GET", "/trace", CAPTURE_TRACE, SERVED_TRACE, false),
+	CAPTURE("POST", "/trace", CAPTURE_TRACE, SERVED_TRACE, true),
+	CAPTURE("GET", "/livemetrics", CAPTURE_LIVEMETRICS, SERVED_METRICS, false),
+	CAPTURE("POST", "/livemetrics", CAPTURE_LIVEMETRICS, SERVED_METRICS, true),
+	CAPTURE("GET", "/logs", CAPTURE_LOGS, SERVED_LOGS, false),
+	CAPTURE("POST", "/logs", CAPTURE_LOGS, SERVED_LOGS, true),
+	CAPTURE("GET", "/stacks", CAPTURE_STACKS, SERVED_STACKS, false),
+	CAPTURE("GET", "/gcdump", CAPTURE_GCDUMP, SERVED_GCDUMP, false),
+	AUTH("POST", "/perfmap", route_perfmap, SERVED_CPUPROFILE),
+	AUTH("DELETE", "/perfmap", route_perfmap, SERVED_CPUPROFILE),
+	AUTH("GET", "/collectionrules", route_rules, SERVED_KINDS),
+	AUTH("GET", "/collectionrules/", route_rules, SERVED_KINDS),
+	AUTH("GET", "/operations", route_operations, SERVED_KINDS),
+	AUTH("GET", "/operations/", route_operations, SERVED_KINDS),
+	AUTH("DELETE", "/operations/", route_operations, SERVED_KINDS),
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -318,14 +343,75 @@ bool api_takes_body(const char *path)
 	return false;
 }
 
-bool api_admit_body(void *ctx, struct httpd_req *r)
+static void refuse_kind(const struct api *a, struct httpd_req *r, enum served_kind k)
+{
+	httpd_problem(r, 403, "Forbidden", "this agent does not serve %s captures (captures: %s)", served_name(k),
+		      a->served_text);
+}
+
+/* The permission a request to rt needs: its row's, but cpuprofile for a GET /trace that asks for a CPU profile. */
+static enum served_kind needs(const struct route *rt, struct httpd_req *r)
+{
+	const char *engine = httpd_query(r, "engine");
+
+	if (rt->served == SERVED_TRACE && strcmp(httpd_method(r), "POST") != 0 &&
+	    (httpd_query(r, "format") || (engine && strcasecmp(engine, "perf") == 0)))
+		return SERVED_CPUPROFILE;
+	return rt->served;
+}
+
+enum httpd_admission api_admit(void *ctx, struct httpd_req *r, long long now, long long *until)
 {
 	struct api *a = ctx;
+	const char *path = httpd_path(r), *auth = httpd_header(r, "Authorization");
+	const struct route *rt = NULL;
+	bool open = false;
+	enum served_kind k;
 
-	if (a->token == NULL || token_ok(a, httpd_header(r, "Authorization")))
-		return true;
-	httpd_problem(r, 401, "Unauthorized", "this agent requires 'Authorization: Bearer <token>'");
-	return false;
+	for (size_t i = 0; i < N_ROUTES; i++)
+		if (path_matches(&routes[i], path)) {
+			open = open || routes[i].open;
+			if (rt == NULL || method_matches(&routes[i], httpd_method(r)))
+				rt = &routes[i]; /* a path's rows share their permission; the method's row for /trace */
+		}
+	if (a->token && !open) {
+		char peer[48];
+		long long turn;
+		bool ok;
+
+		httpd_peer_text(r, peer, sizeof(peer));
+		pthread_mutex_lock(&a->fails_mu);
+		turn = authfail_turn(a->fails, peer, now);
+		ok = turn <= now && token_ok(a, auth);
+		if (turn <= now && !ok)
+			authfail_record(a->fails, peer, path, auth == NULL || strncasecmp(auth, "Bearer ", 7) != 0 ?
+					"no bearer token" : "wrong token", now);
+		pthread_mutex_unlock(&a->fails_mu);
+		if (turn > now) {
+			*until = turn;
+			return HTTPD_WAIT;
+		}
+		if (!ok) {
+			httpd_problem(r, 401, "Unauthorized", "this agent requires 'Authorization: Bearer <token>'");
+			return HTTPD_REFUSE;
+		}
+	}
+	if (rt && (k = needs(rt, r)) != SERVED_KINDS && !(a->served & (1u << k))) {
+		refuse_kind(a, r, k);
+		return HTTPD_REFUSE;
+	}
+	return HTTPD_ADMIT;
+}
+
+enum httpd_admission api_metrics_admit(void *ctx, struct httpd_req *r, long long now, long long *until)
+{
+	const struct api *a = ctx;
+
+	if (!(a->served & (1u << SERVED_METRICS))) {
+		refuse_kind(a, r, SERVED_METRICS);
+		return HTTPD_REFUSE;
+	}
+	return HTTPD_ADMIT;
 }
 
 bool api_is_probe(const char *path)
@@ -355,8 +441,10 @@ void api_metrics(struct metrics *m, struct httpd_req *r)
 
 void api_metrics_handle(void *ctx, struct httpd_req *r)
 {
+	const struct api *a = ctx;
+
 	if (strcmp(httpd_path(r), "/metrics") == 0)
-		api_metrics(ctx, r);
+		api_metrics(a->metrics, r);
 	else
 		httpd_problem(r, 404, "Not Found", "this listener serves /metrics only");
 }

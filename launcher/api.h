@@ -29,6 +29,8 @@ struct api_config {
 	struct metrics *counters;       /* the counters sessions the collection rules read (borrowed; may be metrics) */
 	const struct crule_set *rules;  /* the collection rules (borrowed: outlives the api); NULL = none */
 	unsigned metrics_interval_s;    /* counters' interval for /livemetrics; 0 = 5 */
+	unsigned served;                /* the capture kinds served (served.h's bits); */
+	bool served_set;                /* false: all of them */
 };
 
 /* New API state (copies the strings; the token is wiped when freed). Removes staging leftovers in dumps_dir
@@ -42,12 +44,22 @@ void api_handle(void *ctx, struct httpd_req *r);
 bool api_takes_body(const char *path);
 /* The probe routes (httpd_config.is_probe), answered from slots no other request takes: /healthz, /readyz. */
 bool api_is_probe(const char *path);
-/* httpd_config.admit_body: a body is read only with the token (when there is one); else 401 unread. */
-bool api_admit_body(void *ctx, struct httpd_req *r);
+/*
+ * httpd_config.admit, on the acceptor's thread, before anything else about
+ * the request: the token first (when there is one; not for the open routes):
+ * from an address being slowed for its refused tokens the request waits its
+ * turn (HTTPD_WAIT), and a wrong or missing token is 401, counted and logged
+ * (authfail.h); then the capture kind (403 naming `captures` when this agent
+ * does not serve it). 401 before 403, so that a stranger learns nothing of
+ * what the agent serves.
+ */
+enum httpd_admission api_admit(void *ctx, struct httpd_req *r, long long now_ms, long long *until_ms);
+/* The same for the metrics-only listener (ctx: the api): 403 when metrics are not served. */
+enum httpd_admission api_metrics_admit(void *ctx, struct httpd_req *r, long long now_ms, long long *until_ms);
 struct metrics;
 /* GET /metrics from the store m (NULL: 404, turned off). */
 void api_metrics(struct metrics *m, struct httpd_req *r);
-/* The handler of the metrics-only listener (Metrics:Endpoints); ctx is the struct metrics. */
+/* The handler of the metrics-only listener (Metrics:Endpoints); ctx is the struct api. */
 void api_metrics_handle(void *ctx, struct httpd_req *r);
 #define API_MAX_BODY (64u << 10) /* a providers document */
 

@@ -44,10 +44,12 @@ extern char **environ;
 #include "metrics.h"
 #include "port.h"
 #include "sandbox.h"
+#include "served.h"
 
 #define DEFAULT_SOCKET "/diag/port"
 #define DEFAULT_PORT 52323
 #define MAX_TOKEN 4096
+#define MIN_TOKEN 16 /* bytes: shorter ones are refused at start (issue 33) */
 #define MAX_CONFIGS 8 /* --config files, and --config-dir directories */
 
 /* Signals we take with sigwaitinfo: blocked in every thread before any thread starts. */
@@ -83,6 +85,7 @@ static void usage(FILE *f)
 		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
 		   "                       [--metrics-start-delay SECONDS] [--no-metrics] [--log-level LEVEL]\n"
 		   "                       [--request-headers-timeout SECONDS] [--max-connections-per-peer N]\n"
+		   "                       [--captures KIND[,KIND...]|all]\n"
 		   "                       [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
@@ -103,6 +106,8 @@ static void usage(FILE *f)
 		   "The log is JSON lines on stderr (time, level, msg, ...); --log-level debug|info|warn|error.\n"
 		   "A request's head must arrive within --request-headers-timeout (10 s); one address holds at\n"
 		   "most --max-connections-per-peer connections (64); /healthz and /readyz have slots of their own.\n"
+		   "--captures names the capture kinds served (dump, gcdump, trace, cpuprofile, stacks, metrics,\n"
+		   "logs, env; default all): another kind's routes answer 403.\n"
 		   "See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
@@ -213,6 +218,7 @@ static const struct {
 	{ "--log-level", "logLevel" },
 	{ "--request-headers-timeout", "requestHeadersTimeout" },
 	{ "--max-connections-per-peer", "maxConnectionsPerPeer" },
+	{ "--captures", "captures" },
 };
 
 /*
@@ -323,6 +329,17 @@ static int settle_auth(struct launch_config *c, char **token)
 	}
 	if (env_token) /* not left readable in /proc/PID/environ */
 		mem_wipe((char *)env_token, strlen(env_token));
+	if (*token && strlen(*token) < MIN_TOKEN) { /* its length is not told either */
+		char why[1200];
+
+		snprintf(why, sizeof(why), "the token in %.1000s is shorter than %d bytes, the least this agent takes; "
+			 "make one with: head -c 32 /dev/urandom | base64", c->auth_token_file ? c->auth_token_file :
+			 "environment variable DIAGPORT_AUTH_TOKEN", MIN_TOKEN);
+		mem_wipe(*token, strlen(*token));
+		free(*token);
+		*token = NULL;
+		return cannot_start(2, why);
+	}
 	if (c->urls == NULL)
 		c->urls = mem_printf("http://%s:%d", *token || c->no_auth ? "+" : "127.0.0.1", DEFAULT_PORT);
 	if (!*token && !c->no_auth && !httpd_urls_loopback_only(c->urls)) {
@@ -334,6 +351,47 @@ static int settle_auth(struct launch_config *c, char **token)
 		return cannot_start(2, why);
 	}
 	return 0;
+}
+
+/* The permission (--captures) a collection rule action needs; SERVED_KINDS for Execute, which captures nothing. */
+static enum served_kind action_needs(enum crule_action_type t)
+{
+	switch (t) {
+	case CRA_DUMP: return SERVED_DUMP;
+	case CRA_GCDUMP: return SERVED_GCDUMP;
+	case CRA_STACKS: return SERVED_STACKS;
+	case CRA_TRACE: return SERVED_TRACE;
+	case CRA_LOGS: return SERVED_LOGS;
+	case CRA_LIVEMETRICS: return SERVED_METRICS;
+	case CRA_EXECUTE: return SERVED_KINDS;
+	}
+	return SERVED_KINDS;
+}
+
+/*
+ * crule_set_keep's test: a rule with an action of a kind this agent does not
+ * serve is not started at all (none of its actions runs), with a warning. Not
+ * an error that stops the agent: the list may be the platform's ceiling and
+ * the rules the app team's, and an agent that does not start would hold the
+ * pod back (a native sidecar's startup probe).
+ */
+static bool rule_served(const struct crule *r, void *ctx)
+{
+	const unsigned *served = ctx;
+
+	for (size_t i = 0; i < r->n_actions; i++) {
+		enum served_kind k = action_needs(r->actions[i].type);
+		char list[96], why[256];
+
+		if (k == SERVED_KINDS || (*served & (1u << k)))
+			continue;
+		served_text(*served, list, sizeof(list));
+		snprintf(why, sizeof(why), "this agent does not serve %s captures (captures: %s)", served_name(k), list);
+		log_warn("collection rule not started", LOG_STR("event", "rule-refused"), LOG_STR("rule", r->name),
+			 LOG_STR("action", r->actions[i].type_name), LOG_STR("reason", why));
+		return false;
+	}
+	return true;
 }
 
 /* What /metrics collects: Metrics:IncludeDefaultProviders, Metrics:Providers and Metrics:Meters, checked. */
@@ -392,10 +450,15 @@ int launch_cli(int argc, char **argv)
 		struct crule_env renv = { .egress = c.egress, .n_egress = c.n_egress, .sandbox = !c.no_sandbox,
 					  .interval_s = c.metrics_interval_s ? c.metrics_interval_s : METRICS_DEFAULT_INTERVAL_S };
 
+		unsigned served = c.captures_set ? c.captures : SERVED_ALL;
+
 		if (crules_parse(&c, &renv, &rules, &em) != 0) {
 			rc = cannot_start(2, em.text);
 			goto out;
 		}
+		crule_set_keep(&rules, rule_served, &served);
+		if (!(served & (1u << SERVED_METRICS)))
+			c.metrics_off = true; /* /metrics is 403: no counters session for it (the rules may still want one) */
 	}
 	if (geteuid() == 0)
 		log_warn("running as root", LOG_STR("event", "warning"),
@@ -421,13 +484,14 @@ int launch_cli(int argc, char **argv)
 		struct api_config ac = { .port = p, .socket_path = c.socket, .dumps_dir = c.dumps, .token = token,
 					 .dump_transport = c.dump_transport, .dumps_limit = c.dumps_limit,
 					 .egress = c.egress, .n_egress = c.n_egress, .eproc = ep,
-					 .metrics_interval_s = c.metrics_interval_s };
+					 .metrics_interval_s = c.metrics_interval_s, .served = c.captures,
+					 .served_set = c.captures_set };
 		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body,
-					   .is_probe = api_is_probe, .admit_body = api_admit_body,
+					   .is_probe = api_is_probe, .admit = api_admit,
 					   .head_timeout_s = c.head_timeout_s,
 					   .max_per_peer = c.per_peer };
 		struct httpd_config mc = { .urls = c.metrics_urls, .head_timeout_s = c.head_timeout_s,
-					   .max_per_peer = c.per_peer };
+					   .max_per_peer = c.per_peer, .admit = api_metrics_admit };
 		bool authenticated = token != NULL; /* without one, loopback only (settle_auth) or --no-auth */
 
 		if (!c.metrics_off || rules.n) { /* one counters session per runtime: /metrics, the rules, or both */
@@ -458,20 +522,22 @@ int launch_cli(int argc, char **argv)
 		free(token);
 		token = NULL;
 		if (httpd_start(&hc, api_handle, api, &h, &em) != 0 ||
-		    (c.metrics_urls && httpd_start(&mc, api_metrics_handle, metrics, &mh, &em) != 0)) {
+		    (c.metrics_urls && httpd_start(&mc, api_metrics_handle, api, &mh, &em) != 0)) {
 			rc = cannot_start(1, em.text);
 			goto out;
 		}
 		{ /* the addresses bound, so a port 0 in --urls says which port it got */
 			struct buf bound, mbound;
+			char served[96];
 
 			buf_init(&bound, 0);
 			buf_init(&mbound, 0);
 			httpd_bound_urls(h, &bound);
 			httpd_bound_urls(mh, &mbound);
+			served_text(c.captures_set ? c.captures : SERVED_ALL, served, sizeof(served));
 			log_info("listening", LOG_STR("event", "listening"), LOG_STR("socket", c.socket),
 				 LOG_STR("urls", bound.data), LOG_STR("metricsUrls", mbound.data),
-				 LOG_BOOL("authentication", authenticated));
+				 LOG_BOOL("authentication", authenticated), LOG_STR("captures", served));
 			buf_free(&bound);
 			buf_free(&mbound);
 		}

@@ -28,6 +28,7 @@
 #include "dump.h"
 #include "log.h"
 #include "mem.h"
+#include "served.h"
 #include "size.h"
 
 #define MAX_FILE_BYTES (1 << 20)
@@ -39,7 +40,7 @@
 #define MAX_VALUE_BYTES (64 << 10)     /* one of them */
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL, K_LIMIT };
+enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL, K_LIMIT, K_CAPTURES };
 
 struct setting {
 	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
@@ -68,6 +69,7 @@ static const struct setting settings[] = {
 	{ { "logLevel", "Logging:LogLevel:Default" }, K_LOGLEVEL, OFF(log_level) },
 	{ { "requestHeadersTimeout" }, K_SECONDS, OFF(head_timeout_s) },
 	{ { "maxConnectionsPerPeer" }, K_COUNT, OFF(per_peer) },
+	{ { "captures" }, K_CAPTURES, OFF(captures) },
 	/* dotnet-monitor's connection mode: this agent always listens; Connect is refused with a reason. */
 	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
 };
@@ -182,6 +184,11 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		if (log_level_parse(v, field) != 0)
 			return err_set(em, DP_EINVAL, "%s: %s takes debug, info, warn or error (or .NET's Trace, Debug, "
 				       "Information, Warning, Error, Critical), not '%s'", where, key, v);
+		return 0;
+	case K_CAPTURES:
+		if (served_parse(v, field, where, em) != 0)
+			return DP_EINVAL;
+		c->captures_set = true;
 		return 0;
 	case K_MODE:
 		if (strcasecmp(v, "Listen") != 0)

@@ -3,7 +3,7 @@
  * environment and the command line, in that order (a later source wins).
  *
  * One key space serves all three: diagport's own names (socket, urls, dumps,
- * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox, requestHeadersTimeout, maxConnectionsPerPeer,
+ * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox, requestHeadersTimeout, maxConnectionsPerPeer, captures,
  * metrics, metricsUrls, metricsInterval, metricsMaxHistograms, metricsMaxTimeSeries) and
  * dotnet-monitor's hierarchical names for the same settings
  * (DiagnosticPort:EndpointName, Urls, Storage:DumpTempFolder, Metrics:Enabled,
@@ -40,6 +40,8 @@ struct launch_config {
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
 	unsigned head_timeout_s;     /* requestHeadersTimeout: the whole request head within this; 0 = 10 */
 	unsigned per_peer;           /* maxConnectionsPerPeer: connections from one address; 0 = 64 */
+	unsigned captures;           /* captures: the capture kinds served, served.h's bits (captures_set false: all) */
+	bool captures_set;
 	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
 	struct egress_provider *egress;
 	size_t n_egress;

@@ -134,6 +134,8 @@ struct crule_env {
 int crules_parse(const struct launch_config *c, const struct crule_env *env, struct crule_set *out,
 		 struct err_msg *em);
 void crule_set_free(struct crule_set *s); /* accepts a zeroed set */
+/* Keep only the rules keep(rule, ctx) says yes to (in order); the others are freed. */
+void crule_set_keep(struct crule_set *s, bool (*keep)(const struct crule *r, void *ctx), void *ctx);
 
 /* .NET's TimeSpan text ("00:00:10", "1:00:00", "1.00:00:00", "2" = days) in ms; -1 when it is not one. */
 long long crules_timespan(const char *s);

@@ -1209,6 +1209,19 @@ void crule_set_free(struct crule_set *s)
 	}
 }
 
+void crule_set_keep(struct crule_set *s, bool (*keep)(const struct crule *r, void *ctx), void *ctx)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (keep(&s->r[i], ctx))
+			s->r[o++] = s->r[i];
+		else
+			rule_free(&s->r[i]);
+	}
+	s->n = o;
+}
+
 /* The colon paths as a tree; a leaf and a section at one path are refused. */
 static int build(const struct launch_config *c, struct cnode *root, struct err_msg *em)
 {

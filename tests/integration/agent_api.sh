@@ -22,14 +22,14 @@ U=http://127.0.0.1:$P
 "$D" launch --no-metrics --socket "$W/x.sock" --urls "http://+:$(free_port)" 2> "$W/refuse.err"; rc=$?
 WHY="exit $rc: $(cat "$W/refuse.err")"; check refuses-network-without-token grep -q "no token is configured" "$W/refuse.err"
 
-printf 's3cret-token\n' > "$W/token"
+printf 's3cret-token-0123456789\n' > "$W/token"
 "$D" launch --no-metrics --socket "$S" --dumps "$W/shared" --urls "http://0.0.0.0:$P" --auth-token-file "$W/token" 2> "$W/agent.log" &
 AG=$!; PIDS+=($AG)
 DOTNET_DiagnosticPorts=$S,connect,suspend dotnet "$APP" > "$W/app.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app.out" READY 15
 APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
 wait_for "$W/agent.log" '"event":"attached"' 10
-H=(-H "Authorization: Bearer s3cret-token")
+H=(-H "Authorization: Bearer s3cret-token-0123456789")
 
 # --- the agent runs under its seccomp allowlist (every thread), with no_new_privs
 WHY="$(grep -E 'NoNewPrivs|Seccomp' /proc/$AG/status | tr '\n' ' ')"

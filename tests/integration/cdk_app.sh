@@ -227,7 +227,7 @@ for w in a["Command"]:
     print(moved.get(w, w))
 EOF
 	mapfile -t argv <"$tmp/agent.argv"
-	DIAGPORT_AUTH_TOKEN=s3cret-token "$diagport" "${argv[@]}" >"$tmp/agent.out" 2>"$tmp/agent.log" </dev/null &
+	DIAGPORT_AUTH_TOKEN=s3cret-token-0123456789 "$diagport" "${argv[@]}" >"$tmp/agent.out" 2>"$tmp/agent.log" </dev/null &
 	agent=$!
 	u=http://127.0.0.1:$port
 	for _ in $(seq 1 100); do
@@ -236,7 +236,7 @@ EOF
 	done
 	h=$(curl -s -o /dev/null -w '%{http_code}' "$u/healthz")
 	n=$(curl -s -o /dev/null -w '%{http_code}' "$u/processes")
-	y=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret-token' "$u/processes")
+	y=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret-token-0123456789' "$u/processes")
 	kill "$agent" 2>/dev/null
 	wait "$agent" 2>/dev/null
 	if [ "$h" = 200 ] && [ "$n" = 401 ] && [ "$y" = 200 ]; then

@@ -18,7 +18,7 @@ Usage: ecs_seed.py DIAGPORT AGENT_PORT OUT.json [PORT1 PORT2 PORT3]
           nextToken each time; a new one each time and no tasks; a new one and 100 task ARNs each time
   shopc   with PORT1..3 (fleet_e2e.sh): service orders, three tasks at 127.0.0.1, each task's
           agent on its own port (so each its own task definition, orders-N:1), each with a token
-          secret; PORT1's agent really needs its token, e2e-token-1
+          secret; PORT1's agent really needs its token, e2e-token-1-0123456789abcdef
 """
 import json
 import os
@@ -145,7 +145,7 @@ seed = {
         f"{SM}:orders-token-AbCdEf": "orders-" + TOKEN, f"{SM}:billing-token-AbCdEf": "billing-" + TOKEN,
         f"{SM}:live-token-AbCdEf": TOKEN, f"{SM}:json-token-AbCdEf": json.dumps({"token": TOKEN, "other": "x"}),
         f"{SM}:wrong-token-AbCdEf": "s3cr3t-not-the-agents", f"{SM}:hostile-token-AbCdEf": "s3cr3t-hostile-token",
-        **{f"{SM}:e2e-token-{n}-AbCdEf": f"e2e-token-{n}" for n in range(1, len(e2e) + 1)},
+        **{f"{SM}:e2e-token-{n}-AbCdEf": f"e2e-token-{n}-0123456789abcdef" for n in range(1, len(e2e) + 1)},
     },
     "container": {"path": "/v2/credentials/task-creds", "authorization": "s3cr3t-container-auth", "key": "ASIACONT"},
     "imds": {"role": "ec2-role", "key": "ASIAIMDS"},

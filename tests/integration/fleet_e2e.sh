@@ -37,12 +37,12 @@ start_one() {
 	"$D" launch --socket "$W/a$i/port" --urls "${URL[$i]}" --dumps "$W/a$i" "$@" 2> "$W/a$i/agent.log" &
 	PIDS+=($!)
 }
-printf 'e2e-token-1\n' > "$W/agent4-token"
+printf 'e2e-token-1-0123456789abcdef\n' > "$W/agent4-token"
 for i in 1 2 3; do start_one $i; done
 start_one 4 --auth-token-file "$W/agent4-token"
 for i in 1 2 3 4; do
 	hdr=()
-	[ "$i" = 4 ] && hdr=(-H "Authorization: Bearer e2e-token-1")
+	[ "$i" = 4 ] && hdr=(-H "Authorization: Bearer e2e-token-1-0123456789abcdef")
 	if ! start_webapp "$W/a$i/app.log" "$W/a$i/port" "${URL[$i]}" "${hdr[@]+"${hdr[@]}"}"; then
 		fail setup "webapp $i did not attach" "$W/a$i/agent.log"
 		exit 0

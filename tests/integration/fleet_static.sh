@@ -27,7 +27,7 @@ start_one() {
 	AGPID[$i]=$!
 	PIDS+=($!)
 }
-printf 's3cret-token-%s\n' 1 > "$W/token"
+printf 's3cret-token-%s-0123456789\n' 1 > "$W/token"
 printf 'another-token\n' > "$W/wrong-token"
 chmod 600 "$W/token" "$W/wrong-token" # a targets file's token-file must be private
 for i in $(seq 1 $N); do
@@ -35,7 +35,7 @@ for i in $(seq 1 $N); do
 done
 for i in $(seq 1 $N); do
 	hdr=()
-	{ [ "$i" = 2 ] || [ "$i" = 5 ]; } && hdr=(-H "Authorization: Bearer s3cret-token-1")
+	{ [ "$i" = 2 ] || [ "$i" = 5 ]; } && hdr=(-H "Authorization: Bearer s3cret-token-1-0123456789")
 	if ! start_webapp "$W/a$i/app.log" "$W/a$i/port" "${URL[$i]}" "${hdr[@]+"${hdr[@]}"}"; then
 		fail setup "webapp $i did not attach" "$W/a$i/agent.log"
 		exit 0
@@ -337,7 +337,7 @@ printf '%s\n\0%s\n' "${URL[1]}" "${URL[3]}" > "$W/nul-targets"
 rc=$?
 WHY="exit $rc: $(cat "$W/f1")"
 check targets-nul bash -c "test $rc = 2 && grep -q 'nul-targets:2: a NUL byte' '$W/f1'"
-printf 's3cret-token-1\n' > "$W/open-token"
+printf 's3cret-token-1-0123456789\n' > "$W/open-token"
 chmod 644 "$W/open-token"
 printf '%s token-file=%s\n' "${URL[2]}" "$W/open-token" > "$W/open-targets"
 "$D" ps --targets-file "$W/open-targets" > "$W/f2" 2>&1

@@ -18,7 +18,7 @@ J=tests/integration/jsonlines.py
 
 # --- the agent
 mkdir -p -m 0777 "$W/dumps" "$W/out" "$W/gone"
-TOKEN="tok-$RANDOM$RANDOM-secret"
+TOKEN="tok-$RANDOM$RANDOM-secret-0123456789"
 printf '%s\n' "$TOKEN" > "$W/token"
 printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n    gone:\n      DirectoryPath: %s/gone\n' "$W" "$W" > "$W/agent.yaml"
 HOSTILE_DIR=$W/$'no"such\\dir\nnl\x01\xff'

@@ -40,7 +40,7 @@ T_NAME=rules
 agent_setup rules
 build_apps
 DELAY=4
-TOKEN="rules-$RANDOM$RANDOM-token"
+TOKEN="rules-$RANDOM$RANDOM-token-0123456789"
 printf '%s' "$TOKEN" > "$W/token"
 AUTH=(-H "Authorization: Bearer $TOKEN")
 NCPU=$(nproc)

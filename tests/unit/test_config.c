@@ -136,7 +136,7 @@ static void environment(void)
 	char *env[] = { "DIAGPORT_URLS=http://127.0.0.1:9", "DOTNETMONITOR_Urls=http://+:52323",
 			"DOTNETMONITOR_DiagnosticPort__EndpointName=/diag/port",
 			"DOTNETMONITOR_Egress__FileSystem__out__DirectoryPath=/out",
-			"DOTNETMONITOR_Metrics__MetricCount=3", "DIAGPORT_DUMPS_LIMIT=64Mi", "DIAGPORT_AUTH_TOKEN=secret",
+			"DOTNETMONITOR_Metrics__MetricCount=3", "DIAGPORT_DUMPS_LIMIT=64Mi", "DIAGPORT_AUTH_TOKEN=secret-0123456789abcdef",
 			"DIAGPORT_CONFIG=/x", "DIAGPORT_NO_AUTH=", "PATH=/bin", NULL };
 
 	warned = 0;
