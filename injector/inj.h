@@ -76,9 +76,27 @@ struct inj_opts {
 	bool perf;                /* what the agent's perf engine needs: the app's processes in the agent's pid
 				     namespace and PERFMON for the runtime's seccomp profile (Kubernetes only;
 				     ECS, CloudFormation and Compose refuse it) */
+	unsigned captures;        /* the capture kinds the agent serves, a bit each (INJ_CAPTURE_ALL: all, the
+				     default, which adds nothing to its arguments); never 0 */
 	unsigned flagged;         /* the options the command line set, one bit each (inj_opts_set_flag): a
 				     workload's own setting that gives one of them another value is warned about */
+	unsigned own;             /* the options the workload's own settings set, one bit each */
 };
+
+/*
+ * The capture kinds of the agent's --captures (a shared contract with the
+ * agent, launcher/): a bit each, in this order, which is also the sorted
+ * order of the normalised list inject writes.
+ */
+#define INJ_CAPTURE_KINDS { "cpuprofile", "dump", "env", "gcdump", "logs", "metrics", "stacks", "trace" }
+#define INJ_N_CAPTURES 8
+#define INJ_CAPTURE_ALL ((1u << INJ_N_CAPTURES) - 1)
+/*
+ * The normalised text of a set of capture kinds: "all", or the kinds sorted
+ * and comma-separated ("cpuprofile,metrics,stacks"); sep other than ',' for
+ * places that take no comma (an ECS tag value: '+'). Written into out.
+ */
+void inj_captures_text(unsigned captures, char sep, char *out, size_t n);
 
 void inj_opts_init(struct inj_opts *o);                 /* the built-in defaults */
 void inj_opts_copy(struct inj_opts *dst, const struct inj_opts *src); /* dst is initialised anew */
