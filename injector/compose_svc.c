@@ -286,6 +286,8 @@ int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *bas
 		}
 	}
 	doc_free(flat);
+	if (rc == 0)
+		rc = inj_opts_enforce(c, o, what, em);
 	if (rc != 0)
 		inj_opts_free(o);
 	return rc;

@@ -138,6 +138,45 @@ void inj_opts_help(struct buf *out);
 /* The options table of docs/INJECTION.md (markdown), appended to out. */
 void inj_opts_markdown(struct buf *out);
 
+/*
+ * The platform's policy: option values that win over everything else (the
+ * webhook's configuration's enforce: map, `diagport inject --policy FILE`).
+ * A workload or a flag that asks for another value gets the enforced one,
+ * and a warning naming the option and both values; for captures the
+ * enforced list is a ceiling that a workload's own list is intersected
+ * with. inject, containers and resources cannot be enforced.
+ */
+struct inj_policy {
+	struct inj_opts v; /* the enforced values */
+	unsigned set;      /* which options are enforced, a bit each */
+};
+void inj_policy_init(struct inj_policy *p);
+void inj_policy_free(struct inj_policy *p);
+/*
+ * Enforce option `name` with value (validated as an annotation's is, with
+ * its messages): 0; DP_EINVAL with em for a bad value or an option that
+ * cannot be enforced; DP_ENOTFOUND when the name is not an option.
+ */
+int inj_policy_set(struct inj_policy *p, const char *name, const char *value, struct err_msg *em);
+
+/*
+ * The platform's settings file: the webhook's --config and `diagport inject
+ * --policy` read the same one (docs/webhook.md, "Configuration"). YAML or
+ * JSON, at most 1 MiB, one map: option names (the defaults of every pod, as
+ * annotations take them), enforce: (a map of option names, the policy) and
+ * excludedNamespaces (a list of names).
+ */
+struct inj_settings {
+	struct inj_opts opts;      /* defaults */
+	struct inj_policy enforce; /* the policy */
+	char **excluded;           /* namespace names */
+	size_t n_excluded;
+};
+/* Read path into a new s. DP_EIO, DP_ESYNTAX, DP_EINVAL with em ("FILE:LINE:COL: ..."). */
+int inj_settings_load(const char *path, struct inj_settings *s, struct err_msg *em);
+void inj_settings_defaults(struct inj_settings *s); /* built-in defaults, nothing enforced or excluded */
+void inj_settings_free(struct inj_settings *s);
+
 /* What a run did, for the person or the webhook's response. */
 struct inj_report {
 	char **warnings;   /* owned strings */
@@ -153,6 +192,7 @@ void inj_report_warn(struct inj_report *r, const char *fmt, ...) __attribute__((
 struct inj_ctx {
 	const char *file;          /* "deploy.yaml", "<stdin>" */
 	const struct inj_opts *base; /* defaults + command line; borrowed */
+	const struct inj_policy *policy; /* what wins over base and the workload's own settings; NULL: none */
 	bool all;                  /* CloudFormation: rewrite every task definition (--all) */
 	struct inj_report *report; /* may be NULL */
 };
