@@ -116,6 +116,13 @@ static struct doc_node *launch_args(const struct inj_opts *o, const char *token_
 	}
 	if (o->no_auth)
 		doc_push(a, doc_str("--no-auth"));
+	if (o->captures != INJ_CAPTURE_ALL) { /* all is the agent's default: nothing to say */
+		char list[128];
+
+		inj_captures_text(o->captures, ',', list, sizeof(list));
+		doc_push(a, doc_str("--captures"));
+		doc_push(a, doc_str(list));
+	}
 	for (size_t i = 0; via != VIA_ENV && i < INJ_NSOURCES; i++) {
 		const char *v = inj_source_value(&inj_sources[i], o);
 		char *f;

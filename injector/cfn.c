@@ -119,7 +119,8 @@ static int inj_resource(const struct inj_ctx *c, struct doc_node *res, const cha
 		goto out;
 	}
 	memset(&st, 0, sizeof(st));
-	if ((rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0)
+	if ((rc = inj_opts_enforce(c, &o, what, em)) != 0 || (rc = inj_opts_check(c, &o, what, em)) != 0 ||
+	    (rc = inj_agent_check(c, &o, what, em)) != 0)
 		goto out;
 	if (o.perf) {
 		rc = inj_taskdef_perf(c, &inj_cfn_dialect, props, perf_setting(dmd, tags), what, em);

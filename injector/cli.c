@@ -43,6 +43,8 @@ struct args {
 	bool in_place, all;
 	size_t max_input, max_nodes; /* the limits of what is read */
 	struct inj_opts opts;
+	const char *policy;          /* --policy FILE: the platform's settings file, for its enforce: map */
+	struct inj_settings settings; /* that file, read (defaults when none) */
 };
 
 static int exit_code(int rc)
@@ -94,6 +96,9 @@ static void usage(FILE *f, const char *cmd)
 		fprintf(f, "%s", opts.data ? opts.data : "");
 		buf_free(&opts);
 		fprintf(f, "      %-18s %s\n", "--all", "CloudFormation: every task definition, not only opted-in ones");
+		fprintf(f, "      --policy FILE      the webhook's configuration file: its enforce: map wins over these\n"
+			   "                         options and every workload's own settings, with a warning when\n"
+			   "                         one asked for another value (captures: at most its list)\n");
 	}
 	fprintf(f, "\nExit status: 0 done, 1 refused by the rules, 2 usage, 3 unreadable input,\n"
 		   "4 input too large, 5 I/O error. On any error nothing is written.\n");
@@ -106,7 +111,7 @@ static const struct option fixed_opts[] = {
 	{ "filename", required_argument, NULL, 'f' }, { "output", required_argument, NULL, 'o' },
 	{ "in-place", no_argument, NULL, 'i' },	      { "help", no_argument, NULL, 'h' },
 	{ "all", no_argument, NULL, 'A' },	      { "max-input", required_argument, NULL, 'X' },
-	{ "max-nodes", required_argument, NULL, 'N' },
+	{ "max-nodes", required_argument, NULL, 'N' },  { "policy", required_argument, NULL, 'P' },
 };
 #define N_FIXED (sizeof(fixed_opts) / sizeof(fixed_opts[0]))
 
@@ -172,7 +177,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	while ((ch = getopt_long(argc, argv, "f:o:ih", longopts, &idx)) != -1) {
 		const char *arg = optarg ? optarg : ""; /* every option with a value requires one */
 
-		if (!inject && (ch >= FLAG_BASE || ch == 'A')) {
+		if (!inject && (ch >= FLAG_BASE || ch == 'A' || ch == 'P')) {
 			fprintf(stderr, "diagport: uninject takes no injection options ('%s')\n", argv[optind - 1]);
 			return DP_EINVAL;
 		}
@@ -208,6 +213,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case 'i': a->in_place = true; break;
 		case 'h': usage(stdout, argv[0]); exit(0);
 		case 'A': a->all = true; break;
+		case 'P':
+			if (a->policy) {
+				fprintf(stderr, "diagport: --policy is given twice\n");
+				return DP_EINVAL;
+			}
+			a->policy = arg;
+			break;
 		case 'X': {
 			uint64_t v;
 
@@ -480,10 +492,17 @@ static int run(int argc, char **argv, bool inject)
 		inj_opts_free(&a.opts);
 		return EX_USAGE;
 	}
+	if (a.policy == NULL) {
+		inj_settings_defaults(&a.settings);
+	} else if ((rc = inj_settings_load(a.policy, &a.settings, &em)) != 0) {
+		fprintf(stderr, "diagport: --policy: %s\n", em.text);
+		inj_opts_free(&a.opts);
+		return rc == DP_EIO ? EX_IO : EX_USAGE;
+	}
 	buf_init(&in, 0);
 	buf_init(&out, 0);
 	c = (struct inj_ctx){ .file = a.file && strcmp(a.file, "-") != 0 ? a.file : "<stdin>",
-			      .base = &a.opts, .all = a.all, .report = &report };
+			      .base = &a.opts, .policy = &a.settings.enforce, .all = a.all, .report = &report };
 	x.a = &a;
 	x.c = &c;
 	lim.max_bytes = a.max_input;
@@ -529,6 +548,7 @@ out:
 	buf_free(&in);
 	buf_free(&out);
 	inj_opts_free(&a.opts);
+	inj_settings_free(&a.settings);
 	return exit_code(rc);
 }
 

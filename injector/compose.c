@@ -152,7 +152,8 @@ static int project_opts_from(const struct inj_ctx *c, struct doc_node *doc, stru
 {
 	int rc;
 
-	if ((rc = inj_opts_from_map(c, c->base, xd, false, "", "x-diagport", o, em)) != 0)
+	if ((rc = inj_opts_from_map(c, c->base, xd, false, "", "x-diagport", o, em)) != 0 ||
+	    (rc = inj_opts_enforce(c, o, "project", em)) != 0)
 		return rc;
 	if (doc_get(xd, "sidecar"))
 		return inj_fail(c, em, doc_get(xd, "sidecar"), DP_EREFUSED, "x-diagport", "sidecar is a Kubernetes "

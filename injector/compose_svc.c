@@ -37,7 +37,7 @@ static const struct field f_env = { "environment", 'l', 'v' }, f_vols = { "volum
 /* Options a service label may set; the rest configure the one agent (x-diagport). */
 static const char *const service_options[] = { "inject", "mode", "ptrace", NULL };
 static const char *const agent_options[] = { "image", "port", "resources", "dumps-size-limit", "flavour", "flavor",
-					     "auth-secret", "auth", "egress-settings", "rules", NULL };
+					     "auth-secret", "auth", "egress-settings", "rules", "captures", NULL };
 
 static bool in_list(const char *const *l, const char *s)
 {
@@ -286,6 +286,8 @@ int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *bas
 		}
 	}
 	doc_free(flat);
+	if (rc == 0)
+		rc = inj_opts_enforce(c, o, what, em);
 	if (rc != 0)
 		inj_opts_free(o);
 	return rc;

@@ -395,7 +395,7 @@ int inj_ecs_taskdef(struct doc_node **doc, const struct inj_ctx *c, struct err_m
 	memset(&st, 0, sizeof(st));
 	if ((rc = inj_seq_field(c, td, "tags", what, &tags, em)) != 0 ||
 	    (rc = inj_opts_from_tags(c, &o, tags, "key", "value", what, em)) != 0 ||
-	    (rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0)
+	    (rc = inj_opts_enforce(c, &o, what, em)) != 0 || (rc = inj_opts_check(c, &o, what, em)) != 0 || (rc = inj_agent_check(c, &o, what, em)) != 0)
 		goto out;
 	if (o.inject == 0) {
 		if (c->report)

@@ -76,9 +76,27 @@ struct inj_opts {
 	bool perf;                /* what the agent's perf engine needs: the app's processes in the agent's pid
 				     namespace and PERFMON for the runtime's seccomp profile (Kubernetes only;
 				     ECS, CloudFormation and Compose refuse it) */
+	unsigned captures;        /* the capture kinds the agent serves, a bit each (INJ_CAPTURE_ALL: all, the
+				     default, which adds nothing to its arguments); never 0 */
 	unsigned flagged;         /* the options the command line set, one bit each (inj_opts_set_flag): a
 				     workload's own setting that gives one of them another value is warned about */
+	unsigned own;             /* the options the workload's own settings set, one bit each */
 };
+
+/*
+ * The capture kinds of the agent's --captures (a shared contract with the
+ * agent, launcher/): a bit each, in this order, which is also the sorted
+ * order of the normalised list inject writes.
+ */
+#define INJ_CAPTURE_KINDS { "cpuprofile", "dump", "env", "gcdump", "logs", "metrics", "stacks", "trace" }
+#define INJ_N_CAPTURES 8
+#define INJ_CAPTURE_ALL ((1u << INJ_N_CAPTURES) - 1)
+/*
+ * The normalised text of a set of capture kinds: "all", or the kinds sorted
+ * and comma-separated ("cpuprofile,metrics,stacks"); sep other than ',' for
+ * places that take no comma (an ECS tag value: '+'). Written into out.
+ */
+void inj_captures_text(unsigned captures, char sep, char *out, size_t n);
 
 void inj_opts_init(struct inj_opts *o);                 /* the built-in defaults */
 void inj_opts_copy(struct inj_opts *dst, const struct inj_opts *src); /* dst is initialised anew */
@@ -120,6 +138,45 @@ void inj_opts_help(struct buf *out);
 /* The options table of docs/INJECTION.md (markdown), appended to out. */
 void inj_opts_markdown(struct buf *out);
 
+/*
+ * The platform's policy: option values that win over everything else (the
+ * webhook's configuration's enforce: map, `diagport inject --policy FILE`).
+ * A workload or a flag that asks for another value gets the enforced one,
+ * and a warning naming the option and both values; for captures the
+ * enforced list is a ceiling that a workload's own list is intersected
+ * with. inject, containers and resources cannot be enforced.
+ */
+struct inj_policy {
+	struct inj_opts v; /* the enforced values */
+	unsigned set;      /* which options are enforced, a bit each */
+};
+void inj_policy_init(struct inj_policy *p);
+void inj_policy_free(struct inj_policy *p);
+/*
+ * Enforce option `name` with value (validated as an annotation's is, with
+ * its messages): 0; DP_EINVAL with em for a bad value or an option that
+ * cannot be enforced; DP_ENOTFOUND when the name is not an option.
+ */
+int inj_policy_set(struct inj_policy *p, const char *name, const char *value, struct err_msg *em);
+
+/*
+ * The platform's settings file: the webhook's --config and `diagport inject
+ * --policy` read the same one (docs/webhook.md, "Configuration"). YAML or
+ * JSON, at most 1 MiB, one map: option names (the defaults of every pod, as
+ * annotations take them), enforce: (a map of option names, the policy) and
+ * excludedNamespaces (a list of names).
+ */
+struct inj_settings {
+	struct inj_opts opts;      /* defaults */
+	struct inj_policy enforce; /* the policy */
+	char **excluded;           /* namespace names */
+	size_t n_excluded;
+};
+/* Read path into a new s. DP_EIO, DP_ESYNTAX, DP_EINVAL with em ("FILE:LINE:COL: ..."). */
+int inj_settings_load(const char *path, struct inj_settings *s, struct err_msg *em);
+void inj_settings_defaults(struct inj_settings *s); /* built-in defaults, nothing enforced or excluded */
+void inj_settings_free(struct inj_settings *s);
+
 /* What a run did, for the person or the webhook's response. */
 struct inj_report {
 	char **warnings;   /* owned strings */
@@ -135,6 +192,7 @@ void inj_report_warn(struct inj_report *r, const char *fmt, ...) __attribute__((
 struct inj_ctx {
 	const char *file;          /* "deploy.yaml", "<stdin>" */
 	const struct inj_opts *base; /* defaults + command line; borrowed */
+	const struct inj_policy *policy; /* what wins over base and the workload's own settings; NULL: none */
 	bool all;                  /* CloudFormation: rewrite every task definition (--all) */
 	struct inj_report *report; /* may be NULL */
 };

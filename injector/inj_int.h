@@ -189,6 +189,15 @@ int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *na
 		     struct err_msg *em);
 int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct doc_node *tags,
 		       const char *kkey, const char *vkey, const char *what, struct err_msg *em);
+/*
+ * Apply c->policy (none: nothing to do) to the options a workload ended up
+ * with: every enforced option gets its enforced value (captures: the
+ * workload's list intersected with the platform's), with a warning naming
+ * the option and both values when the workload's own settings or the
+ * command line asked for another. DP_EREFUSED when the intersection of
+ * captures is empty (the agent would serve nothing).
+ */
+int inj_opts_enforce(const struct inj_ctx *c, struct inj_opts *o, const char *what, struct err_msg *em);
 /* Recheck options that depend on each other (auth with flavour, ...). */
 int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em);
 

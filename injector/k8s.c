@@ -295,7 +295,8 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 				"bind it; give it a token (auth-secret) and a port of its own (port), or leave it out",
 				what, o.port);
 	memset(&st, 0, sizeof(st));
-	if ((rc = check_refs(c, ann, &o, what, em)) != 0 || (rc = inj_opts_check(c, &o, what, em)) != 0 ||
+	if ((rc = inj_opts_enforce(c, &o, what, em)) != 0 || (rc = check_refs(c, ann, &o, what, em)) != 0 ||
+	    (rc = inj_opts_check(c, &o, what, em)) != 0 ||
 	    (rc = inj_agent_check(c, &o, what, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "containers", what, &ctrs, em)) != 0 ||
 	    (rc = inj_seq_field(c, spec, "initContainers", what, &inits, em)) != 0 ||

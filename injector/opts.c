@@ -26,6 +26,7 @@ void inj_opts_init(struct inj_opts *o)
 	o->port = INJ_DEFAULT_PORT;
 	o->sidecar = INJ_SIDECAR_NATIVE;
 	o->flavour = INJ_FLAVOUR_DIAGPORT;
+	o->captures = INJ_CAPTURE_ALL;
 }
 
 static char *dup_or_null(const char *s)
@@ -81,6 +82,7 @@ enum opt_kind {
 	OK_REF,       /* a reference without spaces or quotes (image, Secret name or ARN) */
 	OK_QUANTITY,  /* a Kubernetes quantity */
 	OK_RESOURCES, /* cpu=Q,memory=Q,memory-limit=Q */
+	OK_CAPTURES,  /* comma-separated capture kinds, or all; the field holds a bit each */
 };
 
 struct inj_option {
@@ -121,6 +123,7 @@ static const struct inj_option options[] = {
 	{ "rules", NULL, "--rules", NULL, NULL, OK_REF, FIELD(rules), NULL, "a ConfigMap name, SSM parameter or Compose config", "ConfigMap name (k8s) / SSM parameter name or ARN (ECS, CFN) / config name (Compose)", "NAME|ARN", "none", "the agent's collection rules (dotnet-monitor's `CollectionRules`): a ConfigMap of key-per-file settings (k8s), an SSM parameter holding a settings document (ECS), a project config holding a settings file (Compose)" },
 	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },
 	{ "perf", NULL, NULL, "--perf", "true", OK_BOOL, FIELD(perf), NULL, NULL, "`true` / `false`", NULL, "`false`", "Kubernetes: what the agent's perf CPU profiles need (`shareProcessNamespace`, `PERFMON` for the agent, which Pod Security baseline and restricted refuse); ECS, CloudFormation and Compose refuse it" },
+	{ "captures", NULL, "--captures", NULL, NULL, OK_CAPTURES, FIELD(captures), NULL, NULL, "comma-separated kinds (`dump`, `gcdump`, `trace`, `cpuprofile`, `stacks`, `metrics`, `logs`, `env`), or `all`", "LIST", "`all`", "the capture kinds the agent serves (its `--captures`, sorted and deduplicated); the platform's `enforce` list is the most a workload may serve" },
 };
 #define N_OPTIONS (sizeof(options) / sizeof(options[0]))
 #define HELP_COLUMN 25 /* where --help's descriptions start, as in the fixed flags' lines (cli.c) */
@@ -219,6 +222,58 @@ static int set_resources(struct inj_opts *o, const char *v, struct err_msg *em)
 	return rc;
 }
 
+static const char *const capture_kinds[] = INJ_CAPTURE_KINDS;
+_Static_assert(sizeof(capture_kinds) / sizeof(capture_kinds[0]) == INJ_N_CAPTURES, "INJ_N_CAPTURES");
+
+void inj_captures_text(unsigned captures, char sep, char *out, size_t n)
+{
+	size_t k = 0;
+
+	out[0] = '\0';
+	if ((captures & INJ_CAPTURE_ALL) == INJ_CAPTURE_ALL) {
+		snprintf(out, n, "all");
+		return;
+	}
+	for (unsigned i = 0; i < INJ_N_CAPTURES && k + 1 < n; i++) {
+		if (!(captures & (1u << i)))
+			continue;
+		if (k)
+			out[k++] = sep;
+		k += (size_t)snprintf(out + k, n - k, "%s", capture_kinds[i]);
+	}
+}
+
+/* "dump,stacks" (also "dump+stacks", "dump stacks": an ECS tag value holds no comma), or "all". */
+static int parse_captures(const char *v, unsigned *out, struct err_msg *em)
+{
+	unsigned set = 0;
+	const char *p = v;
+
+	if (*v == '\0')
+		return err_set(em, DP_EINVAL, "option captures: empty list (expected capture kinds, or all)");
+	for (;;) {
+		size_t n = strcspn(p, ",+ ");
+		unsigned bit = 0;
+
+		if (n == 3 && strncmp(p, "all", 3) == 0)
+			bit = INJ_CAPTURE_ALL;
+		for (unsigned i = 0; i < INJ_N_CAPTURES && !bit; i++)
+			if (strlen(capture_kinds[i]) == n && strncmp(p, capture_kinds[i], n) == 0)
+				bit = 1u << i;
+		if (bit == 0)
+			return err_set(em, DP_EINVAL,
+				       "option captures: '%.*s' is not a capture kind (expected a comma-separated list of dump, "
+				       "gcdump, trace, cpuprofile, stacks, metrics, logs and env, or all)", (int)n, p);
+		set |= bit;
+		p += n;
+		if (*p == '\0')
+			break;
+		p++;
+	}
+	*out = set;
+	return 0;
+}
+
 /* "a or b", "a, b or c": the choices for a message. */
 static void choices_text(const char *const *c, char *out, size_t n)
 {
@@ -294,6 +349,14 @@ static int set_option(struct inj_opts *o, const struct inj_option *opt, const ch
 		return 0;
 	case OK_RESOURCES:
 		return set_resources(o, v, em);
+	case OK_CAPTURES: {
+		unsigned set = 0;
+		int rc = parse_captures(v, &set, em);
+
+		if (rc == 0)
+			memcpy(field, &set, sizeof(set));
+		return rc;
+	}
 	}
 	return DP_EINTERNAL;
 }
@@ -371,6 +434,13 @@ static void value_text(const struct inj_option *opt, const struct inj_opts *o, s
 	case OK_QUANTITY:
 		buf_printf(out, "%s", *(char *const *)field ? *(char *const *)field : "");
 		return;
+	case OK_CAPTURES: {
+		char t[128];
+
+		inj_captures_text(o->captures, ',', t, sizeof(t));
+		buf_puts(out, t);
+		return;
+	}
 	}
 }
 
@@ -384,14 +454,18 @@ int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *na
 	char pos[64] = "";
 	int rc;
 
-	if (!(o->flagged & bit))
-		return inj_opts_set(o, name, v, em);
+	if (!(o->flagged & bit)) {
+		if ((rc = inj_opts_set(o, name, v, em)) == 0)
+			o->own |= bit;
+		return rc;
+	}
 	buf_init(&was, 0);
 	buf_init(&now, 0);
 	value_text(opt, o, &was);
 	if ((rc = set_option(o, opt, v, em)) != 0)
 		goto out;
 	o->flagged &= ~bit;
+	o->own |= bit;
 	value_text(opt, o, &now);
 	if (c && c->report && strcmp(was.data ? was.data : "", now.data ? now.data : "") != 0) {
 		bool as_switch = opt->switch_flag && strcmp(was.data ? was.data : "", opt->switch_value) == 0;
@@ -405,6 +479,103 @@ int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *na
 				as_switch ? "" : " ", as_switch ? "" : (was.data ? was.data : ""));
 	}
 out:
+	buf_free(&was);
+	buf_free(&now);
+	return rc;
+}
+
+void inj_policy_init(struct inj_policy *p)
+{
+	inj_opts_init(&p->v);
+	p->set = 0;
+}
+
+void inj_policy_free(struct inj_policy *p)
+{
+	if (p == NULL)
+		return;
+	inj_opts_free(&p->v);
+	p->set = 0;
+}
+
+int inj_policy_set(struct inj_policy *p, const char *name, const char *value, struct err_msg *em)
+{
+	const struct inj_option *opt = find(name);
+	int rc;
+
+	if (opt == NULL)
+		return err_set(em, DP_ENOTFOUND, "unknown option '%s' (options: %s)", name, inj_opts_names());
+	if (opt->kind == OK_OPTIN || opt->kind == OK_NAMES || opt->kind == OK_RESOURCES)
+		return err_set(em, DP_EINVAL, "option %s cannot be enforced (which workloads are injected, which of "
+			       "their containers and the agent's resources are each workload's own)", opt->name);
+	if ((rc = set_option(&p->v, opt, value, em)) == 0)
+		p->set |= 1u << (unsigned)(opt - options);
+	return rc;
+}
+
+/* Copy option opt's field from src to dst (strings duplicated). */
+static void copy_field(struct inj_opts *dst, const struct inj_opts *src, const struct inj_option *opt)
+{
+	void *d = (char *)dst + opt->off;
+	const void *s = (const char *)src + opt->off;
+
+	if (opt->kind == OK_REF || opt->kind == OK_QUANTITY) {
+		char **slot = d;
+
+		mem_free(*slot);
+		*slot = dup_or_null(*(char *const *)s);
+	} else {
+		memcpy(d, s, opt->size);
+	}
+}
+
+int inj_opts_enforce(const struct inj_ctx *c, struct inj_opts *o, const char *what, struct err_msg *em)
+{
+	const struct inj_policy *p = c ? c->policy : NULL;
+	struct buf was, now;
+	int rc = 0;
+
+	if (p == NULL || p->set == 0)
+		return 0;
+	buf_init(&was, 0);
+	buf_init(&now, 0);
+	for (size_t i = 0; i < N_OPTIONS && rc == 0; i++) {
+		const struct inj_option *opt = &options[i];
+		unsigned bit = 1u << (unsigned)i;
+		bool asked = ((o->own | o->flagged) & bit) != 0;
+		const char *by = o->own & bit ? "workload" : "command line";
+
+		if (!(p->set & bit))
+			continue;
+		buf_reset(&was);
+		buf_reset(&now);
+		value_text(opt, o, &was);
+		value_text(opt, &p->v, &now);
+		if (opt->kind == OK_CAPTURES) {
+			unsigned both = o->captures & p->v.captures;
+			char served[128];
+
+			inj_captures_text(both, ',', served, sizeof(served));
+			if (both == 0)
+				rc = inj_fail(c, em, NULL, DP_EREFUSED, what, "captures: the workload's captures=%s and the "
+					      "platform's policy, captures=%s, have no kind in common: the agent would "
+					      "serve nothing", was.data, now.data);
+			else if (asked && both != o->captures)
+				inj_report_warn(c->report, "%s: %s: the platform's policy allows captures=%s, the %s "
+						"asked for captures=%s: the agent serves %s", c->file ? c->file : "<input>",
+						what ? what : "", now.data, by, was.data, served);
+			if (rc == 0)
+				o->captures = both;
+			continue;
+		}
+		if (strcmp(was.data ? was.data : "", now.data ? now.data : "") == 0)
+			continue;
+		if (asked)
+			inj_report_warn(c->report, "%s: %s: the platform's policy enforces %s=%s, the %s asked for %s=%s",
+					c->file ? c->file : "<input>", what ? what : "", opt->name, now.data ? now.data : "",
+					by, opt->name, was.data ? was.data : "");
+		copy_field(o, &p->v, opt);
+	}
 	buf_free(&was);
 	buf_free(&now);
 	return rc;
@@ -559,6 +730,10 @@ int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char
 				"perf with flavour dotnet-monitor: dotnet-monitor has no perf_event_open profiler, and "
 				"perf would give it PERFMON and the app's processes for nothing; use the diagport agent "
 				"or leave perf out");
+	if (o->flavour == INJ_FLAVOUR_DOTNET_MONITOR && o->captures != INJ_CAPTURE_ALL)
+		return inj_fail(c, em, NULL, DP_EREFUSED, what,
+				"captures with flavour dotnet-monitor: dotnet-monitor has no setting that limits the "
+				"capture kinds it serves; use the diagport agent, or leave captures at all");
 	if (o->flavour == INJ_FLAVOUR_DOTNET_MONITOR && !o->auth_secret && !o->no_auth)
 		return inj_fail(c, em, NULL, DP_EREFUSED, what,
 				"flavour dotnet-monitor serves the pod network and needs authentication: "

@@ -3,7 +3,8 @@
  *
  * Format (one line, fits an ECS tag value):
  *   v1 mode=nosuspend flavour=diagport sidecar=native +WFLAGS NAME:FLAGS ...
- * The mode/flavour/sidecar words are for people; uninject reads the flags.
+ * The mode/flavour/sidecar words (and captures=KIND+KIND when the agent serves
+ * fewer than all kinds) are for people; uninject reads the flags.
  *
  * Workload flags (+...):
  *   V  the volumes list was created       I  the initContainers list was created
@@ -148,9 +149,16 @@ char *inj_status_format(const struct inj_status *st, const struct inj_opts *o)
 	struct buf b;
 
 	buf_init(&b, 0);
-	buf_printf(&b, "v1 mode=%s flavour=%s sidecar=%s +%s", o->mode == INJ_SUSPEND ? "suspend" : "nosuspend",
+	buf_printf(&b, "v1 mode=%s flavour=%s sidecar=%s", o->mode == INJ_SUSPEND ? "suspend" : "nosuspend",
 		   o->flavour == INJ_FLAVOUR_DOTNET_MONITOR ? "dotnet-monitor" : "diagport",
-		   o->sidecar == INJ_SIDECAR_CONTAINER ? "container" : "native", st->wflags);
+		   o->sidecar == INJ_SIDECAR_CONTAINER ? "container" : "native");
+	if (o->captures != INJ_CAPTURE_ALL) { /* '+' between kinds: an ECS tag value holds no comma */
+		char list[128];
+
+		inj_captures_text(o->captures, '+', list, sizeof(list));
+		buf_printf(&b, " captures=%s", list);
+	}
+	buf_printf(&b, " +%s", st->wflags);
 	for (size_t i = 0; i < st->n; i++)
 		buf_printf(&b, " %s:%s", st->c[i].name, st->c[i].flags);
 	return buf_steal(&b, NULL);

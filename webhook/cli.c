@@ -28,7 +28,7 @@
 #include "certs.h"
 #include "log.h"
 #include "review.h"
-#include "wconfig.h"
+#include "injector/inj.h"
 #include "sandbox.h"
 #include "server.h"
 #include "size.h"
@@ -87,8 +87,8 @@ static void usage(FILE *f)
 
 static int review(int argc, char **argv)
 {
-	struct wconfig wc;
-	struct review_config cfg = { .base = &wc.opts, .max_body = MAX_BODY };
+	struct inj_settings wc;
+	struct review_config cfg = { .base = &wc.opts, .policy = &wc.enforce, .max_body = MAX_BODY };
 	const char *file = NULL, *config = NULL;
 	enum review_outcome o;
 	struct err_msg em;
@@ -128,13 +128,13 @@ static int review(int argc, char **argv)
 		return rc == DP_ETOOBIG ? 4 : 5;
 	}
 	if (config) {
-		if (wconfig_load(config, &wc, &em) != 0) {
+		if (inj_settings_load(config, &wc, &em) != 0) {
 			fprintf(stderr, "diagport: webhook review: %s\n", em.text);
 			buf_free(&in);
 			return 2;
 		}
 	} else {
-		wconfig_defaults(&wc);
+		inj_settings_defaults(&wc);
 	}
 	cfg.excluded = wc.excluded;
 	cfg.n_excluded = wc.n_excluded;
@@ -146,7 +146,7 @@ static int review(int argc, char **argv)
 	} else {
 		fprintf(stderr, "diagport: webhook review: %s: %s\n", file ? file : "<stdin>", em.text);
 	}
-	wconfig_free(&wc);
+	inj_settings_free(&wc);
 	buf_free(&in);
 	buf_free(&out);
 	return rc == 0 ? 0 : rc == DP_ETOOBIG ? 4 : rc == DP_EIO ? 5 : 3;

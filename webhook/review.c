@@ -125,7 +125,7 @@ static enum review_outcome inject(const struct review_config *cfg, struct doc_no
 	const struct doc_node *pod = request_pod;
 	struct inj_report rep = { 0 };
 	struct inj_opts base;
-	struct inj_ctx ctx = { .file = "pod", .base = &base, .report = &rep };
+	struct inj_ctx ctx = { .file = "pod", .base = &base, .policy = cfg->policy, .report = &rep };
 	struct err_msg em = { "" };
 	enum review_outcome o = REVIEW_INJECTED;
 	bool pss;

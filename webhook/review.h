@@ -37,6 +37,7 @@ const char *review_outcome_name(enum review_outcome o);
 
 struct review_config {
 	const struct inj_opts *base; /* defaults for every pod (the webhook's configuration); borrowed */
+	const struct inj_policy *policy; /* the configuration's enforce: map, or NULL; borrowed */
 	bool namespace_enabled;      /* the pod's namespace opted in (diagport.dev/inject=enabled) */
 	bool no_ptrace;              /* the namespace enforces Pod Security baseline or restricted: no SYS_PTRACE */
 	size_t max_body;             /* cap on the request, bytes */

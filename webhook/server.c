@@ -42,7 +42,7 @@
 #include "mem.h"
 #include "problem.h"
 #include "review.h"
-#include "wconfig.h"
+#include "injector/inj.h"
 
 #define MAX_KEYPAIR (1 << 20)
 #define GNUTLS_E_AGAIN_ (-28)       /* gnutls.h's values; GnuTLS is reached through libmicrohttpd */
@@ -123,7 +123,7 @@ struct webhook {
 	struct gen *cur;
 	struct stat cert_st, key_st;
 	pthread_rwlock_t cfg_lock; /* readers: requests; writer: a configuration reload */
-	struct wconfig wc;
+	struct inj_settings wc;
 	struct stat cfg_st;
 	atomic_ullong outcomes[2][N_OUTCOMES]; /* [namespace_enabled][outcome] */
 	atomic_ullong malformed, too_big, reloads, reload_failures, cfg_reloads, cfg_failures;
@@ -446,7 +446,7 @@ static enum MHD_Result too_big(struct webhook *w, struct MHD_Connection *c)
 static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struct req *q, bool ns_enabled,
 				     bool no_ptrace)
 {
-	struct review_config rc_cfg = { .base = &w->wc.opts, .namespace_enabled = ns_enabled, .no_ptrace = no_ptrace,
+	struct review_config rc_cfg = { .base = &w->wc.opts, .policy = &w->wc.enforce, .namespace_enabled = ns_enabled, .no_ptrace = no_ptrace,
 					.max_body = w->cfg.max_body, .excluded = w->wc.excluded,
 					.n_excluded = w->wc.n_excluded, .cache = w->cache };
 	enum review_outcome o;
@@ -815,24 +815,24 @@ int webhook_start(const struct webhook_config *cfg, struct webhook **out, struct
 	if (!cfg->no_review_cache)
 		w->cache = rcache_new();
 	if (cfg->config_file) {
-		if ((rc = wconfig_load(cfg->config_file, &w->wc, em)) != 0) {
+		if ((rc = inj_settings_load(cfg->config_file, &w->wc, em)) != 0) {
 			budget_free(w->budget);
 			free(w);
 			return rc;
 		}
 		stat(cfg->config_file, &w->cfg_st);
 	} else {
-		wconfig_defaults(&w->wc);
+		inj_settings_defaults(&w->wc);
 	}
 	if ((rc = listen_on(cfg->listen, &w->lfd, em)) != 0) {
-		wconfig_free(&w->wc);
+		inj_settings_free(&w->wc);
 		budget_free(w->budget);
 		free(w);
 		return rc;
 	}
 	if ((rc = start_gen(w, &w->cur, &w->cert_st, &w->key_st, em)) != 0) {
 		close(w->lfd);
-		wconfig_free(&w->wc);
+		inj_settings_free(&w->wc);
 		budget_free(w->budget);
 		free(w);
 		return rc;
@@ -888,7 +888,7 @@ static void poll_certs(struct webhook *w)
 
 static void poll_config(struct webhook *w)
 {
-	struct wconfig next;
+	struct inj_settings next;
 	struct err_msg em;
 	struct stat st;
 
@@ -896,13 +896,13 @@ static void poll_config(struct webhook *w)
 		return;
 	stat(w->cfg.config_file, &st);
 	w->cfg_st = st; /* a broken file is reported once, until it changes again */
-	if (wconfig_load(w->cfg.config_file, &next, &em) != 0) {
+	if (inj_settings_load(w->cfg.config_file, &next, &em) != 0) {
 		atomic_fetch_add(&w->cfg_failures, 1);
 		log_warn("configuration reload failed", LOG_STR("event", "config-reload-failed"), LOG_STR("reason", em.text));
 		return;
 	}
 	pthread_rwlock_wrlock(&w->cfg_lock);
-	wconfig_free(&w->wc);
+	inj_settings_free(&w->wc);
 	w->wc = next;
 	rcache_clear(w->cache); /* under the lock: no review of the old configuration can put an answer after this */
 	pthread_rwlock_unlock(&w->cfg_lock);
@@ -922,7 +922,7 @@ void webhook_free(struct webhook *w)
 		return;
 	retire(w->cur, SHUTDOWN_MAX_MS);
 	close(w->lfd);
-	wconfig_free(&w->wc);
+	inj_settings_free(&w->wc);
 	rcache_free(w->cache);
 	pthread_rwlock_destroy(&w->cfg_lock);
 	pthread_mutex_destroy(&w->mu);

@@ -27,7 +27,7 @@ struct webhook;
 struct webhook_config {
 	const char *listen;        /* "ADDR:PORT", ":PORT" = every IPv4 address; PORT 0: one the system picks */
 	const char *cert_file, *key_file;
-	const char *config_file;   /* --config (wconfig.h), or NULL for the built-in defaults */
+	const char *config_file;   /* --config (inj.h, inj_settings_load), or NULL for the built-in defaults */
 	size_t max_body;           /* request cap (8 MiB) */
 	size_t body_budget;        /* every request body in flight together (16 MiB; --body-budget) */
 	unsigned timeout_s;        /* idle / per-request deadline (10) */

@@ -68,7 +68,15 @@ export interface DiagnosticsOptions {
   readonly authSecret?: secretsmanager.ISecret | string;
   /** false: serve the task's network without a token (never the default). */
   readonly auth?: boolean;
+  /**
+   * The capture kinds the agent serves (its `--captures`; default: all). A
+   * platform's policy (`diagport inject --policy`) may allow fewer.
+   */
+  readonly captures?: Array<CaptureKind | "all">;
 }
+
+/** The agent's capture kinds (the `captures` option, docs/INJECTION.md). */
+export type CaptureKind = "dump" | "gcdump" | "trace" | "cpuprofile" | "stacks" | "metrics" | "logs" | "env";
 
 export interface DiagportAspectProps extends DiagnosticsOptions {
   /**
@@ -97,6 +105,7 @@ export function optionParams(o: DiagnosticsOptions): Record<string, string> {
     set("auth-secret", typeof o.authSecret === "string" ? o.authSecret : o.authSecret.secretArn);
   }
   if (o.auth === false) set("auth", "none");
+  set("captures", o.captures?.join(","));
   return p;
 }
 

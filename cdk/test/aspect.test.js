@@ -518,6 +518,16 @@ test('a diagport.dev/perf tag on a FargateTaskDefinition is refused: an error na
   assert.equal(hasAgent(Template.fromStack(stack), td), false);
 });
 
+test('a captures prop that names no capture kind is refused: an error naming the kind, no agent', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = fargate(stack, 'Api');
+  addAspect(app, { captures: ['stacks', 'heap'] });
+  Annotations.fromStack(stack).hasError('/S/Api/Resource',
+    Match.stringLikeRegexp("^diagport: .*captures: 'heap' is not a capture kind"));
+  assert.equal(hasAgent(Template.fromStack(stack), td), false);
+});
+
 test('an Aspect that refuses nothing leaves no error annotation', (t) => {
   const app = newApp(t);
   const stack = new cdk.Stack(app, 'S');
@@ -582,6 +592,19 @@ test('the Aspect gives what the CLI gives for containers, ptrace, image, auth-se
     '--containers', 'app', '--no-ptrace', '--image', 'example.com/diagport:2', '--auth-secret', ARN,
     '--resources', 'cpu=100m,memory=32Mi,memory-limit=128Mi', '--dumps-size-limit', '2Gi',
   ]);
+});
+
+test('the Aspect gives what the CLI gives for captures: the agent\'s --captures, sorted and deduplicated', (t) => {
+  assertSameAsCli(t, { captures: ['stacks', 'metrics', 'stacks'] }, ['--captures', 'stacks,metrics,stacks']);
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  fargate(stack, 'Api');
+  addAspect(app, { captures: ['stacks', 'metrics', 'stacks'] });
+  const [td] = Object.values(taskDefinitions(Template.fromStack(stack)));
+  const agent = td.Properties.ContainerDefinitions.find((c) => c.Name === AGENT);
+  const i = agent.Command.indexOf('--captures');
+  assert.ok(i > 0, `the agent's command has --captures: ${JSON.stringify(agent.Command)}`);
+  assert.equal(agent.Command[i + 1], 'metrics,stacks');
 });
 
 test('the Aspect gives what the CLI gives for flavour dotnet-monitor without auth', (t) => {

@@ -5,7 +5,10 @@
  *   inject(inject(x)) == inject(x)     (idempotent)
  *   uninject(inject(x)) == x           (exactly reversible)
  * The first byte picks the options (mode, sidecar, flavour, ptrace, auth,
- * perf, egress-settings and rules), so the fuzzer explores them too. The kind is
+ * perf, egress-settings and rules), and the input's length whether the agent
+ * serves fewer capture kinds (captures, odd lengths; with an even length of
+ * at least 3 bytes, a platform's policy enforcing ptrace false and captures
+ * at most stacks and metrics too), so the fuzzer explores them. The kind is
  * detected (k8s, ecs, cfn, compose).
  * A Kubernetes List (JSON, or YAML without anchors) also goes through
  * inj_k8s_list, item by item as the CLI reads it: the same exit code,
@@ -60,7 +63,7 @@ differ:
 
 /* A List read whole: item by item (inj_k8s_list) gives the same answer, and the same bytes. */
 static void list_path(const char *text, size_t len, const struct doc_limits *lim, const struct doc_stream *s,
-		      const struct inj_opts *o)
+		      const struct inj_opts *o, const struct inj_policy *policy)
 {
 	const struct doc_node *d = s->n == 1 ? s->docs[0] : NULL;
 
@@ -69,7 +72,7 @@ static void list_path(const char *text, size_t len, const struct doc_limits *lim
 		return;
 	for (int inject = 0; inject < 2; inject++) {
 		struct inj_report r1 = { 0 }, r2 = { 0 };
-		struct inj_ctx c1 = { .file = "fuzz", .base = o, .report = &r1 }, c2 = c1;
+		struct inj_ctx c1 = { .file = "fuzz", .base = o, .policy = policy, .report = &r1 }, c2 = c1;
 		struct err_msg e1 = { "" }, e2 = { "" };
 		struct buf b1, b2;
 		int rc1, rc2;
@@ -108,6 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct doc_stream s;
 	struct err_msg em;
 	struct inj_opts o;
+	struct inj_policy policy;
 	uint8_t sel;
 
 	if (size < 1)
@@ -130,9 +134,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		inj_opts_set(&o, "egress-settings", "egress", NULL);
 		inj_opts_set(&o, "rules", "rules", NULL);
 	}
-	list_path((const char *)data + 1, size - 1, &lim, &s, &o);
+	if (size & 1)
+		inj_opts_set(&o, "captures", "stacks,dump,metrics", NULL);
+	inj_policy_init(&policy);
+	if (size % 2 == 0 && size >= 3) {
+		inj_policy_set(&policy, "ptrace", "false", NULL);
+		inj_policy_set(&policy, "captures", "stacks,metrics", NULL);
+	}
+	list_path((const char *)data + 1, size - 1, &lim, &s, &o, &policy);
 	for (size_t i = 0; i < s.n; i++) {
-		struct inj_ctx c = { .file = "fuzz", .base = &o, .all = (sel & 64) != 0 };
+		struct inj_ctx c = { .file = "fuzz", .base = &o, .policy = &policy, .all = (sel & 64) != 0 };
 		const char *kind = inj_detect(s.docs[i]);
 		struct doc_node *orig, *once, *twice;
 
@@ -161,6 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		doc_free(once);
 	}
 	inj_opts_free(&o);
+	inj_policy_free(&policy);
 	doc_stream_free(&s);
 	return 0;
 }

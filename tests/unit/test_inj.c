@@ -154,6 +154,51 @@ static void options_layering(void)
 	inj_report_free(&rep);
 }
 
+/* The platform's policy: enforced values win, with a warning only for what was asked; captures is a ceiling. */
+static void policy_enforce(void)
+{
+	struct inj_policy p;
+	struct inj_opts base, o;
+	struct inj_report rep = { 0 };
+	struct inj_ctx c = { .file = "f.yaml", .report = &rep, .policy = &p };
+	struct err_msg em;
+	struct doc_node *ann = t_doc("{\"diagport.dev/auth\": \"none\", \"diagport.dev/captures\": \"dump,stacks\"}");
+
+	inj_policy_init(&p);
+	T_CHECK(inj_policy_set(&p, "auth", "required", &em) == 0);
+	T_CHECK(inj_policy_set(&p, "ptrace", "false", &em) == 0);
+	T_CHECK(inj_policy_set(&p, "captures", "stacks,metrics,cpuprofile", &em) == 0);
+	T_CHECK(inj_policy_set(&p, "auth", "maybe", &em) == DP_EINVAL && strstr(em.text, "option auth: 'maybe'"));
+	T_CHECK(inj_policy_set(&p, "captures", "heap", &em) == DP_EINVAL && strstr(em.text, "'heap' is not a capture kind"));
+	T_CHECK(inj_policy_set(&p, "containers", "a", &em) == DP_EINVAL && strstr(em.text, "cannot be enforced"));
+	T_CHECK(inj_policy_set(&p, "nope", "a", &em) == DP_ENOTFOUND);
+	inj_opts_init(&base);
+	c.base = &base;
+	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "annotation ", "Pod p", &o, &em) == 0);
+	T_CHECK(inj_opts_enforce(&c, &o, "Pod p", &em) == 0);
+	T_CHECK(!o.no_auth && !o.ptrace);
+	T_CHECK(o.captures == (1u << 6)); /* stacks: the pod's list within the platform's */
+	/* ptrace was not asked for (a default): enforced silently; auth and captures were */
+	T_CHECK(rep.nwarn == 2);
+	if (rep.nwarn == 2) {
+		T_STREQ(rep.warnings[0], "f.yaml: Pod p: the platform's policy enforces auth=required, the workload asked for auth=none");
+		T_STREQ(rep.warnings[1], "f.yaml: Pod p: the platform's policy allows captures=cpuprofile,metrics,stacks, the "
+			"workload asked for captures=dump,stacks: the agent serves stacks");
+	}
+	inj_opts_free(&o);
+	inj_report_free(&rep);
+	doc_free(ann);
+	/* nothing in common: refused, not an agent that serves nothing */
+	ann = t_doc("{\"diagport.dev/captures\": \"dump\"}");
+	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "annotation ", "Pod p", &o, &em) == 0);
+	T_CHECK(inj_opts_enforce(&c, &o, "Pod p", &em) == DP_EREFUSED && strstr(em.text, "no kind in common"));
+	inj_opts_free(&o);
+	doc_free(ann);
+	inj_report_free(&rep);
+	inj_opts_free(&base);
+	inj_policy_free(&p);
+}
+
 static void quantities(void)
 {
 	long long v;
@@ -228,6 +273,7 @@ int main(void)
 	T_RUN(options_parse);
 	T_RUN(docs_options_table);
 	T_RUN(options_layering);
+	T_RUN(policy_enforce);
 	T_RUN(quantities);
 	T_RUN(cfn_tags);
 	T_RUN(detect);
