@@ -125,16 +125,16 @@ run_case() {
 		if [ "$rc" = 0 ] && [ "$c" = 200 ] && bash -c "$ok"; then
 			res="200 ok $size bytes $(((t1 - t0) / 1000000)) ms"
 		elif [ "$rc" = 0 ] && grep -qi '^content-type: application/problem+json' "$W/headers"; then
-			res="$c refused: $(jq -r '.detail // .title' "$W/artifact" | head -c 200)"
+			res="$c refused, $(((t1 - t0) / 1000000)) ms: $(jq -r '.detail // .title' "$W/artifact" | head -c 200)"
 		else
 			res="curl exit $rc, HTTP $c, $size bytes: $(head -c 200 "$W/artifact" | tr -c '[:print:]' ' ')"
 		fi
 		printf '%-14s %-5s %-5s %-24s %-20s %s\n' "$name" "$app_uid" "$agent_uid" "$eff" "$what" "$res" >> "$MATRIX"
 		WHY="$what: $res"
 		case $name-$what in
-		nd-nocap-dump*) check "$name/${what//[?=]/-}" bash -c "[[ '$res' == [45][0-9][0-9]' refused: '* ]]" ;;
+		nd-nocap-dump*) check "$name/${what//[?=]/-}" bash -c "[[ '$res' == [45][0-9][0-9]' refused, '* ]]" ;;
 		*-nocap-*) check "$name/${what//[?=]/-}" bash -c "[[ '$res' == '200 ok'* ]]" ;;
-		*) check "$name/${what//[?=]/-}" bash -c "[[ '$res' == '200 ok'* || '$res' == [45][0-9][0-9]' refused: '* ]]" ;;
+		*) check "$name/${what//[?=]/-}" bash -c "[[ '$res' == '200 ok'* || '$res' == [45][0-9][0-9]' refused, '* ]]" ;;
 		esac
 		rm -f "$W/artifact"
 	done
