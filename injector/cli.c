@@ -81,8 +81,8 @@ static void usage(FILE *f, const char *cmd)
 		"      --max-nodes N      refuse inputs of more values than this, YAML aliases expanded\n"
 		"                         (default 16777216)\n",
 		cmd,
-		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, SYS_PTRACE\n"
-		     "and the capture agent. Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
+		in ? "Adds diagnostics to every workload: shared volumes, DOTNET_DiagnosticPorts, the capture\n"
+		     "agent (as the app's uid when the workload sets one), and SYS_PTRACE when asked (--ptrace true). Per-workload settings (diagport.dev/* annotations, ECS tags,\n"
 		     "CloudFormation Metadata.diagport) override these options, with a warning on stderr when\n"
 		     "they give one another value. Compose: one agent service (diagport-agent) for the\n"
 		     "project; --containers names services; a service's labels diagport.dev/inject, mode and\n"

@@ -3,7 +3,7 @@
  * compose and podman-compose read it): one agent service, diagport-agent,
  * for the whole project, like a pod's sidecar serving every app container of
  * the pod; every other service (or those the containers option names) gets
- * DOTNET_DiagnosticPorts, the two volumes, SYS_PTRACE, a dependency on the
+ * DOTNET_DiagnosticPorts, the two volumes, SYS_PTRACE (ptrace: true), a dependency on the
  * agent and its status label.
  *
  * This file is the project: its options (command line, then the top-level
@@ -393,7 +393,7 @@ int inj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct er
 				"container:$(docker compose ps -q %s) curlimages/curl http://127.0.0.1:%d/processes`; "
 				"with a token (x-diagport auth-secret: a secret of the project) it is published on "
 				"127.0.0.1:%d", INJ_AGENT_NAME, INJ_AGENT_NAME, o.port, o.port);
-	/* every service, by default: one that is not .NET gets SYS_PTRACE and the variable for nothing */
+	/* every service, by default: one that is not .NET gets the variable (and SYS_PTRACE if asked) for nothing */
 	if (!o.containers && st.n > 1) {
 		struct buf names;
 

@@ -3,7 +3,8 @@
  *
  * inject adds to a workload what a .NET process needs for diagnostics from a
  * sidecar: two shared volumes (socket and dumps), DOTNET_DiagnosticPorts on
- * the app containers, SYS_PTRACE, and the capture agent container; it records
+ * the app containers, SYS_PTRACE when the ptrace option asks for it (off by
+ * default), and the capture agent container; it records
  * exactly what it added in a status record (diagport.dev/status), so that
  * injecting again is a no-op and uninject removes exactly that.
  *

@@ -22,7 +22,6 @@ void inj_opts_init(struct inj_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->inject = -1;
 	o->mode = INJ_NOSUSPEND;
-	o->ptrace = true;
 	o->port = INJ_DEFAULT_PORT;
 	o->sidecar = INJ_SIDECAR_NATIVE;
 	o->flavour = INJ_FLAVOUR_DIAGPORT;
@@ -111,7 +110,7 @@ static const struct inj_option options[] = {
 	{ "inject", NULL, NULL, NULL, NULL, OK_OPTIN, FIELD(inject), NULL, NULL, "`true` / `false`", NULL, "CLI: true; CloudFormation: opt-in", "whether the workload is injected (a workload's `false` opts it out)" },
 	{ "mode", NULL, "--mode", NULL, NULL, OK_CHOICE, FIELD(mode), mode_choices, NULL, NULL, NULL, "`nosuspend`", "`suspend`: the app waits at start until the agent has attached it" },
 	{ "containers", NULL, "--containers", NULL, NULL, OK_NAMES, FIELD(containers), NULL, NULL, "comma-separated names", "A,B", "every app container", "the app containers to inject" },
-	{ "ptrace", NULL, "--ptrace", "--no-ptrace", "false", OK_BOOL, FIELD(ptrace), NULL, NULL, "`true` / `false`", "true|false", "`true`", "add `SYS_PTRACE` to the app containers (createdump needs it on most kernels)" },
+	{ "ptrace", NULL, "--ptrace", "--no-ptrace", "false", OK_BOOL, FIELD(ptrace), NULL, NULL, "`true` / `false`", "true|false", "`false`", "add `SYS_PTRACE` to the app containers: dumps need it only from an app that runs as root and is not dumpable, or under Yama's `ptrace_scope` 2 (see \"When SYS_PTRACE is needed\")" },
 	{ "image", NULL, "--image", NULL, NULL, OK_REF, FIELD(image), NULL, "an image reference", "image reference", "IMAGE", "`ghcr.io/diagport/diagport:VERSION`", "the agent's image" },
 	{ "port", NULL, "--port", NULL, NULL, OK_PORT, FIELD(port), NULL, NULL, "1-65535", "N", "52323", "the agent's HTTP port" },
 	{ "resources", NULL, "--resources", NULL, NULL, OK_RESOURCES, 0, 0, NULL, NULL, "`cpu=Q,memory=Q,memory-limit=Q`", "cpu=Q,memory=Q,memory-limit=Q", "`cpu=10m,memory=16Mi,memory-limit=64Mi`", "the agent's requests and memory limit" },

@@ -3,7 +3,7 @@
  *
  * For one selected app container: mount the socket and dumps volumes, point
  * DOTNET_DiagnosticPorts at the agent's socket (appended with ';' to an
- * existing value, never duplicated), add SYS_PTRACE; and the exact inverse.
+ * existing value, never duplicated), add SYS_PTRACE when the ptrace option asks; and the exact inverse.
  * Field names come from the dialect (inj_int.h), so Kubernetes, ECS and
  * CloudFormation share this code. What was added is recorded as flags in the
  * container's status entry (status.c lists the letters).

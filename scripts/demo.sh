@@ -29,7 +29,7 @@ mkdir -p "$W/kz"
 KUBECONFIG=/dev/null kubectl create deployment web --image=mcr.microsoft.com/dotnet/samples:aspnetapp --dry-run=client -o yaml \
   | "$D" inject - > "$W/kz/web.yaml"
 printf 'resources:\n- web.yaml\n' > "$W/kz/kustomization.yaml"
-kubectl kustomize "$W/kz" | grep -E 'name: diagport|DOTNET_DiagnosticPorts|value: /diag|SYS_PTRACE|restartPolicy: Always' 
+kubectl kustomize "$W/kz" | grep -E 'name: diagport|DOTNET_DiagnosticPorts|value: /diag|restartPolicy: Always' 
 printf '\n\033[1m== Bad input is refused with file, line and field; nothing is written\033[0m\n'
 printf 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: app\n    env:\n    - name: DOTNET_DiagnosticPorts\n      valueFrom: {secretKeyRef: {name: s, key: k}}\n' > "$W/bad.yaml"
 echo '$ diagport inject bad.yaml'

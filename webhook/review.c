@@ -150,10 +150,9 @@ static enum review_outcome inject(const struct review_config *cfg, struct doc_no
 	else if (pss && asks_cap(copy, "PERFMON") && !asks_cap(pod, "PERFMON"))
 		rc = err_set(&em, DP_EREFUSED, "the pod asks for perf (diagport.dev/perf), whose PERFMON its namespace's "
 			     "Pod Security level forbids; the API server would refuse it");
-	else if (pss)
+	else if (pss && cfg->base->ptrace) /* the configuration asked for it: say why it is not there */
 		warn(warnings, "diagport: SYS_PTRACE left out: this namespace enforces Pod Security baseline or "
-			       "restricted, which forbid it; dumps still work where the runtime lets createdump attach "
-			       "without it");
+			       "restricted, which forbid it; dumps need it only from an app that is not dumpable");
 	pss = pss && rc != 0; /* refused here: the injection's own warnings are about a pod that is not made */
 	if (rc == 0)
 		rc = patch_diff(pod, copy, patch, n_ops, &em);

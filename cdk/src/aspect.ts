@@ -47,7 +47,10 @@ export interface DiagnosticsOptions {
   readonly mode?: "nosuspend" | "suspend";
   /** The app containers to inject (default: every app container). */
   readonly containers?: string[];
-  /** Add SYS_PTRACE to the app containers (default true; createdump needs it on most kernels). */
+  /**
+   * Add SYS_PTRACE to the app containers (default false: dumps need no capability, see
+   * docs/INJECTION.md "When SYS_PTRACE is needed").
+   */
   readonly ptrace?: boolean;
   /** The agent's image (default ghcr.io/diagport/diagport:VERSION). */
   readonly image?: string;

@@ -109,7 +109,8 @@ function assertInjectedApp(c, { mode = 'nosuspend' } = {}) {
     { SourceVolume: 'diagport-diag', ContainerPath: '/diag' },
     { SourceVolume: 'diagport-dumps', ContainerPath: '/dumps' },
   ]);
-  assert.ok(c.LinuxParameters.Capabilities.Add.includes('SYS_PTRACE'), 'SYS_PTRACE added');
+  // ptrace defaults to false: no capability (docs/INJECTION.md "When SYS_PTRACE is needed")
+  assert.equal(JSON.stringify(c).includes('SYS_PTRACE'), false, JSON.stringify(c.LinuxParameters));
   assert.deepEqual(c.DependsOn.filter((d) => d.ContainerName === AGENT), [
     { ContainerName: AGENT, Condition: mode === 'suspend' ? 'HEALTHY' : 'START' },
   ]);
@@ -136,7 +137,7 @@ function run(args, file) {
 
 // ------------------------------------------------ 1. what is added, where
 
-test('a Fargate task definition gets the agent, both volumes, the env var, SYS_PTRACE and DependsOn', (t) => {
+test('a Fargate task definition gets the agent, both volumes, the env var and DependsOn, no SYS_PTRACE', (t) => {
   const app = newApp(t);
   const stack = new cdk.Stack(app, 'S');
   const td = fargate(stack, 'Api');
@@ -150,7 +151,7 @@ test('a Fargate task definition gets the agent, both volumes, the env var, SYS_P
   assert.deepEqual(resourceOf(tpl, td).Properties.RequiresCompatibilities, ['FARGATE']);
 });
 
-test('an EC2 task definition gets the agent, both volumes, the env var (appended), SYS_PTRACE and DependsOn', (t) => {
+test('an EC2 task definition gets the agent, both volumes, the env var (appended) and DependsOn, no SYS_PTRACE', (t) => {
   const app = newApp(t);
   const stack = new cdk.Stack(app, 'S');
   const td = ec2(stack, 'Web');
@@ -225,16 +226,16 @@ test("containers ['app'] injects app and leaves the container other as it was", 
   });
 });
 
-test('ptrace false: no SYS_PTRACE on the app container, the rest is still injected', (t) => {
+test('ptrace true: SYS_PTRACE on the app container, the rest injected as without it', (t) => {
   const app = newApp(t);
   const stack = new cdk.Stack(app, 'S');
   const td = fargate(stack, 'Api');
-  addAspect(app, { ptrace: false });
+  addAspect(app, { ptrace: true });
   const tpl = Template.fromStack(stack);
   assertInjectedTask(tpl, td);
   const c = container(tpl, td, 'app');
   assert.equal(envValue(c), '/diag/port,nosuspend,connect');
-  assert.equal(JSON.stringify(c).includes('SYS_PTRACE'), false, JSON.stringify(c.LinuxParameters));
+  assert.deepEqual(c.LinuxParameters.Capabilities.Add, ['SYS_PTRACE']);
 });
 
 test("image: the agent runs the image given, not the default", (t) => {
@@ -583,13 +584,13 @@ test('the Aspect gives the task definitions `diagport inject cfn --all --mode su
 test('the Aspect gives what the CLI gives for containers, ptrace, image, auth-secret, resources, dumps-size-limit', (t) => {
   assertSameAsCli(t, {
     containers: ['app'],
-    ptrace: false,
+    ptrace: true,
     image: 'example.com/diagport:2',
     authSecret: ARN,
     resources: 'cpu=100m,memory=32Mi,memory-limit=128Mi',
     dumpsSizeLimit: '2Gi',
   }, [
-    '--containers', 'app', '--no-ptrace', '--image', 'example.com/diagport:2', '--auth-secret', ARN,
+    '--containers', 'app', '--ptrace', 'true', '--image', 'example.com/diagport:2', '--auth-secret', ARN,
     '--resources', 'cpu=100m,memory=32Mi,memory-limit=128Mi', '--dumps-size-limit', '2Gi',
   ]);
 });

@@ -45,7 +45,7 @@ test("the user's override of a list (Environment, Capabilities, Volumes) is kept
   cfn.addPropertyOverride('ContainerDefinitions.0.Environment', [{ Name: 'FROM_OVERRIDE', Value: '1' }]);
   cfn.addPropertyOverride('ContainerDefinitions.0.LinuxParameters.Capabilities.Add', ['NET_ADMIN']);
   cfn.addPropertyOverride('Volumes', [{ Name: 'data' }]);
-  DiagportAspect.applyTo(app);
+  DiagportAspect.applyTo(app, { ptrace: true });
   const p = taskDef(Template.fromStack(stack), td);
   const web = byName(p, 'web');
   assert.deepEqual(web.Environment.map((e) => e.Name), ['FROM_OVERRIDE', 'DOTNET_DiagnosticPorts']);

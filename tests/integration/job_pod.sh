@@ -57,7 +57,7 @@ pod() {
 	jqc "$n/native-sidecar" "$spec"' | .initContainers[0] | .name == "diagport-agent" and .restartPolicy == "Always"
 		and (.startupProbe.exec.command | length > 0)' "$dir/pod.json"
 	jqc "$n/app-wired" "$spec"' | .containers[0] | ([.env[] | select(.name == "DOTNET_DiagnosticPorts")] | length == 1)
-		and (.securityContext.capabilities.add | index("SYS_PTRACE"))' "$dir/pod.json"
+		and ((.securityContext.capabilities.add // []) | index("SYS_PTRACE") | not)' "$dir/pod.json"
 	app=$(jq -r "$spec.containers[0].name" "$dir/pod.json")
 
 	# the agent lists the app, asked from inside the pod's network namespace (it listens on 127.0.0.1)

@@ -8,7 +8,7 @@
 #               CfnInclude loads it; a YAML-origin template (CloudFormation hands the macro its
 #               JSON form, intrinsics spelled out) the same
 #   snippet/*   Fn::Transform inside one task definition's Properties: the fragment is those
-#               Properties; the agent container, the app's port variable and SYS_PTRACE are added,
+#               Properties; the agent container and the app's port variable are added (no SYS_PTRACE),
 #               as inject cfn adds them to that resource
 #   failure/*   a bad param, an unknown param, no requestId, a fragment that is neither, a task
 #               definition the rules refuse, params.perf on a Fargate task definition: status
@@ -65,7 +65,7 @@ check snippet/success jq -e '.requestId == "s-1" and .status == "success"' "$W/s
 WHY="$(jq -c '.fragment.ContainerDefinitions | map({Name, Environment, LinuxParameters})' "$W/snip.out" | head -c 600)"
 check snippet/injected jq -e '.fragment.ContainerDefinitions as $c | ($c | map(.Name) | index("diagport-agent")) != null and
 	($c[0].Environment | map(select(.Name == "DOTNET_DiagnosticPorts" and (.Value | test("suspend")))) | length) == 1 and
-	($c[0].LinuxParameters.Capabilities.Add | index("SYS_PTRACE")) != null and
+	(($c[0].LinuxParameters.Capabilities.Add // []) | index("SYS_PTRACE")) == null and
 	($c | map(select(.Name == "diagport-agent"))[0].PortMappings[0].ContainerPort) == 9090' "$W/snip.out"
 # the same as inject cfn gives that resource (its Metadata aside: a snippet has none to keep the record in)
 jq '{Resources: {T: {Type: "AWS::ECS::TaskDefinition", Properties: .}}}' "$W/props.json" > "$W/one.json"

@@ -416,7 +416,7 @@ def check_config(docs):
     cfg = yaml.safe_load(text)
     need(isinstance(cfg, dict), "config.yaml is not a map")
     want = {"mode": "nosuspend", "image": IMAGE, "resources": "cpu=10m,memory=16Mi,memory-limit=64Mi",
-            "ptrace": True, "sidecar": "native", "perf": False}
+            "ptrace": False, "sidecar": "native", "perf": False}
     for k, v in want.items():
         need(cfg.get(k) == v, f"config.yaml: {k} is {cfg.get(k)!r}, expected {v!r}")
     ex = cfg.get("excludedNamespaces")

@@ -33,7 +33,7 @@ for kind in deployment cronjob job; do
   spec='.spec.template.spec'
   [ $kind = cronjob ] && spec='.spec.jobTemplate.spec.template.spec'
   got=$(jq -r "$spec | [.initContainers[0].name, .initContainers[0].restartPolicy, (.containers[0].env[] | select(.name==\"DOTNET_DiagnosticPorts\") | .value), (.containers[0].securityContext.capabilities.add[0]), (.volumes | map(.name) | join(\",\"))] | join(\" \")" "$W/$kind.json")
-  want="diagport-agent Always /diag/port,nosuspend,connect SYS_PTRACE diagport-diag,diagport-dumps"
+  want="diagport-agent Always /diag/port,nosuspend,connect  diagport-diag,diagport-dumps"
   if [ "$got" = "$want" ]; then pass "$kind/fields"; else fail "$kind/fields" "got '$got', want '$want'"; fi
   # and back: uninject gives what kubectl generated, as diagport renders it
   "$D" uninject - < "$W/$kind.inj.yaml" > "$W/back.yaml"

@@ -481,8 +481,10 @@ why=
 grep -q 'more than 100000 values' "$M/many.err" || why="${why:+$why; }stderr does not name the cap: $(oneline "$M/many.err")"
 if [ -z "$why" ]; then pass too-many-values; else fail too-many-values "$why"; fi
 
-# Pod Security (--no-ptrace, the server's /no-ptrace paths): SYS_PTRACE left out with a warning, and the
-# patched pod equals `diagport inject --no-ptrace`; a pod that insists on ptrace is admitted unchanged
+# Pod Security (--no-ptrace, the server's /no-ptrace paths): no SYS_PTRACE, and the patched pod equals
+# `diagport inject --no-ptrace`; with no warning when the configuration did not ask for it (ptrace defaults to
+# false), with one when it did (ptrace: true); a pod that insists on ptrace is admitted unchanged. Outside
+# them the configuration's ptrace is the default: true adds SYS_PTRACE, with no label involved
 PT=$W/ptrace; mkdir -p "$PT"
 "$PY" - "$M/good.json" "$PT" << 'PYEOF'
 import json, sys
@@ -493,22 +495,36 @@ json.dump(r, open(sys.argv[2] + "/review.json", "w"))
 r["request"]["object"]["metadata"].setdefault("annotations", {})["diagport.dev/ptrace"] = "true"
 json.dump(r, open(sys.argv[2] + "/insist.json", "w"))
 PYEOF
-timeout -k 5 "$STEP" "$D" webhook review --no-ptrace "$PT/review.json" > "$PT/out.json" 2> "$PT/err"; rc=$?
-timeout -k 5 "$STEP" "$D" inject --no-ptrace -o json "$PT/pod.json" > "$PT/want.json" 2>> "$PT/err"
-"$PY" - "$PT" > "$PT/why" 2>&1 << 'PYEOF'
+printf 'ptrace: true\n' > "$PT/ptrace-on.yaml"
+timeout -k 5 "$STEP" "$D" inject --no-ptrace -o json "$PT/pod.json" > "$PT/want.json" 2> "$PT/err"
+timeout -k 5 "$STEP" "$D" inject --ptrace true -o json "$PT/pod.json" > "$PT/want-on.json" 2>> "$PT/err"
+# ptrace_case NAME WANT WARNING(0|1) REVIEW ARGS...: the review's patched pod equals WANT, SYS_PTRACE in the
+# patch as WANT has it, and the "left out" warning there or not
+ptrace_case() {
+	local name=$1 want=$2 warning=$3 rc
+	shift 3
+	timeout -k 5 "$STEP" "$D" webhook review "$@" "$PT/review.json" > "$PT/$name.json" 2>> "$PT/err"; rc=$?
+	"$PY" - "$PT" "$name" "$want" "$warning" > "$PT/$name.why" 2>&1 << 'PYEOF'
 import base64, json, sys, jsonpatch
-d = sys.argv[1]
-resp = json.load(open(d + "/out.json"))["response"]
+d, name, want_file, warning = sys.argv[1:5]
+resp = json.load(open(f"{d}/{name}.json"))["response"]
 patch = json.loads(base64.b64decode(resp["patch"]))
 got = jsonpatch.apply_patch(json.load(open(d + "/pod.json")), patch)
-want = json.load(open(d + "/want.json"))
+want = json.load(open(f"{d}/{want_file}"))
 problems = []
-if "SYS_PTRACE" in json.dumps(patch): problems.append("the patch adds SYS_PTRACE")
-if got != want: problems.append("patched pod differs from inject --no-ptrace")
-if not any("SYS_PTRACE left out" in w for w in resp.get("warnings", [])): problems.append("no warning")
+if ("SYS_PTRACE" in json.dumps(patch)) != ("SYS_PTRACE" in json.dumps(want)): problems.append("SYS_PTRACE in the patch: %s" % ("SYS_PTRACE" in json.dumps(patch)))
+if got != want: problems.append("patched pod differs from " + want_file)
+warned = any("SYS_PTRACE left out" in w for w in resp.get("warnings", []))
+if warned != (warning == "1"): problems.append("the left-out warning: %s, %s wanted" % (warned, warning == "1"))
 if problems: print("; ".join(problems))
 PYEOF
-WHY="exit $rc; $(oneline "$PT/why") $(oneline "$PT/err")"; check no-ptrace-left-out bash -c "[ $rc = 0 ] && [ ! -s '$PT/why' ]"
+	WHY="exit $rc; $(oneline "$PT/$name.why") $(oneline "$PT/err")"
+	check "$name" bash -c "[ $rc = 0 ] && [ ! -s '$PT/$name.why' ]"
+}
+ptrace_case no-ptrace-default-quiet want.json 0 --no-ptrace
+ptrace_case no-ptrace-left-out want.json 1 --no-ptrace --config "$PT/ptrace-on.yaml"
+ptrace_case ptrace-default-off want.json 0
+ptrace_case ptrace-config-on want-on.json 0 --config "$PT/ptrace-on.yaml"
 timeout -k 5 "$STEP" "$D" webhook review --no-ptrace "$PT/insist.json" > "$PT/insist.out" 2>/dev/null; rc=$?
 WHY="exit $rc: $(oneline "$PT/insist.out")"
 check no-ptrace-insisting-pod-admitted-unchanged bash -c "[ $rc = 0 ] && jq -e '.response.allowed == true and (.response | has(\"patch\") | not) and (.response.warnings | map(test(\"SYS_PTRACE\")) | any)' '$PT/insist.out' > /dev/null"
