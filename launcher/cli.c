@@ -49,6 +49,8 @@ extern char **environ;
 #define DEFAULT_PORT 52323
 #define MAX_TOKEN 4096
 #define MAX_CONFIGS 8 /* --config files, and --config-dir directories */
+#define TLS_CERT_SETTING "Kestrel:Certificates:Default:Path"   /* dotnet-monitor's name; also tlsCert */
+#define TLS_KEY_SETTING "Kestrel:Certificates:Default:KeyPath" /* also tlsKey */
 
 /* Signals we take with sigwaitinfo: blocked in every thread before any thread starts. */
 static const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD };
@@ -425,9 +427,13 @@ int launch_cli(int argc, char **argv)
 		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body,
 					   .is_probe = api_is_probe, .admit_body = api_admit_body,
 					   .head_timeout_s = c.head_timeout_s,
-					   .max_per_peer = c.per_peer };
+					   .max_per_peer = c.per_peer, .tls_cert = c.tls_cert, .tls_key = c.tls_key,
+					   .tls_password = c.tls_password, .tls_cert_name = TLS_CERT_SETTING,
+					   .tls_key_name = TLS_KEY_SETTING };
 		struct httpd_config mc = { .urls = c.metrics_urls, .head_timeout_s = c.head_timeout_s,
-					   .max_per_peer = c.per_peer };
+					   .max_per_peer = c.per_peer, .tls_cert = c.tls_cert, .tls_key = c.tls_key,
+					   .tls_password = c.tls_password, .tls_cert_name = TLS_CERT_SETTING,
+					   .tls_key_name = TLS_KEY_SETTING };
 		bool authenticated = token != NULL; /* without one, loopback only (settle_auth) or --no-auth */
 
 		if (!c.metrics_off || rules.n) { /* one counters session per runtime: /metrics, the rules, or both */
@@ -457,9 +463,10 @@ int launch_cli(int argc, char **argv)
 		mem_wipe(token, token ? strlen(token) : 0); /* the api has its copy */
 		free(token);
 		token = NULL;
-		if (httpd_start(&hc, api_handle, api, &h, &em) != 0 ||
-		    (c.metrics_urls && httpd_start(&mc, api_metrics_handle, metrics, &mh, &em) != 0)) {
-			rc = cannot_start(1, em.text);
+		if ((rc = httpd_start(&hc, api_handle, api, &h, &em)) != 0 ||
+		    (c.metrics_urls && (rc = httpd_start(&mc, api_metrics_handle, metrics, &mh, &em)) != 0)) {
+			/* settings that do not hold (a URL, the certificate or key) are a usage error */
+			rc = cannot_start(rc == DP_EINVAL ? 2 : 1, em.text);
 			goto out;
 		}
 		{ /* the addresses bound, so a port 0 in --urls says which port it got */

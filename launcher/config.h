@@ -40,6 +40,8 @@ struct launch_config {
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
 	unsigned head_timeout_s;     /* requestHeadersTimeout: the whole request head within this; 0 = 10 */
 	unsigned per_peer;           /* maxConnectionsPerPeer: connections from one address; 0 = 64 */
+	/* https:// URLs: Kestrel:Certificates:Default:Path, :KeyPath, :Password (tlsCert, tlsKey, tlsKeyPassword) */
+	char *tls_cert, *tls_key, *tls_password;
 	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
 	struct egress_provider *egress;
 	size_t n_egress;
