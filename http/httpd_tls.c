@@ -206,14 +206,16 @@ static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *e
 	}
 	ossl.SSL_CTX_set_default_passwd_cb(ctx, password_cb);
 	ossl.SSL_CTX_set_default_passwd_cb_userdata(ctx, t->password);
-	if (ossl.SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
-		rc = err_set(em, DP_EINVAL, "%s %s does not hold a PEM certificate: %s", t->cert_name, t->cert,
-			     ssl_error(why, sizeof(why)));
-		goto fail;
-	}
+	/* the key first: a certificate set after it drops a key that is not its own, quietly, and the check below
+	 * says so; the other way round the key's own loading fails with OpenSSL's words for it */
 	if (ossl.SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
 		rc = err_set(em, DP_EINVAL, "%s %s does not hold a PEM private key%s: %s", key_name, key,
 			     t->password ? " that the password opens" : " (an encrypted one needs the Password setting)",
+			     ssl_error(why, sizeof(why)));
+		goto fail;
+	}
+	if (ossl.SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
+		rc = err_set(em, DP_EINVAL, "%s %s does not hold a PEM certificate: %s", t->cert_name, t->cert,
 			     ssl_error(why, sizeof(why)));
 		goto fail;
 	}
