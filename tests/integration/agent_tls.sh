@@ -4,7 +4,7 @@
 #   start/*     a missing certificate, a missing file, a mismatched key, an https URL without a certificate: exit 2,
 #               the message naming the setting (Kestrel:Certificates:Default:Path or :KeyPath) and the file; the
 #               settings file, the environment (DOTNETMONITOR_ and DIAGPORT_) and key-per-file forms all bind
-#   api/*       a dump (an ELF core), stacks and metrics over https with the token; 401 without it
+#   api/*       a dump (an ELF core; the fifo transport, whose pipe is never spliced onto a TLS socket), stacks and metrics over https with the token; 401 without it
 #   trust/*     a client that does not trust the CA fails (curl 60, s_client's verify error); TLS 1.1 and a
 #               TLS 1.2 cipher without forward secrecy are refused; TLS 1.2 with ECDHE and 1.3 are served
 #   plain/*     plain http to the https port: 400 naming https for an API route; the probes answer
@@ -95,7 +95,7 @@ kill "$EP"
 : > "$W/agent.log"
 mkdir -p -m 0777 "$W/dumps"
 "$D" launch --config-dir "$W/settings" --socket "$W/dumps/port" --dumps "$W/dumps" --urls https://127.0.0.1:0 \
-	--auth-token-file "$W/token" --request-headers-timeout 3 --metrics-interval 1 --metrics-start-delay 0 \
+	--auth-token-file "$W/token" --request-headers-timeout 3 --metrics-interval 1 --metrics-start-delay 0 --dump-transport fifo \
 	-- dotnet "$APP" sleep 600 > "$W/app.out" 2> "$W/agent.log" &
 AG=$!; PIDS+=($AG)
 P=$(listening_port "$W/agent.log" urls 30 "$AG") || { fail agent-start "$(tail -c 600 "$W/agent.log")"; exit 0; }
