@@ -295,7 +295,7 @@ void httpd_tls_refresh(struct httpd_tls *t, long long now_ms)
 	struct ident now[2];
 	struct err_msg em;
 	char serial[128];
-	SSL_CTX *ctx;
+	SSL_CTX *ctx = NULL;
 
 	if (now_ms - t->checked_ms < RECHECK_MS)
 		return;
