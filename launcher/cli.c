@@ -105,6 +105,9 @@ static void usage(FILE *f)
 		   "The log is JSON lines on stderr (time, level, msg, ...); --log-level debug|info|warn|error.\n"
 		   "A request's head must arrive within --request-headers-timeout (10 s); one address holds at\n"
 		   "most --max-connections-per-peer connections (64); /healthz and /readyz have slots of their own.\n"
+		   "An https:// URL is served with the certificate and key in the settings\n"
+		   "Kestrel:Certificates:Default:Path and :KeyPath (PEM; :Password for an encrypted key), reloaded\n"
+		   "when the files change; its port answers plain http for /healthz and /readyz only.\n"
 		   "See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
