@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <openssl/bn.h>
 #include <openssl/err.h>
+#include <openssl/pkcs12.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <signal.h>
@@ -61,6 +62,15 @@
 	X(SSL_CTX_use_PrivateKey_file)                                                                             \
 	X(SSL_CTX_check_private_key)                                                                               \
 	X(SSL_CTX_get0_certificate)                                                                                \
+	X(SSL_CTX_use_certificate)                                                                                 \
+	X(SSL_CTX_use_PrivateKey)                                                                                  \
+	X(d2i_PKCS12_fp)                                                                                           \
+	X(PKCS12_parse)                                                                                            \
+	X(PKCS12_free)                                                                                             \
+	X(X509_free)                                                                                               \
+	X(EVP_PKEY_free)                                                                                           \
+	X(OPENSSL_sk_shift)                                                                                        \
+	X(OPENSSL_sk_free)                                                                                         \
 	X(SSL_new)                                                                                                 \
 	X(SSL_free)                                                                                                \
 	X(SSL_set_fd)                                                                                              \
@@ -181,6 +191,57 @@ static int readable(const char *name, const char *path, struct err_msg *em)
 	return 0;
 }
 
+/* Whether path's first bytes are PEM's ("-----BEGIN"); a DER PKCS#12 file begins with a SEQUENCE (0x30). */
+static bool is_pem(const char *path)
+{
+	char head[11] = "";
+	FILE *fp = fopen(path, "rbe");
+	size_t n = fp ? fread(head, 1, 10, fp) : 0;
+
+	if (fp)
+		fclose(fp);
+	return n == 10 && memcmp(head, "-----BEGIN", 10) == 0;
+}
+
+/* A PKCS#12 (.pfx) file at t->cert, opened with t->password (dotnet-monitor's Path + Password without KeyPath):
+ * its certificate, key and CA chain into ctx. */
+static int use_pkcs12(const struct httpd_tls *t, SSL_CTX *ctx, struct err_msg *em)
+{
+	FILE *fp = fopen(t->cert, "rbe");
+	PKCS12 *p12 = fp ? ossl.d2i_PKCS12_fp(fp, NULL) : NULL;
+	EVP_PKEY *pkey = NULL;
+	X509 *cert = NULL, *x;
+	STACK_OF(X509) *ca = NULL;
+	char why[256];
+	int rc = 0;
+
+	if (fp)
+		fclose(fp);
+	if (p12 == NULL)
+		return err_set(em, DP_EINVAL, "%s %s holds neither a PEM certificate nor PKCS#12: %s", t->cert_name,
+			       t->cert, ssl_error(why, sizeof(why)));
+	if (ossl.PKCS12_parse(p12, t->password, &pkey, &cert, &ca) != 1 || cert == NULL || pkey == NULL) {
+		rc = err_set(em, DP_EINVAL, "%s %s: the PKCS#12 file does not open with %s, or holds no certificate "
+			     "and key: %s", t->cert_name, t->cert, t->password ? "the Password setting" : "no password",
+			     ssl_error(why, sizeof(why)));
+		goto out;
+	}
+	if (ossl.SSL_CTX_use_certificate(ctx, cert) != 1 || ossl.SSL_CTX_use_PrivateKey(ctx, pkey) != 1) {
+		rc = err_set(em, DP_EINVAL, "%s %s: the PKCS#12 file's key does not match its certificate: %s",
+			     t->cert_name, t->cert, ssl_error(why, sizeof(why)));
+		goto out;
+	}
+	while (ca && (x = ossl.OPENSSL_sk_shift((OPENSSL_STACK *)ca)) != NULL)
+		if (ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_EXTRA_CHAIN_CERT, 0, x) != 1) /* takes x */
+			ossl.X509_free(x);
+out:
+	ossl.OPENSSL_sk_free((OPENSSL_STACK *)ca);
+	ossl.X509_free(cert);
+	ossl.EVP_PKEY_free(pkey);
+	ossl.PKCS12_free(p12);
+	return rc;
+}
+
 /* A context holding t's files as they are now. */
 static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *em)
 {
@@ -206,6 +267,12 @@ static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *e
 	}
 	ossl.SSL_CTX_set_default_passwd_cb(ctx, password_cb);
 	ossl.SSL_CTX_set_default_passwd_cb_userdata(ctx, t->password);
+	if (t->key == NULL && !is_pem(t->cert)) {
+		if ((rc = use_pkcs12(t, ctx, em)) != 0)
+			goto fail;
+		*out = ctx;
+		return 0;
+	}
 	/* the key first: a certificate set after it drops a key that is not its own, quietly, and the check below
 	 * says so; the other way round the key's own loading fails with OpenSSL's words for it */
 	if (ossl.SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {

@@ -23,7 +23,7 @@ struct httpd_tls;      /* the certificate, the key and the files they came from 
 struct httpd_tls_conn; /* one session on one socket */
 
 struct httpd_tls_files {
-	const char *cert, *key, *password; /* PEM files (key NULL: in the cert's file); password for an encrypted key */
+	const char *cert, *key, *password; /* PEM files (key NULL: in the cert's file, or cert is PKCS#12); password for an encrypted key or the PKCS#12 */
 	const char *cert_name, *key_name;  /* the settings that named them, for messages */
 };
 

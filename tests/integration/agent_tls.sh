@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # agent_tls.sh - the agent's https:// URLs (issue 33, item 4) with real clients (curl --cacert, openssl
 # s_client, Python's ssl) and a real .NET app started under the agent (launch -- dotnet console.dll):
-#   start/*     a missing certificate, a missing file, a mismatched key, an https URL without a certificate: exit 2,
+#   start/*     a missing certificate, a missing file, a mismatched key, an https URL without a certificate, a .pfx
+#               with the wrong password: exit 2,
 #               the message naming the setting (Kestrel:Certificates:Default:Path or :KeyPath) and the file; the
-#               settings file, the environment (DOTNETMONITOR_ and DIAGPORT_) and key-per-file forms all bind
+#               settings file, the environment (DOTNETMONITOR_ and DIAGPORT_) and key-per-file forms all bind; an
+#               encrypted PEM key and a PKCS#12 file open with the Password setting
 #   api/*       a dump (an ELF core; the fifo transport, whose pipe is never spliced onto a TLS socket), stacks and metrics over https with the token; 401 without it
 #   trust/*     a client that does not trust the CA fails (curl 60, s_client's verify error); TLS 1.1 and a
 #               TLS 1.2 cipher without forward secrecy are refused; TLS 1.2 with ECDHE and 1.3 are served
@@ -90,6 +92,20 @@ WHY="$(tail -c 300 "$W/enc.log")"
 check start/encrypted-key-with-password test "$(curl -s -o /dev/null -w '%{http_code}' --cacert "$W/ca.crt" "https://127.0.0.1:${EPORT:-1}/healthz")" = 200
 WHY="the password is in the agent's environ"; check start/password-wiped-from-environ bash -c "! tr '\\0' '\\n' < /proc/$EP/environ | grep -q hunter2"
 kill "$EP"
+# a PKCS#12 file (.pfx) in Path with its Password and no KeyPath, as dotnet-monitor takes one: served, chain included
+"$O" pkcs12 -export -in "$W/agent1.crt" -inkey "$W/agent1.key" -certfile "$W/ca.crt" -passout pass:pfx-pass-1234 \
+	-out "$W/agent.pfx" 2>> "$W/openssl.err"
+DOTNETMONITOR_Kestrel__Certificates__Default__Path=$W/agent.pfx DIAGPORT_TLS_KEY_PASSWORD=wrong-password-123 \
+	startfail pfx-wrong-password "Kestrel:Certificates:Default:Path $W/agent.pfx: the PKCS#12 file does not open with the Password setting"
+: > "$W/pfx.log"
+DOTNETMONITOR_Kestrel__Certificates__Default__Path=$W/agent.pfx DOTNETMONITOR_Kestrel__Certificates__Default__Password=pfx-pass-1234 \
+	"$D" launch --no-metrics --socket "$W/x.sock" --auth-token-file "$W/token" --urls https://127.0.0.1:0 2> "$W/pfx.log" &
+XP=$!; PIDS+=($XP)
+XPORT=$(listening_port "$W/pfx.log" urls 20 "$XP")
+"$O" s_client -connect "127.0.0.1:${XPORT:-1}" -CAfile "$W/ca.crt" -showcerts < /dev/null > "$W/sc-pfx.txt" 2>&1
+WHY="$(tail -c 300 "$W/pfx.log") $(grep -E 'Verify return|BEGIN' "$W/sc-pfx.txt")"
+check start/pkcs12-with-password bash -c "grep -q 'Verify return code: 0 (ok)' '$W/sc-pfx.txt' && [ \$(grep -c 'BEGIN CERTIFICATE' '$W/sc-pfx.txt') = 2 ]"
+kill "$XP"
 
 # --- the agent: https, settings key-per-file, the app under it
 : > "$W/agent.log"
