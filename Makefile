@@ -100,11 +100,15 @@ FORCE:
 # WEBC_TLS_LINKED, which fills its table of OpenSSL functions with libssl.a's and libcrypto.a's, and
 # that object goes before the archive, whose dlopen variant is then never pulled in (docs/BENCHMARKS.md:
 # what it costs the image and the agent's RSS).
-STATIC_TLS := $(BUILD)/static/webc_tls_linked.o
+# The agent's https server (http/httpd_tls.c) is linked the same way, with HTTPD_TLS_LINKED.
+STATIC_TLS := $(BUILD)/static/webc_tls_linked.o $(BUILD)/static/httpd_tls_linked.o
 STATIC_LIBS = $(shell pkg-config --static --libs $(LINKED) openssl 2>/dev/null) -lpthread
-$(STATIC_TLS): common/webc_tls.c | $(PREREQ_STAMP)
+$(BUILD)/static/webc_tls_linked.o: common/webc_tls.c | $(PREREQ_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DWEBC_TLS_LINKED -MMD -MP -c $< -o $@
+$(BUILD)/static/httpd_tls_linked.o: http/httpd_tls.c | $(PREREQ_STAMP)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DHTTPD_TLS_LINKED -MMD -MP -c $< -o $@
 
 $(BUILD)/static/diagport: $(BUILD)/main.o $(STATIC_TLS) $(LIBDP)
 	@mkdir -p $(dir $@)

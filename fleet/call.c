@@ -183,6 +183,13 @@ static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_m
 	return code;
 }
 
+static const char *ca_file; /* --cacert: set once, before any call */
+
+void fleet_call_set_cafile(const char *path)
+{
+	ca_file = path;
+}
+
 int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 {
 	struct state s = { .c = c };
@@ -228,6 +235,8 @@ int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 	}
 	s.lib->easy_setopt(s.h, CURLOPT_HTTPHEADER, hdr);
 	s.lib->easy_setopt(s.h, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (ca_file)
+		s.lib->easy_setopt(s.h, CURLOPT_CAINFO, ca_file);
 	s.lib->easy_setopt(s.h, CURLOPT_FOLLOWLOCATION, 0L);
 	s.lib->easy_setopt(s.h, CURLOPT_NOSIGNAL, 1L);
 	s.lib->easy_setopt(s.h, CURLOPT_FORBID_REUSE, 1L);

@@ -45,6 +45,10 @@ struct fleet_call {
  */
 int fleet_call_run(struct fleet_call *c, struct err_msg *em);
 
+/* The CA bundle (PEM) https agents' certificates are verified against, for every call from now on (borrowed,
+ * kept for the process); NULL: libcurl's default, the system's store. Verification is never turned off. */
+void fleet_call_set_cafile(const char *path);
+
 /* A small 2xx answer into *out (a new buffer of at most cap bytes, NUL-terminated). As fleet_call_run. */
 int fleet_call_get(const struct fleet_agent *a, const char *caller, const char *path, size_t cap, long timeout_ms,
 		   char **out, struct err_msg *em);

@@ -11,6 +11,7 @@
  */
 #include "cli.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "call.h"
 #include "fleet.h"
 #include "mem.h"
 #include "run.h"
@@ -97,6 +99,8 @@ struct args {
 	const char *targets[MAX_REFS];
 	size_t n_targets;
 	const char *targets_file, *token_file;
+	const char *cacert;  /* --cacert: https agents verified against it (else the system's store) */
+	bool insecure_http;  /* --insecure-http: a token may go over plain http beyond loopback */
 	const char *refs[MAX_REFS + 1];
 	size_t n_refs;
 	unsigned parallel;
@@ -116,7 +120,8 @@ struct args {
 enum {
 	O_KUBECONFIG = 256, O_CONTEXT, O_ECS_CLUSTER, O_ECS_SERVICE, O_REGION, O_PROFILE_AWS, O_PUBLIC_IP, O_TARGET,
 	O_TARGETS_FILE, O_TOKEN_FILE, O_PARALLEL, O_REQ_TIMEOUT, O_TYPE, O_TRACE_PROFILE, O_PROVIDERS, O_FORMAT,
-	O_LEVEL, O_EGRESS, O_TAGS, O_DURATION, O_TIMEOUT, O_TOP, O_MAX_UNAVAILABLE, O_YES, O_PARAM, O_MAX_SIZE
+	O_LEVEL, O_EGRESS, O_TAGS, O_DURATION, O_TIMEOUT, O_TOP, O_MAX_UNAVAILABLE, O_YES, O_PARAM, O_MAX_SIZE,
+	O_CACERT, O_INSECURE_HTTP
 };
 
 static const struct option options[] = {
@@ -151,6 +156,8 @@ static const struct option options[] = {
 	{ "yes", no_argument, NULL, O_YES },
 	{ "param", required_argument, NULL, O_PARAM },
 	{ "max-size", required_argument, NULL, O_MAX_SIZE },
+	{ "cacert", required_argument, NULL, O_CACERT },
+	{ "insecure-http", no_argument, NULL, O_INSECURE_HTTP },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 }
 };
@@ -181,6 +188,9 @@ static void usage_targets(FILE *f)
 		   "  --targets-file FILE      one a line: URL [name=N] [workload=W] [token-file=F]\n"
 		   "common:\n"
 		   "  --token-file FILE        the agents' token (else $DIAGPORT_TOKEN; Kubernetes: the pod's Secret)\n"
+		   "  --cacert FILE            https agents' certificates verified against this CA bundle (else the\n"
+		   "                           system's store)\n"
+		   "  --insecure-http          send a token over plain http:// beyond loopback (refused without it)\n"
 		   "  --request-timeout S      each API call while finding targets (30)\n");
 }
 
@@ -287,6 +297,8 @@ static int parse(int argc, char **argv, const char *cmd, struct args *a)
 			break;
 		case O_TARGETS_FILE: a->targets_file = optarg; break;
 		case O_TOKEN_FILE: a->token_file = optarg; break;
+		case O_CACERT: a->cacert = optarg; break;
+		case O_INSECURE_HTTP: a->insecure_http = true; break;
 		case O_PARALLEL:
 			if (!number(optarg, 1, 256, &v))
 				return usage_error(cmd, "--parallel '%s' is not a number from 1 to 256", optarg);
@@ -359,6 +371,61 @@ static int parse(int argc, char **argv, const char *cmd, struct args *a)
 		return usage_error(cmd, "%s", "--ecs-service needs --ecs-cluster");
 	if (a->all_namespaces && a->namespace_)
 		return usage_error(cmd, "%s", "-A and -n contradict each other");
+	return 0;
+}
+
+/* Whether url's host is a loopback address (127.0.0.0/8, ::1, localhost): a token sent there stays on this machine. */
+static bool loopback_url(const char *url)
+{
+	const char *h = strstr(url, "://");
+	char host[256];
+	unsigned char addr[16];
+	size_t n;
+
+	if (h == NULL)
+		return false;
+	h += 3;
+	if (*h == '[') {
+		n = strcspn(++h, "]");
+		if (n >= sizeof(host))
+			return false;
+		memcpy(host, h, n);
+		host[n] = '\0';
+		return inet_pton(AF_INET6, host, addr) == 1 && IN6_IS_ADDR_LOOPBACK((struct in6_addr *)addr);
+	}
+	n = strcspn(h, ":/");
+	if (n >= sizeof(host))
+		return false;
+	memcpy(host, h, n);
+	host[n] = '\0';
+	if (strcasecmp(host, "localhost") == 0)
+		return true;
+	return inet_pton(AF_INET, host, addr) == 1 && addr[0] == 127;
+}
+
+/*
+ * A token in clear text across a network is a token given away: refused for an agent reached by a plain
+ * http:// URL outside loopback unless --insecure-http says so (a port-forward's stream is the API server's
+ * TLS connection, so Kubernetes agents are not concerned). Then --cacert for every https call. 0, or exit 2.
+ */
+static int transport_check(const char *cmd, const struct args *a, const struct fleet_set *s)
+{
+	for (size_t i = 0; !a->insecure_http && i < s->n; i++) {
+		const struct fleet_agent *ag = &s->v[i];
+
+		if (ag->token && !ag->why_not && !ag->dialer && ag->url && strncmp(ag->url, "http://", 7) == 0 &&
+		    !loopback_url(ag->url)) {
+			fprintf(stderr, "%s %s: %s is plain http beyond this machine: its token would cross the network "
+				"in clear text; serve the agent on https:// (then --cacert FILE) or give --insecure-http\n",
+				prog(), cmd, ag->url);
+			return FLEET_EXIT_USAGE;
+		}
+	}
+	if (a->cacert && access(a->cacert, R_OK) != 0) {
+		fprintf(stderr, "%s %s: --cacert %s: %s\n", prog(), cmd, a->cacert, strerror(errno));
+		return FLEET_EXIT_USAGE;
+	}
+	fleet_call_set_cafile(a->cacert);
 	return 0;
 }
 
@@ -449,7 +516,7 @@ int fleet_ps_cli(int argc, char **argv)
 		rc = usage_error("ps", "-o '%s' is not table, wide, json or yaml", a.output);
 		goto out;
 	}
-	if ((rc = discover("ps", &a, false, &s)) == 0) {
+	if ((rc = discover("ps", &a, false, &s)) == 0 && (rc = transport_check("ps", &a, &s)) == 0) {
 		fleet_signals_install();
 		rc = fleet_ps(&s, a.output, a.parallel);
 	}
@@ -654,7 +721,7 @@ int fleet_capture_cli(int argc, char **argv)
 	if ((rc = build_capture(&a, &c, &route, &body)) != 0)
 		goto out;
 	/* until the captures start, Ctrl-C ends the process at once: nothing has been written */
-	if ((rc = discover("capture", &a, true, &s)) != 0)
+	if ((rc = discover("capture", &a, true, &s)) != 0 || (rc = transport_check("capture", &a, &s)) != 0)
 		goto out;
 	if (s.n == 0) {
 		fprintf(stderr, "%s capture: no targets found\n", prog());

@@ -5,6 +5,12 @@
  * (chunked) or a file that grows (chunked, sendfile). httpd_conn.c reads the requests and calls in here;
  * httpd_listen.c starts and stops the server.
  *
+ * On an https connection every byte goes through its TLS session
+ * (httpd_tls.h): sendfile and splice cannot encrypt (kernel TLS is not
+ * loaded on most nodes), so a file's bytes are read into a buffer of one
+ * record's size and written, and a followed dump's pipe is always filed first
+ * (httpd_zero_copy).
+ *
  * Why a server of our own and not libmicrohttpd: Debian's build links
  * GnuTLS, and mapping GnuTLS and its seven libraries costs ~2.3 MiB of
  * resident memory in every pod's agent, which needs no TLS. See
@@ -222,15 +228,16 @@ static bool wait_writable(int sock, struct progress *p, long long sent)
 	return poll(&pf, 1, 1000) >= 0 || errno == EINTR;
 }
 
-/* Write all of p; false on error or when the client stops reading for the idle timeout. */
-bool httpd_send_all(int fd, const void *p, size_t n)
+/* Write all of p on fd, through tls when not NULL; false on error or when the client stops reading for the
+ * idle timeout. */
+static bool send_all(int fd, struct httpd_tls_conn *tls, const void *p, size_t n)
 {
 	const char *c = p;
 	struct progress pr = { 0, 0 };
 	long long sent = 0;
 
 	while (n) {
-		ssize_t w = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t w = tls ? httpd_tls_write(tls, c, n) : send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -248,7 +255,23 @@ bool httpd_send_all(int fd, const void *p, size_t n)
 	return true;
 }
 
-static bool write_head(int fd, struct httpd_req *r, const char *length_header)
+bool httpd_send_all(int fd, const void *p, size_t n)
+{
+	return send_all(fd, NULL, p, n);
+}
+
+/* The connection a request came on: every request lives inside its conn. */
+static const struct conn *conn_of(const struct httpd_req *r)
+{
+	return (const struct conn *)(const void *)((const char *)r - offsetof(struct conn, r));
+}
+
+static bool conn_send_all(const struct conn *c, const void *p, size_t n)
+{
+	return send_all(c->sock, c->tls, p, n);
+}
+
+static bool write_head(const struct conn *c, struct httpd_req *r, const char *length_header)
 {
 	struct buf b;
 	char date[64];
@@ -272,16 +295,39 @@ static bool write_head(int fd, struct httpd_req *r, const char *length_header)
 	if (length_header)
 		buf_printf(&b, "%s\r\n", length_header);
 	buf_printf(&b, "\r\n");
-	ok = b.data && httpd_send_all(fd, b.data, b.len);
+	ok = b.data && conn_send_all(c, b.data, b.len);
 	buf_free(&b);
 	return ok;
 }
 
-/* fd's bytes from *off up to end onto the socket; false when the client went away or stalled. */
-static bool sendfile_to(int sock, int fd, off_t *off, uint64_t end, struct progress *pr)
+/* fd's bytes from *off up to end through c's TLS session, a record's worth at a time. */
+static bool copy_to_tls(const struct conn *c, int fd, off_t *off, uint64_t end)
 {
-	int fl = fcntl(sock, F_GETFL);
+	char b[16384];
+
+	while ((uint64_t)*off < end) {
+		size_t want = end - (uint64_t)*off > sizeof(b) ? sizeof(b) : (size_t)(end - (uint64_t)*off);
+		ssize_t n = pread(fd, b, want, *off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || !conn_send_all(c, b, (size_t)n))
+			return false; /* the file is shorter than promised, or the client went away or stalled */
+		*off += n;
+	}
+	return true;
+}
+
+/* fd's bytes from *off up to end onto c; false when the client went away or stalled. */
+static bool sendfile_to(const struct conn *c, int fd, off_t *off, uint64_t end, struct progress *pr)
+{
+	int sock = c->sock;
+	int fl;
 	bool ok = true;
+
+	if (c->tls)
+		return copy_to_tls(c, fd, off, end);
+	fl = fcntl(sock, F_GETFL);
 
 	if (fl >= 0)
 		fcntl(sock, F_SETFL, fl | O_NONBLOCK); /* sendfile takes no MSG_DONTWAIT */
@@ -301,18 +347,12 @@ static bool sendfile_to(int sock, int fd, off_t *off, uint64_t end, struct progr
 	return ok;
 }
 
-static void send_fd_body(int sock, struct httpd_req *r)
+static void send_fd_body(const struct conn *c, struct httpd_req *r)
 {
 	off_t off = 0;
 	struct progress pr = { 0, 0 };
 
-	r->sent_whole = sendfile_to(sock, r->fd, &off, r->fd_size, &pr);
-}
-
-/* The connection a request came on: every request lives inside its conn. */
-static const struct conn *conn_of(const struct httpd_req *r)
-{
-	return (const struct conn *)(const void *)((const char *)r - offsetof(struct conn, r));
+	r->sent_whole = sendfile_to(c, r->fd, &off, r->fd_size, &pr);
 }
 
 /*
@@ -320,8 +360,9 @@ static const struct conn *conn_of(const struct httpd_req *r)
  * from two places (the file, the pipe) and two threads without a trailer to owe: r->open counts the bytes
  * the line has promised. No framing for HTTP/1.0.
  */
-static bool chunk_head(int sock, struct httpd_req *r, uint64_t n)
+static bool chunk_head(const struct conn *c, struct httpd_req *r, uint64_t n)
 {
+	int sock = c->sock;
 	char hdr[32];
 	int hl = snprintf(hdr, sizeof(hdr), "%s%llx\r\n", r->chunks ? "\r\n" : "", (unsigned long long)n);
 	ssize_t w;
@@ -330,17 +371,20 @@ static bool chunk_head(int sock, struct httpd_req *r, uint64_t n)
 	if (r->rq.minor < 1)
 		return true;
 	r->chunks++;
+	if (c->tls)
+		return conn_send_all(c, hdr, (size_t)hl);
 	w = send(sock, hdr, (size_t)hl, MSG_NOSIGNAL | MSG_DONTWAIT | MSG_MORE); /* the bytes follow at once */
 	if (w < 0 && errno != EAGAIN && errno != EINTR)
 		return false;
 	w = w < 0 ? 0 : w;
-	return w == hl || httpd_send_all(sock, hdr + w, (size_t)(hl - w));
+	return w == hl || conn_send_all(c, hdr + w, (size_t)(hl - w));
 }
 
 /* A growing file: each chunk's size line, then its bytes by sendfile (some may have gone straight:
  * httpd_follow_splice). */
-static void send_follow_body(int sock, struct httpd_req *r)
+static void send_follow_body(const struct conn *c, struct httpd_req *r)
 {
+	int sock = c->sock;
 	off_t off = 0;
 	struct progress pr = { 0, 0 };
 	int fl = fcntl(sock, F_GETFL);
@@ -354,14 +398,14 @@ static void send_follow_body(int sock, struct httpd_req *r)
 			break; /* cut off: no last chunk */
 		if (n == 0) {
 			if (r->rq.minor >= 1)
-				httpd_send_all(sock, r->chunks ? "\r\n0\r\n\r\n" : "0\r\n\r\n", r->chunks ? 7 : 5);
+				conn_send_all(c, r->chunks ? "\r\n0\r\n\r\n" : "0\r\n\r\n", r->chunks ? 7 : 5);
 			break;
 		}
-		if (r->open == 0 && !chunk_head(sock, r, (uint64_t)(n > FOLLOW_CHUNK ? FOLLOW_CHUNK : n)))
+		if (r->open == 0 && !chunk_head(c, r, (uint64_t)(n > FOLLOW_CHUNK ? FOLLOW_CHUNK : n)))
 			break;
 		if ((uint64_t)n > r->open)
 			n = (long long)r->open;
-		if (!sendfile_to(sock, r->fd, &off, (uint64_t)off + (uint64_t)n, &pr))
+		if (!sendfile_to(c, r->fd, &off, (uint64_t)off + (uint64_t)n, &pr))
 			break;
 		r->open -= (uint64_t)n;
 	}
@@ -369,17 +413,26 @@ static void send_follow_body(int sock, struct httpd_req *r)
 		fcntl(sock, F_SETFL, fl);
 }
 
+bool httpd_zero_copy(const struct httpd_req *r)
+{
+	return conn_of(r)->tls == NULL;
+}
+
 long long httpd_follow_splice(struct httpd_req *r, int from, uint64_t n, int wait_ms)
 {
-	int sock = conn_of(r)->sock;
+	const struct conn *c = conn_of(r);
+	int sock = c->sock;
 	struct pollfd pf = { .fd = sock, .events = POLLOUT };
 	uint64_t moved = 0;
+
+	if (c->tls)
+		return 0; /* splice cannot encrypt: the caller files the bytes (httpd_zero_copy) */
 
 	if ((poll(&pf, 1, wait_ms) < 0 && errno != EINTR) || (pf.revents & (POLLERR | POLLHUP)))
 		return -1;
 	if (!(pf.revents & POLLOUT))
 		return 0; /* no room now: the caller files the bytes */
-	if (r->open == 0 && !chunk_head(sock, r, n > FOLLOW_CHUNK ? FOLLOW_CHUNK : n))
+	if (r->open == 0 && !chunk_head(c, r, n > FOLLOW_CHUNK ? FOLLOW_CHUNK : n))
 		return -1; /* a line of a few bytes into a socket that said it has room: only a dead one refuses */
 	if (n > r->open)
 		n = r->open;
@@ -399,7 +452,7 @@ long long httpd_follow_splice(struct httpd_req *r, int from, uint64_t n, int wai
 	return (long long)moved;
 }
 
-static void send_stream_body(int sock, struct httpd_req *r)
+static void send_stream_body(const struct conn *c, struct httpd_req *r)
 {
 	char *chunk = mem_alloc(STREAM_CHUNK + 32);
 	bool chunked = r->rq.minor >= 1;
@@ -413,11 +466,11 @@ static void send_stream_body(int sock, struct httpd_req *r)
 			break; /* cut off: no last chunk, so the client sees an incomplete body */
 		if (n == 0) {
 			if (chunked)
-				httpd_send_all(sock, "0\r\n\r\n", 5);
+				conn_send_all(c, "0\r\n\r\n", 5);
 			break;
 		}
 		if (!chunked) {
-			if (!httpd_send_all(sock, chunk + 16, (size_t)n))
+			if (!conn_send_all(c, chunk + 16, (size_t)n))
 				break;
 			continue;
 		}
@@ -425,7 +478,7 @@ static void send_stream_body(int sock, struct httpd_req *r)
 		memcpy(chunk + 16 - hl, hdr, (size_t)hl);
 		chunk[16 + n] = '\r';
 		chunk[16 + n + 1] = '\n';
-		if (!httpd_send_all(sock, chunk + 16 - hl, (size_t)(hl + n + 2)))
+		if (!conn_send_all(c, chunk + 16 - hl, (size_t)(hl + n + 2)))
 			break;
 	}
 	free(chunk);
@@ -464,29 +517,30 @@ bool httpd_client_gone(const struct httpd_req *r, int timeout_ms)
 	return poll(&p, 1, timeout_ms) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-void httpd_transmit(int sock, struct httpd_req *r)
+void httpd_transmit(struct httpd_req *r)
 {
+	const struct conn *c = conn_of(r);
 	char len[64];
 
 	switch (r->kind) {
 	case BODY_MEM:
 		snprintf(len, sizeof(len), "Content-Length: %zu", r->mem_len);
-		if (write_head(sock, r, len) && !r->head_only)
-			r->sent_whole = httpd_send_all(sock, r->mem, r->mem_len);
+		if (write_head(c, r, len) && !r->head_only)
+			r->sent_whole = conn_send_all(c, r->mem, r->mem_len);
 		break;
 	case BODY_FD:
 		snprintf(len, sizeof(len), "Content-Length: %llu", (unsigned long long)r->fd_size);
-		if (write_head(sock, r, len) && !r->head_only)
-			send_fd_body(sock, r);
+		if (write_head(c, r, len) && !r->head_only)
+			send_fd_body(c, r);
 		break;
 	case BODY_STREAM:
-		if (write_head(sock, r, r->rq.minor >= 1 ? "Transfer-Encoding: chunked" : NULL) &&
+		if (write_head(c, r, r->rq.minor >= 1 ? "Transfer-Encoding: chunked" : NULL) &&
 		    !r->head_only)
-			send_stream_body(sock, r);
+			send_stream_body(c, r);
 		break;
 	case BODY_FOLLOW:
-		if (write_head(sock, r, r->rq.minor >= 1 ? "Transfer-Encoding: chunked" : NULL) && !r->head_only)
-			send_follow_body(sock, r);
+		if (write_head(c, r, r->rq.minor >= 1 ? "Transfer-Encoding: chunked" : NULL) && !r->head_only)
+			send_follow_body(c, r);
 		break;
 	}
 }

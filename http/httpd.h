@@ -38,8 +38,15 @@ enum httpd_admission {
 };
 
 struct httpd_config {
-	const char *urls;          /* "http://+:52323;http://127.0.0.1:52323" (dotnet-monitor's --urls form); port 0: the
+	const char *urls;          /* "http://+:52323;https://127.0.0.1:52323" (dotnet-monitor's --urls form); port 0: the
 				      system picks one (httpd_bound_urls) */
+	/*
+	 * For https:// URLs, required then (httpd_tls.h): the certificate chain
+	 * and key, PEM files reloaded when they change; an https listener also
+	 * answers a plain request for a probe route (is_probe), and no other.
+	 */
+	const char *tls_cert, *tls_key, *tls_password;
+	const char *tls_cert_name, *tls_key_name; /* the settings that name them, for messages */
 	unsigned max_connections;  /* requests in progress (a worker each), 32; more get 503 */
 	unsigned max_per_peer;     /* connections from one address, 64; over it the oldest still sending its head is closed */
 	unsigned idle_timeout_s;   /* writing an answer: a client that reads nothing for this long is cut off, 30 */
@@ -65,7 +72,8 @@ struct httpd_config {
 	enum httpd_admission (*admit)(void *ctx, struct httpd_req *r, long long now_ms, long long *until_ms);
 };
 
-/* Parse the URLs and start listening. DP_EINVAL (a bad URL) or DP_EIO (bind) with em. */
+/* Parse the URLs and start listening. DP_EINVAL (a bad URL; an https URL without a certificate and key that
+ * load, em naming the setting and the file), DP_ENOLIB (no libssl) or DP_EIO (bind) with em. */
 int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, struct httpd **out, struct err_msg *em);
 void httpd_free(struct httpd *d); /* stops listening; accepts NULL */
 /*
@@ -144,5 +152,8 @@ int httpd_send_follow(struct httpd_req *r, unsigned status, const char *ctype, i
  * fd, which the body's thread sends without a new size line.
  */
 long long httpd_follow_splice(struct httpd_req *r, int from, uint64_t n, int wait_ms);
+/* Whether httpd_follow_splice can move bytes on r's connection: false on https, where every byte is
+ * encrypted on its way (the caller files the pipe's bytes instead of waiting for room). */
+bool httpd_zero_copy(const struct httpd_req *r);
 
 #endif

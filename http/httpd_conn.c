@@ -29,6 +29,14 @@
  * worker. After an answer the connection lingers with the acceptor for a
  * moment, its unread input read and dropped, so the client sees the answer
  * rather than a reset, and no worker waits on it.
+ *
+ * An https listener's connection starts in CONN_HELLO: a first byte that
+ * opens a TLS record starts the handshake, which, like the head, must be done
+ * by the head deadline (a client that opens TLS and stalls is closed then); a
+ * plain request is read and answered only for a probe route (the probes keep
+ * working unchanged), else 400. The session costs HTTPD_TLS_CONN_COST of the
+ * one budget while the acceptor holds the connection, and is ended as soon as
+ * the answer is out.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,8 +88,15 @@ static void release_buffer(struct httpd *d, struct conn *c)
 	c->charged = 0;
 }
 
+void httpd_conn_tls_end(struct conn *c)
+{
+	httpd_tls_conn_free(c->tls);
+	c->tls = NULL;
+}
+
 static void conn_free(struct conn *c)
 {
+	httpd_conn_tls_end(c);
 	httpd_req_clean(&c->r);
 	if (c->buf != c->first)
 		free(c->buf);
@@ -99,6 +114,8 @@ static void drop(struct httpd *d, struct conn *c)
 
 static void linger(struct conn *c, long long now)
 {
+	httpd_conn_tls_end(c); /* close_notify; what the client still sends is read and dropped unopened */
+	c->events = POLLIN;
 	shutdown(c->sock, SHUT_WR);
 	c->state = CONN_LINGER;
 	c->deadline_ms = now + LINGER_MS;
@@ -107,7 +124,7 @@ static void linger(struct conn *c, long long now)
 /* Write the answer already set on c's request (an error: small, into an empty send buffer) and linger. */
 static void answer_now(struct httpd *d, struct conn *c, long long now)
 {
-	httpd_transmit(c->sock, &c->r);
+	httpd_transmit(&c->r);
 	httpd_req_clean(&c->r);
 	memset(&c->r, 0, sizeof(c->r));
 	c->r.fd = -1;
@@ -135,7 +152,8 @@ static void *worker_main(void *arg)
 	d->h(d->ctx, &c->r);
 	if (!c->r.answered)
 		httpd_problem(&c->r, 500, "Internal Server Error", "the handler gave no answer");
-	httpd_transmit(c->sock, &c->r);
+	httpd_transmit(&c->r);
+	httpd_conn_tls_end(c);
 	httpd_req_clean(&c->r); /* on_done: the handler's resources are free before the slot is */
 	memset(&c->r, 0, sizeof(c->r));
 	c->r.fd = -1;
@@ -205,7 +223,8 @@ static void dispatch(struct httpd *d, struct conn *c, long long now)
 	d->budget_used -= c->charged; /* the worker caps (max_connections) bound what it holds from here */
 	c->charged = 0;
 	flags = fcntl(c->sock, F_GETFL);
-	fcntl(c->sock, F_SETFL, flags & ~O_NONBLOCK);
+	if (c->tls == NULL) /* a TLS session is written without blocking: httpd.c polls */
+		fcntl(c->sock, F_SETFL, flags & ~O_NONBLOCK);
 	setsockopt(c->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(c->sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	pthread_attr_init(&attr);
@@ -224,6 +243,12 @@ static void dispatch(struct httpd *d, struct conn *c, long long now)
 }
 
 /* ---- reading the request ---- */
+
+/* recv(2) without waiting, through c's TLS session when it has one. */
+static ssize_t conn_recv(struct conn *c, void *p, size_t n)
+{
+	return c->tls ? httpd_tls_read(c->tls, p, n) : recv(c->sock, p, n, MSG_DONTWAIT);
+}
 
 /* What was wrong with a request head http_parse_head refused with status. */
 static const char *parse_detail(int status)
@@ -337,7 +362,8 @@ static void proceed(struct httpd *d, struct conn *c, long long now)
 	}
 	expect = http_header(&r->rq, "Expect");
 	if (pre < c->want && expect && strcasecmp(expect, "100-continue") == 0 &&
-	    send(c->sock, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_DONTWAIT | MSG_NOSIGNAL) != 25) {
+	    (c->tls ? httpd_tls_write(c->tls, "HTTP/1.1 100 Continue\r\n\r\n", 25) :
+		      send(c->sock, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_DONTWAIT | MSG_NOSIGNAL)) != 25) {
 		drop(d, c);
 		return;
 	}
@@ -364,6 +390,12 @@ static void head_done(struct httpd *d, struct conn *c, size_t head, long long no
 	r->head_only = strcmp(r->rq.method, "HEAD") == 0;
 	c->probe = d->is_probe && d->is_probe(r->rq.path);
 	c->head_len = head;
+	if (c->plain_on_tls && !c->probe) {
+		httpd_problem(r, 400, "Bad Request", "this port speaks https: a plain http request is answered only "
+			      "for the health probes; use https://");
+		answer_now(d, c, now);
+		return;
+	}
 	if (!body_plan(d, c)) { /* the message's framing (400, 411, 413) before what it asks for */
 		answer_now(d, c, now);
 		return;
@@ -406,7 +438,7 @@ static void read_head(struct httpd *d, struct conn *c, long long now)
 		answer_now(d, c, now);
 		return;
 	}
-	n = recv(c->sock, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+	n = conn_recv(c, c->buf + c->len, c->cap - c->len);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
@@ -421,7 +453,7 @@ static void read_head(struct httpd *d, struct conn *c, long long now)
 static void read_body(struct httpd *d, struct conn *c, long long now)
 {
 	struct httpd_req *r = &c->r;
-	ssize_t n = recv(c->sock, r->body + r->body_len, c->want - r->body_len, MSG_DONTWAIT);
+	ssize_t n = conn_recv(c, r->body + r->body_len, c->want - r->body_len);
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -443,12 +475,60 @@ static void read_body(struct httpd *d, struct conn *c, long long now)
 		body_done(d, c, now);
 }
 
+/*
+ * An https listener's connection: the first byte says whether it is TLS (a
+ * handshake record, 0x16) or a plain request; then the handshake, as far as
+ * the socket allows. The budget was charged for the session when accepted.
+ */
+static void hello(struct httpd *d, struct conn *c, long long now)
+{
+	unsigned char first;
+	ssize_t n;
+	int rc;
+
+	if (c->tls == NULL) {
+		n = recv(c->sock, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			drop(d, c);
+			return;
+		}
+		if (first != 0x16) {
+			c->plain_on_tls = true;
+			d->budget_used -= HTTPD_TLS_CONN_COST;
+			c->charged -= HTTPD_TLS_CONN_COST;
+			c->state = CONN_HEAD;
+			read_head(d, c, now);
+			return;
+		}
+		httpd_tls_refresh(d->tls, now);
+		if ((c->tls = httpd_tls_conn_new(d->tls, c->sock)) == NULL) {
+			drop(d, c);
+			return;
+		}
+	}
+	rc = httpd_tls_handshake(c->tls);
+	if (rc < 0) {
+		drop(d, c); /* not TLS, or a client that does not trust the certificate: nothing to answer in */
+		return;
+	}
+	c->events = rc == 2 ? POLLOUT : POLLIN;
+	if (rc == 1) {
+		c->state = CONN_HEAD;
+		read_head(d, c, now); /* the request may have come with the handshake's end */
+	}
+}
+
 static void readable(struct httpd *d, struct conn *c, long long now)
 {
 	char sink[4096];
 	ssize_t n;
 
 	switch (c->state) {
+	case CONN_HELLO:
+		hello(d, c, now);
+		return;
 	case CONN_HEAD:
 		read_head(d, c, now);
 		return;
@@ -487,7 +567,7 @@ static void expire(struct httpd *d, long long now)
 				c->deadline_ms = now + 1;
 			continue;
 		}
-		if (c->state == CONN_LINGER || (c->state == CONN_HEAD && c->len == 0)) {
+		if (c->state == CONN_LINGER || c->state == CONN_HELLO || (c->state == CONN_HEAD && c->len == 0)) {
 			drop(d, c);
 			continue;
 		}
@@ -551,7 +631,7 @@ static size_t peer_count(struct httpd *d, const struct peer *p)
 	return n;
 }
 
-static void admit(struct httpd *d, int sock, const struct sockaddr_storage *sa, long long now)
+static void admit(struct httpd *d, int sock, bool tls, const struct sockaddr_storage *sa, long long now)
 {
 	struct conn *c;
 	struct peer p;
@@ -564,21 +644,30 @@ static void admit(struct httpd *d, int sock, const struct sockaddr_storage *sa, 
 	}
 	if (d->n_pend == d->pend_cap)
 		evict_oldest(d, NULL);
+	/* a TLS session's memory from the one budget: the oldest readers make room, else it is refused */
+	while (tls && d->budget_used + HTTPD_TLS_CONN_COST > d->budget)
+		if (!evict_oldest(d, NULL)) {
+			close(sock);
+			return;
+		}
 	setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c = mem_zalloc(sizeof(*c));
 	c->d = d;
 	c->sock = sock;
 	c->peer = p;
-	c->state = CONN_HEAD;
+	c->state = tls ? CONN_HELLO : CONN_HEAD;
+	c->events = POLLIN;
 	c->seq = ++d->seq;
 	c->deadline_ms = now + d->head_ms;
 	c->buf = c->first;
 	c->cap = d->head_cap < HTTPD_CONN_FIRST ? d->head_cap : HTTPD_CONN_FIRST;
 	c->r.fd = -1;
+	if (tls)
+		charge(d, c, HTTPD_TLS_CONN_COST); /* room made above */
 	pend_add(d, c);
 }
 
-static void accept_some(struct httpd *d, int lfd, long long now)
+static void accept_some(struct httpd *d, int lfd, bool tls, long long now)
 {
 	for (int k = 0; k < ACCEPT_BURST; k++) {
 		struct sockaddr_storage sa = { 0 };
@@ -586,7 +675,7 @@ static void accept_some(struct httpd *d, int lfd, long long now)
 		int s = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
 
 		if (s >= 0) {
-			admit(d, s, &sa, now);
+			admit(d, s, tls, &sa, now);
 			continue;
 		}
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -647,9 +736,11 @@ void *httpd_acceptor_main(void *arg)
 		for (size_t i = 0; i < np; i++) {
 			polled[i] = d->pend[i];
 			pf[m++] = (struct pollfd){ .fd = d->pend[i]->sock,
-						   .events = d->pend[i]->state == CONN_WAIT ? 0 : POLLIN };
+						   .events = d->pend[i]->state == CONN_WAIT ? 0 : d->pend[i]->events };
 			if (next < 0 || d->pend[i]->deadline_ms < next)
 				next = d->pend[i]->deadline_ms;
+			if (d->pend[i]->tls && httpd_tls_pending(d->pend[i]->tls))
+				next = now; /* decrypted bytes wait that poll cannot see */
 		}
 		if (!listening && (next < 0 || d->accept_pause_until < next))
 			next = d->accept_pause_until;
@@ -659,12 +750,13 @@ void *httpd_acceptor_main(void *arg)
 		if (pf[first_conn - 1].revents && take_done(d, now))
 			break;
 		for (size_t i = 0; i < np; i++)
-			if (pf[first_conn + i].revents)
+			if (pf[first_conn + i].revents ||
+			    (polled[i]->tls && polled[i]->state != CONN_WAIT && httpd_tls_pending(polled[i]->tls)))
 				readable(d, polled[i], now);
 		expire(d, now);
 		for (size_t i = 0; listening && i < d->n; i++)
 			if (pf[i].revents & POLLIN)
-				accept_some(d, d->lfd[i], now);
+				accept_some(d, d->lfd[i], d->lfd_tls[i], now);
 	}
 	while (d->n_pend)
 		drop(d, d->pend[0]);

@@ -12,6 +12,7 @@
 
 #include "http_parse.h"
 #include "httpd.h"
+#include "httpd_tls.h"
 
 #define HTTPD_MAX_LISTENERS 8
 #define HTTPD_MAX_EXTRA_HEADERS 4
@@ -53,6 +54,7 @@ struct peer {
 };
 
 enum conn_state {
+	CONN_HELLO,  /* an https listener's: the first byte decides (a TLS record, or a plain request), then the handshake */
 	CONN_HEAD,   /* reading the request head (the acceptor's) */
 	CONN_BODY,   /* reading a POST's body (the acceptor's) */
 	CONN_WAIT,   /* held by admit until deadline_ms, then asked again (the acceptor's; its input left unread) */
@@ -78,13 +80,18 @@ struct conn {
 	size_t want;           /* the body's Content-Length */
 	size_t charged;        /* bytes of the budget this connection holds */
 	bool probe;            /* a probe route (httpd_config.is_probe): may use the probe slots */
+	struct httpd_tls_conn *tls; /* an https connection's session, until its answer is sent */
+	bool plain_on_tls;     /* a plain request on an https listener: only a probe route is answered */
+	short events;          /* what the acceptor polls for (the handshake may need POLLOUT) */
 	struct httpd_req r;
 	char first[HTTPD_CONN_FIRST];
 };
 
 struct httpd {
 	int lfd[HTTPD_MAX_LISTENERS];
+	bool lfd_tls[HTTPD_MAX_LISTENERS]; /* an https:// URL's */
 	size_t n;
+	struct httpd_tls *tls; /* the certificate for them (the acceptor's: it reloads it) */
 	int wake[2];
 	pthread_t acceptor;
 	bool acceptor_started;
@@ -114,8 +121,10 @@ struct httpd {
 
 /* The reason phrase of status ("Not Found"). */
 const char *httpd_reason(unsigned status);
-/* Write r's answer to sock (head, then the body unless HEAD). */
-void httpd_transmit(int sock, struct httpd_req *r);
+/* Write r's answer on its connection (head, then the body unless HEAD), through TLS on an https one. */
+void httpd_transmit(struct httpd_req *r);
+/* End c's TLS session, if any (close_notify, then freed): its answer is out. */
+void httpd_conn_tls_end(struct conn *c);
 /* Free what r holds and run its on_done. */
 void httpd_req_clean(struct httpd_req *r);
 

@@ -23,9 +23,10 @@
 struct addr {
 	struct sockaddr_storage sa;
 	socklen_t len;
+	bool tls; /* https:// */
 };
 
-/* "http://HOST:PORT" → address. HOST: +, *, a dotted quad, [v6], localhost. PORT 0: one the system picks
+/* "http://HOST:PORT" or "https://HOST:PORT" → address. HOST: +, *, a dotted quad, [v6], localhost. PORT 0: one the system picks
  * (httpd_bound_urls says which). */
 static int parse_url(const char *u, size_t n, struct addr *a, struct err_msg *em)
 {
@@ -34,9 +35,12 @@ static int parse_url(const char *u, size_t n, struct addr *a, struct err_msg *em
 	long port;
 	char *end;
 
-	if (n < 8 || strncmp(u, "http://", 7) != 0)
-		return err_set(em, DP_EINVAL, "URL '%.*s': only http://HOST:PORT is supported", (int)n, u);
-	p = u + 7;
+	bool tls = n > 8 && strncmp(u, "https://", 8) == 0;
+
+	if (!tls && (n < 8 || strncmp(u, "http://", 7) != 0))
+		return err_set(em, DP_EINVAL, "URL '%.*s': only http://HOST:PORT and https://HOST:PORT are supported",
+			       (int)n, u);
+	p = u + (tls ? 8 : 7);
 	colon = memrchr(p, ':', (size_t)(u + n - p));
 	if (colon == NULL || (size_t)(colon - p) >= sizeof(host))
 		return err_set(em, DP_EINVAL, "URL '%.*s' has no port", (int)n, u);
@@ -46,6 +50,7 @@ static int parse_url(const char *u, size_t n, struct addr *a, struct err_msg *em
 	if (end == colon + 1 || (end != u + n && *end != '/') || port < 0 || port > 65535)
 		return err_set(em, DP_EINVAL, "URL '%.*s' has no valid port", (int)n, u);
 	memset(a, 0, sizeof(*a));
+	a->tls = tls;
 	if (host[0] == '[') {
 		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&a->sa;
 		size_t hl = strlen(host);
@@ -157,6 +162,7 @@ static int listen_fn(const struct addr *a, void *arg)
 		return err_set(s->em, DP_EIO, "cannot listen on %s port %d: %s", shown,
 			       ntohs(((const struct sockaddr_in *)&a->sa)->sin_port), strerror(e));
 	}
+	s->d->lfd_tls[s->d->n] = a->tls;
 	s->d->lfd[s->d->n++] = fd;
 	return 0;
 }
@@ -177,10 +183,12 @@ void httpd_bound_urls(const struct httpd *d, struct buf *out)
 			continue;
 		if (sa.ss.ss_family == AF_INET6) {
 			inet_ntop(AF_INET6, &sa.in6.sin6_addr, host, sizeof(host));
-			buf_printf(out, "%shttp://[%s]:%u", out->len ? ";" : "", host, ntohs(sa.in6.sin6_port));
+			buf_printf(out, "%s%s://[%s]:%u", out->len ? ";" : "", d->lfd_tls[i] ? "https" : "http", host,
+				   ntohs(sa.in6.sin6_port));
 		} else {
 			inet_ntop(AF_INET, &sa.in.sin_addr, host, sizeof(host));
-			buf_printf(out, "%shttp://%s:%u", out->len ? ";" : "", host, ntohs(sa.in.sin_port));
+			buf_printf(out, "%s%s://%s:%u", out->len ? ";" : "", d->lfd_tls[i] ? "https" : "http", host,
+				   ntohs(sa.in.sin_port));
 		}
 	}
 }
@@ -195,6 +203,24 @@ static size_t pend_cap(void)
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 < n)
 		n = rl.rlim_cur / 2;
 	return n < 16 ? 16 : n;
+}
+
+/* The certificate for the https listeners, when there are any. */
+static int start_tls(struct httpd *d, const struct httpd_config *cfg, struct err_msg *em)
+{
+	struct httpd_tls_files f = { cfg->tls_cert, cfg->tls_key, cfg->tls_password,
+				     cfg->tls_cert_name ? cfg->tls_cert_name : "the certificate",
+				     cfg->tls_key_name ? cfg->tls_key_name : "the key" };
+	bool any = false;
+
+	for (size_t i = 0; i < d->n; i++)
+		any |= d->lfd_tls[i];
+	if (!any)
+		return 0;
+	if (cfg->tls_cert == NULL)
+		return err_set(em, DP_EINVAL, "%s is an https URL, and no certificate is configured: set %s and %s",
+			       cfg->urls, f.cert_name, f.key_name);
+	return httpd_tls_new(&f, &d->tls, em);
 }
 
 int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, struct httpd **out, struct err_msg *em)
@@ -223,7 +249,7 @@ int httpd_start(const struct httpd_config *cfg, httpd_handler h, void *ctx, stru
 	d->wake[0] = d->wake[1] = -1;
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->cv, NULL);
-	if ((rc = each_url(cfg->urls, listen_fn, &s, em)) != 0)
+	if ((rc = each_url(cfg->urls, listen_fn, &s, em)) != 0 || (rc = start_tls(d, cfg, em)) != 0)
 		goto fail;
 	if (pipe2(d->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
 		rc = err_set(em, DP_EIO, "pipe: %s", strerror(errno));
@@ -281,6 +307,7 @@ void httpd_free(struct httpd *d)
 		close(d->wake[0]);
 		close(d->wake[1]);
 	}
+	httpd_tls_free(d->tls); /* every session is ended: their connections are closed */
 	pthread_mutex_destroy(&d->mu);
 	pthread_cond_destroy(&d->cv);
 	free(d->work);

@@ -218,6 +218,8 @@ static long long follow_take(void *ctx, int rfd)
 		t0 = now_ns();
 		if (f->sent != f->staged && step > 0 && !catch_up(f, t0))
 			break; /* the download would not drain the file on the credit left: save it */
+		if (!httpd_zero_copy(f->r))
+			break; /* https: the pipe's bytes are filed, and the download encrypts them from the file */
 		if (f->waiting && f->sent == f->staged) {
 			f->busy = true;
 			pthread_mutex_unlock(&f->mu);

@@ -51,6 +51,8 @@ extern char **environ;
 #define MAX_TOKEN 4096
 #define MIN_TOKEN 16 /* bytes: shorter ones are refused at start (issue 33) */
 #define MAX_CONFIGS 8 /* --config files, and --config-dir directories */
+#define TLS_CERT_SETTING "Kestrel:Certificates:Default:Path"   /* dotnet-monitor's name; also tlsCert */
+#define TLS_KEY_SETTING "Kestrel:Certificates:Default:KeyPath" /* also tlsKey */
 
 /* Signals we take with sigwaitinfo: blocked in every thread before any thread starts. */
 static const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD };
@@ -108,6 +110,9 @@ static void usage(FILE *f)
 		   "most --max-connections-per-peer connections (64); /healthz and /readyz have slots of their own.\n"
 		   "--captures names the capture kinds served (dump, gcdump, trace, cpuprofile, stacks, metrics,\n"
 		   "logs, env; default all): another kind's routes answer 403.\n"
+		   "An https:// URL is served with the certificate and key in the settings\n"
+		   "Kestrel:Certificates:Default:Path and :KeyPath (PEM; :Password for an encrypted key), reloaded\n"
+		   "when the files change; its port answers plain http for /healthz and /readyz only.\n"
 		   "See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
@@ -489,9 +494,13 @@ int launch_cli(int argc, char **argv)
 		struct httpd_config hc = { .urls = c.urls, .max_body = API_MAX_BODY, .takes_body = api_takes_body,
 					   .is_probe = api_is_probe, .admit = api_admit,
 					   .head_timeout_s = c.head_timeout_s,
-					   .max_per_peer = c.per_peer };
+					   .max_per_peer = c.per_peer, .tls_cert = c.tls_cert, .tls_key = c.tls_key,
+					   .tls_password = c.tls_password, .tls_cert_name = TLS_CERT_SETTING,
+					   .tls_key_name = TLS_KEY_SETTING };
 		struct httpd_config mc = { .urls = c.metrics_urls, .head_timeout_s = c.head_timeout_s,
-					   .max_per_peer = c.per_peer, .admit = api_metrics_admit };
+					   .max_per_peer = c.per_peer, .admit = api_metrics_admit, .tls_cert = c.tls_cert,
+					   .tls_key = c.tls_key, .tls_password = c.tls_password,
+					   .tls_cert_name = TLS_CERT_SETTING, .tls_key_name = TLS_KEY_SETTING };
 		bool authenticated = token != NULL; /* without one, loopback only (settle_auth) or --no-auth */
 
 		if (!c.metrics_off || rules.n) { /* one counters session per runtime: /metrics, the rules, or both */
@@ -521,9 +530,10 @@ int launch_cli(int argc, char **argv)
 		mem_wipe(token, token ? strlen(token) : 0); /* the api has its copy */
 		free(token);
 		token = NULL;
-		if (httpd_start(&hc, api_handle, api, &h, &em) != 0 ||
-		    (c.metrics_urls && httpd_start(&mc, api_metrics_handle, api, &mh, &em) != 0)) {
-			rc = cannot_start(1, em.text);
+		if ((rc = httpd_start(&hc, api_handle, api, &h, &em)) != 0 ||
+		    (c.metrics_urls && (rc = httpd_start(&mc, api_metrics_handle, api, &mh, &em)) != 0)) {
+			/* settings that do not hold (a URL, the certificate or key) are a usage error */
+			rc = cannot_start(rc == DP_EINVAL ? 2 : 1, em.text);
 			goto out;
 		}
 		{ /* the addresses bound, so a port 0 in --urls says which port it got */

@@ -70,6 +70,10 @@ static const struct setting settings[] = {
 	{ { "requestHeadersTimeout" }, K_SECONDS, OFF(head_timeout_s) },
 	{ { "maxConnectionsPerPeer" }, K_COUNT, OFF(per_peer) },
 	{ { "captures" }, K_CAPTURES, OFF(captures) },
+	/* https:// URLs: Kestrel's default certificate, as dotnet-monitor reads it (PEM files) */
+	{ { "tlsCert", "Kestrel:Certificates:Default:Path" }, K_STR, OFF(tls_cert) },
+	{ { "tlsKey", "Kestrel:Certificates:Default:KeyPath" }, K_STR, OFF(tls_key) },
+	{ { "tlsKeyPassword", "Kestrel:Certificates:Default:Password" }, K_STR, OFF(tls_password) },
 	/* dotnet-monitor's connection mode: this agent always listens; Connect is refused with a reason. */
 	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
 };
@@ -94,6 +98,11 @@ void config_free(struct launch_config *c)
 	free(c->dump_transport);
 	free(c->connect_dir);
 	free(c->metrics_urls);
+	free(c->tls_cert);
+	free(c->tls_key);
+	if (c->tls_password)
+		mem_wipe(c->tls_password, strlen(c->tls_password));
+	free(c->tls_password);
 	for (size_t i = 0; i < c->n_egress; i++) {
 		free(c->egress[i].name);
 		free(c->egress[i].dir);
@@ -495,6 +504,8 @@ static bool secret_key(const char *key)
 					      "QueueSharedAccessSignature" };
 	const char *last = strrchr(key, ':');
 
+	if (strcasecmp(key, "Kestrel:Certificates:Default:Password") == 0 || strcasecmp(key, "tlsKeyPassword") == 0)
+		return true;
 	if (strncasecmp(key, "Egress:", 7) != 0 || last == NULL)
 		return false;
 	if (strncasecmp(key + 7, "Properties:", 11) == 0)

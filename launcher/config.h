@@ -42,6 +42,8 @@ struct launch_config {
 	unsigned per_peer;           /* maxConnectionsPerPeer: connections from one address; 0 = 64 */
 	unsigned captures;           /* captures: the capture kinds served, served.h's bits (captures_set false: all) */
 	bool captures_set;
+	/* https:// URLs: Kestrel:Certificates:Default:Path, :KeyPath, :Password (tlsCert, tlsKey, tlsKeyPassword) */
+	char *tls_cert, *tls_key, *tls_password;
 	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
 	struct egress_provider *egress;
 	size_t n_egress;

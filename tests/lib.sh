@@ -148,7 +148,7 @@ listening_port() {
 	for ((i = 0; i < $3 * 20; i++)); do
 		line=$(grep -m1 '"event":"listening"' "$1" 2>/dev/null)
 		if [ -n "$line" ]; then
-			sed -n -e 's/.*"'"$2"'":"http:\/\/[^";]*:\([0-9][0-9]*\)[";].*/\1/p' \
+			sed -n -e 's/.*"'"$2"'":"https\{0,1\}:\/\/[^";]*:\([0-9][0-9]*\)[";].*/\1/p' \
 				-e 's/.*"'"$2"'":\([0-9][0-9]*\)[,}].*/\1/p' <<< "$line" | grep . && return 0
 			return 1
 		fi

@@ -194,6 +194,38 @@ static void metrics_settings(void)
 	config_free(&c);
 }
 
+/* The https certificate under dotnet-monitor's (Kestrel's) names and diagport's: file, environment, key-per-file;
+ * the key's password wiped from the environment once read */
+static void tls_settings(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	static const char yaml[] = "Kestrel:\n  Certificates:\n    Default:\n      Path: /f/tls.crt\n"
+				   "      KeyPath: /f/tls.key\n";
+	char pw[] = "DOTNETMONITOR_Kestrel__Certificates__Default__Password=hunter2";
+	char *env[] = { "DOTNETMONITOR_Kestrel__Certificates__Default__Path=/m/tls.crt", "DIAGPORT_TLS_KEY=/d/tls.key", pw,
+			NULL };
+	char d[300], f[400];
+	FILE *fp;
+
+	T_CHECK(config_load_text(&c, yaml, sizeof(yaml) - 1, "agent.yaml", &em) == 0);
+	T_STREQ(c.tls_cert, "/f/tls.crt");
+	T_STREQ(c.tls_key, "/f/tls.key");
+	T_CHECK(config_load_env(&c, env, NULL, &em) == 0);
+	T_STREQ(c.tls_cert, "/m/tls.crt");
+	T_STREQ(c.tls_key, "/d/tls.key");
+	T_STREQ(c.tls_password, "hunter2");
+	T_CHECK(strstr(pw, "hunter2") == NULL); /* wiped: not left in /proc/PID/environ */
+	snprintf(d, sizeof(d), "%s/tls-kpf", dir);
+	T_CHECK(mkdir(d, 0700) == 0);
+	snprintf(f, sizeof(f), "%s/Kestrel__Certificates__Default__KeyPath", d);
+	T_CHECK((fp = fopen(f, "w")) != NULL && fputs("/s/tls.key\n", fp) >= 0 && fclose(fp) == 0);
+	T_CHECK(config_load_dir(&c, d, NULL, &em) == 0);
+	T_STREQ(c.tls_key, "/s/tls.key");
+	T_CHECK(config_set(&c, "kestrel:certificates:default:path", "", "test", &em) == DP_EINVAL);
+	config_free(&c);
+}
+
 static void egress_checks(void)
 {
 	struct launch_config c = { 0 };
@@ -365,6 +397,7 @@ int main(void)
 	T_RUN(environment);
 	T_RUN(egress_checks);
 	T_RUN(metrics_settings);
+	T_RUN(tls_settings);
 	T_RUN(store_settings);
 	T_RUN(settings_dir_and_document);
 	T_RUN(env_egress_and_secrets);

@@ -1,0 +1,473 @@
+/*
+ * httpd_tls.c - the server side of TLS for the agent's https:// URLs
+ * (httpd_tls.h), by OpenSSL's libssl.
+ *
+ * libssl gets in as it does for the egress client (common/webc_tls.c): one
+ * table of functions, filled by dlopen (dynlib.h) in the dynamic ./diagport,
+ * so an agent serving only http:// never maps libssl, and by the linked
+ * functions in the static image build, where the Makefile compiles this file
+ * again with HTTPD_TLS_LINKED and puts it before the archive. OpenSSL is
+ * there already for egress, so TLS adds little to the image (docs/image.md).
+ *
+ * Settled once for every listener: TLS 1.2 or 1.3; TLS 1.2 with ECDHE and an
+ * AEAD cipher only (Mozilla's "intermediate" list without DHE); no
+ * renegotiation, no compression, no session cache or tickets (one request per
+ * connection: nothing to resume); buffers released while empty
+ * (SSL_MODE_RELEASE_BUFFERS), which is what keeps a connection that waits
+ * within HTTPD_TLS_CONN_COST. OpenSSL's configuration file is not read, so
+ * both builds behave the same.
+ *
+ * The certificate files are watched by their identity (device, inode, size,
+ * time), checked at most once a second when a connection arrives: the
+ * kubelet updates a mounted Secret by swapping the ..data symlink, which
+ * gives every file a new inode. A pair that does not load leaves the one in
+ * use in place.
+ */
+#include "httpd_tls.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/bn.h>
+#include <openssl/err.h>
+#include <openssl/pkcs12.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "dynlib.h"
+#include "log.h"
+#include "mem.h"
+
+#define RECHECK_MS 1000
+#define CIPHERS_TLS12                                                                                              \
+	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"                 \
+	"ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
+
+#define SSL_FUNCTIONS(X)                                                                                           \
+	X(OPENSSL_init_ssl)                                                                                        \
+	X(TLS_server_method)                                                                                       \
+	X(SSL_CTX_new)                                                                                             \
+	X(SSL_CTX_free)                                                                                            \
+	X(SSL_CTX_ctrl)                                                                                            \
+	X(SSL_CTX_set_options)                                                                                     \
+	X(SSL_CTX_set_cipher_list)                                                                                 \
+	X(SSL_CTX_set_num_tickets)                                                                                 \
+	X(SSL_CTX_set_default_passwd_cb)                                                                           \
+	X(SSL_CTX_set_default_passwd_cb_userdata)                                                                  \
+	X(SSL_CTX_use_certificate_chain_file)                                                                      \
+	X(SSL_CTX_use_PrivateKey_file)                                                                             \
+	X(SSL_CTX_check_private_key)                                                                               \
+	X(SSL_CTX_get0_certificate)                                                                                \
+	X(SSL_CTX_use_certificate)                                                                                 \
+	X(SSL_CTX_use_PrivateKey)                                                                                  \
+	X(d2i_PKCS12_fp)                                                                                           \
+	X(PKCS12_parse)                                                                                            \
+	X(PKCS12_free)                                                                                             \
+	X(X509_free)                                                                                               \
+	X(EVP_PKEY_free)                                                                                           \
+	X(OPENSSL_sk_shift)                                                                                        \
+	X(OPENSSL_sk_free)                                                                                         \
+	X(SSL_new)                                                                                                 \
+	X(SSL_free)                                                                                                \
+	X(SSL_set_fd)                                                                                              \
+	X(SSL_accept)                                                                                              \
+	X(SSL_read)                                                                                                \
+	X(SSL_write)                                                                                               \
+	X(SSL_shutdown)                                                                                            \
+	X(SSL_pending)                                                                                             \
+	X(SSL_get_error)                                                                                           \
+	X(X509_get_serialNumber)                                                                                   \
+	X(ASN1_INTEGER_to_BN)                                                                                      \
+	X(BN_bn2hex)                                                                                               \
+	X(BN_free)                                                                                                 \
+	X(CRYPTO_free)                                                                                             \
+	X(ERR_get_error)                                                                                           \
+	X(ERR_error_string_n)                                                                                      \
+	X(ERR_clear_error)
+
+#define FIELD(fn) __typeof__(fn) *fn; // NOLINT(bugprone-macro-parentheses): fn names a member
+static struct {
+	SSL_FUNCTIONS(FIELD)
+} ossl;
+
+#ifdef HTTPD_TLS_LINKED
+#define ASSIGN(fn) ossl.fn = fn;
+static int load(struct err_msg *em)
+{
+	(void)em;
+	if (ossl.SSL_new == NULL) {
+		SSL_FUNCTIONS(ASSIGN)
+	}
+	return 0;
+}
+#else
+static const char *const sonames[] = { "libssl.so.3", NULL };
+#define SYM(fn) DYNLIB_SYM(fn, ossl.fn),
+static const struct dynlib_sym syms[] = { SSL_FUNCTIONS(SYM) };
+static struct dynlib ssl_lib = DYNLIB_INIT("libssl (OpenSSL 3)", sonames, syms);
+static int load(struct err_msg *em)
+{
+	return dynlib_load(&ssl_lib, em);
+}
+#endif
+
+/* A file as it was when loaded: a change in any of these is a new file. */
+struct ident {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime;
+	bool ok;
+};
+
+struct httpd_tls {
+	char *cert, *key, *password, *cert_name, *key_name;
+	SSL_CTX *ctx;
+	struct ident seen[2]; /* cert, key: as last tried (loaded or refused) */
+	long long checked_ms;
+};
+
+struct httpd_tls_conn {
+	SSL *ssl;
+};
+
+static const char *ssl_error(char *out, size_t n)
+{
+	unsigned long e = ossl.ERR_get_error();
+
+	if (e == 0)
+		snprintf(out, n, "no detail from OpenSSL");
+	else
+		ossl.ERR_error_string_n(e, out, n);
+	ossl.ERR_clear_error();
+	return out;
+}
+
+static void ident_of(const char *path, struct ident *id)
+{
+	struct stat st;
+
+	memset(id, 0, sizeof(*id));
+	if (stat(path, &st) != 0)
+		return;
+	*id = (struct ident){ st.st_dev, st.st_ino, st.st_size, st.st_mtim, true };
+}
+
+static bool ident_same(const struct ident *a, const struct ident *b)
+{
+	return a->ok == b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+static int password_cb(char *buf, int size, int rwflag, void *u)
+{
+	const char *pw = u;
+	size_t n = pw ? strlen(pw) : 0;
+
+	(void)rwflag;
+	if (n >= (size_t)size)
+		return 0;
+	memcpy(buf, pw ? pw : "", n);
+	return (int)n;
+}
+
+/* Whether path can be opened for reading; else em says why, naming the setting. */
+static int readable(const char *name, const char *path, struct err_msg *em)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+
+	if (fd < 0)
+		return err_set(em, DP_EINVAL, "%s %s: %s", name, path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return err_set(em, DP_EINVAL, "%s %s is not a regular file", name, path);
+	}
+	close(fd);
+	return 0;
+}
+
+/* Whether path's first bytes are PEM's ("-----BEGIN"); a DER PKCS#12 file begins with a SEQUENCE (0x30). */
+static bool is_pem(const char *path)
+{
+	char head[11] = "";
+	FILE *fp = fopen(path, "rbe");
+	size_t n = fp ? fread(head, 1, 10, fp) : 0;
+
+	if (fp)
+		fclose(fp);
+	return n == 10 && memcmp(head, "-----BEGIN", 10) == 0;
+}
+
+/* A PKCS#12 (.pfx) file at t->cert, opened with t->password (dotnet-monitor's Path + Password without KeyPath):
+ * its certificate, key and CA chain into ctx. */
+static int use_pkcs12(const struct httpd_tls *t, SSL_CTX *ctx, struct err_msg *em)
+{
+	FILE *fp = fopen(t->cert, "rbe");
+	PKCS12 *p12 = fp ? ossl.d2i_PKCS12_fp(fp, NULL) : NULL;
+	EVP_PKEY *pkey = NULL;
+	X509 *cert = NULL, *x;
+	STACK_OF(X509) *ca = NULL;
+	char why[256];
+	int rc = 0;
+
+	if (fp)
+		fclose(fp);
+	if (p12 == NULL)
+		return err_set(em, DP_EINVAL, "%s %s holds neither a PEM certificate nor PKCS#12: %s", t->cert_name,
+			       t->cert, ssl_error(why, sizeof(why)));
+	if (ossl.PKCS12_parse(p12, t->password, &pkey, &cert, &ca) != 1 || cert == NULL || pkey == NULL) {
+		rc = err_set(em, DP_EINVAL, "%s %s: the PKCS#12 file does not open with %s, or holds no certificate "
+			     "and key: %s", t->cert_name, t->cert, t->password ? "the Password setting" : "no password",
+			     ssl_error(why, sizeof(why)));
+		goto out;
+	}
+	if (ossl.SSL_CTX_use_certificate(ctx, cert) != 1 || ossl.SSL_CTX_use_PrivateKey(ctx, pkey) != 1) {
+		rc = err_set(em, DP_EINVAL, "%s %s: the PKCS#12 file's key does not match its certificate: %s",
+			     t->cert_name, t->cert, ssl_error(why, sizeof(why)));
+		goto out;
+	}
+	while (ca && (x = ossl.OPENSSL_sk_shift((OPENSSL_STACK *)ca)) != NULL)
+		if (ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_EXTRA_CHAIN_CERT, 0, x) != 1) /* takes x */
+			ossl.X509_free(x);
+out:
+	ossl.OPENSSL_sk_free((OPENSSL_STACK *)ca);
+	ossl.X509_free(cert);
+	ossl.EVP_PKEY_free(pkey);
+	ossl.PKCS12_free(p12);
+	return rc;
+}
+
+/* A context holding t's files as they are now. */
+static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *em)
+{
+	const char *key = t->key ? t->key : t->cert, *key_name = t->key ? t->key_name : t->cert_name;
+	char why[256];
+	SSL_CTX *ctx;
+	int rc;
+
+	if ((rc = readable(t->cert_name, t->cert, em)) != 0 || (rc = readable(key_name, key, em)) != 0)
+		return rc;
+	if ((ctx = ossl.SSL_CTX_new(ossl.TLS_server_method())) == NULL)
+		return err_set(em, DP_EIO, "OpenSSL could not start: %s", ssl_error(why, sizeof(why)));
+	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
+	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
+			  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, NULL);
+	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_SESS_CACHE_MODE, SSL_SESS_CACHE_OFF, NULL);
+	ossl.SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET |
+			       SSL_OP_CIPHER_SERVER_PREFERENCE);
+	ossl.SSL_CTX_set_num_tickets(ctx, 0);
+	if (ossl.SSL_CTX_set_cipher_list(ctx, CIPHERS_TLS12) != 1) {
+		rc = err_set(em, DP_EIO, "OpenSSL refused the cipher list: %s", ssl_error(why, sizeof(why)));
+		goto fail;
+	}
+	ossl.SSL_CTX_set_default_passwd_cb(ctx, password_cb);
+	ossl.SSL_CTX_set_default_passwd_cb_userdata(ctx, t->password);
+	if (t->key == NULL && !is_pem(t->cert)) {
+		if ((rc = use_pkcs12(t, ctx, em)) != 0)
+			goto fail;
+		*out = ctx;
+		return 0;
+	}
+	/* the key first: a certificate set after it drops a key that is not its own, quietly, and the check below
+	 * says so; the other way round the key's own loading fails with OpenSSL's words for it */
+	if (ossl.SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+		rc = err_set(em, DP_EINVAL, "%s %s does not hold a PEM private key%s: %s", key_name, key,
+			     t->password ? " that the password opens" : " (an encrypted one needs the Password setting)",
+			     ssl_error(why, sizeof(why)));
+		goto fail;
+	}
+	if (ossl.SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
+		rc = err_set(em, DP_EINVAL, "%s %s does not hold a PEM certificate: %s", t->cert_name, t->cert,
+			     ssl_error(why, sizeof(why)));
+		goto fail;
+	}
+	if (ossl.SSL_CTX_check_private_key(ctx) != 1) {
+		ossl.ERR_clear_error();
+		rc = err_set(em, DP_EINVAL, "the key in %s %s does not match the certificate in %s %s", key_name, key,
+			     t->cert_name, t->cert);
+		goto fail;
+	}
+	*out = ctx;
+	return 0;
+fail:
+	ossl.SSL_CTX_free(ctx);
+	return rc;
+}
+
+/* The serial number of ctx's certificate in hex, into out. */
+static void serial_of(SSL_CTX *ctx, char *out, size_t n)
+{
+	X509 *x = ossl.SSL_CTX_get0_certificate(ctx);
+	BIGNUM *bn = x ? ossl.ASN1_INTEGER_to_BN(ossl.X509_get_serialNumber(x), NULL) : NULL;
+	char *hex = bn ? ossl.BN_bn2hex(bn) : NULL;
+
+	snprintf(out, n, "%s", hex ? hex : "?");
+	if (hex)
+		ossl.CRYPTO_free(hex, __FILE__, __LINE__);
+	ossl.BN_free(bn);
+}
+
+int httpd_tls_new(const struct httpd_tls_files *f, struct httpd_tls **out, struct err_msg *em)
+{
+	struct httpd_tls *t;
+	char serial[128];
+	int rc;
+
+	if ((rc = load(em)) != 0)
+		return rc;
+	if (ossl.OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1)
+		return err_set(em, DP_EIO, "OpenSSL could not start");
+	t = mem_zalloc(sizeof(*t));
+	t->cert = mem_strdup(f->cert);
+	t->key = f->key ? mem_strdup(f->key) : NULL;
+	t->password = f->password ? mem_strdup(f->password) : NULL;
+	t->cert_name = mem_strdup(f->cert_name);
+	t->key_name = mem_strdup(f->key_name);
+	ident_of(t->cert, &t->seen[0]);
+	ident_of(t->key ? t->key : t->cert, &t->seen[1]);
+	if ((rc = load_pair(t, &t->ctx, em)) != 0) {
+		httpd_tls_free(t);
+		return rc;
+	}
+	serial_of(t->ctx, serial, sizeof(serial));
+	log_info("tls certificate loaded", LOG_STR("event", "tls-certificate"), LOG_STR("certificate", t->cert),
+		 LOG_STR("serial", serial));
+	*out = t;
+	return 0;
+}
+
+void httpd_tls_free(struct httpd_tls *t)
+{
+	if (t == NULL)
+		return;
+	if (t->ctx)
+		ossl.SSL_CTX_free(t->ctx);
+	if (t->password)
+		mem_wipe(t->password, strlen(t->password));
+	free(t->cert);
+	free(t->key);
+	free(t->password);
+	free(t->cert_name);
+	free(t->key_name);
+	free(t);
+}
+
+void httpd_tls_refresh(struct httpd_tls *t, long long now_ms)
+{
+	struct ident now[2];
+	struct err_msg em;
+	char serial[128];
+	SSL_CTX *ctx = NULL;
+
+	if (now_ms - t->checked_ms < RECHECK_MS)
+		return;
+	t->checked_ms = now_ms;
+	ident_of(t->cert, &now[0]);
+	ident_of(t->key ? t->key : t->cert, &now[1]);
+	if (ident_same(&now[0], &t->seen[0]) && ident_same(&now[1], &t->seen[1]))
+		return;
+	t->seen[0] = now[0];
+	t->seen[1] = now[1];
+	if (load_pair(t, &ctx, &em) != 0) {
+		log_warn("tls certificate not reloaded", LOG_STR("event", "tls-reload-failed"),
+			 LOG_STR("reason", em.text), LOG_STR("kept", "the certificate in use"));
+		return;
+	}
+	ossl.SSL_CTX_free(t->ctx); /* sessions still open hold their own reference */
+	t->ctx = ctx;
+	serial_of(ctx, serial, sizeof(serial));
+	log_info("tls certificate reloaded", LOG_STR("event", "tls-reloaded"), LOG_STR("certificate", t->cert),
+		 LOG_STR("serial", serial));
+}
+
+struct httpd_tls_conn *httpd_tls_conn_new(struct httpd_tls *t, int sock)
+{
+	SSL *s = ossl.SSL_new(t->ctx);
+	struct httpd_tls_conn *c;
+
+	if (s == NULL || ossl.SSL_set_fd(s, sock) != 1) {
+		ossl.ERR_clear_error();
+		if (s)
+			ossl.SSL_free(s);
+		return NULL;
+	}
+	c = mem_zalloc(sizeof(*c));
+	c->ssl = s;
+	return c;
+}
+
+void httpd_tls_conn_free(struct httpd_tls_conn *c)
+{
+	if (c == NULL)
+		return;
+	ossl.SSL_shutdown(c->ssl); /* close_notify, if the socket takes it now; the answer's end is already framed */
+	ossl.ERR_clear_error();
+	ossl.SSL_free(c->ssl);
+	free(c);
+}
+
+/* What a failed SSL_* call means: -1 with errno EAGAIN (poll first), 0 (the peer closed), else -1 with EIO. */
+static ssize_t outcome(struct httpd_tls_conn *c, int r)
+{
+	int e = ossl.SSL_get_error(c->ssl, r);
+
+	ossl.ERR_clear_error();
+	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+		errno = EAGAIN;
+		return -1;
+	}
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return 0;
+	errno = EIO;
+	return -1;
+}
+
+int httpd_tls_handshake(struct httpd_tls_conn *c)
+{
+	int r, e;
+
+	ossl.ERR_clear_error();
+	r = ossl.SSL_accept(c->ssl);
+	if (r == 1)
+		return 1;
+	e = ossl.SSL_get_error(c->ssl, r);
+	ossl.ERR_clear_error();
+	return e == SSL_ERROR_WANT_READ ? 0 : e == SSL_ERROR_WANT_WRITE ? 2 : -1;
+}
+
+ssize_t httpd_tls_read(struct httpd_tls_conn *c, void *p, size_t n)
+{
+	int r;
+
+	ossl.ERR_clear_error();
+	r = ossl.SSL_read(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+	if (r > 0)
+		return r;
+	r = (int)outcome(c, r);
+	return r == 0 || errno != EIO ? r : 0; /* an unclean close ends the request as a clean one does */
+}
+
+ssize_t httpd_tls_write(struct httpd_tls_conn *c, const void *p, size_t n)
+{
+	int r;
+
+	if (n == 0)
+		return 0;
+	ossl.ERR_clear_error();
+	r = ossl.SSL_write(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+	if (r > 0)
+		return r;
+	if (outcome(c, r) == 0)
+		errno = EPIPE;
+	return -1;
+}
+
+bool httpd_tls_pending(struct httpd_tls_conn *c)
+{
+	return ossl.SSL_pending(c->ssl) > 0;
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# fleet_tls.sh - the fleet client and https agents (issue 33, item 4): a real agent serving https (a test CA)
+# and plain http on every address, called by `diagport ps` and `diagport capture`:
+#   verify/*    --cacert CA: verified and called; without it (the system's store) or with another CA: the agent
+#               is unavailable, "certificate verification failed", and no answer is taken
+#   plain/*     a token over plain http:// to an address beyond loopback: exit 2 before any request, the message
+#               saying why and how (https, --insecure-http), nothing received by the agent; with --insecure-http
+#               it is sent; loopback http is allowed as before
+set -u
+cd "$(dirname "$0")/../.."
+T_NAME=fleet-tls
+. tests/lib.sh
+agent_setup fleettls
+O=/usr/bin/openssl
+TOK=fleet-tls-token-0123456789
+printf '%s\n' "$TOK" > "$W/token"
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' > "$W/ext"
+for ca in ca other; do
+	"$O" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/$ca.key" -out "$W/$ca.crt" -days 2 \
+		-subj "/CN=$ca" 2>> "$W/openssl.err" || { fail certs openssl "$W/openssl.err"; exit 0; }
+done
+"$O" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/agent.key" -out "$W/agent.csr" -subj /CN=agent \
+	2>> "$W/openssl.err" &&
+	"$O" x509 -req -in "$W/agent.csr" -CA "$W/ca.crt" -CAkey "$W/ca.key" -set_serial 5 -days 2 -extfile "$W/ext" \
+		-out "$W/agent.crt" 2>> "$W/openssl.err" || { fail certs openssl "$W/openssl.err"; exit 0; }
+# a non-loopback address of this machine, for "beyond loopback"
+IP=$(ip -4 -o addr show scope global 2> /dev/null | awk '{ sub("/.*", "", $4); print $4; exit }')
+[ -n "$IP" ] || { fail setup "no global IPv4 address on this machine"; exit 0; }
+
+DIAGPORT_TLS_CERT=$W/agent.crt DIAGPORT_TLS_KEY=$W/agent.key \
+	"$D" launch --no-metrics --socket "$W/port" --dumps "$W" --urls "https://127.0.0.1:0;http://0.0.0.0:0" \
+	--auth-token-file "$W/token" 2> "$W/agent.log" &
+AG=$!; PIDS+=($AG)
+P=$(listening_port "$W/agent.log" urls 20 "$AG") || { fail agent-start "$(tail -c 400 "$W/agent.log")"; exit 0; }
+Q=$(grep -m1 '"event":"listening"' "$W/agent.log" | sed -n 's/.*http:\/\/0\.0\.0\.0:\([0-9]*\).*/\1/p')
+
+# --- verification
+ps_json() { "$D" ps "$@" --token-file "$W/token" -o json 2> "$W/ps.err"; }
+r=$(ps_json --target "https://127.0.0.1:$P" --cacert "$W/ca.crt")
+WHY="$r $(cat "$W/ps.err")"; check verify/cacert-ready jq -e '.items[0].state == "ready"' <<< "$r"
+r=$(ps_json --target "https://127.0.0.1:$P")
+WHY="$r"; check verify/system-store-refuses jq -e '.items[0].state == "unavailable" and (.items[0].reason | test("certificate verif"))' <<< "$r"
+r=$(ps_json --target "https://127.0.0.1:$P" --cacert "$W/other.crt")
+WHY="$r"; check verify/other-ca-refuses jq -e '.items[0].state == "unavailable" and (.items[0].reason | test("certificate verif"))' <<< "$r"
+"$D" ps --target "https://127.0.0.1:$P" --cacert "$W/nope.crt" --token-file "$W/token" > /dev/null 2> "$W/nocafile.err"; rc=$?
+WHY="exit $rc: $(cat "$W/nocafile.err")"; check verify/missing-cacert-exit-2 bash -c "[ $rc = 2 ] && grep -q -- '--cacert $W/nope.crt: No such file' '$W/nocafile.err'"
+"$D" capture stacks --target "https://127.0.0.1:$P" --cacert "$W/ca.crt" --token-file "$W/token" -o "$W/out" > "$W/cap.out" 2>&1; rc=$?
+WHY="exit $rc: $(tail -3 "$W/cap.out")"; check verify/capture-over-https bash -c "[ $rc != 2 ] && ! grep -qi 'certificate' '$W/cap.out'"
+
+# --- plain http beyond loopback with a token: refused before a request
+# a listener on the same kind of address that records every connection made to it
+python3 -c '
+import socket, sys
+s = socket.socket(); s.bind((sys.argv[1], 0)); s.listen(8)
+print(s.getsockname()[1], flush=True)
+while True:
+    c, _ = s.accept(); open(sys.argv[2], "a").write("connected\n"); c.close()
+' "$IP" "$W/rec.log" > "$W/rec.port" & PIDS+=($!)
+eventually 5 test -s "$W/rec.port"
+R=$(cat "$W/rec.port")
+"$D" ps --target "http://$IP:$R" --token-file "$W/token" > /dev/null 2>&1
+WHY="$(cat "$W/rec.log" 2> /dev/null)"; check plain/nothing-sent test ! -e "$W/rec.log"
+"$D" ps --target "http://$IP:$R" --token-file "$W/token" --insecure-http > /dev/null 2>&1
+WHY="the recorder saw nothing even when told to send"; check plain/recorder-bites eventually 5 test -s "$W/rec.log"
+"$D" ps --target "http://$IP:$Q" --token-file "$W/token" > "$W/plain.out" 2> "$W/plain.err"; rc=$?
+WHY="exit $rc: $(cat "$W/plain.err")"
+check plain/refused-exit-2 bash -c "[ $rc = 2 ] && grep -q 'http://$IP:$Q is plain http beyond this machine: its token would cross the network in clear text' '$W/plain.err' && grep -q -- '--insecure-http' '$W/plain.err'"
+"$D" capture stacks --target "http://$IP:$Q" --token-file "$W/token" -o "$W/out2" > /dev/null 2> "$W/plain2.err"; rc=$?
+WHY="exit $rc: $(cat "$W/plain2.err")"; check plain/capture-refused-exit-2 bash -c "[ $rc = 2 ] && [ ! -e '$W/out2' ]"
+r=$(ps_json --target "http://$IP:$Q" --insecure-http)
+WHY="$r $(cat "$W/ps.err")"; check plain/insecure-http-sends jq -e '.items[0].state == "ready"' <<< "$r"
+r=$(ps_json --target "http://127.0.0.1:$Q")
+WHY="$r $(cat "$W/ps.err")"; check plain/loopback-allowed jq -e '.items[0].state == "ready"' <<< "$r"
+DIAGPORT_TOKEN=$TOK "$D" ps --target "http://$IP:$Q" > /dev/null 2> "$W/plain3.err"; rc=$?
+WHY="exit $rc: $(cat "$W/plain3.err")"; check plain/env-token-refused-too test "$rc" = 2
+r=$("$D" ps --target "http://$IP:$Q" -o json 2> /dev/null)
+WHY="$r"; check plain/no-token-no-refusal jq -e '.items[0].state == "unavailable" or .items[0].state == "ready"' <<< "$r"
+kill "$AG"
