@@ -174,7 +174,11 @@ static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_m
 		return 0;
 	code = c->status == 401 || c->status == 403 ? DP_EAUTH : c->status == 404 ? DP_ENOTFOUND : DP_EREMOTE;
 	answer_reason(&s->errbody, c->status, em, code);
-	if (c->status == 401 && c->agent->token == NULL)
+	if (c->status == 401 && c->agent->token == NULL && c->agent->pod)
+		err_prefix(em, "the agent needs a token and its pod has no token Secret of its own (--token-file and "
+			   "$DIAGPORT_TOKEN are not sent to pods found through Kubernetes: any pod can look injected; "
+			   "reach it with --target through your own port-forward)");
+	else if (c->status == 401 && c->agent->token == NULL)
 		err_prefix(em, "the agent needs a token (give --token-file, or DIAGPORT_TOKEN)");
 	else if (c->status == 401)
 		err_prefix(em, "the agent refused the token");

@@ -180,7 +180,9 @@ static void usage_targets(FILE *f)
 		   "  --target URL             an agent's address, repeatable (http://10.0.3.17:52323)\n"
 		   "  --targets-file FILE      one a line: URL [name=N] [workload=W] [token-file=F]\n"
 		   "common:\n"
-		   "  --token-file FILE        the agents' token (else $DIAGPORT_TOKEN; Kubernetes: the pod's Secret)\n"
+		   "  --token-file FILE        the token of agents named by --target, --targets-file or --ecs-cluster\n"
+		   "                           (else $DIAGPORT_TOKEN); never sent to pods found through Kubernetes,\n"
+		   "                           which get their own pod's token Secret only\n"
 		   "  --request-timeout S      each API call while finding targets (30)\n");
 }
 
@@ -362,19 +364,35 @@ static int parse(int argc, char **argv, const char *cmd, struct args *a)
 	return 0;
 }
 
-/* Find the targets. 0, or an exit code (3 or 4) after saying why. */
+/*
+ * Find the targets. 0, or an exit code (2, 3 or 4) after saying why.
+ *
+ * A token given here (--token-file, $DIAGPORT_TOKEN) goes only to agents the
+ * user named: --target, a targets file, the tasks of --ecs-cluster. An agent
+ * found through Kubernetes gets its own pod's token Secret or nothing: anyone
+ * who may create a pod can make one look injected, and it would receive the
+ * token and could use it on every agent that shares it.
+ */
 static int discover(const char *cmd, struct args *a, bool for_capture, struct fleet_set *s)
 {
 	struct err_msg em;
 	char *token = NULL;
 	const char *env = getenv("DIAGPORT_TOKEN");
+	bool kube = !a->n_targets && !a->targets_file && !a->ecs_cluster;
 	int rc = 0;
 
+	if (kube && a->token_file)
+		return usage_error(cmd, "--token-file goes with --target, --targets-file or --ecs-cluster: an agent found "
+				   "through Kubernetes gets only its own pod's token Secret (any pod can be made to look "
+				   "injected, and would receive the token)");
+	if (kube && env && *env)
+		fprintf(stderr, "%s %s: warning: $DIAGPORT_TOKEN is not sent to pods found through Kubernetes; each "
+			"agent gets only its own pod's token Secret\n", prog(), cmd);
 	if (a->token_file && (token = fleet_read_token(a->token_file, &em)) == NULL) {
 		fprintf(stderr, "%s %s: --token-file %s\n", prog(), cmd, em.text);
 		return FLEET_EXIT_USAGE;
 	}
-	if (!token && env && *env)
+	if (!kube && !token && env && *env)
 		token = mem_strdup(env);
 	if (a->n_targets || a->targets_file) {
 		for (size_t i = 0; rc == 0 && i < a->n_targets; i++)
@@ -396,7 +414,7 @@ static int discover(const char *cmd, struct args *a, bool for_capture, struct fl
 
 		rc = fleet_kube_discover(&o, s, &em);
 	}
-	for (size_t i = 0; rc == 0 && token && i < s->n; i++) { /* the given token serves agents without their own */
+	for (size_t i = 0; rc == 0 && token && a->ecs_cluster && i < s->n; i++) { /* ECS agents without their own */
 		struct fleet_agent *ag = &s->v[i];
 
 		if (ag->token)
