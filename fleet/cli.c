@@ -43,7 +43,8 @@ struct kind {
 	const char *name, *method, *path;
 	bool freezes, per_process, takes_duration;
 	long default_timeout_s;      /* beyond --duration */
-	uint64_t default_max;        /* bytes per artifact unless --max-size says otherwise */
+	uint64_t default_max;        /* bytes per artifact unless --max-size says otherwise (0: only what the
+					output disk can take, run.h keep_free) */
 	const struct format *formats; /* the first is the default; NULL-named end */
 	const char *help;
 };
@@ -72,7 +73,7 @@ static const struct format logs_f[] = { { "ndjson", NULL, "application/x-ndjson"
 					{ 0 } };
 
 static const struct kind kinds[] = {
-	{ "dump", "GET", "/dump", true, true, false, 1800, 1024 * GIB, dump_f, "a core dump (--type Mini|Full|WithHeap|Triage)" },
+	{ "dump", "GET", "/dump", true, true, false, 1800, 0, dump_f, "a core dump (--type Mini|Full|WithHeap|Triage)" },
 	{ "trace", "GET", "/trace", false, true, true, 300, 16 * GIB, trace_f,
 	  "an EventPipe trace (--profile P[,P] or --providers FILE; --duration)" },
 	{ "cpuprofile", "GET", "/trace?profile=Cpu", false, true, true, 300, 4 * GIB, cpu_f,
@@ -215,8 +216,10 @@ static void usage_capture(FILE *f)
 		   "  --type T  --duration S  --profile P  --providers FILE  --format F  --level L  --top N\n"
 		   "  --tags T  --param KEY=VALUE (any other query parameter of the agent's route)\n"
 		   "  --timeout S              each capture (default: the duration plus the kind's allowance)\n"
-		   "  --max-size SIZE          each artifact at most (default: 1Ti dump, 16Gi trace and logs, 4Gi\n"
-		   "                           cpuprofile and gcdump, 64Mi stacks and metrics)\n",
+		   "  --max-size SIZE          each artifact at most. Default: 16Gi trace and logs, 4Gi cpuprofile\n"
+		   "                           and gcdump, 64Mi stacks and metrics, no fixed size for a dump; and\n"
+		   "                           without --max-size no capture may leave the output disk with less\n"
+		   "                           than 5%% of its size free (at most 1Gi), checked as bytes arrive\n",
 		CONFIRM_OVER);
 	usage_targets(f);
 	fprintf(f, "\nexit codes: 0 all succeeded, 1 some failed (see the summary and manifest.json), 2 usage,\n"
@@ -576,6 +579,8 @@ static int build_capture(struct args *a, struct fleet_capture *c, struct buf *ro
 	c->per_process = k->per_process;
 	c->egress = a->egress;
 	c->max_bytes = a->max_size ? a->max_size : k->default_max;
+	c->keep_free = a->max_size == 0;
+	c->duration_ms = k->takes_duration ? duration * 1000 : 0;
 	c->timeout_ms = (a->timeout_s ? a->timeout_s : k->default_timeout_s + (k->takes_duration ? duration : 0)) * 1000;
 	return 0;
 }
