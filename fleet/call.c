@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "clock.h"
 #include "fdcurl.h"
 #include "hclient.h"
 #include "kconn.h"
@@ -26,6 +27,16 @@
 #define ERR_BODY_CAP ((size_t)64 * 1024)
 #define RECV_BUF (512L * 1024) /* libcurl's receive buffer: a large body in fewer reads (its own default is 16 KiB) */
 #define CONNECT_TIMEOUT_MS 15000L
+#define FLOOR_RING (FLEET_FLOOR_WINDOW_S + 2)
+
+/* The low-speed floor's record: the body's bytes at the end of each second since it was armed. */
+struct floor {
+	long long t0, armed;       /* ms: the call's start, the floor's arming (0: not yet) */
+	long sec;                  /* the latest second recorded */
+	curl_off_t at[FLOOR_RING]; /* at[s % FLOOR_RING]: bytes by the end of second s */
+	bool tripped;
+	struct err_msg em;
+};
 
 struct state {
 	struct fleet_call *c;
@@ -35,6 +46,7 @@ struct state {
 	struct err_msg sink_em, dial_em, tunnel_em;
 	int sink_rc, dial_rc;
 	bool tunnel_said;
+	struct floor floor;
 };
 
 static curl_socket_t open_stream(void *u, curlsocktype purpose, struct curl_sockaddr *addr)
@@ -105,12 +117,47 @@ static size_t on_body(char *p, size_t size, size_t n, void *u)
 	return len;
 }
 
+/* Has the body fallen under the floor (call.h)? dn: its bytes so far. Sets f->tripped and f->em. */
+static bool under_floor(struct state *s, curl_off_t dn)
+{
+	struct floor *f = &s->floor;
+	long long now = clock_ms();
+	long sec;
+	curl_off_t got;
+
+	if (f->armed == 0) {
+		if (dn <= 0 || now - f->t0 < s->c->floor_after_ms)
+			return false;
+		f->armed = now;
+		f->sec = 0;
+		f->at[0] = dn;
+		return false;
+	}
+	sec = (long)((now - f->armed) / 1000);
+	for (long k = sec - f->sec > FLOOR_RING ? sec - FLOOR_RING : f->sec + 1; k < sec; k++)
+		f->at[k % FLOOR_RING] = f->at[f->sec % FLOOR_RING]; /* seconds without a call brought nothing */
+	f->at[sec % FLOOR_RING] = dn;
+	f->sec = sec;
+	if (sec <= FLEET_FLOOR_WINDOW_S)
+		return false;
+	got = dn - f->at[(sec - FLEET_FLOOR_WINDOW_S - 1) % FLOOR_RING];
+	if (got >= (curl_off_t)FLEET_FLOOR_BPS * FLEET_FLOOR_WINDOW_S)
+		return false;
+	f->tripped = true;
+	err_set(&f->em, DP_ETIMEDOUT, "%s sent %lld bytes in the last %d s (%.1f B/s), under the low-speed floor of "
+		"%d B/s: given up as stalled after %lld bytes", s->c->agent->name, (long long)got, FLEET_FLOOR_WINDOW_S,
+		(double)got / FLEET_FLOOR_WINDOW_S, FLEET_FLOOR_BPS, (long long)dn);
+	return true;
+}
+
 static int on_progress(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
 	struct state *s = u;
 
-	(void)dt, (void)dn, (void)ut, (void)un;
-	return s->c->cancel && atomic_load(s->c->cancel); /* nonzero: CURLE_ABORTED_BY_CALLBACK */
+	(void)dt, (void)ut, (void)un;
+	if (s->c->cancel && atomic_load(s->c->cancel))
+		return 1; /* CURLE_ABORTED_BY_CALLBACK */
+	return under_floor(s, dn);
 }
 
 /* The reason an error answer gives: a problem+json's detail (else title), else the text itself. */
@@ -148,6 +195,10 @@ static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_m
 	struct fleet_call *c = s->c;
 	int code;
 
+	if (rc == CURLE_ABORTED_BY_CALLBACK && s->floor.tripped) {
+		*em = s->floor.em;
+		return DP_ETIMEDOUT;
+	}
 	if (rc == CURLE_ABORTED_BY_CALLBACK)
 		return err_set(em, DP_ECANCELED, "cancelled after %llu bytes", (unsigned long long)c->bytes);
 	if (s->sink_rc != 0) {
@@ -174,7 +225,11 @@ static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_m
 		return 0;
 	code = c->status == 401 || c->status == 403 ? DP_EAUTH : c->status == 404 ? DP_ENOTFOUND : DP_EREMOTE;
 	answer_reason(&s->errbody, c->status, em, code);
-	if (c->status == 401 && c->agent->token == NULL)
+	if (c->status == 401 && c->agent->token == NULL && c->agent->pod)
+		err_prefix(em, "the agent needs a token and its pod has no token Secret of its own (--token-file and "
+			   "$DIAGPORT_TOKEN are not sent to pods found through Kubernetes: any pod can look injected; "
+			   "reach it with --target through your own port-forward)");
+	else if (c->status == 401 && c->agent->token == NULL)
 		err_prefix(em, "the agent needs a token (give --token-file, or DIAGPORT_TOKEN)");
 	else if (c->status == 401)
 		err_prefix(em, "the agent refused the token");
@@ -192,7 +247,7 @@ void fleet_call_set_cafile(const char *path)
 
 int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 {
-	struct state s = { .c = c };
+	struct state s = { .c = c, .floor.t0 = clock_ms() };
 	const struct fleet_agent *a = c->agent;
 	struct curl_slist *hdr = NULL, *pin = NULL;
 	char errbuf[CURL_ERROR_SIZE] = "", *url, *line, *p;

@@ -15,6 +15,19 @@
 #include "errors.h"
 #include "fleet.h"
 
+/*
+ * The low-speed floor: once armed, a call whose body brings fewer than
+ * FLEET_FLOOR_BPS bytes a second over the last FLEET_FLOOR_WINDOW_S seconds
+ * fails (DP_ETIMEDOUT, naming the agent and the rate): a stalled or dripping
+ * agent gives its slot back instead of holding it for the whole timeout. It
+ * is armed by the first body byte, not before floor_after_ms: what an agent
+ * does before it sends (createdump walking the process, a heap walk, a
+ * trace's duration) is bounded by the timeout alone. docs/fleet.md says why
+ * these values.
+ */
+#define FLEET_FLOOR_BPS 1024
+#define FLEET_FLOOR_WINDOW_S 30
+
 /* What one request is, and what came back. Everything in the first part is borrowed. */
 struct fleet_call {
 	const struct fleet_agent *agent;
@@ -25,6 +38,7 @@ struct fleet_call {
 	const char *body;          /* a POST body (application/json), or NULL */
 	size_t body_len;
 	long timeout_ms;           /* the whole request; 0: none */
+	long floor_after_ms;       /* the low-speed floor is not armed before this long from the start */
 	/* the 2xx body, as it arrives: 0 to go on, else the transfer stops and the call fails with em */
 	int (*sink)(void *ctx, const char *p, size_t n, struct err_msg *em);
 	void *ctx;

@@ -45,7 +45,8 @@ struct kind {
 	const char *name, *method, *path;
 	bool freezes, per_process, takes_duration;
 	long default_timeout_s;      /* beyond --duration */
-	uint64_t default_max;        /* bytes per artifact unless --max-size says otherwise */
+	uint64_t default_max;        /* bytes per artifact unless --max-size says otherwise (0: only what the
+					output disk can take, run.h keep_free) */
 	const struct format *formats; /* the first is the default; NULL-named end */
 	const char *help;
 };
@@ -74,7 +75,7 @@ static const struct format logs_f[] = { { "ndjson", NULL, "application/x-ndjson"
 					{ 0 } };
 
 static const struct kind kinds[] = {
-	{ "dump", "GET", "/dump", true, true, false, 1800, 1024 * GIB, dump_f, "a core dump (--type Mini|Full|WithHeap|Triage)" },
+	{ "dump", "GET", "/dump", true, true, false, 1800, 0, dump_f, "a core dump (--type Mini|Full|WithHeap|Triage)" },
 	{ "trace", "GET", "/trace", false, true, true, 300, 16 * GIB, trace_f,
 	  "an EventPipe trace (--profile P[,P] or --providers FILE; --duration)" },
 	{ "cpuprofile", "GET", "/trace?profile=Cpu", false, true, true, 300, 4 * GIB, cpu_f,
@@ -187,7 +188,9 @@ static void usage_targets(FILE *f)
 		   "  --target URL             an agent's address, repeatable (http://10.0.3.17:52323)\n"
 		   "  --targets-file FILE      one a line: URL [name=N] [workload=W] [token-file=F]\n"
 		   "common:\n"
-		   "  --token-file FILE        the agents' token (else $DIAGPORT_TOKEN; Kubernetes: the pod's Secret)\n"
+		   "  --token-file FILE        the token of agents named by --target, --targets-file or --ecs-cluster\n"
+		   "                           (else $DIAGPORT_TOKEN); never sent to pods found through Kubernetes,\n"
+		   "                           which get their own pod's token Secret only\n"
 		   "  --cacert FILE            https agents' certificates verified against this CA bundle (else the\n"
 		   "                           system's store)\n"
 		   "  --insecure-http          send a token over plain http:// beyond loopback (refused without it)\n"
@@ -223,8 +226,10 @@ static void usage_capture(FILE *f)
 		   "  --type T  --duration S  --profile P  --providers FILE  --format F  --level L  --top N\n"
 		   "  --tags T  --param KEY=VALUE (any other query parameter of the agent's route)\n"
 		   "  --timeout S              each capture (default: the duration plus the kind's allowance)\n"
-		   "  --max-size SIZE          each artifact at most (default: 1Ti dump, 16Gi trace and logs, 4Gi\n"
-		   "                           cpuprofile and gcdump, 64Mi stacks and metrics)\n",
+		   "  --max-size SIZE          each artifact at most. Default: 16Gi trace and logs, 4Gi cpuprofile\n"
+		   "                           and gcdump, 64Mi stacks and metrics, no fixed size for a dump; and\n"
+		   "                           without --max-size no capture may leave the output disk with less\n"
+		   "                           than 5%% of its size free (at most 1Gi), checked as bytes arrive\n",
 		CONFIRM_OVER);
 	usage_targets(f);
 	fprintf(f, "\nexit codes: 0 all succeeded, 1 some failed (see the summary and manifest.json), 2 usage,\n"
@@ -429,19 +434,35 @@ static int transport_check(const char *cmd, const struct args *a, const struct f
 	return 0;
 }
 
-/* Find the targets. 0, or an exit code (3 or 4) after saying why. */
+/*
+ * Find the targets. 0, or an exit code (2, 3 or 4) after saying why.
+ *
+ * A token given here (--token-file, $DIAGPORT_TOKEN) goes only to agents the
+ * user named: --target, a targets file, the tasks of --ecs-cluster. An agent
+ * found through Kubernetes gets its own pod's token Secret or nothing: anyone
+ * who may create a pod can make one look injected, and it would receive the
+ * token and could use it on every agent that shares it.
+ */
 static int discover(const char *cmd, struct args *a, bool for_capture, struct fleet_set *s)
 {
 	struct err_msg em;
 	char *token = NULL;
 	const char *env = getenv("DIAGPORT_TOKEN");
+	bool kube = !a->n_targets && !a->targets_file && !a->ecs_cluster;
 	int rc = 0;
 
+	if (kube && a->token_file)
+		return usage_error(cmd, "--token-file goes with --target, --targets-file or --ecs-cluster: an agent found "
+				   "through Kubernetes gets only its own pod's token Secret (any pod can be made to look "
+				   "injected, and would receive the token)");
+	if (kube && env && *env)
+		fprintf(stderr, "%s %s: warning: $DIAGPORT_TOKEN is not sent to pods found through Kubernetes; each "
+			"agent gets only its own pod's token Secret\n", prog(), cmd);
 	if (a->token_file && (token = fleet_read_token(a->token_file, &em)) == NULL) {
 		fprintf(stderr, "%s %s: --token-file %s\n", prog(), cmd, em.text);
 		return FLEET_EXIT_USAGE;
 	}
-	if (!token && env && *env)
+	if (!kube && !token && env && *env)
 		token = mem_strdup(env);
 	if (a->n_targets || a->targets_file) {
 		for (size_t i = 0; rc == 0 && i < a->n_targets; i++)
@@ -463,7 +484,7 @@ static int discover(const char *cmd, struct args *a, bool for_capture, struct fl
 
 		rc = fleet_kube_discover(&o, s, &em);
 	}
-	for (size_t i = 0; rc == 0 && token && i < s->n; i++) { /* the given token serves agents without their own */
+	for (size_t i = 0; rc == 0 && token && a->ecs_cluster && i < s->n; i++) { /* ECS agents without their own */
 		struct fleet_agent *ag = &s->v[i];
 
 		if (ag->token)
@@ -625,6 +646,8 @@ static int build_capture(struct args *a, struct fleet_capture *c, struct buf *ro
 	c->per_process = k->per_process;
 	c->egress = a->egress;
 	c->max_bytes = a->max_size ? a->max_size : k->default_max;
+	c->keep_free = a->max_size == 0;
+	c->duration_ms = k->takes_duration ? duration * 1000 : 0;
 	c->timeout_ms = (a->timeout_s ? a->timeout_s : k->default_timeout_s + (k->takes_duration ? duration : 0)) * 1000;
 	return 0;
 }

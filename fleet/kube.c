@@ -363,8 +363,8 @@ static int fetch_token(struct disc *d, struct fleet_agent *a, const char *ns, co
 			if (b64)
 				mem_wipe((char *)b64, strlen(b64));
 		} else if (r.status == 403) {
-			c = why_json(mem_printf("the agent needs a token: give --token-file, or the right to get secret %s in %s",
-						name, ns));
+			c = why_json(mem_printf("the agent needs its token from Secret %s in %s, which you may not get (a "
+						"--token-file is not sent to pods found through Kubernetes)", name, ns));
 		} else if (r.status == 404) {
 			c = why_json(mem_printf("the agent's token Secret %s does not exist", key));
 		} else {

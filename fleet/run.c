@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -77,6 +78,10 @@ struct run {
 	bool done;
 	unsigned drawn;          /* lines of progress on the terminal now */
 	char started[CLOCK_RFC3339_LEN];
+	/* the output filesystem, when c->keep_free: its reserve, its free space at the start, and the bytes
+	   being written to it now (not yet in its free count) */
+	uint64_t reserve, free0;
+	_Atomic uint64_t writing;
 };
 
 /* ---- signals ---- */
@@ -252,23 +257,65 @@ struct file_sink {
 	uint64_t cap;
 	struct sha256_ctx h;
 	struct job *j;
+	struct run *r;
 	const char *path;
 	char *buf;
 	size_t n; /* bytes in buf */
 };
 
+static void human_bytes(uint64_t n, char *out, size_t len);
+
+/*
+ * Without --max-size, may f write its n bytes and still leave the output
+ * filesystem its reserve? The free count is read as the bytes arrive (each
+ * MiB), less what the other captures are writing at this moment, so that
+ * neither one endless agent nor several together can fill the disk. On
+ * success the caller writes, then takes n off r->writing.
+ */
+static int keep_free(struct file_sink *f, struct err_msg *em)
+{
+	struct run *r = f->r;
+	struct statvfs v;
+	uint64_t writing = atomic_fetch_add(&r->writing, f->n) + f->n, avail;
+	char at[32], res[32], free0[32];
+
+	if (fstatvfs(f->fd, &v) != 0)
+		return 0; /* no figure to go by: the write's own error will say */
+	avail = (uint64_t)v.f_bavail * v.f_frsize;
+	if (avail >= r->reserve + writing)
+		return 0;
+	atomic_fetch_sub(&r->writing, f->n);
+	human_bytes(atomic_load(&f->j->bytes) - f->n, at, sizeof(at));
+	human_bytes(r->reserve, res, sizeof(res));
+	human_bytes(r->free0, free0, sizeof(free0));
+	return err_set(em, DP_ETOOBIG, "stopped at %s: writing on would leave less than %s free on the filesystem of "
+		       "%s, which had %s free at the start. Without --max-size a capture may take the output disk's "
+		       "free space less %d%% of its size (at most 1 GiB); give -o a disk with room, or --max-size",
+		       at, res, r->o->out_dir, free0, FLEET_RESERVE_PCT);
+}
+
 /* Write what buf holds and hash it. */
 static int sink_flush(struct file_sink *f, struct err_msg *em)
 {
+	int rc = 0;
+
+	if (f->r->c->keep_free && f->n && (rc = keep_free(f, em)) != 0)
+		return rc;
 	for (size_t off = 0; off < f->n;) {
 		ssize_t w = write(f->fd, f->buf + off, f->n - off);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return err_set(em, DP_EIO, "writing %s: %s", f->path, w < 0 ? strerror(errno) : "nothing written");
+		if (w <= 0) {
+			rc = err_set(em, DP_EIO, "writing %s: %s", f->path, w < 0 ? strerror(errno) : "nothing written");
+			break;
+		}
 		off += (size_t)w;
 	}
+	if (f->r->c->keep_free && f->n)
+		atomic_fetch_sub(&f->r->writing, f->n);
+	if (rc != 0)
+		return rc;
 	sha256_update(&f->h, f->buf, f->n);
 	f->n = 0;
 	return 0;
@@ -343,11 +390,12 @@ static int publish(const char *dir, const char *tmp, char **name, struct err_msg
 
 static int capture_to_file(struct run *r, struct job *j, const char *path, struct err_msg *em)
 {
-	struct file_sink f = { .j = j, .cap = r->c->max_bytes };
+	struct file_sink f = { .j = j, .r = r, .cap = r->c->max_bytes };
 	char *name = artifact_name(r, j), *tmp = mem_printf("%s/.%s.partial", r->o->out_dir, name);
 	struct fleet_call c = { .agent = j->a, .caller = r->s->caller, .method = r->c->method, .path = path,
 				.accept = r->c->accept, .body = r->c->body, .body_len = r->c->body_len,
-				.timeout_ms = r->c->timeout_ms, .sink = to_file, .ctx = &f, .cancel = &cancel_flag };
+				.timeout_ms = r->c->timeout_ms, .floor_after_ms = r->c->duration_ms, .sink = to_file,
+				.ctx = &f, .cancel = &cancel_flag };
 	uint8_t d[SHA256_LEN];
 	int rc;
 
@@ -753,6 +801,17 @@ int fleet_run_capture(const struct fleet_set *s, const struct fleet_capture *c, 
 	pthread_mutex_init(&r.mu, NULL);
 	pthread_cond_init(&r.cv, NULL);
 	clock_rfc3339(r.started, 3);
+	if (c->keep_free && o->out_dir) {
+		struct statvfs v;
+
+		if (statvfs(o->out_dir, &v) == 0) {
+			uint64_t size = (uint64_t)v.f_blocks * v.f_frsize;
+
+			r.free0 = (uint64_t)v.f_bavail * v.f_frsize;
+			r.reserve = size / 100 * FLEET_RESERVE_PCT < FLEET_RESERVE_MAX ? size / 100 * FLEET_RESERVE_PCT
+										  : FLEET_RESERVE_MAX;
+		}
+	}
 	plan(&r);
 	count_workloads(&r);
 	for (size_t i = 0; i < r.n; i++)

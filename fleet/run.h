@@ -37,8 +37,16 @@ struct fleet_capture {
 	bool per_process;        /* one capture per .NET process (false: one per agent, /metrics) */
 	const char *egress;      /* the agent writes to this provider (202 + an operation), or NULL */
 	long timeout_ms;         /* each capture; 0: none */
+	long duration_ms;        /* how long the agent collects (trace, cpuprofile, logs), sending little
+				    meanwhile: the low-speed floor (call.h) is not armed before; 0: none */
 	uint64_t max_bytes;      /* each artifact at most (--max-size); 0: none */
+	bool keep_free;          /* no --max-size given: no artifact may take the output filesystem's last
+				    FLEET_RESERVE_PCT percent (at most FLEET_RESERVE_MAX bytes); checked as
+				    bytes arrive, so that captures together cannot fill the disk either */
 };
+
+#define FLEET_RESERVE_PCT 5
+#define FLEET_RESERVE_MAX ((uint64_t)1 << 30)
 
 struct fleet_run_opts {
 	unsigned parallel;         /* captures at once (>= 1) */

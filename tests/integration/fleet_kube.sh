@@ -24,6 +24,13 @@
 #                page (the 50,000-pod cap, named), never ends with empty pages (EREMOTE after 1000 pages)
 #   names/*      pods whose namespace, name or token Secret name is not a DNS-1123 one: listed with a why_not,
 #                no URL, never in a request; the valid pod beside them read as usual
+#   tokens/*     `diagport capture stacks -A` as oscar (diagport-capture in every namespace) over the port-forward
+#                to two stand-in agents (hostile_agent.py, which records every request's headers): shop's
+#                injected pod, whose agent reads Secret orders-agent-token, and a look-alike in namespace
+#                team-b (the status record and a diagport-agent container, no Secret; its agent wants a
+#                token). With $DIAGPORT_TOKEN set the look-alike gets no Authorization header, the capture
+#                from it fails naming why, shop's agent gets its own Secret's token; with --token-file the
+#                command is refused (exit 2) before any agent is called
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 T_NAME=fleet-kube
@@ -57,7 +64,7 @@ cc -std=c11 -D_GNU_SOURCE -I. -Icommon $(pkg-config --cflags jansson libcurl) -o
 
 # --- users: static tokens (kube-apiserver's CSV), basic, the service account -------------------------
 rnd() { head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n'; }
-TA=alice-$(rnd) TB=bob-$(rnd) TC=carol-$(rnd) TE=eve-$(rnd) TSA=sa-$(rnd) PW=pw-$(rnd)
+TA=alice-$(rnd) TB=bob-$(rnd) TC=carol-$(rnd) TE=eve-$(rnd) TSA=sa-$(rnd) PW=pw-$(rnd) TO=oscar-$(rnd)
 b64url() { "$PY" -c 'import base64,sys; print(base64.urlsafe_b64encode(sys.argv[1].encode()).decode().rstrip("="))' "$1"; }
 NOW=$(date +%s)
 JWT_OK="$(b64url '{"alg":"none"}').$(b64url "{\"sub\":\"grace\",\"exp\":$((NOW + 3600))}").sig"
@@ -67,6 +74,7 @@ $TA,alice,u1,"shop-team"
 $TB,bob,u2
 $TC,carol,u3
 $TE,eve,u5,"shop-team"
+$TO,oscar,u9,"oncall"
 $JWT_OK,grace,u7,"shop-team"
 $TSA,system:serviceaccount:shop:diagport-cli,u8,"system:serviceaccounts,system:serviceaccounts:shop"
 EOF2
@@ -152,12 +160,13 @@ users:
       exec: {apiVersion: client.authentication.k8s.io/v1beta1, command: ./bin/broken.sh, installHint: "ask the platform team"}
   - {name: frank, user: {username: frank, password: $PW}}
   - {name: eve-file, user: {tokenFile: $W/eve.token}}
+  - {name: oscar, user: {token: $TO}}
   - name: grace
     user: {auth-provider: {name: oidc, config: {id-token: "$JWT_OK", client-id: diagport}}}
   - name: grace-old
     user: {auth-provider: {name: oidc, config: {id-token: "$JWT_OLD", client-id: diagport}}}
 contexts:
-$(for u in alice bob carol dave eve eve-v1 broken frank eve-file grace grace-old; do
+$(for u in alice bob carol dave eve eve-v1 broken frank eve-file grace grace-old oscar; do
   printf '  - {name: %s, context: {cluster: fake, user: %s, namespace: shop}}\n' "$u" "$u"; done)
 EOF2
 
@@ -257,7 +266,7 @@ run --kubeconfig "$K" --context carol
 is denied/carol "$(cat "$W/out")" "error EAUTH: cannot list pods in namespace shop (as carol)"
 run --kubeconfig "$K" --context bob deploy/orders
 is denied/bob-secret "$(field shop/orders-7d9f8c6b5-abcde why_not)" \
-  "the agent needs a token: give --token-file, or the right to get secret orders-agent-token in shop"
+  "the agent needs its token from Secret orders-agent-token in shop, which you may not get (a --token-file is not sent to pods found through Kubernetes)"
 
 run --kubeconfig "$K" -n bulk
 is select/pages "$(nagents) $(grep -c '^GET /api/v1/namespaces/bulk/pods 200' "$W/api/req.log")" "520 2"
@@ -382,3 +391,63 @@ is names/secret "$(field evil/ok-1 why_not) $(field evil/ok-1 url)" \
 is names/valid-one-read "$(field evil/ok-2.x url)" http://ok-2.x.evil:52323
 WHY="$(cat "$W/evil.log")"; check names/no-request-with-them bash -c "! grep -E 'evil\.example|Evil_NS|aaaaaaaa|/-x|api/v1/x' '$W/evil.log'"
 WHY="$(cat "$W/evil.log")"; check names/valid-secret-asked grep -q '^GET /api/v1/namespaces/evil/secrets/orders-agent-token ' "$W/evil.log"
+
+# --- a token given by the user never goes to a pod found through Kubernetes (a look-alike would keep it) -----
+# The API server lists two pods for -A (an "answer" fault: exactly what it would list were they created):
+# shop's real one and team-b's look-alike, each port-forwarded to a stand-in agent that logs what it gets.
+start_hostile() { # NAME MODE: the stand-in agent's port in HPORT, its headers in $W/h-NAME.log
+  rm -f "$W/h-$1.port"
+  "$PY" tests/integration/hostile_agent.py "$2" "$W/h-$1.port" "$W/h-$1.log" > "$W/h-$1.out" 2>&1 &
+  PIDS+=($!)
+  wait_for "$W/h-$1.port" '[0-9]' 10 || { fail setup "hostile_agent.py $2 did not start" "$W/h-$1.out"; exit 0; }
+  HPORT=$(cat "$W/h-$1.port")
+}
+start_hostile real plain
+curl -sf --cacert "$W/ca.crt" -X POST "$SERVER/__fake/forward" \
+  -d "{\"namespace\":\"shop\",\"pod\":\"orders-7d9f8c6b5-abcde\",\"port\":52323,\"to\":\"127.0.0.1:$HPORT\"}" > /dev/null ||
+  fail setup "forward to the real pod's agent"
+start_hostile fake wants-token
+curl -sf --cacert "$W/ca.crt" -X POST "$SERVER/__fake/forward" \
+  -d "{\"namespace\":\"team-b\",\"pod\":\"orders-lookalike\",\"port\":52323,\"to\":\"127.0.0.1:$HPORT\"}" > /dev/null ||
+  fail setup "forward to the look-alike's agent"
+jq -c '. as $g | {method: "GET", path: "/api/v1/pods", action: "answer", times: 1, body: {kind: "PodList",
+  apiVersion: "v1", metadata: {resourceVersion: "1"}, items: [$g,
+  ($g | .metadata.name = "orders-lookalike" | .metadata.namespace = "team-b" | del(.metadata.ownerReferences)
+      | .spec.volumes |= map(select(.secret | not))
+      | .spec.initContainers |= map(.volumeMounts |= map(select(.name != "diagport-auth"))))]}}' \
+  "$W/good-pod.json" > "$W/two-pods.json"
+SHARED=shared-token-$(rnd)
+printf '%s\n' "$SHARED" > "$W/shared.tok"
+chmod 600 "$W/shared.tok"
+capture_all() { # OUT-DIR [ARGS...]: capture stacks -A as oscar; exit code in RC, output in $W/cap.out and .err
+  local out=$1
+  shift
+  fault "$(cat "$W/two-pods.json")"
+  HOME=$W/home timeout 120 "$D" capture stacks -A --kubeconfig "$K" --context oscar -o "$out" "$@" \
+    > "$W/cap.out" 2> "$W/cap.err"
+  RC=$?
+}
+auths() { # NAME: the Authorization headers the stand-in NAME got, one a line ("-" for a request without one)
+  jq -r '[.headers[] | select(.[0] | ascii_downcase == "authorization") | .[1]] | if length == 0 then "-" else .[] end' \
+    "$W/h-$1.log" 2> /dev/null
+}
+DIAGPORT_TOKEN=$SHARED capture_all "$W/tok-env"
+WHY="exit $RC: $(oneline "$W/cap.out" 600) $(oneline "$W/cap.err")"
+check tokens/env-ran bash -c "[ $RC = 1 ] && [ -s '$W/h-fake.log' ] && [ -s '$W/h-real.log' ]"
+is tokens/env-lookalike-gets-none "$(auths fake | sort -u | tr '\n' ' ')" "- "
+is tokens/env-real-gets-its-own "$(auths real | sort -u | tr '\n' ' ')" "Bearer s3cret-agent-token "
+WHY="$(oneline "$W/cap.err")"
+check tokens/env-warned grep -qF "warning: \$DIAGPORT_TOKEN is not sent to pods found through Kubernetes" "$W/cap.err"
+WHY="$(cat "$W/tok-env/manifest.json" 2> /dev/null | head -c 800)"
+check tokens/env-lookalike-why jq -e '[.items[] | select(.target.namespace == "team-b")][0] | .status == "unavailable" and
+  (.error | contains("the agent needs a token and its pod has no token Secret of its own (--token-file and $DIAGPORT_TOKEN are not sent to pods found through Kubernetes"))' \
+  "$W/tok-env/manifest.json"
+check tokens/env-real-succeeded jq -e '[.items[] | select(.target.namespace == "shop")][0].status == "succeeded"' "$W/tok-env/manifest.json"
+WHY="the shared token is printed"; check tokens/env-not-printed bash -c "! grep -qF '$SHARED' '$W/cap.out' '$W/cap.err' '$W/tok-env/manifest.json'"
+: > "$W/h-fake.log"
+: > "$W/h-real.log"
+capture_all "$W/tok-file" --token-file "$W/shared.tok"
+WHY="exit $RC: $(oneline "$W/cap.err")"
+check tokens/file-refused bash -c "[ $RC = 2 ] && grep -qF -- '--token-file goes with --target, --targets-file or --ecs-cluster: an agent found through Kubernetes gets only its own pod' '$W/cap.err'"
+WHY="the look-alike got: $(auths fake | tr '\n' ' ')"
+check tokens/file-lookalike-gets-none bash -c "[ ! -s '$W/h-fake.log' ] && [ ! -e '$W/tok-file' ]"

@@ -315,14 +315,46 @@ rc=$?
 WHY="exit $rc: $(tail -2 "$W/h4.out"); left: $(ls -A "$W/h4")"
 check max-size bash -c "test $rc = 1 && grep -q 'larger than 1048576 bytes (--max-size)' '$W/h4.out' &&
 	test \"\$(ls -A '$W/h4')\" = manifest.json"
-# a disk that fills up under the artifact (a real 2 MiB tmpfs; this runs as root): exit 1, the write's own error,
-# nothing partial left (the artifact is written in pieces of a MiB: the error comes from one of them or the last)
+# a disk that fills up under an artifact allowed more than it holds (--max-size given: a real 2 MiB tmpfs; this
+# runs as root): exit 1, the write's own error, nothing partial left (the artifact is written in pieces of a MiB:
+# the error comes from one of them or the last)
 mkdir -p "$W/small" && mount -t tmpfs -o size=2m,mode=0777 tmpfs "$W/small" && MOUNTS+=("$W/small")
-timeout 60 "$D" capture stacks --target "$HURL" -o "$W/small/out" > "$W/h5.out" 2>&1
+timeout 60 "$D" capture stacks --target "$HURL" --max-size 1Gi -o "$W/small/out" > "$W/h5.out" 2>&1
 rc=$?
 WHY="exit $rc: $(tail -2 "$W/h5.out"); left: $(ls -A "$W/small/out" 2>&1)"
 check artifact-disk-full bash -c "test $rc = 1 && grep -q 'writing .*partial: No space left on device' '$W/h5.out' &&
 	! ls -A '$W/small/out' | grep -q partial"
+# without --max-size a dump takes at most the output disk's free space less 5% of its size (a real 32 MiB tmpfs):
+# an endless agent is stopped there, the message names --max-size and the free space, nothing partial is left
+mkdir -p "$W/disk32" && mount -t tmpfs -o size=32m,mode=0777 tmpfs "$W/disk32" && MOUNTS+=("$W/disk32")
+timeout 60 "$D" capture dump --target "$HURL" -o "$W/disk32/out" > "$W/h7.out" 2>&1
+rc=$?
+WHY="exit $rc: $(tail -2 "$W/h7.out"); left: $(ls -A "$W/disk32/out" 2>&1)"
+check dump-keeps-disk-free bash -c "test $rc = 1 && grep -q 'dump failed: stopped at 3[01].[0-9] MiB: writing on would leave less than 1638.4 KiB free on the filesystem of $W/disk32/out, which had 32.0 MiB free at the start. Without --max-size a capture may take the output disk.s free space less 5% of its size (at most 1 GiB); give -o a disk with room, or --max-size' '$W/h7.out' &&
+	test \"\$(ls -A '$W/disk32/out')\" = manifest.json && jq -e '.failed == 1' '$W/disk32/out/manifest.json'"
+# an agent that sends a byte a second (hostile_agent.py drip): given up once under the low-speed floor (1 KiB/s
+# over 30 s, armed by the first byte), the message naming the agent and its rate, nothing partial, exit 1; a
+# capture with a --duration (logs, 15 s) is not held to the floor before its duration has passed
+EURL=$HURL
+start_hostile drip
+DURL=$HURL
+HURL=$EURL
+t0=$(date +%s%N)
+timeout 120 "$D" capture logs --duration 15 --target "$DURL" -o "$W/h6l" > "$W/h6l.out" 2>&1 &
+LOGSPID=$!
+timeout 120 "$D" capture dump --target "$DURL" -o "$W/h6" > "$W/h6.out" 2>&1
+rc=$?
+secs=$((($(date +%s%N) - t0) / 1000000000))
+WHY="exit $rc after $secs s: $(tail -3 "$W/h6.out"); left: $(ls -A "$W/h6")"
+check low-speed-floor bash -c "test $rc = 1 && test $secs -ge 30 && test $secs -le 45 &&
+	grep -q '127.0.0.1:[0-9]* pid 7: dump failed: 127.0.0.1:[0-9]* sent [0-9]* bytes in the last 30 s ([0-9.]* B/s), under the low-speed floor of 1024 B/s' '$W/h6.out' &&
+	test \"\$(ls -A '$W/h6')\" = manifest.json && jq -e '.failed == 1' '$W/h6/manifest.json'"
+wait "$LOGSPID"
+rc=$?
+secs=$((($(date +%s%N) - t0) / 1000000000))
+WHY="exit $rc after $secs s: $(tail -3 "$W/h6l.out"); left: $(ls -A "$W/h6l")"
+check low-speed-floor-after-duration bash -c "test $rc = 1 && test $secs -ge 45 && test $secs -le 65 &&
+	grep -q 'logs failed: .* under the low-speed floor' '$W/h6l.out' && test \"\$(ls -A '$W/h6l')\" = manifest.json"
 USER=$'mallory\r\nAuthorization: Bearer injected\r\nX-Evil: 1' "$D" ps --target "$HURL" > /dev/null 2>&1
 WHY="$(tail -1 "$W/h-endless.log")"
 check caller-one-header python3 -c '

@@ -11,11 +11,16 @@ MODE:
   many       /processes lists 300 processes (over the 256 the client takes)
   nopid      /processes lists processes without a pid, with pid 0 and with pid -5
   endless    /processes one process; /stacks answers 200 and never stops sending bytes
+  drip       /processes one process; every capture answers 200 and then sends one byte a second, for ever
+  plain      /processes one process; every capture answers 200 with a short text (a look-alike that
+             collects what is sent to it)
+  wants-token  as plain, but a request without an Authorization header gets 401 (problem+json)
 Every request's headers are appended to LOG (one JSON object a line) when given.
 """
 import json
 import socket
 import sys
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 MODE, PORTFILE = sys.argv[1], sys.argv[2]
@@ -43,6 +48,9 @@ class H(BaseHTTPRequestHandler):
             with open(LOG, "a") as f:
                 f.write(json.dumps({"path": self.path, "headers": self.headers.items()}) + "\n")
         path = self.path.split("?")[0]
+        if MODE == "wants-token" and not self.headers.get("Authorization"):
+            return self.send(401, json.dumps({"title": "Unauthorized", "status": 401,
+                                              "detail": "a bearer token is required"}), "application/problem+json")
         if path == "/processes":
             if MODE == "many":
                 procs = [{"pid": 1000 + i, "uid": "u", "name": "p"} for i in range(300)]
@@ -61,6 +69,20 @@ class H(BaseHTTPRequestHandler):
             detail = "bad thing\x1b[2J\r\nFAKE  999  succeeded  all fine"
             return self.send(500, json.dumps({"title": "x", "status": 500, "detail": detail}),
                              "application/problem+json")
+        if MODE in ("plain", "wants-token"):
+            return self.send(200, "stacks of 7: Main\n", "text/plain")
+        if MODE == "drip":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                while True:
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(1)
+            except OSError:
+                return
         if MODE == "endless":
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
