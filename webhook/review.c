@@ -247,7 +247,11 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 		const struct doc_node *bad = NULL; /* -2, a label the injector refuses with its message */
 		int want = inj_k8s_wants(doc_get(pod, "metadata"), &bad);
 
-		if (doc_get(doc_path(pod, "metadata/annotations"), INJ_STATUS_KEY) != NULL)
+		/* a pod that comes injected (our own reinvocation, or injected offline) is left alone, unless the
+		 * platform enforces something: then it is injected again under the policy (inject is idempotent), so
+		 * that a pod injected beforehand without --policy cannot carry auth: none past enforce: */
+		if (doc_get(doc_path(pod, "metadata/annotations"), INJ_STATUS_KEY) != NULL &&
+		    (cfg->policy == NULL || cfg->policy->set == 0))
 			o = REVIEW_SKIPPED_INJECTED;
 		else if (want == 0)
 			o = REVIEW_SKIPPED_OPTED_OUT;

@@ -10,6 +10,7 @@
 #   policy/same-as-inject  the patched pod is `diagport inject --policy CONFIG -o json` of the pod, whose
 #                          stderr holds the same warnings (GitOps and the webhook agree)
 #   policy/same-as-review  `diagport webhook review --config CONFIG` gives the server's answer, byte for byte
+#   policy/pre-injected-enforced  a pod injected beforehand without the policy is injected again under it
 #   policy/reloaded        the enforce: map removed from the file: the next pod's own auth: none is honoured
 #   policy/bad-value       an enforce: value that is not an option's value stops the webhook at start
 #                          (exit 1), naming FILE:LINE:COL and the option as an annotation's would be
@@ -115,6 +116,18 @@ check policy/same-warnings-from-inject grep -q "policy enforces auth=required, t
 "$D" webhook review --config "$W/config.yaml" "$W/req.json" > "$W/offline.json" 2> "$W/offline.err"
 WHY="webhook review's answer differs: $(head -c 300 "$W/offline.err")"
 check policy/same-as-review cmp -s <(tr -d '\n' < "$W/offline.json") <(tr -d '\n' < "$W/resp.json")
+
+# a pod injected beforehand without the policy (diagport inject, no --policy: auth none, SYS_PTRACE) and sent as
+# it is: injected again under the policy, not skipped as already injected
+"$D" inject -o json -f "$W/pod.json" > "$W/pre.json" 2> /dev/null
+"$PY" "$H" review "$W/pre.json" shop > "$W/pre-req.json"
+"$D" webhook review --config "$W/config.yaml" "$W/pre-req.json" > "$W/pre-resp.json" 2> "$W/pre.err"
+"$PY" "$H" response "$W/pre-req.json" "$W/pre-resp.json" "$W/pre-patch.json" > /dev/null 2>&1
+"$PY" "$H" apply "$W/pre.json" "$W/pre-patch.json" "$W/pre-patched.json" 2> /dev/null
+WHY="$(head -c 600 "$W/pre-resp.json"); the pre-injected pod patched: $(head -c 300 "$W/pre-patched.json")"
+check policy/pre-injected-enforced bash -c "grep -q 'policy enforces auth=required' '$W/pre-resp.json' &&
+  ! grep -q -- '--no-auth' '$W/pre-patched.json' && ! grep -q SYS_PTRACE '$W/pre-patched.json' &&
+  grep -q -- 'http://127.0.0.1:52323' '$W/pre-patched.json'"
 
 # reload: without enforce:, the pod's own auth: none is the documented precedence again
 sed -i '/^enforce:/,$d' "$W/config.yaml"
