@@ -302,6 +302,8 @@ int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 	s.lib->easy_setopt(s.h, CURLOPT_HEADERFUNCTION, on_header);
 	s.lib->easy_setopt(s.h, CURLOPT_HEADERDATA, &s);
 	s.lib->easy_setopt(s.h, CURLOPT_BUFFERSIZE, RECV_BUF);
+	/* an agent on this machine is never reached through $http_proxy: its token would go to the proxy in clear */
+	s.lib->easy_setopt(s.h, CURLOPT_NOPROXY, "localhost,127.0.0.0/8,::1");
 	s.lib->easy_setopt(s.h, CURLOPT_WRITEFUNCTION, on_body);
 	s.lib->easy_setopt(s.h, CURLOPT_WRITEDATA, &s);
 	s.lib->easy_setopt(s.h, CURLOPT_NOPROGRESS, 0L);

@@ -390,6 +390,9 @@ static bool loopback_url(const char *url)
 	if (h == NULL)
 		return false;
 	h += 3;
+	n = strcspn(h, "/?#");
+	if (memchr(h, '@', n) != NULL)
+		return false; /* user information: "http://[::1]@host/" goes to host */
 	if (*h == '[') {
 		n = strcspn(++h, "]");
 		if (n >= sizeof(host))

@@ -71,6 +71,15 @@ r=$(ps_json --target "http://$IP:$Q" --insecure-http)
 WHY="$r $(cat "$W/ps.err")"; check plain/insecure-http-sends jq -e '.items[0].state == "ready"' <<< "$r"
 r=$(ps_json --target "http://127.0.0.1:$Q")
 WHY="$r $(cat "$W/ps.err")"; check plain/loopback-allowed jq -e '.items[0].state == "ready"' <<< "$r"
+# user information before the host: "http://[::1]@HOST" goes to HOST, not loopback: refused, nothing sent
+rm -f "$W/rec.log"
+"$D" ps --target "http://[::1]@$IP:$R" --token-file "$W/token" > /dev/null 2> "$W/userinfo.err"; rc=$?
+WHY="exit $rc: $(cat "$W/userinfo.err"); recorder: $(cat "$W/rec.log" 2> /dev/null)"
+check plain/userinfo-not-loopback bash -c "[ $rc = 2 ] && [ ! -e '$W/rec.log' ]"
+# $http_proxy is not used for an agent on loopback: the token does not go to the proxy (the recorder as the proxy)
+r=$(http_proxy=http://$IP:$R HTTP_PROXY=http://$IP:$R ps_json --target "http://127.0.0.1:$Q")
+WHY="$r; the proxy saw: $(cat "$W/rec.log" 2> /dev/null)"
+check plain/loopback-not-proxied bash -c "[ ! -e '$W/rec.log' ] && jq -e '.items[0].state == \"ready\"' <<< '$r' > /dev/null"
 DIAGPORT_TOKEN=$TOK "$D" ps --target "http://$IP:$Q" > /dev/null 2> "$W/plain3.err"; rc=$?
 WHY="exit $rc: $(cat "$W/plain3.err")"; check plain/env-token-refused-too test "$rc" = 2
 r=$("$D" ps --target "http://$IP:$Q" -o json 2> /dev/null)
