@@ -343,10 +343,14 @@ bool api_takes_body(const char *path)
 	return false;
 }
 
-static void refuse_kind(const struct api *a, struct httpd_req *r, enum served_kind k)
+/* 403 for kind k; the kinds served are named only to a caller who has shown the token (or where none is needed). */
+static void refuse_kind(const struct api *a, struct httpd_req *r, enum served_kind k, bool tell)
 {
-	httpd_problem(r, 403, "Forbidden", "this agent does not serve %s captures (captures: %s)", served_name(k),
-		      a->served_text);
+	if (tell)
+		httpd_problem(r, 403, "Forbidden", "this agent does not serve %s captures (captures: %s)",
+			      served_name(k), a->served_text);
+	else
+		httpd_problem(r, 403, "Forbidden", "this agent does not serve %s captures (captures)", served_name(k));
 }
 
 /* The permission a request to rt needs: its row's, but cpuprofile for a GET /trace that asks for a CPU profile. */
@@ -397,7 +401,7 @@ enum httpd_admission api_admit(void *ctx, struct httpd_req *r, long long now, lo
 		}
 	}
 	if (rt && (k = needs(rt, r)) != SERVED_KINDS && !(a->served & (1u << k))) {
-		refuse_kind(a, r, k);
+		refuse_kind(a, r, k, !a->token || !open || token_ok(a, auth));
 		return HTTPD_REFUSE;
 	}
 	return HTTPD_ADMIT;
@@ -408,7 +412,7 @@ enum httpd_admission api_metrics_admit(void *ctx, struct httpd_req *r, long long
 	const struct api *a = ctx;
 
 	if (!(a->served & (1u << SERVED_METRICS))) {
-		refuse_kind(a, r, SERVED_METRICS);
+		refuse_kind(a, r, SERVED_METRICS, !a->token); /* this listener takes no token */
 		return HTTPD_REFUSE;
 	}
 	return HTTPD_ADMIT;

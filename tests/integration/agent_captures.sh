@@ -81,7 +81,14 @@ forbidden cpuprofile-perf cpuprofile "$U/trace?pid=$APID&durationSeconds=1&engin
 forbidden perfmap cpuprofile "$U/perfmap?pid=$APID&type=PerfMap" -X POST
 forbidden livemetrics metrics "$U/livemetrics?pid=$APID&durationSeconds=1"
 forbidden metrics metrics "$U/metrics"
-forbidden metrics-listener metrics "http://127.0.0.1:$MP/metrics"
+# where no token is asked (the metrics-only listener, /metrics without one) the 403 does not list what is served
+for w in "listener http://127.0.0.1:$MP/metrics" "main $U/metrics"; do
+	u=${w#* }
+	c=$(curl -s -o "$W/body" -w '%{http_code}' "$u")
+	WHY="$u: got $c: $(head -c 300 "$W/body")"
+	check "only/metrics-no-token-403-unlisted-${w%% *}" bash -c "test $c = 403 && jq -e \
+		'.detail == \"this agent does not serve metrics captures (captures)\"' '$W/body' > /dev/null"
+done
 forbidden logs logs "$U/logs?pid=$APID&durationSeconds=1"
 forbidden env env "$U/env?pid=$APID"
 # before anything else about the request: an unknown process, a bad parameter are still 403 (not 400)
