@@ -567,12 +567,14 @@ check logs/json-lines test ! -s "$W/notjson.out"
 
 # --- 8. SIGTERM ----------------------------------------------------------------------------------------
 
+# within the server's own bound (SHUTDOWN_MAX_MS, 10 s: a connection still being answered is given that long),
+# plus a margin; a clean-clone run under load once took over 5 s here, with the earlier sections' connections
 kill -TERM "$MAIN"
-if wait_exit "$MAIN" 5; then
+if wait_exit "$MAIN" 15; then
   WHY="exit $exit_rc after SIGTERM (want 0): $(tail -n 3 "$LOG" | tr '\n' ' ')"
   check sigterm/exit test "$exit_rc" = 0
 else
-  fail sigterm/exit "still running 5 s after SIGTERM"
+  fail sigterm/exit "still running 15 s after SIGTERM (the server's bound is 10 s): $(tail -n 3 "$LOG" | tr '\n' ' ')"
   kill -9 "$MAIN" 2> /dev/null
 fi
 
