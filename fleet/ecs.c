@@ -223,17 +223,12 @@ static int agent_port(const json_t *def)
 /* Does the agent listen on loopback only (injected without a token: "--urls http://127.0.0.1:52323")? */
 static bool loopback_only(const json_t *def)
 {
-	const json_t *cmd = json_object_get(def, "command");
+	const char *u = fleet_agent_urls(json_object_get(def, "command"), NULL);
 
-	for (size_t i = 0; i + 1 < json_array_size(cmd); i++) {
-		const char *u = json_string_value(json_array_get(cmd, i + 1));
-
-		if (eq(json_string_value(json_array_get(cmd, i)), "--urls") && u &&
-		    (strncmp(u, "http://127.", 11) == 0 || strncmp(u, "http://localhost", 16) == 0 ||
-		     strncmp(u, "http://[::1]", 12) == 0))
-			return true;
-	}
-	return false;
+	if (u == NULL)
+		return false;
+	u += fleet_urls_https(u) ? 8 : strncmp(u, "http://", 7) == 0 ? 7 : 0;
+	return strncmp(u, "127.", 4) == 0 || strncmp(u, "localhost", 9) == 0 || strncmp(u, "[::1]", 5) == 0;
 }
 
 /* The mode the app containers were injected with: their DOTNET_DiagnosticPorts entry for our socket. */
@@ -301,7 +296,7 @@ static void describe_agent(struct disc *d, const json_t *task, const json_t *td,
 {
 	const json_t *defs = json_object_get(td, "containerDefinitions"), *def = named(defs, AGENT);
 	const json_t *run = named(json_object_get(task, "containers"), AGENT);
-	const char *group = js(task, "group"), *mode = js(td, "networkMode"), *ip, *why;
+	const char *group = js(task, "group"), *mode = js(td, "networkMode"), *ip, *why, *scheme;
 	bool v6 = false;
 	const char *id = last_part(js(task, "taskArn"));
 
@@ -351,7 +346,8 @@ static void describe_agent(struct disc *d, const json_t *task, const json_t *td,
 		free(s);
 		return;
 	}
-	a->url = v6 ? mem_printf("http://[%s]:%d", ip, a->port) : mem_printf("http://%s:%d", ip, a->port);
+	scheme = fleet_urls_https(fleet_agent_urls(json_object_get(def, "command"), NULL)) ? "https" : "http";
+	a->url = v6 ? mem_printf("%s://[%s]:%d", scheme, ip, a->port) : mem_printf("%s://%s:%d", scheme, ip, a->port);
 }
 
 /* ---- the token ---- */

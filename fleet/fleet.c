@@ -5,6 +5,7 @@
 #include "fleet.h"
 
 #include <stdlib.h>
+#include <strings.h>
 #include <string.h>
 
 #include "buf.h"
@@ -90,6 +91,31 @@ void fleet_agent_describe(json_t *o, const struct fleet_agent *a)
 	set_str(o, "service", a->service);
 	set_str(o, "workload", a->workload);
 	set_str(o, "url", a->dialer ? NULL : a->url);
+}
+
+const char *fleet_agent_urls(const json_t *args, const json_t *env)
+{
+	size_t i;
+	json_t *e;
+
+	for (i = 0; i + 1 < json_array_size(args); i++) {
+		const char *f = json_string_value(json_array_get(args, i));
+
+		if (f && strcmp(f, "--urls") == 0)
+			return json_string_value(json_array_get(args, i + 1));
+	}
+	json_array_foreach(env, i, e) {
+		const char *n = json_string_value(json_object_get(e, "name"));
+
+		if (n && strcmp(n, "DOTNETMONITOR_Urls") == 0)
+			return json_string_value(json_object_get(e, "value"));
+	}
+	return NULL;
+}
+
+bool fleet_urls_https(const char *urls)
+{
+	return urls && strncasecmp(urls, "https://", 8) == 0;
 }
 
 void fleet_safe_text(char *s)

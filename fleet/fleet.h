@@ -83,6 +83,16 @@ void fleet_agent_describe(json_t *o, const struct fleet_agent *a);
  * escape sequence in it must not reach the operator's terminal.
  */
 void fleet_safe_text(char *s);
+/*
+ * The value of an injected agent's `--urls` argument in its args (a
+ * Kubernetes container's args, an ECS container's command), or of
+ * dotnet-monitor's DOTNETMONITOR_Urls in env (a list of {name, value}),
+ * NULL when neither says; borrowed. The first URL of a list.
+ */
+const char *fleet_agent_urls(const json_t *args, const json_t *env);
+/* Whether such a value is https://. */
+bool fleet_urls_https(const char *urls);
+
 /* fleet_safe_text over every string of every agent in s, and its caller. */
 void fleet_set_safe(struct fleet_set *s);
 

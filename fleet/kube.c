@@ -504,7 +504,10 @@ static int add_pod(struct disc *d, const json_t *pod, struct err_msg *em)
 		    json_integer_value(json_object_get(p, "containerPort")) < 65536)
 			a->port = (int)json_integer_value(json_object_get(p, "containerPort"));
 	}
-	a->url = mem_printf("http://%s.%s:%d", name, ns, a->port);
+	/* an agent served with TLS (tls-secret) is spoken to with TLS through the tunnel too (call.c) */
+	a->url = mem_printf("%s://%s.%s:%d",
+			    fleet_urls_https(fleet_agent_urls(json_object_get(agent, "args"), json_object_get(agent, "env")))
+				    ? "https" : "http", name, ns, a->port);
 	/* a capture asks first (no token fetched where it may not go); ps, last, of a pod it would call */
 	if (d->o->for_capture && ((refusal = pf_refusal(d, ns, em, &rc)) != NULL || rc != 0)) {
 		if (refusal)

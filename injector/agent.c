@@ -102,7 +102,7 @@ static struct doc_node *launch_args(const struct inj_opts *o, const char *token_
 	char url[64];
 	bool open = o->auth_secret || o->no_auth;
 
-	snprintf(url, sizeof(url), "http://%s:%d", open ? "+" : "127.0.0.1", o->port);
+	snprintf(url, sizeof(url), "%s://%s:%d", o->tls_secret ? "https" : "http", open ? "+" : "127.0.0.1", o->port);
 	doc_push(a, doc_str("launch"));
 	doc_push(a, doc_str("--socket"));
 	doc_push(a, doc_str(INJ_SOCKET));
@@ -164,6 +164,13 @@ static struct doc_node *health_cmd(const struct inj_opts *o, bool ecs)
 	return a;
 }
 
+/* The variables naming a mounted kubernetes.io/tls Secret's certificate and key files. */
+static void tls_files_env(struct doc_node *env, const char *cert_var, const char *key_var)
+{
+	doc_push(env, pair("name", doc_str(cert_var), "value", doc_str(INJ_TLS_DIR "/tls.crt")));
+	doc_push(env, pair("name", doc_str(key_var), "value", doc_str(INJ_TLS_DIR "/tls.key")));
+}
+
 /* dotnet-monitor's settings, as its Kubernetes documentation gives them, on our fixed paths. */
 static void monitor_env(struct doc_node *env, const struct inj_opts *o, const char *nk, const char *vk)
 {
@@ -176,10 +183,13 @@ static void monitor_env(struct doc_node *env, const struct inj_opts *o, const ch
 		{ "DOTNETMONITOR_Metrics__Endpoints", metrics },
 	};
 
-	snprintf(urls, sizeof(urls), "http://+:%d", o->port);
+	snprintf(urls, sizeof(urls), "%s://+:%d", o->tls_secret ? "https" : "http", o->port);
 	snprintf(metrics, sizeof(metrics), "http://+:%d", MONITOR_METRICS_PORT);
 	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
 		doc_push(env, pair(nk, doc_str(kv[i][0]), vk, doc_str(kv[i][1])));
+	if (o->tls_secret) /* Kestrel's names; the Secret's keys as kubernetes.io/tls fixes them */
+		tls_files_env(env, "DOTNETMONITOR_Kestrel__Certificates__Default__Path",
+			      "DOTNETMONITOR_Kestrel__Certificates__Default__KeyPath");
 }
 
 static struct doc_node *k8s_probe(const struct inj_opts *o, int period, int failures)
@@ -236,15 +246,22 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 		const char *const cmd[] = { "/diagport", NULL };
 
 		doc_set(a, "command", strs(cmd));
+		struct doc_node *env = doc_seq();
+
 		doc_set(a, "args", launch_args(o, TOKEN_FILE, VIA_DIR));
 		if (o->egress_settings) {
 			/* the pod's namespace, for the metadata of what it sends to a store (the pod's name is its hostname) */
-			struct doc_node *env = doc_seq(), *ref = pair("fieldPath", doc_str("metadata.namespace"), NULL, NULL);
+			struct doc_node *ref = pair("fieldPath", doc_str("metadata.namespace"), NULL, NULL);
 
 			doc_push(env, pair("name", doc_str("DIAGPORT_POD_NAMESPACE"), "valueFrom",
 					   pair("fieldRef", ref, NULL, NULL)));
-			doc_set(a, "env", env);
 		}
+		if (o->tls_secret)
+			tls_files_env(env, "DIAGPORT_TLS_CERT", "DIAGPORT_TLS_KEY");
+		if (env->n > 0)
+			doc_set(a, "env", env);
+		else
+			doc_free(env);
 	}
 	if (o->sidecar == INJ_SIDECAR_NATIVE)
 		doc_set(a, "restartPolicy", doc_str("Always"));
@@ -288,6 +305,12 @@ struct doc_node *inj_agent_k8s(const struct inj_opts *o, const struct inj_agent_
 	doc_push(mounts, pair("name", doc_str(INJ_VOL_DUMPS), "mountPath", doc_str(INJ_DUMPS_DIR)));
 	if (o->auth_secret && !mon) {
 		struct doc_node *m = pair("name", doc_str(INJ_VOL_AUTH), "mountPath", doc_str(INJ_AUTH_DIR));
+
+		doc_set(m, "readOnly", doc_bool(true));
+		doc_push(mounts, m);
+	}
+	if (o->tls_secret) {
+		struct doc_node *m = pair("name", doc_str(INJ_VOL_TLS), "mountPath", doc_str(INJ_TLS_DIR));
 
 		doc_set(m, "readOnly", doc_bool(true));
 		doc_push(mounts, m);
@@ -362,6 +385,8 @@ struct doc_node *inj_agent_ecs(const struct inj_opts *o, const struct inj_agent_
 		doc_set(a, "command", launch_args(o, NULL, VIA_ENV));
 		if (o->auth_secret)
 			doc_push(sec, pair("name", doc_str("DIAGPORT_AUTH_TOKEN"), "valueFrom", doc_str(o->auth_secret)));
+		if (o->tls_secret) /* the PEM text itself: ECS mounts no files from a secret */
+			doc_push(sec, pair("name", doc_str("DIAGPORT_TLS_PEM"), "valueFrom", doc_str(o->tls_secret)));
 		for (size_t i = 0; i < INJ_NSOURCES; i++) /* a settings document each, as the agent reads them */
 			if (inj_source_value(&inj_sources[i], o))
 				doc_push(sec, pair("name", doc_str(inj_sources[i].ecs_var), "valueFrom",
@@ -436,6 +461,8 @@ static void compose_sources(struct doc_node *a, const struct inj_opts *o)
 
 		if (o->auth_secret && l == 0)
 			doc_push(list, doc_str(o->auth_secret));
+		if (o->tls_secret && l == 0)
+			doc_push(list, doc_str(o->tls_secret));
 		for (size_t i = 0; i < INJ_NSOURCES; i++) {
 			const struct inj_source *src = &inj_sources[i];
 			const char *v = inj_source_value(src, o);
@@ -482,6 +509,12 @@ struct doc_node *inj_agent_compose(const struct inj_opts *o, const char *user, c
 	doc_set(a, "security_opt", strs(nnp));
 	doc_set(a, "volumes", strs(vols));
 	compose_sources(a, o);
+	if (o->tls_secret) { /* one PEM file holding the chain and the key, as the agent reads one */
+		char *f = mem_printf("/run/secrets/%s", o->tls_secret);
+
+		doc_set(a, "environment", pair("DIAGPORT_TLS_CERT", doc_str(f), NULL, NULL));
+		mem_free(f);
+	}
 	if (o->auth_secret || o->no_auth) {
 		struct doc_node *ports = doc_seq();
 

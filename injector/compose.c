@@ -167,7 +167,8 @@ static int project_opts_from(const struct inj_ctx *c, struct doc_node *doc, stru
 					doc_get(xd, "perf") ? "x-diagport" : "project", em);
 	if ((rc = inj_opts_check(c, o, "project", em)) != 0 || (rc = inj_agent_check(c, o, "project", em)) != 0)
 		return at_xdiagport(c, xd, rc, em);
-	if ((rc = project_defines(c, doc, xd, "auth-secret", "secrets", o->auth_secret, false, em)) != 0)
+	if ((rc = project_defines(c, doc, xd, "auth-secret", "secrets", o->auth_secret, false, em)) != 0 ||
+	    (rc = project_defines(c, doc, xd, "tls-secret", "secrets", o->tls_secret, false, em)) != 0)
 		return rc;
 	for (size_t i = 0; i < INJ_NSOURCES; i++)
 		if ((rc = project_defines(c, doc, xd, inj_sources[i].option, inj_sources[i].compose_list,

@@ -37,7 +37,7 @@ static const struct field f_env = { "environment", 'l', 'v' }, f_vols = { "volum
 /* Options a service label may set; the rest configure the one agent (x-diagport). */
 static const char *const service_options[] = { "inject", "mode", "ptrace", NULL };
 static const char *const agent_options[] = { "image", "port", "resources", "dumps-size-limit", "flavour", "flavor",
-					     "auth-secret", "auth", "egress-settings", "rules", "captures", NULL };
+					     "auth-secret", "tls-secret", "auth", "egress-settings", "rules", "captures", NULL };
 
 static bool in_list(const char *const *l, const char *s)
 {

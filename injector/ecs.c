@@ -156,6 +156,8 @@ static void warn_execution_role(const struct inj_ctx *c, const struct inj_dialec
 
 	if (o->auth_secret)
 		k += (size_t)snprintf(names + k, sizeof(names) - k, "auth-secret");
+	if (o->tls_secret)
+		k += (size_t)snprintf(names + k, sizeof(names) - k, "%stls-secret", k ? ", " : "");
 	for (size_t i = 0; i < INJ_NSOURCES && k < sizeof(names); i++)
 		if (inj_source_value(&inj_sources[i], o))
 			k += (size_t)snprintf(names + k, sizeof(names) - k, "%s%s", k ? ", " : "", inj_sources[i].option);
@@ -184,6 +186,11 @@ int inj_taskdef(const struct inj_ctx *c, const struct inj_dialect *d, struct doc
 		return rc;
 	if (defs == NULL || defs->n == 0)
 		return inj_fail(c, em, td, DP_EREFUSED, what, "the task definition has no %s", defs_key);
+	if (o->tls_secret && o->flavour == INJ_FLAVOUR_DOTNET_MONITOR)
+		return inj_fail(c, em, td, DP_EREFUSED, what,
+				"tls-secret with flavour dotnet-monitor: dotnet-monitor reads its certificate from "
+				"files only, and ECS mounts no files from a secret; use the diagport agent, which reads "
+				"the PEM from the secret's value");
 	for (size_t i = 0; i < INJ_NSOURCES && o->flavour == INJ_FLAVOUR_DOTNET_MONITOR; i++)
 		if (inj_source_value(&inj_sources[i], o))
 			return inj_fail(c, em, td, DP_EREFUSED, what,

@@ -31,12 +31,14 @@
 #define INJ_VOL_AUTH "diagport-auth"
 #define INJ_VOL_EGRESS "diagport-egress"
 #define INJ_VOL_RULES "diagport-rules"
+#define INJ_VOL_TLS "diagport-tls"
 #define INJ_DIAG_DIR "/diag"
 #define INJ_DUMPS_DIR "/dumps"
 #define INJ_AUTH_DIR "/etc/diagport/auth"
 #define INJ_EGRESS_DIR "/etc/diagport/egress"
 #define INJ_RULES_DIR "/etc/diagport/rules"
 #define INJ_RULES_FILE "/etc/diagport/rules.yaml"
+#define INJ_TLS_DIR "/etc/diagport/tls"
 #define INJ_SOCKET "/diag/port"
 #define INJ_ENV "DOTNET_DiagnosticPorts"
 #define INJ_PREFIX "diagport.dev/"
@@ -68,6 +70,9 @@ struct inj_opts {
 	enum inj_sidecar sidecar;
 	enum inj_flavour flavour;
 	char *auth_secret;        /* Secret name (k8s) or ARN (ECS/CFN); NULL = none */
+	char *tls_secret;         /* the agent's certificate and key: a kubernetes.io/tls Secret (k8s), a Secrets
+				     Manager ARN holding both as PEM (ECS/CFN), a project secret holding both as
+				     PEM (Compose); NULL = plain http */
 	char *egress_settings;    /* the agent's egress settings: a Secret of key-per-file settings (k8s), a
 				     Secrets Manager ARN holding a settings document (ECS/CFN); NULL = none */
 	char *rules;              /* the agent's collection rules: a ConfigMap of key-per-file settings (k8s), an
@@ -105,7 +110,7 @@ void inj_opts_free(struct inj_opts *o);
 /*
  * Set one option by its annotation name without the prefix ("mode",
  * "containers", "ptrace", "image", "port", "resources", "dumps-size-limit",
- * "sidecar", "flavour", "auth-secret", "egress-settings", "rules", "auth",
+ * "sidecar", "flavour", "auth-secret", "tls-secret", "egress-settings", "rules", "auth",
  * "perf", "inject"). DP_EINVAL with a message naming the option and the
  * accepted values when the value is bad; DP_ENOTFOUND when the name is not
  * an option.

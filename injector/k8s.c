@@ -87,8 +87,8 @@ static struct doc_node *volume(const char *name, const struct inj_opts *o)
 	struct doc_node *v = doc_map(), *ed = doc_map();
 
 	doc_set(v, "name", doc_str(name));
-	if (strcmp(name, INJ_VOL_AUTH) == 0) {
-		doc_set(ed, "secretName", doc_str(o->auth_secret));
+	if (strcmp(name, INJ_VOL_AUTH) == 0 || strcmp(name, INJ_VOL_TLS) == 0) {
+		doc_set(ed, "secretName", doc_str(strcmp(name, INJ_VOL_AUTH) == 0 ? o->auth_secret : o->tls_secret));
 		doc_set(v, "secret", ed);
 		return v;
 	}
@@ -231,7 +231,8 @@ static int check_refs(const struct inj_ctx *c, const struct doc_node *ann, const
 	const struct inj_source *first = NULL;
 	int rc;
 
-	if ((rc = object_ref(c, ann, "auth-secret", "Secret", o->auth_secret, what, em)) != 0)
+	if ((rc = object_ref(c, ann, "auth-secret", "Secret", o->auth_secret, what, em)) != 0 ||
+	    (rc = object_ref(c, ann, "tls-secret", "Secret", o->tls_secret, what, em)) != 0)
 		return rc;
 	for (size_t i = 0; i < INJ_NSOURCES; i++) {
 		const struct inj_source *src = &inj_sources[i];
@@ -349,6 +350,8 @@ static int pod_inject(const struct inj_ctx *c, struct doc_node *holder, struct d
 	doc_push(vols, volume(INJ_VOL_DUMPS, &o));
 	if (o.auth_secret && o.flavour == INJ_FLAVOUR_DIAGPORT)
 		doc_push(vols, volume(INJ_VOL_AUTH, &o));
+	if (o.tls_secret)
+		doc_push(vols, volume(INJ_VOL_TLS, &o));
 	for (size_t i = 0; i < INJ_NSOURCES; i++)
 		if (inj_source_value(&inj_sources[i], &o))
 			doc_push(vols, source_volume(&inj_sources[i], inj_source_value(&inj_sources[i], &o)));
@@ -405,6 +408,7 @@ static int pod_uninject(const struct inj_ctx *c, struct doc_node *holder, struct
 	remove_named(vols, "name", INJ_VOL_DIAG);
 	remove_named(vols, "name", INJ_VOL_DUMPS);
 	remove_named(vols, "name", INJ_VOL_AUTH);
+	remove_named(vols, "name", INJ_VOL_TLS);
 	for (size_t i = 0; i < INJ_NSOURCES; i++)
 		remove_named(vols, "name", inj_sources[i].volume);
 	inj_prune(spec, "volumes", st.wflags, 'V');

@@ -43,6 +43,7 @@ void inj_opts_copy(struct inj_opts *dst, const struct inj_opts *src)
 	dst->mem_limit = dup_or_null(src->mem_limit);
 	dst->dumps_limit = dup_or_null(src->dumps_limit);
 	dst->auth_secret = dup_or_null(src->auth_secret);
+	dst->tls_secret = dup_or_null(src->tls_secret);
 	dst->egress_settings = dup_or_null(src->egress_settings);
 	dst->rules = dup_or_null(src->rules);
 }
@@ -58,6 +59,7 @@ void inj_opts_free(struct inj_opts *o)
 	mem_free(o->mem_limit);
 	mem_free(o->dumps_limit);
 	mem_free(o->auth_secret);
+	mem_free(o->tls_secret);
 	mem_free(o->egress_settings);
 	mem_free(o->rules);
 	inj_opts_init(o);
@@ -118,6 +120,7 @@ static const struct inj_option options[] = {
 	{ "sidecar", NULL, "--sidecar", NULL, NULL, OK_CHOICE, FIELD(sidecar), sidecar_choices, NULL, NULL, NULL, "`native`", "Kubernetes: a native sidecar (1.29+) or a regular container" },
 	{ "flavour", "flavor", "--flavour", NULL, NULL, OK_CHOICE, FIELD(flavour), flavour_choices, NULL, NULL, NULL, "`diagport`", "which agent" },
 	{ "auth-secret", NULL, "--auth-secret", NULL, NULL, OK_REF, FIELD(auth_secret), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none: loopback only", "the agent's token: with it the agent serves the pod network" },
+	{ "tls-secret", NULL, "--tls-secret", NULL, NULL, OK_REF, FIELD(tls_secret), NULL, "a Secret name or ARN", "`kubernetes.io/tls` Secret name (k8s) / ARN (ECS, CFN) / project secret (Compose)", "NAME|ARN", "none: `http://`", "serve the agent's port with TLS (`https://`) with this certificate and key: a `kubernetes.io/tls` Secret (k8s), a secret holding both as PEM (ECS, CFN, Compose)" },
 	{ "egress-settings", NULL, "--egress-settings", NULL, NULL, OK_REF, FIELD(egress_settings), NULL, "a Secret name or ARN", "Secret name (k8s) / ARN (ECS, CFN)", "NAME|ARN", "none", "the agent's egress providers (S3, Azure Blob): a Secret of key-per-file settings (k8s), a secret holding a settings document (ECS)" },
 	{ "rules", NULL, "--rules", NULL, NULL, OK_REF, FIELD(rules), NULL, "a ConfigMap name, SSM parameter or Compose config", "ConfigMap name (k8s) / SSM parameter name or ARN (ECS, CFN) / config name (Compose)", "NAME|ARN", "none", "the agent's collection rules (dotnet-monitor's `CollectionRules`): a ConfigMap of key-per-file settings (k8s), an SSM parameter holding a settings document (ECS), a project config holding a settings file (Compose)" },
 	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },

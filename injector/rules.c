@@ -92,7 +92,8 @@ static bool is_our_volume(const char *v)
 	for (size_t i = 0; i < INJ_NSOURCES; i++)
 		if (strcmp(v, inj_sources[i].volume) == 0)
 			return true;
-	return strcmp(v, INJ_VOL_DIAG) == 0 || strcmp(v, INJ_VOL_DUMPS) == 0 || strcmp(v, INJ_VOL_AUTH) == 0;
+	return strcmp(v, INJ_VOL_DIAG) == 0 || strcmp(v, INJ_VOL_DUMPS) == 0 || strcmp(v, INJ_VOL_AUTH) == 0 ||
+	       strcmp(v, INJ_VOL_TLS) == 0;
 }
 
 static struct doc_node *mount_node(const struct inj_dialect *d, const char *vol, const char *path)

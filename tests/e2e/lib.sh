@@ -75,7 +75,7 @@ build_app_image() {
 }
 # e2e_playable INJECTED NAME AGENT_PORT APP_PORT: the injected Deployment renamed NAME, its two ports published
 # on the host's loopback (what `kube play` needs to reach a pod from here), the token's directory in place
-# of the secret volume, $W/configmap (a ConfigMap's keys as files, as kubelet mounts one) in place of a
+# of the secret volume ($W/secrets/NAME in place of Secret NAME's, when there is one), $W/configmap (a ConfigMap's keys as files, as kubelet mounts one) in place of a
 # configMap volume, and a new directory of mode 0777 (what kubelet makes) for each emptyDir (see pod.sh)
 e2e_playable() {
 	python3 - "$@" "$W/secret" "$W/volumes" "$W/configmap" << 'EOF'
@@ -88,8 +88,9 @@ for c in spec["containers"]:
     c["ports"][0].update(hostPort=int(port), hostIP="127.0.0.1")
 for v in spec["volumes"]:
     if "secret" in v:
+        own = os.path.join(os.path.dirname(sys.argv[5]), "secrets", v["secret"]["secretName"])
         del v["secret"]
-        v["hostPath"] = {"path": sys.argv[5], "type": "Directory"}
+        v["hostPath"] = {"path": own if os.path.isdir(own) else sys.argv[5], "type": "Directory"}
     elif "configMap" in v:
         del v["configMap"]
         v["hostPath"] = {"path": sys.argv[7], "type": "Directory"}

@@ -11,6 +11,9 @@
 #   suspend:  --mode suspend: the app does not serve while the agent cannot come up, and does once it
 #             is up; --dumps-size-limit: a WithHeap dump over it is refused, named, and
 #             leaves nothing in the dumps volume, the app unharmed
+#   tls:      --tls-secret: the agent serves https with a kubernetes.io/tls Secret (laid out as kubelet
+#             does), verified with the test CA; plain http there is refused; the image's probe is healthy;
+#             a rotated certificate (a new ..data link) is served without a restart
 #   plain:    the Deployment as written (no annotation) runs as it is, with no agent
 # The time from `kube play` to the first /processes is printed beside the app's own start.
 #
@@ -188,6 +191,57 @@ check dumps-limit-nothing-left bash -c "test -d '$DV' && test -z \"\$(ls -A '$DV
 WHY="the app after the refused dump: $(curl -s "http://127.0.0.1:$HP/")"
 check dumps-limit-app-alive test "$(curl -s "http://127.0.0.1:$HP/")" = ok
 (cd "$W" && podman kube down "$W/susp.yaml" > /dev/null 2>&1)
+
+# ---- TLS: the agent serves https with the kubernetes.io/tls Secret the injection names, and rotates it ----
+# The Secret's directory as kubelet's atomic writer lays it out (files in a timestamped directory, ..data a link
+# to it, each key a link through ..data); a rotation (cert-manager renewing) makes a new directory and renames a
+# new ..data link over the old one.
+TD=$W/secrets/orders-diagport-tls
+mkdir -p "$TD"
+tls_cert() { # SERIAL OUT-DIR: a certificate from the test CA for 127.0.0.1 in OUT-DIR/tls.crt, tls.key
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$2/tls.key" -out "$2/csr" -subj /CN=orders \
+		2>> "$W/tls-openssl.err" &&
+		openssl x509 -req -in "$2/csr" -CA "$W/tls-ca.crt" -CAkey "$W/tls-ca.key" -set_serial "$1" -days 2 \
+			-extfile <(printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n') -out "$2/tls.crt" \
+			2>> "$W/tls-openssl.err" && rm -f "$2/csr"
+}
+publish() { # DIR: make DIR the Secret's current data, as kubelet does
+	chown -R 1654:1654 "$1" && chmod 0400 "$1"/tls.* && ln -sfn "$(basename "$1")" "$TD/..data_tmp" &&
+		mv -T "$TD/..data_tmp" "$TD/..data"
+}
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/tls-ca.key" -out "$W/tls-ca.crt" \
+	-days 2 -subj /CN=tls-ca 2>> "$W/tls-openssl.err"
+mkdir -p "$TD/..2026_01_01_00_00_01.1"
+tls_cert 17 "$TD/..2026_01_01_00_00_01.1" && publish "$TD/..2026_01_01_00_00_01.1" &&
+	ln -s ..data/tls.crt "$TD/tls.crt" && ln -s ..data/tls.key "$TD/tls.key" && chown -h 1654:1654 "$TD" "$TD"/*
+WHY="$(tail -3 "$W/tls-openssl.err")"; check tls-secret-made test -s "$TD/tls.crt"
+"$D" inject k8s --sidecar container --auth-secret diagport-token --tls-secret orders-diagport-tls --image "$AGENT_IMG" \
+	-f "$W/deploy.yaml" > "$W/tls-injected.yaml" 2> "$W/tls-inject.err"
+AP=$(free_port)
+HP=$(free_port)
+e2e_playable "$W/tls-injected.yaml" tlspod "$AP" "$HP" > "$W/tls.yaml"
+WHY="$(cat "$W/tls-inject.err")"; check tls-inject grep -q "path: $TD\$" "$W/tls.yaml"
+play "$W/tls.yaml" > "$W/tls.out" 2>&1
+U=https://127.0.0.1:$AP
+wait_processes "$U" "$W/tls-procs.json" --cacert "$W/tls-ca.crt" "${AUTH[@]}"
+WHY="$(head -c 300 "$W/tls-procs.json"); agent: $(podman logs tlspod-pod-0-diagport-agent 2>&1 | tail -3)"
+check tls-processes jq -e 'length == 1 and .[0].name == "webapp"' "$W/tls-procs.json"
+c=$(code "${AUTH[@]}" "http://127.0.0.1:$AP/processes")
+WHY="plain http to the https port: HTTP $c"; check tls-plain-http-refused test "$c" != 200
+podman exec tlspod-pod-0-diagport-agent /diagport health > "$W/tls-health.out" 2>&1
+rc=$?
+WHY="exit $rc: $(cat "$W/tls-health.out")"; check tls-probe-healthy test "$rc" = 0
+served_serial() { openssl s_client -connect "127.0.0.1:$AP" -CAfile "$W/tls-ca.crt" < /dev/null 2> /dev/null |
+	openssl x509 -noout -serial 2> /dev/null; }
+WHY="$(served_serial)"; check tls-serves-secret test "$(served_serial)" = serial=11
+mkdir -p "$TD/..2026_01_02_00_00_01.2"
+tls_cert 18 "$TD/..2026_01_02_00_00_01.2" && publish "$TD/..2026_01_02_00_00_01.2"
+WHY="served: $(served_serial); agent: $(podman logs tlspod-pod-0-diagport-agent 2>&1 | grep -i tls | tail -2)"
+check tls-rotated eventually 30 bash -c "[ \"\$(openssl s_client -connect 127.0.0.1:$AP -CAfile '$W/tls-ca.crt' < /dev/null 2> /dev/null |
+	openssl x509 -noout -serial 2> /dev/null)\" = serial=12 ]"
+code --cacert "$W/tls-ca.crt" "${AUTH[@]}" "$U/stacks" > /dev/null
+WHY="$(head -c 200 "$W/body")"; check tls-stacks-after-rotation grep -q '^Thread' "$W/body"
+(cd "$W" && podman kube down "$W/tls.yaml" > /dev/null 2>&1)
 
 # ---- not injected: the same Deployment as written runs as it is, with no agent ----
 PP=$(free_port)

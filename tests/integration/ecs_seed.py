@@ -8,7 +8,8 @@ Usage: ecs_seed.py DIAGPORT AGENT_PORT OUT.json [PORT1 PORT2 PORT3]
   mixed   one task per case: live (the real agent at 127.0.0.1:AGENT_PORT, token secret, public
           address), jsonkey (token under a JSON key), wrongtok (a secret that is not the agent's
           token), plain (no agent), bridge (EC2, bridge mode), unhealthy (agent UNHEALTHY),
-          loopback (injected without a token), standalone (group family:batch)
+          loopback (injected without a token), standalone (group family:batch), tls (tls-secret:
+          an https URL), tlsloop (tls-secret without a token: https on loopback only)
   tiny    one task without the agent (credential tests)
   hostile with HOSTILE_PORT in the environment: tasks whose DescribeTasks address was tampered with
           (link-local, unspecified, a host name, a URL fragment, multicast, broadcast, ...), their agent
@@ -91,6 +92,8 @@ wrongtok = td("wrongtok", "--port", str(AGENT_PORT), "--auth-secret", f"{SM}:wro
 plain = td("plain", "none")
 bridge = td("bridge", "--auth-secret", f"{SM}:live-token-AbCdEf", network="bridge", compat="EC2")
 loop = td("loopback")
+tls = td("tls", "--port", str(AGENT_PORT), "--auth-secret", f"{SM}:live-token-AbCdEf", "--tls-secret", f"{SM}:tls-AbCdEf")
+tlsloop = td("tlsloop", "--tls-secret", f"{SM}:tls-AbCdEf")
 mixed = [
     task("mixed", 1, live, "service:web", ip="127.0.0.1", public="127.0.0.1"),
     task("mixed", 2, jsonkey, "service:web", ip="127.0.0.1"),
@@ -100,6 +103,8 @@ mixed = [
     task("mixed", 6, live, "service:web", ip="10.2.0.6", agent_health="UNHEALTHY"),
     task("mixed", 7, loop, "service:web", ip="10.2.0.7"),
     task("mixed", 8, live, "family:batch", ip="127.0.0.1"),
+    task("mixed", 9, tls, "service:web", ip="127.0.0.1"),
+    task("mixed", 10, tlsloop, "service:web", ip="10.2.0.10"),
 ]
 
 e2e = [int(p) for p in sys.argv[4:7]]

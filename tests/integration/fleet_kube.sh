@@ -24,6 +24,10 @@
 #                page (the 50,000-pod cap, named), never ends with empty pages (EREMOTE after 1000 pages)
 #   names/*      pods whose namespace, name or token Secret name is not a DNS-1123 one: listed with a why_not,
 #                no URL, never in a request; the valid pod beside them read as usual
+#   tls/*        a pod whose agent serves https (injected with tls-secret: `--urls https://+:52323`), a real agent
+#                with a test CA's certificate behind the port-forward: `diagport ps` speaks TLS through the tunnel
+#                (the agent answers plain http on that port with probes only), verifies the chain with --cacert
+#                (another CA: unavailable, "certificate verif...") and checks no name (the API server chose the pod)
 #   tokens/*     `diagport capture stacks -A` as oscar (diagport-capture in every namespace) over the port-forward
 #                to two stand-in agents (hostile_agent.py, which records every request's headers): shop's
 #                injected pod, whose agent reads Secret orders-agent-token, and a look-alike in namespace
@@ -451,3 +455,50 @@ WHY="exit $RC: $(oneline "$W/cap.err")"
 check tokens/file-refused bash -c "[ $RC = 2 ] && grep -qF -- '--token-file goes with --target, --targets-file or --ecs-cluster: an agent found through Kubernetes gets only its own pod' '$W/cap.err'"
 WHY="the look-alike got: $(auths fake | tr '\n' ' ')"
 check tokens/file-lookalike-gets-none bash -c "[ ! -s '$W/h-fake.log' ] && [ ! -e '$W/tok-file' ]"
+
+# --- an agent served with TLS (tls-secret): TLS through the tunnel, the chain checked with --cacert -------------
+mkdir -p "$W/tls"
+for ca in tlsca otherca; do
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/tls/$ca.key" -out "$W/tls/$ca.crt" \
+    -days 2 -subj "/CN=$ca" 2>> "$W/tls/openssl.err" || fail setup "openssl $ca" "$W/tls/openssl.err"
+done
+# a name the port-forward never uses: the client must not check it (cert-manager issues the Service's names)
+printf 'subjectAltName=DNS:orders.shop.svc\nextendedKeyUsage=serverAuth\n' > "$W/tls/ext"
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/tls/tls.key" -out "$W/tls/agent.csr" \
+  -subj /CN=orders 2>> "$W/tls/openssl.err" &&
+  openssl x509 -req -in "$W/tls/agent.csr" -CA "$W/tls/tlsca.crt" -CAkey "$W/tls/tlsca.key" -set_serial 7 -days 2 \
+    -extfile "$W/tls/ext" -out "$W/tls/tls.crt" 2>> "$W/tls/openssl.err" || fail setup "openssl agent" "$W/tls/openssl.err"
+printf 's3cret-agent-token\n' > "$W/tls/token" # the pod's Secret orders-agent-token (data/fleet_kube/cluster.yaml)
+DIAGPORT_TLS_CERT=$W/tls/tls.crt DIAGPORT_TLS_KEY=$W/tls/tls.key "$D" launch --no-metrics --socket "$W/tls/port" \
+  --dumps "$W/tls" --urls https://127.0.0.1:0 --auth-token-file "$W/tls/token" 2> "$W/tls/agent.log" &
+TLSAG=$!
+PIDS+=($TLSAG)
+TP=$(listening_port "$W/tls/agent.log" urls 20 "$TLSAG") || { fail setup "the https agent did not start" "$W/tls/agent.log"; exit 0; }
+curl -sf --cacert "$W/ca.crt" -X POST "$SERVER/__fake/forward" \
+  -d "{\"namespace\":\"shop\",\"pod\":\"orders-tls\",\"port\":52323,\"to\":\"127.0.0.1:$TP\"}" > /dev/null ||
+  fail setup "forward to the https agent"
+jq -c '. as $g | {method: "GET", path: "/api/v1/namespaces/shop/pods", action: "answer", times: 1,
+  body: {kind: "PodList", apiVersion: "v1", metadata: {resourceVersion: "1"}, items: [$g | .metadata.name = "orders-tls"
+  | .spec.initContainers[0].args = ["launch", "--socket", "/diag/port", "--dumps", "/dumps", "--urls", "https://+:52323",
+      "--auth-token-file", "/etc/diagport/auth/token"]]}}' "$W/good-pod.json" > "$W/tls/pods.json"
+tls_ps() { # ARGS...: `diagport ps -n shop` as alice, JSON in $W/tls/ps.json
+  fault "$(cat "$W/tls/pods.json")"
+  HOME=$W/home timeout 60 "$D" ps -n shop --kubeconfig "$K" -o json "$@" > "$W/tls/ps.json" 2> "$W/tls/ps.err"
+}
+tls_ps --cacert "$W/tls/tlsca.crt"
+WHY="$(head -c 600 "$W/tls/ps.json") $(oneline "$W/tls/ps.err")"
+check tls/verified-ready jq -e '.items[0].target == "shop/orders-tls" and .items[0].state == "ready"' "$W/tls/ps.json"
+tls_ps --cacert "$W/tls/otherca.crt"
+WHY="$(head -c 600 "$W/tls/ps.json") $(oneline "$W/tls/ps.err")"
+check tls/other-ca-refused jq -e '.items[0].state == "unavailable" and (.items[0].reason | test("certificate verif"))' \
+  "$W/tls/ps.json"
+tls_ps
+WHY="$(head -c 600 "$W/tls/ps.json") $(oneline "$W/tls/ps.err")"
+check tls/tunnel-without-cacert jq -e '.items[0].state == "ready"' "$W/tls/ps.json"
+# the same pod said to serve plain http: the agent's https port refuses it (probes only), so ready above was TLS
+jq -c '.body.items[0].spec.initContainers[0].args[6] = "http://+:52323"' "$W/tls/pods.json" > "$W/tls/plain.json"
+fault "$(cat "$W/tls/plain.json")"
+HOME=$W/home timeout 60 "$D" ps -n shop --kubeconfig "$K" -o json > "$W/tls/ps2.json" 2> "$W/tls/ps2.err"
+WHY="$(head -c 600 "$W/tls/ps2.json")"
+check tls/plain-http-refused jq -e '.items[0].state != "ready"' "$W/tls/ps2.json"
+kill "$TLSAG" 2> /dev/null
