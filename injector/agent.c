@@ -78,8 +78,8 @@ static struct doc_node *pair(const char *k1, struct doc_node *v1, const char *k2
 /* How the diagport agent is handed its settings sources (egress-settings, rules). */
 enum settings_via {
 	VIA_ENV,  /* ECS: in variables, from the task's secrets (no argument) */
-	VIA_DIR,  /* Kubernetes: a mounted key-per-file directory each, --config-dir */
-	VIA_FILE, /* Compose: a project secret's or config's file each, --config */
+	VIA_DIR,  /* Kubernetes: a mounted key-per-file directory each */
+	VIA_FILE, /* Compose: a project secret's or config's file each */
 };
 
 /* Where a Compose agent reads source s (value v): a config's target, or the secret's file. New string. */
@@ -130,7 +130,7 @@ static struct doc_node *launch_args(const struct inj_opts *o, const char *token_
 		if (v == NULL)
 			continue;
 		f = via == VIA_DIR ? mem_strdup(inj_sources[i].dir) : compose_file(&inj_sources[i], v);
-		doc_push(a, doc_str(via == VIA_DIR ? "--config-dir" : "--config"));
+		doc_push(a, doc_str(inj_sources[i].agent_flag)); /* the source may set its own section only */
 		doc_push(a, doc_str(f));
 		mem_free(f);
 	}

@@ -47,7 +47,8 @@ struct inj_source {
 	const char *k8s_source;   /* the volume's source field: "secret", "configMap" */
 	const char *k8s_name_key; /* the name's key in it: "secretName", "name" */
 	const char *volume;       /* the volume's name (Kubernetes) */
-	const char *dir;          /* the diagport agent's mount path, its --config-dir */
+	const char *dir;          /* the diagport agent's mount path (Kubernetes) */
+	const char *agent_flag;   /* how the diagport agent is given it, held to its section: "--egress-config" */
 	const char *ecs_var;      /* the variable an ECS secret's value goes to */
 	const char *section;      /* the settings' section ("Egress"), for messages */
 	const char *compose_list; /* the project's top-level map that must define the value: "secrets", "configs" */

@@ -81,7 +81,7 @@ static int cannot_start(int status, const char *why)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: diagport launch [--config FILE] [--config-dir DIR] [--socket PATH] [--urls URL[;URL...]]\n"
-		   "                       [--dumps DIR]\n"
+		   "                       [--egress-config FILE|DIR] [--rules-config FILE|DIR] [--dumps DIR]\n"
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|staged|fifo]\n"
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
 		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
@@ -96,8 +96,11 @@ static void usage(FILE *f)
 		   "with its status.\n\n"
 		   "Settings come from FILE (YAML or JSON; also DIAGPORT_CONFIG), then DIR (key-per-file, as\n"
 		   "dotnet-monitor reads a mounted Secret: Egress__S3Storage__s3__BucketName; also\n"
-		   "DIAGPORT_CONFIG_DIR; --config and --config-dir may each be given up to 8 times), then settings\n"
-		   "documents in DIAGPORT_SETTINGS and DIAGPORT_RULES, then the environment\n"
+		   "DIAGPORT_CONFIG_DIR; --config and --config-dir may each be given up to 8 times), then a\n"
+		   "workload's own sources, each held to its section: --egress-config (Egress only) and\n"
+		   "--rules-config (CollectionRules, CollectionRuleDefaults, Templates only), a file or a\n"
+		   "key-per-file directory each; then settings documents in DIAGPORT_SETTINGS,\n"
+		   "DIAGPORT_EGRESS_SETTINGS (Egress only) and DIAGPORT_RULES (rules only), then the environment\n"
 		   "(DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS, DIAGPORT_AUTH_TOKEN(_FILE), ...; and\n"
 		   "dotnet-monitor's DOTNETMONITOR_Urls, DOTNETMONITOR_DiagnosticPort__EndpointName,\n"
 		   "DOTNETMONITOR_Storage__DumpTempFolder, DOTNETMONITOR_Egress__FileSystem__NAME__DirectoryPath),\n"
@@ -226,17 +229,28 @@ static const struct {
 	{ "--captures", "captures" },
 };
 
+static bool scoped_flag(const char *a)
+{
+	return strcmp(a, "--egress-config") == 0 || strcmp(a, "--rules-config") == 0;
+}
+
 /*
  * Settings in order: the files (DIAGPORT_CONFIG, then each --config), the key-per-file
- * directories (DIAGPORT_CONFIG_DIR, then each --config-dir), the documents in
- * DIAGPORT_SETTINGS and DIAGPORT_RULES, the environment, the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
+ * directories (DIAGPORT_CONFIG_DIR, then each --config-dir), the workload's scoped sources (each
+ * --egress-config and --rules-config), the documents in DIAGPORT_SETTINGS, DIAGPORT_EGRESS_SETTINGS and
+ * DIAGPORT_RULES (the last two scoped), the environment, the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
  * exit status (2) after a message.
  */
 static int load_settings(int argc, char **argv, struct launch_config *c, char ***cmd)
 {
 	const char *files[MAX_CONFIGS], *dirs[MAX_CONFIGS];
+	struct scoped {
+		const char *path;
+		enum config_scope scope;
+	} scoped[MAX_CONFIGS];
 	const char *doc = getenv("DIAGPORT_SETTINGS"), *rules = getenv("DIAGPORT_RULES");
-	size_t nf = 0, nd = 0;
+	const char *egress_doc = getenv("DIAGPORT_EGRESS_SETTINGS");
+	size_t nf = 0, nd = 0, ns = 0;
 	struct err_msg em;
 	int end = argc;
 
@@ -263,6 +277,11 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 				dirs[nd++] = argv[++i];
 			else
 				files[nf++] = argv[++i];
+		} else if (scoped_flag(argv[i]) && i + 1 < argc) {
+			if (ns == MAX_CONFIGS)
+				return cannot_start(2, "more than 8 --egress-config and --rules-config");
+			scoped[ns].scope = strcmp(argv[i], "--egress-config") == 0 ? CONFIG_EGRESS : CONFIG_RULES;
+			scoped[ns++].path = argv[++i];
 		}
 	}
 	/* the files, the key-per-file directories (a Secret, a ConfigMap of rules), a document in
@@ -274,13 +293,24 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 	for (size_t i = 0; i < nd; i++)
 		if (config_load_dir(c, dirs[i], setting_ignored, &em) != 0)
 			return cannot_start(2, em.text);
+	/* the workload's own sources (its egress Secret, its rules ConfigMap), each held to its section */
+	for (size_t i = 0; i < ns; i++)
+		if (config_load_scoped(c, scoped[i].scope, scoped[i].path, NULL, NULL, setting_ignored, &em) != 0)
+			return cannot_start(2, em.text);
 	if (doc && *doc && config_load_text(c, doc, strlen(doc), "environment variable DIAGPORT_SETTINGS", &em) != 0)
 		return cannot_start(2, em.text);
-	if (rules && *rules && config_load_text(c, rules, strlen(rules), "environment variable DIAGPORT_RULES", &em) != 0)
+	if (egress_doc && *egress_doc &&
+	    config_load_scoped(c, CONFIG_EGRESS, NULL, egress_doc, "environment variable DIAGPORT_EGRESS_SETTINGS",
+			       NULL, &em) != 0)
 		return cannot_start(2, em.text);
-	/* it may hold a store's keys: gone from the environment (and /proc/PID/environ) once read */
+	if (rules && *rules &&
+	    config_load_scoped(c, CONFIG_RULES, NULL, rules, "environment variable DIAGPORT_RULES", NULL, &em) != 0)
+		return cannot_start(2, em.text);
+	/* they may hold a store's keys: gone from the environment (and /proc/PID/environ) once read */
 	if (doc)
 		mem_wipe((char *)doc, strlen(doc));
+	if (egress_doc)
+		mem_wipe((char *)egress_doc, strlen(egress_doc));
 	if (config_load_env(c, environ, setting_ignored, &em) != 0)
 		return cannot_start(2, em.text);
 	for (int i = 1; i < end && argv[i]; i++) {
@@ -293,7 +323,8 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 			if (config_set(c, value_flags[k].key, argv[i + 1], argv[i], &em) != 0)
 				return cannot_start(2, em.text);
 			i++;
-		} else if ((strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "--config-dir") == 0) && i + 1 < end) {
+		} else if ((strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "--config-dir") == 0 ||
+			    scoped_flag(argv[i])) && i + 1 < end) {
 			i++; /* read above */
 		} else if (strcmp(argv[i], "--no-sandbox") == 0) {
 			c->no_sandbox = true;

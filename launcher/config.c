@@ -400,9 +400,22 @@ bool config_is_rule_key(const char *key)
 	return false;
 }
 
+static bool in_scope(enum config_scope scope, const char *key)
+{
+	if (scope == CONFIG_EGRESS)
+		return strncasecmp(key, "Egress:", 7) == 0;
+	return scope == CONFIG_ANY || config_is_rule_key(key);
+}
+
 int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em)
 {
 	int rc;
+
+	if (!in_scope(c->scope, key))
+		return err_set(em, DP_EINVAL,
+			       "%s: %s: this source holds %s settings only; the agent's own settings come from its "
+			       "command line and the platform's settings files", where, key,
+			       c->scope == CONFIG_EGRESS ? "Egress:" : "CollectionRules:, CollectionRuleDefaults: and Templates:");
 
 	if (config_is_rule_key(key)) /* kept as text for crules_parse */
 		return setting_put(&c->rule_kv, &c->n_rule_kv, MAX_RULE_KV, key, value, where, "collection rule settings",
@@ -594,6 +607,23 @@ int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const
 	return rc;
 }
 
+int config_load_scoped(struct launch_config *c, enum config_scope scope, const char *path, const char *text,
+		       const char *where, void (*warn)(const char *variable), struct err_msg *em)
+{
+	struct stat st;
+	int rc;
+
+	c->scope = scope;
+	if (text)
+		rc = config_load_text(c, text, strlen(text), where, em);
+	else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = config_load_dir(c, path, warn, em);
+	else
+		rc = config_load_file(c, path, em);
+	c->scope = CONFIG_ANY;
+	return rc;
+}
+
 /* DIAGPORT_AUTH_TOKEN_FILE -> "AUTHTOKENFILE" (matched case-insensitively against authTokenFile). */
 static void squash(const char *in, size_t n, char *out, size_t cap)
 {
@@ -627,6 +657,7 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 		if ((n == 15 && strncmp(var, "DIAGPORT_CONFIG", 15) == 0) ||
 		    (n == 19 && strncmp(var, "DIAGPORT_CONFIG_DIR", 19) == 0) ||
 		    (n == 17 && strncmp(var, "DIAGPORT_SETTINGS", 17) == 0) ||
+		    (n == 24 && strncmp(var, "DIAGPORT_EGRESS_SETTINGS", 24) == 0) ||
 		    (n == 14 && strncmp(var, "DIAGPORT_RULES", 14) == 0) ||
 		    (n == 19 && strncmp(var, "DIAGPORT_AUTH_TOKEN", 19) == 0))
 			return 1;

@@ -23,7 +23,19 @@
 #include "errors.h"
 #include "log.h"
 
+/*
+ * What a settings source may set. The agent's own settings (its URLs, token, sandbox, captures) come
+ * from its command line and the platform's files; a workload's egress Secret or rules ConfigMap, which
+ * the app team writes, is read scoped to its section, so that it cannot change them.
+ */
+enum config_scope {
+	CONFIG_ANY = 0,
+	CONFIG_EGRESS, /* Egress:* only (--egress-config, DIAGPORT_EGRESS_SETTINGS) */
+	CONFIG_RULES,  /* CollectionRules:*, CollectionRuleDefaults:*, Templates:* only (--rules-config, DIAGPORT_RULES) */
+};
+
 struct launch_config {
+	enum config_scope scope;     /* while a source is read: what it may set (CONFIG_ANY outside of one) */
 	char *socket, *urls, *dumps, *auth_token_file, *dump_transport, *connect_dir;
 	char *metrics_urls;          /* a listener for /metrics alone (Metrics:Endpoints); NULL = none */
 	bool no_auth, no_sandbox;
@@ -70,6 +82,14 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 
 /* Whether key belongs to the collection rules' part of the settings (kept as text in rule_kv). */
 bool config_is_rule_key(const char *key);
+
+/*
+ * A settings source scoped to one section: a file (YAML or JSON) or a key-per-file directory (path), or
+ * a document in memory (text, where names it). A key outside the scope is DP_EINVAL naming the source
+ * and the key. 0 or a DP_E* code with em.
+ */
+int config_load_scoped(struct launch_config *c, enum config_scope scope, const char *path, const char *text,
+		       const char *where, void (*warn)(const char *variable), struct err_msg *em);
 
 /* Read a settings file (at most 1 MiB). DP_EIO, DP_ESYNTAX, DP_ENOTFOUND, DP_EINVAL with em (file:line:col). */
 int config_load_file(struct launch_config *c, const char *path, struct err_msg *em);
