@@ -248,6 +248,57 @@ int inj_compose_leftover(const struct inj_ctx *c, const struct doc_node *svc, co
 /* The value node of a service's label diagport.dev/status (map or list form), or NULL; *skip: the "K=" before it. */
 const struct doc_node *inj_compose_status_label(const struct doc_node *svc, size_t *skip);
 
+/*
+ * The platform's settings from memory (bytes in the format inj_settings_load
+ * reads; name is what messages call them, "DIAGPORT_POLICY"), into a new s.
+ * DP_ESYNTAX or DP_EINVAL with em ("NAME:LINE:COL: ..."); s is freeable
+ * either way.
+ */
+int inj_settings_parse(const char *bytes, size_t len, const char *name, struct inj_settings *s, struct err_msg *em);
+/*
+ * The platform's settings from the environment, for a process that has no
+ * file of the platform's to read (the CloudFormation macro's Lambda
+ * function): $VAR holding the settings document itself, or $VAR_FILE naming
+ * a file. 1 when neither is set (s: the built-in defaults, nothing
+ * enforced), 0 when s holds them; otherwise an error with em naming the
+ * variable (both set, an empty document, a bad setting with its line and
+ * column). s is freeable in every case.
+ */
+int inj_settings_env(const char *var, struct inj_settings *s, struct err_msg *em);
+
+/*
+ * The CloudFormation macro's process-wide settings, read once at cold start
+ * (macro_cli.c, lambda.c) and given to every event: the platform's defaults
+ * and policy (DIAGPORT_POLICY), or why they could not be read, in which
+ * case every event fails with that message: a macro told to enforce a policy
+ * never runs without it.
+ */
+#define INJ_MACRO_POLICY_VAR "DIAGPORT_POLICY"
+struct inj_macro_platform {
+	struct inj_settings settings; /* defaults under the params, and the policy over everything */
+	bool given;                   /* a policy was given (the variable was set) */
+	struct err_msg error;         /* non-empty: the one given is bad */
+};
+/*
+ * Read INJ_MACRO_POLICY_VAR (or its _FILE form) into a new p and log the
+ * outcome (lambda.c); 0, or the error, also kept in p->error. Free with
+ * inj_macro_platform_free.
+ */
+int inj_macro_platform_load(struct inj_macro_platform *p);
+void inj_macro_platform_free(struct inj_macro_platform *p);
+/* One event through inj_macro_run with p, its warnings logged (log_warn, one line each): the response in out. */
+int inj_macro_answer(const char *event, size_t len, const struct inj_macro_platform *p, struct buf *out);
+/*
+ * inj_macro with the platform's settings (NULL: none, as inj_macro): the
+ * template's params over the platform's defaults, the workload's Metadata
+ * and tags over those, and the platform's policy over everything, with a
+ * warning in rep (may be NULL; owned by the caller) for each value it
+ * overrides. The response is the macro contract's: CloudFormation takes no
+ * warnings, so the caller logs them (to the function's log, CloudWatch).
+ */
+int inj_macro_run(const char *event, size_t len, const struct inj_macro_platform *p, struct inj_report *rep,
+		  struct buf *out);
+
 /* Capitalise the first letter of every key under n (the CloudFormation spelling of ECS fields). */
 void inj_pascalize(struct doc_node *n);
 

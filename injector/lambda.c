@@ -13,6 +13,11 @@
  * statically (its GSSAPI and LDAP libraries come only as shared objects).
  * The address is numeric (AWS sets 127.0.0.1:9001); a static binary does no
  * name lookups.
+ *
+ * The platform's settings (DIAGPORT_POLICY, inj_int.h) are read once, at
+ * cold start, before the first event; each event's warnings (a value the
+ * policy overrode) go to the function's log as JSON lines (log.h), which
+ * Lambda sends to CloudWatch Logs: a macro's response has no place for them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,7 +31,8 @@
 
 #include "buf.h"
 #include "http/httpd.h"
-#include "inj.h"
+#include "inj_int.h"
+#include "log.h"
 
 #define API "/2018-06-01/runtime"
 #define MAX_EVENT ((size_t)6 << 20)
@@ -148,9 +154,47 @@ static void report_error(const struct rt *r, const char *path, const char *msg)
 	buf_free(&b);
 }
 
+int inj_macro_platform_load(struct inj_macro_platform *p)
+{
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	rc = inj_settings_env(INJ_MACRO_POLICY_VAR, &p->settings, &p->error);
+	p->given = rc != 1;
+	if (rc == 1)
+		return 0;
+	if (rc != 0) {
+		log_error("macro policy refused: every template fails until it is fixed",
+			  LOG_STR("variable", INJ_MACRO_POLICY_VAR), LOG_STR("error", p->error.text));
+		return rc;
+	}
+	p->error.text[0] = '\0';
+	log_info("macro policy loaded", LOG_STR("variable", INJ_MACRO_POLICY_VAR),
+		 LOG_UINT("enforced", (unsigned)__builtin_popcount(p->settings.enforce.set)));
+	return 0;
+}
+
+void inj_macro_platform_free(struct inj_macro_platform *p)
+{
+	if (p != NULL)
+		inj_settings_free(&p->settings);
+}
+
+int inj_macro_answer(const char *event, size_t len, const struct inj_macro_platform *p, struct buf *out)
+{
+	struct inj_report rep = { 0 };
+	int rc = inj_macro_run(event, len, p, &rep, out);
+
+	for (size_t i = 0; i < rep.nwarn; i++)
+		log_warn("macro warning", LOG_STR("warning", rep.warnings[i]));
+	inj_report_free(&rep);
+	return rc;
+}
+
 int inj_lambda_serve(void)
 {
 	const char *api = getenv("AWS_LAMBDA_RUNTIME_API");
+	struct inj_macro_platform platform;
 	struct rt r;
 
 	if (rt_parse(api, &r) != 0) {
@@ -158,6 +202,7 @@ int inj_lambda_serve(void)
 			"a Lambda custom runtime; use --event FILE to answer one event by hand)\n", api ? api : "");
 		return 2;
 	}
+	inj_macro_platform_load(&platform); /* cold start; a bad policy is every event's failure, with its reason */
 	for (;;) {
 		struct buf ev, resp;
 		char id[128], path[256];
@@ -172,8 +217,10 @@ int inj_lambda_serve(void)
 			fprintf(stderr, "diagport: macro: the Runtime API at %s did not give an event (status %d)\n",
 				r.hostport, st);
 			buf_free(&ev);
-			if (st == 0)
+			if (st == 0) {
+				inj_macro_platform_free(&platform);
 				return 1; /* no API at all: Lambda restarts the runtime */
+			}
 			sleep(1);
 			continue;
 		}
@@ -181,7 +228,7 @@ int inj_lambda_serve(void)
 		if (rc == DP_ETOOBIG) {
 			snprintf(path, sizeof(path), API "/invocation/%s/error", id);
 			report_error(&r, path, "the event is over 6 MiB, Lambda's payload limit");
-		} else if (inj_macro(ev.data ? ev.data : "", ev.len, &resp) != 0) {
+		} else if (inj_macro_answer(ev.data ? ev.data : "", ev.len, &platform, &resp) != 0) {
 			snprintf(path, sizeof(path), API "/invocation/%s/error", id);
 			report_error(&r, path, "the response would not fit");
 		} else {

@@ -13,6 +13,13 @@
  * each time, so none is needed). params are the inject options by name
  * (mode, port, sidecar, ...), plus all. Any refusal is status "failure" with
  * the injector's message, which names the resource and the field.
+ *
+ * The platform's settings (inj_int.h struct inj_macro_platform, the
+ * webhook's configuration format, given to the Lambda function in
+ * DIAGPORT_POLICY) lie under the params as defaults, and their enforce: map
+ * over everything, as `diagport inject --policy` applies it: a template
+ * cannot ask its way past the platform. A policy that could not be read
+ * fails every event with its reason.
  */
 #include "inj_int.h"
 
@@ -41,8 +48,12 @@ static int macro_params(const struct doc_node *params, struct inj_opts *o, bool 
 			*all = strcmp(v, "true") == 0;
 			continue;
 		}
-		if ((rc = inj_opts_set(o, k, v, &inner)) == DP_ENOTFOUND)
+		/* set as a flag is, then counted as the template's own (a workload's setting, as Metadata is): the
+		   platform's policy names what it overrides; Metadata.diagport still wins over params unwarned */
+		if ((rc = inj_opts_set_flag(o, k, v, &inner)) == DP_ENOTFOUND)
 			return err_set(em, DP_EINVAL, "params.%s: not an option (all, %s)", k, inj_opts_names());
+		o->own |= o->flagged;
+		o->flagged = 0;
 		if (rc != 0) { /* inner: "option NAME: why" */
 			const char *why = strchr(inner.text, ':');
 
@@ -63,10 +74,10 @@ static void swap_nodes(struct doc_node *a, struct doc_node *b)
 }
 
 /* Inject the fragment in place: a template, or one task definition's Properties. */
-static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, bool all, struct inj_report *rep,
-			  struct err_msg *em)
+static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, const struct inj_policy *policy, bool all,
+			  struct inj_report *rep, struct err_msg *em)
 {
-	struct inj_ctx c = { .file = "fragment", .base = o, .all = all, .report = rep };
+	struct inj_ctx c = { .file = "fragment", .base = o, .policy = policy, .all = all, .report = rep };
 	struct doc_node *tpl, *res, *props;
 	int rc;
 
@@ -97,6 +108,12 @@ static int macro_fragment(struct doc_node *frag, const struct inj_opts *o, bool 
 
 int inj_macro(const char *event, size_t len, struct buf *out)
 {
+	return inj_macro_run(event, len, NULL, NULL, out);
+}
+
+int inj_macro_run(const char *event, size_t len, const struct inj_macro_platform *p, struct inj_report *report,
+		  struct buf *out)
+{
 	struct doc_limits lim = { .max_bytes = MACRO_MAX_EVENT, .max_depth = 256, .max_nodes = MACRO_MAX_NODES };
 	struct doc_stream s = { 0 };
 	struct inj_report rep = { 0 };
@@ -107,7 +124,10 @@ int inj_macro(const char *event, size_t len, struct buf *out)
 	bool all = false;
 	int rc;
 
-	inj_opts_init(&o);
+	if (p && p->given && p->error.text[0] == '\0')
+		inj_opts_copy(&o, &p->settings.opts);
+	else
+		inj_opts_init(&o);
 	if ((rc = doc_read_json(event, len, "event", &lim, &s, &em)) != 0)
 		goto out;
 	if (s.n != 1 || !doc_is(s.docs[0], DOC_MAP)) {
@@ -125,9 +145,14 @@ int inj_macro(const char *event, size_t len, struct buf *out)
 		rc = err_set(&em, DP_EINVAL, "event: no fragment");
 		goto out;
 	}
+	if (p && p->error.text[0]) { /* never unenforced: a bad policy stops every template */
+		rc = err_set(&em, DP_EINVAL, "the macro's platform policy (%s) cannot be used, so no template is "
+			     "processed: %s", INJ_MACRO_POLICY_VAR, p->error.text);
+		goto out;
+	}
 	if ((rc = macro_params(doc_get(ev, "params"), &o, &all, &em)) != 0)
 		goto out;
-	rc = macro_fragment(frag, &o, all, &rep, &em);
+	rc = macro_fragment(frag, &o, p && p->given ? &p->settings.enforce : NULL, all, report ? report : &rep, &em);
 	if (rc == 0 && doc_get(frag, "Resources")) {
 		/* CloudFormation takes a processed template of at most 1 MB (from S3; 51,200 bytes inline) */
 		struct buf t;

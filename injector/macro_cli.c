@@ -2,7 +2,9 @@
  * macro_cli.c - `diagport macro`: the CloudFormation macro (macro.c) on one
  * event from a file or standard input, the response on standard output. The
  * same contract as a Lambda custom runtime is lambda.c's loop, which runs
- * when AWS_LAMBDA_RUNTIME_API is set and no --event is given.
+ * when AWS_LAMBDA_RUNTIME_API is set and no --event is given. Both read the
+ * platform's settings from DIAGPORT_POLICY first, as the function does at
+ * cold start, and log the warnings to stderr (the function's log).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +15,7 @@
 
 #include "buf.h"
 #include "cli.h"
-#include "inj.h"
+#include "inj_int.h"
 
 #define MAX_EVENT ((size_t)6 << 20) /* Lambda's synchronous invocation payload */
 
@@ -27,6 +29,11 @@ static void usage(FILE *f)
 		   "Prints the response (requestId, status, fragment or errorMessage). With\n"
 		   "AWS_LAMBDA_RUNTIME_API set and no --event, serves events as a Lambda custom runtime\n"
 		   "(the Runtime API loop); the Lambda artefact runs this as its bootstrap (make lambda).\n"
+		   "The platform's settings (the webhook's configuration format: defaults, and an enforce: map\n"
+		   "that wins over params and every task definition's own settings) come from the environment:\n"
+		   "DIAGPORT_POLICY holding the document (YAML or JSON), or DIAGPORT_POLICY_FILE naming a file;\n"
+		   "a bad one fails every event. Warnings (what the policy overrode) are logged to stderr as\n"
+		   "JSON lines: CloudFormation's macro response has no place for them.\n"
 		   "Exit status: 0 status success, 1 status failure, 2 usage, 3 the event cannot be read,\n"
 		   "5 the response cannot be written.\n");
 }
@@ -34,6 +41,7 @@ static void usage(FILE *f)
 int inj_cli_macro(int argc, char **argv)
 {
 	const char *file = getenv("AWS_LAMBDA_RUNTIME_API") ? NULL : "-";
+	struct inj_macro_platform platform;
 	struct buf in, out;
 	int fd, rc;
 
@@ -68,7 +76,9 @@ int inj_cli_macro(int argc, char **argv)
 		return 3;
 	}
 	buf_init(&out, 0);
-	rc = inj_macro(in.data ? in.data : "", in.len, &out);
+	inj_macro_platform_load(&platform); /* a bad one: the event's failure, with its reason */
+	rc = inj_macro_answer(in.data ? in.data : "", in.len, &platform, &out);
+	inj_macro_platform_free(&platform);
 	if (rc == 0 && (buf_putc(&out, '\n') != 0 || buf_write_fd(&out, STDOUT_FILENO) != 0))
 		rc = DP_EIO;
 	rc = rc != 0 ? 5 : strstr(out.data, "\"status\":\"success\"") ? 0 : 1;

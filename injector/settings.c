@@ -3,12 +3,18 @@
  * what the webhook reads as its --config and `diagport inject --policy`
  * reads for its enforce: map, so that the two agree on the policy.
  *
+ * The same settings reach the CloudFormation macro (a Lambda function, with
+ * no file of the platform's to read) through the environment: the document
+ * itself in a variable, or a file shipped with the function named by
+ * VAR_FILE (inj_settings_env).
+ *
  * Every option goes through inj_opts_set or inj_policy_set, so the file
  * accepts exactly what an annotation accepts, with the injector's own
  * messages, prefixed with where the value is.
  */
 #include "inj_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,37 +94,74 @@ static int enforce_map(struct inj_settings *s, const struct doc_node *v, const c
 	return rc;
 }
 
-int inj_settings_load(const char *path, struct inj_settings *s, struct err_msg *em)
+int inj_settings_parse(const char *bytes, size_t len, const char *name, struct inj_settings *s, struct err_msg *em)
 {
 	struct doc_limits lim = { .max_bytes = MAX_FILE, .max_depth = 16, .max_nodes = 20000 };
 	struct doc_stream st = { 0 };
 	const struct doc_node *m;
-	struct buf b;
 	int rc;
 
 	inj_settings_defaults(s);
-	buf_init(&b, MAX_FILE);
-	rc = buf_read_path(&b, path, NULL, em);
-	if (rc == 0)
-		rc = doc_read(b.data ? b.data : "", b.len, path, &lim, &st, em);
-	buf_free(&b);
+	rc = doc_read(bytes, len, name, &lim, &st, em);
 	m = rc == 0 && st.n == 1 ? st.docs[0] : NULL;
 	if (rc == 0 && st.n > 0 && !doc_is(m, DOC_MAP))
-		rc = err_set(em, DP_ESYNTAX, "%s: the configuration is one map of settings", path);
+		rc = err_set(em, DP_ESYNTAX, "%s: the configuration is one map of settings", name);
 	for (size_t i = 0; rc == 0 && m && i < m->n; i++) {
 		const struct doc_node *k = m->keys[i], *v = m->vals[i];
 
 		if (strcmp(k->text, "excludedNamespaces") == 0)
-			rc = excluded(s, v, path, em);
+			rc = excluded(s, v, name, em);
 		else if (strcmp(k->text, "enforce") == 0)
-			rc = enforce_map(s, v, path, em);
+			rc = enforce_map(s, v, name, em);
 		else if (v->type == DOC_MAP || v->type == DOC_SEQ || v->type == DOC_NULL)
-			rc = err_set(em, DP_EINVAL, "%s:%u:%u: %s takes one value", path, v->line, v->col, k->text);
+			rc = err_set(em, DP_EINVAL, "%s:%u:%u: %s takes one value", name, v->line, v->col, k->text);
 		else
-			rc = option(s, false, k, v, path, "", em);
+			rc = option(s, false, k, v, name, "", em);
 	}
 	doc_stream_free(&st);
 	if (rc != 0)
 		inj_settings_free(s);
+	return rc;
+}
+
+int inj_settings_load(const char *path, struct inj_settings *s, struct err_msg *em)
+{
+	struct buf b;
+	int rc;
+
+	buf_init(&b, MAX_FILE);
+	rc = buf_read_path(&b, path, NULL, em);
+	if (rc == 0)
+		rc = inj_settings_parse(b.data ? b.data : "", b.len, path, s, em);
+	else
+		inj_settings_defaults(s); /* freeable, as after any failure */
+	buf_free(&b);
+	return rc;
+}
+
+int inj_settings_env(const char *var, struct inj_settings *s, struct err_msg *em)
+{
+	char file_var[128];
+	const char *text = getenv(var), *path;
+	int rc;
+
+	snprintf(file_var, sizeof(file_var), "%s_FILE", var);
+	path = getenv(file_var);
+	inj_settings_defaults(s);
+	if (text == NULL && path == NULL)
+		return 1;
+	if (text != NULL && path != NULL)
+		return err_set(em, DP_EINVAL, "%s and %s are both set: give the settings once, as the document "
+			       "(%s) or as a file (%s)", var, file_var, var, file_var);
+	if (text != NULL && strspn(text, " \t\r\n") == strlen(text))
+		return err_set(em, DP_EINVAL, "%s is set but empty: give the platform's settings document (YAML or "
+			       "JSON, the webhook's configuration format), or remove the variable", var);
+	if (text != NULL) {
+		if (strlen(text) > MAX_FILE)
+			return err_set(em, DP_ETOOBIG, "%s: over %d bytes", var, MAX_FILE);
+		return inj_settings_parse(text, strlen(text), var, s, em);
+	}
+	if ((rc = inj_settings_load(path, s, em)) != 0)
+		err_prefix(em, "%s", file_var);
 	return rc;
 }

@@ -4,6 +4,6 @@
 // CloudFormation macro. docs/aws.md describes both.
 
 export { DiagportAspect, DiagportAspectProps, DiagnosticsOptions, optionParams } from "./aspect";
-export { DiagportMacro, DiagportMacroProps } from "./macro";
+export { DiagportMacro, DiagportMacroProps, MACRO_POLICY_VARIABLE } from "./macro";
 export { MacroResponse, runMacro } from "./rules";
 export { AGENT_CONTAINER, DiagportAgentTarget, DiagportAgentTargetProps } from "./target";

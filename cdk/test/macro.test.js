@@ -9,6 +9,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 
+const { spawnSync } = require('node:child_process');
+
 const cdk = require('aws-cdk-lib');
 const { Template } = require('aws-cdk-lib/assertions');
 
@@ -92,6 +94,103 @@ test('DiagportMacro: the staged asset holds bootstrap, an executable ELF file', 
   assert.deepEqual([...magic], [0x7f, 0x45, 0x4c, 0x46]); // \x7fELF
   // the very binary the package ships
   assert.equal(st.size, fs.statSync(BOOTSTRAP).size);
+});
+
+// ------------------------------------------------------------ DiagportMacro: policy
+
+const POLICY = { mode: 'suspend', enforce: { auth: 'required', ptrace: false, captures: 'stacks,metrics,cpuprofile' } };
+
+function policyVar(tpl) {
+  const fn = only(tpl, 'AWS::Lambda::Function').resource.Properties;
+  return ((fn.Environment || {}).Variables || {}).DIAGPORT_POLICY;
+}
+
+// The shipped bootstrap answers one event with the function's variable as it was synthesized, as
+// Lambda runs it (the variable read at cold start): status, fragment or errorMessage, and its log.
+function invoke(policy, event) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'diagport-cdk-policy-'));
+  try {
+    const ev = path.join(dir, 'event.json');
+    fs.writeFileSync(ev, JSON.stringify(event));
+    const env = { ...process.env };
+    delete env.AWS_LAMBDA_RUNTIME_API;
+    delete env.DIAGPORT_POLICY_FILE;
+    if (policy === undefined) delete env.DIAGPORT_POLICY;
+    else env.DIAGPORT_POLICY = policy;
+    const r = spawnSync(BOOTSTRAP, ['--event', ev], { env, encoding: 'utf8' });
+    return { status: r.status, response: JSON.parse(r.stdout), log: r.stderr };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const ASKS = {
+  requestId: 'req-p',
+  fragment: { ContainerDefinitions: [{ Name: 'app', Image: 'example.com/app:1', Memory: 256 }] },
+  params: { auth: 'none', ptrace: 'true', captures: 'all' },
+};
+const agentCommand = (r) => r.response.fragment.ContainerDefinitions.find((c) => c.Name === 'diagport-agent').Command;
+
+test('DiagportMacro: without a policy the function has no DIAGPORT_POLICY and params win', (t) => {
+  const { tpl } = macroStack(t);
+  assert.equal(policyVar(tpl), undefined);
+  const r = invoke(policyVar(tpl), ASKS);
+  assert.equal(r.response.status, 'success', r.response.errorMessage);
+  assert.ok(agentCommand(r).includes('--no-auth'));
+});
+
+test('DiagportMacro: a policy object is the function\'s DIAGPORT_POLICY, as JSON', (t) => {
+  const { tpl } = macroStack(t, { policy: POLICY });
+  assert.deepEqual(JSON.parse(policyVar(tpl)), POLICY);
+});
+
+test('DiagportMacro: the synthesized policy wins over params, with warnings in the function\'s log', (t) => {
+  const { tpl } = macroStack(t, { policy: POLICY });
+  const r = invoke(policyVar(tpl), ASKS);
+  assert.equal(r.status, 0, r.log);
+  assert.equal(r.response.status, 'success', r.response.errorMessage);
+  const cmd = agentCommand(r);
+  assert.ok(!cmd.includes('--no-auth'), cmd.join(' '));
+  assert.equal(cmd[cmd.indexOf('--captures') + 1], 'cpuprofile,metrics,stacks');
+  const app = r.response.fragment.ContainerDefinitions[0];
+  assert.ok(!JSON.stringify(app.LinuxParameters || {}).includes('SYS_PTRACE'));
+  assert.match(app.Environment.find((e) => e.Name === 'DOTNET_DiagnosticPorts').Value, /,suspend,connect$/);
+  const warnings = r.log.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+    .filter((l) => l.level === 'WARN').map((l) => l.warning);
+  assert.ok(warnings.some((w) => /enforces auth=required, the workload asked for auth=none/.test(w)), r.log);
+  assert.ok(warnings.some((w) => /enforces ptrace=false, the workload asked for ptrace=true/.test(w)), r.log);
+});
+
+test('DiagportMacro: a policy file (YAML) is the variable as written', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'diagport-cdk-policy-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'policy.yaml');
+  const yaml = '# the platform\'s settings\nenforce:\n  auth: required\n  ptrace: false\n';
+  fs.writeFileSync(file, yaml);
+  const { tpl } = macroStack(t, { policy: file });
+  assert.equal(policyVar(tpl), yaml);
+  const r = invoke(policyVar(tpl), ASKS);
+  assert.equal(r.response.status, 'success', r.response.errorMessage);
+  assert.ok(!agentCommand(r).includes('--no-auth'));
+});
+
+test('DiagportMacro: a policy the macro cannot read fails every template, naming it', (t) => {
+  const { tpl } = macroStack(t, { policy: { enforce: { auth: 'maybe' } } });
+  const r = invoke(policyVar(tpl), ASKS);
+  assert.equal(r.status, 1);
+  assert.equal(r.response.status, 'failure');
+  assert.equal(r.response.fragment, undefined);
+  assert.match(r.response.errorMessage, /platform policy \(DIAGPORT_POLICY\).*option auth: 'maybe' is not required or none/);
+});
+
+test('DiagportMacro: a policy that is not an object or a readable file, or over 4 KB, is refused at synth', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'Macros');
+  assert.throws(() => new DiagportMacro(stack, 'A', { policy: ['auth'] }), /policy: an object of settings/);
+  assert.throws(() => new DiagportMacro(stack, 'B', { policy: '/nonexistent/policy.yaml' }),
+    /policy: cannot read \/nonexistent\/policy.yaml/);
+  assert.throws(() => new DiagportMacro(stack, 'C', { policy: { mode: 'x'.repeat(5000) } }),
+    /over Lambda's 4096 for a function's variables/);
 });
 
 // ------------------------------------------------------------------ runMacro

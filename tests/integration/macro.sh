@@ -13,6 +13,12 @@
 #   failure/*   a bad param, an unknown param, no requestId, a fragment that is neither, a task
 #               definition the rules refuse, params.perf on a Fargate task definition: status
 #               failure, an errorMessage that names the problem, exit 1
+#   policy/*    the platform's settings in DIAGPORT_POLICY (the webhook's configuration format) or a file
+#               named by DIAGPORT_POLICY_FILE: enforce: lowers captures, forces auth required and ptrace
+#               false over params and over a task definition's Metadata.diagport, as `inject cfn
+#               --policy` does (the same fragment); its defaults lie under params; each override is a
+#               WARN line on stderr (the function's log); a bad, empty or doubly given policy fails
+#               every event naming the variable, line and column; in the Runtime API loop too
 #   lambda/*    `make lambda`: a static bootstrap (no dynamic section, no interpreter: nothing needed
 #               from provided.al2023's glibc), zipped executable; run as Lambda runs it, it serves
 #               three events through the Runtime API loop (lambda_runtime_fake.py, a stand-in that
@@ -115,6 +121,89 @@ fail_case over-1mb "$W/f6.event" "over the 1048576 CloudFormation takes"
 "$D" macro --event "$W/nope.json" > /dev/null 2> "$W/nope.err"; rc=$?
 WHY="exit $rc: $(cat "$W/nope.err")"; check failure/no-event-file test "$rc" = 3
 
+# --- policy: the platform's settings (DIAGPORT_POLICY) win over params and Metadata.diagport
+cat > "$W/policy.yaml" <<'YAML'
+# the platform's settings, as the webhook's ConfigMap holds them
+mode: suspend
+excludedNamespaces: [kube-system]
+enforce:
+  auth: required
+  ptrace: false
+  captures: stacks,metrics,cpuprofile
+YAML
+POLICY=$(cat "$W/policy.yaml")
+# a snippet whose params ask for more than the policy allows
+event "$W/props.json" '{"auth":"none","ptrace":true,"captures":"all"}' p-1 > "$W/p1.event"
+DIAGPORT_POLICY=$POLICY "$D" macro --event "$W/p1.event" > "$W/p1.out" 2> "$W/p1.err"; rc=$?
+WHY="exit $rc: $(head -c 400 "$W/p1.out")"
+check policy/snippet-success bash -c "[ $rc = 0 ] && jq -e '.status == \"success\"' '$W/p1.out' > /dev/null"
+WHY="$(jq -c '.fragment.ContainerDefinitions | map({Name, Command, LinuxParameters, Environment})' "$W/p1.out" | head -c 600)"
+check policy/snippet-enforced jq -e '.fragment.ContainerDefinitions as $c | ($c | map(select(.Name == "diagport-agent"))[0].Command) as $a |
+	($a | index("--no-auth")) == null and ($a | index("http://+:52323")) == null and
+	($a | index("--captures")) != null and $a[($a | index("--captures")) + 1] == "cpuprofile,metrics,stacks" and
+	([$c[] | select(.Name != "diagport-agent") | (.LinuxParameters.Capabilities.Add // [])[] | select(. == "SYS_PTRACE")] | length) == 0 and
+	($c[0].Environment | map(select(.Name == "DOTNET_DiagnosticPorts"))[0].Value | endswith("/diag/port,suspend,connect"))' "$W/p1.out"
+# without the policy the same params get what they ask for (the check above bites)
+"$D" macro --event "$W/p1.event" > "$W/p1-open.out" 2> /dev/null
+WHY="$(jq -c '.fragment.ContainerDefinitions | map(select(.Name == "diagport-agent"))[0].Command' "$W/p1-open.out")"
+check policy/without-it-params-win jq -e '(.fragment.ContainerDefinitions | map(select(.Name == "diagport-agent"))[0].Command | index("--no-auth")) != null' "$W/p1-open.out"
+# the same fragment as inject cfn --policy with the same options as flags (inject --policy takes only the
+# file's enforce:, its defaults being the command line's: --mode suspend stands for the file's mode)
+"$D" inject cfn --all --policy "$W/policy.yaml" --mode suspend --no-auth --ptrace true --captures all -o json "$W/one.json" 2> /dev/null | jq -S .Resources.T.Properties > "$W/p1.cli"
+WHY="$(diff "$W/p1.cli" <(jq -S .fragment "$W/p1.out") | head -5)"
+check policy/as-inject-cfn-policy cmp -s "$W/p1.cli" <(jq -S .fragment "$W/p1.out")
+# each override is a WARN line of the function's log naming the option and both values
+WHY="$(head -c 600 "$W/p1.err")"
+check policy/warnings-logged bash -c "[ \"\$(jq -s '[.[] | select(.level == \"WARN\" and .msg == \"macro warning\") | .warning] |
+	(map(select(test(\"enforces auth=required, the workload asked for auth=none\"))) | length) == 1 and
+	(map(select(test(\"enforces ptrace=false, the workload asked for ptrace=true\"))) | length) == 1 and
+	(map(select(test(\"allows captures=cpuprofile,metrics,stacks, the workload asked for captures=all\"))) | length) == 1' '$W/p1.err')\" = true ]"
+WHY="$(head -c 300 "$W/p1.err")"
+check policy/loaded-logged bash -c "[ \"\$(jq -s 'map(select(.msg == \"macro policy loaded\" and .enforced == 3)) | length' '$W/p1.err')\" = 1 ]"
+# a template whose task definitions ask in Metadata.diagport (auth none, ptrace, captures all)
+jq '.Resources |= with_entries(if .value.Type == "AWS::ECS::TaskDefinition" then .value.Metadata.diagport += {auth: "none", ptrace: true, captures: "all"} else . end)' \
+	tests/golden/cfn/all-json/input.json > "$W/asks.json"
+event "$W/asks.json" '{"all":true}' p-2 > "$W/p2.event"
+DIAGPORT_POLICY=$POLICY "$D" macro --event "$W/p2.event" > "$W/p2.out" 2> "$W/p2.err"; rc=$?
+"$D" inject cfn --all --policy "$W/policy.yaml" --mode suspend -o json "$W/asks.json" 2> /dev/null | jq -S . > "$W/p2.cli"
+WHY="exit $rc: $(head -c 300 "$W/p2.out") $(diff "$W/p2.cli" <(jq -S .fragment "$W/p2.out") | head -5)"
+check policy/metadata-overridden-as-inject-cfn bash -c "[ $rc = 0 ] && cmp -s '$W/p2.cli' <(jq -S .fragment '$W/p2.out')"
+WHY="$(jq -c '[.fragment.Resources[] | select(.Type == "AWS::ECS::TaskDefinition") | .Properties.ContainerDefinitions[] | select(.Name == "diagport-agent") | .Command]' "$W/p2.out" | head -c 500)"
+check policy/metadata-overridden jq -e '[.fragment.Resources[] | select(.Type == "AWS::ECS::TaskDefinition") | .Properties.ContainerDefinitions[]] as $c |
+	($c | map(select(.Name == "diagport-agent")) | length) > 0 and
+	($c | map(select(.Name == "diagport-agent") | .Command | (index("--no-auth") == null and index("cpuprofile,metrics,stacks") != null)) | all) and
+	([$c[] | (.LinuxParameters.Capabilities.Add // [])[] | select(. == "SYS_PTRACE")] | length) == 0' "$W/p2.out"
+WHY="$(head -c 400 "$W/p2.err")"
+check policy/metadata-warnings bash -c "[ \"\$(jq -s '[.[] | select(.level == \"WARN\") | .warning | select(test(\"auth=required, the workload asked for auth=none\"))] | length > 0' '$W/p2.err')\" = true ]"
+# the policy's defaults lie under params: params.mode wins over the policy's mode: suspend
+event "$W/props.json" '{"mode":"nosuspend"}' p-3 > "$W/p3.event"
+DIAGPORT_POLICY=$POLICY "$D" macro --event "$W/p3.event" > "$W/p3.out" 2> /dev/null
+WHY="$(jq -c '.fragment.ContainerDefinitions[0].Environment' "$W/p3.out")"
+check policy/params-over-defaults jq -e '.fragment.ContainerDefinitions[0].Environment | map(select(.Name == "DOTNET_DiagnosticPorts"))[0].Value | endswith("/diag/port,nosuspend,connect")' "$W/p3.out"
+# JSON in the variable, and a file shipped with the function (DIAGPORT_POLICY_FILE)
+DIAGPORT_POLICY='{"enforce": {"auth": "required", "ptrace": false, "captures": "stacks,metrics,cpuprofile"}, "mode": "suspend"}' \
+	"$D" macro --event "$W/p1.event" 2> /dev/null | jq -S .fragment > "$W/p1-json.frag"
+WHY="$(diff <(jq -S .fragment "$W/p1.out") "$W/p1-json.frag" | head -5)"
+check policy/json-document cmp -s <(jq -S .fragment "$W/p1.out") "$W/p1-json.frag"
+DIAGPORT_POLICY_FILE=$W/policy.yaml "$D" macro --event "$W/p1.event" 2> /dev/null | jq -S .fragment > "$W/p1-file.frag"
+WHY="$(diff <(jq -S .fragment "$W/p1.out") "$W/p1-file.frag" | head -5)"
+check policy/file cmp -s <(jq -S .fragment "$W/p1.out") "$W/p1-file.frag"
+# a bad policy fails every event, naming the variable, the line and the column; never unenforced
+policy_fail() {
+	local name=$1 want=$2 rc
+	shift 2
+	env "$@" "$D" macro --event "$W/p3.event" > "$W/pf.out" 2> "$W/pf.err"; rc=$?
+	WHY="exit $rc: $(head -c 400 "$W/pf.out") $(head -c 200 "$W/pf.err")"
+	WANT=$want check "policy/$name" bash -c "[ $rc = 1 ] && jq -e '.requestId == \"p-3\" and .status == \"failure\" and (.errorMessage | contains(\"platform policy (DIAGPORT_POLICY)\") and contains(env.WANT)) and (has(\"fragment\") | not)' '$W/pf.out' > /dev/null && grep -q '\"level\":\"ERROR\"' '$W/pf.err'"
+}
+policy_fail bad-value "DIAGPORT_POLICY:3:9: option auth: 'maybe' is not required or none" DIAGPORT_POLICY=$'mode: suspend\nenforce:\n  auth: maybe\n'
+policy_fail unknown-setting "DIAGPORT_POLICY:2:3: unknown setting 'enforce.colour'" DIAGPORT_POLICY=$'enforce:\n  colour: red\n'
+policy_fail not-enforceable "option containers cannot be enforced" DIAGPORT_POLICY=$'enforce:\n  containers: app\n'
+policy_fail yaml-syntax "DIAGPORT_POLICY" DIAGPORT_POLICY=$'enforce: [auth\n'
+policy_fail empty "DIAGPORT_POLICY is set but empty" DIAGPORT_POLICY=' '
+policy_fail both "DIAGPORT_POLICY and DIAGPORT_POLICY_FILE are both set" DIAGPORT_POLICY="$POLICY" DIAGPORT_POLICY_FILE="$W/policy.yaml"
+policy_fail missing-file "DIAGPORT_POLICY_FILE: cannot open $W/nope.yaml" DIAGPORT_POLICY_FILE="$W/nope.yaml"
+
 # --- the Lambda artefact: static (it needs nothing from provided.al2023's glibc 2.34), and its
 # bootstrap serving events through the Runtime API loop (lambda_runtime_fake.py: a stand-in following
 # the Runtime API's published contract; no Lambda service runs here)
@@ -151,3 +240,29 @@ for k in 1 2 3; do
 done
 AWS_LAMBDA_RUNTIME_API=not-an-address "$BOOT" > /dev/null 2> "$W/bad.err"; rc=$?
 WHY="exit $rc: $(cat "$W/bad.err")"; check lambda/bad-api-address bash -c "[ $rc = 2 ] && grep -q 'not a numeric HOST:PORT' '$W/bad.err'"
+
+# --- the policy in the Runtime API loop: read once at cold start; a good one enforced with its warnings in
+# the function's log, a bad one the failure of every event (one ERROR line, at cold start)
+# serve NAME N EVENT... (env DIAGPORT_POLICY as given): the bootstrap answers N events; posts in $W/NAME.posts
+serve() {
+	local name=$1 n=$2 lp fake boot k=0
+	shift 2
+	mkdir -p "$W/$name.events"
+	for ev in "$@"; do k=$((k + 1)); cp "$ev" "$W/$name.events/$k.json"; done
+	lp=$(free_port)
+	python3 tests/integration/lambda_runtime_fake.py "$lp" "$W/$name.events" "$W/$name.posts" & fake=$!
+	for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$lp/" && break; sleep 0.1; done
+	(cd "$W/task" && AWS_LAMBDA_RUNTIME_API=127.0.0.1:$lp exec ./bootstrap) 2> "$W/$name.err" & boot=$!
+	for _ in $(seq 1 100); do [ "$(wc -l < "$W/$name.posts" 2> /dev/null || echo 0)" -ge "$n" ] && break; sleep 0.1; done
+	kill "$boot" "$fake" 2> /dev/null; wait "$boot" "$fake" 2> /dev/null
+}
+DIAGPORT_POLICY=$POLICY serve good 1 "$W/p1.event"
+WHY="$(head -c 400 "$W/good.posts" 2> /dev/null) $(diff <(jq -S .fragment "$W/p1.out") <(jq -S '.body.fragment' "$W/good.posts" 2> /dev/null) | head -5)"
+check lambda/policy-enforced bash -c "jq -e '.kind == \"response\" and .body.status == \"success\"' '$W/good.posts' > /dev/null && cmp -s <(jq -S .fragment '$W/p1.out') <(jq -S .body.fragment '$W/good.posts')"
+WHY="$(head -c 600 "$W/good.err")"
+check lambda/policy-warnings-logged bash -c "[ \"\$(jq -s '[.[] | select(.level == \"WARN\" and (.warning | test(\"enforces auth=required\")))] | length' '$W/good.err')\" = 1 ]"
+DIAGPORT_POLICY=$'enforce:\n  auth: maybe\n' serve bad 2 "$W/p1.event" "$W/snip.event"
+WHY="$(head -c 600 "$W/bad.posts" 2> /dev/null)"
+check lambda/bad-policy-fails-every-event bash -c "[ \"\$(jq -s 'length == 2 and map(.kind == \"response\" and .body.status == \"failure\" and (.body.errorMessage | test(\"DIAGPORT_POLICY:2:9: option auth\")) and (.body | has(\"fragment\") | not)) == [true, true]' '$W/bad.posts')\" = true ]"
+WHY="$(head -c 600 "$W/bad.err")"
+check lambda/bad-policy-logged-once bash -c "[ \"\$(jq -s 'map(select(.level == \"ERROR\" and .msg == \"macro policy refused: every template fails until it is fixed\")) | length' '$W/bad.err')\" = 1 ]"

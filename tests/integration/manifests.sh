@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # manifests.sh - manifests/ as a platform team applies it (`kubectl apply -k`).
 # For each of base, overlays/cert-manager, overlays/self-contained,
-# overlays/label-selected, examples/dotnet-app and the agents' NetworkPolicy (networkpolicy and
+# overlays/label-selected, examples/dotnet-app, agent-certs and the agents' NetworkPolicy (networkpolicy and
 # networkpolicy/default-deny, evaluated on sample connections): `kubectl kustomize`
 # renders it (offline); every built-in object in the render validates with kubernetes-models
 # (tests/validate/k8s-validate.mjs, with its API-server rules), and none is
@@ -9,7 +9,11 @@
 # cert-manager's custom resources (cert-manager.io/v1), so those are checked
 # by the small checker below instead: known kinds, required fields, enums,
 # durations, no unknown spec fields (a structural CRD would silently drop
-# them), and the Issuer/Certificate chain the webhook relies on.
+# them), the Issuer/Certificate chain the webhook relies on, and the agents'
+# own CA (manifests/agent-certs: a ClusterIssuer whose CA Secret is in
+# cert-manager's cluster resource namespace, distinct from the webhook's)
+# with the example's agent Certificate issued from it into the Secret its
+# diagport.dev/tls-secret names, for the names of its headless Service.
 #
 # Then the issue's invariants on the rendered output (issue 4, section 2):
 # every webhook Ignore / None / timeout <= 10 / IfNeeded / [v1], CREATE of pods
@@ -104,7 +108,9 @@ WEBHOOK_CMD = ["/diagport", "webhook", "--listen", ":8443",
                "--config", "/etc/diagport/config/config.yaml"]
 CERTS_CMD = ["/diagport", "webhook", "certs", "--namespace", NS, "--secret", TLS_SECRET,
              "--service", SVC, "--webhook-configuration", MWC]
-CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
+CLUSTER_RESOURCE_NS = "cert-manager"  # where a ClusterIssuer's CA Secret must be (cert-manager's default)
+AGENTS_ISSUER = "diagport-agents"
+CLUSTER_SCOPED = {"Namespace", "ClusterIssuer", "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration",
                   "ValidatingWebhookConfiguration", "CustomResourceDefinition"}
 RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 
@@ -405,6 +411,10 @@ def check_namespace(docs):
     for o in docs:
         if o.get("kind") in CLUSTER_SCOPED:
             need(not dig(o, "metadata", "namespace"), f"{o.get('kind')} {name_of(o)} is cluster-scoped but has a namespace")
+        elif o.get("kind") in ("Issuer", "Certificate") and (name_of(o) or "").startswith(AGENTS_ISSUER + "-"):
+            # the agents' CA: where its ClusterIssuer reads the Secret
+            need(dig(o, "metadata", "namespace") == CLUSTER_RESOURCE_NS,
+                 f"{o.get('kind')} {name_of(o)} is not in {CLUSTER_RESOURCE_NS}")
         else:
             need(dig(o, "metadata", "namespace") == NS, f"{o.get('kind')} {name_of(o)} is not in {NS}")
 
@@ -628,6 +638,63 @@ def check_chain(docs):
     need(isinstance(dig(root, "spec", "selfSigned"), dict), f"Issuer {name_of(root)} is not selfSigned")
 
 
+def check_agent_issuer(docs):
+    """The ClusterIssuer diagport-agents: a CA issuer whose Secret one isCA Certificate writes in the cluster
+    resource namespace, signed by a selfSigned Issuer there; a CA of its own (not the webhook's)."""
+    ci = one(docs, "ClusterIssuer", AGENTS_ISSUER)
+    need(not dig(ci, "metadata", "namespace"), f"ClusterIssuer {AGENTS_ISSUER} has a namespace")
+    secret = dig(ci, "spec", "ca", "secretName")
+    need(isinstance(secret, str) and secret, f"ClusterIssuer {AGENTS_ISSUER} is not a CA issuer")
+    cas = [c for c in find(docs, "Certificate") if dig(c, "spec", "secretName") == secret]
+    need(len(cas) == 1, f"{len(cas)} Certificates write the agents' CA Secret {secret}, expected 1")
+    ca = cas[0]
+    need(dig(ca, "metadata", "namespace") == CLUSTER_RESOURCE_NS,
+         f"Certificate {name_of(ca)} writes {secret} in {dig(ca, 'metadata', 'namespace')}, but a ClusterIssuer reads "
+         f"its CA Secret from the cluster resource namespace {CLUSTER_RESOURCE_NS}")
+    need(dig(ca, "spec", "isCA") is True, f"Certificate {name_of(ca)} is not isCA")
+    need(dig(ca, "spec", "privateKey", "rotationPolicy") == "Never",
+         f"Certificate {name_of(ca)}: a renewal would change the CA's key (rotationPolicy is not Never)")
+    ref = dig(ca, "spec", "issuerRef") or {}
+    need(ref.get("kind", "Issuer") == "Issuer", f"Certificate {name_of(ca)} is not issued by an Issuer")
+    root = one(docs, "Issuer", ref.get("name"))
+    need(dig(root, "metadata", "namespace") == CLUSTER_RESOURCE_NS, f"Issuer {name_of(root)} not in {CLUSTER_RESOURCE_NS}")
+    need(isinstance(dig(root, "spec", "selfSigned"), dict), f"Issuer {name_of(root)} is not selfSigned")
+    webhook_cas = {dig(i, "spec", "ca", "secretName") for i in find(docs, "Issuer") if dig(i, "spec", "ca")}
+    need(secret not in webhook_cas, f"the agents' CA Secret {secret} is also a webhook Issuer's CA")
+    need(name_of(ca) != "diagport-ca" and secret != "diagport-ca", "the agents' CA is the webhook's")
+
+
+def check_agent_cert(docs):
+    """The example's Certificate: from the ClusterIssuer diagport-agents, into the Secret the Deployment's
+    diagport.dev/tls-secret names, for the names of a headless Service that selects the pods on the agent's port."""
+    d = one(docs, "Deployment", "aspnetapp")
+    ns = dig(d, "metadata", "namespace")
+    secret = dig(d, "spec", "template", "metadata", "annotations", "diagport.dev/tls-secret")
+    need(secret, "the Deployment has no diagport.dev/tls-secret annotation")
+    certs = [c for c in find(docs, "Certificate") if dig(c, "spec", "secretName") == secret]
+    need(len(certs) == 1, f"{len(certs)} Certificates write the Secret {secret} that tls-secret names, expected 1")
+    c = certs[0]
+    need(dig(c, "metadata", "namespace") == ns, f"Certificate {name_of(c)} is not in the Deployment's namespace {ns}")
+    ref = dig(c, "spec", "issuerRef") or {}
+    need((ref.get("kind"), ref.get("name"), ref.get("group", "cert-manager.io")) == ("ClusterIssuer", AGENTS_ISSUER, "cert-manager.io"),
+         f"Certificate {name_of(c)} is issued by {ref}, expected the ClusterIssuer {AGENTS_ISSUER}")
+    need(not dig(c, "spec", "isCA"), f"Certificate {name_of(c)} is a CA")
+    need("server auth" in (dig(c, "spec", "usages") or ["server auth"]), f"Certificate {name_of(c)} without server auth")
+    need(dig(c, "spec", "privateKey", "rotationPolicy") == "Always", f"Certificate {name_of(c)}: renewals keep the key")
+    names = set(dig(c, "spec", "dnsNames") or [])
+    heads = [s for s in find(docs, "Service") if dig(s, "spec", "clusterIP") == "None"
+             and dig(s, "metadata", "namespace") == ns and dig(s, "spec", "selector")
+             and selector_matches({"matchLabels": dig(s, "spec", "selector")}, pod_labels(d))
+             and any(p.get("port") == 52323 for p in dig(s, "spec", "ports") or [])]
+    need(len(heads) == 1, f"{len(heads)} headless Services select the pods on the agent's port 52323, expected 1")
+    svc = name_of(heads[0])
+    for dns in (f"{svc}.{ns}.svc", f"{svc}.{ns}.svc.cluster.local", f"*.{svc}.{ns}.svc.cluster.local"):
+        need(dns in names, f"Certificate {name_of(c)} lacks dnsName {dns}")
+    for dns in names:
+        need(dns.endswith(f".{ns}.svc") or dns.endswith(f".{ns}.svc.cluster.local"),
+             f"Certificate {name_of(c)}: dnsName {dns} is not a name of namespace {ns}'s Services")
+
+
 # --- the example ---
 
 
@@ -636,6 +703,8 @@ def check_example(docs):
     need(dig(d, "metadata", "namespace") == "demo", "Deployment aspnetapp is not in demo")
     ann = dig(d, "spec", "template", "metadata", "annotations") or {}
     need(ann.get("diagport.dev/inject") == "true", f"pod template annotation diagport.dev/inject is {ann.get('diagport.dev/inject')!r}")
+    need(ann.get("diagport.dev/tls-secret") == "aspnetapp-diag-tls",
+         f"pod template annotation diagport.dev/tls-secret is {ann.get('diagport.dev/tls-secret')!r}")
     imgs = [c.get("image") for c in dig(d, "spec", "template", "spec", "containers") or []]
     need(imgs == ["mcr.microsoft.com/dotnet/samples:aspnetapp"], f"images {imgs}")
     ns = one(docs, "Namespace", "demo")
@@ -651,6 +720,14 @@ def check_injected(docs):
     need(dig(d, "spec", "template", "metadata", "annotations", "diagport.dev/status"), "no diagport.dev/status")
     env = {e.get("name"): e.get("value") for c in spec.get("containers") or [] for e in c.get("env") or []}
     need(env.get("DOTNET_DiagnosticPorts") == "/diag/port,nosuspend,connect", f"DOTNET_DiagnosticPorts is {env.get('DOTNET_DiagnosticPorts')!r}")
+    # tls-secret: the Secret cert-manager writes, mounted into the agent, and https://
+    secret = dig(d, "spec", "template", "metadata", "annotations", "diagport.dev/tls-secret")
+    vols = {v.get("name"): dig(v, "secret", "secretName") for v in spec.get("volumes") or []}
+    mounted = {vols.get(m.get("name")): m for m in agent[0].get("volumeMounts") or []}
+    need(secret in mounted and mounted[secret].get("mountPath") == "/etc/diagport/tls" and mounted[secret].get("readOnly") is True,
+         f"the agent does not mount the Secret {secret} read-only at /etc/diagport/tls")
+    args = (agent[0].get("command") or []) + (agent[0].get("args") or [])
+    need(any(str(a).startswith("https://") for a in args), f"the agent does not serve https:// ({args})")
 
 
 # --- split and mutate ---
@@ -710,6 +787,16 @@ def mutate(which, src, out):
         find(docs, "NetworkPolicy")[0]["spec"]["ingress"][1].pop("from")
     elif which == "cert-no-secret":
         del one(docs, "Certificate", "diagport-webhook")["spec"]["secretName"]
+    elif which == "agent-ca-elsewhere":
+        one(docs, "Certificate", "diagport-agents-ca")["metadata"]["namespace"] = NS
+    elif which == "agent-ca-shared":
+        one(docs, "ClusterIssuer", AGENTS_ISSUER)["spec"]["ca"]["secretName"] = "diagport-ca"
+    elif which == "agent-cert-other-secret":
+        one(docs, "Certificate", "aspnetapp-diag")["spec"]["secretName"] = "aspnetapp-tls"
+    elif which == "agent-cert-no-wildcard":
+        one(docs, "Certificate", "aspnetapp-diag")["spec"]["dnsNames"].pop()
+    elif which == "agent-cert-webhook-issuer":
+        one(docs, "Certificate", "aspnetapp-diag")["spec"]["issuerRef"] = {"name": "diagport-ca", "kind": "Issuer"}
     elif which == "cert-wrong-dns":
         one(docs, "Certificate", "diagport-webhook")["spec"]["dnsNames"] = ["diagport-webhook.default.svc"]
     else:
@@ -781,6 +868,8 @@ CHECKS = {
     "certs-job": check_certs_job,
     "cert-manager-fields": check_cert_manager,
     "cert-manager-chain": check_chain,
+    "agent-issuer": check_agent_issuer,
+    "agent-cert": check_agent_cert,
     "example": check_example,
     "injected": check_injected,
 }
@@ -851,12 +940,32 @@ for dir in $DIRS; do
 	# Custom resources escape k8s-validate.mjs: only cert-manager's are
 	# expected, and only in its overlay, where the checker validates them.
 	if [ "$n" = cert-manager ] || [ "$n" = label-selected ]; then
-		pycheck "$n/cert-manager-fields" cert-manager-fields "$W/$n.crd.yaml" 4
+		pycheck "$n/cert-manager-fields" cert-manager-fields "$W/$n.crd.yaml" 7
 		pycheck "$n/cert-manager-chain" cert-manager-chain "$r"
+		pycheck "$n/agent-issuer" agent-issuer "$r"
+	elif [ "$n" = dotnet-app ]; then
+		pycheck "$n/cert-manager-fields" cert-manager-fields "$W/$n.crd.yaml" 1
+		pycheck "$n/agent-cert" agent-cert "$r"
 	else
 		pycheck "$n/no-custom-resources" cert-manager-fields "$W/$n.crd.yaml" 0
 	fi
 done
+
+# --- agent-certs on its own (for the self-contained overlay): only cert-manager's objects, the agents' CA ---
+
+r=$W/agent-certs.yaml
+if "$KUBECTL" kustomize manifests/agent-certs >"$r" 2>"$W/agent-certs.err" && [ -s "$r" ]; then
+	pass agent-certs/render
+	if "$PY" "$W/inv.py" split "$r" "$W/agent-certs.k8s.yaml" "$W/agent-certs.crd.yaml" >"$W/why" 2>&1; then
+		pycheck agent-certs/no-built-in cert-manager-fields "$W/agent-certs.k8s.yaml" 0
+		pycheck agent-certs/cert-manager-fields cert-manager-fields "$W/agent-certs.crd.yaml" 3
+		pycheck agent-certs/agent-issuer agent-issuer "$r"
+	else
+		fail agent-certs/split "cannot split the render: $(head -c 300 "$W/why" | tr '\n' ' ')"
+	fi
+else
+	fail agent-certs/render "kubectl kustomize manifests/agent-certs: $(head -c 300 "$W/agent-certs.err" | tr '\n' ' ')"
+fi
 
 # --- the agents' NetworkPolicy (both variants): renders, validates, admits what it says --------------------
 
@@ -909,7 +1018,10 @@ if [ -s "$r" ]; then
 			rc=$?
 			if [ "$rc" -eq 0 ] && [ -s "$W/$k.injected.yaml" ]; then
 				pass "example/inject-$k"
-				validate "example/inject-$k-validates" "$W/$k.injected.yaml"
+				# the Certificate passes through untouched: cert-manager's checker, the rest kubernetes-models
+				"$PY" "$W/inv.py" split "$W/$k.injected.yaml" "$W/$k.injected.k8s.yaml" "$W/$k.injected.crd.yaml" >/dev/null 2>&1
+				validate "example/inject-$k-validates" "$W/$k.injected.k8s.yaml"
+				pycheck "example/inject-$k-certificate" cert-manager-fields "$W/$k.injected.crd.yaml" "$([ "$k" = dotnet-app ] && echo 1 || echo 0)"
 				pycheck "example/inject-$k-agent" injected "$W/$k.injected.yaml"
 			else
 				fail "example/inject-$k" "diagport inject exit $rc: $(head -c 300 "$W/$k.inject.err" | tr '\n' ' ')"
@@ -962,9 +1074,15 @@ bite clusterrole-resource-names "$S" clusterrole-unnamed rbac certs
 bite rbac-wildcard "$S" role-wildcard rbac certs
 bite netpol-agent-open "$W/netpol-open.yaml" netpol-agent-open netpol open
 if [ -s "$W/cert-manager.crd.yaml" ]; then
-	bite cert-manager-secret-name "$W/cert-manager.crd.yaml" cert-no-secret cert-manager-fields 4
+	bite cert-manager-secret-name "$W/cert-manager.crd.yaml" cert-no-secret cert-manager-fields 7
 fi
 bite cert-manager-dns-names "$W/cert-manager.yaml" cert-wrong-dns cert-manager-chain
+bite agent-ca-namespace "$W/cert-manager.yaml" agent-ca-elsewhere agent-issuer
+bite agent-ca-namespace-check "$W/cert-manager.yaml" agent-ca-elsewhere namespace
+bite agent-ca-shared "$W/cert-manager.yaml" agent-ca-shared agent-issuer
+bite agent-cert-secret "$W/dotnet-app.yaml" agent-cert-other-secret agent-cert
+bite agent-cert-dns-names "$W/dotnet-app.yaml" agent-cert-no-wildcard agent-cert
+bite agent-cert-issuer "$W/dotnet-app.yaml" agent-cert-webhook-issuer agent-cert
 # ... and k8s-validate.mjs knows the webhook configuration's schema.
 if [ -s "$B" ] && "$PY" "$W/inv.py" mutate schema-broken "$B" "$W/bite.yaml" >/dev/null 2>&1; then
 	timeout 120 node "$VALIDATE" "$W/bite.yaml" >"$W/val" 2>&1
