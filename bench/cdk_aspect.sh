@@ -15,6 +15,8 @@ echo "== cdk synth of cdk/examples/fargate-api, with and without the Aspect (cdk
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 cd cdk/examples/fargate-api
 export CDK_DISABLE_VERSION_CHECK=1 AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null AWS_EC2_METADATA_DISABLED=true
+# the agents' TLS inputs, stand-ins (the example refuses to synthesize without them or agentTls=off)
+tls="-c region=eu-west-1 -c agentCertificateArn=arn:aws:acm:eu-west-1:111122223333:certificate/0b5e1c2d -c agentTlsSecretArn=arn:aws:secretsmanager:eu-west-1:111122223333:secret:diagport-agent-tls-MnOpQr"
 hyperfine -N --warmup 1 --runs "${RUNS:-5}" \
-  -n "synth, no Aspect" "../../node_modules/.bin/cdk synth --no-notices -q --output $W/a -c nag=off -c diagport=off" \
-  -n "synth, DiagportAspect" "../../node_modules/.bin/cdk synth --no-notices -q --output $W/b -c nag=off"
+  -n "synth, no Aspect" "../../node_modules/.bin/cdk synth --no-notices -q --output $W/a -c nag=off -c diagport=off $tls" \
+  -n "synth, DiagportAspect" "../../node_modules/.bin/cdk synth --no-notices -q --output $W/b -c nag=off $tls"

@@ -69,6 +69,13 @@ export interface DiagnosticsOptions {
    * read on it.
    */
   readonly authSecret?: secretsmanager.ISecret | string;
+  /**
+   * The agent's certificate, a Secrets Manager secret whose value is the PEM
+   * text of the certificate chain and its private key: with it the agent
+   * serves `https://` (docs/INJECTION.md "TLS"). Given as an ISecret, the
+   * task's execution role is granted read on it.
+   */
+  readonly tlsSecret?: secretsmanager.ISecret | string;
   /** false: serve the task's network without a token (never the default). */
   readonly auth?: boolean;
   /**
@@ -104,9 +111,9 @@ export function optionParams(o: DiagnosticsOptions): Record<string, string> {
   set("resources", o.resources);
   set("dumps-size-limit", o.dumpsSizeLimit);
   set("flavour", o.flavour);
-  if (o.authSecret !== undefined) {
-    set("auth-secret", typeof o.authSecret === "string" ? o.authSecret : o.authSecret.secretArn);
-  }
+  const arn = (x: secretsmanager.ISecret | string | undefined) => (typeof x === "string" ? x : x?.secretArn);
+  set("auth-secret", arn(o.authSecret));
+  set("tls-secret", arn(o.tlsSecret));
   if (o.auth === false) set("auth", "none");
   set("captures", o.captures?.join(","));
   return p;
@@ -254,11 +261,8 @@ export class DiagportAspect implements IAspect {
     if (!cfn || cfn.cfnResourceType !== TASKDEF) {
       throw new Error(`DiagportAspect.optIn: ${taskDefinition.node.path} is not an ECS task definition`);
     }
-    const secret = options.authSecret;
     const td = CfnResource.isCfnResource(taskDefinition) ? taskDefinitionOf(taskDefinition) : taskDefinition;
-    if (secret !== undefined && typeof secret !== "string" && td !== undefined) {
-      secret.grantRead(td.obtainExecutionRole());
-    }
+    grantSecrets(cfn, td, options);
     cfn.addMetadata("diagport", { inject: true, ...optionParams(options) });
   }
 
@@ -294,20 +298,29 @@ export class DiagportAspect implements IAspect {
       if (v === undefined) node.addDeletionOverride(p);
       else node.addOverride(p, relink(v, foreign));
     }
-    if (edits.length > 0) this.grantSecret(node);
+    if (edits.length > 0) grantSecrets(node, taskDefinitionOf(node), this.props);
   }
+}
 
-  // an ISecret token: the execution role (ECS fetches Secrets with it) may read it
-  private grantSecret(node: CfnResource): void {
-    const secret = this.props.authSecret;
-    if (secret === undefined || typeof secret === "string") return;
-    const td = taskDefinitionOf(node);
+/*
+ * Each option given as an ISecret (auth-secret, tls-secret): the task's
+ * execution role, with which ECS fetches a container's Secrets, may read it.
+ * An ARN string grants nothing (the secret may live anywhere); an L1 task
+ * definition has no role to grant to, and gets a warning per secret.
+ */
+function grantSecrets(node: CfnResource, td: ecs.TaskDefinition | undefined, o: DiagnosticsOptions): void {
+  const given: Array<[string, secretsmanager.ISecret | string | undefined]> = [
+    ["auth-secret", o.authSecret],
+    ["tls-secret", o.tlsSecret],
+  ];
+  for (const [option, secret] of given) {
+    if (secret === undefined || typeof secret === "string") continue;
     if (td !== undefined) {
       secret.grantRead(td.obtainExecutionRole());
     } else {
       Annotations.of(node).addWarningV2(
-        "@diagport/cdk:auth-secret-grant",
-        "diagport: an L1 task definition: grant its execution role secretsmanager:GetSecretValue on the auth secret yourself",
+        `@diagport/cdk:${option}-grant`,
+        `diagport: an L1 task definition: grant its execution role secretsmanager:GetSecretValue on the secret of its ${option} yourself`,
       );
     }
   }

@@ -17,12 +17,16 @@ export interface DiagportAgentTargetProps {
 }
 
 /**
- * listener.addTargets("Agents", { port: 52323, protocol: elbv2.ApplicationProtocol.HTTP,
- *   targets: [new DiagportAgentTarget(service)], healthCheck: { path: "/healthz" } })
+ * listener.addTargets("Agents", { port: 52323, protocol: elbv2.ApplicationProtocol.HTTPS,
+ *   targets: [new DiagportAgentTarget(service)],
+ *   healthCheck: { protocol: elbv2.Protocol.HTTPS, path: "/healthz" } })
  *
- * The agent serves the task's network only with a token (authSecret); the
- * service's security group is opened to the target group's load balancer on
- * the agent's port.
+ * The agent serves the task's network only with a token (authSecret), and
+ * TLS only with a certificate (tlsSecret): give the target group the
+ * protocol the agents serve, HTTPS and an HTTPS health check with the
+ * Aspect's tlsSecret, HTTP without (the agent is added at synthesis, so this
+ * target cannot see which). The service's security group is opened to the
+ * target group's load balancer on the agent's port.
  */
 export class DiagportAgentTarget implements elbv2.IApplicationLoadBalancerTarget {
   private readonly port: number;

@@ -406,6 +406,115 @@ test('authSecret as a Secret on an L1 task definition: a warning to grant the ro
   assert.equal(hasAgent(Template.fromStack(stack), td), true);
 });
 
+// ----------------------------------------------------------- 4b. tlsSecret
+
+const TLS_ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:diag-tls-MnOpQr';
+
+test('tlsSecret as a Secret: the agent reads the PEM as DIAGPORT_TLS_PEM, serves https, and the execution role may read both secrets', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = fargate(stack, 'Api');
+  const token = new secretsmanager.Secret(stack, 'Token');
+  const pem = new secretsmanager.Secret(stack, 'Pem');
+  addAspect(app, { authSecret: token, tlsSecret: pem });
+  const tpl = Template.fromStack(stack);
+  const agent = container(tpl, td, AGENT);
+  assert.deepEqual(agent.Secrets, [
+    { Name: 'DIAGPORT_AUTH_TOKEN', ValueFrom: { Ref: logicalId(token) } },
+    { Name: 'DIAGPORT_TLS_PEM', ValueFrom: { Ref: logicalId(pem) } },
+  ]);
+  const i = agent.Command.indexOf('--urls');
+  assert.equal(agent.Command[i + 1], 'https://+:52323', `the agent's command: ${JSON.stringify(agent.Command)}`);
+  assert.equal(secretGrantedTo(tpl, td, pem), true, 'the execution role may read the TLS secret');
+  assert.equal(secretGrantedTo(tpl, td, token), true, 'and the token, as before');
+});
+
+test('tlsSecret without a token: https on loopback, the TLS secret granted', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = fargate(stack, 'Api');
+  const pem = new secretsmanager.Secret(stack, 'Pem');
+  addAspect(app, { tlsSecret: pem });
+  const tpl = Template.fromStack(stack);
+  const agent = container(tpl, td, AGENT);
+  assert.deepEqual(agent.Secrets, [{ Name: 'DIAGPORT_TLS_PEM', ValueFrom: { Ref: logicalId(pem) } }]);
+  assert.ok(agent.Command.includes('https://127.0.0.1:52323'), JSON.stringify(agent.Command));
+  assert.equal(secretGrantedTo(tpl, td, pem), true);
+});
+
+test('tlsSecret as an ARN string appears verbatim in the agent and grants nothing', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = fargate(stack, 'Api');
+  addAspect(app, { authSecret: ARN, tlsSecret: TLS_ARN });
+  const tpl = Template.fromStack(stack);
+  assert.deepEqual(container(tpl, td, AGENT).Secrets, [
+    { Name: 'DIAGPORT_AUTH_TOKEN', ValueFrom: ARN },
+    { Name: 'DIAGPORT_TLS_PEM', ValueFrom: TLS_ARN },
+  ]);
+  tpl.resourceCountIs('AWS::IAM::Policy', 0);
+});
+
+test('tlsSecret imported by its complete ARN (Secret.fromSecretCompleteArn): the role may read exactly that ARN', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = fargate(stack, 'Api');
+  const pem = secretsmanager.Secret.fromSecretCompleteArn(stack, 'Pem', TLS_ARN);
+  addAspect(app, { authSecret: ARN, tlsSecret: pem });
+  const tpl = Template.fromStack(stack);
+  assert.deepEqual(container(tpl, td, AGENT).Secrets.map((s) => s.ValueFrom), [ARN, TLS_ARN]);
+  const statements = Object.values(tpl.toJSON().Resources)
+    .filter((r) => r.Type === 'AWS::IAM::Policy')
+    .flatMap((p) => p.Properties.PolicyDocument.Statement);
+  assert.ok(statements.some((s) => [].concat(s.Action).includes('secretsmanager:GetSecretValue') && s.Resource === TLS_ARN),
+    JSON.stringify(statements));
+});
+
+test('optIn with tlsSecret as a Secret: https, DIAGPORT_TLS_PEM and the grant on that task definition only', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = fargate(stack, 'Api');
+  const other = fargate(stack, 'Other');
+  const token = new secretsmanager.Secret(stack, 'Token');
+  const pem = new secretsmanager.Secret(stack, 'Pem');
+  DiagportAspect.optIn(td, { authSecret: token, tlsSecret: pem });
+  DiagportAspect.optIn(other, { authSecret: token });
+  addAspect(app, { optedInOnly: true });
+  assert.deepEqual(Annotations.fromStack(stack).findError('*', Match.anyValue()).map((e) => e.entry.data), []);
+  const tpl = Template.fromStack(stack);
+  const agent = container(tpl, td, AGENT);
+  assert.deepEqual(agent.Secrets.map((s) => s.Name), ['DIAGPORT_AUTH_TOKEN', 'DIAGPORT_TLS_PEM']);
+  assert.ok(agent.Command.includes('https://+:52323'), JSON.stringify(agent.Command));
+  assert.equal(secretGrantedTo(tpl, td, pem), true);
+  assert.ok(container(tpl, other, AGENT).Command.includes('http://+:52323'));
+  assert.equal(secretGrantedTo(tpl, other, pem), false, 'a task definition without tlsSecret is not granted it');
+});
+
+test('tlsSecret as a Secret on an L1 task definition: a warning to grant the role by hand, naming tls-secret', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  const td = new ecs.CfnTaskDefinition(stack, 'L1', {
+    containerDefinitions: [{ name: 'app', image: 'example.com/app:1', memory: 256 }],
+  });
+  addAspect(app, { authSecret: ARN, tlsSecret: new secretsmanager.Secret(stack, 'Pem') });
+  Annotations.fromStack(stack).hasWarning('/S/L1', Match.stringLikeRegexp('grant its execution role .* of its tls-secret yourself'));
+  assert.deepEqual(Annotations.fromStack(stack).findWarning('/S/L1', Match.stringLikeRegexp('auth-secret')), [],
+    'an ARN string is not the Aspect\'s to grant');
+  assert.equal(hasAgent(Template.fromStack(stack), td), true);
+});
+
+test('the Aspect gives what the CLI gives for tls-secret', (t) => {
+  assertSameAsCli(t, { authSecret: ARN, tlsSecret: TLS_ARN }, ['--auth-secret', ARN, '--tls-secret', TLS_ARN]);
+});
+
+test('tlsSecret with flavour dotnet-monitor is the rules\' refusal, an error on the task definition', (t) => {
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  fargate(stack, 'Api');
+  addAspect(app, { tlsSecret: TLS_ARN, flavour: 'dotnet-monitor', auth: false });
+  Annotations.fromStack(stack).hasError('*', Match.stringLikeRegexp('tls-secret with flavour dotnet-monitor'));
+});
+
 // ------------------------------------------- tags given with Tags.of stay
 
 test('tags added with Tags.of stay on an injected task definition', (t) => {

@@ -1,28 +1,48 @@
 #!/usr/bin/env bash
 # cdk_app.sh - the example Fargate app (cdk/examples/fargate-api), synthesized
 # offline by the real AWS CDK CLI (cdk/node_modules/.bin/cdk; no credentials,
-# no network), and checked:
-#   synth            `cdk synth` with DiagportAspect and cdk-nag exits 0 (a nag
-#                    finding that is neither fixed nor acknowledged fails it);
-#   synth-without    `cdk synth -c diagport=off` (the same app, no Aspect);
-#   one-set-of-rules `diagport inject cfn` of the app without the Aspect equals
-#                    the app with it: every task definition identical, and
-#                    every other resource too but the execution role's policy,
-#                    which differs by the grant to read the agent's token only;
-#   loads            the synthesized template loads with CfnInclude;
-#   agent            the task definition has the agent, with the token, logging
-#                    where the API logs;
+# no network; `make cdk` first, for the compiled example), and checked. The
+# agents' path is HTTPS end to end unless `-c agentTls=off`; its inputs are
+# stand-in ARNs here (a certificate cannot be made offline), in eu-west-1:
+#   refuses          `cdk synth` without the TLS inputs fails, naming
+#                    agentCertificateArn, agentTlsSecretArn and agentTls=off;
+#                    with a certificate of another region and a secret's
+#                    partial ARN it fails naming both; with agentTls=off and a
+#                    certificate together it fails;
+#   synth            `cdk synth` with the TLS inputs, DiagportAspect and cdk-nag
+#                    exits 0 (a nag finding that is neither fixed nor
+#                    acknowledged fails it);
+#   synth-without    the same with `-c diagport=off` (the same app, no Aspect);
+#   synth-clear      `cdk synth -c agentTls=off` exits 0, cdk-nag clean, with a
+#                    warning that the token and captures cross the VPC in clear;
+#   one-set-of-rules `diagport inject cfn --tls-secret ...` of the app without
+#                    the Aspect equals the app with it: every task definition
+#                    identical, and every other resource too but the execution
+#                    role's policy, which differs by the grants to read the
+#                    agent's token and its TLS secret only;
+#   loads, loads-clear
+#                    each synthesized template loads with CfnInclude;
+#   agent            the task definition has the agent, with the token and the
+#                    PEM (DIAGPORT_TLS_PEM), serving https://+:52323, logging
+#                    where the API logs; agent-clear: http://, no PEM;
 #   load-balancers   a public ALB on 80 in front of api:8080, an internal ALB
 #                    on 52323 in front of diagport-agent:52323, health /healthz;
-#   nag-template     cdk-nag's AWS Solutions checks over the synthesized
+#                    the internal listener HTTPS with the certificate and a TLS
+#                    1.2+ policy, its target group and health check HTTPS;
+#                    load-balancers-clear: HTTP throughout, no certificate;
+#   grant            the execution role may read the TLS secret (its ARN
+#                    exactly) and decrypt with its KMS key through Secrets
+#                    Manager only;
+#   nag-template, nag-template-clear
+#                    cdk-nag's AWS Solutions checks over each synthesized
 #                    template (CfnInclude: there the Aspect's additions are
 #                    visible, which they are not to the checks of the app): it
 #                    sees diagport's addition (ECS2), no container without
 #                    logs (ECS7), and each finding is acknowledged, with a
 #                    reason, in the template's own Metadata.cdk_nag;
-#   agent-starts     the agent container's command, as synthesized (paths and
-#                    port moved into a scratch directory), starts with the
-#                    token from its secret's environment variable: /healthz
+#   agent-starts     the agent container's command of the clear-text template
+#                    (paths and port moved into a scratch directory), starts with
+#                    the token from its secret's environment variable: /healthz
 #                    answers without it, /processes 401 without it, 200 with;
 #   api-builds       the example's .NET API builds with the SDK, offline;
 #   image-asset      the API's Docker context is staged as an image asset.
@@ -52,37 +72,85 @@ synth() { # OUTDIR LOG [cdk args...]
 
 A=$tmp/with/DiagportFargateApi.template.json
 T=$tmp/without/DiagportFargateApi.template.json
+C=$tmp/clear/DiagportFargateApi.template.json
+CERT=arn:aws:acm:eu-west-1:111122223333:certificate/0b5e1c2d-3f4a-4b6c-8d9e-0f1a2b3c4d5e
+PEM=arn:aws:secretsmanager:eu-west-1:111122223333:secret:diagport-agent-tls-MnOpQr
+KEY=arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab
+tls=(-c region=eu-west-1 -c "agentCertificateArn=$CERT" -c "agentTlsSecretArn=$PEM" -c "agentTlsSecretKeyArn=$KEY")
 if [ ! -x "$cdk" ] || [ ! -f "$ex/build/app.js" ]; then
 	fail synth "the CDK CLI or the compiled example is missing (make cdk)"
 	exit 1
 fi
-if synth "$tmp/with" "$tmp/with.log" && [ -s "$A" ]; then
+
+# refused: synth fails (exit status), its output naming each of the words after the arguments
+refused() { # NAME WORDS... -- CDK ARGS...
+	local name=$1 words=() w
+	shift
+	while [ "$1" != -- ]; do
+		words+=("$1")
+		shift
+	done
+	shift
+	if synth "$tmp/$name" "$tmp/$name.log" -c region=eu-west-1 "$@"; then
+		echo "cdk synth $* succeeded"
+		return 1
+	fi
+	for w in "${words[@]}"; do
+		grep -qF -- "$w" "$tmp/$name.log" || { echo "no \"$w\" in: $(head -c 600 "$tmp/$name.log")"; return 1; }
+	done
+}
+if ! why=$(refused none "agentCertificateArn=" "agentTlsSecretArn=" "agentTls=off" --); then
+	fail refuses "without the TLS inputs: $why"
+elif ! why=$(refused bad "a certificate of us-east-1" "not the complete ARN of a secret" -- \
+	-c agentCertificateArn=arn:aws:acm:us-east-1:111122223333:certificate/0b5e1c2d \
+	-c agentTlsSecretArn=arn:aws:secretsmanager:eu-west-1:111122223333:secret:diagport-agent-tls); then
+	fail refuses "with a certificate of another region and a partial secret ARN: $why"
+elif ! why=$(refused both "agentTls=off (clear text) and agentCertificateArn" -- -c agentTls=off -c "agentCertificateArn=$CERT"); then
+	fail refuses "with agentTls=off and a certificate: $why"
+else
+	pass refuses
+fi
+
+if synth "$tmp/with" "$tmp/with.log" "${tls[@]}" && [ -s "$A" ]; then
 	if grep -q "AwsSolutions" "$tmp/with.log"; then
 		fail synth "cdk synth printed cdk-nag findings" "$tmp/with.log"
 	else
 		pass synth
 	fi
 else
-	fail synth "cdk synth failed" "$tmp/with.log"
+	fail synth "cdk synth with the TLS inputs failed" "$tmp/with.log"
 	exit 1
 fi
-if synth "$tmp/without" "$tmp/without.log" -c diagport=off && [ -s "$T" ]; then
+if synth "$tmp/without" "$tmp/without.log" "${tls[@]}" -c diagport=off && [ -s "$T" ]; then
 	pass synth-without
 else
 	fail synth-without "cdk synth -c diagport=off failed" "$tmp/without.log"
 	exit 1
 fi
+if synth "$tmp/clear" "$tmp/clear.log" -c region=eu-west-1 -c agentTls=off && [ -s "$C" ]; then
+	if grep -q "AwsSolutions" "$tmp/clear.log"; then
+		fail synth-clear "cdk synth -c agentTls=off printed cdk-nag findings" "$tmp/clear.log"
+	elif ! grep -q "WARNING.*agentTls=off.*clear text" "$tmp/clear.log"; then
+		fail synth-clear "cdk synth -c agentTls=off gave no warning of clear text" "$tmp/clear.log"
+	else
+		pass synth-clear
+	fi
+else
+	fail synth-clear "cdk synth -c agentTls=off failed" "$tmp/clear.log"
+	exit 1
+fi
 
 # The CLI has no token reference to give: a placeholder stands in for the secret's ARN, replaced
-# by the Ref the CDK writes (Ref of an AWS::SecretsManager::Secret is its ARN).
+# by the Ref the CDK writes (Ref of an AWS::SecretsManager::Secret is its ARN). The TLS secret is
+# an ARN already, the same on both sides.
 placeholder=arn:aws:secretsmanager:placeholder
-if timeout 60 "$diagport" inject cfn --all --port 52323 --auth-secret "$placeholder" -f "$T" \
+if timeout 60 "$diagport" inject cfn --all --port 52323 --auth-secret "$placeholder" --tls-secret "$PEM" -f "$T" \
 	>"$tmp/cli.json" 2>"$tmp/cli.err" </dev/null; then
-	if /usr/bin/python3 - "$A" "$tmp/cli.json" "$placeholder" >"$tmp/eq.log" 2>&1 <<'EOF'; then
+	if /usr/bin/python3 - "$A" "$tmp/cli.json" "$placeholder" "$PEM" >"$tmp/eq.log" 2>&1 <<'EOF'; then
 import json, sys
 a = json.load(open(sys.argv[1]))
 c = json.load(open(sys.argv[2]))
-ph = sys.argv[3]
+ph, pem = sys.argv[3], sys.argv[4]
 secrets = [k for k, r in a["Resources"].items() if r["Type"] == "AWS::SecretsManager::Secret"]
 if len(secrets) != 1:
     sys.exit("expected one secret, found %d" % len(secrets))
@@ -113,9 +181,9 @@ if len(others) != 1 or ra[others[0]]["Type"] != "AWS::IAM::Policy":
 sa = ra[others[0]]["Properties"]["PolicyDocument"]["Statement"]
 sc = rc[others[0]]["Properties"]["PolicyDocument"]["Statement"]
 extra = [s for s in sa if s not in sc]
-if [s for s in sc if s not in sa] or len(extra) != 1 or extra[0].get("Resource") != ref \
-        or "secretsmanager:GetSecretValue" not in extra[0].get("Action", []):
-    sys.exit("policy %s differs by more than the grant: %s" % (others[0], extra))
+if [s for s in sc if s not in sa] or sorted(json.dumps(s.get("Resource")) for s in extra) != sorted(map(json.dumps, [ref, pem])) \
+        or any("secretsmanager:GetSecretValue" not in s.get("Action", []) for s in extra):
+    sys.exit("policy %s differs by more than the grants on the token and the TLS secret: %s" % (others[0], extra))
 print("%d task definition(s) equal; %d resources" % (len(tds), len(ra)))
 EOF
 		pass one-set-of-rules
@@ -126,15 +194,21 @@ else
 	fail one-set-of-rules "diagport inject cfn failed: $(head -c 300 "$tmp/cli.err")"
 fi
 
-if (cd "$root/tests/validate" && timeout 300 node cfn-load.mjs "$A") >"$tmp/load.log" 2>&1 </dev/null; then
-	pass loads
-else
-	fail loads "CfnInclude rejected the synthesized template" "$tmp/load.log"
-fi
+for v in "loads $A" "loads-clear $C"; do
+	set -- $v
+	if (cd "$root/tests/validate" && timeout 300 node cfn-load.mjs "$2") >"$tmp/$1.log" 2>&1 </dev/null; then
+		pass "$1"
+	else
+		fail "$1" "CfnInclude rejected the synthesized template $(basename "$(dirname "$2")")" "$tmp/$1.log"
+	fi
+done
 
-if /usr/bin/python3 - "$A" >"$tmp/shape.log" 2>&1 <<'EOF'; then
+# agent TEMPLATE PEM: the agent as injected, with the TLS secret PEM (https) or none ("": http)
+agent_shape() {
+	/usr/bin/python3 - "$1" "$2" <<'EOF'
 import json, sys
 R = json.load(open(sys.argv[1]))["Resources"]
+pem = sys.argv[2]
 def one(t):
     ks = [k for k, r in R.items() if r["Type"] == t]
     return ks
@@ -143,20 +217,34 @@ ctrs = {c["Name"]: c for c in td["ContainerDefinitions"]}
 api, agent = ctrs["api"], ctrs["diagport-agent"]
 assert {"Name": "DOTNET_DiagnosticPorts", "Value": "/diag/port,nosuspend,connect"} in api["Environment"], api
 assert "SYS_PTRACE" not in json.dumps(api), api  # ptrace is off by default
-assert agent["Secrets"][0]["Name"] == "DIAGPORT_AUTH_TOKEN" and agent["Secrets"][0]["ValueFrom"] == {"Ref": one("AWS::SecretsManager::Secret")[0]}, agent
-assert "http://+:52323" in agent["Command"], agent["Command"]
+want = [{"Name": "DIAGPORT_AUTH_TOKEN", "ValueFrom": {"Ref": one("AWS::SecretsManager::Secret")[0]}}]
+if pem:
+    want.append({"Name": "DIAGPORT_TLS_PEM", "ValueFrom": pem})
+assert agent["Secrets"] == want, agent["Secrets"]
+urls = agent["Command"][agent["Command"].index("--urls") + 1]
+assert urls == ("https" if pem else "http") + "://+:52323", agent["Command"]
 assert agent["LogConfiguration"] == api["LogConfiguration"], (agent.get("LogConfiguration"), api["LogConfiguration"])
 assert agent["User"] == api["User"] == "1654:1654", (agent["User"], api["User"])
 print("ok")
 EOF
+}
+if agent_shape "$A" "$PEM" >"$tmp/shape.log" 2>&1; then
 	pass agent
 else
 	fail agent "the task definition is not as expected" "$tmp/shape.log"
 fi
+if agent_shape "$C" "" >"$tmp/shape-clear.log" 2>&1; then
+	pass agent-clear
+else
+	fail agent-clear "the task definition (agentTls=off) is not as expected" "$tmp/shape-clear.log"
+fi
 
-if /usr/bin/python3 - "$A" >"$tmp/lb.log" 2>&1 <<'EOF'; then
+# load_balancers TEMPLATE CERT: the internal listener HTTPS with CERT, or HTTP ("")
+load_balancers() {
+	/usr/bin/python3 - "$1" "$2" <<'EOF'
 import json, sys
 R = json.load(open(sys.argv[1]))["Resources"]
+cert = sys.argv[2]
 svc = [r for r in R.values() if r["Type"] == "AWS::ECS::Service"]
 assert len(svc) == 1, "one service"
 lbs = {(l["ContainerName"], l["ContainerPort"]): l["TargetGroupArn"]["Ref"] for l in svc[0]["Properties"]["LoadBalancers"]}
@@ -175,15 +263,54 @@ for (ctr, port), tg, lport, scheme in [(("api", 8080), lbs[("api", 8080)], 80, "
     assert alb["Scheme"] == scheme, (ctr, alb["Scheme"])
     t = R[tg]["Properties"]
     assert t["Port"] == port and t["TargetType"] == "ip" and t["HealthCheckPath"] == "/healthz", (ctr, t)
+    if ctr == "api":
+        assert l["Protocol"] == "HTTP" and t["Protocol"] == "HTTP", (ctr, l, t)
+    elif cert:
+        assert l["Protocol"] == "HTTPS" and l["Certificates"] == [{"CertificateArn": cert}], (ctr, l)
+        assert l["SslPolicy"].startswith("ELBSecurityPolicy-TLS13-1-2"), (ctr, l["SslPolicy"])
+        assert t["Protocol"] == "HTTPS" and t["HealthCheckProtocol"] == "HTTPS", (ctr, t)
+    else:
+        assert l["Protocol"] == "HTTP" and "Certificates" not in l, (ctr, l)
+        assert t["Protocol"] == "HTTP" and t.get("HealthCheckProtocol", "HTTP") == "HTTP", (ctr, t)
 print("ok")
 EOF
+}
+if load_balancers "$A" "$CERT" >"$tmp/lb.log" 2>&1; then
 	pass load-balancers
 else
 	fail load-balancers "the load balancers are not as expected" "$tmp/lb.log"
 fi
+if load_balancers "$C" "" >"$tmp/lb-clear.log" 2>&1; then
+	pass load-balancers-clear
+else
+	fail load-balancers-clear "the load balancers (agentTls=off) are not as expected" "$tmp/lb-clear.log"
+fi
 
-if (cd "$root/cdk" && timeout 300 node tools/nag-template.js "$A") >"$tmp/nag.jsonl" 2>"$tmp/nag.err" </dev/null; then
-	if /usr/bin/python3 - "$A" "$tmp/nag.jsonl" >"$tmp/nag.log" 2>&1 <<'EOF'; then
+if /usr/bin/python3 - "$A" "$PEM" "$KEY" >"$tmp/grant.log" 2>&1 <<'EOF'; then
+import json, sys
+R = json.load(open(sys.argv[1]))["Resources"]
+pem, key = sys.argv[2], sys.argv[3]
+td = [r for r in R.values() if r["Type"] == "AWS::ECS::TaskDefinition"][0]["Properties"]
+role = td["ExecutionRoleArn"]["Fn::GetAtt"][0]
+st = [s for r in R.values() if r["Type"] == "AWS::IAM::Policy" and {"Ref": role} in r["Properties"]["Roles"]
+      for s in r["Properties"]["PolicyDocument"]["Statement"]]
+acts = lambda s: [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
+assert [s for s in st if s["Effect"] == "Allow" and "secretsmanager:GetSecretValue" in acts(s) and s["Resource"] == pem], \
+    "no GetSecretValue on the TLS secret: %s" % st
+kms = [s for s in st if "kms:Decrypt" in acts(s)]
+assert kms == [{"Action": "kms:Decrypt", "Effect": "Allow", "Resource": key,
+                "Condition": {"StringEquals": {"kms:ViaService": "secretsmanager.eu-west-1.amazonaws.com"}}}], kms
+print("ok")
+EOF
+	pass grant
+else
+	fail grant "the execution role's policy is not as expected" "$tmp/grant.log"
+fi
+
+for v in "nag-template $A" "nag-template-clear $C"; do
+	set -- $v
+	if (cd "$root/cdk" && timeout 300 node tools/nag-template.js "$2") >"$tmp/$1.jsonl" 2>"$tmp/$1.err" </dev/null; then
+		if /usr/bin/python3 - "$2" "$tmp/$1.jsonl" >"$tmp/$1.log" 2>&1 <<'EOF'; then
 import json, sys
 R = json.load(open(sys.argv[1]))["Resources"]
 findings = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
@@ -202,19 +329,21 @@ if bad:
     sys.exit("findings without a reason in Metadata.cdk_nag: %s" % bad)
 print("%d findings, each acknowledged with a reason" % len(findings))
 EOF
-		pass nag-template
+			pass "$1"
+		else
+			fail "$1" "$(tail -n 3 "$tmp/$1.log" | tr '\n' ' ' | head -c 1500)"
+		fi
 	else
-		fail nag-template "$(tail -n 3 "$tmp/nag.log" | tr '\n' ' ' | head -c 1500)"
+		fail "$1" "nag-template.js failed" "$tmp/$1.err"
 	fi
-else
-	fail nag-template "nag-template.js failed" "$tmp/nag.err"
-fi
+done
 
-# The agent's command line from the template, its fixed paths and port moved to the scratch
-# directory; the secret becomes the environment variable ECS sets from it.
+# The agent's command line from the clear-text template (TLS: not this test's; the agent's own
+# tests serve DIAGPORT_TLS_PEM), its fixed paths and port moved to the scratch directory; the
+# secret becomes the environment variable ECS sets from it.
 port=$(free_port)
 mkdir -p "$tmp/diag" "$tmp/dumps"
-if /usr/bin/python3 - "$A" "$tmp" "$port" >"$tmp/agent.argv" 2>"$tmp/argv.err" <<'EOF'; then
+if /usr/bin/python3 - "$C" "$tmp" "$port" >"$tmp/agent.argv" 2>"$tmp/argv.err" <<'EOF'; then
 import json, sys
 R = json.load(open(sys.argv[1]))["Resources"]
 td = [r for r in R.values() if r["Type"] == "AWS::ECS::TaskDefinition"][0]["Properties"]

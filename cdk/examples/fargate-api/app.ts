@@ -3,7 +3,12 @@
 // whose task definition gets diagport's agent from one line, the
 // DiagportAspect below, and cdk-nag's AWS Solutions checks over everything.
 //
-//   cdk synth                      the app as it deploys
+//   cdk synth -c agentCertificateArn=ARN -c agentTlsSecretArn=ARN
+//                                  the app as it deploys: the agents' load
+//                                  balancer HTTPS end to end (stack.ts; without
+//                                  the two ARNs synthesis fails, naming them)
+//   cdk synth -c agentTls=off      the agents' path in clear text inside the VPC
+//                                  (a warning at every synth)
 //   cdk synth -c diagport=off      the same app without the Aspect (the tests
 //                                  compare it, through `diagport inject cfn`)
 //   cdk synth -c nag=off           without cdk-nag
@@ -25,8 +30,9 @@ const stack = new FargateApiStack(app, "DiagportFargateApi", {
 
 if (app.node.tryGetContext("diagport") !== "off") {
   // the one line: every task definition in the app gets the agent, which serves the task
-  // network (the internal load balancer) because it has a token
-  DiagportAspect.applyTo(app, { authSecret: stack.agentToken, port: AGENT_PORT });
+  // network (the internal load balancer) because it has a token, with TLS because it has a
+  // certificate (tlsSecret: the execution role may read both secrets)
+  DiagportAspect.applyTo(app, { authSecret: stack.agentToken, tlsSecret: stack.agentTlsSecret, port: AGENT_PORT });
 }
 if (app.node.tryGetContext("nag") !== "off") {
   // the reasons go into the template's Metadata (cdk_nag), where a reviewer of the template sees them

@@ -3,14 +3,23 @@
 // agents that DiagportAspect (app.ts) adds to its task definition.
 //
 //   internet --:80--> public ALB --> api:8080      (two tasks, private subnets)
-//   VPC only --:52323--> internal ALB --> diagport-agent:52323 (token required)
+//   VPC only --https:52323--> internal ALB --https--> diagport-agent:52323 (token required)
+//
+// The agents' path is HTTPS end to end by default, and needs two inputs that
+// cannot be made offline (see agentTls below and docs/aws.md):
+//   -c agentCertificateArn=arn:aws:acm:REGION:ACCOUNT:certificate/ID   the listener's certificate
+//   -c agentTlsSecretArn=arn:aws:secretsmanager:...:secret:NAME-XXXXXX the agents' certificate and key (PEM)
+//   -c agentTlsSecretKeyArn=arn:aws:kms:...                            (optional) the customer key encrypting it
+// Without them synthesis fails, naming what is missing; `-c agentTls=off`
+// chooses clear text inside the VPC instead, with a warning at every synth.
 
 import * as path from "path";
 
-import { Duration, RemovalPolicy, Stack, StackProps, Validations } from "aws-cdk-lib";
+import { Duration, RemovalPolicy, Stack, StackProps, Token, Validations } from "aws-cdk-lib";
 import * as ec2 from "aws-cdk-lib/aws-ec2";
 import * as ecs from "aws-cdk-lib/aws-ecs";
 import * as elbv2 from "aws-cdk-lib/aws-elasticloadbalancingv2";
+import * as iam from "aws-cdk-lib/aws-iam";
 import * as logs from "aws-cdk-lib/aws-logs";
 import * as s3 from "aws-cdk-lib/aws-s3";
 import * as secretsmanager from "aws-cdk-lib/aws-secretsmanager";
@@ -20,9 +29,27 @@ import { DiagportAgentTarget } from "@diagport/cdk";
 
 export const AGENT_PORT = 52323;
 
+/** The agents' TLS inputs, from the context: what the listener and the agents serve. */
+interface AgentTls {
+  readonly certificateArn: string;
+  readonly secret: secretsmanager.ISecret;
+  /** The customer managed KMS key that encrypts the secret, if not Secrets Manager's own. */
+  readonly keyArn?: string;
+}
+
+const CERTIFICATE_ARN = /^arn:aws[a-z-]*:acm:([a-z0-9-]+):\d{12}:certificate\/[A-Za-z0-9-]+$/;
+// the complete ARN, with the six characters Secrets Manager adds to the name: the grant names it exactly
+const SECRET_COMPLETE_ARN = /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}$/;
+const KEY_ARN = /^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/;
+
 export class FargateApiStack extends Stack {
   /** The agents' bearer token: with it the agents serve the task network, and only with it. */
   public readonly agentToken: secretsmanager.Secret;
+  /**
+   * The agents' certificate chain and key, one PEM text in Secrets Manager (the
+   * DiagportAspect's tlsSecret, app.ts); undefined with `-c agentTls=off`.
+   */
+  public readonly agentTlsSecret?: secretsmanager.ISecret;
 
   constructor(scope: Construct, id: string, props?: StackProps) {
     super(scope, id, props);
@@ -36,6 +63,9 @@ export class FargateApiStack extends Stack {
       natGateways: 1,
       flowLogs: { all: { destination: ec2.FlowLogDestination.toCloudWatchLogs(flowLogs) } },
     });
+    const tls = this.agentTls();
+    this.agentTlsSecret = tls?.secret;
+
     const cluster = new ecs.Cluster(this, "Cluster", {
       vpc,
       containerInsightsV2: ecs.ContainerInsights.ENABLED,
@@ -88,6 +118,15 @@ export class FargateApiStack extends Stack {
       id: "AwsSolutions-IAM5[Resource::*]",
       reason: "ECS Exec (enableExecuteCommand): the ssmmessages channel actions take no resource-level permissions.",
     });
+    if (tls?.keyArn) {
+      // the Aspect grants read on the secret (tlsSecret); a customer key of the secret's is the
+      // stack's to grant (an imported key's grant through Secrets Manager is dropped by the CDK)
+      taskDefinition.obtainExecutionRole().addToPrincipalPolicy(new iam.PolicyStatement({
+        actions: ["kms:Decrypt"],
+        resources: [tls.keyArn],
+        conditions: { StringEquals: { "kms:ViaService": `secretsmanager.${tls.secret.secretArn.split(":")[3]}.amazonaws.com` } },
+      }));
+    }
     Validations.of(taskDefinition.obtainExecutionRole()).acknowledge({
       id: "AwsSolutions-IAM5[Resource::*]",
       reason: "ecr:GetAuthorizationToken, to pull the image asset, takes no resource-level permissions.",
@@ -127,13 +166,19 @@ export class FargateApiStack extends Stack {
     // (a bastion, a VPN, a peered VPC), or from anywhere through ECS Exec port forwarding
     const internalAlb = new elbv2.ApplicationLoadBalancer(this, "AgentAlb", { vpc, internetFacing: false });
     internalAlb.logAccessLogs(accessLogs, "agents");
-    // the token crosses the VPC in the clear unless the listener has a certificate: give one
-    // with `-c agentCertificateArn=arn:aws:acm:...` (a certificate cannot be made offline)
-    const certificateArn = this.node.tryGetContext("agentCertificateArn") as string | undefined;
+    // HTTPS end to end: the client verifies the listener's ACM certificate; the load balancer
+    // speaks TLS to each agent, which serves its own certificate (tls-secret). A load balancer
+    // does not verify a target's certificate (any certificate will do, self-signed or expired):
+    // that hop is encrypted, not authenticated; what the load balancer trusts is the target group,
+    // whose addresses ECS registers, and the service's security group, open to the load balancer
+    // alone. Clients that reach an agent directly (diagport capture --target, diagport on ECS)
+    // do verify its certificate, against the private CA that issued it (--cacert).
+    const protocol = tls ? elbv2.ApplicationProtocol.HTTPS : elbv2.ApplicationProtocol.HTTP;
     const agents = internalAlb.addListener("Agents", {
       port: AGENT_PORT,
-      protocol: certificateArn ? elbv2.ApplicationProtocol.HTTPS : elbv2.ApplicationProtocol.HTTP,
-      certificates: certificateArn ? [elbv2.ListenerCertificate.fromArn(certificateArn)] : undefined,
+      protocol,
+      certificates: tls ? [elbv2.ListenerCertificate.fromArn(tls.certificateArn)] : undefined,
+      sslPolicy: tls ? elbv2.SslPolicy.RECOMMENDED_TLS : undefined,
       open: false,
     });
     agents.connections.allowDefaultPortFrom(ec2.Peer.ipv4(vpc.vpcCidrBlock), "diagport agents, from the VPC");
@@ -143,9 +188,80 @@ export class FargateApiStack extends Stack {
     });
     agents.addTargets("Agent", {
       port: AGENT_PORT,
-      protocol: elbv2.ApplicationProtocol.HTTP,
+      protocol,
       targets: [new DiagportAgentTarget(service, { port: AGENT_PORT })],
-      healthCheck: { path: "/healthz", healthyHttpCodes: "200" },
+      healthCheck: {
+        protocol: tls ? elbv2.Protocol.HTTPS : elbv2.Protocol.HTTP,
+        path: "/healthz",
+        healthyHttpCodes: "200",
+      },
     });
+  }
+
+  /*
+   * The agents' TLS inputs from the context, checked: both ARNs, well formed
+   * (the listener's certificate in the stack's region, the secret's complete
+   * ARN), or `agentTls=off` and neither. Anything else is an error at
+   * synthesis, naming the context key; clear text is a warning at every synth.
+   */
+  private agentTls(): AgentTls | undefined {
+    const ctx = (k: string): string | undefined => {
+      const v = this.node.tryGetContext(k);
+      return v === undefined || v === null || v === "" ? undefined : String(v);
+    };
+    const mode = ctx("agentTls");
+    const certificateArn = ctx("agentCertificateArn");
+    const secretArn = ctx("agentTlsSecretArn");
+    const keyArn = ctx("agentTlsSecretKeyArn");
+    const given = [
+      ["agentCertificateArn", certificateArn],
+      ["agentTlsSecretArn", secretArn],
+      ["agentTlsSecretKeyArn", keyArn],
+    ].filter(([, v]) => v !== undefined).map(([k]) => k);
+    const v = Validations.of(this);
+    if (mode === "off" || mode === "false") {
+      if (given.length > 0) {
+        v.addError("agent-tls-contradiction", `-c agentTls=off (clear text) and ${given.join(", ")} (TLS) together: give one or the other`);
+      }
+      v.addWarning(
+        "agent-tls-off",
+        "-c agentTls=off: the agents' load balancer listens with HTTP and speaks HTTP to the agents; their bearer token and every capture (dumps hold every secret of the app) cross the VPC in clear text",
+      );
+      return undefined;
+    }
+    if (mode !== undefined && mode !== "on" && mode !== "true") {
+      v.addError("agent-tls-value", `-c agentTls=${mode}: on (the default) or off`);
+      return undefined;
+    }
+    const missing: string[] = [];
+    if (certificateArn === undefined) missing.push("-c agentCertificateArn=arn:aws:acm:REGION:ACCOUNT:certificate/ID (the listener's certificate, ACM)");
+    if (secretArn === undefined) missing.push("-c agentTlsSecretArn=arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-XXXXXX (the agents' certificate chain and key, one PEM text)");
+    if (missing.length > 0) {
+      v.addError(
+        "agent-tls-missing",
+        `the agents' load balancer is HTTPS end to end (client to listener, listener to agent), which needs ${missing.join(" and ")}; or -c agentTls=off for clear text inside the VPC (docs/aws.md)`,
+      );
+      return undefined;
+    }
+    const cert = CERTIFICATE_ARN.exec(certificateArn!);
+    let ok = true;
+    if (cert === null) {
+      v.addError("agent-tls-certificate", `agentCertificateArn ${certificateArn}: not an ACM certificate ARN (arn:aws:acm:REGION:ACCOUNT:certificate/ID)`);
+      ok = false;
+    } else if (!Token.isUnresolved(this.region) && cert[1] !== this.region) {
+      v.addError("agent-tls-certificate", `agentCertificateArn ${certificateArn}: a certificate of ${cert[1]}; a load balancer in ${this.region} takes one of its own region`);
+      ok = false;
+    }
+    if (!SECRET_COMPLETE_ARN.test(secretArn!)) {
+      v.addError("agent-tls-secret", `agentTlsSecretArn ${secretArn}: not the complete ARN of a secret (arn:aws:secretsmanager:REGION:ACCOUNT:secret:NAME-XXXXXX, as describe-secret prints it)`);
+      ok = false;
+    }
+    if (keyArn !== undefined && !KEY_ARN.test(keyArn)) {
+      v.addError("agent-tls-secret-key", `agentTlsSecretKeyArn ${keyArn}: not a KMS key ARN (arn:aws:kms:REGION:ACCOUNT:key/ID)`);
+      ok = false;
+    }
+    if (!ok) return undefined;
+    const secret = secretsmanager.Secret.fromSecretCompleteArn(this, "AgentTlsSecret", secretArn!);
+    return { certificateArn: certificateArn!, secret, keyArn };
   }
 }
