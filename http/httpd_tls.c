@@ -282,7 +282,7 @@ static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *e
 {
 	const char *key = t->key ? t->key : t->cert, *key_name = t->key ? t->key_name : t->cert_name;
 	char why[256];
-	SSL_CTX *ctx;
+	SSL_CTX *ctx = NULL;
 	int rc;
 
 	if ((rc = readable(t->cert_name, t->cert, em)) != 0 || (rc = readable(key_name, key, em)) != 0 ||
@@ -383,7 +383,7 @@ static int read_certs(const char *text, const char *name, X509 **certs, size_t *
  */
 static int use_pem(SSL_CTX *ctx, const char *text, const char *name, struct err_msg *em)
 {
-	X509 *certs[MAX_CHAIN];
+	X509 *certs[MAX_CHAIN] = { NULL };
 	EVP_PKEY *pkey = NULL;
 	size_t n = 0;
 	char why[256];
