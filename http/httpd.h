@@ -47,6 +47,9 @@ struct httpd_config {
 	 */
 	const char *tls_cert, *tls_key, *tls_password;
 	const char *tls_cert_name, *tls_key_name; /* the settings that name them, for messages */
+	/* or the chain and an unencrypted key as PEM text (copied into OpenSSL's objects, not kept; never
+	 * reloaded), and the setting it came from for messages, never its content */
+	const char *tls_pem, *tls_pem_name;
 	unsigned max_connections;  /* requests in progress (a worker each), 32; more get 503 */
 	unsigned max_per_peer;     /* connections from one address, 64; over it the oldest still sending its head is closed */
 	unsigned idle_timeout_s;   /* writing an answer: a client that reads nothing for this long is cut off, 30 */

@@ -210,16 +210,18 @@ static int start_tls(struct httpd *d, const struct httpd_config *cfg, struct err
 {
 	struct httpd_tls_files f = { cfg->tls_cert, cfg->tls_key, cfg->tls_password,
 				     cfg->tls_cert_name ? cfg->tls_cert_name : "the certificate",
-				     cfg->tls_key_name ? cfg->tls_key_name : "the key" };
+				     cfg->tls_key_name ? cfg->tls_key_name : "the key", cfg->tls_pem,
+				     cfg->tls_pem_name ? cfg->tls_pem_name : "the PEM text" };
 	bool any = false;
 
 	for (size_t i = 0; i < d->n; i++)
 		any |= d->lfd_tls[i];
 	if (!any)
 		return 0;
-	if (cfg->tls_cert == NULL)
-		return err_set(em, DP_EINVAL, "%s is an https URL, and no certificate is configured: set %s and %s",
-			       cfg->urls, f.cert_name, f.key_name);
+	if (cfg->tls_cert == NULL && cfg->tls_pem == NULL)
+		return err_set(em, DP_EINVAL, "%s is an https URL, and no certificate is configured: set %s and %s, "
+			       "or %s to the certificate chain and key as PEM text", cfg->urls, f.cert_name, f.key_name,
+			       f.pem_name);
 	return httpd_tls_new(&f, &d->tls, em);
 }
 

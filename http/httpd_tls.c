@@ -22,13 +22,19 @@
  * kubelet updates a mounted Secret by swapping the ..data symlink, which
  * gives every file a new inode. A pair that does not load leaves the one in
  * use in place.
+ *
+ * Or the chain and key come as PEM text (tlsPem: ECS gives a container a
+ * secret only as a variable's value), read through a memory BIO into the
+ * context once; the text is not kept, and there is nothing to reload.
  */
 #include "httpd_tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/bn.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/pkcs12.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -64,6 +70,10 @@
 	X(SSL_CTX_get0_certificate)                                                                                \
 	X(SSL_CTX_use_certificate)                                                                                 \
 	X(SSL_CTX_use_PrivateKey)                                                                                  \
+	X(BIO_new_mem_buf)                                                                                         \
+	X(BIO_free)                                                                                                \
+	X(PEM_read_bio_X509)                                                                                       \
+	X(PEM_read_bio_PrivateKey)                                                                                 \
 	X(d2i_PKCS12_fp)                                                                                           \
 	X(PKCS12_parse)                                                                                            \
 	X(PKCS12_free)                                                                                             \
@@ -86,6 +96,7 @@
 	X(BN_free)                                                                                                 \
 	X(CRYPTO_free)                                                                                             \
 	X(ERR_get_error)                                                                                           \
+	X(ERR_peek_last_error)                                                                                     \
 	X(ERR_error_string_n)                                                                                      \
 	X(ERR_clear_error)
 
@@ -125,7 +136,8 @@ struct ident {
 };
 
 struct httpd_tls {
-	char *cert, *key, *password, *cert_name, *key_name;
+	char *cert, *key, *password, *cert_name, *key_name; /* cert NULL: from PEM text, never reloaded */
+	char *pem_name;
 	SSL_CTX *ctx;
 	struct ident seen[2]; /* cert, key: as last tried (loaded or refused) */
 	long long checked_ms;
@@ -242,16 +254,12 @@ out:
 	return rc;
 }
 
-/* A context holding t's files as they are now. */
-static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *em)
+/* A context with the settings above and no certificate yet. */
+static int new_ctx(SSL_CTX **out, struct err_msg *em)
 {
-	const char *key = t->key ? t->key : t->cert, *key_name = t->key ? t->key_name : t->cert_name;
 	char why[256];
 	SSL_CTX *ctx;
-	int rc;
 
-	if ((rc = readable(t->cert_name, t->cert, em)) != 0 || (rc = readable(key_name, key, em)) != 0)
-		return rc;
 	if ((ctx = ossl.SSL_CTX_new(ossl.TLS_server_method())) == NULL)
 		return err_set(em, DP_EIO, "OpenSSL could not start: %s", ssl_error(why, sizeof(why)));
 	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
@@ -262,9 +270,24 @@ static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *e
 			       SSL_OP_CIPHER_SERVER_PREFERENCE);
 	ossl.SSL_CTX_set_num_tickets(ctx, 0);
 	if (ossl.SSL_CTX_set_cipher_list(ctx, CIPHERS_TLS12) != 1) {
-		rc = err_set(em, DP_EIO, "OpenSSL refused the cipher list: %s", ssl_error(why, sizeof(why)));
-		goto fail;
+		ossl.SSL_CTX_free(ctx);
+		return err_set(em, DP_EIO, "OpenSSL refused the cipher list: %s", ssl_error(why, sizeof(why)));
 	}
+	*out = ctx;
+	return 0;
+}
+
+/* A context holding t's files as they are now. */
+static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *em)
+{
+	const char *key = t->key ? t->key : t->cert, *key_name = t->key ? t->key_name : t->cert_name;
+	char why[256];
+	SSL_CTX *ctx = NULL;
+	int rc;
+
+	if ((rc = readable(t->cert_name, t->cert, em)) != 0 || (rc = readable(key_name, key, em)) != 0 ||
+	    (rc = new_ctx(&ctx, em)) != 0)
+		return rc;
 	ossl.SSL_CTX_set_default_passwd_cb(ctx, password_cb);
 	ossl.SSL_CTX_set_default_passwd_cb_userdata(ctx, t->password);
 	if (t->key == NULL && !is_pem(t->cert)) {
@@ -299,6 +322,117 @@ fail:
 	return rc;
 }
 
+/* For PEM text: an encrypted key is not opened (and OpenSSL's own callback would ask the terminal). */
+static int no_password_cb(char *buf, int size, int rwflag, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rwflag;
+	(void)u;
+	return -1;
+}
+
+/* A memory BIO over text (read-only, not copied). */
+static BIO *text_bio(const char *text)
+{
+	size_t n = strlen(text);
+
+	return ossl.BIO_new_mem_buf(text, n > INT32_MAX ? INT32_MAX : (int)n);
+}
+
+/*
+ * The certificates in text, in order, into certs (up to max; *n of them): the blocks that are not
+ * certificates (the key) are passed over. DP_EINVAL when one of them does not parse.
+ */
+#define MAX_CHAIN 16
+static int read_certs(const char *text, const char *name, X509 **certs, size_t *n, struct err_msg *em)
+{
+	BIO *b = text_bio(text);
+	X509 *x;
+	unsigned long e;
+	char why[256];
+
+	*n = 0;
+	if (b == NULL)
+		return err_set(em, DP_EIO, "OpenSSL could not read %s: %s", name, ssl_error(why, sizeof(why)));
+	ossl.ERR_clear_error();
+	while ((x = ossl.PEM_read_bio_X509(b, NULL, no_password_cb, NULL)) != NULL) {
+		if (*n == MAX_CHAIN) {
+			ossl.X509_free(x);
+			ossl.BIO_free(b);
+			return err_set(em, DP_EINVAL, "%s holds more than %d certificates; it takes the server's "
+				       "certificate and the intermediates that lead to its CA", name, MAX_CHAIN);
+		}
+		certs[(*n)++] = x;
+	}
+	ossl.BIO_free(b);
+	e = ossl.ERR_peek_last_error(); /* the end of the text, or a block that is not a certificate */
+	if (e != 0 && !(ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE))
+		return err_set(em, DP_EINVAL, "%s: certificate %zu does not parse: %s", name, *n + 1,
+			       ssl_error(why, sizeof(why)));
+	ossl.ERR_clear_error();
+	if (*n == 0)
+		return err_set(em, DP_EINVAL, "%s holds no PEM certificate (-----BEGIN CERTIFICATE-----); it takes the "
+			       "certificate chain, the server's first, and its unencrypted private key", name);
+	return 0;
+}
+
+/*
+ * PEM text (tlsPem) into ctx: the first certificate is the server's, the others its chain, sent in their
+ * order; the first private key is its key. Neither OpenSSL's words nor ours quote the text.
+ */
+static int use_pem(SSL_CTX *ctx, const char *text, const char *name, struct err_msg *em)
+{
+	X509 *certs[MAX_CHAIN] = { NULL };
+	EVP_PKEY *pkey = NULL;
+	size_t n = 0;
+	char why[256];
+	BIO *b;
+	int rc;
+
+	if ((rc = read_certs(text, name, certs, &n, em)) != 0)
+		goto out;
+	if ((b = text_bio(text)) == NULL) {
+		rc = err_set(em, DP_EIO, "OpenSSL could not read %s: %s", name, ssl_error(why, sizeof(why)));
+		goto out;
+	}
+	pkey = ossl.PEM_read_bio_PrivateKey(b, NULL, no_password_cb, NULL);
+	ossl.BIO_free(b);
+	if (pkey == NULL && strstr(text, "PRIVATE KEY-----") == NULL)
+		rc = err_set(em, DP_EINVAL, "%s holds no PEM private key (-----BEGIN PRIVATE KEY-----, or RSA or EC "
+			     "PRIVATE KEY); it takes the server's unencrypted key beside its certificate", name);
+	else if (pkey == NULL && (strstr(text, "ENCRYPTED PRIVATE KEY-----") || strstr(text, "Proc-Type: 4,ENCRYPTED")))
+		rc = err_set(em, DP_EINVAL, "%s holds an encrypted private key; it takes an unencrypted one (the text "
+			     "is the secret: there is no password to give)", name);
+	else if (pkey == NULL)
+		rc = err_set(em, DP_EINVAL, "the private key in %s does not parse: %s", name, ssl_error(why, sizeof(why)));
+	if (pkey == NULL)
+		goto out;
+	/* the key first, as load_pair does: a certificate that is not the key's drops it, and the check says so */
+	if (ossl.SSL_CTX_use_PrivateKey(ctx, pkey) != 1 || ossl.SSL_CTX_use_certificate(ctx, certs[0]) != 1) {
+		rc = err_set(em, DP_EINVAL, "%s: OpenSSL does not take its certificate or key: %s", name,
+			     ssl_error(why, sizeof(why)));
+		goto out;
+	}
+	if (ossl.SSL_CTX_check_private_key(ctx) != 1) {
+		ossl.ERR_clear_error();
+		rc = err_set(em, DP_EINVAL, "the private key in %s does not match its first certificate (the server's, "
+			     "which comes first of the certificates)", name);
+		goto out;
+	}
+	for (size_t i = 1; i < n; i++)
+		if (ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 1, certs[i]) != 1) { /* add1: a reference of its own */
+			rc = err_set(em, DP_EINVAL, "%s: OpenSSL does not take certificate %zu into the chain: %s", name,
+				     i + 1, ssl_error(why, sizeof(why)));
+			goto out;
+		}
+out:
+	for (size_t i = 0; i < n; i++)
+		ossl.X509_free(certs[i]);
+	ossl.EVP_PKEY_free(pkey); /* NULL-safe; the context holds its own reference */
+	return rc;
+}
+
 /* The serial number of ctx's certificate in hex, into out. */
 static void serial_of(SSL_CTX *ctx, char *out, size_t n)
 {
@@ -323,20 +457,28 @@ int httpd_tls_new(const struct httpd_tls_files *f, struct httpd_tls **out, struc
 	if (ossl.OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1)
 		return err_set(em, DP_EIO, "OpenSSL could not start");
 	t = mem_zalloc(sizeof(*t));
-	t->cert = mem_strdup(f->cert);
-	t->key = f->key ? mem_strdup(f->key) : NULL;
-	t->password = f->password ? mem_strdup(f->password) : NULL;
-	t->cert_name = mem_strdup(f->cert_name);
-	t->key_name = mem_strdup(f->key_name);
-	ident_of(t->cert, &t->seen[0]);
-	ident_of(t->key ? t->key : t->cert, &t->seen[1]);
-	if ((rc = load_pair(t, &t->ctx, em)) != 0) {
-		httpd_tls_free(t);
-		return rc;
+	if (f->pem) {
+		t->pem_name = mem_strdup(f->pem_name);
+		if ((rc = new_ctx(&t->ctx, em)) != 0 || (rc = use_pem(t->ctx, f->pem, t->pem_name, em)) != 0) {
+			httpd_tls_free(t);
+			return rc;
+		}
+	} else {
+		t->cert = mem_strdup(f->cert);
+		t->key = f->key ? mem_strdup(f->key) : NULL;
+		t->password = f->password ? mem_strdup(f->password) : NULL;
+		t->cert_name = mem_strdup(f->cert_name);
+		t->key_name = mem_strdup(f->key_name);
+		ident_of(t->cert, &t->seen[0]);
+		ident_of(t->key ? t->key : t->cert, &t->seen[1]);
+		if ((rc = load_pair(t, &t->ctx, em)) != 0) {
+			httpd_tls_free(t);
+			return rc;
+		}
 	}
 	serial_of(t->ctx, serial, sizeof(serial));
-	log_info("tls certificate loaded", LOG_STR("event", "tls-certificate"), LOG_STR("certificate", t->cert),
-		 LOG_STR("serial", serial));
+	log_info("tls certificate loaded", LOG_STR("event", "tls-certificate"),
+		 LOG_STR("certificate", t->cert ? t->cert : t->pem_name), LOG_STR("serial", serial));
 	*out = t;
 	return 0;
 }
@@ -354,6 +496,7 @@ void httpd_tls_free(struct httpd_tls *t)
 	free(t->password);
 	free(t->cert_name);
 	free(t->key_name);
+	free(t->pem_name);
 	free(t);
 }
 
@@ -364,7 +507,7 @@ void httpd_tls_refresh(struct httpd_tls *t, long long now_ms)
 	char serial[128];
 	SSL_CTX *ctx = NULL;
 
-	if (now_ms - t->checked_ms < RECHECK_MS)
+	if (t->cert == NULL || now_ms - t->checked_ms < RECHECK_MS) /* PEM text: an ECS task gets it once, at start */
 		return;
 	t->checked_ms = now_ms;
 	ident_of(t->cert, &now[0]);

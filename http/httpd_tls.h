@@ -1,7 +1,8 @@
 /*
  * httpd_tls.h - TLS for the HTTP server's https:// listeners (httpd_int.h's
  * users only): the certificate and key from files, reloaded when the files
- * change, and one session per connection on a non-blocking socket.
+ * change, or from PEM text in memory (an ECS secret's value), and one session
+ * per connection on a non-blocking socket.
  *
  * Nothing here waits: the acceptor polls the sockets itself. A session is
  * used by one thread at a time (the acceptor while it reads the request, then
@@ -25,18 +26,22 @@ struct httpd_tls_conn; /* one session on one socket */
 struct httpd_tls_files {
 	const char *cert, *key, *password; /* PEM files (key NULL: in the cert's file, or cert is PKCS#12); password for an encrypted key or the PKCS#12 */
 	const char *cert_name, *key_name;  /* the settings that named them, for messages */
+	/* Instead of the files (cert NULL): PEM text holding the chain (leaf first) and an unencrypted key in any
+	 * order, borrowed for the call only; pem_name says where it came from, in messages and the log. */
+	const char *pem, *pem_name;
 };
 
 /*
  * Load the pair (TLS 1.2 at least, forward-secret AEAD ciphers only). DP_EINVAL
  * with em naming the setting and the file when a file cannot be read or does
  * not hold a certificate or key, or the key does not match the certificate;
- * DP_ENOLIB without libssl (dynamic builds). The names are copied.
+ * for pem the same, naming pem_name and never a byte of the text. DP_ENOLIB
+ * without libssl (dynamic builds). The names are copied.
  */
 int httpd_tls_new(const struct httpd_tls_files *f, struct httpd_tls **out, struct err_msg *em);
 void httpd_tls_free(struct httpd_tls *t); /* NULL-safe */
 /*
- * The acceptor, before a new session: at most once a second, whether either
+ * The acceptor, before a new session (nothing for pem, whose text is gone): at most once a second, whether either
  * file changed (a new inode, size or time: cert-manager's and the kubelet's
  * symlink swap, or a rewrite); if so the pair is loaded again and used for
  * new connections, or, when it does not load, the old one kept and the reason

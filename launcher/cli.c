@@ -115,7 +115,8 @@ static void usage(FILE *f)
 		   "logs, env; default all): another kind's routes answer 403.\n"
 		   "An https:// URL is served with the certificate and key in the settings\n"
 		   "Kestrel:Certificates:Default:Path and :KeyPath (PEM; :Password for an encrypted key), reloaded\n"
-		   "when the files change; its port answers plain http for /healthz and /readyz only.\n"
+		   "when the files change, or with the chain and key as PEM text in DIAGPORT_TLS_PEM (tlsPem: an\n"
+		   "ECS secret), read once; its port answers plain http for /healthz and /readyz only.\n"
 		   "See docs/agent.md.\n",
 		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
 }
@@ -527,12 +528,14 @@ int launch_cli(int argc, char **argv)
 					   .head_timeout_s = c.head_timeout_s,
 					   .max_per_peer = c.per_peer, .tls_cert = c.tls_cert, .tls_key = c.tls_key,
 					   .tls_password = c.tls_password, .tls_cert_name = TLS_CERT_SETTING,
-					   .tls_key_name = TLS_KEY_SETTING };
+					   .tls_key_name = TLS_KEY_SETTING, .tls_pem = c.tls_pem };
 		struct httpd_config mc = { .urls = c.metrics_urls, .head_timeout_s = c.head_timeout_s,
 					   .max_per_peer = c.per_peer, .admit = api_metrics_admit, .tls_cert = c.tls_cert,
 					   .tls_key = c.tls_key, .tls_password = c.tls_password,
-					   .tls_cert_name = TLS_CERT_SETTING, .tls_key_name = TLS_KEY_SETTING };
+					   .tls_cert_name = TLS_CERT_SETTING, .tls_key_name = TLS_KEY_SETTING,
+					   .tls_pem = c.tls_pem };
 		bool authenticated = token != NULL; /* without one, loopback only (settle_auth) or --no-auth */
+		char *pem_name; /* for messages: where the PEM text came from (never the text), or where it would */
 
 		if (!c.metrics_off || rules.n) { /* one counters session per runtime: /metrics, the rules, or both */
 			struct metrics_selection needs = { 0 };
@@ -561,8 +564,18 @@ int launch_cli(int argc, char **argv)
 		mem_wipe(token, token ? strlen(token) : 0); /* the api has its copy */
 		free(token);
 		token = NULL;
-		if ((rc = httpd_start(&hc, api_handle, api, &h, &em)) != 0 ||
-		    (c.metrics_urls && (rc = httpd_start(&mc, api_metrics_handle, api, &mh, &em)) != 0)) {
+		pem_name = mem_printf("tlsPem (%s)", c.tls_pem_where ? c.tls_pem_where : "DIAGPORT_TLS_PEM");
+		hc.tls_pem_name = mc.tls_pem_name = pem_name;
+		rc = httpd_start(&hc, api_handle, api, &h, &em);
+		if (rc == 0 && c.metrics_urls)
+			rc = httpd_start(&mc, api_metrics_handle, api, &mh, &em);
+		free(pem_name);
+		if (c.tls_pem) { /* the listeners' contexts hold the key now; the text is not needed again */
+			mem_wipe(c.tls_pem, strlen(c.tls_pem));
+			free(c.tls_pem);
+			c.tls_pem = NULL;
+		}
+		if (rc != 0) {
 			/* settings that do not hold (a URL, the certificate or key) are a usage error */
 			rc = cannot_start(rc == DP_EINVAL ? 2 : 1, em.text);
 			goto out;

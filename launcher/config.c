@@ -40,7 +40,7 @@
 #define MAX_VALUE_BYTES (64 << 10)     /* one of them */
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-enum kind { K_STR, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL, K_LIMIT, K_CAPTURES };
+enum kind { K_STR, K_PEM, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL, K_LIMIT, K_CAPTURES };
 
 struct setting {
 	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
@@ -74,8 +74,20 @@ static const struct setting settings[] = {
 	{ { "tlsCert", "Kestrel:Certificates:Default:Path" }, K_STR, OFF(tls_cert) },
 	{ { "tlsKey", "Kestrel:Certificates:Default:KeyPath" }, K_STR, OFF(tls_key) },
 	{ { "tlsKeyPassword", "Kestrel:Certificates:Default:Password" }, K_STR, OFF(tls_password) },
+	/* or the PEM text itself (ECS hands a secret to a container only as a variable's value) */
+	{ { "tlsPem" }, K_PEM, OFF(tls_pem) },
 	/* dotnet-monitor's connection mode: this agent always listens; Connect is refused with a reason. */
 	{ { "DiagnosticPort:ConnectionMode" }, K_MODE, 0 },
+};
+
+/* The settings whose source is kept beside them, for config_check's messages: { value, where }. */
+static const struct {
+	size_t off, where_off;
+} kept_where[] = {
+	{ OFF(tls_cert), OFF(tls_cert_where) },
+	{ OFF(tls_key), OFF(tls_key_where) },
+	{ OFF(tls_password), OFF(tls_password_where) },
+	{ OFF(tls_pem), OFF(tls_pem_where) },
 };
 
 static void settings_free(struct egress_setting *list, size_t n)
@@ -103,6 +115,13 @@ void config_free(struct launch_config *c)
 	if (c->tls_password)
 		mem_wipe(c->tls_password, strlen(c->tls_password));
 	free(c->tls_password);
+	if (c->tls_pem)
+		mem_wipe(c->tls_pem, strlen(c->tls_pem));
+	free(c->tls_pem);
+	free(c->tls_cert_where);
+	free(c->tls_key_where);
+	free(c->tls_password_where);
+	free(c->tls_pem_where);
 	for (size_t i = 0; i < c->n_egress; i++) {
 		free(c->egress[i].name);
 		free(c->egress[i].dir);
@@ -129,8 +148,8 @@ static int parse_bool(const char *v, bool *out)
 	return DP_EINVAL;
 }
 
-static int set_one(struct launch_config *c, const struct setting *s, const char *key, const char *v,
-		   const char *where, struct err_msg *em)
+static int set_value(struct launch_config *c, const struct setting *s, const char *key, const char *v,
+		     const char *where, struct err_msg *em)
 {
 	void *field = (char *)c + s->off;
 
@@ -141,6 +160,21 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		free(*(char **)field);
 		*(char **)field = mem_strdup(v);
 		return 0;
+	case K_PEM: { /* a secret: its size is told, never a byte of it */
+		size_t n = strlen(v);
+		char **p = field;
+
+		if (n == 0)
+			return err_set(em, DP_EINVAL, "%s: %s is empty", where, key);
+		if (n > CONFIG_MAX_PEM)
+			return err_set(em, DP_ETOOBIG, "%s: %s is larger than %d bytes; it takes the certificate chain "
+				       "and the private key in PEM", where, key, CONFIG_MAX_PEM);
+		if (*p)
+			mem_wipe(*p, strlen(*p));
+		free(*p);
+		*p = mem_strdup(v);
+		return 0;
+	}
 	case K_BOOL:
 		if (parse_bool(v, field) != 0)
 			return err_set(em, DP_EINVAL, "%s: %s takes true or false, not '%s'", where, key, v);
@@ -207,6 +241,21 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 		return 0;
 	}
 	return DP_EINTERNAL;
+}
+
+static int set_one(struct launch_config *c, const struct setting *s, const char *key, const char *v,
+		   const char *where, struct err_msg *em)
+{
+	int rc = set_value(c, s, key, v, where, em);
+
+	for (size_t i = 0; rc == 0 && i < sizeof(kept_where) / sizeof(kept_where[0]); i++)
+		if (kept_where[i].off == s->off) {
+			char **w = (char **)((char *)c + kept_where[i].where_off);
+
+			free(*w);
+			*w = mem_strdup(where);
+		}
+	return rc;
 }
 
 /* The provider types: FileSystem, written by the agent, and the stores, written by the egress process. */
@@ -517,7 +566,8 @@ static bool secret_key(const char *key)
 					      "QueueSharedAccessSignature" };
 	const char *last = strrchr(key, ':');
 
-	if (strcasecmp(key, "Kestrel:Certificates:Default:Password") == 0 || strcasecmp(key, "tlsKeyPassword") == 0)
+	if (strcasecmp(key, "Kestrel:Certificates:Default:Password") == 0 || strcasecmp(key, "tlsKeyPassword") == 0 ||
+	    strcasecmp(key, "tlsPem") == 0)
 		return true;
 	if (strncasecmp(key, "Egress:", 7) != 0 || last == NULL)
 		return false;
@@ -674,7 +724,7 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 		colons(var + 14, n - 14, key);
 		rc = config_set(c, key, eq + 1, where, em);
 	}
-	if (rc == 0 && secret_key(key))
+	if (secret_key(key)) /* refused too: the agent stops, but not with the secret left in its environ */
 		mem_wipe((char *)eq + 1, strlen(eq + 1));
 	if (rc == DP_ENOTFOUND && !monitor)
 		return rc;
@@ -713,13 +763,37 @@ static int check_dir(const char *what, const char *path, struct stat *st, struct
 	return 0;
 }
 
+/* tlsPem, or the files: not both. */
+static int check_tls(const struct launch_config *c, struct err_msg *em)
+{
+	const struct {
+		const char *value, *where, *name;
+	} files[] = {
+		{ c->tls_cert, c->tls_cert_where, "Kestrel:Certificates:Default:Path (tlsCert)" },
+		{ c->tls_key, c->tls_key_where, "Kestrel:Certificates:Default:KeyPath (tlsKey)" },
+		{ c->tls_password, c->tls_password_where, "Kestrel:Certificates:Default:Password (tlsKeyPassword)" },
+	};
+
+	if (c->tls_pem == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (files[i].value)
+			return err_set(em, DP_EINVAL, "tlsPem (%s) and %s (%s) are both set: give the certificate and "
+				       "key as PEM text in tlsPem (unencrypted) or as files, not both", c->tls_pem_where,
+				       files[i].name, files[i].where);
+	return 0;
+}
+
 int config_check(const struct launch_config *c, struct err_msg *em)
 {
+	int rc;
+
+	if ((rc = check_tls(c, em)) != 0)
+		return rc;
 	for (size_t i = 0; i < c->n_egress; i++) {
 		const struct egress_provider *e = &c->egress[i];
 		struct stat a, b;
 		char what[128];
-		int rc;
 
 		if (e->type)
 			continue; /* a store: the egress process's readers check it (egress/eprov.h) */

@@ -4,7 +4,7 @@
  *
  * One key space serves all three: diagport's own names (socket, urls, dumps,
  * authTokenFile, noAuth, dumpTransport, dumpsLimit, connectDir, sandbox, requestHeadersTimeout, maxConnectionsPerPeer, captures,
- * metrics, metricsUrls, metricsInterval, metricsMaxHistograms, metricsMaxTimeSeries) and
+ * metrics, metricsUrls, metricsInterval, metricsMaxHistograms, metricsMaxTimeSeries, tlsCert, tlsKey, tlsKeyPassword, tlsPem) and
  * dotnet-monitor's hierarchical names for the same settings
  * (DiagnosticPort:EndpointName, Urls, Storage:DumpTempFolder, Metrics:Enabled,
  * Metrics:Endpoints, Metrics:IncludeDefaultProviders, Metrics:Providers, Metrics:Meters,
@@ -22,6 +22,8 @@
 #include "egress/store.h"
 #include "errors.h"
 #include "log.h"
+
+#define CONFIG_MAX_PEM (64 << 10) /* tlsPem: a chain of a few certificates and a key fit many times over */
 
 /*
  * What a settings source may set. The agent's own settings (its URLs, token, sandbox, captures) come
@@ -56,6 +58,10 @@ struct launch_config {
 	bool captures_set;
 	/* https:// URLs: Kestrel:Certificates:Default:Path, :KeyPath, :Password (tlsCert, tlsKey, tlsKeyPassword) */
 	char *tls_cert, *tls_key, *tls_password;
+	/* or tlsPem (DIAGPORT_TLS_PEM, an ECS secret): the PEM text itself, chain and key, at most CONFIG_MAX_PEM
+	 * bytes; a secret, wiped when freed. Each with where it was set ("environment variable DIAGPORT_TLS_PEM") */
+	char *tls_pem;
+	char *tls_cert_where, *tls_key_where, *tls_password_where, *tls_pem_where;
 	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
 	struct egress_provider *egress;
 	size_t n_egress;
@@ -113,7 +119,10 @@ int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const
  */
 int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *variable), struct err_msg *em);
 
-/* After loading: every egress provider has a DirectoryPath that is a directory; tmp_dir on the same filesystem. */
+/*
+ * After loading: every egress provider has a DirectoryPath that is a directory; tmp_dir on the same
+ * filesystem; tlsPem is not set together with tlsCert, tlsKey or tlsKeyPassword (em names both and where).
+ */
 int config_check(const struct launch_config *c, struct err_msg *em);
 
 #endif

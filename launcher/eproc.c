@@ -350,6 +350,11 @@ static void child_main(int sock, const struct launch_config *cfg, bool sandbox)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "diagport-egress");
+	/* the agent's TLS secrets, inherited with its memory, are no business of this process */
+	if (cfg->tls_pem)
+		mem_wipe(cfg->tls_pem, strlen(cfg->tls_pem));
+	if (cfg->tls_password)
+		mem_wipe(cfg->tls_password, strlen(cfg->tls_password));
 	/* nothing of the agent's: only the socket pair, stderr (the log) and /dev/null for the rest */
 	for (int fd = 3; fd < 1024; fd++)
 		if (fd != sock && fd != devnull)

@@ -226,6 +226,45 @@ static void tls_settings(void)
 	config_free(&c);
 }
 
+/* tlsPem: the text itself, from the environment (wiped once read, refused or not), a file or key-per-file; its
+ * source kept for messages; at most 64 KiB, the size told and never the text; not with the files' settings */
+static void tls_pem_setting(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+	char pem[] = "DIAGPORT_TLS_PEM=-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----";
+	char *env[] = { pem, NULL };
+	char *big = mem_zalloc(17 + CONFIG_MAX_PEM + 2), *benv[] = { big, NULL };
+
+	T_CHECK(config_load_env(&c, env, NULL, &em) == 0);
+	T_STREQ(c.tls_pem, "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----");
+	T_STREQ(c.tls_pem_where, "environment variable DIAGPORT_TLS_PEM");
+	T_CHECK(strstr(pem, "BEGIN") == NULL && strcmp(pem, "DIAGPORT_TLS_PEM=") == 0); /* wiped in place */
+	T_CHECK(config_check(&c, &em) == 0);
+	T_CHECK(config_set(&c, "Kestrel:Certificates:Default:KeyPath", "/k", "agent.yaml:4:16", &em) == 0);
+	T_CHECK(config_check(&c, &em) == DP_EINVAL);
+	T_STREQ(em.text, "tlsPem (environment variable DIAGPORT_TLS_PEM) and Kestrel:Certificates:Default:KeyPath (tlsKey) "
+		"(agent.yaml:4:16) are both set: give the certificate and key as PEM text in tlsPem (unencrypted) or as "
+		"files, not both");
+	config_free(&c);
+	T_CHECK(config_set(&c, "TLSPEM", "x", "f.yaml:1:9", &em) == 0);
+	T_STREQ(c.tls_pem_where, "f.yaml:1:9");
+	T_CHECK(config_set(&c, "tlsPem", "", "g", &em) == DP_EINVAL && strstr(em.text, "g: tlsPem is empty"));
+	T_STREQ(c.tls_pem_where, "f.yaml:1:9"); /* a refused value changes nothing */
+	memcpy(big, "DIAGPORT_TLS_PEM=", 17);
+	memset(big + 17, 'k', CONFIG_MAX_PEM + 1);
+	T_CHECK(config_load_env(&c, benv, NULL, &em) == DP_ETOOBIG);
+	T_STREQ(em.text, "environment variable DIAGPORT_TLS_PEM: tlsPem is larger than 65536 bytes; it takes the "
+		"certificate chain and the private key in PEM");
+	T_CHECK(big[17] == '\0'); /* wiped though refused */
+	T_STREQ(c.tls_pem, "x");
+	big[17 + CONFIG_MAX_PEM] = '\0';
+	memset(big + 17, 'k', CONFIG_MAX_PEM);
+	T_CHECK(config_set(&c, "tlsPem", big + 17, "h", &em) == 0 && strlen(c.tls_pem) == CONFIG_MAX_PEM);
+	free(big);
+	config_free(&c);
+}
+
 static void egress_checks(void)
 {
 	struct launch_config c = { 0 };
@@ -398,6 +437,7 @@ int main(void)
 	T_RUN(egress_checks);
 	T_RUN(metrics_settings);
 	T_RUN(tls_settings);
+	T_RUN(tls_pem_setting);
 	T_RUN(store_settings);
 	T_RUN(settings_dir_and_document);
 	T_RUN(env_egress_and_secrets);
