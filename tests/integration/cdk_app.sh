@@ -44,6 +44,8 @@
 #                    (paths and port moved into a scratch directory), starts with
 #                    the token from its secret's environment variable: /healthz
 #                    answers without it, /processes 401 without it, 200 with;
+#   agent-starts-tls the same from the HTTPS template, its PEM secret as ECS sets it: /processes over https
+#                    verified with the certificate's CA, the PEM gone from the agent's environment;
 #   api-builds       the example's .NET API builds with the SDK, offline;
 #   image-asset      the API's Docker context is staged as an image asset.
 # Prints PASS/FAIL lines; a check that cannot run says why.
@@ -338,8 +340,7 @@ EOF
 	fi
 done
 
-# The agent's command line from the clear-text template (TLS: not this test's; the agent's own
-# tests serve DIAGPORT_TLS_PEM), its fixed paths and port moved to the scratch directory; the
+# The agent's command line from the clear-text template, its fixed paths and port moved to the scratch directory; the
 # secret becomes the environment variable ECS sets from it.
 port=$(free_port)
 mkdir -p "$tmp/diag" "$tmp/dumps"
@@ -375,6 +376,48 @@ EOF
 	fi
 else
 	fail agent-starts "no agent command in the template" "$tmp/argv.err"
+fi
+
+# The same from the HTTPS template, now that the agent reads DIAGPORT_TLS_PEM: its two secrets become the variables
+# ECS sets from them (the PEM text of a certificate and key made here, as the platform's secret holds them); a
+# client that trusts the test CA gets /processes over https with the token, and the variable is gone from the
+# agent's environment once read.
+port=$(free_port)
+mkdir -p "$tmp/tdiag" "$tmp/tdumps"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/tls.key" -out "$tmp/tls.crt" \
+	-days 2 -subj /CN=agent -addext subjectAltName=IP:127.0.0.1 >"$tmp/openssl.log" 2>&1
+if [ -s "$tmp/tls.crt" ] && /usr/bin/python3 - "$A" "$tmp" "$port" >"$tmp/tagent.argv" 2>"$tmp/targv.err" <<'EOF2'; then
+import json, sys
+R = json.load(open(sys.argv[1]))["Resources"]
+td = [r for r in R.values() if r["Type"] == "AWS::ECS::TaskDefinition"][0]["Properties"]
+a = [c for c in td["ContainerDefinitions"] if c["Name"] == "diagport-agent"][0]
+assert sorted(s["Name"] for s in a["Secrets"]) == ["DIAGPORT_AUTH_TOKEN", "DIAGPORT_TLS_PEM"], a["Secrets"]
+moved = {"/diag/port": sys.argv[2] + "/tdiag/port", "/dumps": sys.argv[2] + "/tdumps",
+         "https://+:52323": "https://127.0.0.1:" + sys.argv[3]}
+assert "https://+:52323" in a["Command"], a["Command"]
+for w in a["Command"]:
+    print(moved.get(w, w))
+EOF2
+	mapfile -t argv <"$tmp/tagent.argv"
+	DIAGPORT_AUTH_TOKEN=s3cret-token-0123456789 DIAGPORT_TLS_PEM="$(cat "$tmp/tls.crt" "$tmp/tls.key")" \
+		"$diagport" "${argv[@]}" >"$tmp/tagent.out" 2>"$tmp/tagent.log" </dev/null &
+	agent=$!
+	u=https://127.0.0.1:$port
+	for _ in $(seq 1 100); do
+		curl -s -o /dev/null --cacert "$tmp/tls.crt" "$u/healthz" && break
+		sleep 0.1
+	done
+	y=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tmp/tls.crt" -H 'Authorization: Bearer s3cret-token-0123456789' "$u/processes")
+	env_left=$(tr '\0' '\n' <"/proc/$agent/environ" 2>/dev/null | grep -c 'BEGIN' || true)
+	kill "$agent" 2>/dev/null
+	wait "$agent" 2>/dev/null
+	if [ "$y" = 200 ] && [ "$env_left" = 0 ]; then
+		pass agent-starts-tls
+	else
+		fail agent-starts-tls "processes over https with the token: $y (want 200); PEM lines left in the environment: $env_left; argv: $(tr '\n' ' ' <"$tmp/tagent.argv")" "$tmp/tagent.log"
+	fi
+else
+	fail agent-starts-tls "no agent command in the HTTPS template, or no certificate" "$tmp/targv.err"
 fi
 
 cp -r "$ex/api" "$tmp/api"
