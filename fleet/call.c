@@ -190,6 +190,29 @@ static char *pin_entry(const char *url, int port)
 	return mem_printf("%.*s:%d:127.0.0.1", (int)n, h, port);
 }
 
+/* The port of an http(s)://HOST[:PORT] URL (443/80 when it has none). */
+static int url_port(const char *url)
+{
+	const char *h = strstr(url, "://"), *p;
+
+	h = h ? h + 3 : url;
+	p = *h == '[' ? strchr(h, ']') : h;
+	p = p ? strchr(p, ':') : NULL;
+	return p && strchr(p, '/') != p + 1 ? atoi(p + 1) : strncmp(url, "https", 5) == 0 ? 443 : 80;
+}
+
+/* "NAME:PORT:HOST:PORT" for CURLOPT_CONNECT_TO: requests for NAME go to the URL's host. NULL unless https. */
+static char *tls_name_route(const char *url, const char *name)
+{
+	const char *h = url + 8;
+	size_t n = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
+	int port = url_port(url);
+
+	if (strncmp(url, "https://", 8) != 0)
+		return NULL;
+	return mem_printf("%s:%d:%.*s:%d", name, port, (int)n, h, port);
+}
+
 static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_msg *em)
 {
 	struct fleet_call *c = s->c;
@@ -219,6 +242,9 @@ static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_m
 		if (rc == CURLE_PARTIAL_FILE || (rc == CURLE_RECV_ERROR && c->bytes > 0))
 			return err_set(em, DP_EIO, "the answer was cut off after %llu bytes (the capture failed on the "
 				       "agent, or the connection broke)", (unsigned long long)c->bytes);
+		if (rc == CURLE_PEER_FAILED_VERIFICATION && strstr(errbuf, "does not match") && !c->agent->tls_name)
+			return err_set(em, DP_EIO, "%s (a certificate that names a service, not this address: give "
+				       "--tls-server-name NAME)", errbuf);
 		return err_set(em, DP_EIO, "%s", errbuf[0] ? errbuf : s->lib->easy_strerror(rc));
 	}
 	if (c->status >= 200 && c->status <= 299)
@@ -290,8 +316,19 @@ int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 	}
 	s.lib->easy_setopt(s.h, CURLOPT_HTTPHEADER, hdr);
 	s.lib->easy_setopt(s.h, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (ca_file)
+	if (ca_file) { /* that CA only: not also the system's directory, which libcurl reads by default */
 		s.lib->easy_setopt(s.h, CURLOPT_CAINFO, ca_file);
+		s.lib->easy_setopt(s.h, CURLOPT_CAPATH, (char *)NULL);
+	}
+	if (a->tls_name && !a->dialer && (p = tls_name_route(a->url, a->tls_name)) != NULL) {
+		/* the request names the certificate's name (SNI, the name check); the connection goes to the URL's host */
+		pin = s.lib->slist_append(pin, p);
+		free(p);
+		s.lib->easy_setopt(s.h, CURLOPT_CONNECT_TO, pin);
+		free(url);
+		url = mem_printf("https://%s:%d%s", a->tls_name, url_port(a->url), c->path);
+		s.lib->easy_setopt(s.h, CURLOPT_URL, url);
+	}
 	s.lib->easy_setopt(s.h, CURLOPT_FOLLOWLOCATION, 0L);
 	s.lib->easy_setopt(s.h, CURLOPT_NOSIGNAL, 1L);
 	s.lib->easy_setopt(s.h, CURLOPT_FORBID_REUSE, 1L);

@@ -102,6 +102,7 @@ struct args {
 	const char *targets_file, *token_file;
 	const char *cacert;  /* --cacert: https agents verified against it (else the system's store) */
 	bool insecure_http;  /* --insecure-http: a token may go over plain http beyond loopback */
+	const char *tls_name; /* --tls-server-name: the name https agents reached directly must bear */
 	const char *refs[MAX_REFS + 1];
 	size_t n_refs;
 	unsigned parallel;
@@ -122,7 +123,7 @@ enum {
 	O_KUBECONFIG = 256, O_CONTEXT, O_ECS_CLUSTER, O_ECS_SERVICE, O_REGION, O_PROFILE_AWS, O_PUBLIC_IP, O_TARGET,
 	O_TARGETS_FILE, O_TOKEN_FILE, O_PARALLEL, O_REQ_TIMEOUT, O_TYPE, O_TRACE_PROFILE, O_PROVIDERS, O_FORMAT,
 	O_LEVEL, O_EGRESS, O_TAGS, O_DURATION, O_TIMEOUT, O_TOP, O_MAX_UNAVAILABLE, O_YES, O_PARAM, O_MAX_SIZE,
-	O_CACERT, O_INSECURE_HTTP
+	O_CACERT, O_INSECURE_HTTP, O_TLS_NAME
 };
 
 static const struct option options[] = {
@@ -159,6 +160,7 @@ static const struct option options[] = {
 	{ "max-size", required_argument, NULL, O_MAX_SIZE },
 	{ "cacert", required_argument, NULL, O_CACERT },
 	{ "insecure-http", no_argument, NULL, O_INSECURE_HTTP },
+	{ "tls-server-name", required_argument, NULL, O_TLS_NAME },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 }
 };
@@ -186,13 +188,15 @@ static void usage_targets(FILE *f)
 		   "  --ecs-cluster C [--ecs-service S] [--region R] [--aws-profile P] [--public-ip]\n"
 		   "targets (static):\n"
 		   "  --target URL             an agent's address, repeatable (http://10.0.3.17:52323)\n"
-		   "  --targets-file FILE      one a line: URL [name=N] [workload=W] [token-file=F]\n"
+		   "  --targets-file FILE      one a line: URL [name=N] [workload=W] [token-file=F] [servername=S]\n"
 		   "common:\n"
 		   "  --token-file FILE        the token of agents named by --target, --targets-file or --ecs-cluster\n"
 		   "                           (else $DIAGPORT_TOKEN); never sent to pods found through Kubernetes,\n"
 		   "                           which get their own pod's token Secret only\n"
 		   "  --cacert FILE            https agents' certificates verified against this CA bundle (else the\n"
 		   "                           system's store)\n"
+		   "  --tls-server-name NAME   the name https agents reached by address (--target, ECS) must bear in\n"
+		   "                           their certificate (else the URL's host), as kubectl's tls-server-name\n"
 		   "  --insecure-http          send a token over plain http:// beyond loopback (refused without it)\n"
 		   "  --request-timeout S      each API call while finding targets (30)\n");
 }
@@ -304,6 +308,7 @@ static int parse(int argc, char **argv, const char *cmd, struct args *a)
 		case O_TOKEN_FILE: a->token_file = optarg; break;
 		case O_CACERT: a->cacert = optarg; break;
 		case O_INSECURE_HTTP: a->insecure_http = true; break;
+		case O_TLS_NAME: a->tls_name = optarg; break;
 		case O_PARALLEL:
 			if (!number(optarg, 1, 256, &v))
 				return usage_error(cmd, "--parallel '%s' is not a number from 1 to 256", optarg);
@@ -416,8 +421,16 @@ static bool loopback_url(const char *url)
  * http:// URL outside loopback unless --insecure-http says so (a port-forward's stream is the API server's
  * TLS connection, so Kubernetes agents are not concerned). Then --cacert for every https call. 0, or exit 2.
  */
-static int transport_check(const char *cmd, const struct args *a, const struct fleet_set *s)
+static int transport_check(const char *cmd, const struct args *a, struct fleet_set *s)
 {
+	if (a->tls_name && !fleet_dns_name_ok(a->tls_name)) {
+		fprintf(stderr, "%s %s: --tls-server-name %.100s: not a DNS name (letters, digits, '-' and '.')\n", prog(),
+			cmd, a->tls_name);
+		return FLEET_EXIT_USAGE;
+	}
+	for (size_t i = 0; a->tls_name && i < s->n; i++) /* a targets file's servername= wins */
+		if (!s->v[i].dialer && !s->v[i].tls_name && s->v[i].url && strncmp(s->v[i].url, "https://", 8) == 0)
+			s->v[i].tls_name = mem_strdup(a->tls_name);
 	for (size_t i = 0; !a->insecure_http && i < s->n; i++) {
 		const struct fleet_agent *ag = &s->v[i];
 

@@ -30,7 +30,7 @@ struct fleet_agent *fleet_set_add(struct fleet_set *s)
 static void agent_free(struct fleet_agent *a)
 {
 	char **strs[] = { &a->name, &a->url, &a->workload, &a->namespace_, &a->pod, &a->container,
-			  &a->cluster, &a->task, &a->service, &a->mode, &a->why_not };
+			  &a->cluster, &a->task, &a->service, &a->mode, &a->why_not, &a->tls_name };
 
 	if (a->token) {
 		mem_wipe(a->token, strlen(a->token));
@@ -111,6 +111,19 @@ const char *fleet_agent_urls(const json_t *args, const json_t *env)
 			return json_string_value(json_object_get(e, "value"));
 	}
 	return NULL;
+}
+
+bool fleet_dns_name_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-' || s[n - 1] == '.' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '-' || (s[i] == '.' && s[i + 1] != '.')))
+			return false;
+	return true;
 }
 
 bool fleet_urls_https(const char *urls)

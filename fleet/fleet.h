@@ -50,6 +50,8 @@ struct fleet_agent {
 	char *why_not;   /* non-NULL: no agent to call here, and why: "not injected", "agent not ready",
 			    "access denied: ...", "no address" */
 	int port;        /* the agent's port (FLEET_AGENT_PORT unless the pod or task says otherwise) */
+	char *tls_name;  /* an https agent reached directly: the name its certificate must bear (--tls-server-name,
+			    servername=), sent as SNI; NULL: the URL's host */
 	struct fleet_dialer *dialer; /* borrowed from the set; NULL: connect to url directly */
 };
 
@@ -92,6 +94,8 @@ void fleet_safe_text(char *s);
 const char *fleet_agent_urls(const json_t *args, const json_t *env);
 /* Whether such a value is https://. */
 bool fleet_urls_https(const char *urls);
+/* Whether s can be a certificate's DNS name (1-253 of [A-Za-z0-9.-], a leading "*." allowed nowhere). */
+bool fleet_dns_name_ok(const char *s);
 
 /* fleet_safe_text over every string of every agent in s, and its caller. */
 void fleet_set_safe(struct fleet_set *s);

@@ -5,6 +5,7 @@
  *     # comments and blank lines are ignored
  *     http://10.0.3.17:52323  name=orders-a  workload=orders
  *     http://10.0.3.18:52323  name=orders-b  workload=orders  token-file=/run/orders-token
+ *     https://10.0.3.19:52323 name=orders-c  servername=orders-diag.shop.svc
  *
  * A target's name defaults to its host and port; its workload (what
  * --max-unavailable counts) to itself. Errors name the file and line. The
@@ -104,7 +105,7 @@ static int private_file(const char *path, struct err_msg *em)
 }
 
 static int add_target(struct fleet_set *s, const char *url, const char *name, const char *workload,
-		      const char *token_file, const char *token, struct err_msg *em)
+		      const char *token_file, const char *servername, const char *token, struct err_msg *em)
 {
 	struct fleet_agent *a;
 	char *host = NULL, *tok = NULL;
@@ -122,6 +123,12 @@ static int add_target(struct fleet_set *s, const char *url, const char *name, co
 			free(host);
 			return err_set(em, DP_EINVAL, "%.*s is listed twice (as %s already)", (int)len, url, s->v[i].name);
 		}
+	if (servername && (!fleet_dns_name_ok(servername) || strncmp(url, "https://", 8) != 0)) {
+		free(host);
+		return err_set(em, DP_EINVAL, "servername=%.100s: %s", servername,
+			       strncmp(url, "https://", 8) != 0 ? "goes with an https:// URL only"
+								: "not a DNS name (letters, digits, '-' and '.')");
+	}
 	if (token_file && (rc = private_file(token_file, em)) != 0) {
 		free(host);
 		return rc;
@@ -135,6 +142,7 @@ static int add_target(struct fleet_set *s, const char *url, const char *name, co
 	a->port = port;
 	a->name = mem_strdup(name ? name : host);
 	a->workload = workload ? mem_strdup(workload) : NULL;
+	a->tls_name = servername ? mem_strdup(servername) : NULL;
 	a->token = tok ? tok : token ? mem_strdup(token) : NULL;
 	free(host);
 	return 0;
@@ -142,7 +150,7 @@ static int add_target(struct fleet_set *s, const char *url, const char *name, co
 
 int fleet_targets_add_url(struct fleet_set *s, const char *url, const char *token, struct err_msg *em)
 {
-	int rc = add_target(s, url, NULL, NULL, NULL, token, em);
+	int rc = add_target(s, url, NULL, NULL, NULL, NULL, token, em);
 
 	if (rc != 0)
 		err_prefix(em, "--target");
@@ -153,7 +161,7 @@ int fleet_targets_add_url(struct fleet_set *s, const char *url, const char *toke
 static int line_target(struct fleet_set *s, char *line, const char *token, struct err_msg *em)
 {
 	char *save = NULL, *url = strtok_r(line, " \t", &save), *w;
-	const char *name = NULL, *workload = NULL, *token_file = NULL;
+	const char *name = NULL, *workload = NULL, *token_file = NULL, *servername = NULL;
 
 	while ((w = strtok_r(NULL, " \t", &save)) != NULL) {
 		if (strncmp(w, "name=", 5) == 0 && w[5])
@@ -162,12 +170,14 @@ static int line_target(struct fleet_set *s, char *line, const char *token, struc
 			workload = w + 9;
 		else if (strncmp(w, "token-file=", 11) == 0 && w[11])
 			token_file = w + 11;
+		else if (strncmp(w, "servername=", 11) == 0 && w[11])
+			servername = w + 11;
 		else
-			return err_set(em, DP_EINVAL, "'%.100s' is not name=, workload= or token-file=", w);
+			return err_set(em, DP_EINVAL, "'%.100s' is not name=, workload=, token-file= or servername=", w);
 	}
 	if (name && (strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0))
 		return err_set(em, DP_EINVAL, "name '%.100s' may not contain '/' (it names files)", name);
-	return add_target(s, url, name, workload, token_file, token, em);
+	return add_target(s, url, name, workload, token_file, servername, token, em);
 }
 
 int fleet_targets_add_file(struct fleet_set *s, const char *file, const char *token, struct err_msg *em)

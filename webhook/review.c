@@ -248,11 +248,16 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 		int want = inj_k8s_wants(doc_get(pod, "metadata"), &bad);
 
 		/* a pod that comes injected (our own reinvocation, or injected offline) is left alone, unless the
-		 * platform enforces something: then it is injected again under the policy (inject is idempotent), so
-		 * that a pod injected beforehand without --policy cannot carry auth: none past enforce: */
-		if (doc_get(doc_path(pod, "metadata/annotations"), INJ_STATUS_KEY) != NULL &&
-		    (cfg->policy == NULL || cfg->policy->set == 0))
+		 * platform enforces something: then it is injected again under the policy (inject is idempotent),
+		 * whatever it opts into, so that a pod injected beforehand without --policy cannot carry auth: none
+		 * past enforce:; one that opts out loses the agent it carries, as `inject --policy` takes it out */
+		bool injected = doc_get(doc_path(pod, "metadata/annotations"), INJ_STATUS_KEY) != NULL;
+		bool policy = cfg->policy != NULL && cfg->policy->set != 0;
+
+		if (injected && !policy)
 			o = REVIEW_SKIPPED_INJECTED;
+		else if (injected)
+			o = inject(cfg, (struct doc_node *)pod, &patch, &n_ops, &ws);
 		else if (want == 0)
 			o = REVIEW_SKIPPED_OPTED_OUT;
 		else if (want == -1 && !cfg->namespace_enabled)

@@ -2,7 +2,11 @@
 # fleet_tls.sh - the fleet client and https agents (issue 33, item 4): a real agent serving https (a test CA)
 # and plain http on every address, called by `diagport ps` and `diagport capture`:
 #   verify/*    --cacert CA: verified and called; without it (the system's store) or with another CA: the agent
-#               is unavailable, "certificate verification failed", and no answer is taken
+#               is unavailable, "certificate verification failed", and no answer is taken; --cacert is that CA
+#               alone (a CA in the system's directory, swapped in a mount namespace, is not also trusted)
+#   name/*      an agent whose certificate names a service (agents.internal.example.com), reached by address: refused
+#               for the name, ready with --tls-server-name (or a targets file's servername=), a wrong name refused;
+#               servername= on http:// and a bad name: exit 2
 #   plain/*     a token over plain http:// to an address beyond loopback: exit 2 before any request, the message
 #               saying why and how (https, --insecure-http), nothing received by the agent; with --insecure-http
 #               it is sent; loopback http is allowed as before
@@ -46,6 +50,57 @@ WHY="$r"; check verify/other-ca-refuses jq -e '.items[0].state == "unavailable" 
 WHY="exit $rc: $(cat "$W/nocafile.err")"; check verify/missing-cacert-exit-2 bash -c "[ $rc = 2 ] && grep -q -- '--cacert $W/nope.crt: No such file' '$W/nocafile.err'"
 "$D" capture stacks --target "https://127.0.0.1:$P" --cacert "$W/ca.crt" --token-file "$W/token" -o "$W/out" > "$W/cap.out" 2>&1; rc=$?
 WHY="exit $rc: $(tail -3 "$W/cap.out")"; check verify/capture-over-https bash -c "[ $rc != 2 ] && ! grep -qi 'certificate' '$W/cap.out'"
+
+# --- --cacert is that CA alone: a CA in the system's directory (a public one, a TLS-inspecting proxy's) that signed
+# the agent's certificate is not trusted with it. The directory is replaced in a mount namespace of this test's own.
+"$O" req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/pub.key" -out "$W/pub.crt" -days 2 \
+	-subj /CN=some-public-ca 2>> "$W/openssl.err"
+"$O" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/ev.key" -out "$W/ev.csr" -subj /CN=ev \
+	2>> "$W/openssl.err" &&
+	"$O" x509 -req -in "$W/ev.csr" -CA "$W/pub.crt" -CAkey "$W/pub.key" -set_serial 6 -days 2 -extfile "$W/ext" \
+		-out "$W/ev.crt" 2>> "$W/openssl.err" || { fail certs openssl "$W/openssl.err"; exit 0; }
+mkdir -p "$W/store" && cp "$W/pub.crt" "$W/store/" && ln -s pub.crt "$W/store/$("$O" x509 -hash -noout -in "$W/pub.crt").0"
+DIAGPORT_TLS_CERT=$W/ev.crt DIAGPORT_TLS_KEY=$W/ev.key "$D" launch --no-metrics --socket "$W/port-ev" --dumps "$W" \
+	--urls "https://127.0.0.1:0" --auth-token-file "$W/token" 2> "$W/agent-ev.log" &
+EV=$!; PIDS+=($EV)
+EP=$(listening_port "$W/agent-ev.log" urls 20 "$EV") || { fail agent-start-ev "$(tail -c 400 "$W/agent-ev.log")"; exit 0; }
+in_store() { unshare -m sh -c 'mount --bind "$1" /etc/ssl/certs && shift && exec "$@"' sh "$W/store" "$@"; }
+r=$(in_store "$D" ps --target "https://127.0.0.1:$EP" --token-file "$W/token" -o json 2> "$W/ps.err")
+WHY="$r $(cat "$W/ps.err")"; check verify/store-trusted-without-cacert jq -e '.items[0].state == "ready"' <<< "$r"
+r=$(in_store "$D" ps --target "https://127.0.0.1:$EP" --cacert "$W/ca.crt" --token-file "$W/token" -o json 2> "$W/ps.err")
+WHY="$r $(cat "$W/ps.err")"
+check verify/cacert-alone jq -e '.items[0].state == "unavailable" and (.items[0].reason | test("certificate verif"))' <<< "$r"
+kill "$EV"
+
+# --- --tls-server-name (and a targets file's servername=): the name an agent reached by address must bear, as
+# one certificate for every task of a service names the service, not each address
+printf 'subjectAltName=DNS:agents.internal.example.com\nextendedKeyUsage=serverAuth\n' > "$W/ext-name"
+"$O" req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/named.key" -out "$W/named.csr" -subj /CN=agents \
+	2>> "$W/openssl.err" &&
+	"$O" x509 -req -in "$W/named.csr" -CA "$W/ca.crt" -CAkey "$W/ca.key" -set_serial 8 -days 2 -extfile "$W/ext-name" \
+		-out "$W/named.crt" 2>> "$W/openssl.err" || { fail certs openssl "$W/openssl.err"; exit 0; }
+DIAGPORT_TLS_PEM="$(cat "$W/named.crt" "$W/named.key")" "$D" launch --no-metrics --socket "$W/port-named" --dumps "$W" \
+	--urls "https://127.0.0.1:0" --auth-token-file "$W/token" 2> "$W/agent-named.log" &
+NA=$!; PIDS+=($NA)
+NP=$(listening_port "$W/agent-named.log" urls 20 "$NA") || { fail agent-start-named "$(tail -c 400 "$W/agent-named.log")"; exit 0; }
+r=$(ps_json --target "https://127.0.0.1:$NP" --cacert "$W/ca.crt")
+WHY="$r"; check name/address-refused jq -e '.items[0].state == "unavailable" and (.items[0].reason | test("does not match.*give --tls-server-name NAME"))' <<< "$r"
+r=$(ps_json --target "https://127.0.0.1:$NP" --cacert "$W/ca.crt" --tls-server-name agents.internal.example.com)
+WHY="$r $(cat "$W/ps.err")"; check name/server-name-ready jq -e '.items[0].state == "ready"' <<< "$r"
+r=$(ps_json --target "https://127.0.0.1:$NP" --cacert "$W/ca.crt" --tls-server-name other.internal.example.com)
+WHY="$r"; check name/wrong-name-refused jq -e '.items[0].state == "unavailable" and (.items[0].reason | test("does not match"))' <<< "$r"
+"$D" capture stacks --target "https://127.0.0.1:$NP" --cacert "$W/ca.crt" --tls-server-name agents.internal.example.com \
+	--token-file "$W/token" -o "$W/named-out" > "$W/named-cap.out" 2>&1; rc=$?
+WHY="exit $rc: $(tail -3 "$W/named-cap.out")"; check name/capture bash -c "[ $rc != 2 ] && ! grep -qi 'certificate\|does not match' '$W/named-cap.out'"
+printf 'https://127.0.0.1:%s name=named servername=agents.internal.example.com\n' "$NP" > "$W/targets"
+r=$("$D" ps --targets-file "$W/targets" --cacert "$W/ca.crt" --token-file "$W/token" -o json 2> "$W/ps.err")
+WHY="$r $(cat "$W/ps.err")"; check name/targets-file-servername jq -e '.items[0].state == "ready"' <<< "$r"
+printf 'http://127.0.0.1:%s servername=agents.internal.example.com\n' "$NP" > "$W/targets-http"
+"$D" ps --targets-file "$W/targets-http" --token-file "$W/token" > /dev/null 2> "$W/sn-http.err"; rc=$?
+WHY="exit $rc: $(cat "$W/sn-http.err")"; check name/servername-needs-https bash -c "[ $rc = 2 ] && grep -q 'goes with an https:// URL only' '$W/sn-http.err'"
+"$D" ps --target "https://127.0.0.1:$NP" --tls-server-name 'a..b' --token-file "$W/token" > /dev/null 2> "$W/sn-bad.err"; rc=$?
+WHY="exit $rc: $(cat "$W/sn-bad.err")"; check name/bad-name-exit-2 bash -c "[ $rc = 2 ] && grep -q 'tls-server-name a..b: not a DNS name' '$W/sn-bad.err'"
+kill "$NA"
 
 # --- plain http beyond loopback with a token: refused before a request
 # a listener on the same kind of address that records every connection made to it

@@ -10,7 +10,8 @@
 #   policy/same-as-inject  the patched pod is `diagport inject --policy CONFIG -o json` of the pod, whose
 #                          stderr holds the same warnings (GitOps and the webhook agree)
 #   policy/same-as-review  `diagport webhook review --config CONFIG` gives the server's answer, byte for byte
-#   policy/pre-injected-enforced  a pod injected beforehand without the policy is injected again under it
+#   policy/pre-injected-enforced  a pod injected beforehand without the policy is injected again under it; so is
+#                          one without the opt-in annotation, and one that opts out loses the agent it carries
 #   policy/reloaded        the enforce: map removed from the file: the next pod's own auth: none is honoured
 #   policy/bad-value       an enforce: value that is not an option's value stops the webhook at start
 #                          (exit 1), naming FILE:LINE:COL and the option as an annotation's would be
@@ -128,6 +129,33 @@ WHY="$(head -c 600 "$W/pre-resp.json"); the pre-injected pod patched: $(head -c 
 check policy/pre-injected-enforced bash -c "grep -q 'policy enforces auth=required' '$W/pre-resp.json' &&
   ! grep -q -- '--no-auth' '$W/pre-patched.json' && ! grep -q SYS_PTRACE '$W/pre-patched.json' &&
   grep -q -- 'http://127.0.0.1:52323' '$W/pre-patched.json'"
+
+# the same pre-injected pod that does not opt in (the annotation gone: a look-alike made by hand, or injected
+# offline) is injected again under the policy too; one that opts out loses the agent it carries, as
+# `inject --policy` takes it out
+"$PY" - "$W/pre.json" "$W/pre-noopt.json" "$W/pre-optout.json" << 'EOF2'
+import json, sys
+p = json.load(open(sys.argv[1]))
+a = p["metadata"]["annotations"]
+a.pop("diagport.dev/inject", None)
+json.dump(p, open(sys.argv[2], "w"))
+a["diagport.dev/inject"] = "false"
+json.dump(p, open(sys.argv[3], "w"))
+EOF2
+for v in noopt optout; do
+  "$PY" "$H" review "$W/pre-$v.json" shop > "$W/pre-$v-req.json"
+  "$D" webhook review --config "$W/config.yaml" "$W/pre-$v-req.json" > "$W/pre-$v-resp.json" 2> "$W/pre-$v.err"
+  "$PY" "$H" response "$W/pre-$v-req.json" "$W/pre-$v-resp.json" "$W/pre-$v-patch.json" > /dev/null 2>&1
+  "$PY" "$H" apply "$W/pre-$v.json" "$W/pre-$v-patch.json" "$W/pre-$v-patched.json" 2> /dev/null
+done
+WHY="$(head -c 600 "$W/pre-noopt-resp.json"); patched: $(head -c 300 "$W/pre-noopt-patched.json")"
+check policy/pre-injected-not-opted-in-enforced bash -c "! grep -q -- '--no-auth' '$W/pre-noopt-patched.json' &&
+  grep -q -- 'http://127.0.0.1:52323' '$W/pre-noopt-patched.json' && grep -q diagport-agent '$W/pre-noopt-patched.json'"
+"$D" inject --policy "$W/config.yaml" -o json -f "$W/pre-optout.json" > "$W/optout-inject.json" 2> /dev/null
+WHY="$(head -c 600 "$W/pre-optout-resp.json"); patched: $(head -c 300 "$W/pre-optout-patched.json")"
+check policy/pre-injected-opted-out-stripped bash -c "! grep -q diagport-agent '$W/pre-optout-patched.json' &&
+  ! grep -q 'diagport.dev/status' '$W/pre-optout-patched.json' &&
+  '$PY' '$H' equal '$W/optout-inject.json' '$W/pre-optout-patched.json'"
 
 # reload: without enforce:, the pod's own auth: none is the documented precedence again
 sed -i '/^enforce:/,$d' "$W/config.yaml"
