@@ -190,27 +190,31 @@ static char *pin_entry(const char *url, int port)
 	return mem_printf("%.*s:%d:127.0.0.1", (int)n, h, port);
 }
 
-/* The port of an http(s)://HOST[:PORT] URL (443/80 when it has none). */
-static int url_port(const char *url)
+/* 127.0.0.0/8, [::1], localhost: what CURLOPT_NOPROXY below keeps away from a proxy. */
+static bool loopback_host(const char *h, size_t n)
 {
-	const char *h = strstr(url, "://"), *p;
-
-	h = h ? h + 3 : url;
-	p = *h == '[' ? strchr(h, ']') : h;
-	p = p ? strchr(p, ':') : NULL;
-	return p && strchr(p, '/') != p + 1 ? atoi(p + 1) : strncmp(url, "https", 5) == 0 ? 443 : 80;
+	return (n >= 4 && strncmp(h, "127.", 4) == 0) || (n == 5 && strncmp(h, "[::1]", 5) == 0) ||
+	       (n == 9 && strncasecmp(h, "localhost", 9) == 0);
 }
 
-/* "NAME:PORT:HOST:PORT" for CURLOPT_CONNECT_TO: requests for NAME go to the URL's host. NULL unless https. */
-static char *tls_name_route(const char *url, const char *name)
+/*
+ * An https://HOST[:PORT][/PATH] URL's parts: the host as written (an IPv6 address with its brackets), the port
+ * (443 when none), the path (or ""). false unless https.
+ */
+static bool https_parts(const char *url, const char **host, size_t *host_len, int *port, const char **path)
 {
-	const char *h = url + 8;
-	size_t n = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
-	int port = url_port(url);
+	const char *h = url + 8, *end;
+	size_t n;
 
 	if (strncmp(url, "https://", 8) != 0)
-		return NULL;
-	return mem_printf("%s:%d:%.*s:%d", name, port, (int)n, h, port);
+		return false;
+	n = *h == '[' ? strcspn(h, "]") + 1 : strcspn(h, ":/");
+	end = h + n;
+	*host = h;
+	*host_len = n;
+	*port = *end == ':' ? atoi(end + 1) : 443; /* the authority's own colon, never one in the path */
+	*path = strchr(end, '/') ? strchr(end, '/') : "";
+	return *port > 0 && *port < 65536;
 }
 
 static int finish(struct state *s, CURLcode rc, const char *errbuf, struct err_msg *em)
@@ -277,6 +281,9 @@ int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 	const struct fleet_agent *a = c->agent;
 	struct curl_slist *hdr = NULL, *pin = NULL;
 	char errbuf[CURL_ERROR_SIZE] = "", *url, *line, *p;
+	const char *host, *path, *noproxy = "localhost,127.0.0.0/8,::1";
+	size_t host_len;
+	int port;
 	CURLcode rc;
 	int ret;
 
@@ -320,13 +327,19 @@ int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 		s.lib->easy_setopt(s.h, CURLOPT_CAINFO, ca_file);
 		s.lib->easy_setopt(s.h, CURLOPT_CAPATH, (char *)NULL);
 	}
-	if (a->tls_name && !a->dialer && (p = tls_name_route(a->url, a->tls_name)) != NULL) {
-		/* the request names the certificate's name (SNI, the name check); the connection goes to the URL's host */
+	if (a->tls_name && !a->dialer && https_parts(a->url, &host, &host_len, &port, &path)) {
+		/*
+		 * The request names the certificate's name (SNI, the name check); the connection goes to the URL's
+		 * host ("NAME:PORT:HOST:PORT"), and whether through a proxy is decided on that host, not the name.
+		 */
+		p = mem_printf("%s:%d:%.*s:%d", a->tls_name, port, (int)host_len, host, port);
 		pin = s.lib->slist_append(pin, p);
 		free(p);
 		s.lib->easy_setopt(s.h, CURLOPT_CONNECT_TO, pin);
+		if (loopback_host(host, host_len))
+			noproxy = "*";
 		free(url);
-		url = mem_printf("https://%s:%d%s", a->tls_name, url_port(a->url), c->path);
+		url = mem_printf("https://%s:%d%s%s", a->tls_name, port, path, c->path);
 		s.lib->easy_setopt(s.h, CURLOPT_URL, url);
 	}
 	s.lib->easy_setopt(s.h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -340,7 +353,7 @@ int fleet_call_run(struct fleet_call *c, struct err_msg *em)
 	s.lib->easy_setopt(s.h, CURLOPT_HEADERDATA, &s);
 	s.lib->easy_setopt(s.h, CURLOPT_BUFFERSIZE, RECV_BUF);
 	/* an agent on this machine is never reached through $http_proxy: its token would go to the proxy in clear */
-	s.lib->easy_setopt(s.h, CURLOPT_NOPROXY, "localhost,127.0.0.0/8,::1");
+	s.lib->easy_setopt(s.h, CURLOPT_NOPROXY, noproxy);
 	s.lib->easy_setopt(s.h, CURLOPT_WRITEFUNCTION, on_body);
 	s.lib->easy_setopt(s.h, CURLOPT_WRITEDATA, &s);
 	s.lib->easy_setopt(s.h, CURLOPT_NOPROGRESS, 0L);

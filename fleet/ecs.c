@@ -12,6 +12,7 @@
  * token is read from Secrets Manager when the caller may (GetSecretValue);
  * the caller's identity from STS. Every call goes through aws.c.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -353,6 +354,22 @@ static void describe_agent(struct disc *d, const json_t *task, const json_t *td,
 /* ---- the token ---- */
 
 /* A Secrets Manager reference: ARN[:json-key:version-stage:version-id]. False for anything else (SSM). */
+/* An AWS Region's name: eu-west-1, us-gov-west-1, cn-north-1 (letters, '-' between words, a number last). */
+static bool region_ok(const char *r)
+{
+	size_t n = strlen(r), dashes = 0;
+
+	if (n < 4 || n > 32 || !isdigit((unsigned char)r[n - 1]) || !islower((unsigned char)r[0]))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (r[i] == '-' && i > 0 && r[i - 1] != '-')
+			dashes++;
+		else if (!islower((unsigned char)r[i]) && !isdigit((unsigned char)r[i]))
+			return false;
+	}
+	return dashes >= 2;
+}
+
 static bool split_ref(const char *ref, char **arn, char **region, char **key, char **stage, char **version)
 {
 	const char *f[11];
@@ -451,8 +468,10 @@ static void fetch_token(struct disc *d, const json_t *def, struct fleet_agent *a
 
 	if (ref == NULL || !split_ref(ref, &arn, &region, &key, &stage, &version))
 		return; /* no token, or one in SSM Parameter Store: the caller gives it */
-	s = get_secret(d, arn, *region ? region : d->c.region, stage, version);
-	if (s == NULL)
+	s = *region && !region_ok(region) ? NULL : get_secret(d, arn, *region ? region : d->c.region, stage, version);
+	if (*region && !region_ok(region)) /* it becomes a host name: secretsmanager.REGION.amazonaws.com */
+		snprintf(why, sizeof(why), "the token secret's ARN names no region (\"%.40s\"): not fetched", region);
+	else if (s == NULL)
 		snprintf(why, sizeof(why), "too many distinct token secrets (over %d)", MAX_SECRETS);
 	else if (s->rc != 0)
 		snprintf(why, sizeof(why), "%s", s->why);

@@ -119,11 +119,17 @@ bool fleet_dns_name_ok(const char *s)
 
 	if (n == 0 || n > 253 || s[0] == '.' || s[0] == '-' || s[n - 1] == '.' || s[n - 1] == '-')
 		return false;
+	const char *last = strrchr(s, '.') ? strrchr(s, '.') + 1 : s;
+	bool digits = true;
+
 	for (size_t i = 0; i < n; i++)
 		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9') ||
 		      s[i] == '-' || (s[i] == '.' && s[i + 1] != '.')))
 			return false;
-	return true;
+	for (const char *p = last; *p; p++)
+		digits = digits && *p >= '0' && *p <= '9';
+	/* a last label of digits, or 0x..., is an address to a resolver (2130706433, 0x7f000001, 10.0.0.1) */
+	return !digits && strncasecmp(last, "0x", 2) != 0;
 }
 
 bool fleet_urls_https(const char *urls)

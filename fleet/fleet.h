@@ -94,7 +94,8 @@ void fleet_safe_text(char *s);
 const char *fleet_agent_urls(const json_t *args, const json_t *env);
 /* Whether such a value is https://. */
 bool fleet_urls_https(const char *urls);
-/* Whether s can be a certificate's DNS name (1-253 of [A-Za-z0-9.-], a leading "*." allowed nowhere). */
+/* Whether s can be a certificate's DNS name (1-253 of [A-Za-z0-9.-], no wildcard, no last label that reads as a
+ * number: 2130706433 and 0x7f000001 are addresses to a resolver). */
 bool fleet_dns_name_ok(const char *s);
 
 /* fleet_safe_text over every string of every agent in s, and its caller. */

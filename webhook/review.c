@@ -161,7 +161,11 @@ static enum review_outcome inject(const struct review_config *cfg, struct doc_no
 		char msg[1200];
 
 		o = rc == DP_EREFUSED || rc == DP_EUNSUPPORTED || rc == DP_EINVAL ? REVIEW_REFUSED : REVIEW_ERROR;
-		snprintf(msg, sizeof(msg), "diagport: pod admitted without diagnostics: %s", em.text);
+		if (doc_get(doc_path(pod, "metadata/annotations"), INJ_STATUS_KEY) != NULL) /* injected beforehand */
+			snprintf(msg, sizeof(msg), "diagport: pod admitted as it came, with the diagnostics agent it "
+				 "carries, which the platform's policy could not be applied to: %s", em.text);
+		else
+			snprintf(msg, sizeof(msg), "diagport: pod admitted without diagnostics: %s", em.text);
 		warn(warnings, msg);
 		*n_ops = 0;
 	}

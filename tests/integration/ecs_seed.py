@@ -9,7 +9,8 @@ Usage: ecs_seed.py DIAGPORT AGENT_PORT OUT.json [PORT1 PORT2 PORT3]
           address), jsonkey (token under a JSON key), wrongtok (a secret that is not the agent's
           token), plain (no agent), bridge (EC2, bridge mode), unhealthy (agent UNHEALTHY),
           loopback (injected without a token), standalone (group family:batch), tls (tls-secret:
-          an https URL), tlsloop (tls-secret without a token: https on loopback only)
+          an https URL), tlsloop (tls-secret without a token: https on loopback only),
+          badregion (a token ARN whose region is not one: never fetched)
   tiny    one task without the agent (credential tests)
   hostile with HOSTILE_PORT in the environment: tasks whose DescribeTasks address was tampered with
           (link-local, unspecified, a host name, a URL fragment, multicast, broadcast, ...), their agent
@@ -94,6 +95,9 @@ bridge = td("bridge", "--auth-secret", f"{SM}:live-token-AbCdEf", network="bridg
 loop = td("loopback")
 tls = td("tls", "--port", str(AGENT_PORT), "--auth-secret", f"{SM}:live-token-AbCdEf", "--tls-secret", f"{SM}:tls-AbCdEf")
 tlsloop = td("tlsloop", "--tls-secret", f"{SM}:tls-AbCdEf")
+# a token ARN whose region field would make secretsmanager.REGION.amazonaws.com another host
+badregion = td("badregion", "--port", str(AGENT_PORT), "--auth-secret",
+               f"arn:aws:secretsmanager:x@127.0.0.1#:{ACCOUNT}:secret:live-token-AbCdEf")
 mixed = [
     task("mixed", 1, live, "service:web", ip="127.0.0.1", public="127.0.0.1"),
     task("mixed", 2, jsonkey, "service:web", ip="127.0.0.1"),
@@ -105,6 +109,7 @@ mixed = [
     task("mixed", 8, live, "family:batch", ip="127.0.0.1"),
     task("mixed", 9, tls, "service:web", ip="127.0.0.1"),
     task("mixed", 10, tlsloop, "service:web", ip="10.2.0.10"),
+    task("mixed", 11, badregion, "service:web", ip="127.0.0.1"),
 ]
 
 e2e = [int(p) for p in sys.argv[4:7]]

@@ -171,6 +171,7 @@ WHY="$(agent mixed 7)"; check mixed/loopback-only has 'loopback only' "$(field m
 WHY="$(agent mixed 8)"; check mixed/standalone-own-workload test "$(field mixed 8 workload)/$(field mixed 8 service)/$(field mixed 8 probe)" = "null/null/200"
 WHY="$(agent mixed 9)"; check mixed/tls-https-url test "$(field mixed 9 url)" = "https://127.0.0.1:${U##*:}"
 WHY="$(agent mixed a)"; check mixed/tls-loopback-only has 'loopback only' "$(field mixed a why_not)"
+WHY="$(agent mixed b)"; check mixed/token-arn-bad-region has "the token secret's ARN names no region" "$(field mixed b why_not)"
 WHY="$(agent mixed 1)"; check mixed/service-workload test "$(field mixed 1 workload)/$(field mixed 1 service)/$(field mixed 1 mode)/$(field mixed 1 name)" = "mixed/service:web/web/nosuspend/mixed/$T1"
 disc public "$REG" "${ENVKEYS[@]}" -- mixed --public-ip
 WHY="$(agent public 1)"; check mixed/public-ip test "$(field public 1 url)" = "$U"
@@ -189,7 +190,7 @@ dps() {
 }
 item() { jq -c --arg t "$2" '.items[] | select(.task | endswith($t))' "$W/$1.out"; }
 dps ps "$REG" "${ENVKEYS[@]}" -- --ecs-cluster mixed -o json
-WHY="rc $RC: $(head -c 300 "$W/ps.err")"; check ps/lists-every-task test "$RC/$(jq '.items | length' "$W/ps.out")" = 0/10
+WHY="rc $RC: $(head -c 300 "$W/ps.err")"; check ps/lists-every-task test "$RC/$(jq '.items | length' "$W/ps.out")" = 0/11
 WHY="$(item ps 1)"; check ps/live-ready test "$(item ps 1 | jq -r '[.state, .url, .workload, .service, .cluster] | join(" ")')" = "ready $U mixed/service:web web mixed"
 WHY="$(item ps 3)"; check ps/wrong-token-unavailable has 'refused the token' "$(item ps 3 | jq -r .reason)"
 WHY="$(item ps 5)"; check ps/bridge-reason has '^bridge network mode' "$(item ps 5 | jq -r '.state + " " + .reason' | sed 's/^unavailable //')"

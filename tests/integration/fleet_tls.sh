@@ -100,9 +100,14 @@ printf 'http://127.0.0.1:%s servername=agents.internal.example.com\n' "$NP" > "$
 WHY="exit $rc: $(cat "$W/sn-http.err")"; check name/servername-needs-https bash -c "[ $rc = 2 ] && grep -q 'goes with an https:// URL only' '$W/sn-http.err'"
 "$D" ps --target "https://127.0.0.1:$NP" --tls-server-name 'a..b' --token-file "$W/token" > /dev/null 2> "$W/sn-bad.err"; rc=$?
 WHY="exit $rc: $(cat "$W/sn-bad.err")"; check name/bad-name-exit-2 bash -c "[ $rc = 2 ] && grep -q 'tls-server-name a..b: not a DNS name' '$W/sn-bad.err'"
-kill "$NA"
+"$D" ps --target "https://127.0.0.1:$NP" --tls-server-name 2130706433 --token-file "$W/token" > /dev/null 2> "$W/sn-num.err"; rc=$?
+WHY="exit $rc: $(cat "$W/sn-num.err")"; check name/numeric-name-exit-2 test "$rc" = 2
+# the URL's path prefix is kept (the agent answers 404 under it), and the port is the authority's, not one in the path
+r=$(ps_json --target "https://127.0.0.1:$NP/prefix" --cacert "$W/ca.crt" --tls-server-name agents.internal.example.com)
+WHY="$r"; check name/path-kept jq -e '.items[0].reason | test("no route /prefix/processes")' <<< "$r"
+r=$(ps_json --target "https://127.0.0.1/a:$NP" --cacert "$W/ca.crt" --tls-server-name agents.internal.example.com)
+WHY="$r"; check name/port-from-authority jq -e '.items[0].state == "unavailable" and (.items[0].reason | test(":443|port 443"))' <<< "$r"
 
-# --- plain http beyond loopback with a token: refused before a request
 # a listener on the same kind of address that records every connection made to it
 python3 -c '
 import socket, sys
@@ -131,6 +136,13 @@ rm -f "$W/rec.log"
 "$D" ps --target "http://[::1]@$IP:$R" --token-file "$W/token" > /dev/null 2> "$W/userinfo.err"; rc=$?
 WHY="exit $rc: $(cat "$W/userinfo.err"); recorder: $(cat "$W/rec.log" 2> /dev/null)"
 check plain/userinfo-not-loopback bash -c "[ $rc = 2 ] && [ ! -e '$W/rec.log' ]"
+# nor $https_proxy for an agent on loopback reached with --tls-server-name (the proxy is decided on the address)
+rm -f "$W/rec.log"
+r=$(https_proxy=http://$IP:$R HTTPS_PROXY=http://$IP:$R ps_json --target "https://127.0.0.1:$NP" --cacert "$W/ca.crt" \
+	--tls-server-name agents.internal.example.com)
+WHY="$r; the proxy saw: $(cat "$W/rec.log" 2> /dev/null)"
+check name/loopback-not-proxied bash -c "[ ! -e '$W/rec.log' ] && jq -e '.items[0].state == \"ready\"' <<< '$r' > /dev/null"
+kill "$NA"
 # $http_proxy is not used for an agent on loopback: the token does not go to the proxy (the recorder as the proxy)
 r=$(http_proxy=http://$IP:$R HTTP_PROXY=http://$IP:$R ps_json --target "http://127.0.0.1:$Q")
 WHY="$r; the proxy saw: $(cat "$W/rec.log" 2> /dev/null)"

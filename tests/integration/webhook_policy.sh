@@ -157,6 +157,20 @@ check policy/pre-injected-opted-out-stripped bash -c "! grep -q diagport-agent '
   ! grep -q 'diagport.dev/status' '$W/pre-optout-patched.json' &&
   '$PY' '$H' equal '$W/optout-inject.json' '$W/pre-optout-patched.json'"
 
+# one that cannot be injected again (a bad annotation beside its record) is admitted as it came: never blocked, and
+# the warning says it carries an agent the policy was not applied to, not that it has no diagnostics
+"$PY" - "$W/pre.json" "$W/pre-bad.json" << 'EOF2'
+import json, sys
+p = json.load(open(sys.argv[1]))
+p["metadata"]["annotations"]["diagport.dev/ptrace"] = "maybe"
+json.dump(p, open(sys.argv[2], "w"))
+EOF2
+"$PY" "$H" review "$W/pre-bad.json" shop > "$W/pre-bad-req.json"
+"$D" webhook review --config "$W/config.yaml" "$W/pre-bad-req.json" > "$W/pre-bad-resp.json" 2> /dev/null
+WHY="$(head -c 600 "$W/pre-bad-resp.json")"
+check policy/pre-injected-unusable-said bash -c "grep -q '\"allowed\":true' '$W/pre-bad-resp.json' &&
+  grep -q 'admitted as it came, with the diagnostics agent it carries, which the platform' '$W/pre-bad-resp.json'"
+
 # reload: without enforce:, the pod's own auth: none is the documented precedence again
 sed -i '/^enforce:/,$d' "$W/config.yaml"
 touch -d '+2 seconds' "$W/config.yaml"
