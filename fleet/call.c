@@ -212,7 +212,7 @@ static bool https_parts(const char *url, const char **host, size_t *host_len, in
 	end = h + n;
 	*host = h;
 	*host_len = n;
-	*port = *end == ':' ? atoi(end + 1) : 443; /* the authority's own colon, never one in the path */
+	*port = *end == ':' ? (int)strtol(end + 1, NULL, 10) : 443; /* the authority's own colon, not one in the path */
 	*path = strchr(end, '/') ? strchr(end, '/') : "";
 	return *port > 0 && *port < 65536;
 }

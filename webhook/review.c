@@ -260,11 +260,9 @@ int review_admit(const struct review_config *cfg, const char *body, size_t len, 
 
 		if (injected && !policy)
 			o = REVIEW_SKIPPED_INJECTED;
-		else if (injected)
-			o = inject(cfg, (struct doc_node *)pod, &patch, &n_ops, &ws);
-		else if (want == 0)
+		else if (!injected && want == 0)
 			o = REVIEW_SKIPPED_OPTED_OUT;
-		else if (want == -1 && !cfg->namespace_enabled)
+		else if (!injected && want == -1 && !cfg->namespace_enabled)
 			o = REVIEW_SKIPPED_NOT_OPTED;
 		else
 			o = inject(cfg, (struct doc_node *)pod, &patch, &n_ops, &ws); /* the request's tree is ours */
