@@ -130,7 +130,7 @@ static struct doc_node *launch_args(const struct inj_opts *o, const char *token_
 		if (v == NULL)
 			continue;
 		f = via == VIA_DIR ? mem_strdup(inj_sources[i].dir) : compose_file(&inj_sources[i], v);
-		doc_push(a, doc_str(inj_sources[i].agent_flag)); /* the source may set its own section only */
+		doc_push(a, doc_str("--workload-config")); /* held to a workload's sections: Egress, the rules */
 		doc_push(a, doc_str(f));
 		mem_free(f);
 	}

@@ -47,8 +47,7 @@ struct inj_source {
 	const char *k8s_source;   /* the volume's source field: "secret", "configMap" */
 	const char *k8s_name_key; /* the name's key in it: "secretName", "name" */
 	const char *volume;       /* the volume's name (Kubernetes) */
-	const char *dir;          /* the diagport agent's mount path (Kubernetes) */
-	const char *agent_flag;   /* how the diagport agent is given it, held to its section: "--egress-config" */
+	const char *dir;          /* the diagport agent's mount path (Kubernetes), its --workload-config */
 	const char *ecs_var;      /* the variable an ECS secret's value goes to */
 	const char *section;      /* the settings' section ("Egress"), for messages */
 	const char *compose_list; /* the project's top-level map that must define the value: "secrets", "configs" */

@@ -37,10 +37,10 @@ const struct inj_dialect inj_cfn_dialect = {
 const struct inj_source inj_sources[INJ_NSOURCES] = {
 	{ .option = "egress-settings", .off = offsetof(struct inj_opts, egress_settings), .k8s_kind = "Secret",
 	  .k8s_source = "secret", .k8s_name_key = "secretName", .volume = INJ_VOL_EGRESS, .dir = INJ_EGRESS_DIR,
-	  .agent_flag = "--egress-config", .ecs_var = "DIAGPORT_EGRESS_SETTINGS", .section = "Egress", .compose_list = "secrets", .compose_file = NULL },
+	  .ecs_var = "DIAGPORT_EGRESS_SETTINGS", .section = "Egress", .compose_list = "secrets", .compose_file = NULL },
 	{ .option = "rules", .off = offsetof(struct inj_opts, rules), .k8s_kind = "ConfigMap",
 	  .k8s_source = "configMap", .k8s_name_key = "name", .volume = INJ_VOL_RULES, .dir = INJ_RULES_DIR,
-	  .agent_flag = "--rules-config", .ecs_var = "DIAGPORT_RULES", .section = "CollectionRules", .compose_list = "configs",
+	  .ecs_var = "DIAGPORT_RULES", .section = "CollectionRules", .compose_list = "configs",
 	  .compose_file = INJ_RULES_FILE },
 };
 

@@ -81,7 +81,7 @@ static int cannot_start(int status, const char *why)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: diagport launch [--config FILE] [--config-dir DIR] [--socket PATH] [--urls URL[;URL...]]\n"
-		   "                       [--egress-config FILE|DIR] [--rules-config FILE|DIR] [--dumps DIR]\n"
+		   "                       [--workload-config FILE|DIR] [--dumps DIR]\n"
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|staged|fifo]\n"
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
 		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
@@ -97,10 +97,10 @@ static void usage(FILE *f)
 		   "Settings come from FILE (YAML or JSON; also DIAGPORT_CONFIG), then DIR (key-per-file, as\n"
 		   "dotnet-monitor reads a mounted Secret: Egress__S3Storage__s3__BucketName; also\n"
 		   "DIAGPORT_CONFIG_DIR; --config and --config-dir may each be given up to 8 times), then a\n"
-		   "workload's own sources, each held to its section: --egress-config (Egress only) and\n"
-		   "--rules-config (CollectionRules, CollectionRuleDefaults, Templates only), a file or a\n"
-		   "key-per-file directory each; then settings documents in DIAGPORT_SETTINGS,\n"
-		   "DIAGPORT_EGRESS_SETTINGS (Egress only) and DIAGPORT_RULES (rules only), then the environment\n"
+		   "workload's own sources (its egress Secret, its rules ConfigMap), --workload-config, a file or\n"
+		   "a key-per-file directory each, which may hold Egress, CollectionRules, CollectionRuleDefaults\n"
+		   "and Templates only; then settings documents in DIAGPORT_SETTINGS, DIAGPORT_EGRESS_SETTINGS and\n"
+		   "DIAGPORT_RULES (those two held as a workload's), then the environment\n"
 		   "(DIAGPORT_SOCKET, DIAGPORT_URLS, DIAGPORT_DUMPS, DIAGPORT_AUTH_TOKEN(_FILE), ...; and\n"
 		   "dotnet-monitor's DOTNETMONITOR_Urls, DOTNETMONITOR_DiagnosticPort__EndpointName,\n"
 		   "DOTNETMONITOR_Storage__DumpTempFolder, DOTNETMONITOR_Egress__FileSystem__NAME__DirectoryPath),\n"
@@ -232,23 +232,20 @@ static const struct {
 
 static bool scoped_flag(const char *a)
 {
-	return strcmp(a, "--egress-config") == 0 || strcmp(a, "--rules-config") == 0;
+	return strcmp(a, "--workload-config") == 0;
 }
 
 /*
  * Settings in order: the files (DIAGPORT_CONFIG, then each --config), the key-per-file
  * directories (DIAGPORT_CONFIG_DIR, then each --config-dir), the workload's scoped sources (each
- * --egress-config and --rules-config), the documents in DIAGPORT_SETTINGS, DIAGPORT_EGRESS_SETTINGS and
- * DIAGPORT_RULES (the last two scoped), the environment, the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
+ * --workload-config), the documents in DIAGPORT_SETTINGS, DIAGPORT_EGRESS_SETTINGS and DIAGPORT_RULES
+ * (the last two held as a workload's), the environment, the flags; a later source wins. Sets *cmd to what follows "--". 0, or the
  * exit status (2) after a message.
  */
 static int load_settings(int argc, char **argv, struct launch_config *c, char ***cmd)
 {
 	const char *files[MAX_CONFIGS], *dirs[MAX_CONFIGS];
-	struct scoped {
-		const char *path;
-		enum config_scope scope;
-	} scoped[MAX_CONFIGS];
+	const char *scoped[MAX_CONFIGS];
 	const char *doc = getenv("DIAGPORT_SETTINGS"), *rules = getenv("DIAGPORT_RULES");
 	const char *egress_doc = getenv("DIAGPORT_EGRESS_SETTINGS");
 	size_t nf = 0, nd = 0, ns = 0;
@@ -280,9 +277,8 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 				files[nf++] = argv[++i];
 		} else if (scoped_flag(argv[i]) && i + 1 < argc) {
 			if (ns == MAX_CONFIGS)
-				return cannot_start(2, "more than 8 --egress-config and --rules-config");
-			scoped[ns].scope = strcmp(argv[i], "--egress-config") == 0 ? CONFIG_EGRESS : CONFIG_RULES;
-			scoped[ns++].path = argv[++i];
+				return cannot_start(2, "more than 8 --workload-config");
+			scoped[ns++] = argv[++i];
 		}
 	}
 	/* the files, the key-per-file directories (a Secret, a ConfigMap of rules), a document in
@@ -294,18 +290,18 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 	for (size_t i = 0; i < nd; i++)
 		if (config_load_dir(c, dirs[i], setting_ignored, &em) != 0)
 			return cannot_start(2, em.text);
-	/* the workload's own sources (its egress Secret, its rules ConfigMap), each held to its section */
+	/* the workload's own sources (its egress Secret, its rules ConfigMap), held to the workload's sections */
 	for (size_t i = 0; i < ns; i++)
-		if (config_load_scoped(c, scoped[i].scope, scoped[i].path, NULL, NULL, setting_ignored, &em) != 0)
+		if (config_load_scoped(c, CONFIG_WORKLOAD, scoped[i], NULL, NULL, setting_ignored, &em) != 0)
 			return cannot_start(2, em.text);
 	if (doc && *doc && config_load_text(c, doc, strlen(doc), "environment variable DIAGPORT_SETTINGS", &em) != 0)
 		return cannot_start(2, em.text);
 	if (egress_doc && *egress_doc &&
-	    config_load_scoped(c, CONFIG_EGRESS, NULL, egress_doc, "environment variable DIAGPORT_EGRESS_SETTINGS",
+	    config_load_scoped(c, CONFIG_WORKLOAD, NULL, egress_doc, "environment variable DIAGPORT_EGRESS_SETTINGS",
 			       NULL, &em) != 0)
 		return cannot_start(2, em.text);
 	if (rules && *rules &&
-	    config_load_scoped(c, CONFIG_RULES, NULL, rules, "environment variable DIAGPORT_RULES", NULL, &em) != 0)
+	    config_load_scoped(c, CONFIG_WORKLOAD, NULL, rules, "environment variable DIAGPORT_RULES", NULL, &em) != 0)
 		return cannot_start(2, em.text);
 	/* they may hold a store's keys: gone from the environment (and /proc/PID/environ) once read */
 	if (doc)

@@ -451,9 +451,7 @@ bool config_is_rule_key(const char *key)
 
 static bool in_scope(enum config_scope scope, const char *key)
 {
-	if (scope == CONFIG_EGRESS)
-		return strncasecmp(key, "Egress:", 7) == 0;
-	return scope == CONFIG_ANY || config_is_rule_key(key);
+	return scope == CONFIG_ANY || strncasecmp(key, "Egress:", 7) == 0 || config_is_rule_key(key);
 }
 
 int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em)
@@ -462,10 +460,9 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 
 	if (!in_scope(c->scope, key))
 		return err_set(em, DP_EINVAL,
-			       "%s: %s: this source holds %s settings only; the agent's own settings come from its "
-			       "command line and the platform's settings files", where, key,
-			       c->scope == CONFIG_EGRESS ? "Egress:" : "CollectionRules:, CollectionRuleDefaults: and Templates:");
-
+			       "%s: %s: a workload's own source holds Egress:, CollectionRules:, CollectionRuleDefaults: and "
+			       "Templates: settings only; the agent's own settings come from its command line and the "
+			       "platform's settings files", where, key);
 	if (config_is_rule_key(key)) /* kept as text for crules_parse */
 		return setting_put(&c->rule_kv, &c->n_rule_kv, MAX_RULE_KV, key, value, where, "collection rule settings",
 				   em);

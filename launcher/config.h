@@ -26,14 +26,15 @@
 #define CONFIG_MAX_PEM (64 << 10) /* tlsPem: a chain of a few certificates and a key fit many times over */
 
 /*
- * What a settings source may set. The agent's own settings (its URLs, token, sandbox, captures) come
- * from its command line and the platform's files; a workload's egress Secret or rules ConfigMap, which
- * the app team writes, is read scoped to its section, so that it cannot change them.
+ * What a settings source may set. The agent's own settings (its URLs, token, sandbox, captures, metrics
+ * listener) come from its command line and the platform's files; a workload's egress Secret or rules
+ * ConfigMap, which the app team writes, is read held to what is the team's own, its stores and its rules,
+ * so that it cannot change them.
  */
 enum config_scope {
 	CONFIG_ANY = 0,
-	CONFIG_EGRESS, /* Egress:* only (--egress-config, DIAGPORT_EGRESS_SETTINGS) */
-	CONFIG_RULES,  /* CollectionRules:*, CollectionRuleDefaults:*, Templates:* only (--rules-config, DIAGPORT_RULES) */
+	CONFIG_WORKLOAD, /* Egress:*, CollectionRules:*, CollectionRuleDefaults:*, Templates:* only
+			    (--workload-config, DIAGPORT_EGRESS_SETTINGS, DIAGPORT_RULES) */
 };
 
 struct launch_config {

@@ -44,7 +44,7 @@ chmod 0644 "$W/configmap"/*
 "$D" inject k8s --sidecar container --no-auth --rules app-rules --image "$AGENT_IMG" -f "$W/deploy.yaml" \
 	> "$W/injected.yaml" 2> "$W/inject.err"
 WHY="$(cat "$W/inject.err"; grep -n 'rules' "$W/injected.yaml" | head -5)"
-check inject bash -c "grep -q 'name: app-rules' '$W/injected.yaml' && grep -q -- '--rules-config' '$W/injected.yaml'"
+check inject bash -c "grep -q 'name: app-rules' '$W/injected.yaml' && grep -q -- '--workload-config' '$W/injected.yaml'"
 # the agent's settings: with --no-auth it listens on loopback only; the test reaches it through the pod's
 # published port, so it is told to listen on every address of the pod (a test-only argument)
 python3 - "$W/injected.yaml" << 'PY'

@@ -2,13 +2,13 @@
 # agent_captures.sh - each capture kind its own permission (--captures, issue 33), against the real agent and the
 # real webapp:
 #   start/*     an unknown kind (flag, DIAGPORT_CAPTURES, settings file, key-per-file) stops the agent at start: exit 2,
-#               the message names the kind and where it was given; so does a workload's own source (--rules-config,
-#               --egress-config, DIAGPORT_RULES, DIAGPORT_EGRESS_SETTINGS) that sets anything outside its section
+#               the message names the kind and where it was given; so does a workload's own source (--workload-config,
+#               DIAGPORT_RULES, DIAGPORT_EGRESS_SETTINGS) that sets anything but Egress and the collection rules
 #   only/*      an agent that serves stacks alone: stacks served; every other kind's routes 403 with a
 #               problem+json whose detail names the kind and `captures`, decided before the process lookup and
 #               before the query is read (an unknown pid, a bad type: still 403), after the token (none: 401);
 #               /info lists ["stacks"]; /process without commandLine; /processes served; /metrics on the
-#               metrics-only listener 403 too; the rules read from --rules-config; a collection rule that would dump is not started (rule-refused,
+#               metrics-only listener 403 too; the rules read from --workload-config; a collection rule that would dump is not started (rule-refused,
 #               not listed, no dump operation) while its neighbour that takes stacks runs
 #   but/*       an agent that serves every kind but stacks: each of them served (dump, gcdump, trace, cpuprofile,
 #               metrics, logs, env), stacks 403
@@ -40,17 +40,18 @@ printf 'captures: "stacks, everything"\n' > "$W/caps.yaml"
 refused_start file "caps\\.yaml:1:[0-9]+: 'everything' is not a capture kind" -- --config "$W/caps.yaml"
 mkdir -p "$W/kpf" && printf 'stacks,\n' > "$W/kpf/captures"
 refused_start key-per-file "kpf/captures: an empty name is not a capture kind" -- --config-dir "$W/kpf"
-# a workload's own sources (its rules ConfigMap, its egress Secret) are held to their sections: an app team that
+# a workload's own sources (its rules ConfigMap, its egress Secret) hold Egress and the rules only: an app team that
 # writes them cannot lift the platform's --captures, turn the sandbox off or move the agent's URLs
-SCOPE_R="this source holds CollectionRules:, CollectionRuleDefaults: and Templates: settings only"
-SCOPE_E="this source holds Egress: settings only"
+SCOPE="a workload's own source holds Egress:, CollectionRules:, CollectionRuleDefaults: and Templates: settings only"
 mkdir -p "$W/wl-rules" && printf 'all\n' > "$W/wl-rules/captures"
-refused_start workload-rules-dir "wl-rules/captures: captures: $SCOPE_R" -- --captures stacks --rules-config "$W/wl-rules"
+refused_start workload-rules-dir "wl-rules/captures: captures: $SCOPE" -- --captures stacks --workload-config "$W/wl-rules"
 printf 'noSandbox: true\n' > "$W/wl-egress.yaml"
-refused_start workload-egress-file "wl-egress\\.yaml:1:[0-9]+: noSandbox: $SCOPE_E" -- --egress-config "$W/wl-egress.yaml"
-refused_start workload-rules-env "environment variable DIAGPORT_RULES:1:[0-9]+: urls: $SCOPE_R" \
+refused_start workload-egress-file "wl-egress\\.yaml:1:[0-9]+: noSandbox: $SCOPE" -- --workload-config "$W/wl-egress.yaml"
+mkdir -p "$W/wl-metrics" && printf 'http://0.0.0.0:0\n' > "$W/wl-metrics/Metrics__Endpoints"
+refused_start workload-metrics-listener "wl-metrics/Metrics__Endpoints: Metrics:Endpoints: $SCOPE" -- --workload-config "$W/wl-metrics"
+refused_start workload-rules-env "environment variable DIAGPORT_RULES:1:[0-9]+: urls: $SCOPE" \
 	'DIAGPORT_RULES={"urls": "http://0.0.0.0:1"}' --
-refused_start workload-egress-env "environment variable DIAGPORT_EGRESS_SETTINGS:1:[0-9]+: captures: $SCOPE_E" \
+refused_start workload-egress-env "environment variable DIAGPORT_EGRESS_SETTINGS:1:[0-9]+: captures: $SCOPE" \
 	'DIAGPORT_EGRESS_SETTINGS={"captures": "all"}' --
 
 # ---- only/*: stacks alone, with a rule that would dump and one that takes stacks
@@ -67,7 +68,7 @@ CollectionRules:
       - Type: CollectStacks
         Settings: {Egress: out}
 EOF
-start_agent --auth-token-file "$W/token" --captures stacks --rules-config "$W/rules.yaml" --metrics-urls http://127.0.0.1:0
+start_agent --auth-token-file "$W/token" --captures stacks --workload-config "$W/rules.yaml" --metrics-urls http://127.0.0.1:0
 MP=$(listening_port "$W/agent.log" metricsUrls 5)
 if ! start_webapp "$W/app1.out" "$W/dumps/port" "$U" "${AUTH[@]}"; then
 	fail only/setup "the webapp did not start or was not listed: $(tail -3 "$W/app1.out") / $(tail -3 "$W/agent.log")"
