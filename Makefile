@@ -49,7 +49,7 @@ endif
 
 COMMON_SRC := $(wildcard common/*.c)
 LIBS_SRC   := $(wildcard http/*.c eventpipe/*.c)
-COMP_SRC   := $(LIBS_SRC) $(wildcard injector/*.c webhook/*.c launcher/*.c fleet/*.c egress/*.c)
+COMP_SRC   := $(LIBS_SRC) $(wildcard injector/*.c webhook/*.c launcher/*.c launcher/*/*.c fleet/*.c egress/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 COMP_OBJ   := $(COMP_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)

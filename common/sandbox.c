@@ -10,7 +10,7 @@
  * cannot open a network connection. No exec, no bind or listen (no new
  * listening sockets), no ptrace, no mount, no module or key syscalls.
  *
- * The egress process (launcher/eproc.h) gets a list of its own: threads,
+ * The egress process (launcher/capture/eproc.h) gets a list of its own: threads,
  * reading files it opens read-only (CA bundle, token files, /etc/hosts,
  * /etc/resolv.conf), and sockets of the Internet families (TCP to the stores
  * and the credential endpoints, UDP for DNS) and netlink (getaddrinfo's

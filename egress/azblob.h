@@ -1,6 +1,6 @@
 /*
  * azblob.h - an artifact streamed to Azure Blob Storage as it is produced:
- * the store client the egress process (launcher/eproc.h) calls for a
+ * the store client the egress process (launcher/capture/eproc.h) calls for a
  * provider of type AzureBlobStorage.
  *
  * Settings are dotnet-monitor's Egress:AzureBlobStorage:NAME keys:

@@ -1,6 +1,6 @@
 /*
  * s3_store.h - the S3 uploader as the egress process's store for providers
- * of type S3Storage (launcher/eproc.h). Settings: dotnet-monitor's
+ * of type S3Storage (launcher/capture/eproc.h). Settings: dotnet-monitor's
  * Egress:S3Storage:NAME keys (BucketName, Endpoint, RegionName,
  * AccessKeyId, SecretAccessKey, AwsProfileName, AwsProfilePath,
  * ForcePathStyle, CopyBufferSize, UseKmsEncryption, KmsEncryptionKey) and

@@ -1,5 +1,5 @@
 /*
- * store.h - what the egress process (launcher/eproc.h) and the store
+ * store.h - what the egress process (launcher/capture/eproc.h) and the store
  * clients of egress/ (S3, Azure Blob) share: a provider as the agent's
  * settings gave it, and the calls a store client answers. egress/ is a
  * library below the agent: it includes nothing of launcher/.
@@ -21,7 +21,7 @@ struct egress_setting {
  * An egress provider. FileSystem (type NULL): artifacts are written under
  * tmp_dir, then renamed into dir, by the agent itself. A store (type
  * "S3Storage" or "AzureBlobStorage"): its settings are kept as given and
- * read by the egress process (launcher/eproc.h), which alone talks to the
+ * read by the egress process (launcher/capture/eproc.h), which alone talks to the
  * network; the agent checks them at startup through the same readers.
  */
 struct egress_provider {

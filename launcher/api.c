@@ -20,17 +20,17 @@
 #include <strings.h>
 
 #include "authfail.h"
-#include "capture.h"
-#include "egress.h"
-#include "eproc.h"
+#include "launcher/capture/capture.h"
+#include "launcher/capture/egress.h"
+#include "launcher/capture/eproc.h"
 #include "clock.h"
-#include "crules.h"
-#include "dump.h"
+#include "launcher/rules/crules.h"
+#include "launcher/capture/dump.h"
 #include "mem.h"
-#include "ops.h"
-#include "proc.h"
+#include "launcher/capture/ops.h"
+#include "launcher/runtime/proc.h"
 #include "served.h"
-#include "target.h"
+#include "launcher/runtime/target.h"
 #include "utf8.h"
 
 #define KEEP_OPERATIONS 100

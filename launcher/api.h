@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "http/httpd.h"
-#include "port.h"
+#include "launcher/runtime/port.h"
 
 struct api;
 

@@ -25,7 +25,7 @@
 
 #include "buf.h"
 #include "doc.h"
-#include "dump.h"
+#include "launcher/capture/dump.h"
 #include "log.h"
 #include "mem.h"
 #include "served.h"

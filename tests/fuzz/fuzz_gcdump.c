@@ -1,6 +1,6 @@
 /*
  * fuzz_gcdump.c - libFuzzer target for the heap-snapshot reader
- * (launcher/gcdump.c) and the .gcdump writer (launcher/gcdump_file.c): the
+ * (launcher/gcdump/gcdump.c) and the .gcdump writer (launcher/gcdump/gcdump_file.c): the
  * heap events are the app's runtime's bytes. The input is a list of events,
  * each one byte choosing the event (GCStart, GCEnd, BulkType, GCBulkNode,
  * GCBulkEdge, GCBulkRootEdge, the dependent handles', the static
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "launcher/gcdump.h"
+#include "launcher/gcdump/gcdump.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

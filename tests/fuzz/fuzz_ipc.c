@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "launcher/ipc.h"
+#include "launcher/runtime/ipc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

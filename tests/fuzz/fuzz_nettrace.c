@@ -24,9 +24,9 @@
 #include "common/buf.h"
 #include "eventpipe/evpayload.h"
 #include "eventpipe/nettrace.h"
-#include "launcher/aspnet_req.h"
-#include "launcher/logs.h"
-#include "launcher/metrics.h"
+#include "launcher/trace/aspnet_req.h"
+#include "launcher/trace/logs.h"
+#include "launcher/metrics/metrics.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

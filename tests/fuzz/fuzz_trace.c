@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "launcher/trace.h"
+#include "launcher/trace/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# aspnet_req.sh - ASP.NET Core's request events read by launcher/aspnet_req.h from a real runtime: the webapp
+# aspnet_req.sh - ASP.NET Core's request events read by launcher/trace/aspnet_req.h from a real runtime: the webapp
 # traced through the agent's POST /trace for 5 s with a providers document holding exactly the provider
 # aspnet_req_provider adds (aspnet_req_driver.c prints it, and checks it reads back as that provider), while
 # requests hit / and a path that is not there; the nettrace kept, then read by the driver (evpayload_decode,

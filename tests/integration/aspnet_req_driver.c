@@ -1,5 +1,5 @@
 /*
- * aspnet_req_driver.c - launcher/aspnet_req.h against a real runtime's
+ * aspnet_req_driver.c - launcher/trace/aspnet_req.h against a real runtime's
  * events (tests/integration/aspnet_req.sh builds and runs it):
  *
  *   aspnet_req_driver providers
@@ -28,9 +28,9 @@
 
 #include "eventpipe/evpayload.h"
 #include "eventpipe/nettrace.h"
-#include "launcher/aspnet_req.h"
-#include "launcher/metrics.h"
-#include "launcher/trace.h"
+#include "launcher/trace/aspnet_req.h"
+#include "launcher/metrics/metrics.h"
+#include "launcher/trace/trace.h"
 
 #define ARG_PREFIX "FilterAndPayloadSpecs=\""
 

@@ -23,7 +23,7 @@
 
 #include "egress/azblob.h"
 #include "launcher/config.h"
-#include "launcher/eproc.h"
+#include "launcher/capture/eproc.h"
 #include "log.h"
 #include "mem.h"
 

@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "launcher/capture.h"
-#include "launcher/ops.h"
-#include "launcher/port.h"
+#include "launcher/capture/capture.h"
+#include "launcher/capture/ops.h"
+#include "launcher/runtime/port.h"
 #include "mem.h"
 
 static int run(struct port *port, const char *dumps, const char *kind, const char *file)

@@ -9,7 +9,7 @@
 
 #include "buf.h"
 #include "eventpipe/nettrace.h"
-#include "launcher/gcdump.h"
+#include "launcher/gcdump/gcdump.h"
 
 int main(int argc, char **argv)
 {

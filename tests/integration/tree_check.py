@@ -19,7 +19,7 @@ root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 os.chdir(root)
 COMPONENTS = ("injector", "webhook", "launcher", "fleet", "egress")
 LIBS = ("common", "http", "eventpipe")
-sources = [s for d in COMPONENTS + LIBS for s in glob.glob(d + "/*.c")]
+sources = [s for d in COMPONENTS + LIBS for s in glob.glob(d + "/**/*.c", recursive=True)]
 
 defs, uses = {}, {}
 for src in sources:
@@ -103,7 +103,7 @@ def allowed(d, inc):
     return d in COMPONENTS and inc == "injector/inj.h"
 
 bad = []
-for src in sorted(sources + glob.glob("*/*.h")):
+for src in sorted(sources + glob.glob("*/**/*.h", recursive=True)):
     d = src.split("/")[0]
     if d not in COMPONENTS + LIBS:
         continue

@@ -1,6 +1,6 @@
 /*
  * test_aspnet_req.c - ASP.NET Core's request events and dotnet-monitor's
- * ASP.NET triggers (launcher/aspnet_req.h): the request events read from
+ * ASP.NET triggers (launcher/trace/aspnet_req.h): the request events read from
  * DiagnosticSource payloads built byte by byte; IncludePaths/ExcludePaths
  * globs (the table in dotnet-monitor's collection-rule docs, dotnet-monitor's
  * own GlobMatcherTests, .NET regex's corners, and hostile patterns that must
@@ -21,7 +21,7 @@
 #include "buf.h"
 #include "eventpipe/evpayload.h"
 #include "eventpipe/nettrace.h"
-#include "launcher/aspnet_req.h"
+#include "launcher/trace/aspnet_req.h"
 #include "t.h"
 
 /* ---- the events ---- */

@@ -1,5 +1,5 @@
 /*
- * test_eproc.c - the egress process (launcher/eproc.h) with a store of the
+ * test_eproc.c - the egress process (launcher/capture/eproc.h) with a store of the
  * test's own, which keeps each upload's length and checksum: a real fork, a real pipe passed by SCM_RIGHTS, the real seccomp
  * profile. An artifact arrives whole and committed; an abort leaves nothing;
  * a store that fails midway gives its own words and stops the writer
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "launcher/config.h"
-#include "launcher/eproc.h"
+#include "launcher/capture/eproc.h"
 #include "mem.h"
 #include "t.h"
 

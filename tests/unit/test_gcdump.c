@@ -1,20 +1,20 @@
 /*
- * test_gcdump.c - the heap-snapshot reader (launcher/gcdump.h) fed the
+ * test_gcdump.c - the heap-snapshot reader (launcher/gcdump/gcdump.h) fed the
  * runtime's heap events directly, with the layouts of the runtime's manifest:
  * in order; with the GC's end and its heap walk on one thread ahead of its
  * start on another (as the runtime writes thread buffers in turn: the cause
  * of "no induced gen-2 GC ended" seen with real runtimes); a GC that is not
  * the induced one; a heap walk outside the induced GC; edges that do not add
  * up; a short event; events after the end. Then the .gcdump file
- * (launcher/gcdump_file.h), read back with the rules of dotnet-gcdump's
+ * (launcher/gcdump/gcdump_file.h), read back with the rules of dotnet-gcdump's
  * reader (FastSerialization, Graph's compressed node blob), and the type-name
  * spelling dotnet-gcdump uses.
  */
 #include <stdlib.h>
 
 #include "buf.h"
-#include "launcher/gcdump.h"
-#include "launcher/gcdump_file.h"
+#include "launcher/gcdump/gcdump.h"
+#include "launcher/gcdump/gcdump_file.h"
 #include "t.h"
 
 #define RT "Microsoft-Windows-DotNETRuntime"

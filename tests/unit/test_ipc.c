@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "t.h"
-#include "launcher/ipc.h"
+#include "launcher/runtime/ipc.h"
 #include "mem.h"
 
 static const uint8_t magic[14] = { 'D', 'O', 'T', 'N', 'E', 'T', '_', 'I', 'P', 'C', '_', 'V', '1', 0 };

@@ -1,12 +1,12 @@
 /*
  * test_logscopes.c - the open logging scopes by activity ID
- * (launcher/logscopes.h): chains outermost first, a stop removes only its
+ * (launcher/trace/logscopes.h): chains outermost first, a stop removes only its
  * own ID, unknown IDs ignored, the caps, a cycle in the parents, and the
  * table against a plain list through many starts and stops.
  */
 #include <stdlib.h>
 
-#include "launcher/logscopes.h"
+#include "launcher/trace/logscopes.h"
 #include "t.h"
 
 static const uint8_t none[16];

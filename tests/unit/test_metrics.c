@@ -1,7 +1,7 @@
 /*
  * test_metrics.c - counters and logs from EventPipe events: payloads read by
  * their field list (common/evpayload.h), dotnet-monitor's Prometheus names
- * (launcher/metrics.h; the cases are dotnet-monitor's own unit-test table for
+ * (launcher/metrics/metrics.h; the cases are dotnet-monitor's own unit-test table for
  * PrometheusDataModel), the /livemetrics and /logs converters, and their
  * request documents. The events come from a real .NET 10 trace
  * (tests/fuzz/seeds-nettrace/meters.nettrace: System.Runtime and ASP.NET Core
@@ -16,8 +16,8 @@
 
 #include "buf.h"
 #include "eventpipe/evpayload.h"
-#include "launcher/logs.h"
-#include "launcher/metrics.h"
+#include "launcher/trace/logs.h"
+#include "launcher/metrics/metrics.h"
 #include "eventpipe/nettrace.h"
 #include "t.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_natsym.c - naming addresses for perf profiles (launcher/natsym.h),
+ * test_natsym.c - naming addresses for perf profiles (launcher/profile/natsym.h),
  * on this very process: a function of this program named from its ELF
  * symbol table through /proc/self/maps and /proc/PID/root; an address in
  * anonymous executable memory named by a perf map written here as the
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "launcher/natsym.h"
+#include "launcher/profile/natsym.h"
 #include "mem.h"
 #include "t.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_trace.c - what /trace asks a runtime for (launcher/trace.h): the
+ * test_trace.c - what /trace asks a runtime for (launcher/trace/trace.h): the
  * profiles' providers as dotnet-monitor sends them, providers documents and
  * their errors, and the CollectTracing bytes (checked field by field against
  * the layout in docs/PROTOCOL.md §6).
@@ -7,8 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "launcher/ipc.h"
-#include "launcher/trace.h"
+#include "launcher/runtime/ipc.h"
+#include "launcher/trace/trace.h"
 #include "t.h"
 
 static const struct trace_provider *find(const struct trace_config *c, const char *name)

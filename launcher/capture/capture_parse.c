@@ -24,8 +24,8 @@
 #include "dump.h"
 #include "mem.h"
 #include "problem.h"
-#include "profile.h"
-#include "target.h"
+#include "launcher/profile/profile.h"
+#include "launcher/runtime/target.h"
 
 #define DEFAULT_DURATION_MS 30000 /* dotnet-monitor's durationSeconds default */
 #define MAX_TOP 1000000

@@ -14,7 +14,7 @@
 
 #include "buf.h"
 #include "errors.h"
-#include "port.h"
+#include "launcher/runtime/port.h"
 
 struct stacks;
 

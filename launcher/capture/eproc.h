@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "launcher/config.h"
 #include "egress/store.h"
 #include "errors.h"
 

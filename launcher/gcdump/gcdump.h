@@ -24,7 +24,7 @@
 #include "eventpipe/nettrace.h"
 #include "errors.h"
 #include "gcdump_file.h"
-#include "port.h"
+#include "launcher/runtime/port.h"
 
 #define GCDUMP_MAX_TYPES 200000  /* distinct types kept; more are counted under one "(other types)" row */
 #define GCDUMP_TIMEOUT_MS 60000  /* the whole snapshot, heap events included */

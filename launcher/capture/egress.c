@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fsutil.h"
+#include "launcher/fsutil.h"
 #include "mem.h"
 
 #define PARTIAL_PREFIX ".diagport-egress-"

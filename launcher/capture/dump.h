@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "errors.h"
-#include "port.h"
+#include "launcher/runtime/port.h"
 
 struct dump_job;
 

@@ -24,11 +24,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "aspnet_req.h"
-#include "config.h"
+#include "launcher/trace/aspnet_req.h"
+#include "launcher/config.h"
 #include "errors.h"
 #include "http/httpd.h"
-#include "metrics.h"
+#include "launcher/metrics/metrics.h"
 
 enum crule_trigger_type {
 	CRT_STARTUP,

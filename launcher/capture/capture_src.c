@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gcdump.h"
+#include "launcher/gcdump/gcdump.h"
 #include "mem.h"
-#include "profile.h"
-#include "stacks.h"
+#include "launcher/profile/profile.h"
+#include "launcher/trace/stacks.h"
 
 #define CHUNK 65536
 #define STACKS_SAMPLE_MS 200 /* long enough for the sample profiler (1 ms) to see every thread */

@@ -47,16 +47,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture.h"
+#include "launcher/capture/capture.h"
 #include "buf.h"
 #include "clock.h"
-#include "fsutil.h"
+#include "launcher/fsutil.h"
 #include "log.h"
 #include "mem.h"
-#include "ops.h"
-#include "port.h"
-#include "proc.h"
-#include "target.h"
+#include "launcher/capture/ops.h"
+#include "launcher/runtime/port.h"
+#include "launcher/runtime/proc.h"
+#include "launcher/runtime/target.h"
 
 #define WATCH_MS 250
 #define SLOT_RETRY_MS 500     /* an action whose kind's slot is taken (someone else's dump) tries again */

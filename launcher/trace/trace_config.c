@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ipc.h"
+#include "launcher/runtime/ipc.h"
 #include "mem.h"
 
 #define IPC_EVENTPIPE_COLLECT2 0x03

@@ -29,11 +29,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "capture.h"
-#include "dump.h"
-#include "logs.h"
+#include "launcher/capture/capture.h"
+#include "launcher/capture/dump.h"
+#include "launcher/trace/logs.h"
 #include "mem.h"
-#include "trace.h"
+#include "launcher/trace/trace.h"
 
 #define MAX_RULES 64
 #define MAX_ACTIONS 16

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "ipc.h"
+#include "launcher/runtime/ipc.h"
 #include "mem.h"
 #include "eventpipe/nettrace.h"
 

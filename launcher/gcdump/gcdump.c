@@ -34,7 +34,7 @@
 #include "clock.h"
 #include "mem.h"
 #include "eventpipe/nettrace.h"
-#include "trace.h"
+#include "launcher/trace/trace.h"
 
 #define RUNTIME_PROVIDER "Microsoft-Windows-DotNETRuntime"
 #define RUNDOWN_PROVIDER "Microsoft-Windows-DotNETRuntimeRundown"

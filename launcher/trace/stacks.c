@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "mem.h"
-#include "proc.h"
-#include "symbols.h"
+#include "launcher/runtime/proc.h"
+#include "launcher/profile/symbols.h"
 
 #define MAX_THREADS 4096
 #define MAX_FRAMES 512

@@ -6,7 +6,7 @@
 #ifndef DP_EGRESS_H
 #define DP_EGRESS_H
 
-#include "config.h"
+#include "launcher/config.h"
 #include "errors.h"
 
 /* Remove partial files a killed agent left in the provider's temporary directory. */

@@ -16,7 +16,7 @@
 #include "buf.h"
 #include "errors.h"
 #include "perfev.h"
-#include "port.h"
+#include "launcher/runtime/port.h"
 
 struct profile;
 

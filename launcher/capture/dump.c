@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "ipc.h"
+#include "launcher/runtime/ipc.h"
 #include "mem.h"
 
 #define TAKE_TIMEOUT_MS 5000

@@ -21,15 +21,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "launcher/config.h"
 #include "errors.h"
 #include "http/httpd.h"
-#include "logs.h"
-#include "metrics.h"
+#include "launcher/trace/logs.h"
+#include "launcher/metrics/metrics.h"
 #include "ops.h"
-#include "port.h"
-#include "profile.h"
-#include "trace.h"
+#include "launcher/runtime/port.h"
+#include "launcher/profile/profile.h"
+#include "launcher/trace/trace.h"
 
 enum capture_kind {
 	CAPTURE_DUMP,

@@ -33,8 +33,8 @@
 #include "errors.h"
 #include "eventpipe/evpayload.h"
 #include "eventpipe/nettrace.h"
-#include "port.h"
-#include "trace.h"
+#include "launcher/runtime/port.h"
+#include "launcher/trace/trace.h"
 
 #define METRICS_DEFAULT_INTERVAL_S 5 /* dotnet-monitor's GlobalCounter:IntervalSeconds */
 /*

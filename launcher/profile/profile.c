@@ -38,7 +38,7 @@
 #include "clock.h"
 #include "log.h"
 #include "mem.h"
-#include "proc.h"
+#include "launcher/runtime/proc.h"
 
 #define MAX_STACKS 200000        /* distinct (thread, stack) pairs */
 #define MAX_IPS ((size_t)4 << 20) /* addresses kept, all stacks */

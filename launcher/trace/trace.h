@@ -18,7 +18,7 @@
 #include "errors.h"
 #include "eventpipe/evpayload.h"
 #include "eventpipe/nettrace.h"
-#include "port.h"
+#include "launcher/runtime/port.h"
 
 #define TRACE_DEFAULT_RUNDOWN 0x80020139ull /* the runtime's default rundown keywords (reference §3.5) */
 #define TRACE_MAX_PROVIDERS 64

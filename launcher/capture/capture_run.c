@@ -34,10 +34,10 @@
 #include "clock.h"
 #include "egress.h"
 #include "eproc.h"
-#include "fsutil.h"
+#include "launcher/fsutil.h"
 #include "log.h"
 #include "mem.h"
-#include "target.h"
+#include "launcher/runtime/target.h"
 
 #define CHUNK 65536
 #define CANCEL_TICK_MS 200 /* how often a write to a full egress pipe looks at the cancel flag */

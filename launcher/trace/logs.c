@@ -27,7 +27,7 @@
 #include "eventpipe/evpayload.h"
 #include "logscopes.h"
 #include "mem.h"
-#include "metrics.h"
+#include "launcher/metrics/metrics.h"
 
 #define LOGGING_PROVIDER "Microsoft-Extensions-Logging"
 #define KW_JSON_MESSAGE 0x8ull
