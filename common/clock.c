@@ -7,15 +7,25 @@
 #include <sys/time.h>
 #include <time.h>
 
-void clock_deadline(struct timespec *out, long ms)
+static void deadline_on(clockid_t clock, struct timespec *out, long ms)
 {
-	clock_gettime(CLOCK_REALTIME, out);
+	clock_gettime(clock, out);
 	out->tv_sec += ms / 1000;
 	out->tv_nsec += ms % 1000 * 1000000L;
 	if (out->tv_nsec >= 1000000000L) {
 		out->tv_sec++;
 		out->tv_nsec -= 1000000000L;
 	}
+}
+
+void clock_deadline(struct timespec *out, long ms)
+{
+	deadline_on(CLOCK_REALTIME, out, ms);
+}
+
+void clock_deadline_mono(struct timespec *out, long ms)
+{
+	deadline_on(CLOCK_MONOTONIC, out, ms);
 }
 
 long long clock_ms(void)

@@ -15,6 +15,8 @@ void clock_rfc3339(char out[CLOCK_RFC3339_LEN], int digits);
 /* CLOCK_REALTIME in ms milliseconds: the deadline pthread_cond_timedwait takes. */
 struct timespec;
 void clock_deadline(struct timespec *out, long ms);
+/* The same on CLOCK_MONOTONIC, for a condition variable made with pthread_condattr_setclock(CLOCK_MONOTONIC). */
+void clock_deadline_mono(struct timespec *out, long ms);
 
 /* Milliseconds since the epoch (wall clock), and such a time as RFC 3339 UTC with milliseconds. */
 long long clock_unix_ms(void);

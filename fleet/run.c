@@ -574,12 +574,7 @@ static void *progress_main(void *arg)
 		struct timespec ts;
 
 		draw(r);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 250 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		clock_deadline(&ts, 250);
 		pthread_cond_timedwait(&r->cv, &r->mu, &ts);
 	}
 	draw(r);

@@ -173,13 +173,7 @@ int ops_wait(struct ops *o, const char *id, int timeout_ms, char **location, cha
 	struct op *op;
 	int rc = DP_ENOTFOUND;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	clock_deadline(&until, timeout_ms);
 	pthread_mutex_lock(&o->mu);
 	for (;;) {
 		for (op = o->head; op && strcasecmp(op->id, id) != 0; op = op->next)

@@ -574,10 +574,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&m->stop_mu);
 		watch_once(m);
 		pthread_mutex_lock(&m->stop_mu);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += WATCH_MS * 1000000L;
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
+		clock_deadline(&until, WATCH_MS);
 		if (!m->stopping)
 			pthread_cond_timedwait(&m->stop_cv, &m->stop_mu, &until);
 	}

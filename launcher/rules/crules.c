@@ -1100,10 +1100,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&e->stop_mu);
 		watch_once(e);
 		pthread_mutex_lock(&e->stop_mu);
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += WATCH_MS * 1000000L;
-		until.tv_sec += until.tv_nsec / 1000000000L;
-		until.tv_nsec %= 1000000000L;
+		clock_deadline(&until, WATCH_MS);
 		if (!e->stopping)
 			pthread_cond_timedwait(&e->stop_cv, &e->stop_mu, &until);
 	}

@@ -321,13 +321,7 @@ int port_take(struct port *p, const uint8_t cookie[16], int timeout_ms, int *fd)
 	bool dialed = false, took_idle = false;
 	int rc = 0;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
+	clock_deadline(&until, timeout_ms);
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		r = rtab_find(p, cookie);

@@ -371,12 +371,7 @@ static void *scanner(void *arg)
 		bool stop;
 
 		scan_dir(p);
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += SCAN_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
+		clock_deadline_mono(&until, SCAN_MS);
 		pthread_mutex_lock(&p->mu);
 		while (!p->stopping && pthread_cond_timedwait(&sc->stop_cv, &p->mu, &until) == 0)
 			;
