@@ -54,8 +54,8 @@
 #include "httpd_int.h"
 #include "mem.h"
 
-#define BODY_GRACE_MS 5000
-#define BODY_MIN_RATE 240 /* bytes per second */
+#define HTTPD_BODY_GRACE_MS 5000
+#define HTTPD_BODY_MIN_RATE 240 /* bytes per second: Kestrel's MinRequestBodyDataRate, for every client */
 #define LINGER_MS 1000
 #define ACCEPT_BURST 64
 #define ACCEPT_PAUSE_MS 100
@@ -372,7 +372,7 @@ static void proceed(struct httpd *d, struct conn *c, long long now)
 	memcpy(r->body, c->buf + c->head_len, r->body_len);
 	c->state = CONN_BODY;
 	c->body_ms = now;
-	c->deadline_ms = now + BODY_GRACE_MS;
+	c->deadline_ms = now + HTTPD_BODY_GRACE_MS;
 	if (r->body_len == c->want)
 		body_done(d, c, now);
 }
@@ -560,9 +560,9 @@ static void expire(struct httpd *d, long long now)
 			proceed(d, c, now);
 			continue;
 		}
-		if (c->state == CONN_BODY && (long long)c->r.body_len >= (now - c->body_ms - BODY_GRACE_MS) * BODY_MIN_RATE / 1000) {
+		if (c->state == CONN_BODY && (long long)c->r.body_len >= (now - c->body_ms - HTTPD_BODY_GRACE_MS) * HTTPD_BODY_MIN_RATE / 1000) {
 			/* on pace: due again when it would fall behind with nothing more */
-			c->deadline_ms = c->body_ms + BODY_GRACE_MS + (long long)(c->r.body_len + 1) * 1000 / BODY_MIN_RATE;
+			c->deadline_ms = c->body_ms + HTTPD_BODY_GRACE_MS + (long long)(c->r.body_len + 1) * 1000 / HTTPD_BODY_MIN_RATE;
 			if (c->deadline_ms <= now)
 				c->deadline_ms = now + 1;
 			continue;
@@ -576,7 +576,7 @@ static void expire(struct httpd *d, long long now)
 				      d->head_ms / 1000);
 		else
 			httpd_problem(&c->r, 408, "Request Timeout", "the body came slower than %d bytes a second "
-				      "(%zu of %zu bytes)", BODY_MIN_RATE, c->r.body_len, c->want);
+				      "(%zu of %zu bytes)", HTTPD_BODY_MIN_RATE, c->r.body_len, c->want);
 		answer_now(d, c, now);
 	}
 }

@@ -133,7 +133,7 @@ struct webhook {
 	struct budget *budget;   /* bodies in flight and connection slots (budget.h) */
 	atomic_size_t kept;      /* of KEEP_TOTAL */
 	atomic_ullong busy;      /* requests refused for the budget */
-	atomic_ullong slow;      /* connections closed for a body under BODY_MIN_RATE */
+	atomic_ullong slow;      /* connections closed for a body under REVIEW_BODY_MIN_RATE */
 };
 
 /*
@@ -150,7 +150,7 @@ struct webhook {
  * Bodies in flight share one budget (webhook_config.body_budget), so memory
  * stays bounded however many clients send, and connections share CONN_SLOTS;
  * budget.h says who holds them and who is shed when a review needs them. A
- * body must also keep coming at BODY_MIN_RATE after BODY_GRACE_MS (Kestrel's
+ * body must also keep coming at REVIEW_BODY_MIN_RATE after REVIEW_BODY_GRACE_MS (Kestrel's
  * MinRequestBodyDataRate, at a rate for the cluster network the API server
  * sends from), or its connection is closed and its share freed: to hold the
  * budget a client must keep sending.
@@ -163,8 +163,8 @@ struct webhook {
  * proxy or SNAT every client, the API server too, has one address.
  */
 #define CONN_SLOTS 256
-#define BODY_GRACE_MS 2000
-#define BODY_MIN_RATE (64u << 10) /* bytes per second */
+#define REVIEW_BODY_GRACE_MS 2000
+#define REVIEW_BODY_MIN_RATE (64u << 10) /* bytes per second: an AdmissionReview from the API server, on the cluster network */
 
 struct req {
 	struct buf body;
@@ -534,10 +534,10 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		long long late = clock_ms() - q->t0 - BODY_GRACE_MS;
+		long long late = clock_ms() - q->t0 - REVIEW_BODY_GRACE_MS;
 		size_t need = q->body.len + *upload_size;
 
-		if (late > 0 && need < (unsigned long long)late * BODY_MIN_RATE / 1000) {
+		if (late > 0 && need < (unsigned long long)late * REVIEW_BODY_MIN_RATE / 1000) {
 			atomic_fetch_add(&w->slow, 1);
 			log_warn("request rejected", LOG_STR("event", "rejected"), LOG_STR("reason", "the body came slower "
 				 "than 64 KiB a second: connection closed"), LOG_INT("bytes", (long long)need));
