@@ -30,7 +30,7 @@ endif
 # libcurl: headers only; common/hclient.c loads it on demand, so the agent never maps it.
 # libmicrohttpd and GnuTLS: installed (bench/mhd_file.c is the reference server), not linked:
 # the agent's HTTP server is common/httpd.c.
-# OpenSSL: headers only in the dynamic build (common/webc_tls.c loads libssl on demand); linked
+# OpenSSL: headers only in the dynamic build (cloud/webc_tls.c loads libssl on demand); linked
 # into the static one (below).
 LINKED   := $(filter-out libcurl libmicrohttpd gnutls openssl,$(PKGS))
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -47,7 +47,7 @@ LDFLAGS  += -fsanitize=$(SANITIZER)
 BUILD    := build-$(subst $(comma),-,$(SANITIZER))
 endif
 
-COMMON_SRC := $(wildcard common/*.c)
+COMMON_SRC := $(wildcard common/*.c cloud/*.c)
 LIBS_SRC   := $(wildcard http/*.c eventpipe/*.c)
 COMP_SRC   := $(LIBS_SRC) $(wildcard injector/*.c webhook/*.c launcher/*.c launcher/*/*.c fleet/*.c egress/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
@@ -96,14 +96,14 @@ FORCE:
 # The whole binary linked statically and stripped: the agent's image (FROM scratch: nothing but this
 # file and a CA bundle) and, without OpenSSL, the Lambda macro's bootstrap (provided.al2023's glibc is
 # older than Debian's).
-# It cannot dlopen, so the egress client's TLS (common/webc_tls.c) is compiled a second time with
+# It cannot dlopen, so the egress client's TLS (cloud/webc_tls.c) is compiled a second time with
 # WEBC_TLS_LINKED, which fills its table of OpenSSL functions with libssl.a's and libcrypto.a's, and
 # that object goes before the archive, whose dlopen variant is then never pulled in (docs/BENCHMARKS.md:
 # what it costs the image and the agent's RSS).
 # The agent's https server (http/httpd_tls.c) is linked the same way, with HTTPD_TLS_LINKED.
 STATIC_TLS := $(BUILD)/static/webc_tls_linked.o $(BUILD)/static/httpd_tls_linked.o
 STATIC_LIBS = $(shell pkg-config --static --libs $(LINKED) openssl 2>/dev/null) -lpthread
-$(BUILD)/static/webc_tls_linked.o: common/webc_tls.c | $(PREREQ_STAMP)
+$(BUILD)/static/webc_tls_linked.o: cloud/webc_tls.c | $(PREREQ_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DWEBC_TLS_LINKED -MMD -MP -c $< -o $@
 $(BUILD)/static/httpd_tls_linked.o: http/httpd_tls.c | $(PREREQ_STAMP)

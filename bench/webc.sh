@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/webc.sh - what OpenSSL for the egress client (common/webc_tls.c) costs the agent: the
+# bench/webc.sh - what OpenSSL for the egress client (cloud/webc_tls.c) costs the agent: the
 # agent's idle resident memory (`diagport launch` with no app, VmRSS and VmHWM 1 s after start) and
 # the static binary's size (RssAnon apart: the rest is the binary's own pages, clean, shared by every
 # process of the image and reclaimable; the kernel's fault-around maps up to 16 cached pages around each

@@ -13,7 +13,7 @@
 #include <stddef.h>
 
 #include "errors.h"
-#include "webc.h"
+#include "cloud/webc.h"
 
 #define AZ_VERSION "2021-12-02" /* x-ms-version: SharedKey's 2009-09-19+ string-to-sign, bearer tokens */
 #define AZ_RESOURCE "https://storage.azure.com/"

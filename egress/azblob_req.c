@@ -19,7 +19,7 @@
 #include <sys/random.h>
 #include <time.h>
 
-#include "aws_xml.h"
+#include "cloud/aws_xml.h"
 #include "base64.h"
 #include "buf.h"
 #include "mem.h"

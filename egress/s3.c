@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aws_xml.h"
+#include "cloud/aws_xml.h"
 #include "base64.h"
 #include "buf.h"
 #include "log.h"

@@ -8,9 +8,9 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "aws_creds.h"
+#include "cloud/aws_creds.h"
 #include "s3.h"
-#include "webc.h"
+#include "cloud/webc.h"
 
 /* The settings resolved once per upload; owned by the upload. */
 struct s3_conn_cfg {

@@ -15,8 +15,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "aws_sigv4.h"
-#include "aws_xml.h"
+#include "cloud/aws_sigv4.h"
+#include "cloud/aws_xml.h"
 #include "buf.h"
 #include "clock.h"
 #include "mem.h"

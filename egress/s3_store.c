@@ -14,7 +14,7 @@
 #include "mem.h"
 #include "s3.h"
 #include "size.h"
-#include "webc.h"
+#include "cloud/webc.h"
 
 /* One setting: its name (dotnet-monitor's, else diagport's own) and where it goes in s3_cfg. */
 enum kind { K_STR, K_BOOL, K_SIZE, K_INT };

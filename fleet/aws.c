@@ -3,7 +3,7 @@
  * protocol ECS and Secrets Manager speak (POST /, X-Amz-Target, errors as
  * {"__type": "...#Name", "message": ...}) with retries on throttling and
  * 5xx, and STS's query protocol for GetCallerIdentity. The signature
- * (common/aws_sigv4.c) and the credential chain (common/aws_creds.c) are
+ * (common/aws_sigv4.c) and the credential chain (cloud/aws_creds.c) are
  * shared with S3 egress; fleet_ecs.sh checks the calls against a stand-in
  * that verifies every request it gets.
  */
@@ -16,8 +16,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "aws_sigv4.h"
-#include "aws_xml.h"
+#include "cloud/aws_sigv4.h"
+#include "cloud/aws_xml.h"
 #include "buf.h"
 #include "hclient.h"
 #include "mem.h"

@@ -1,6 +1,6 @@
 /*
  * aws.h - what the fleet client needs of AWS besides the credentials and
- * the signature (common/aws_creds.h, common/aws_sigv4.h): endpoints, and
+ * the signature (cloud/aws_creds.h, common/aws_sigv4.h): endpoints, and
  * signed calls to JSON 1.1 APIs (ECS, Secrets Manager) and to STS's query
  * API.
  *
@@ -14,8 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "aws_creds.h"
-#include "aws_xml.h"
+#include "cloud/aws_creds.h"
+#include "cloud/aws_xml.h"
 #include "errors.h"
 
 /* ---- calls ---- */

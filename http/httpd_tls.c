@@ -2,7 +2,7 @@
  * httpd_tls.c - the server side of TLS for the agent's https:// URLs
  * (httpd_tls.h), by OpenSSL's libssl.
  *
- * libssl gets in as it does for the egress client (common/webc_tls.c): one
+ * libssl gets in as it does for the egress client (cloud/webc_tls.c): one
  * table of functions, filled by dlopen (dynlib.h) in the dynamic ./diagport,
  * so an agent serving only http:// never maps libssl, and by the linked
  * functions in the static image build, where the Makefile compiles this file

@@ -23,7 +23,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 build_pkgs=(pkg-config gcc make libjansson-dev libyaml-dev libcurl4-gnutls-dev
 	libseccomp-dev libmicrohttpd-dev libgnutls28-dev
-	# the egress client's TLS (common/webc_tls.c; libssl.a for the static build) and the CA bundle
+	# the egress client's TLS (cloud/webc_tls.c; libssl.a for the static build) and the CA bundle
 	# that the image carries
 	libssl-dev ca-certificates)
 test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind openssl file binutils util-linux librsvg2-bin chromium prometheus

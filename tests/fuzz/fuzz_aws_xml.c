@@ -1,5 +1,5 @@
 /*
- * fuzz_aws_xml.c - libFuzzer target for common/aws_xml.c, which reads the
+ * fuzz_aws_xml.c - libFuzzer target for cloud/aws_xml.c, which reads the
  * answers of S3 and STS (and whatever answers in their place). The input is
  * copied into an allocation of exactly its size, not NUL-terminated, so a
  * read past the length given is caught by AddressSanitizer; every element
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aws_xml.h"
+#include "cloud/aws_xml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_webc.c - libFuzzer target for webc's answer reader (common/webc_resp.c),
+ * fuzz_webc.c - libFuzzer target for webc's answer reader (cloud/webc_resp.c),
  * which reads whatever an object store, or anything that took its address,
  * sends the egress process. The input's first byte chooses a piece size, a
  * HEAD request and a small body cap; the rest is the answer. Properties, not
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "common/webc_int.h"
+#include "cloud/webc_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@ that start with a top-level folder of the repository (`launcher/capture/dump.c`,
 `manifests/agent-certs`) and prints one line per document: "PASS docs/NAME.md"
 or "FAIL docs/NAME.md: PATH (line N), ...". A word names a path that exists
 when it is a file or folder, relative to the top or to the document's own
-folder, or the stem of one (`common/webc` for webc.c, webc.h ...;
+folder, or the stem of one (`cloud/webc` for webc.c, webc.h ...;
 `X.h/.c` for both), or under one of the top folders
 (`examples/fargate-api` in cdk/). What the build makes (build/, cdk/lambda/,
 *.o) is left out: it is named, not kept.

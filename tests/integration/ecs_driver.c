@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "errors.h"
-#include "aws_sigv4.h"
+#include "cloud/aws_sigv4.h"
 #include "fleet/fleet.h"
 #include "hclient.h"
 #include "mem.h"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# s3.sh - S3 egress (egress/s3.c, common/aws_sigv4.c, common/aws_creds.c) through s3_driver.c against the
+# s3.sh - S3 egress (egress/s3.c, common/aws_sigv4.c, cloud/aws_creds.c) through s3_driver.c against the
 # S3 emulator s3rver (npm, tests/validate/s3rver-run.mjs), read back with the AWS SDK's own S3 client
 # (tests/validate/s3-read.mjs) and compared byte for byte. s3rver 3.7.1 does not compute SigV4 signatures
 # (only the access key must exist), so every request of the driver goes through s3_fault_proxy.py, which

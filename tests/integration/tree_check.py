@@ -5,12 +5,13 @@ Reads the symbols of every object file built from a current source (nm) and
 prints one line per rule, "PASS name" or "FAIL name: why":
   no-cycles          no two source files call each other, directly or round a loop
                      (a file that needs another is below it, never beside it)
-  common-is-shared   every common/*.c is reached from two or more of injector/,
+  common-is-shared   every common/*.c and cloud/*.c is reached from two or more of injector/,
                      webhook/, launcher/, fleet/ and egress/ (code with one user lives with it)
   no-private-headers a component includes only its own headers, common/'s, the
                      libraries' (http/, eventpipe/) and the injector's public inj.h; the agent
                      (launcher/) also egress/'s, the store clients its egress process calls, and
-                     egress/ nothing of launcher/
+                     egress/ nothing of launcher/; cloud/ (the cloud clients) serves egress/ and
+                     fleet/ alone, and common/ includes nothing of it
 """
 import collections, glob, os, re, subprocess, sys
 
@@ -18,7 +19,7 @@ build = sys.argv[1]
 root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.chdir(root)
 COMPONENTS = ("injector", "webhook", "launcher", "fleet", "egress")
-LIBS = ("common", "http", "eventpipe")
+LIBS = ("common", "cloud", "http", "eventpipe")
 sources = [s for d in COMPONENTS + LIBS for s in glob.glob(d + "/**/*.c", recursive=True)]
 
 defs, uses = {}, {}
@@ -86,7 +87,7 @@ for n in graph:
     for y in seen:
         reach[y].add(comp)
 lonely = [f"{n}.c ({', '.join(sorted(reach[n])) or 'nobody'})" for n in sorted(graph)
-          if n.startswith("common/") and len(reach[n]) < 2]
+          if n.startswith(("common/", "cloud/")) and len(reach[n]) < 2]
 if lonely:
     print("FAIL common-is-shared: used by fewer than two components: " + ", ".join(lonely))
 else:
@@ -96,6 +97,8 @@ def allowed(d, inc):
     other = inc.split("/")[0] if "/" in inc else d
     if other == d or other == "common":
         return True
+    if other == "cloud":  # the cloud clients (HTTP/1.1 with TLS, AWS credentials and signatures): egress/ and fleet/
+        return d in ("egress", "fleet")
     if other in ("http", "eventpipe"):
         return d in COMPONENTS + ("http", "eventpipe")  # common/ stays below the libraries
     if d == "launcher" and other == "egress":

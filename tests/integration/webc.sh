@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# webc.sh - the egress process's HTTP/1.1 client (common/webc.c, webc_resp.c, webc_tls.c) through
+# webc.sh - the egress process's HTTP/1.1 client (cloud/webc.c, webc_resp.c, webc_tls.c) through
 # tests/integration/webc_driver.c against Python's own http.server (tests/integration/webc_server.py:
 # ThreadingHTTPServer, HTTP/1.1 keep-alive, its ssl module for TLS), with a test CA made by openssl.
 # No real object store is needed here: S3 and Azure over webc are tested by the egress's own tests.

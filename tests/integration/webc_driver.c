@@ -1,5 +1,5 @@
 /*
- * webc_driver.c - webc (common/webc.h) driven from the command line for
+ * webc_driver.c - webc (cloud/webc.h) driven from the command line for
  * tests/integration/webc.sh: requests one after another on one webc_conn,
  * each result on one line. Linked dynamically (libssl by dlopen) and, for
  * the static build's TLS, statically with build/static/webc_tls_linked.o.
@@ -31,7 +31,7 @@
 
 #include "clock.h"
 #include "mem.h"
-#include "webc.h"
+#include "cloud/webc.h"
 
 #define MAX_LIST 16
 

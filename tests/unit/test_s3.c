@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aws_creds.h"
-#include "aws_sigv4.h"
-#include "aws_xml.h"
+#include "cloud/aws_creds.h"
+#include "cloud/aws_sigv4.h"
+#include "cloud/aws_xml.h"
 #include "egress/s3.h"
 #include "egress/s3_store.h"
 #include "mem.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "aws_sigv4.h"
+#include "cloud/aws_sigv4.h"
 #include "sha256.h"
 #include "mem.h"
 #include "t.h"

@@ -1,14 +1,14 @@
 /*
- * test_webc.c - webc's answer reader (common/webc_resp.c) on answers given
+ * test_webc.c - webc's answer reader (cloud/webc_resp.c) on answers given
  * whole and one byte at a time (the same result either way), its framings,
  * keep-alive decisions and caps; base URLs and requests webc refuses before
  * connecting. The network side is tests/integration/webc.sh.
  */
 #include "t.h"
 
-#include "common/webc_int.h"
+#include "cloud/webc_int.h"
 #include "mem.h"
-#include "webc.h"
+#include "cloud/webc.h"
 
 static const char *const want[] = { "etag", "X-Kept", NULL };
 
