@@ -1,6 +1,8 @@
 /*
  * t.h - the unit-test harness: each tests/unit/test_*.c is one program whose
- * main() calls T_RUN(fn) for each case. A case stops at its first failed check.
+ * main() calls T_RUN(fn) for each case. A case stops at its first failed check,
+ * also one made in a helper the case calls (T_FAIL jumps back to T_RUN, so no
+ * code after it runs: a failed case may leave its allocations behind).
  * Every case prints one line, "PASS unit/<file>/<case>" or
  * "FAIL unit/<file>/<case>: <file>:<line>: <what>", which tests/run counts.
  * The program exits 1 when any case failed.
@@ -8,6 +10,7 @@
 #ifndef DP_T_H
 #define DP_T_H
 
+#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,12 +19,13 @@
 static int t_failed_cases;
 static char t_why[2048];
 static const char *t_file_name;
+static jmp_buf t_case; /* where T_FAIL goes: the T_RUN of the case */
 
 #define T_FAIL(...)                                                                      \
 	do {                                                                             \
 		int t_n_ = snprintf(t_why, sizeof(t_why), "%s:%d: ", __FILE__, __LINE__); \
 		snprintf(t_why + t_n_, sizeof(t_why) - (size_t)t_n_, __VA_ARGS__);      \
-		return;                                                                  \
+		longjmp(t_case, 1);                                                      \
 	} while (0)
 
 #define T_CHECK(cond)                                                                    \
@@ -41,7 +45,8 @@ static const char *t_file_name;
 #define T_RUN(fn)                                                                        \
 	do {                                                                             \
 		t_why[0] = '\0';                                                         \
-		fn();                                                                    \
+		if (setjmp(t_case) == 0)                                                 \
+			fn();                                                            \
 		if (t_why[0]) {                                                          \
 			printf("FAIL unit/%s/%s: %s\n", t_file_name, #fn, t_why);        \
 			t_failed_cases++;                                                \
