@@ -495,96 +495,147 @@ static enum MHD_Result mutate(struct webhook *w, struct MHD_Connection *c, struc
 	return r;
 }
 
+/*
+ * The routes, one row each. /mutate[/namespace][/no-ptrace]: what the API server's choice of webhook
+ * tells us about the pod's namespace (namespace: opted in as a whole; no-ptrace: Pod Security baseline or
+ * restricted). The probes answer any method.
+ */
+enum route_kind { ROUTE_PROBE, ROUTE_METRICS, ROUTE_MUTATE };
+static const struct route {
+	const char *path;
+	enum route_kind kind;
+	bool ns, no_ptrace; /* ROUTE_MUTATE: what the path says of the namespace */
+	const char *allow;  /* the methods answered ("GET, HEAD"); NULL: any */
+	const char *hint;   /* a 405's detail */
+} routes[] = {
+	{ "/healthz", ROUTE_PROBE, false, false, NULL, NULL },
+	{ "/readyz", ROUTE_PROBE, false, false, NULL, NULL },
+	{ "/metrics", ROUTE_METRICS, false, false, "GET, HEAD", "GET the metrics" },
+	{ "/mutate", ROUTE_MUTATE, false, false, "POST", "POST an AdmissionReview here" },
+	{ "/mutate/namespace", ROUTE_MUTATE, true, false, "POST", "POST an AdmissionReview here" },
+	{ "/mutate/no-ptrace", ROUTE_MUTATE, false, true, "POST", "POST an AdmissionReview here" },
+	{ "/mutate/namespace/no-ptrace", ROUTE_MUTATE, true, true, "POST", "POST an AdmissionReview here" },
+};
+
+/* Whether method is one of allow's comma-separated methods. */
+static bool method_allowed(const char *allow, const char *method)
+{
+	size_t n = strlen(method);
+
+	for (const char *p = allow; p && *p; p += strspn(p, ", ")) {
+		size_t k = strcspn(p, ",");
+
+		if (k == n && strncmp(p, method, n) == 0)
+			return true;
+		p += k;
+	}
+	return allow == NULL;
+}
+
+static enum MHD_Result route(struct webhook *w, struct MHD_Connection *c, struct req *q, const char *url,
+			     const char *method)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const struct route *r = &routes[i];
+
+		if (strcmp(url, r->path) != 0)
+			continue;
+		if (!method_allowed(r->allow, method))
+			return problem_with(c, 405, "Method Not Allowed", r->hint, "Allow", r->allow);
+		switch (r->kind) {
+		case ROUTE_PROBE: return reply(c, 200, "text/plain", "ok", 2);
+		case ROUTE_METRICS: return metrics(w, c);
+		case ROUTE_MUTATE: return mutate(w, c, q, r->ns, r->no_ptrace);
+		}
+	}
+	return problem(c, 404, "Not Found", "no such route: /mutate[/namespace][/no-ptrace], /healthz, /readyz, /metrics");
+}
+
+/*
+ * A request's first call: its accounting begins (in flight, the body budget), and a body larger than the
+ * cap or than the budget can hold is refused before a byte of it is read.
+ */
+static enum MHD_Result begin_request(struct gen *g, struct MHD_Connection *c, void **con_cls)
+{
+	const union MHD_ConnectionInfo *ci = mhd.info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct webhook *w = g->w;
+	unsigned long long n;
+	const char *cl;
+	struct req *q;
+
+	if (ci == NULL || (q = ci->socket_context) == NULL)
+		return MHD_NO; /* conn_cb had no memory for it: the connection is closed */
+	atomic_fetch_add(&g->inflight, 1);
+	q->body.len = 0;
+	q->too_big = q->busy = q->corked = false;
+	q->t0 = clock_ms();
+	*con_cls = q;
+	tl_req = q;
+	cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length");
+	n = cl ? strtoull(cl, NULL, 10) : 0;
+	if (n > w->cfg.max_body)
+		return too_big(w, c); /* refused before a byte of the body is read (the connection then closes) */
+	switch (budget_begin(w->budget, q->bc, n)) {
+	case BUDGET_SHED: return MHD_NO;
+	case BUDGET_FULL: return busy(w, c);
+	case BUDGET_OK: break;
+	}
+	/* one allocation for the body, not a doubling series of copies; what a client only
+	   claims costs no more than 1 MiB of address space until it sends it */
+	if (n > 0)
+		buf_reserve(&q->body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
+	return MHD_YES;
+}
+
+/*
+ * A piece of the body: it must keep coming at REVIEW_BODY_MIN_RATE after the grace, or the connection is
+ * closed; it takes its share of the budget, or is read and dropped (the answer then 503, or 413 past the cap).
+ */
+static enum MHD_Result take_body(struct webhook *w, struct req *q, const char *upload, size_t len)
+{
+	long long late = clock_ms() - q->t0 - REVIEW_BODY_GRACE_MS;
+	size_t need = q->body.len + len;
+
+	if (late > 0 && need < (unsigned long long)late * REVIEW_BODY_MIN_RATE / 1000) {
+		atomic_fetch_add(&w->slow, 1);
+		log_warn("request rejected", LOG_STR("event", "rejected"), LOG_STR("reason", "the body came slower "
+			 "than 64 KiB a second: connection closed"), LOG_INT("bytes", (long long)need));
+		return MHD_NO;
+	}
+	if (!q->too_big && !q->busy) {
+		enum budget_ans a = budget_take(w->budget, q->bc, need);
+
+		if (a == BUDGET_SHED)
+			return MHD_NO;
+		if (a == BUDGET_FULL)
+			q->busy = true; /* the rest is read and dropped; the answer is 503 */
+		else if (buf_append(&q->body, upload, len) != 0)
+			q->too_big = true; /* the rest is read and dropped; the answer is 413 */
+	}
+	return MHD_YES;
+}
+
 static enum MHD_Result access_cb(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				 const char *version, const char *upload, size_t *upload_size, void **con_cls)
 {
 	struct gen *g = cls;
 	struct webhook *w = g->w;
 	struct req *q = *con_cls;
-	unsigned long long n;
-	const char *cl;
 
 	(void)version;
 	tl_gen = g;
 	tl_req = q;
-	if (q == NULL) {
-		const union MHD_ConnectionInfo *ci = mhd.info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-
-		if (ci == NULL || (q = ci->socket_context) == NULL)
-			return MHD_NO; /* conn_cb had no memory for it: the connection is closed */
-		atomic_fetch_add(&g->inflight, 1);
-		q->body.len = 0;
-		q->too_big = q->busy = q->corked = false;
-		q->t0 = clock_ms();
-		*con_cls = q;
-		tl_req = q;
-		cl = mhd.lookup(c, MHD_HEADER_KIND, "Content-Length");
-		n = cl ? strtoull(cl, NULL, 10) : 0;
-		if (n > w->cfg.max_body)
-			return too_big(w, c); /* refused before a byte of the body is read (the connection then closes) */
-		switch (budget_begin(w->budget, q->bc, n)) {
-		case BUDGET_SHED: return MHD_NO;
-		case BUDGET_FULL: return busy(w, c);
-		case BUDGET_OK: break;
-		}
-		/* one allocation for the body, not a doubling series of copies; what a client only
-		   claims costs no more than 1 MiB of address space until it sends it */
-		if (n > 0)
-			buf_reserve(&q->body, (size_t)(n < (1u << 20) ? n : (1u << 20)));
-		return MHD_YES;
-	}
+	if (q == NULL)
+		return begin_request(g, c, con_cls);
 	if (*upload_size) {
-		long long late = clock_ms() - q->t0 - REVIEW_BODY_GRACE_MS;
-		size_t need = q->body.len + *upload_size;
+		enum MHD_Result r = take_body(w, q, upload, *upload_size);
 
-		if (late > 0 && need < (unsigned long long)late * REVIEW_BODY_MIN_RATE / 1000) {
-			atomic_fetch_add(&w->slow, 1);
-			log_warn("request rejected", LOG_STR("event", "rejected"), LOG_STR("reason", "the body came slower "
-				 "than 64 KiB a second: connection closed"), LOG_INT("bytes", (long long)need));
-			return MHD_NO;
-		}
-		if (!q->too_big && !q->busy) {
-			enum budget_ans a = budget_take(w->budget, q->bc, need);
-
-			if (a == BUDGET_SHED)
-				return MHD_NO;
-			if (a == BUDGET_FULL)
-				q->busy = true; /* the rest is read and dropped; the answer is 503 */
-			else if (buf_append(&q->body, upload, *upload_size) != 0)
-				q->too_big = true; /* the rest is read and dropped; the answer is 413 */
-		}
 		*upload_size = 0;
-		return MHD_YES;
+		return r;
 	}
 	if (budget_answer(w->budget, q->bc) == BUDGET_SHED)
 		return MHD_NO; /* shed for a review while its last bytes came */
-	if (strcmp(url, "/healthz") == 0 || strcmp(url, "/readyz") == 0)
-		return reply(c, 200, "text/plain", "ok", 2);
-	if (strcmp(url, "/metrics") == 0) {
-		if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-			return problem_with(c, 405, "Method Not Allowed", "GET the metrics", "Allow", "GET, HEAD");
-		return metrics(w, c);
-	}
-	if (strncmp(url, "/mutate", 7) == 0) {
-		/* /mutate[/namespace][/no-ptrace]: what the API server's choice of webhook tells us about the namespace */
-		const char *rest = url + 7;
-		bool ns = false, no_ptrace = false;
-
-		if (strncmp(rest, "/namespace", 10) == 0) {
-			ns = true;
-			rest += 10;
-		}
-		if (strcmp(rest, "/no-ptrace") == 0) {
-			no_ptrace = true;
-			rest += 10;
-		}
-		if (*rest == '\0') {
-			if (strcmp(method, "POST") != 0)
-				return problem_with(c, 405, "Method Not Allowed", "POST an AdmissionReview here", "Allow", "POST");
-			return mutate(w, c, q, ns, no_ptrace);
-		}
-	}
-	return problem(c, 404, "Not Found", "no such route: /mutate[/namespace][/no-ptrace], /healthz, /readyz, /metrics");
+	return route(w, c, q, url, method);
 }
 
 /* Between requests a connection keeps its body's memory, up to BODY_KEEP, while all together keep under KEEP_TOTAL. */

@@ -51,7 +51,14 @@ T_NAME=webhook-server
 
 oneline() { head -c 400 "$1" 2> /dev/null | tr '\n\t' '  '; }
 # alive PID: the process is there and not a zombie
-alive() { [ -e "/proc/$1" ] && ! grep -q '^[0-9]* ([^)]*) Z' "/proc/$1/stat" 2> /dev/null; }
+# alive PID: PID is a child of this script and not a zombie. Whose child matters: once bash has reaped it, its pid
+# may be another process's (pid_max is 32768 here, and every .NET thread takes one), which is not our server
+alive() {
+  local st
+  st=$(cat "/proc/$1/stat" 2> /dev/null) || return 1
+  st=${st##*) }
+  [ "${st%% *}" != Z ] && [ "$(cut -d' ' -f2 <<< "$st")" = "$$" ]
+}
 # json FILE EXPR: a Python expression over the JSON on FILE's last line (as j), printed
 json() { "$PY" -c 'import json,sys; j=json.loads(open(sys.argv[1]).read().strip().splitlines()[-1]); print(eval(sys.argv[2]))' "$1" "$2" 2> /dev/null; }
 
