@@ -301,10 +301,17 @@ static void deliver(struct run *r, const uint8_t *p, size_t len)
 		 */
 		if (ctx == (uint64_t)PERF_CONTEXT_USER && PERFEV_KERNEL_IP(ip))
 			break;
-		if (ctx == (uint64_t)PERF_CONTEXT_KERNEL && !PERFEV_KERNEL_IP(ip))
+		if (ctx == (uint64_t)PERF_CONTEXT_KERNEL && (!PERFEV_KERNEL_IP(ip) || !r->st->kernel))
 			continue;
 		r->chain[s.n++] = ip;
 	}
+	/*
+	 * No chain: the sample's own ip, unless it is the kernel's while kernel frames were not asked for (or
+	 * refused): skid can land a user-only event's sample in the kernel on its way out, and such a sample
+	 * says nothing of the app's stacks.
+	 */
+	if (s.n == 0 && PERFEV_KERNEL_IP(v[0]) && !r->st->kernel)
+		return;
 	if (s.n == 0)
 		r->chain[s.n++] = v[0];
 	s.ips = r->chain;
