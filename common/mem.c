@@ -279,6 +279,26 @@ void *mem_array(size_t n, size_t size)
 	return mem_zalloc(n * size);
 }
 
+void *mem_grow(void *p, size_t *cap, size_t need, size_t size, size_t first)
+{
+	size_t c = *cap;
+
+	if (need <= c)
+		return p;
+	if (c == 0)
+		c = first ? first : 1;
+	while (c < need) {
+		if (c > SIZE_MAX / 2)
+			oom(SIZE_MAX);
+		c *= 2;
+	}
+	if (size != 0 && c > SIZE_MAX / size)
+		oom(SIZE_MAX);
+	p = mem_realloc(p, c * size);
+	*cap = c;
+	return p;
+}
+
 void mem_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
 	if (n > 1)

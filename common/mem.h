@@ -19,6 +19,13 @@ char *mem_strdup(const char *s);         /* new copy; never NULL */
 char *mem_strndup(const char *s, size_t n); /* copy of at most n bytes, NUL-terminated */
 char *mem_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* new string */
 void mem_wipe(void *p, size_t n);        /* zero in a way the compiler keeps */
+/*
+ * Room for need elements of size bytes in p, whose capacity *cap (elements) is doubled, from first, until
+ * it holds need; the capacity and the product are checked for overflow. The one way an array grows:
+ * MEM_GROW(arr, cap, need, first) for an array arr with a size_t capacity cap. Never NULL.
+ */
+void *mem_grow(void *p, size_t *cap, size_t need, size_t size, size_t first);
+#define MEM_GROW(arr, cap, need, first) ((arr) = mem_grow((arr), &(cap), (need), sizeof(*(arr)), (first)))
 /* qsort that takes an empty array as NULL (qsort itself must not be given NULL) */
 void mem_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
