@@ -66,25 +66,30 @@ static uint64_t hash_stack(uint64_t thread, const uint64_t *ips, size_t n)
 
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ ips[i]) * 1099511628211ull;
-	return h | 1; /* 0 marks a free slot */
+	return htab_u64(h);
 }
 
-static void grow(struct profile *p)
+static struct profile *profile_empty(void)
 {
-	struct entry *old = p->tab;
-	size_t old_cap = p->cap;
+	struct profile *p = mem_zalloc(sizeof(*p));
 
-	p->cap = p->cap ? p->cap * 2 : 1024;
-	p->tab = mem_zalloc(p->cap * sizeof(*p->tab));
-	for (size_t i = 0; i < old_cap; i++)
-		if (old[i].hash) {
-			size_t k = old[i].hash & (p->cap - 1);
+	htab_init(&p->stacks, sizeof(struct entry));
+	return p;
+}
 
-			while (p->tab[k].hash)
-				k = (k + 1) & (p->cap - 1);
-			p->tab[k] = old[i];
-		}
-	free(old);
+struct stack_key {
+	const struct profile *p;
+	uint64_t thread;
+	const uint64_t *ips;
+	size_t n;
+};
+
+static bool same_stack(const void *slot, const void *key)
+{
+	const struct entry *e = slot;
+	const struct stack_key *k = key;
+
+	return e->thread == k->thread && e->n == k->n && memcmp(k->p->ips + e->at, k->ips, k->n * 8) == 0;
 }
 
 /*
@@ -93,40 +98,31 @@ static void grow(struct profile *p)
  */
 static const struct entry *count(struct profile *p, uint64_t thread, const uint64_t *ips, size_t n, uint64_t ticks)
 {
+	struct stack_key key;
+	struct entry *e;
 	uint64_t h;
-	size_t k;
 
 	if (n > MAX_DEPTH)
 		n = MAX_DEPTH;
 	h = hash_stack(thread, ips, n);
-	if ((p->used + 1) * 2 > p->cap)
-		grow(p);
-	for (k = h & (p->cap - 1); p->tab[k].hash; k = (k + 1) & (p->cap - 1)) {
-		struct entry *e = &p->tab[k];
-
-		if (e->hash == h && e->thread == thread && e->n == n && memcmp(p->ips + e->at, ips, n * 8) == 0) {
-			e->count++;
-			e->ticks += ticks;
-			p->samples++;
-			return e;
-		}
+	key = (struct stack_key){ p, thread, ips, n };
+	if ((e = htab_find(&p->stacks, h, same_stack, &key)) != NULL) {
+		e->count++;
+		e->ticks += ticks;
+		p->samples++;
+		return e;
 	}
-	if (p->used == MAX_STACKS || p->n_ips + n > MAX_IPS) {
+	if (p->stacks.n == MAX_STACKS || p->n_ips + n > MAX_IPS) {
 		p->dropped_stacks++; /* counted nowhere: the profile says how many */
 		return NULL;
 	}
-	if (p->n_ips + n > p->cap_ips) {
-		p->cap_ips = p->cap_ips ? p->cap_ips * 2 : 65536;
-		while (p->cap_ips < p->n_ips + n)
-			p->cap_ips *= 2;
-		p->ips = mem_realloc(p->ips, p->cap_ips * sizeof(*p->ips));
-	}
+	MEM_GROW(p->ips, p->cap_ips, p->n_ips + n, 65536);
 	memcpy(p->ips + p->n_ips, ips, n * sizeof(*ips));
-	p->tab[k] = (struct entry){ thread, h, 1, ticks, p->n_ips, n };
+	e = htab_put(&p->stacks, h);
+	*e = (struct entry){ thread, 1, ticks, p->n_ips, n };
 	p->n_ips += n;
-	p->used++;
 	p->samples++;
-	return &p->tab[k];
+	return e;
 }
 
 /* Whether thread was sampled in this tick already; marks it sampled. */
@@ -199,7 +195,7 @@ int profile_capture(struct port *port, const uint8_t cookie[16], long long durat
 {
 	struct trace_config c;
 	struct nettrace_callbacks cb = { .trace = on_trace, .event = on_event };
-	struct profile *p = mem_zalloc(sizeof(*p));
+	struct profile *p = profile_empty();
 	int rc;
 
 	p->sym = symbols_new();
@@ -310,10 +306,7 @@ static void on_perf_sample(void *ctx, const struct perfev_sample *s)
 		return;
 	if (p->n_kept == MAX_KEPT)
 		return; /* the text says how many it holds */
-	if (p->n_kept == p->cap_kept) {
-		p->cap_kept = p->cap_kept ? p->cap_kept * 2 : 4096;
-		p->kept = mem_realloc(p->kept, p->cap_kept * sizeof(*p->kept));
-	}
+	MEM_GROW(p->kept, p->cap_kept, p->n_kept + 1, 4096);
 	p->kept[p->n_kept++] = (struct kept){ s->time_ns, s->period, s->tid, e->at, e->n };
 }
 
@@ -355,7 +348,7 @@ int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t t
 			 const struct profile_perf *o, long long duration_ms, const atomic_bool *stop,
 			 struct profile **out, struct err_msg *em)
 {
-	struct profile *p = mem_zalloc(sizeof(*p));
+	struct profile *p = profile_empty();
 	struct perfev_opts po = { 0, o->freq, o->event, o->kernel };
 	char path[64];
 	struct stat stb;
@@ -425,7 +418,7 @@ void profile_free(struct profile *p)
 	free(p->kept);
 	free(p->comms);
 	free(p->seen);
-	free(p->tab);
+	htab_free(&p->stacks);
 	free(p->ips);
 	free(p);
 }

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "htab.h"
+
 #include "natsym.h"
 #include "perfev.h"
 #include "profile.h"
@@ -18,7 +20,7 @@
 #define MAX_DEPTH 512 /* frames kept of a stack */
 
 struct entry {
-	uint64_t thread, hash, count;
+	uint64_t thread, count;
 	uint64_t ticks; /* EventPipe: the real time its samples stand for, in the trace's ticks */
 	size_t at, n;   /* its addresses: ips[at..at+n) */
 };
@@ -37,8 +39,7 @@ struct comm {
 
 struct profile {
 	struct symbols *sym;
-	struct entry *tab; /* open addressing */
-	size_t cap, used;
+	struct htab stacks; /* of struct entry, by (thread, addresses) */
 	uint64_t *ips;
 	size_t n_ips, cap_ips;
 	uint64_t samples, dropped_stacks;

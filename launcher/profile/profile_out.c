@@ -182,20 +182,18 @@ static int by_key(const void *a, const void *b)
 /* Every distinct stack over all threads with its samples, sorted by key; *n lines. */
 static struct line *folded(const struct profile *p, size_t *n)
 {
-	struct line *l = mem_array(p->used ? p->used : 1, sizeof(*l));
+	struct line *l = mem_array(p->stacks.n ? p->stacks.n : 1, sizeof(*l));
 	char **names = mem_array(MAX_DEPTH, sizeof(char *));
+	const struct entry *e;
 	struct buf scratch;
 	size_t k = 0, out = 0;
 
 	buf_init(&scratch, 0);
-	for (size_t i = 0; i < p->cap; i++) {
-		size_t nf;
+	for (size_t pos = 0; (e = htab_next(&p->stacks, &pos)) != NULL;) {
+		size_t nf = frames(p, e, names, &scratch);
 
-		if (!p->tab[i].hash)
-			continue;
-		nf = frames(p, &p->tab[i], names, &scratch);
 		l[k].key = join(names, nf);
-		l[k++].count = p->tab[i].count;
+		l[k++].count = e->count;
 		for (size_t j = 0; j < nf; j++)
 			free(names[j]);
 	}
@@ -370,32 +368,31 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 	json_t *frames_j = json_array(), *profiles = json_array(), *doc, *names_idx = json_object();
 	char **names = mem_array(MAX_DEPTH, sizeof(char *)), *text;
 	struct buf scratch;
-	uint64_t *threads = mem_array(p->used ? p->used : 1, sizeof(uint64_t));
+	uint64_t *threads = mem_array(p->stacks.n ? p->stacks.n : 1, sizeof(uint64_t));
+	const struct entry *e;
 	size_t n_threads = 0;
 
 	buf_init(&scratch, 0);
-	for (size_t i = 0; i < p->cap; i++) { /* the threads, in order of first appearance in the table */
+	for (size_t pos = 0; (e = htab_next(&p->stacks, &pos)) != NULL;) { /* the threads, in table order */
 		bool seen = false;
 
-		if (!p->tab[i].hash)
-			continue;
 		for (size_t t = 0; t < n_threads && !seen; t++)
-			seen = threads[t] == p->tab[i].thread;
+			seen = threads[t] == e->thread;
 		if (!seen)
-			threads[n_threads++] = p->tab[i].thread;
+			threads[n_threads++] = e->thread;
 	}
 	for (size_t t = 0; t < n_threads; t++) {
 		json_t *samples = json_array(), *weights = json_array();
 		double total = 0;
 		char name[48];
 
-		for (size_t i = 0; i < p->cap; i++) {
+		for (size_t pos = 0; (e = htab_next(&p->stacks, &pos)) != NULL;) {
 			json_t *sample;
 			size_t nf;
 
-			if (!p->tab[i].hash || p->tab[i].thread != threads[t])
+			if (e->thread != threads[t])
 				continue;
-			nf = frames(p, &p->tab[i], names, &scratch);
+			nf = frames(p, e, names, &scratch);
 			sample = json_array();
 			for (size_t j = 0; j < nf; j++) {
 				json_t *ix = json_object_get(names_idx, names[j]);
@@ -409,8 +406,8 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 				free(names[j]);
 			}
 			json_array_append_new(samples, sample);
-			json_array_append_new(weights, json_real(weight_ms(p, &p->tab[i])));
-			total += weight_ms(p, &p->tab[i]);
+			json_array_append_new(weights, json_real(weight_ms(p, e)));
+			total += weight_ms(p, e);
 		}
 		if (p->perf)
 			snprintf(name, sizeof(name), "%s (%llu)", comm_of(p, threads[t]), (unsigned long long)threads[t]);
