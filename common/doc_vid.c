@@ -3,8 +3,8 @@
  *
  * A node's value is its type, tag, and text (scalars) or the ids of its
  * children in order (collections: key, value, key, value... for maps). The
- * table `vals` holds each distinct value once, found through an
- * open-addressing index `slots` by a hash of exactly those parts; a
+ * table `vals` holds each distinct value once, found through the hash
+ * table `index` (common/htab.h) by a hash of exactly those parts; a
  * collection's children ids live in `pool`. Working out a node is one walk
  * bottom-up: children first, their ids pushed on `stack`, then the node is
  * looked up by (type, tag, children ids), which costs its own size, not its
@@ -14,13 +14,13 @@
  */
 #include "doc_vid.h"
 
+#include "htab.h"
 #include "mem.h"
 
 #include <stdint.h>
 #include <string.h>
 
 struct val {
-	uint64_t hash;
 	const struct doc_node *rep; /* the first node seen with this value: its type, tag, text */
 	size_t kids;                /* collections: where its children's ids start in pool */
 };
@@ -29,12 +29,15 @@ struct doc_vid {
 	uint64_t seed;
 	struct val *vals; /* id = index */
 	size_t n_vals, cap_vals;
-	size_t *slots; /* index into vals + 1; 0 = empty */
-	size_t slot_cap;
+	struct htab index; /* of size_t: an id, by its value's hash */
 	size_t *pool, n_pool, cap_pool;
 	size_t *stack, sp, cap_stack;
-	const struct doc_node **memo_node; /* open addressing by pointer; NULL = empty */
-	size_t *memo_id, memo_cap, memo_n;
+	struct htab memo; /* of struct memo, by node pointer */
+};
+
+struct memo {
+	const struct doc_node *node;
+	size_t id;
 };
 
 static uint64_t mix(uint64_t h, uint64_t x)
@@ -50,30 +53,14 @@ static uint64_t hash_bytes(uint64_t h, const char *s, size_t len)
 	return h;
 }
 
-static size_t spread(uint64_t x, size_t cap)
-{
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 29;
-	return (size_t)x & (cap - 1);
-}
-
-/* Room for `more` items in a growing array of size_t. */
-static size_t *room(size_t *a, size_t n, size_t *cap, size_t more)
-{
-	if (n + more <= *cap)
-		return a;
-	while (*cap < n + more)
-		*cap = *cap ? *cap * 2 : 256;
-	return mem_realloc(a, *cap * sizeof(*a));
-}
-
 struct doc_vid *doc_vid_new(void)
 {
 	struct doc_vid *t = mem_zalloc(sizeof(*t));
 
 	/* the table's address (ASLR) as seed: a document cannot be made to collide everywhere */
 	t->seed = mix(1469598103934665603ull, (uint64_t)(uintptr_t)t);
+	htab_init(&t->index, sizeof(size_t));
+	htab_init(&t->memo, sizeof(struct memo));
 	return t;
 }
 
@@ -82,63 +69,36 @@ void doc_vid_free(struct doc_vid *t)
 	if (t == NULL)
 		return;
 	mem_free(t->vals);
-	mem_free(t->slots);
+	htab_free(&t->index);
 	mem_free(t->pool);
 	mem_free(t->stack);
-	mem_free(t->memo_node);
-	mem_free(t->memo_id);
+	htab_free(&t->memo);
 	mem_free(t);
 }
 
 /* ---- the memo: node pointer -> id, for nodes with an anchor or an alias ---- */
 
-static size_t memo_slot(const struct doc_vid *t, const struct doc_node *n)
+static bool same_node(const void *slot, const void *node)
 {
-	size_t i = spread((uint64_t)(uintptr_t)n, t->memo_cap);
-
-	while (t->memo_node[i] && t->memo_node[i] != n)
-		i = (i + 1) & (t->memo_cap - 1);
-	return i;
+	return ((const struct memo *)slot)->node == node;
 }
 
 static bool memo_get(const struct doc_vid *t, const struct doc_node *n, size_t *id)
 {
-	size_t i;
+	const struct memo *m = htab_find(&t->memo, htab_u64((uint64_t)(uintptr_t)n), same_node, n);
 
-	if (t->memo_cap == 0)
+	if (m == NULL)
 		return false;
-	i = memo_slot(t, n);
-	if (t->memo_node[i] == NULL)
-		return false;
-	*id = t->memo_id[i];
+	*id = m->id;
 	return true;
 }
 
+/* Remember n's id (n is not remembered yet: doc_vid_of asked memo_get first). */
 static void memo_put(struct doc_vid *t, const struct doc_node *n, size_t id)
 {
-	size_t i;
+	struct memo *m = htab_put(&t->memo, htab_u64((uint64_t)(uintptr_t)n));
 
-	if ((t->memo_n + 1) * 2 > t->memo_cap) {
-		const struct doc_node **nodes = t->memo_node;
-		size_t *ids = t->memo_id, cap = t->memo_cap;
-
-		t->memo_cap = cap ? cap * 2 : 64;
-		t->memo_node = mem_array(t->memo_cap, sizeof(*t->memo_node));
-		t->memo_id = mem_array(t->memo_cap, sizeof(*t->memo_id));
-		for (size_t k = 0; k < cap; k++)
-			if (nodes[k]) {
-				i = memo_slot(t, nodes[k]);
-				t->memo_node[i] = nodes[k];
-				t->memo_id[i] = ids[k];
-			}
-		mem_free(nodes);
-		mem_free(ids);
-	}
-	i = memo_slot(t, n);
-	if (t->memo_node[i] == NULL)
-		t->memo_n++;
-	t->memo_node[i] = n;
-	t->memo_id[i] = id;
+	*m = (struct memo){ n, id };
 }
 
 /* ---- the values ---- */
@@ -166,49 +126,42 @@ static bool same_val(const struct doc_vid *t, const struct val *v, const struct 
 	return r->n == n->n && (k == 0 || memcmp(t->pool + v->kids, t->stack + base, k * sizeof(*t->stack)) == 0);
 }
 
-static void reindex(struct doc_vid *t)
-{
-	mem_free(t->slots);
-	t->slot_cap = t->slot_cap ? t->slot_cap * 2 : 256;
-	t->slots = mem_array(t->slot_cap, sizeof(*t->slots));
-	for (size_t id = 0; id < t->n_vals; id++) {
-		size_t i = spread(t->vals[id].hash, t->slot_cap);
+/* What intern looks for: a value with the node's type, tag and text, or its children's ids. */
+struct vkey {
+	const struct doc_vid *t;
+	const struct doc_node *n;
+	size_t base, k;
+};
 
-		while (t->slots[i])
-			i = (i + 1) & (t->slot_cap - 1);
-		t->slots[i] = id + 1;
-	}
+static bool same_id_val(const void *slot, const void *key)
+{
+	const struct vkey *q = key;
+
+	return same_val(q->t, &q->t->vals[*(const size_t *)slot], q->n, q->base, q->k);
 }
 
 /* The id of n's value, given its children's ids at stack[base..base+k). */
 static size_t intern(struct doc_vid *t, const struct doc_node *n, size_t base, size_t k)
 {
 	uint64_t h = mix(t->seed, (uint64_t)n->type);
-	size_t i;
+	struct vkey key = { t, n, base, k };
+	const size_t *found;
 
 	h = n->tag ? hash_bytes(mix(h, 1), n->tag, strlen(n->tag)) : h;
 	if (!is_coll(n))
 		h = hash_bytes(mix(h, n->len), n->text, n->len);
 	for (size_t j = 0; j < k; j++)
 		h = mix(h, t->stack[base + j]);
-	if ((t->n_vals + 1) * 2 > t->slot_cap)
-		reindex(t);
-	for (i = spread(h, t->slot_cap); t->slots[i]; i = (i + 1) & (t->slot_cap - 1)) {
-		const struct val *v = &t->vals[t->slots[i] - 1];
-
-		if (v->hash == h && same_val(t, v, n, base, k))
-			return t->slots[i] - 1;
-	}
-	if (t->n_vals == t->cap_vals) {
-		t->cap_vals = t->cap_vals ? t->cap_vals * 2 : 256;
-		t->vals = mem_realloc(t->vals, t->cap_vals * sizeof(*t->vals));
-	}
-	t->pool = room(t->pool, t->n_pool, &t->cap_pool, k);
+	h = htab_u64(h);
+	if ((found = htab_find(&t->index, h, same_id_val, &key)) != NULL)
+		return *found;
+	MEM_GROW(t->vals, t->cap_vals, t->n_vals + 1, 256);
+	MEM_GROW(t->pool, t->cap_pool, t->n_pool + k, 256);
 	if (k)
 		memcpy(t->pool + t->n_pool, t->stack + base, k * sizeof(*t->pool));
-	t->vals[t->n_vals] = (struct val){ .hash = h, .rep = n, .kids = t->n_pool };
+	t->vals[t->n_vals] = (struct val){ .rep = n, .kids = t->n_pool };
 	t->n_pool += k;
-	t->slots[i] = t->n_vals + 1;
+	*(size_t *)htab_put(&t->index, h) = t->n_vals;
 	return t->n_vals++;
 }
 
@@ -221,7 +174,7 @@ size_t doc_vid_of(struct doc_vid *t, const struct doc_node *n)
 		return id;
 	if (is_coll(n)) {
 		k = n->type == DOC_MAP ? 2 * n->n : n->n;
-		t->stack = room(t->stack, t->sp, &t->cap_stack, k);
+		MEM_GROW(t->stack, t->cap_stack, t->sp + k, 256);
 		t->sp += k;
 		for (size_t i = 0; i < n->n; i++) { /* each call leaves sp where it found it */
 			if (n->type == DOC_MAP) {

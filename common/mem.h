@@ -22,10 +22,15 @@ void mem_wipe(void *p, size_t n);        /* zero in a way the compiler keeps */
 /*
  * Room for need elements of size bytes in p, whose capacity *cap (elements) is doubled, from first, until
  * it holds need; the capacity and the product are checked for overflow. The one way an array grows:
- * MEM_GROW(arr, cap, need, first) for an array arr with a size_t capacity cap. Never NULL.
+ * MEM_GROW(arr, cap, need, first) for an array arr with a size_t capacity cap; it tests in line, so a
+ * hot loop pays a compare (need is evaluated twice: no side effects in it). Never NULL.
  */
 void *mem_grow(void *p, size_t *cap, size_t need, size_t size, size_t first);
-#define MEM_GROW(arr, cap, need, first) ((arr) = mem_grow((arr), &(cap), (need), sizeof(*(arr)), (first)))
+#define MEM_GROW(arr, cap, need, first)                                                    \
+	do {                                                                              \
+		if ((need) > (cap))                                                       \
+			(arr) = mem_grow((arr), &(cap), (need), sizeof(*(arr)), (first)); \
+	} while (0)
 /* qsort that takes an empty array as NULL (qsort itself must not be given NULL) */
 void mem_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 

@@ -62,10 +62,7 @@ static bool string(struct dec *d, size_t *off)
 		} else if (u >= 0xD800 && u < 0xE000) {
 			c = 0xFFFD; /* a lone surrogate */
 		}
-		if (d->text_len + 5 > p->text_cap) {
-			p->text_cap = p->text_cap ? p->text_cap * 2 : 256;
-			p->text = mem_realloc(p->text, p->text_cap);
-		}
+		MEM_GROW(p->text, p->text_cap, d->text_len + 5, 256);
 		o = p->text + d->text_len;
 		if (c < 0x80) {
 			o[0] = (char)c;
@@ -87,10 +84,7 @@ static bool string(struct dec *d, size_t *off)
 			d->text_len += 4;
 		}
 	}
-	if (d->text_len + 1 > p->text_cap) {
-		p->text_cap = p->text_cap ? p->text_cap * 2 : 256;
-		p->text = mem_realloc(p->text, p->text_cap);
-	}
+	MEM_GROW(p->text, p->text_cap, d->text_len + 1, 256);
 	p->text[d->text_len++] = '\0';
 	return true;
 }
@@ -99,10 +93,7 @@ static bool text(struct dec *d, size_t *off, const char *s)
 {
 	size_t n = strlen(s) + 1;
 
-	while (d->text_len + n > d->p->text_cap) {
-		d->p->text_cap = d->p->text_cap ? d->p->text_cap * 2 : 256;
-		d->p->text = mem_realloc(d->p->text, d->p->text_cap);
-	}
+	MEM_GROW(d->p->text, d->p->text_cap, d->text_len + n, 256);
 	*off = d->text_len;
 	memcpy(d->p->text + d->text_len, s, n);
 	d->text_len += n;

@@ -77,10 +77,7 @@ static void add_method(struct symbols *s, const struct nettrace_event *e)
 		free(m.name);
 		return;
 	}
-	if (s->n_methods == s->cap_methods) {
-		s->cap_methods = s->cap_methods ? s->cap_methods * 2 : 1024;
-		s->methods = mem_realloc(s->methods, s->cap_methods * sizeof(*s->methods));
-	}
+	MEM_GROW(s->methods, s->cap_methods, s->n_methods + 1, 1024);
 	s->methods[s->n_methods++] = m;
 }
 
@@ -98,10 +95,7 @@ static void add_module(struct symbols *s, const struct nettrace_event *e)
 	free(native);
 	if (r.bad || il == NULL || s->n_modules == MAX_MODULES || *symbols_module(s, id))
 		goto out;
-	if (s->n_modules == s->cap_modules) {
-		s->cap_modules = s->cap_modules ? s->cap_modules * 2 : 64;
-		s->modules = mem_realloc(s->modules, s->cap_modules * sizeof(*s->modules));
-	}
+	MEM_GROW(s->modules, s->cap_modules, s->n_modules + 1, 64);
 	slash = strrchr(il, '/');
 	s->modules[s->n_modules].id = id;
 	s->modules[s->n_modules++].file = mem_strdup(slash ? slash + 1 : il);

@@ -430,10 +430,7 @@ static void hold(struct logs *l, const struct nettrace_event *e, enum held_kind 
 	/* a stream that does not say what is sorted: apply what is there */
 	if (l->n_held == MAX_HELD || l->held_bytes > MAX_HELD_BYTES)
 		apply_until(l, INT64_MAX);
-	if (l->n_held == l->cap_held) {
-		l->cap_held = l->cap_held ? l->cap_held * 2 : 64;
-		l->held = mem_realloc(l->held, l->cap_held * sizeof(*l->held));
-	}
+	MEM_GROW(l->held, l->cap_held, l->n_held + 1, 64);
 	h = &l->held[l->n_held++];
 	memset(h, 0, sizeof(*h));
 	h->ts = e->timestamp;
