@@ -5,7 +5,10 @@
  * definitions, CloudFormation templates) and must hand back everything it did
  * not change exactly as it came: key order, unknown fields, the exact text of
  * numbers (big integers, precise floats), YAML scalar styles and tags (`!Ref`).
- * A doc_node is that document, not a model of it.
+ * A doc_node is that document, not a model of it. This is why the documents
+ * diagport rewrites are not read with jansson, which refuses integers past
+ * 64 bits, reprints reals and knows nothing of YAML; jansson stays the
+ * library for the JSON diagport composes itself (the agent's API bodies).
  *
  * Ownership, in one sentence: every node belongs to exactly one parent (a root
  * belongs to whoever made or read it); functions that put a node into a

@@ -5,8 +5,8 @@
  * libcurl (hclient.c), libmicrohttpd (webhook/server.c) and GnuTLS
  * (webhook/certgen.c) are loaded with dlopen when first needed instead of
  * linked: the agent, which is the same binary, runs in every pod and must
- * not carry their resident memory (docs/ARCHITECTURE.md, "Where this departs
- * from DESIGN.md"). A user fills a table of symbol names and the function
+ * not carry their resident memory (docs/ARCHITECTURE.md, "Choices that
+ * differ from the usual library"). A user fills a table of symbol names and the function
  * pointers they go into; dynlib_load opens the library once per process,
  * resolves every symbol, and reports a missing library or function in one
  * sentence with one code, DP_ENOLIB.

@@ -10,6 +10,10 @@
  * cannot open a network connection. No exec, no bind or listen (no new
  * listening sockets), no ptrace, no mount, no module or key syscalls.
  *
+ * A call outside the list fails with EPERM rather than killing the process:
+ * a stray call (a library's new syscall after an upgrade) then fails visibly
+ * in a log line instead of killing the agent in the middle of a dump.
+ *
  * The egress process (launcher/capture/eproc.h) gets a list of its own: threads,
  * reading files it opens read-only (CA bundle, token files, /etc/hosts,
  * /etc/resolv.conf), and sockets of the Internet families (TCP to the stores

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """doc_paths.py - every path of this repository that a document names exists.
 
-Reads README.md, docs/*.md and every README.md below the top, finds the words
+Reads README.md, every docs/**/*.md and every README.md below the top, finds the words
 that start with a top-level folder of the repository (`launcher/capture/dump.c`,
 `manifests/agent-certs`) and prints one line per document: "PASS docs/NAME.md"
 or "FAIL docs/NAME.md: PATH (line N), ...". A word names a path that exists
@@ -17,7 +17,7 @@ root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 os.chdir(root)
 tops = sorted(d for d in os.listdir(".") if os.path.isdir(d) and not d.startswith(".") and d not in ("build",))
 made = ("cdk/lambda", "cdk/lib")  # written by make (make lambda, make cdk)
-docs = sorted({"README.md", *glob.glob("docs/*.md"), *glob.glob("*/**/README.md", recursive=True)} -
+docs = sorted({"README.md", *glob.glob("docs/**/*.md", recursive=True), *glob.glob("*/**/README.md", recursive=True)} -
               {p for p in glob.glob("*/**/README.md", recursive=True) if "node_modules" in p})
 word = re.compile(r"(?<![\w/.-])((?:%s)/[A-Za-z0-9_.\-/]*[A-Za-z0-9_])" % "|".join(map(re.escape, tops)))
 

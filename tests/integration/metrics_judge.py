@@ -2,7 +2,7 @@
 text. One command per call; prints "ok ..." or "bad ..." lines (one per name for the name checks).
 
   fresh PROM PID TEND FAMILY...     exit 0 when every FAMILY has a sample of PID stamped after TEND (epoch s)
-  names-json JSON PROM PID TEND     each instrument the tool reported: its family (docs/agent.md's mapping) in PROM
+  names-json JSON PROM PID TEND     each instrument the tool reported: its family (docs/agent/metrics.md's mapping) in PROM
   names-csv CSV PROM PID            each EventCounter the tool reported: a family of its provider with that HELP
   gauges-csv CSV PROMS PID          gauges ("Metric" rows) of the tool vs the agent's samples of the same second
   rates-csv CSV PROMS PID           Request Rate: the tool's per second and the agent's per 5 s, vs 20/s driven
@@ -35,7 +35,7 @@ def norm(s, provider):
 
 
 def prom_name(provider, metric, unit):
-    """dotnet-monitor's Prometheus name, as docs/agent.md states it (metrics_prom_name)."""
+    """dotnet-monitor's Prometheus name, as docs/agent/metrics.md states it (metrics_prom_name)."""
     u = unit or ''
     if u.lower() in ('', 'count'):
         u = ''

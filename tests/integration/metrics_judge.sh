@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # metrics_judge.sh - /metrics and /livemetrics judged by Microsoft's dotnet-counters (10.0.750501,
 # build/tools/dotnet-counters) on the same webapp processes, and the agent kept right while the tool shares the
-# runtime's metrics session (the runtime's rules: docs/agent.md "Sharing the runtime with other tools"). The agent
+# runtime's metrics session (the runtime's rules: docs/agent/metrics.md "Sharing the runtime with other tools"). The agent
 # collects the Kestrel and routing meters too (Metrics:Meters, from DotnetMonitor_ variables), every 5 s.
 #   meters/*     app A: `dotnet-counters collect --counters System.Runtime,<Kestrel>,<Routing> --format json` takes
 #                the runtime's meter aggregation first (a private session); every instrument it reports is a
-#                family of /metrics (docs/agent.md's name mapping), the routing and runtime ones read by the agent's own session afterwards;
+#                family of /metrics (docs/agent/metrics.md's name mapping), the routing and runtime ones read by the agent's own session afterwards;
 #                the agent logs that it was refused (and reads the tool's readings meanwhile)
 #   counters/*   app A: `collect --counters EventCounters\System.Runtime,EventCounters\Microsoft.AspNetCore.Hosting
 #                --format csv` beside the agent (EventCounters have no one-session rule): every counter it reports is

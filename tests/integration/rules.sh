@@ -31,7 +31,7 @@
 #               rules are listed, the rule runs, SIGTERM ends it at once), writes nothing through the symlink, and
 #               a forged run in the future does not throttle the rule
 # Counters every second (--metrics-interval 1). The counters session starts $DELAY s after attach, not at once:
-# enabling it during the app's startup can deadlock the app in the runtime (docs/agent.md, Metrics; 4 of 20 starts
+# enabling it during the app's startup can deadlock the app in the runtime (docs/agent/internals.md, runtime bug notes; 4 of 20 starts
 # with no delay in docs/BENCHMARKS.md), and every scenario here starts a fresh app.
 set -u
 cd "$(dirname "$0")/../.."

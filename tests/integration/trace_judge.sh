@@ -114,7 +114,7 @@ cmp_side hot-time-within-10-percent '($a[0].leaves[$h] - $t[0].leaves[$h]) | fab
 # The runtime's ".NET EventPipe" thread is left out: it runs managed code only in EventSource callbacks (a
 # session starting or stopping: here the agent's, during dotnet-trace's) and is not sampled between them, and
 # TraceEvent carries a thread's last stack over until its next sample: seconds of CPU_TIME for a thread asleep
-# in native code (docs/agent.md); the agent gives it the sampler's tick alone
+# in native code (docs/agent/cpuprofile.md); the agent gives it the sampler's tick alone
 EPT=$(for f in /proc/"$CPID"/task/*/comm; do [ "$(cat "$f" 2>/dev/null)" = '.NET EventPipe' ] && basename "$(dirname "$f")"; done | jq -R . | jq -sc .)
 busy="[.threads | to_entries[] | select(.value.cpuMs > 500 and (.key as \$k | $EPT | index(\$k) | not))]"
 cmp_side same-busy-threads "[\$a[0], \$t[0]] | map($busy | map(.key) | sort) | .[0] == .[1] and (.[0] | length) == 2"
