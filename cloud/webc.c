@@ -51,6 +51,7 @@ struct webc_conn {
 	struct webc_tls_ctx *tctx; /* https: made by webc_open, used by every connection */
 	struct webc_tls *t;
 	unsigned served; /* answers read on the open connection */
+	struct webc_proxy px; /* px.host NULL: straight to host */
 };
 
 /* ---- the URL --------------------------------------------------------------------------------- */
@@ -140,6 +141,11 @@ int webc_open(const char *base_url, const struct webc_opts *o, struct webc_conn 
 	}
 	if (c->o.ca_file)
 		c->o.ca_file = c->ca_file = mem_strdup(c->o.ca_file);
+	if (c->o.proxy && (rc = webc_proxy_parse(c->o.proxy, &c->px, em)) != 0) {
+		webc_close(c);
+		return rc;
+	}
+	c->o.proxy = NULL; /* the caller's string: c->px holds what is needed of it */
 	/* libssl and the CA bundle now: a bad bundle fails here, and a sandbox entered after this needs neither */
 	if (c->tls && (rc = webc_tls_ctx_new(&c->o, &c->tctx, em)) != 0) {
 		webc_close(c);
@@ -171,6 +177,7 @@ void webc_close(struct webc_conn *c)
 		return;
 	disconnect(c);
 	webc_tls_ctx_free(c->tctx);
+	webc_proxy_free(&c->px);
 	mem_free(c->host);
 	mem_free(c->host_hdr);
 	mem_free(c->ca_file);
@@ -301,25 +308,79 @@ static int tls_handshake(struct webc_conn *c, long long deadline, struct err_msg
 	return rc;
 }
 
-/* Resolve, check, connect, and for https the handshake, all before connect_timeout_ms. */
+static long io_once(struct webc_conn *c, bool out, char *p, size_t n, bool *gone, struct err_msg *em);
+
+/*
+ * Through the proxy to host:port (CONNECT, RFC 9110 9.3.6), before the deadline: 0 once the proxy answered
+ * 2xx, else DP_EIO (no answer, or another status) or DP_EREMOTE with em.
+ */
+static int tunnel(struct webc_conn *c, long long deadline, struct err_msg *em)
+{
+	struct buf out, in;
+	size_t head = 0, sent = 0;
+	int rc = 0, status = 0;
+	bool gone = false;
+	const char *v6 = strchr(c->host, ':') ? "[" : "";
+
+	buf_init(&out, HEAD_OUT_MAX);
+	buf_init(&in, WEBC_HEAD_MAX + READ_CHUNK);
+	buf_printf(&out, "CONNECT %s%s%s:%s HTTP/1.1\r\nHost: %s%s%s:%s\r\n%s%s\r\n", v6, c->host, *v6 ? "]" : "",
+		   c->port, v6, c->host, *v6 ? "]" : "", c->port, c->px.auth ? c->px.auth : "", c->px.auth ? "\r\n" : "");
+	while (rc == 0 && (sent < out.len || head == 0)) {
+		bool w = sent < out.len;
+		long r;
+
+		if (!w && buf_reserve(&in, READ_CHUNK) != 0) {
+			rc = err_set(em, DP_EREMOTE, "the proxy's answer to CONNECT passes %d bytes", WEBC_HEAD_MAX);
+			break;
+		}
+		r = w ? io_once(c, true, out.data + sent, out.len - sent, &gone, em)
+		      : io_once(c, false, in.data + in.len, READ_CHUNK, &gone, em);
+		if (r == WEBC_WANT_READ || r == WEBC_WANT_WRITE)
+			rc = wait_fd(&c->o, c->fd, r == WEBC_WANT_READ ? POLLIN : POLLOUT, left_ms(deadline),
+				     "through the proxy", em);
+		else if (r == 0)
+			rc = err_set(em, DP_EIO, "the proxy closed the connection before it answered CONNECT");
+		else if (r < 0)
+			rc = (int)r;
+		else if (w)
+			sent += (size_t)r;
+		else if ((in.len += (size_t)r, rc = webc_proxy_answer(in.data, in.len, &head, &status, em)) == 1)
+			rc = 0;
+	}
+	/* a proxy sends nothing after its 2xx head until the server speaks, which it does not before our hello */
+	if (rc == 0 && (status < 200 || status > 299 || in.len != head))
+		rc = err_set(em, DP_EIO, "the proxy %s port %s answered CONNECT with HTTP %d", c->px.host, c->px.port,
+			     status);
+	mem_wipe(out.data, out.len); /* Proxy-Authorization */
+	buf_free(&out);
+	buf_free(&in);
+	return rc;
+}
+
+/*
+ * Resolve, check, connect (to the proxy when there is one, and through it), and for https the handshake, all
+ * before connect_timeout_ms.
+ */
 static int conn_open(struct webc_conn *c, struct err_msg *em)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL;
 	long long deadline = clock_ms() + c->o.connect_timeout_ms;
 	char why[160] = "", addr[INET6_ADDRSTRLEN] = "";
+	const char *host = c->px.host ? c->px.host : c->host, *port = c->px.host ? c->px.port : c->port;
 	int rc, n = 0, refused = 0;
 	bool stop = false;
 
-	if ((rc = getaddrinfo(c->host, c->port, &hints, &res)) != 0)
-		return err_set(em, DP_EIO, "cannot resolve %s: %s", c->host,
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0)
+		return err_set(em, DP_EIO, "cannot resolve %s%s: %s", c->px.host ? "the proxy " : "", host,
 			       rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
 	for (const struct addrinfo *ai = res; ai && c->fd < 0 && !stop; ai = ai->ai_next) {
 		if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
 			continue;
 		n++;
 		addr_text(ai->ai_addr, addr, sizeof(addr));
-		if (c->o.allow && !c->o.allow(c->o.allow_ctx, c->host, ai->ai_addr, ai->ai_addrlen)) {
+		if (c->o.allow && !c->o.allow(c->o.allow_ctx, host, ai->ai_addr, ai->ai_addrlen)) {
 			refused++;
 			continue;
 		}
@@ -327,13 +388,17 @@ static int conn_open(struct webc_conn *c, struct err_msg *em)
 	}
 	freeaddrinfo(res);
 	if (stop)
-		return err_set(em, DP_ECANCELED, "cancelled while connecting to %s port %s", c->host, c->port);
+		return err_set(em, DP_ECANCELED, "cancelled while connecting to %s port %s", host, port);
 	if (c->fd < 0) {
 		if (n > 0 && refused == n)
-			return err_set(em, DP_EIO, "no address of %s is allowed (%d refused, the last %s)", c->host, refused,
+			return err_set(em, DP_EIO, "no address of %s is allowed (%d refused, the last %s)", host, refused,
 				       addr);
-		return err_set(em, DP_EIO, "cannot connect to %s port %s (%s): %s", c->host, c->port, addr,
-			       n ? why : "no address");
+		return err_set(em, DP_EIO, "cannot connect to %s%s port %s (%s): %s", c->px.host ? "the proxy " : "",
+			       host, port, addr, n ? why : "no address");
+	}
+	if (c->px.host && c->tls && (rc = tunnel(c, deadline, em)) != 0) {
+		disconnect(c);
+		return rc;
 	}
 	if (c->tls && (rc = tls_handshake(c, deadline, em)) != 0) {
 		disconnect(c);
@@ -544,7 +609,11 @@ static int build_head(const struct webc_conn *c, const struct webc_req *r, struc
 			return err_set(em, DP_EINVAL, "the target has a space, a control byte or a byte past ASCII");
 	if (r->body && r->body_fn)
 		return err_set(em, DP_EINVAL, "the request has both a body in memory and a streamed body");
-	buf_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", r->method, r->target, c->host_hdr);
+	if (c->px.host && !c->tls) /* absolute-form, to a proxy (RFC 9112 3.2.2) */
+		buf_printf(out, "%s http://%s%s HTTP/1.1\r\nHost: %s\r\n%s%s", r->method, c->host_hdr, r->target,
+			   c->host_hdr, c->px.auth ? c->px.auth : "", c->px.auth ? "\r\n" : "");
+	else
+		buf_printf(out, "%s %s HTTP/1.1\r\nHost: %s\r\n", r->method, r->target, c->host_hdr);
 	for (size_t i = 0; r->headers && r->headers[i]; i++) {
 		const char *h = r->headers[i], *colon = strchr(h, ':');
 		size_t nlen = colon ? (size_t)(colon - h) : 0;

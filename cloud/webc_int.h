@@ -1,6 +1,6 @@
 /*
- * webc_int.h - between webc's own files (webc.c above webc_resp.c and
- * webc_tls.c; the two below never call up). Not for other users: their
+ * webc_int.h - between webc's own files (webc.c above webc_resp.c,
+ * webc_proxy.c and webc_tls.c; the three below never call up). Not for other users: their
  * contract is webc.h.
  */
 #ifndef DP_WEBC_INT_H
@@ -58,6 +58,23 @@ int webc_parse_feed(struct webc_parse *p, const char *data, size_t n, size_t *us
 int webc_parse_eof(struct webc_parse *p, struct err_msg *em);
 /* Free the reader's own buffers (not resp). */
 void webc_parse_free(struct webc_parse *p);
+
+/*
+ * An HTTP proxy (webc_proxy.c): its URL taken apart, and its answer to
+ * CONNECT read. Pure.
+ */
+struct webc_proxy {
+	char *host;  /* NULL: no proxy */
+	char port[8];
+	char *auth;  /* "Proxy-Authorization: Basic ..." from the URL's user and password, or NULL; wiped when freed */
+};
+/* proxy ("http://[user:password@]host[:port]", the scheme optional) into out. DP_EINVAL with em for another
+ * scheme or a bad host or port. */
+int webc_proxy_parse(const char *proxy, struct webc_proxy *out, struct err_msg *em);
+void webc_proxy_free(struct webc_proxy *p); /* zeroes p */
+/* The answer in data[0..n): 1 with its status and the length of its head once the head is whole, 0 when more
+ * is needed, DP_EREMOTE with em (not HTTP/1.x, or a head over WEBC_HEAD_MAX). */
+int webc_proxy_answer(const char *data, size_t n, size_t *head_len, int *status, struct err_msg *em);
 
 /*
  * TLS over a connected non-blocking socket (webc_tls.c). Nothing here waits:

@@ -128,6 +128,8 @@ int main(int argc, char **argv)
 			fail_at = atoll(v);
 		else if (strcmp(a, "--out") == 0)
 			out = v;
+		else if (strcmp(a, "--proxy") == 0)
+			o.proxy = v;
 		else if (strcmp(a, "--pause") == 0)
 			pause_ms = atol(v);
 		else
