@@ -21,7 +21,7 @@
 #               passes another CA; SSL_CERT_FILE; keep-alive and a 50 MB upload over TLS; read-to-close
 #               without close_notify refused
 #   static/*    the same client linked statically (OpenSSL from libssl.a through
-#               build/static/webc_tls_linked.o, as build/static/diagport is): verified, refused for another
+#               build/static/tlsbase_linked.o, as build/static/diagport is): verified, refused for another
 #               CA and another name
 #   proxy/*     through tests/integration/webc_proxy.py: https by a CONNECT tunnel (its target, the
 #               Proxy-Authorization from the proxy URL's user and password, one tunnel for two requests,
@@ -37,14 +37,14 @@ OSSL=/usr/bin/openssl
 for tool in "$OSSL" "$PY" sha256sum file; do
 	command -v "$tool" > /dev/null || { fail prerequisites "$tool is not installed (scripts/prereqs.sh test installs it)"; exit 0; }
 done
-make -s "$B/static/webc_tls_linked.o" > "$W/make.log" 2>&1 || { fail build "$(tail -3 "$W/make.log")"; exit 0; }
+make -s "$B/static/tlsbase_linked.o" > "$W/make.log" 2>&1 || { fail build "$(tail -3 "$W/make.log")"; exit 0; }
 PKGS="jansson yaml-0.1 libseccomp"
 # shellcheck disable=SC2046
 cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. -Icommon -o "$W/driver" tests/integration/webc_driver.c "$B/libdiagport.a" \
 	$(pkg-config --libs $PKGS) -lpthread 2> "$W/cc.log" || { fail build-driver "$(head -c 300 "$W/cc.log")"; exit 0; }
 # shellcheck disable=SC2046
 cc -static -std=c11 -D_GNU_SOURCE -I. -Icommon -o "$W/driver-static" tests/integration/webc_driver.c \
-	"$B/static/webc_tls_linked.o" "$B/libdiagport.a" $(pkg-config --static --libs $PKGS openssl) -lpthread \
+	"$B/static/tlsbase_linked.o" "$B/libdiagport.a" $(pkg-config --static --libs $PKGS openssl) -lpthread \
 	2> "$W/cc-static.log" || { fail build-static-driver "$(grep -v warning "$W/cc-static.log" | head -c 300)"; exit 0; }
 WHY="$(file "$W/driver-static")"
 check static/is-static sh -c "file '$W/driver-static' | grep -q 'statically linked'"
