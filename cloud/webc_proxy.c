@@ -116,6 +116,7 @@ int webc_proxy_parse(const char *proxy, struct webc_proxy *out, struct err_msg *
 {
 	const char *a = proxy, *end, *at, *colon, *port = NULL;
 	unsigned char v6[16];
+	long v = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (strstr(proxy, "://")) {
@@ -159,13 +160,17 @@ int webc_proxy_parse(const char *proxy, struct webc_proxy *out, struct err_msg *
 			goto bad;
 		port = colon ? colon + 1 : NULL;
 	}
-	if (port == NULL)
+	if (port == NULL) {
 		snprintf(out->port, sizeof(out->port), "%s", PROXY_PORT);
-	else if ((size_t)(end - port) == 0 || (size_t)(end - port) > 5 || strspn(port, "0123456789") < (size_t)(end - port) ||
-		 atoi(port) < 1 || atoi(port) > 65535)
+		return 0;
+	}
+	for (const char *d = port; d < end; d++) {
+		if (*d < '0' || *d > '9' || (v = v * 10 + (*d - '0')) > 65535)
+			goto bad;
+	}
+	if (v == 0)
 		goto bad;
-	else
-		snprintf(out->port, sizeof(out->port), "%d", atoi(port));
+	snprintf(out->port, sizeof(out->port), "%ld", v);
 	return 0;
 bad:
 	webc_proxy_free(out);
