@@ -30,7 +30,7 @@ endif
 # libcurl: headers only; common/hclient.c loads it on demand, so the agent never maps it.
 # libmicrohttpd and GnuTLS: installed (bench/mhd_file.c is the reference server), not linked:
 # the agent's HTTP server is common/httpd.c.
-# OpenSSL: headers only in the dynamic build (cloud/webc_tls.c loads libssl on demand); linked
+# OpenSSL: headers only in the dynamic build (common/tlsbase.c loads libssl on demand); linked
 # into the static one (below).
 LINKED   := $(filter-out libcurl libmicrohttpd gnutls openssl,$(PKGS))
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -96,19 +96,16 @@ FORCE:
 # The whole binary linked statically and stripped: the agent's image (FROM scratch: nothing but this
 # file and a CA bundle) and, without OpenSSL, the Lambda macro's bootstrap (provided.al2023's glibc is
 # older than Debian's).
-# It cannot dlopen, so the egress client's TLS (cloud/webc_tls.c) is compiled a second time with
-# WEBC_TLS_LINKED, which fills its table of OpenSSL functions with libssl.a's and libcrypto.a's, and
+# It cannot dlopen, so OpenSSL's table of functions (common/tlsbase.c, which both the egress client's
+# TLS, cloud/webc_tls.c, and the agent's https server, http/httpd_tls.c, go through) is compiled a
+# second time with TLSBASE_LINKED, which fills it with libssl.a's and libcrypto.a's functions, and
 # that object goes before the archive, whose dlopen variant is then never pulled in (docs/BENCHMARKS.md:
 # what it costs the image and the agent's RSS).
-# The agent's https server (http/httpd_tls.c) is linked the same way, with HTTPD_TLS_LINKED.
-STATIC_TLS := $(BUILD)/static/webc_tls_linked.o $(BUILD)/static/httpd_tls_linked.o
+STATIC_TLS := $(BUILD)/static/tlsbase_linked.o
 STATIC_LIBS = $(shell pkg-config --static --libs $(LINKED) openssl 2>/dev/null) -lpthread
-$(BUILD)/static/webc_tls_linked.o: cloud/webc_tls.c | $(PREREQ_STAMP)
+$(BUILD)/static/tlsbase_linked.o: common/tlsbase.c | $(PREREQ_STAMP)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DWEBC_TLS_LINKED -MMD -MP -c $< -o $@
-$(BUILD)/static/httpd_tls_linked.o: http/httpd_tls.c | $(PREREQ_STAMP)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DHTTPD_TLS_LINKED -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -DTLSBASE_LINKED -MMD -MP -c $< -o $@
 
 $(BUILD)/static/diagport: $(BUILD)/main.o $(STATIC_TLS) $(LIBDP)
 	@mkdir -p $(dir $@)

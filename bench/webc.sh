@@ -6,7 +6,7 @@
 # one touched, so a larger binary shows more of them even where the code run is the same), for
 #   dynamic     ./diagport (libssl loaded with dlopen only when a TLS connection is made: never by the agent)
 #   static      build/static/diagport (the image's: libssl.a and libcrypto.a linked in)
-#   static-pre  the same static link without build/static/webc_tls_linked.o, i.e. without OpenSSL
+#   static-pre  the same static link without build/static/tlsbase_linked.o, i.e. without OpenSSL
 #               (what the image held before)
 # and, for scale, the static test driver (tests/integration/webc_driver.c) with and without the TLS
 # object: what OpenSSL adds to a program that does call it. Then uploads: UPLOAD_MB (500) of zeros PUT
@@ -21,13 +21,13 @@ RUNS=${RUNS:-7}
 W=$(mktemp -d /tmp/dp-bench-webc.XXXXXX)
 pids=()
 trap 'for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"' EXIT
-make -s diagport "$B/static/diagport" "$B/static/webc_tls_linked.o" || exit 1
+make -s diagport "$B/static/diagport" "$B/static/tlsbase_linked.o" || exit 1
 LIBS_STATIC="$(pkg-config --static --libs jansson yaml-0.1 libseccomp) -lpthread"
 # shellcheck disable=SC2086
 cc -static -s -o "$W/static-pre" "$B/main.o" "$B/libdiagport.a" $LIBS_STATIC 2> /dev/null || exit 1
 cc -c -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -o "$W/driver.o" tests/integration/webc_driver.c || exit 1
 # shellcheck disable=SC2086
-cc -static -s -o "$W/driver-tls" "$W/driver.o" "$B/static/webc_tls_linked.o" "$B/libdiagport.a" \
+cc -static -s -o "$W/driver-tls" "$W/driver.o" "$B/static/tlsbase_linked.o" "$B/libdiagport.a" \
 	$(pkg-config --static --libs openssl) $LIBS_STATIC 2> /dev/null || exit 1
 # shellcheck disable=SC2086
 cc -static -s -o "$W/driver-notls" "$W/driver.o" "$B/libdiagport.a" $LIBS_STATIC 2> /dev/null || exit 1

@@ -1,7 +1,10 @@
 /*
- * webc.h - the egress process's HTTP/1.1 client: plain TCP or TLS, one
+ * webc.h - the egress process's HTTP/1.1 client, and the one client of
+ * every AWS call diagport makes (S3 egress, the credential chain, the fleet
+ * client's ECS, Secrets Manager and STS calls): plain TCP or TLS, one
  * request at a time on a connection kept open between requests, request
- * bodies streamed from a callback, answers read under caps.
+ * bodies streamed from a callback, answers read under caps, optionally
+ * through an http:// proxy.
  *
  * Why not hclient (libcurl): the agent's image is one static binary FROM
  * scratch, where libcurl and its twenty libraries cannot be loaded, and the
@@ -48,6 +51,9 @@ struct webc_opts {
 	void *allow_ctx;
 	const int *cancel_fd;   /* NULL, or an fd (borrowed) that once readable ends every wait, and stops every
 				   request before it starts, with DP_ECANCELED: an upload its agent gave up on */
+	const char *proxy;      /* NULL, or an http:// proxy ("http://[user:password@]host[:port]", port 1080 by
+				   default, as libcurl's): https goes through a CONNECT tunnel, http as an
+				   absolute-form request; copied by webc_open. The egress process sets none */
 };
 
 struct webc_conn; /* one connection to one scheme://host:port, reopened as needed */
@@ -119,6 +125,17 @@ int webc_request(struct webc_conn *c, const struct webc_req *req, struct webc_re
  * without progress, 10 s for the whole answer.
  */
 void webc_opts_cleanup(struct webc_opts *o);
+
+/*
+ * The proxy for url as libcurl chooses it from the environment: http_proxy
+ * (lowercase only) for http://, https_proxy or HTTPS_PROXY for https://,
+ * else all_proxy or ALL_PROXY; none when no_proxy or NO_PROXY is "*" or
+ * names url's host or a domain above it (".example.com" and "example.com"
+ * alike). A new string, or NULL for none. For the fleet client's AWS calls,
+ * which libcurl made before and which honour these variables as the AWS CLI
+ * does.
+ */
+char *webc_proxy_env(const char *url);
 
 /* Sleep ms (a retry's backoff), unless o's cancel_fd is or becomes readable first: 0, or DP_ECANCELED. */
 int webc_pause(const struct webc_opts *o, long ms);

@@ -1,7 +1,7 @@
 /*
- * webc_int.h - between webc's own files (webc.c above webc_resp.c and
- * webc_tls.c; the two below never call up). Not for other users: their
- * contract is webc.h.
+ * webc_int.h - between webc's own files (webc.c above webc_conn.c and
+ * webc_resp.c, webc_conn.c above webc_proxy.c and webc_tls.c; none calls
+ * up). Not for other users: their contract is webc.h.
  */
 #ifndef DP_WEBC_INT_H
 #define DP_WEBC_INT_H
@@ -13,6 +13,9 @@
 #include "buf.h"
 #include "errors.h"
 #include "webc.h"
+
+#define WEBC_HEAD_OUT_MAX 65536 /* our request head (and a CONNECT) */
+#define WEBC_READ_CHUNK 16384
 
 /* Caps on an answer's head (status line and headers) and on a chunked body's framing lines and trailers. */
 #define WEBC_HEAD_MAX 16384
@@ -60,6 +63,23 @@ int webc_parse_eof(struct webc_parse *p, struct err_msg *em);
 void webc_parse_free(struct webc_parse *p);
 
 /*
+ * An HTTP proxy (webc_proxy.c): its URL taken apart, and its answer to
+ * CONNECT read. Pure.
+ */
+struct webc_proxy {
+	char *host;  /* NULL: no proxy */
+	char port[8];
+	char *auth;  /* "Proxy-Authorization: Basic ..." from the URL's user and password, or NULL; wiped when freed */
+};
+/* proxy ("http://[user:password@]host[:port]", the scheme optional) into out. DP_EINVAL with em for another
+ * scheme or a bad host or port. */
+int webc_proxy_parse(const char *proxy, struct webc_proxy *out, struct err_msg *em);
+void webc_proxy_free(struct webc_proxy *p); /* zeroes p */
+/* The answer in data[0..n): 1 with its status and the length of its head once the head is whole, 0 when more
+ * is needed, DP_EREMOTE with em (not HTTP/1.x, or a head over WEBC_HEAD_MAX). */
+int webc_proxy_answer(const char *data, size_t n, size_t *head_len, int *status, struct err_msg *em);
+
+/*
  * TLS over a connected non-blocking socket (webc_tls.c). Nothing here waits:
  * each call returns WEBC_WANT_READ or WEBC_WANT_WRITE when the socket must
  * become readable or writable first, and the caller polls.
@@ -87,5 +107,37 @@ long webc_tls_read(struct webc_tls *t, void *p, size_t n, struct err_msg *em);
 /* Bytes written (> 0), WEBC_WANT_*, or DP_EIO with em. */
 long webc_tls_write(struct webc_tls *t, const void *p, size_t n, struct err_msg *em);
 void webc_tls_free(struct webc_tls *t); /* NULL-safe; sends no close_notify (the socket is closed next) */
+
+/*
+ * A connection (webc_conn.c, below webc.c): the parsed base URL, the options,
+ * the socket and its TLS session when open, the proxy.
+ */
+struct webc_conn {
+	bool tls;
+	char *host;     /* as in the URL, an IPv6 address without its brackets */
+	char *host_hdr; /* the Host header's value */
+	char port[8];
+	char *ca_file;  /* o.ca_file points here */
+	struct webc_opts o;
+	int fd;         /* -1 when not open */
+	struct webc_tls_ctx *tctx; /* https: made by webc_open, used by every connection */
+	struct webc_tls *t;
+	unsigned served; /* answers read on the open connection */
+	struct webc_proxy px; /* px.host NULL: straight to host */
+};
+
+/* Close the socket (and TLS session) if open; the object stays. */
+void webc_conn_drop(struct webc_conn *c);
+/* Resolve, check, connect (through the proxy when there is one) and for https the handshake, all under
+ * connect_timeout_ms. 0, DP_EIO or DP_ECANCELED with em; c->fd open on success. */
+int webc_conn_connect(struct webc_conn *c, struct err_msg *em);
+/* Has the server closed a kept-alive connection (or sent something unasked) while it was idle? */
+bool webc_conn_stale(const struct webc_conn *c);
+/* Whether o's cancel fd is readable. */
+bool webc_cancelled(const struct webc_opts *o);
+/* All n bytes out: 0, or DP_EIO / DP_ECANCELED with em (*gone when the server closed or reset it). */
+int webc_conn_send(struct webc_conn *c, const char *p, size_t n, bool *gone, struct err_msg *em);
+/* Some bytes in: > 0, 0 at the server's close, or an error with em (*gone for a reset or an unclean TLS close). */
+long webc_conn_recv(struct webc_conn *c, char *p, size_t n, bool *gone, struct err_msg *em);
 
 #endif

@@ -1,16 +1,9 @@
 /*
  * webc_tls.c - TLS for webc (webc_int.h) by OpenSSL's libssl, on a socket
- * webc has connected and polls itself: nothing here waits.
- *
- * How libssl gets in differs by build, and one table of functions serves
- * both. The dynamic ./diagport loads libssl.so.3 with dlopen (dynlib.h) the
- * first time a TLS connection is made, so the agent, the same binary, never
- * maps it. The static binary (the image's, FROM scratch) cannot dlopen: the
- * Makefile compiles this file a second time with WEBC_TLS_LINKED, which
- * fills the table with the linked functions, and puts that object before
- * libdiagport.a, so the archive's dlopen variant is never pulled in. The
- * types come from OpenSSL's headers either way, so every call is checked by
- * the compiler (docs/ARCHITECTURE.md, docs/BENCHMARKS.md for what each costs).
+ * webc has connected and polls itself: nothing here waits. libssl, its
+ * start, its errors in words and the context's floor (TLS 1.2) are
+ * common/tlsbase.c's, shared with the agent's https server: loaded on the
+ * first https connection in the dynamic build, linked in the static one.
  *
  * Verification: the peer's chain against one PEM bundle (ca_file, else
  * SSL_CERT_FILE, else Debian's /etc/ssl/certs/ca-certificates.crt, which the
@@ -21,69 +14,17 @@
 #include "webc_int.h"
 
 #include <arpa/inet.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-#include <openssl/x509_vfy.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynlib.h"
 #include "mem.h"
+#include "tlsbase.h"
 
 #define SYSTEM_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
 
-/* Every OpenSSL function used: X(name). libcrypto's are reached through libssl's handle (its dependency). */
-#define SSL_FUNCTIONS(X)                                                                                           \
-	X(OPENSSL_init_ssl)                                                                                        \
-	X(TLS_client_method)                                                                                       \
-	X(SSL_CTX_new)                                                                                             \
-	X(SSL_CTX_free)                                                                                            \
-	X(SSL_CTX_ctrl)                                                                                            \
-	X(SSL_CTX_set_verify)                                                                                      \
-	X(SSL_CTX_load_verify_locations)                                                                           \
-	X(SSL_new)                                                                                                 \
-	X(SSL_free)                                                                                                \
-	X(SSL_ctrl)                                                                                                \
-	X(SSL_set_fd)                                                                                              \
-	X(SSL_set1_host)                                                                                           \
-	X(SSL_connect)                                                                                             \
-	X(SSL_read)                                                                                                \
-	X(SSL_write)                                                                                               \
-	X(SSL_get_error)                                                                                           \
-	X(SSL_get_verify_result)                                                                                   \
-	X(X509_verify_cert_error_string)                                                                           \
-	X(ERR_get_error)                                                                                           \
-	X(ERR_peek_error)                                                                                          \
-	X(ERR_error_string_n)                                                                                      \
-	X(ERR_clear_error)
-
-#define FIELD(fn) __typeof__(fn) *fn; // NOLINT(bugprone-macro-parentheses): fn names a member
-static struct {
-	SSL_FUNCTIONS(FIELD)
-} ossl;
-
-#ifdef WEBC_TLS_LINKED
-#define ASSIGN(fn) ossl.fn = fn;
-static int load(struct err_msg *em)
-{
-	(void)em;
-	if (ossl.SSL_new == NULL) {
-		SSL_FUNCTIONS(ASSIGN)
-	}
-	return 0;
-}
-#else
-static const char *const sonames[] = { "libssl.so.3", NULL };
-#define SYM(fn) DYNLIB_SYM(fn, ossl.fn),
-static const struct dynlib_sym syms[] = { SSL_FUNCTIONS(SYM) };
-static struct dynlib ssl_lib = DYNLIB_INIT("libssl (OpenSSL 3)", sonames, syms);
-static int load(struct err_msg *em)
-{
-	return dynlib_load(&ssl_lib, em);
-}
-#endif
+static const struct tlsbase_fns *ossl; /* set by webc_tls_ctx_new, before any session */
 
 struct webc_tls_ctx {
 	SSL_CTX *ctx;
@@ -92,19 +33,6 @@ struct webc_tls_ctx {
 struct webc_tls {
 	SSL *ssl;
 };
-
-/* OpenSSL's error queue as one sentence's tail (its first error), emptied. */
-static const char *ssl_error(char *out, size_t n)
-{
-	unsigned long e = ossl.ERR_get_error();
-
-	if (e == 0)
-		snprintf(out, n, "no detail from OpenSSL");
-	else
-		ossl.ERR_error_string_n(e, out, n);
-	ossl.ERR_clear_error();
-	return out;
-}
 
 /*
  * OpenSSL writes to the socket with write(2), which raises SIGPIPE when the
@@ -148,25 +76,19 @@ int webc_tls_ctx_new(const struct webc_opts *o, struct webc_tls_ctx **out, struc
 	SSL_CTX *ctx;
 	int rc;
 
-	if ((rc = load(em)) != 0)
+	if ((rc = tlsbase_load(&ossl, em)) != 0 || (rc = tlsbase_ctx_new(false, 0, &ctx, em)) != 0)
 		return rc;
-	if (ossl.OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1 ||
-	    (ctx = ossl.SSL_CTX_new(ossl.TLS_client_method())) == NULL)
-		return err_set(em, DP_EIO, "OpenSSL could not start: %s", ssl_error(why, sizeof(why)));
-	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
-	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER,
-			  NULL);
 	if (o->insecure) {
-		ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+		ossl->SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
 	} else {
 		if (bundle == NULL && (bundle = getenv("SSL_CERT_FILE")) == NULL)
 			bundle = SYSTEM_BUNDLE;
-		if (ossl.SSL_CTX_load_verify_locations(ctx, bundle, NULL) != 1) {
-			ossl.SSL_CTX_free(ctx);
+		if (ossl->SSL_CTX_load_verify_locations(ctx, bundle, NULL) != 1) {
+			ossl->SSL_CTX_free(ctx);
 			return err_set(em, DP_EIO, "cannot load the CA bundle %s: %s", bundle,
-				       ssl_error(why, sizeof(why)));
+				       tlsbase_error(why, sizeof(why)));
 		}
-		ossl.SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+		ossl->SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
 	}
 	*out = mem_zalloc(sizeof(**out));
 	(*out)->ctx = ctx;
@@ -177,7 +99,7 @@ void webc_tls_ctx_free(struct webc_tls_ctx *x)
 {
 	if (x == NULL)
 		return;
-	ossl.SSL_CTX_free(x->ctx);
+	ossl->SSL_CTX_free(x->ctx);
 	mem_free(x);
 }
 
@@ -191,17 +113,17 @@ static bool is_ip_literal(const char *host)
 int webc_tls_new(struct webc_tls_ctx *x, int fd, const char *host, struct webc_tls **out, struct err_msg *em)
 {
 	char why[256];
-	SSL *s = ossl.SSL_new(x->ctx);
+	SSL *s = ossl->SSL_new(x->ctx);
 
 	if (s == NULL)
-		return err_set(em, DP_EIO, "OpenSSL could not make a session: %s", ssl_error(why, sizeof(why)));
+		return err_set(em, DP_EIO, "OpenSSL could not make a session: %s", tlsbase_error(why, sizeof(why)));
 	/* SNI for a name only (RFC 6066 3); the name or the address checked against the certificate */
-	if (ossl.SSL_set_fd(s, fd) != 1 || ossl.SSL_set1_host(s, host) != 1 ||
+	if (ossl->SSL_set_fd(s, fd) != 1 || ossl->SSL_set1_host(s, host) != 1 ||
 	    (!is_ip_literal(host) &&
-	     ossl.SSL_ctrl(s, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, (void *)host) != 1)) {
-		ossl.SSL_free(s);
+	     ossl->SSL_ctrl(s, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, (void *)host) != 1)) {
+		ossl->SSL_free(s);
 		return err_set(em, DP_EIO, "OpenSSL could not set up a session for %s: %s", host,
-			       ssl_error(why, sizeof(why)));
+			       tlsbase_error(why, sizeof(why)));
 	}
 	*out = mem_zalloc(sizeof(**out));
 	(*out)->ssl = s;
@@ -212,7 +134,7 @@ void webc_tls_free(struct webc_tls *t)
 {
 	if (t == NULL)
 		return;
-	ossl.SSL_free(t->ssl);
+	ossl->SSL_free(t->ssl);
 	mem_free(t);
 }
 
@@ -222,7 +144,7 @@ static long outcome(struct webc_tls *t, int r, const char *doing, struct err_msg
 	char why[256];
 	long v;
 
-	switch (ossl.SSL_get_error(t->ssl, r)) {
+	switch (ossl->SSL_get_error(t->ssl, r)) {
 	case SSL_ERROR_WANT_READ:
 		return WEBC_WANT_READ;
 	case SSL_ERROR_WANT_WRITE:
@@ -230,22 +152,22 @@ static long outcome(struct webc_tls *t, int r, const char *doing, struct err_msg
 	case SSL_ERROR_ZERO_RETURN:
 		return 0;
 	case SSL_ERROR_SYSCALL:
-		ossl.ERR_clear_error();
+		ossl->ERR_clear_error();
 		return err_set(em, DP_EIO, "TLS %s failed: %s", doing, errno ? strerror(errno) : "connection closed");
 	case SSL_ERROR_SSL:
-		if (ERR_GET_REASON(ossl.ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
-			ossl.ERR_clear_error();
+		if (ERR_GET_REASON(ossl->ERR_peek_error()) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+			ossl->ERR_clear_error();
 			return WEBC_EOF_UNCLEAN;
 		}
-		v = ossl.SSL_get_verify_result(t->ssl);
+		v = ossl->SSL_get_verify_result(t->ssl);
 		if (v != X509_V_OK) {
-			ossl.ERR_clear_error();
+			ossl->ERR_clear_error();
 			return err_set(em, DP_EIO, "the server's certificate is not trusted: %s",
-				       ossl.X509_verify_cert_error_string(v));
+				       ossl->X509_verify_cert_error_string(v));
 		}
-		return err_set(em, DP_EIO, "TLS %s failed: %s", doing, ssl_error(why, sizeof(why)));
+		return err_set(em, DP_EIO, "TLS %s failed: %s", doing, tlsbase_error(why, sizeof(why)));
 	default:
-		return err_set(em, DP_EIO, "TLS %s failed: %s", doing, ssl_error(why, sizeof(why)));
+		return err_set(em, DP_EIO, "TLS %s failed: %s", doing, tlsbase_error(why, sizeof(why)));
 	}
 }
 
@@ -254,10 +176,10 @@ int webc_tls_handshake(struct webc_tls *t, struct err_msg *em)
 	struct sigpipe_guard g;
 	int r;
 
-	ossl.ERR_clear_error();
+	ossl->ERR_clear_error();
 	errno = 0;
 	sigpipe_block(&g);
-	r = ossl.SSL_connect(t->ssl);
+	r = ossl->SSL_connect(t->ssl);
 	sigpipe_restore(&g);
 	if (r == 1)
 		return 0;
@@ -271,10 +193,10 @@ long webc_tls_read(struct webc_tls *t, void *p, size_t n, struct err_msg *em)
 	struct sigpipe_guard g;
 	int r;
 
-	ossl.ERR_clear_error();
+	ossl->ERR_clear_error();
 	errno = 0;
 	sigpipe_block(&g);
-	r = ossl.SSL_read(t->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+	r = ossl->SSL_read(t->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
 	sigpipe_restore(&g);
 	return r > 0 ? r : outcome(t, r, "read", em);
 }
@@ -284,10 +206,10 @@ long webc_tls_write(struct webc_tls *t, const void *p, size_t n, struct err_msg 
 	struct sigpipe_guard g;
 	long r;
 
-	ossl.ERR_clear_error();
+	ossl->ERR_clear_error();
 	errno = 0;
 	sigpipe_block(&g);
-	r = ossl.SSL_write(t->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+	r = ossl->SSL_write(t->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
 	sigpipe_restore(&g);
 	if (r > 0)
 		return r;

@@ -1,5 +1,8 @@
 /*
- * hclient.h - diagport's outbound HTTP calls, on libcurl.
+ * hclient.h - diagport's outbound HTTP calls, on libcurl: the Kubernetes
+ * API, OIDC, the agents the fleet client reaches. AWS calls are not here:
+ * every one of them, and every credential endpoint, goes through
+ * cloud/webc.h, which the static egress process can use.
  *
  * libcurl is loaded (dlopen) on the first call rather than linked: it brings
  * some twenty libraries with it, about 3 MiB of resident memory in every

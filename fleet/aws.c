@@ -3,9 +3,13 @@
  * protocol ECS and Secrets Manager speak (POST /, X-Amz-Target, errors as
  * {"__type": "...#Name", "message": ...}) with retries on throttling and
  * 5xx, and STS's query protocol for GetCallerIdentity. The signature
- * (common/aws_sigv4.c) and the credential chain (cloud/aws_creds.c) are
- * shared with S3 egress; fleet_ecs.sh checks the calls against a stand-in
- * that verifies every request it gets.
+ * (cloud/aws_sigv4.c), the credential chain (cloud/aws_creds.c) and the
+ * HTTP client (cloud/webc.c) are S3 egress's too: every AWS call diagport
+ * makes, and every credential it loads, goes through webc, the one client
+ * the static egress process can use. What libcurl gave these calls before
+ * is kept: the proxy the environment names (webc_proxy_env), the system's
+ * CA bundle (or SSL_CERT_FILE), one time limit per attempt. fleet_ecs.sh
+ * checks the calls against a stand-in that verifies every request it gets.
  */
 #include "aws.h"
 
@@ -18,8 +22,8 @@
 
 #include "cloud/aws_sigv4.h"
 #include "cloud/aws_xml.h"
+#include "cloud/webc.h"
 #include "buf.h"
-#include "hclient.h"
 #include "mem.h"
 
 #define MAX_RESPONSE ((size_t)16 << 20) /* DescribeTasks of 100 tasks is well under 1 MiB */
@@ -102,17 +106,59 @@ struct send {
 	bool xml;                   /* errors are the query protocol's XML */
 };
 
+/* The answer's body into raw (replacing what it held, which is wiped), under raw's cap: 0 or DP_ETOOBIG. */
+static int take_body(struct buf *raw, struct webc_resp *r)
+{
+	if (raw->data)
+		mem_wipe(raw->data, raw->len);
+	buf_reset(raw);
+	return buf_append(raw, r->body.data ? r->body.data : "", r->body.len);
+}
+
+static void resp_wipe(struct webc_resp *r)
+{
+	if (r->body.data)
+		mem_wipe(r->body.data, r->body.len); /* GetSecretValue's answer holds a secret */
+	webc_resp_free(r);
+}
+
+/*
+ * A connection to endpoint as libcurl made them: the environment's proxy, the system's CAs, c's time limit.
+ * The host lowercased, as the signature has it: webc's Host header is the URL's.
+ */
+static int open_conn(const struct aws_client *c, const char *endpoint, struct webc_conn **conn, struct err_msg *em)
+{
+	char *base = mem_strdup(endpoint), *proxy = webc_proxy_env(endpoint), *a = strstr(base, "://");
+	struct webc_opts o = { .connect_timeout_ms = c->timeout_ms, .io_timeout_ms = c->timeout_ms,
+			       .answer_timeout_ms = c->timeout_ms, .proxy = proxy };
+	int rc;
+
+	for (a = a ? a + 3 : base; *a && *a != '/'; a++)
+		*a = (char)tolower((unsigned char)*a);
+	rc = webc_open(base, &o, conn, em);
+	free(proxy);
+	free(base);
+	return rc;
+}
+
 /* Sign and send, trying again on throttling, 5xx and no answer. 0 with the 2xx answer in raw, else an error. */
 static int send_signed(const struct aws_client *c, const struct send *s, struct buf *raw, struct aws_error *ae,
 		       struct err_msg *em)
 {
 	char *url = mem_printf("%s/", s->endpoint);
+	const char *path = strstr(url, "://");
+	struct webc_conn *conn = NULL;
 	struct aws_error local;
 	int rc = 0;
 
 	if (ae == NULL)
 		ae = &local;
 	memset(ae, 0, sizeof(*ae));
+	path = path ? path + 3 + strcspn(path + 3, "/") : url; /* the endpoint's path, and the / after it */
+	if ((rc = open_conn(c, s->endpoint, &conn, em)) != 0) {
+		err_prefix(em, "%s", s->action);
+		goto out;
+	}
 	for (int attempt = 1; attempt <= ATTEMPTS; attempt++) {
 		char *sig[AWS_SIGV4_MAX] = { 0 };
 		const char *hdrs[16];
@@ -120,22 +166,26 @@ static int send_signed(const struct aws_client *c, const struct send *s, struct 
 		long status = 0;
 		struct aws_sigv4_req sr = { .method = "POST", .url = url, .headers = s->headers, .body = s->body,
 					    .body_len = s->body_len, .service = s->service, .region = s->region };
-		struct hclient_req req = { .method = "POST", .url = url, .headers = hdrs, .body = s->body,
-					   .body_len = s->body_len, .timeout_ms = c->timeout_ms };
+		struct webc_req req = { .method = "POST", .target = path, .headers = hdrs, .body = s->body,
+					.body_len = s->body_len, .max_resp = raw->cap };
+		struct webc_resp resp;
 
 		if ((rc = aws_sigv4_sign(&sr, &c->creds, sig, em)) != 0)
 			break;
 		for (size_t i = 0; s->headers && s->headers[i] && n < 8; i++)
 			hdrs[n++] = s->headers[i];
 		for (size_t i = 0; sig[i]; i++)
-			hdrs[n++] = sig[i];
+			if (strncasecmp(sig[i], "host:", 5) != 0) /* signed, and sent by webc as it was signed */
+				hdrs[n++] = sig[i];
 		hdrs[n++] = "User-Agent: diagport/" DP_VERSION " (fleet)";
 		hdrs[n] = NULL;
-		if (raw->data)
-			mem_wipe(raw->data, raw->len);
-		buf_reset(raw);
-		rc = hclient_request(&req, &status, raw, em);
+		rc = webc_request(conn, &req, &resp, em);
 		aws_sigv4_free(sig);
+		if (rc == 0) {
+			status = resp.status;
+			rc = take_body(raw, &resp);
+		}
+		resp_wipe(&resp);
 		if (rc == 0 && status >= 200 && status < 300)
 			break;
 		if (rc == 0) {
@@ -163,6 +213,8 @@ static int send_signed(const struct aws_client *c, const struct send *s, struct 
 			nanosleep(&pause, NULL);
 		}
 	}
+out:
+	webc_close(conn);
 	free(url);
 	return rc;
 }

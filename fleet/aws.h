@@ -1,6 +1,6 @@
 /*
  * aws.h - what the fleet client needs of AWS besides the credentials and
- * the signature (cloud/aws_creds.h, common/aws_sigv4.h): endpoints, and
+ * the signature (cloud/aws_creds.h, cloud/aws_sigv4.h): endpoints, and
  * signed calls to JSON 1.1 APIs (ECS, Secrets Manager) and to STS's query
  * API.
  *

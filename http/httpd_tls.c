@@ -2,12 +2,12 @@
  * httpd_tls.c - the server side of TLS for the agent's https:// URLs
  * (httpd_tls.h), by OpenSSL's libssl.
  *
- * libssl gets in as it does for the egress client (cloud/webc_tls.c): one
- * table of functions, filled by dlopen (dynlib.h) in the dynamic ./diagport,
- * so an agent serving only http:// never maps libssl, and by the linked
- * functions in the static image build, where the Makefile compiles this file
- * again with HTTPD_TLS_LINKED and puts it before the archive. OpenSSL is
- * there already for egress, so TLS adds little to the image (docs/image.md).
+ * libssl, its start, its errors in words and the context's floor (TLS 1.2,
+ * partial writes) are common/tlsbase.c's, shared with the egress client
+ * (cloud/webc_tls.c): loaded by dlopen in the dynamic ./diagport, so an
+ * agent serving only http:// never maps libssl, and linked in the static
+ * image build. OpenSSL is there already for egress, so TLS adds little to
+ * the image (docs/image.md).
  *
  * Settled once for every listener: TLS 1.2 or 1.3; TLS 1.2 with ECDHE and an
  * AEAD cipher only (Mozilla's "intermediate" list without DHE); no
@@ -31,100 +31,22 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/bn.h>
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/pem.h>
-#include <openssl/pkcs12.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dynlib.h"
 #include "log.h"
 #include "mem.h"
+#include "tlsbase.h"
 
 #define RECHECK_MS 1000
 #define CIPHERS_TLS12                                                                                              \
 	"ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"                 \
 	"ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
 
-#define SSL_FUNCTIONS(X)                                                                                           \
-	X(OPENSSL_init_ssl)                                                                                        \
-	X(TLS_server_method)                                                                                       \
-	X(SSL_CTX_new)                                                                                             \
-	X(SSL_CTX_free)                                                                                            \
-	X(SSL_CTX_ctrl)                                                                                            \
-	X(SSL_CTX_set_options)                                                                                     \
-	X(SSL_CTX_set_cipher_list)                                                                                 \
-	X(SSL_CTX_set_num_tickets)                                                                                 \
-	X(SSL_CTX_set_default_passwd_cb)                                                                           \
-	X(SSL_CTX_set_default_passwd_cb_userdata)                                                                  \
-	X(SSL_CTX_use_certificate_chain_file)                                                                      \
-	X(SSL_CTX_use_PrivateKey_file)                                                                             \
-	X(SSL_CTX_check_private_key)                                                                               \
-	X(SSL_CTX_get0_certificate)                                                                                \
-	X(SSL_CTX_use_certificate)                                                                                 \
-	X(SSL_CTX_use_PrivateKey)                                                                                  \
-	X(BIO_new_mem_buf)                                                                                         \
-	X(BIO_free)                                                                                                \
-	X(PEM_read_bio_X509)                                                                                       \
-	X(PEM_read_bio_PrivateKey)                                                                                 \
-	X(d2i_PKCS12_fp)                                                                                           \
-	X(PKCS12_parse)                                                                                            \
-	X(PKCS12_free)                                                                                             \
-	X(X509_free)                                                                                               \
-	X(EVP_PKEY_free)                                                                                           \
-	X(OPENSSL_sk_shift)                                                                                        \
-	X(OPENSSL_sk_free)                                                                                         \
-	X(SSL_new)                                                                                                 \
-	X(SSL_free)                                                                                                \
-	X(SSL_set_fd)                                                                                              \
-	X(SSL_accept)                                                                                              \
-	X(SSL_read)                                                                                                \
-	X(SSL_write)                                                                                               \
-	X(SSL_shutdown)                                                                                            \
-	X(SSL_pending)                                                                                             \
-	X(SSL_get_error)                                                                                           \
-	X(X509_get_serialNumber)                                                                                   \
-	X(ASN1_INTEGER_to_BN)                                                                                      \
-	X(BN_bn2hex)                                                                                               \
-	X(BN_free)                                                                                                 \
-	X(CRYPTO_free)                                                                                             \
-	X(ERR_get_error)                                                                                           \
-	X(ERR_peek_last_error)                                                                                     \
-	X(ERR_error_string_n)                                                                                      \
-	X(ERR_clear_error)
-
-#define FIELD(fn) __typeof__(fn) *fn; // NOLINT(bugprone-macro-parentheses): fn names a member
-static struct {
-	SSL_FUNCTIONS(FIELD)
-} ossl;
-
-#ifdef HTTPD_TLS_LINKED
-#define ASSIGN(fn) ossl.fn = fn;
-static int load(struct err_msg *em)
-{
-	(void)em;
-	if (ossl.SSL_new == NULL) {
-		SSL_FUNCTIONS(ASSIGN)
-	}
-	return 0;
-}
-#else
-static const char *const sonames[] = { "libssl.so.3", NULL };
-#define SYM(fn) DYNLIB_SYM(fn, ossl.fn),
-static const struct dynlib_sym syms[] = { SSL_FUNCTIONS(SYM) };
-static struct dynlib ssl_lib = DYNLIB_INIT("libssl (OpenSSL 3)", sonames, syms);
-static int load(struct err_msg *em)
-{
-	return dynlib_load(&ssl_lib, em);
-}
-#endif
+static const struct tlsbase_fns *ossl; /* set by httpd_tls_new, before any session */
 
 /* A file as it was when loaded: a change in any of these is a new file. */
 struct ident {
@@ -146,18 +68,6 @@ struct httpd_tls {
 struct httpd_tls_conn {
 	SSL *ssl;
 };
-
-static const char *ssl_error(char *out, size_t n)
-{
-	unsigned long e = ossl.ERR_get_error();
-
-	if (e == 0)
-		snprintf(out, n, "no detail from OpenSSL");
-	else
-		ossl.ERR_error_string_n(e, out, n);
-	ossl.ERR_clear_error();
-	return out;
-}
 
 static void ident_of(const char *path, struct ident *id)
 {
@@ -220,7 +130,7 @@ static bool is_pem(const char *path)
 static int use_pkcs12(const struct httpd_tls *t, SSL_CTX *ctx, struct err_msg *em)
 {
 	FILE *fp = fopen(t->cert, "rbe");
-	PKCS12 *p12 = fp ? ossl.d2i_PKCS12_fp(fp, NULL) : NULL;
+	PKCS12 *p12 = fp ? ossl->d2i_PKCS12_fp(fp, NULL) : NULL;
 	EVP_PKEY *pkey = NULL;
 	X509 *cert = NULL, *x;
 	STACK_OF(X509) *ca = NULL;
@@ -231,26 +141,26 @@ static int use_pkcs12(const struct httpd_tls *t, SSL_CTX *ctx, struct err_msg *e
 		fclose(fp);
 	if (p12 == NULL)
 		return err_set(em, DP_EINVAL, "%s %s holds neither a PEM certificate nor PKCS#12: %s", t->cert_name,
-			       t->cert, ssl_error(why, sizeof(why)));
-	if (ossl.PKCS12_parse(p12, t->password, &pkey, &cert, &ca) != 1 || cert == NULL || pkey == NULL) {
+			       t->cert, tlsbase_error(why, sizeof(why)));
+	if (ossl->PKCS12_parse(p12, t->password, &pkey, &cert, &ca) != 1 || cert == NULL || pkey == NULL) {
 		rc = err_set(em, DP_EINVAL, "%s %s: the PKCS#12 file does not open with %s, or holds no certificate "
 			     "and key: %s", t->cert_name, t->cert, t->password ? "the Password setting" : "no password",
-			     ssl_error(why, sizeof(why)));
+			     tlsbase_error(why, sizeof(why)));
 		goto out;
 	}
-	if (ossl.SSL_CTX_use_certificate(ctx, cert) != 1 || ossl.SSL_CTX_use_PrivateKey(ctx, pkey) != 1) {
+	if (ossl->SSL_CTX_use_certificate(ctx, cert) != 1 || ossl->SSL_CTX_use_PrivateKey(ctx, pkey) != 1) {
 		rc = err_set(em, DP_EINVAL, "%s %s: the PKCS#12 file's key does not match its certificate: %s",
-			     t->cert_name, t->cert, ssl_error(why, sizeof(why)));
+			     t->cert_name, t->cert, tlsbase_error(why, sizeof(why)));
 		goto out;
 	}
-	while (ca && (x = ossl.OPENSSL_sk_shift((OPENSSL_STACK *)ca)) != NULL)
-		if (ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_EXTRA_CHAIN_CERT, 0, x) != 1) /* takes x */
-			ossl.X509_free(x);
+	while (ca && (x = ossl->OPENSSL_sk_shift((OPENSSL_STACK *)ca)) != NULL)
+		if (ossl->SSL_CTX_ctrl(ctx, SSL_CTRL_EXTRA_CHAIN_CERT, 0, x) != 1) /* takes x */
+			ossl->X509_free(x);
 out:
-	ossl.OPENSSL_sk_free((OPENSSL_STACK *)ca);
-	ossl.X509_free(cert);
-	ossl.EVP_PKEY_free(pkey);
-	ossl.PKCS12_free(p12);
+	ossl->OPENSSL_sk_free((OPENSSL_STACK *)ca);
+	ossl->X509_free(cert);
+	ossl->EVP_PKEY_free(pkey);
+	ossl->PKCS12_free(p12);
 	return rc;
 }
 
@@ -259,19 +169,17 @@ static int new_ctx(SSL_CTX **out, struct err_msg *em)
 {
 	char why[256];
 	SSL_CTX *ctx;
+	int rc;
 
-	if ((ctx = ossl.SSL_CTX_new(ossl.TLS_server_method())) == NULL)
-		return err_set(em, DP_EIO, "OpenSSL could not start: %s", ssl_error(why, sizeof(why)));
-	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_2_VERSION, NULL);
-	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_MODE, SSL_MODE_RELEASE_BUFFERS | SSL_MODE_ENABLE_PARTIAL_WRITE |
-			  SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER, NULL);
-	ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_SET_SESS_CACHE_MODE, SSL_SESS_CACHE_OFF, NULL);
-	ossl.SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET |
+	if ((rc = tlsbase_ctx_new(true, SSL_MODE_RELEASE_BUFFERS, &ctx, em)) != 0)
+		return rc;
+	ossl->SSL_CTX_ctrl(ctx, SSL_CTRL_SET_SESS_CACHE_MODE, SSL_SESS_CACHE_OFF, NULL);
+	ossl->SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET |
 			       SSL_OP_CIPHER_SERVER_PREFERENCE);
-	ossl.SSL_CTX_set_num_tickets(ctx, 0);
-	if (ossl.SSL_CTX_set_cipher_list(ctx, CIPHERS_TLS12) != 1) {
-		ossl.SSL_CTX_free(ctx);
-		return err_set(em, DP_EIO, "OpenSSL refused the cipher list: %s", ssl_error(why, sizeof(why)));
+	ossl->SSL_CTX_set_num_tickets(ctx, 0);
+	if (ossl->SSL_CTX_set_cipher_list(ctx, CIPHERS_TLS12) != 1) {
+		ossl->SSL_CTX_free(ctx);
+		return err_set(em, DP_EIO, "OpenSSL refused the cipher list: %s", tlsbase_error(why, sizeof(why)));
 	}
 	*out = ctx;
 	return 0;
@@ -288,8 +196,8 @@ static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *e
 	if ((rc = readable(t->cert_name, t->cert, em)) != 0 || (rc = readable(key_name, key, em)) != 0 ||
 	    (rc = new_ctx(&ctx, em)) != 0)
 		return rc;
-	ossl.SSL_CTX_set_default_passwd_cb(ctx, password_cb);
-	ossl.SSL_CTX_set_default_passwd_cb_userdata(ctx, t->password);
+	ossl->SSL_CTX_set_default_passwd_cb(ctx, password_cb);
+	ossl->SSL_CTX_set_default_passwd_cb_userdata(ctx, t->password);
 	if (t->key == NULL && !is_pem(t->cert)) {
 		if ((rc = use_pkcs12(t, ctx, em)) != 0)
 			goto fail;
@@ -298,19 +206,19 @@ static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *e
 	}
 	/* the key first: a certificate set after it drops a key that is not its own, quietly, and the check below
 	 * says so; the other way round the key's own loading fails with OpenSSL's words for it */
-	if (ossl.SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+	if (ossl->SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
 		rc = err_set(em, DP_EINVAL, "%s %s does not hold a PEM private key%s: %s", key_name, key,
 			     t->password ? " that the password opens" : " (an encrypted one needs the Password setting)",
-			     ssl_error(why, sizeof(why)));
+			     tlsbase_error(why, sizeof(why)));
 		goto fail;
 	}
-	if (ossl.SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
+	if (ossl->SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1) {
 		rc = err_set(em, DP_EINVAL, "%s %s does not hold a PEM certificate: %s", t->cert_name, t->cert,
-			     ssl_error(why, sizeof(why)));
+			     tlsbase_error(why, sizeof(why)));
 		goto fail;
 	}
-	if (ossl.SSL_CTX_check_private_key(ctx) != 1) {
-		ossl.ERR_clear_error();
+	if (ossl->SSL_CTX_check_private_key(ctx) != 1) {
+		ossl->ERR_clear_error();
 		rc = err_set(em, DP_EINVAL, "the key in %s %s does not match the certificate in %s %s", key_name, key,
 			     t->cert_name, t->cert);
 		goto fail;
@@ -318,7 +226,7 @@ static int load_pair(const struct httpd_tls *t, SSL_CTX **out, struct err_msg *e
 	*out = ctx;
 	return 0;
 fail:
-	ossl.SSL_CTX_free(ctx);
+	ossl->SSL_CTX_free(ctx);
 	return rc;
 }
 
@@ -337,7 +245,7 @@ static BIO *text_bio(const char *text)
 {
 	size_t n = strlen(text);
 
-	return ossl.BIO_new_mem_buf(text, n > INT32_MAX ? INT32_MAX : (int)n);
+	return ossl->BIO_new_mem_buf(text, n > INT32_MAX ? INT32_MAX : (int)n);
 }
 
 /*
@@ -354,23 +262,23 @@ static int read_certs(const char *text, const char *name, X509 **certs, size_t *
 
 	*n = 0;
 	if (b == NULL)
-		return err_set(em, DP_EIO, "OpenSSL could not read %s: %s", name, ssl_error(why, sizeof(why)));
-	ossl.ERR_clear_error();
-	while ((x = ossl.PEM_read_bio_X509(b, NULL, no_password_cb, NULL)) != NULL) {
+		return err_set(em, DP_EIO, "OpenSSL could not read %s: %s", name, tlsbase_error(why, sizeof(why)));
+	ossl->ERR_clear_error();
+	while ((x = ossl->PEM_read_bio_X509(b, NULL, no_password_cb, NULL)) != NULL) {
 		if (*n == MAX_CHAIN) {
-			ossl.X509_free(x);
-			ossl.BIO_free(b);
+			ossl->X509_free(x);
+			ossl->BIO_free(b);
 			return err_set(em, DP_EINVAL, "%s holds more than %d certificates; it takes the server's "
 				       "certificate and the intermediates that lead to its CA", name, MAX_CHAIN);
 		}
 		certs[(*n)++] = x;
 	}
-	ossl.BIO_free(b);
-	e = ossl.ERR_peek_last_error(); /* the end of the text, or a block that is not a certificate */
+	ossl->BIO_free(b);
+	e = ossl->ERR_peek_last_error(); /* the end of the text, or a block that is not a certificate */
 	if (e != 0 && !(ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) == PEM_R_NO_START_LINE))
 		return err_set(em, DP_EINVAL, "%s: certificate %zu does not parse: %s", name, *n + 1,
-			       ssl_error(why, sizeof(why)));
-	ossl.ERR_clear_error();
+			       tlsbase_error(why, sizeof(why)));
+	ossl->ERR_clear_error();
 	if (*n == 0)
 		return err_set(em, DP_EINVAL, "%s holds no PEM certificate (-----BEGIN CERTIFICATE-----); it takes the "
 			       "certificate chain, the server's first, and its unencrypted private key", name);
@@ -393,11 +301,11 @@ static int use_pem(SSL_CTX *ctx, const char *text, const char *name, struct err_
 	if ((rc = read_certs(text, name, certs, &n, em)) != 0)
 		goto out;
 	if ((b = text_bio(text)) == NULL) {
-		rc = err_set(em, DP_EIO, "OpenSSL could not read %s: %s", name, ssl_error(why, sizeof(why)));
+		rc = err_set(em, DP_EIO, "OpenSSL could not read %s: %s", name, tlsbase_error(why, sizeof(why)));
 		goto out;
 	}
-	pkey = ossl.PEM_read_bio_PrivateKey(b, NULL, no_password_cb, NULL);
-	ossl.BIO_free(b);
+	pkey = ossl->PEM_read_bio_PrivateKey(b, NULL, no_password_cb, NULL);
+	ossl->BIO_free(b);
 	if (pkey == NULL && strstr(text, "PRIVATE KEY-----") == NULL)
 		rc = err_set(em, DP_EINVAL, "%s holds no PEM private key (-----BEGIN PRIVATE KEY-----, or RSA or EC "
 			     "PRIVATE KEY); it takes the server's unencrypted key beside its certificate", name);
@@ -405,45 +313,45 @@ static int use_pem(SSL_CTX *ctx, const char *text, const char *name, struct err_
 		rc = err_set(em, DP_EINVAL, "%s holds an encrypted private key; it takes an unencrypted one (the text "
 			     "is the secret: there is no password to give)", name);
 	else if (pkey == NULL)
-		rc = err_set(em, DP_EINVAL, "the private key in %s does not parse: %s", name, ssl_error(why, sizeof(why)));
+		rc = err_set(em, DP_EINVAL, "the private key in %s does not parse: %s", name, tlsbase_error(why, sizeof(why)));
 	if (pkey == NULL)
 		goto out;
 	/* the key first, as load_pair does: a certificate that is not the key's drops it, and the check says so */
-	if (ossl.SSL_CTX_use_PrivateKey(ctx, pkey) != 1 || ossl.SSL_CTX_use_certificate(ctx, certs[0]) != 1) {
+	if (ossl->SSL_CTX_use_PrivateKey(ctx, pkey) != 1 || ossl->SSL_CTX_use_certificate(ctx, certs[0]) != 1) {
 		rc = err_set(em, DP_EINVAL, "%s: OpenSSL does not take its certificate or key: %s", name,
-			     ssl_error(why, sizeof(why)));
+			     tlsbase_error(why, sizeof(why)));
 		goto out;
 	}
-	if (ossl.SSL_CTX_check_private_key(ctx) != 1) {
-		ossl.ERR_clear_error();
+	if (ossl->SSL_CTX_check_private_key(ctx) != 1) {
+		ossl->ERR_clear_error();
 		rc = err_set(em, DP_EINVAL, "the private key in %s does not match its first certificate (the server's, "
 			     "which comes first of the certificates)", name);
 		goto out;
 	}
 	for (size_t i = 1; i < n; i++)
-		if (ossl.SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 1, certs[i]) != 1) { /* add1: a reference of its own */
+		if (ossl->SSL_CTX_ctrl(ctx, SSL_CTRL_CHAIN_CERT, 1, certs[i]) != 1) { /* add1: a reference of its own */
 			rc = err_set(em, DP_EINVAL, "%s: OpenSSL does not take certificate %zu into the chain: %s", name,
-				     i + 1, ssl_error(why, sizeof(why)));
+				     i + 1, tlsbase_error(why, sizeof(why)));
 			goto out;
 		}
 out:
 	for (size_t i = 0; i < n; i++)
-		ossl.X509_free(certs[i]);
-	ossl.EVP_PKEY_free(pkey); /* NULL-safe; the context holds its own reference */
+		ossl->X509_free(certs[i]);
+	ossl->EVP_PKEY_free(pkey); /* NULL-safe; the context holds its own reference */
 	return rc;
 }
 
 /* The serial number of ctx's certificate in hex, into out. */
 static void serial_of(SSL_CTX *ctx, char *out, size_t n)
 {
-	X509 *x = ossl.SSL_CTX_get0_certificate(ctx);
-	BIGNUM *bn = x ? ossl.ASN1_INTEGER_to_BN(ossl.X509_get_serialNumber(x), NULL) : NULL;
-	char *hex = bn ? ossl.BN_bn2hex(bn) : NULL;
+	X509 *x = ossl->SSL_CTX_get0_certificate(ctx);
+	BIGNUM *bn = x ? ossl->ASN1_INTEGER_to_BN(ossl->X509_get_serialNumber(x), NULL) : NULL;
+	char *hex = bn ? ossl->BN_bn2hex(bn) : NULL;
 
 	snprintf(out, n, "%s", hex ? hex : "?");
 	if (hex)
-		ossl.CRYPTO_free(hex, __FILE__, __LINE__);
-	ossl.BN_free(bn);
+		ossl->CRYPTO_free(hex, __FILE__, __LINE__);
+	ossl->BN_free(bn);
 }
 
 int httpd_tls_new(const struct httpd_tls_files *f, struct httpd_tls **out, struct err_msg *em)
@@ -452,10 +360,8 @@ int httpd_tls_new(const struct httpd_tls_files *f, struct httpd_tls **out, struc
 	char serial[128];
 	int rc;
 
-	if ((rc = load(em)) != 0)
+	if ((rc = tlsbase_load(&ossl, em)) != 0)
 		return rc;
-	if (ossl.OPENSSL_init_ssl(OPENSSL_INIT_NO_LOAD_CONFIG, NULL) != 1)
-		return err_set(em, DP_EIO, "OpenSSL could not start");
 	t = mem_zalloc(sizeof(*t));
 	if (f->pem) {
 		t->pem_name = mem_strdup(f->pem_name);
@@ -488,7 +394,7 @@ void httpd_tls_free(struct httpd_tls *t)
 	if (t == NULL)
 		return;
 	if (t->ctx)
-		ossl.SSL_CTX_free(t->ctx);
+		ossl->SSL_CTX_free(t->ctx);
 	if (t->password)
 		mem_wipe(t->password, strlen(t->password));
 	free(t->cert);
@@ -521,7 +427,7 @@ void httpd_tls_refresh(struct httpd_tls *t, long long now_ms)
 			 LOG_STR("reason", em.text), LOG_STR("kept", "the certificate in use"));
 		return;
 	}
-	ossl.SSL_CTX_free(t->ctx); /* sessions still open hold their own reference */
+	ossl->SSL_CTX_free(t->ctx); /* sessions still open hold their own reference */
 	t->ctx = ctx;
 	serial_of(ctx, serial, sizeof(serial));
 	log_info("tls certificate reloaded", LOG_STR("event", "tls-reloaded"), LOG_STR("certificate", t->cert),
@@ -530,13 +436,13 @@ void httpd_tls_refresh(struct httpd_tls *t, long long now_ms)
 
 struct httpd_tls_conn *httpd_tls_conn_new(struct httpd_tls *t, int sock)
 {
-	SSL *s = ossl.SSL_new(t->ctx);
+	SSL *s = ossl->SSL_new(t->ctx);
 	struct httpd_tls_conn *c;
 
-	if (s == NULL || ossl.SSL_set_fd(s, sock) != 1) {
-		ossl.ERR_clear_error();
+	if (s == NULL || ossl->SSL_set_fd(s, sock) != 1) {
+		ossl->ERR_clear_error();
 		if (s)
-			ossl.SSL_free(s);
+			ossl->SSL_free(s);
 		return NULL;
 	}
 	c = mem_zalloc(sizeof(*c));
@@ -548,18 +454,18 @@ void httpd_tls_conn_free(struct httpd_tls_conn *c)
 {
 	if (c == NULL)
 		return;
-	ossl.SSL_shutdown(c->ssl); /* close_notify, if the socket takes it now; the answer's end is already framed */
-	ossl.ERR_clear_error();
-	ossl.SSL_free(c->ssl);
+	ossl->SSL_shutdown(c->ssl); /* close_notify, if the socket takes it now; the answer's end is already framed */
+	ossl->ERR_clear_error();
+	ossl->SSL_free(c->ssl);
 	free(c);
 }
 
 /* What a failed SSL_* call means: -1 with errno EAGAIN (poll first), 0 (the peer closed), else -1 with EIO. */
 static ssize_t outcome(struct httpd_tls_conn *c, int r)
 {
-	int e = ossl.SSL_get_error(c->ssl, r);
+	int e = ossl->SSL_get_error(c->ssl, r);
 
-	ossl.ERR_clear_error();
+	ossl->ERR_clear_error();
 	if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
 		errno = EAGAIN;
 		return -1;
@@ -574,12 +480,12 @@ int httpd_tls_handshake(struct httpd_tls_conn *c)
 {
 	int r, e;
 
-	ossl.ERR_clear_error();
-	r = ossl.SSL_accept(c->ssl);
+	ossl->ERR_clear_error();
+	r = ossl->SSL_accept(c->ssl);
 	if (r == 1)
 		return 1;
-	e = ossl.SSL_get_error(c->ssl, r);
-	ossl.ERR_clear_error();
+	e = ossl->SSL_get_error(c->ssl, r);
+	ossl->ERR_clear_error();
 	return e == SSL_ERROR_WANT_READ ? 0 : e == SSL_ERROR_WANT_WRITE ? 2 : -1;
 }
 
@@ -587,8 +493,8 @@ ssize_t httpd_tls_read(struct httpd_tls_conn *c, void *p, size_t n)
 {
 	int r;
 
-	ossl.ERR_clear_error();
-	r = ossl.SSL_read(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+	ossl->ERR_clear_error();
+	r = ossl->SSL_read(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
 	if (r > 0)
 		return r;
 	r = (int)outcome(c, r);
@@ -601,8 +507,8 @@ ssize_t httpd_tls_write(struct httpd_tls_conn *c, const void *p, size_t n)
 
 	if (n == 0)
 		return 0;
-	ossl.ERR_clear_error();
-	r = ossl.SSL_write(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
+	ossl->ERR_clear_error();
+	r = ossl->SSL_write(c->ssl, p, n > INT32_MAX ? INT32_MAX : (int)n);
 	if (r > 0)
 		return r;
 	if (outcome(c, r) == 0)
@@ -612,5 +518,5 @@ ssize_t httpd_tls_write(struct httpd_tls_conn *c, const void *p, size_t n)
 
 bool httpd_tls_pending(struct httpd_tls_conn *c)
 {
-	return ossl.SSL_pending(c->ssl) > 0;
+	return ossl->SSL_pending(c->ssl) > 0;
 }

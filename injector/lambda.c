@@ -28,11 +28,13 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <jansson.h>
 
 #include "buf.h"
 #include "http/httpd.h"
 #include "inj_int.h"
 #include "log.h"
+#include "utf8.h"
 
 #define API "/2018-06-01/runtime"
 #define MAX_EVENT ((size_t)6 << 20)
@@ -142,16 +144,18 @@ out_fd:
 
 static void report_error(const struct rt *r, const char *path, const char *msg)
 {
+	/* jansson writes the JSON, as it does everywhere else: the message is escaped by the one escaper */
+	json_t *j = json_pack("{s:o,s:s}", "errorMessage", utf8_json_str(msg), "errorType", "Runtime.DiagportError");
+	char *text = json_dumps(j, JSON_COMPACT);
 	struct buf b;
 	int st;
 
 	buf_init(&b, 0);
-	buf_printf(&b, "{\"errorMessage\":\"");
-	for (const char *p = msg; *p; p++)
-		buf_printf(&b, *p == '"' || *p == '\\' ? "\\%c" : (unsigned char)*p < 0x20 ? " " : "%c", *p);
-	buf_printf(&b, "\",\"errorType\":\"Runtime.DiagportError\"}");
+	buf_puts(&b, text);
 	exchange(r, "POST", path, &b, &st, NULL, 0, NULL);
 	buf_free(&b);
+	free(text);
+	json_decref(j);
 }
 
 int inj_macro_platform_load(struct inj_macro_platform *p)

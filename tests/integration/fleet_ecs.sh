@@ -10,7 +10,8 @@
 #   mixed/*      the agent reached at the discovered address with the fetched token (plain and JSON-key
 #                secrets), a wrong token refused, no agent, bridge mode, agent unhealthy, loopback-only
 #                agent, a standalone task, --public-ip
-#   ps/*         the same through `diagport ps --ecs-cluster -o json` and its exit codes
+#   ps/*         the same through `diagport ps --ecs-cluster -o json` and its exit codes; through an
+#                http_proxy (tests/integration/webc_proxy.py), as the AWS CLI goes
 #   token/*      GetSecretValue denied; no secret is ever printed
 #   creds/*      each source of the chain (environment, profile files, credential_process, container
 #                endpoint, IMDSv2), their order, and what is said when none has credentials
@@ -195,6 +196,17 @@ WHY="$(item ps 1)"; check ps/live-ready test "$(item ps 1 | jq -r '[.state, .url
 WHY="$(item ps 3)"; check ps/wrong-token-unavailable has 'refused the token' "$(item ps 3 | jq -r .reason)"
 WHY="$(item ps 5)"; check ps/bridge-reason has '^bridge network mode' "$(item ps 5 | jq -r '.state + " " + .reason' | sed 's/^unavailable //')"
 WHY="$(head -c 300 "$W/ps.out")"; check ps/caller test "$(jq -r .caller "$W/ps.out")" = arn:aws:iam::123456789012:user/alice
+# through a proxy, as the AWS CLI would go: the AWS calls (webc) by http_proxy, the agents (libcurl) not (no_proxy)
+"$PY" $I/webc_proxy.py --ready "$W/proxy.port" --log "$W/proxy.log" > "$W/proxy.out" 2>&1 &
+FAKES+=($!)
+for _ in $(seq 1 100); do [ -s "$W/proxy.port" ] && break; sleep 0.05; done
+touch "$W/proxy.log"
+dps ps-proxy "$REG" "${ENVKEYS[@]}" AWS_ENDPOINT_URL="http://localhost:$FP" http_proxy="http://127.0.0.1:$(cat "$W/proxy.port")" \
+	no_proxy=127.0.0.1 -- --ecs-cluster mixed -o json
+WHY="rc $RC: $(head -c 300 "$W/ps-proxy.err") proxy: $(head -c 300 "$W/proxy.log")"
+check ps/through-proxy test "$RC/$(jq '.items | length' "$W/ps-proxy.out")/$(jq -r .caller "$W/ps-proxy.out")" = \
+	0/11/arn:aws:iam::123456789012:user/alice
+check ps/proxy-carried-the-calls test "$(grep -c "^FORWARD POST http://localhost:$FP/ " "$W/proxy.log")" -ge 4
 dps ps-deny "$REG" AWS_ACCESS_KEY_ID=AKIDNOLIST AWS_SECRET_ACCESS_KEY=nolist-secret-key -- --ecs-cluster mixed -o json
 WHY="rc $RC: $(cat "$W/ps-deny.err")"; check ps/denied-exit-4 bash -c "[ $RC = 4 ] && grep -q 'not authorized to perform ecs:ListTasks on cluster mixed' '$W/ps-deny.err'"
 dps ps-nocl "$REG" "${ENVKEYS[@]}" -- --ecs-cluster nope -o json

@@ -21,8 +21,11 @@
 #               passes another CA; SSL_CERT_FILE; keep-alive and a 50 MB upload over TLS; read-to-close
 #               without close_notify refused
 #   static/*    the same client linked statically (OpenSSL from libssl.a through
-#               build/static/webc_tls_linked.o, as build/static/diagport is): verified, refused for another
+#               build/static/tlsbase_linked.o, as build/static/diagport is): verified, refused for another
 #               CA and another name
+#   proxy/*     through tests/integration/webc_proxy.py: https by a CONNECT tunnel (its target, the
+#               Proxy-Authorization from the proxy URL's user and password, one tunnel for two requests,
+#               SNI through it), http as an absolute-form request, a 403 to CONNECT named, socks refused
 #   secrets/*   a failing request's message holds neither a header's value nor the query
 set -u
 cd "$(dirname "$0")/../.."
@@ -34,14 +37,14 @@ OSSL=/usr/bin/openssl
 for tool in "$OSSL" "$PY" sha256sum file; do
 	command -v "$tool" > /dev/null || { fail prerequisites "$tool is not installed (scripts/prereqs.sh test installs it)"; exit 0; }
 done
-make -s "$B/static/webc_tls_linked.o" > "$W/make.log" 2>&1 || { fail build "$(tail -3 "$W/make.log")"; exit 0; }
+make -s "$B/static/tlsbase_linked.o" > "$W/make.log" 2>&1 || { fail build "$(tail -3 "$W/make.log")"; exit 0; }
 PKGS="jansson yaml-0.1 libseccomp"
 # shellcheck disable=SC2046
 cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. -Icommon -o "$W/driver" tests/integration/webc_driver.c "$B/libdiagport.a" \
 	$(pkg-config --libs $PKGS) -lpthread 2> "$W/cc.log" || { fail build-driver "$(head -c 300 "$W/cc.log")"; exit 0; }
 # shellcheck disable=SC2046
 cc -static -std=c11 -D_GNU_SOURCE -I. -Icommon -o "$W/driver-static" tests/integration/webc_driver.c \
-	"$B/static/webc_tls_linked.o" "$B/libdiagport.a" $(pkg-config --static --libs $PKGS openssl) -lpthread \
+	"$B/static/tlsbase_linked.o" "$B/libdiagport.a" $(pkg-config --static --libs $PKGS openssl) -lpthread \
 	2> "$W/cc-static.log" || { fail build-static-driver "$(grep -v warning "$W/cc-static.log" | head -c 300)"; exit 0; }
 WHY="$(file "$W/driver-static")"
 check static/is-static sh -c "file '$W/driver-static' | grep -q 'statically linked'"
@@ -229,6 +232,31 @@ check static/wrong-ca-refused grep -q 'not trusted: unable to get local issuer c
 sdrv --ca "$W/ca.crt" "https://localhost:$wrongname" GET /cl/10
 WHY="$(cat "$W/out")"
 check static/wrong-name-refused grep -q 'not trusted: hostname mismatch' "$W/out"
+
+# --- through an HTTP proxy (tests/integration/webc_proxy.py) --------------------------------------
+"$PY" tests/integration/webc_proxy.py --ready "$W/proxy.port" --log "$W/proxy.log" --deny localhost.localdomain \
+	> "$W/proxy.out" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do [ -s "$W/proxy.port" ] && break; sleep 0.05; done
+[ -s "$W/proxy.port" ] || { fail setup "the proxy did not start" "$W/proxy.out"; exit 0; }
+PX=http://127.0.0.1:$(cat "$W/proxy.port")
+touch "$W/proxy.log"
+drv --ca "$W/ca.crt" --proxy "http://u%40x:p%3Aw@${PX#http://}" "$HT" GET /cl/10 GET /cl/20
+WHY="$(cat "$W/out" "$W/proxy.log")"
+check proxy/https-through-connect test "$(grep -c 'status=200' "$W/out")" = 2
+check proxy/connect-target-and-auth grep -qx "CONNECT localhost:$tls auth=Basic dUB4OnA6dw==" "$W/proxy.log"
+check proxy/one-tunnel-kept-alive test "$(grep -c '^CONNECT' "$W/proxy.log")" = 1
+check proxy/sni-through-tunnel grep -q '^sni localhost' "$W/tls.log"
+drv --proxy "$PX" "$HP" GET /cl/5
+WHY="$(cat "$W/out" "$W/proxy.log")"
+check proxy/http-absolute-form grep -q '^1 status=200 len=5 ' "$W/out"
+check proxy/http-request-line grep -qx "FORWARD GET http://127.0.0.1:$plain/cl/5 auth=-" "$W/proxy.log"
+drv --ca "$W/ca.crt" --proxy "$PX" "https://localhost.localdomain:$tls" GET /cl/10
+WHY="$(cat "$W/out")"
+check proxy/connect-refused-named grep -q 'answered CONNECT with HTTP 403' "$W/out"
+drv --proxy "socks5://127.0.0.1:1" "$HT" GET /cl/10
+WHY="$(cat "$W/out")"
+check proxy/socks-refused grep -q "^open error: the proxy socks5 is not an http:// proxy" "$W/out"
 
 # --- secrets stay out of messages ---------------------------------------------------------------
 drv --io-timeout 300 -H "Authorization: Bearer sekrit-token-1" "$HP" GET "/stall?X-Amz-Signature=sekrit-sig-2"

@@ -2,7 +2,7 @@
  * webc_driver.c - webc (cloud/webc.h) driven from the command line for
  * tests/integration/webc.sh: requests one after another on one webc_conn,
  * each result on one line. Linked dynamically (libssl by dlopen) and, for
- * the static build's TLS, statically with build/static/webc_tls_linked.o.
+ * the static build's TLS, statically with build/static/tlsbase_linked.o.
  *
  *   webc_driver [OPTIONS] BASE-URL METHOD TARGET [METHOD TARGET]...
  *     --ca FILE          ca_file              --insecure          insecure
@@ -128,6 +128,8 @@ int main(int argc, char **argv)
 			fail_at = atoll(v);
 		else if (strcmp(a, "--out") == 0)
 			out = v;
+		else if (strcmp(a, "--proxy") == 0)
+			o.proxy = v;
 		else if (strcmp(a, "--pause") == 0)
 			pause_ms = atol(v);
 		else

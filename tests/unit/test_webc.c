@@ -2,9 +2,13 @@
  * test_webc.c - webc's answer reader (cloud/webc_resp.c) on answers given
  * whole and one byte at a time (the same result either way), its framings,
  * keep-alive decisions and caps; base URLs and requests webc refuses before
- * connecting. The network side is tests/integration/webc.sh.
+ * connecting; the proxy the environment names for a URL (as libcurl reads
+ * it), proxy URLs taken apart and answers to CONNECT. The network side is
+ * tests/integration/webc.sh.
  */
 #include "t.h"
+
+#include <stdlib.h>
 
 #include "cloud/webc_int.h"
 #include "mem.h"
@@ -274,6 +278,83 @@ static void urls_and_requests_refused(void)
 	webc_close(NULL);
 }
 
+static void proxy_env(void)
+{
+	static const char *const vars[] = { "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+					    "ALL_PROXY", "no_proxy", "NO_PROXY" };
+	char *p;
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+	T_CHECK(webc_proxy_env("https://ecs.eu-west-1.amazonaws.com") == NULL);
+	setenv("HTTP_PROXY", "http://upper:1", 1); /* libcurl reads http_proxy in lowercase only (httpoxy) */
+	T_CHECK(webc_proxy_env("http://127.0.0.1:4566") == NULL);
+	setenv("HTTPS_PROXY", "http://px:3128", 1);
+	p = webc_proxy_env("https://ecs.eu-west-1.amazonaws.com");
+	T_STREQ(p, "http://px:3128");
+	free(p);
+	setenv("https_proxy", "http://lower:3128", 1);
+	p = webc_proxy_env("https://ecs.eu-west-1.amazonaws.com");
+	T_STREQ(p, "http://lower:3128");
+	free(p);
+	T_CHECK(webc_proxy_env("ftp://h/") == NULL);
+	setenv("no_proxy", "localhost, .amazonaws.com", 1);
+	T_CHECK(webc_proxy_env("https://ecs.eu-west-1.amazonaws.com/") == NULL);
+	T_CHECK(webc_proxy_env("https://amazonaws.com") == NULL);
+	p = webc_proxy_env("https://notamazonaws.com");
+	T_STREQ(p, "http://lower:3128");
+	free(p);
+	setenv("no_proxy", "*", 1);
+	T_CHECK(webc_proxy_env("https://s3.amazonaws.com") == NULL);
+	unsetenv("no_proxy");
+	setenv("NO_PROXY", "[::1],127.0.0.1", 1);
+	T_CHECK(webc_proxy_env("https://127.0.0.1:8443/") == NULL);
+	T_CHECK(webc_proxy_env("https://[::1]:8443/") == NULL);
+	setenv("http_proxy", "http://plain:8080", 1);
+	p = webc_proxy_env("http://10.0.0.1/");
+	T_STREQ(p, "http://plain:8080");
+	free(p);
+	unsetenv("http_proxy");
+	setenv("ALL_PROXY", "http://all:1", 1);
+	p = webc_proxy_env("http://10.0.0.1/");
+	T_STREQ(p, "http://all:1");
+	free(p);
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+}
+
+static void proxy_urls_and_answers(void)
+{
+	static const char ok[] = "HTTP/1.1 200 Connection established\r\nProxy-Agent: x\r\n\r\n";
+	struct webc_proxy px;
+	struct webc_conn *c = NULL;
+	struct webc_opts o = { .proxy = "socks5://127.0.0.1:1080" };
+	struct err_msg em;
+	size_t head = 0;
+	int status = 0;
+
+	T_CHECK(webc_proxy_parse("http://u%40x:p%3Aw@proxy.corp:3128/", &px, &em) == 0);
+	T_STREQ(px.host, "proxy.corp");
+	T_STREQ(px.port, "3128");
+	T_STREQ(px.auth, "Proxy-Authorization: Basic dUB4OnA6dw=="); /* base64("u@x:p:w") */
+	webc_proxy_free(&px);
+	T_CHECK(webc_proxy_parse("[::1]", &px, &em) == 0);
+	T_STREQ(px.host, "::1");
+	T_STREQ(px.port, "1080");
+	T_CHECK(px.auth == NULL);
+	webc_proxy_free(&px);
+	T_CHECK(webc_proxy_parse("http://:3128", &px, &em) == DP_EINVAL);
+	T_CHECK(webc_proxy_parse("http://h:0", &px, &em) == DP_EINVAL);
+	T_CHECK(webc_proxy_parse("http://h:99999", &px, &em) == DP_EINVAL);
+	T_CHECK(webc_open("https://localhost/", &o, &c, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "not an http:// proxy") != NULL);
+	T_CHECK(webc_proxy_answer(ok, 20, &head, &status, &em) == 0);
+	T_CHECK(webc_proxy_answer(ok, sizeof(ok) - 1, &head, &status, &em) == 1);
+	T_CHECK(status == 200 && head == sizeof(ok) - 1);
+	T_CHECK(webc_proxy_answer("HTTP/1.0 407 Auth\r\n\r\n", 22, &head, &status, &em) == 1 && status == 407);
+	T_CHECK(webc_proxy_answer("SSH-2.0-x\r\n\r\n", 15, &head, &status, &em) == DP_EREMOTE);
+}
+
 int main(void)
 {
 	T_BEGIN("test_webc");
@@ -285,5 +366,7 @@ int main(void)
 	T_RUN(caps);
 	T_RUN(closes_early);
 	T_RUN(urls_and_requests_refused);
+	T_RUN(proxy_env);
+	T_RUN(proxy_urls_and_answers);
 	T_END();
 }
