@@ -682,7 +682,7 @@ int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const
 			while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
 				b.data[--b.len] = '\0';
 			rc = put(c, key, b.data ? b.data : "", path, warn != NULL, em);
-			if (rc == 1) { /* dotnet-monitor's settings this agent does not have */
+			if (rc == 1 && warn) { /* dotnet-monitor's settings this agent does not have */
 				warn(path);
 				rc = 0;
 			}
@@ -765,7 +765,7 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 	}
 	if (secret_key(key)) /* refused too: the agent stops, but not with the secret left in its environ */
 		mem_wipe((char *)eq + 1, strlen(eq + 1));
-	if (rc == 1) { /* dotnet-monitor's settings this agent does not have */
+	if (rc == 1 && warn) { /* dotnet-monitor's settings this agent does not have */
 		char name[MAX_PATH_KEY + 64];
 
 		snprintf(name, sizeof(name), "%.*s", (int)n, var);
