@@ -292,6 +292,8 @@ static bool monitor_name(const char *key)
 	return false;
 }
 
+static bool secret_key(const char *key);
+
 static struct settings_node *tree(struct launch_config *c)
 {
 	if (c->tree == NULL)
@@ -505,8 +507,12 @@ static int put(struct launch_config *c, const char *key, const char *value, cons
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
 		for (size_t k = 0; k < 3 && settings[i].names[k]; k++)
 			if (strcasecmp(key, settings[i].names[k]) == 0) {
-				settings_at(c->tree, key, true);
-				return set_one(c, &settings[i], settings[i].names[k], value, where, em);
+				struct settings_node *n = settings_at(c->tree, key, true);
+
+				rc = set_one(c, &settings[i], settings[i].names[k], value, where, em);
+				if (secret_key(key)) /* the field holds it now, and is wiped when done with: no copy */
+					settings_wipe(n);
+				return rc;
 			}
 	if (monitor && monitor_name(key)) {
 		settings_at(c->tree, key, true);
