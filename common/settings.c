@@ -140,7 +140,7 @@ struct settings_node *settings_get(struct settings_node *n, const char *name)
 static struct settings_node *walk_path(struct settings_node *root, const char *path, bool mark, bool ask)
 {
 	struct settings_node *n = root;
-	char part[256];
+	char part[MAX_PATH];
 
 	while (n && *path) {
 		size_t len = strcspn(path, ":");
@@ -584,6 +584,8 @@ static int refuse_below(int code, const struct settings_node *n, const struct se
 
 int settings_refuse_unknown(int code, const struct settings_node *n, struct err_msg *em)
 {
+	if (n == NULL)
+		return err_set(em, code, "settings: unknown setting");
 	return refuse_below(code, n, NULL, em);
 }
 
