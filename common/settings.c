@@ -26,8 +26,6 @@
 #define MAX_DEPTH 32
 #define DAY_MS (24LL * 3600 * 1000)
 
-static unsigned long put_seq; /* settings_put's order, across trees: only compared within one */
-
 struct settings_node *settings_new(void)
 {
 	return mem_zalloc(sizeof(struct settings_node));
@@ -68,7 +66,7 @@ static size_t count(const struct settings_node *n)
 	return c;
 }
 
-int settings_put(struct settings_node *root, const char *path, const char *value, const char *where, unsigned tag,
+int settings_put(struct settings_node *root, const char *path, const char *value, const char *where,
 		 size_t max_nodes, struct err_msg *em)
 {
 	struct settings_node *n = root;
@@ -105,8 +103,6 @@ int settings_put(struct settings_node *root, const char *path, const char *value
 	free(n->where);
 	n->value = mem_strdup(value);
 	n->where = mem_strdup(where);
-	n->tag = tag;
-	n->seq = ++put_seq;
 	return 0;
 }
 

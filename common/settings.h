@@ -32,8 +32,6 @@ struct settings_node {
 	char *name;      /* as first written */
 	char *value;     /* a leaf's value, or NULL (a section) */
 	char *where;     /* where the value came from ("rules.yaml:4:7", "environment variable X", "--urls") */
-	unsigned tag;    /* the putter's own bits for its source (settings.c never reads them) */
-	unsigned long seq; /* the order of puts: of two names of one setting, the later put wins */
 	struct settings_node *up, **k;
 	size_t n;
 	bool used;
@@ -48,10 +46,10 @@ void settings_free(struct settings_node *root);
 
 /*
  * Put value at the colon path (Egress:S3Storage:s3:BucketName) under root, from
- * where, with the putter's tag; an earlier value at that path is replaced (wiped).
+ * where; an earlier value at that path is replaced (wiped), its source with it.
  * DP_EINVAL for a path with an empty part, DP_ETOOBIG past max_nodes (0: no cap).
  */
-int settings_put(struct settings_node *root, const char *path, const char *value, const char *where, unsigned tag,
+int settings_put(struct settings_node *root, const char *path, const char *value, const char *where,
 		 size_t max_nodes, struct err_msg *em);
 
 /* A child by name, not marked (NULL when absent or n is NULL). */

@@ -492,7 +492,7 @@ static int put(struct launch_config *c, const char *key, const char *value, cons
 			       "%s: %s: a workload's own source holds Egress:, CollectionRules:, CollectionRuleDefaults: and "
 			       "Templates: settings only; the agent's own settings come from its command line and the "
 			       "platform's settings files", where, key);
-	if ((rc = settings_put(tree(c), key, value, where, 0, MAX_NODES, em)) != 0)
+	if ((rc = settings_put(tree(c), key, value, where, MAX_NODES, em)) != 0)
 		return rc;
 	if (config_is_rule_key(key)) /* crules_parse reads these */
 		return 0;

@@ -164,8 +164,8 @@ static int start(const char *fail_after)
 
 	memset(&cfg, 0, sizeof(cfg));
 	sets = settings_new();
-	settings_put(sets, "FailAfter", fail_after ? fail_after : "0", "test", 0, 0, &em);
-	settings_put(sets, "Region", "secret-ish", "test", 0, 0, &em);
+	settings_put(sets, "FailAfter", fail_after ? fail_after : "0", "test", 0, &em);
+	settings_put(sets, "Region", "secret-ish", "test", 0, &em);
 	prov = (struct egress_provider){ .name = mem_strdup("store"), .type = "S3Storage", .set = sets };
 	cfg.egress = &prov;
 	cfg.n_egress = 1;
@@ -378,8 +378,8 @@ static void sandbox_holds(void)
 	/* the test store, told to probe the sandbox instead of storing */
 	memset(&cfg, 0, sizeof(cfg));
 	sets = settings_new();
-	settings_put(sets, "Probe", dir, "test", 0, 0, &em);
-	settings_put(sets, "FailAfter", "0", "test", 0, 0, &em);
+	settings_put(sets, "Probe", dir, "test", 0, &em);
+	settings_put(sets, "FailAfter", "0", "test", 0, &em);
 	prov = (struct egress_provider){ .name = mem_strdup("store"), .type = "S3Storage", .set = sets };
 	cfg.egress = &prov;
 	cfg.n_egress = 1;

@@ -530,7 +530,7 @@ static struct settings_node *tree_of(const struct kv *kv, size_t n)
 	struct err_msg em;
 
 	for (size_t i = 0; i < n; i++)
-		if (settings_put(root, kv[i].key, kv[i].value, kv[i].where, 0, 0, &em) != 0)
+		if (settings_put(root, kv[i].key, kv[i].value, kv[i].where, 0, &em) != 0)
 			T_FAIL("%s", em.text);
 	return root;
 }

@@ -173,7 +173,7 @@ static void store_check_messages(void)
 	struct egress_provider p = { .name = "s3", .type = "S3Storage" };
 	struct err_msg em;
 	const char *env = "environment variable DOTNETMONITOR_Egress__S3Storage__s3__Endpoint";
-#define PUT(k, v, w) T_CHECK(settings_put(root, "Egress:S3Storage:s3:" k, v, w, 0, 0, &em) == 0)
+#define PUT(k, v, w) T_CHECK(settings_put(root, "Egress:S3Storage:s3:" k, v, w, 0, &em) == 0)
 
 	PUT("BucketName", "diag", "f.yaml:3:19");
 	PUT("Endpoint", "http://127.0.0.1:1/path?x=1", env);

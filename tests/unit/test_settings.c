@@ -26,7 +26,7 @@ static struct settings_node *tree(void)
 	};
 
 	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++)
-		if (settings_put(t, kv[i][0], kv[i][1], kv[i][2], 0, 0, &em) != 0)
+		if (settings_put(t, kv[i][0], kv[i][1], kv[i][2], 0, &em) != 0)
 			T_FAIL("%s", em.text);
 	return t;
 }
@@ -44,10 +44,10 @@ static void put_replaces(void)
 	settings_path(n, path, sizeof(path));
 	T_STREQ(path, "Egress:S3Storage:s3:BucketName");
 	T_CHECK(!n->used); /* settings_at without mark reads nothing */
-	T_CHECK(settings_put(t, "Egress::x", "v", "w", 0, 0, &em) == DP_EINVAL);
+	T_CHECK(settings_put(t, "Egress::x", "v", "w", 0, &em) == DP_EINVAL);
 	T_CHECK(strstr(em.text, "empty part") != NULL);
-	T_CHECK(settings_put(t, "Egress:", "v", "w", 0, 0, &em) == DP_EINVAL);
-	T_CHECK(settings_put(t, "A:B:C", "v", "w", 0, 3, &em) == DP_ETOOBIG); /* the node cap */
+	T_CHECK(settings_put(t, "Egress:", "v", "w", 0, &em) == DP_EINVAL);
+	T_CHECK(settings_put(t, "A:B:C", "v", "w", 3, &em) == DP_ETOOBIG); /* the node cap */
 	settings_free(t);
 }
 
@@ -99,7 +99,7 @@ static void lists(void)
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
-	T_CHECK(settings_put(t, "Paths:5", "/f", "a.yaml:15:5", 0, 0, &em) == 0);
+	T_CHECK(settings_put(t, "Paths:5", "/f", "a.yaml:15:5", 0, &em) == 0);
 	T_CHECK(settings_strings(t, "Paths", &v, &n, &em) == DP_EINVAL);
 	T_STREQ(em.text, "a.yaml:15:5: Paths:5: a list's items are numbered 0 to 2");
 	settings_free(t);
@@ -112,8 +112,8 @@ static void refusal_and_suggestion(void)
 	struct err_msg em;
 	const char *v;
 
-	T_CHECK(settings_put(t, "Egress:S3Storage:s3:BuketName", "b", "rules.yaml:4:7", 0, 0, &em) == 0);
-	T_CHECK(settings_put(t, "Egress:S3Storage:s3:RegionName", "r", "rules.yaml:5:7", 0, 0, &em) == 0);
+	T_CHECK(settings_put(t, "Egress:S3Storage:s3:BuketName", "b", "rules.yaml:4:7", 0, &em) == 0);
+	T_CHECK(settings_put(t, "Egress:S3Storage:s3:RegionName", "r", "rules.yaml:5:7", 0, &em) == 0);
 	s3 = settings_at(t, "Egress:S3Storage:s3", true);
 	T_CHECK(settings_text(s3, "BucketName", false, &v, &em) == 0 && v == NULL);
 	T_CHECK(settings_text(s3, "RegionName", false, &v, &em) == 0 && v != NULL);
@@ -123,19 +123,19 @@ static void refusal_and_suggestion(void)
 	T_STREQ(em.text, "rules.yaml:4:7: Egress:S3Storage:s3:BuketName: not a setting diagport knows here; did you mean "
 			 "BucketName?");
 	/* far from every name: refused without a guess */
-	T_CHECK(settings_put(t, "Egress:S3Storage:s3:Colour", "red", "environment variable X", 0, 0, &em) == 0);
+	T_CHECK(settings_put(t, "Egress:S3Storage:s3:Colour", "red", "environment variable X", 0, &em) == 0);
 	settings_get(s3, "BuketName");
 	T_CHECK(settings_check_unread(t, &em) == DP_EINVAL);
 	T_STREQ(em.text, "Egress:S3Storage:s3:Colour (environment variable X): unknown setting");
 	/* a misspelt section: the whole path named, by its first setting, the section's name suggested */
-	T_CHECK(settings_put(t, "Egres:FileSystem:x:DirectoryPath", "/d", "--flag", 0, 0, &em) == 0);
+	T_CHECK(settings_put(t, "Egres:FileSystem:x:DirectoryPath", "/d", "--flag", 0, &em) == 0);
 	settings_mark(settings_find(s3, "Colour"));
 	T_CHECK(settings_check_unread(t, &em) == DP_EINVAL);
 	T_STREQ(em.text, "Egres:FileSystem:x:DirectoryPath (--flag): unknown setting; did you mean Egress?");
 	settings_mark(settings_find(t, "Egres"));
 	T_CHECK(settings_check_unread(t, &em) == 0);
 	/* a swap of two letters is one edit; a short name takes one edit at most */
-	T_CHECK(settings_put(t, "Egress:S3Storage:s3:Ab", "x", "w", 0, 0, &em) == 0);
+	T_CHECK(settings_put(t, "Egress:S3Storage:s3:Ab", "x", "w", 0, &em) == 0);
 	settings_ask(s3, "Xy");
 	T_CHECK(settings_suggest(settings_find(s3, "Ab")) == NULL);
 	settings_ask(s3, "Ba");
@@ -150,14 +150,14 @@ static void unknown_at_once(void)
 	struct settings_node *t = settings_new();
 	struct err_msg em;
 
-	T_CHECK(settings_put(t, "DiagnostcPort:EndpointName", "/s", "environment variable DIAGPORT_X", 0, 0, &em) == 0);
+	T_CHECK(settings_put(t, "DiagnostcPort:EndpointName", "/s", "environment variable DIAGPORT_X", 0, &em) == 0);
 	settings_ask_path(t, "DiagnosticPort:EndpointName");
 	settings_ask_path(t, "Metrics:Enabled");
 	T_CHECK(settings_refuse_unknown(DP_ENOTFOUND, settings_at(t, "DiagnostcPort:EndpointName", false), &em) ==
 		DP_ENOTFOUND);
 	T_STREQ(em.text, "DiagnostcPort:EndpointName (environment variable DIAGPORT_X): unknown setting; did you mean "
 			 "DiagnosticPort?");
-	T_CHECK(settings_put(t, "Metrics:Enabeld", "false", "f:1:10", 0, 0, &em) == 0);
+	T_CHECK(settings_put(t, "Metrics:Enabeld", "false", "f:1:10", 0, &em) == 0);
 	settings_ask_path(t, "Metrics:Enabled");
 	T_CHECK(settings_refuse_unknown(DP_ENOTFOUND, settings_at(t, "Metrics:Enabeld", false), &em) == DP_ENOTFOUND);
 	T_STREQ(em.text, "Metrics:Enabeld (f:1:10): unknown setting; did you mean Enabled?");
