@@ -28,12 +28,13 @@
 
 /* ---- settings ---- */
 
-/* The settings of one provider, as given (borrowed from it); sas and key resolved through Egress:Properties. */
+/* The settings of one provider (nodes of the settings tree, borrowed); sas and key resolved through Egress:Properties. */
 struct az_set {
 	const char *prov;
-	const char *first_where; /* where its first setting came from: for a setting that is missing */
-	const struct egress_setting *uri, *container, *prefix, *sas, *key, *mi;
-	const struct egress_setting *meta[AZBLOB_MAX_META];
+	const char *first_where; /* where the provider's first setting came from: for a setting that is missing */
+	const struct settings_node *uri, *container, *prefix, *sas, *key, *mi;
+	char sas_name[160], key_name[160]; /* for messages: "SharedAccessSignature" or "Egress:Properties:NAME" */
+	const struct settings_node *meta[AZBLOB_MAX_META];
 	size_t n_meta;
 };
 
@@ -61,77 +62,95 @@ static bool meta_name_ok(const char *s)
 	return strlen(s) <= 256;
 }
 
-static const struct egress_setting *setting(const struct egress_provider *p, const char *key)
+/* A leaf the provider sets (marked read), or NULL; a section where a value belongs is refused. */
+static int leaf(const struct egress_provider *p, const char *key, const struct settings_node **out, struct err_msg *em)
 {
-	for (size_t i = 0; i < p->n_set; i++)
-		if (strcasecmp(p->set[i].key, key) == 0)
-			return &p->set[i];
-	return NULL;
+	const struct settings_node *n = settings_get(p->set, key);
+
+	*out = NULL;
+	if (n && (n->n || n->value == NULL))
+		return settings_refuse(DP_EINVAL, n, em, "takes a value, not settings under it");
+	*out = n;
+	return 0;
 }
 
-/* *out: the setting itself, else the Egress:Properties value its ...Name setting names. */
-static int resolve(const struct egress_provider *p, const char *key, const struct egress_setting **out,
-		   struct err_msg *em)
+/*
+ * *out: the setting key itself, else the Egress:Properties value its ...Name setting names (read there, so
+ * the agent does not refuse it). A name that is not there is refused, with the property it most likely
+ * misspells.
+ */
+static int resolve(const struct egress_provider *p, const char *key, const struct settings_node **out, char *label,
+		   size_t cap, struct err_msg *em)
 {
-	char name[64], prop[320];
-	const struct egress_setting *n;
+	char name[64];
+	const struct settings_node *n, *near;
+	struct settings_node *props = egress_properties(p);
+	int rc;
 
-	*out = setting(p, key);
+	snprintf(label, cap, "%s", key);
 	snprintf(name, sizeof(name), "%sName", key);
-	if (*out || (n = setting(p, name)) == NULL)
+	if ((rc = leaf(p, key, out, em)) != 0 || *out || (rc = leaf(p, name, &n, em)) != 0 || n == NULL)
+		return rc;
+	snprintf(label, cap, "Egress:Properties:%s", n->value);
+	if ((*out = settings_get(props, n->value)) != NULL && (*out)->value && (*out)->n == 0)
 		return 0;
-	snprintf(prop, sizeof(prop), "Properties:%s", n->value);
-	if ((*out = setting(p, prop)) == NULL)
-		return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s) names Egress:Properties:%s, which is not set",
-			       p->name, name, n->where, n->value);
-	return 0;
+	if (*out)
+		return settings_refuse(DP_EINVAL, *out, em, "takes a value, not settings under it");
+	if ((near = settings_nearest_child(props, n->value)) != NULL) {
+		char path[320];
+
+		settings_path(near, path, sizeof(path));
+		return err_set(em, DP_EINVAL, "%s (%s): unknown setting; did you mean %s? (egress provider '%s': %s (%s) "
+			       "names Egress:Properties:%s)", path, near->where, n->value, p->name, name, n->where, n->value);
+	}
+	return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s) names Egress:Properties:%s, which is not set",
+		       p->name, name, n->where, n->value);
 }
 
 static int read_settings(const struct egress_provider *p, struct az_set *s, struct err_msg *em)
 {
 	static const char *const refused[] = { "QueueName", "QueueAccountUri", "QueueSharedAccessSignature",
 					       "QueueSharedAccessSignatureName" };
-	static const char *const known[] = { "AccountUri", "ContainerName", "BlobPrefix", "SharedAccessSignature",
-					     "SharedAccessSignatureName", "AccountKey", "AccountKeyName",
-					     "ManagedIdentityClientId", "CopyBufferSize" };
+	struct settings_node *md;
 	int rc;
 
 	memset(s, 0, sizeof(*s));
 	s->prov = p->name;
-	s->first_where = p->n_set ? p->set[0].where : "no settings";
-	for (size_t i = 0; i < p->n_set; i++) {
-		const struct egress_setting *e = &p->set[i];
-		bool ok = strncasecmp(e->key, "Properties:", 11) == 0;
+	s->first_where = p->set && p->set->n ? p->set->k[0]->where : "no settings";
+	for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+		const struct settings_node *q = settings_find(p->set, refused[k]);
 
-		for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++)
-			if (strcasecmp(e->key, refused[k]) == 0)
-				return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s): this agent sends no queue "
-					       "message; remove the Queue settings", p->name, e->key, e->where);
-		for (size_t k = 0; k < sizeof(known) / sizeof(known[0]) && !ok; k++)
-			ok = strcasecmp(e->key, known[k]) == 0;
-		if (!ok && strncasecmp(e->key, "Metadata:", 9) == 0) {
-			if (!meta_name_ok(e->key + 9))
-				return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s): '%s' cannot be an Azure "
-					       "metadata name (a C# identifier that is not a keyword)", p->name, e->key,
-					       e->where, e->key + 9);
+		if (q)
+			return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s): this agent sends no queue "
+				       "message; remove the Queue settings", p->name, q->name, q->where);
+	}
+	if ((md = settings_get(p->set, "Metadata")) != NULL) {
+		if (md->n == 0)
+			return settings_refuse(DP_EINVAL, md, em, "takes Metadata:NAME settings under it, not one value");
+		for (size_t i = 0; i < md->n; i++) {
+			const struct settings_node *e = md->k[i];
+
+			if (!meta_name_ok(e->name))
+				return err_set(em, DP_EINVAL, "egress provider '%s': Metadata:%s (%s): '%s' cannot be an "
+					       "Azure metadata name (a C# identifier that is not a keyword)", p->name, e->name,
+					       e->where, e->name);
+			if (e->n || e->value == NULL)
+				return settings_refuse(DP_EINVAL, e, em, "takes a value, not settings under it");
 			if (s->n_meta == AZBLOB_MAX_META)
 				return err_set(em, DP_ETOOBIG, "egress provider '%s': more than %d Metadata settings",
 					       p->name, AZBLOB_MAX_META);
+			md->k[i]->used = true;
 			s->meta[s->n_meta++] = e;
-			ok = true;
 		}
-		if (!ok)
-			return err_set(em, DP_EINVAL, "egress provider '%s': unknown AzureBlobStorage setting %s (%s)",
-				       p->name, e->key, e->where);
 	}
-	s->uri = setting(p, "AccountUri");
-	s->container = setting(p, "ContainerName");
-	s->prefix = setting(p, "BlobPrefix");
-	s->mi = setting(p, "ManagedIdentityClientId");
-	if ((rc = resolve(p, "SharedAccessSignature", &s->sas, em)) != 0 ||
-	    (rc = resolve(p, "AccountKey", &s->key, em)) != 0)
+	settings_get(p->set, "CopyBufferSize"); /* dotnet-monitor's tuning knob: not needed here */
+	if ((rc = leaf(p, "AccountUri", &s->uri, em)) != 0 || (rc = leaf(p, "ContainerName", &s->container, em)) != 0 ||
+	    (rc = leaf(p, "BlobPrefix", &s->prefix, em)) != 0 || (rc = leaf(p, "ManagedIdentityClientId", &s->mi, em)) != 0 ||
+	    (rc = resolve(p, "SharedAccessSignature", &s->sas, s->sas_name, sizeof(s->sas_name), em)) != 0 ||
+	    (rc = resolve(p, "AccountKey", &s->key, s->key_name, sizeof(s->key_name), em)) != 0)
 		return rc;
-	return 0;
+	/* what is left is no setting of this store: refused by its path and source, with the name it misspells */
+	return settings_check_unread(p->set, em);
 }
 
 /* The account URI's parts: scheme://host[:port] and a path ("" or "/ACCOUNT", no trailing '/'). */
@@ -204,20 +223,20 @@ static int check_settings(const struct az_set *s, struct az_uri *u, struct err_m
 	if (s->sas) {
 		if (strpbrk(s->sas->value, "# \t\r\n") || strstr(s->sas->value, "sig=") == NULL)
 			return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s) is not a shared access signature "
-				       "(a query with sig=)", s->prov, s->sas->key, s->sas->where);
+				       "(a query with sig=)", s->prov, s->sas_name, s->sas->where);
 	} else if (s->key) {
 		char *raw = NULL;
 		size_t n = 0;
 
 		if (b64_decode(s->key->value, strlen(s->key->value), MAX_KEY_BYTES, &raw, &n) != 0 || n == 0)
-			return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s) is not base64", s->prov, s->key->key,
+			return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s) is not base64", s->prov, s->key_name,
 				       s->key->where);
 		mem_wipe(raw, n);
 		free(raw);
 		if (u->account == NULL)
 			return err_set(em, DP_EINVAL, "egress provider '%s': AccountUri (%s) names no account (the host's "
 				       "first label, or the first path segment for an emulator) to sign with %s",
-				       s->prov, s->uri->where, s->key->key);
+				       s->prov, s->uri->where, s->key_name);
 	} else if (!u->https) {
 		return err_set(em, DP_EINVAL, "egress provider '%s': AccountUri (%s) is http, and without "
 			       "SharedAccessSignature or AccountKey the credential is a bearer token, which is sent "
@@ -435,7 +454,7 @@ static int make_target(const struct az_set *s, const struct az_uri *uri, const c
 
 		t->auth = AZ_KEY;
 		if (b64_decode(s->key->value, strlen(s->key->value), MAX_KEY_BYTES, &raw, &t->key_len) != 0)
-			return err_set(em, DP_EINVAL, "egress provider '%s': %s is not base64", s->prov, s->key->key);
+			return err_set(em, DP_EINVAL, "egress provider '%s': %s is not base64", s->prov, s->key_name);
 		t->key = (unsigned char *)raw;
 	} else {
 		t->auth = AZ_BEARER;
@@ -460,7 +479,7 @@ static void make_meta(struct az_up *u, const struct az_set *s, const char *const
 		const char *v = getenv(s->meta[i]->value);
 
 		if (v)
-			u->meta[n++] = meta_header(s->meta[i]->key + 9, v);
+			u->meta[n++] = meta_header(s->meta[i]->name, v);
 	}
 	u->meta[n] = NULL;
 }

@@ -1,8 +1,8 @@
 /*
  * s3_store.c - the S3 uploader (s3.h) as the egress process's store for a
- * provider of type S3Storage: the provider's settings, as the agent kept
- * them (name, value, where), read into a struct s3_cfg, and the upload
- * calls in egress_store's shape.
+ * provider of type S3Storage: the provider's node of the agent's settings
+ * tree read into a struct s3_cfg through the settings binder's getters
+ * (common/settings.h), and the upload calls in egress_store's shape.
  */
 #include "s3_store.h"
 
@@ -16,105 +16,75 @@
 #include "size.h"
 #include "cloud/webc.h"
 
-/* One setting: its name (dotnet-monitor's, else diagport's own) and where it goes in s3_cfg. */
-enum kind { K_STR, K_BOOL, K_SIZE, K_INT };
-struct key {
-	const char *name;
-	enum kind kind;
-	size_t off;
-};
-#define OFF(f) offsetof(struct s3_cfg, f)
-static const struct key keys[] = {
-	{ "Endpoint", K_STR, OFF(endpoint) },
-	{ "BucketName", K_STR, OFF(bucket) },
-	{ "RegionName", K_STR, OFF(region) },
-	{ "AccessKeyId", K_STR, OFF(access_key_id) },
-	{ "SecretAccessKey", K_STR, OFF(secret_access_key) },
-	{ "SecretAccessKeyFile", K_STR, OFF(secret_access_key_file) },
-	{ "SessionToken", K_STR, OFF(session_token) },
-	{ "AwsProfileName", K_STR, OFF(profile) },
-	{ "AwsProfilePath", K_STR, OFF(profile_path) },
-	{ "ForcePathStyle", K_BOOL, OFF(force_path_style) },
-	{ "CopyBufferSize", K_SIZE, OFF(part_size) },
-	{ "KeyPrefix", K_STR, OFF(key_prefix) },
-	{ "StorageClass", K_STR, OFF(storage_class) },
-	{ "UseKmsEncryption", K_BOOL, OFF(use_kms) },
-	{ "KmsEncryptionKey", K_STR, OFF(kms_key) },
-	{ "PartBuffers", K_INT, OFF(part_buffers) },
-};
-#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
-
 /* Where the setting named key came from ("" when it is not set). */
 static const char *where_of(const struct egress_provider *p, const char *key)
 {
-	for (size_t i = 0; i < p->n_set; i++)
-		if (strcasecmp(p->set[i].key, key) == 0)
-			return p->set[i].where;
-	return "";
+	const struct settings_node *n = settings_find(p->set, key);
+
+	return n && n->where ? n->where : "";
 }
 
-/* The provider's settings into cfg (strings borrowed from p). 0, or DP_EINVAL naming the setting and where. */
+/* A text setting of the provider (borrowed), left as it is when absent. */
+static int text(const struct egress_provider *p, const char *key, const char **out, struct err_msg *em)
+{
+	const char *t;
+	int rc = settings_text(p->set, key, false, &t, em);
+
+	if (rc == 0 && t)
+		*out = t;
+	return rc;
+}
+
+/*
+ * The provider's settings into cfg (strings borrowed from p's settings node), each read through the
+ * settings binder: one that no reader here takes is refused by its full path and source, with the name it
+ * most likely misspells. 0, or DP_EINVAL naming the setting and where.
+ */
 static int read_cfg(const struct egress_provider *p, struct s3_cfg *cfg, struct err_msg *em)
 {
-	memset(cfg, 0, sizeof(*cfg));
-	for (size_t i = 0; i < p->n_set; i++) {
-		const struct egress_setting *s = &p->set[i];
-		const struct key *k = NULL;
-		void *field;
+	static const char *const unsupported[] = { "GeneratePreSignedUrl", "PreSignedUrlExpiry" };
+	const char *part = NULL;
+	bool has = false;
+	unsigned buffers = 0;
+	int rc;
 
-		if (strncasecmp(s->key, "Properties:", 11) == 0)
-			continue; /* Egress:Properties, shared with every provider: not S3's to judge */
-		for (size_t j = 0; j < N_KEYS && k == NULL; j++)
-			if (strcasecmp(keys[j].name, s->key) == 0)
-				k = &keys[j];
-		if (k == NULL && (strcasecmp(s->key, "GeneratePreSignedUrl") == 0 ||
-				  strcasecmp(s->key, "PreSignedUrlExpiry") == 0))
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++) {
+		const struct settings_node *n = settings_find(p->set, unsupported[i]);
+
+		if (n)
 			return err_set(em, DP_EINVAL, "%s: egress provider '%s': %s is dotnet-monitor's, not supported by "
 				       "this agent yet (the operation's resource is s3://BUCKET/KEY; remove the setting)",
-				       s->where, p->name, s->key);
-		if (k == NULL)
-			return err_set(em, DP_EINVAL, "%s: egress provider '%s': unknown S3Storage setting '%s' (BucketName, "
-				       "Endpoint, RegionName, AccessKeyId, SecretAccessKey, SecretAccessKeyFile, SessionToken, "
-				       "AwsProfileName, AwsProfilePath, ForcePathStyle, CopyBufferSize, KeyPrefix, "
-				       "StorageClass, UseKmsEncryption, KmsEncryptionKey, PartBuffers)", s->where, p->name,
-				       s->key);
-		field = (char *)cfg + k->off;
-		switch (k->kind) {
-		case K_STR:
-			*(const char **)field = s->value;
-			break;
-		case K_BOOL:
-			if (strcasecmp(s->value, "true") != 0 && strcasecmp(s->value, "false") != 0)
-				return err_set(em, DP_EINVAL, "%s: egress provider '%s': %s takes true or false, not '%s'",
-					       s->where, p->name, k->name, s->value);
-			*(bool *)field = strcasecmp(s->value, "true") == 0;
-			break;
-		case K_SIZE: {
-			uint64_t v;
-
-			if (size_parse(s->value, &v) != 0 || v > S3_MAX_PART_SIZE)
-				return err_set(em, DP_EINVAL, "%s: egress provider '%s': %s takes a size such as 8Mi, "
-					       "at most 512Mi (under 5Mi is raised to 5Mi, S3's least part), not '%s'",
-					       s->where, p->name, k->name, s->value);
-			*(size_t *)field = (size_t)v;
-			break;
-		}
-		case K_INT: {
-			char *end;
-			long v = strtol(s->value, &end, 10);
-
-			if (*end || v < 1 || v > S3_MAX_PART_BUFFERS)
-				return err_set(em, DP_EINVAL, "%s: egress provider '%s': %s takes 1 to %d, not '%s'",
-					       s->where, p->name, k->name, S3_MAX_PART_BUFFERS, s->value);
-			*(int *)field = (int)v;
-			break;
-		}
-		}
+				       n->where, p->name, n->name);
 	}
+	if ((rc = text(p, "Endpoint", &cfg->endpoint, em)) || (rc = text(p, "BucketName", &cfg->bucket, em)) ||
+	    (rc = text(p, "RegionName", &cfg->region, em)) || (rc = text(p, "AccessKeyId", &cfg->access_key_id, em)) ||
+	    (rc = text(p, "SecretAccessKey", &cfg->secret_access_key, em)) ||
+	    (rc = text(p, "SecretAccessKeyFile", &cfg->secret_access_key_file, em)) ||
+	    (rc = text(p, "SessionToken", &cfg->session_token, em)) || (rc = text(p, "AwsProfileName", &cfg->profile, em)) ||
+	    (rc = text(p, "AwsProfilePath", &cfg->profile_path, em)) || (rc = text(p, "KeyPrefix", &cfg->key_prefix, em)) ||
+	    (rc = text(p, "StorageClass", &cfg->storage_class, em)) || (rc = text(p, "KmsEncryptionKey", &cfg->kms_key, em)) ||
+	    (rc = settings_bool(p->set, "ForcePathStyle", &cfg->force_path_style, em)) ||
+	    (rc = settings_bool(p->set, "UseKmsEncryption", &cfg->use_kms, em)) ||
+	    (rc = settings_uint(p->set, "PartBuffers", &has, &buffers, 1, S3_MAX_PART_BUFFERS, em)) ||
+	    (rc = text(p, "CopyBufferSize", &part, em)))
+		return rc;
+	cfg->part_buffers = (int)buffers;
+	if (part) {
+		uint64_t v;
+
+		if (size_parse(part, &v) != 0 || v > S3_MAX_PART_SIZE)
+			return err_set(em, DP_EINVAL, "%s: egress provider '%s': CopyBufferSize takes a size such as 8Mi, "
+				       "at most 512Mi (under 5Mi is raised to 5Mi, S3's least part), not '%s'",
+				       where_of(p, "CopyBufferSize"), p->name, part);
+		cfg->part_size = (size_t)v;
+	}
+	if ((rc = settings_check_unread(p->set, em)) != 0)
+		return rc;
 	/* a setting that is missing has no place of its own: the provider's first setting's says where it is */
 	if (cfg->bucket == NULL)
 		return err_set(em, DP_EINVAL, "egress provider '%s' (%s): S3Storage needs BucketName", p->name,
-			       p->n_set ? p->set[0].where : "");
+			       p->set && p->set->n ? p->set->k[0]->where : "");
 	if ((cfg->access_key_id == NULL) != (cfg->secret_access_key == NULL && cfg->secret_access_key_file == NULL))
 		return err_set(em, DP_EINVAL, "egress provider '%s' (%s): AccessKeyId and SecretAccessKey (or "
 			       "SecretAccessKeyFile) go together; give both, or neither for the platform's credentials",

@@ -11,27 +11,32 @@
 #include <stdint.h>
 
 #include "errors.h"
-
-/* One setting of a provider as given: the key under Egress:TYPE:NAME:, the value, and where it came from. */
-struct egress_setting {
-	char *key, *value, *where;
-};
+#include "settings.h"
 
 /*
  * An egress provider. FileSystem (type NULL): artifacts are written under
  * tmp_dir, then renamed into dir, by the agent itself. A store (type
- * "S3Storage" or "AzureBlobStorage"): its settings are kept as given and
- * read by the egress process (launcher/capture/eproc.h), which alone talks to the
- * network; the agent checks them at startup through the same readers.
+ * "S3Storage" or "AzureBlobStorage"): its settings are its node in the agent's
+ * settings tree (common/settings.h), read by the egress process
+ * (launcher/capture/eproc.h), which alone talks to the network; the agent
+ * checks them at startup through the same readers, whose reads mark what the
+ * agent then does not refuse as unknown.
  */
 struct egress_provider {
 	char *name;
 	char *dir;     /* FileSystem: DirectoryPath */
 	char *tmp_dir; /* FileSystem: IntermediateDirectoryPath, or NULL = dir */
 	const char *type; /* NULL: FileSystem; else a static string, "S3Storage" or "AzureBlobStorage" */
-	struct egress_setting *set;
-	size_t n_set;
+	/* a store: Egress:TYPE:NAME, its settings under it (borrowed from the tree). Egress:Properties, which
+	 * its ...Name settings point into, is egress_properties(p). */
+	struct settings_node *set;
 };
+
+/* The Egress:Properties section beside p's (NULL when there is none). */
+static inline struct settings_node *egress_properties(const struct egress_provider *p)
+{
+	return p->set && p->set->up && p->set->up->up ? settings_find(p->set->up->up, "Properties") : NULL;
+}
 
 /* What a store client gives the egress process (egress/s3_store.h, egress/azblob.h). */
 struct egress_store {

@@ -430,14 +430,9 @@ static bool rule_served(const struct crule *r, void *ctx)
 /* What /metrics collects: Metrics:IncludeDefaultProviders, Metrics:Providers and Metrics:Meters, checked. */
 static int metrics_settings(const struct launch_config *c, struct metrics_selection *out)
 {
-	struct metrics_kv *kv = mem_zalloc((c->n_metrics_kv + 1) * sizeof(*kv));
 	struct err_msg em;
-	int rc;
+	int rc = metrics_selection_settings(settings_get(c->tree, "Metrics"), !c->metrics_no_defaults, out, &em);
 
-	for (size_t i = 0; i < c->n_metrics_kv; i++)
-		kv[i] = (struct metrics_kv){ c->metrics_kv[i].key, c->metrics_kv[i].value, c->metrics_kv[i].where };
-	rc = metrics_selection_settings(kv, c->n_metrics_kv, !c->metrics_no_defaults, out, &em);
-	free(kv);
 	if (rc != 0)
 		return cannot_start(2, em.text);
 	metrics_set_limits(c->metrics_max_histograms, c->metrics_max_time_series);
@@ -500,6 +495,12 @@ int launch_cli(int argc, char **argv)
 	/* the egress process, forked while the agent has no thread yet: the stores' settings go with it */
 	if ((rc = eproc_start(&c, !c.no_sandbox, &ep, &em)) != 0) {
 		rc = cannot_start(rc == DP_EINVAL ? 2 : 1, em.text);
+		goto out;
+	}
+	/* every binder has read its settings (the agent's, the stores' checks, metrics, the rules): what none
+	 * read is a misspelling or a setting this agent does not have, refused rather than ignored */
+	if (config_refuse_unread(&c, &em) != 0) {
+		rc = cannot_start(2, em.text);
 		goto out;
 	}
 	cfg.path = c.socket;

@@ -4,10 +4,15 @@
  * A const table maps each key, under every name it has, to a setter. A file
  * is read with the project's document reader (common/doc.h), flattened to
  * colon paths with the position of each value kept for messages, and every
- * leaf goes through config_set. Egress providers are the one open-ended part
- * of the key space: Egress:FileSystem:NAME:{DirectoryPath,IntermediateDirectoryPath}, the stores'
- * Egress:S3Storage:NAME:* and Egress:AzureBlobStorage:NAME:* kept as given, and Egress:Properties:KEY
- * (values a store's ...Name settings point at), copied to every store provider.
+ * leaf goes through config_set into one settings tree (common/settings.h),
+ * whatever its source. The agent's own keys and Egress:FileSystem are bound
+ * as they are set (a bad value is refused naming its source at once); the
+ * open-ended sections (a store's Egress:S3Storage:NAME:*, Egress:Properties,
+ * Metrics:Providers/Meters, the collection rules) are left in the tree for
+ * their binders, and config_refuse_unread refuses whatever none of them read.
+ * A key no consumer knows is refused at once, except dotnet-monitor's own
+ * documented settings this agent does not have (monitor_names), which the
+ * sources of a dotnet-monitor deployment may carry: those are warned about.
  */
 #include "config.h"
 
@@ -34,8 +39,7 @@
 #define MAX_FILE_BYTES (1 << 20)
 #define MAX_EGRESS 16
 #define MAX_PATH_KEY 512
-#define MAX_RULE_KV 4096 /* collection rule settings, all rules together */
-#define MAX_METRICS_KV 2048 /* Metrics:Providers and Metrics:Meters settings, all together */
+#define MAX_NODES 20000 /* the settings tree's nodes, every source together */
 #define MAX_DIR_FILES 256              /* files in a key-per-file settings directory */
 #define MAX_VALUE_BYTES (64 << 10)     /* one of them */
 #define NAME_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
@@ -90,17 +94,6 @@ static const struct {
 	{ OFF(tls_pem), OFF(tls_pem_where) },
 };
 
-static void settings_free(struct egress_setting *list, size_t n)
-{
-	for (size_t k = 0; k < n; k++) {
-		mem_wipe(list[k].value, strlen(list[k].value));
-		free(list[k].key);
-		free(list[k].value);
-		free(list[k].where);
-	}
-	free(list);
-}
-
 void config_free(struct launch_config *c)
 {
 	free(c->socket);
@@ -126,12 +119,9 @@ void config_free(struct launch_config *c)
 		free(c->egress[i].name);
 		free(c->egress[i].dir);
 		free(c->egress[i].tmp_dir);
-		settings_free(c->egress[i].set, c->egress[i].n_set);
 	}
 	free(c->egress);
-	settings_free(c->egress_props, c->n_egress_props);
-	settings_free(c->rule_kv, c->n_rule_kv);
-	settings_free(c->metrics_kv, c->n_metrics_kv);
+	settings_free(c->tree);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -260,7 +250,75 @@ static int set_one(struct launch_config *c, const struct setting *s, const char 
 
 /* The provider types: FileSystem, written by the agent, and the stores, written by the egress process. */
 static const char *const store_types[] = { "S3Storage", "AzureBlobStorage" };
-#define MAX_STORE_SETTINGS 64
+
+/*
+ * dotnet-monitor's documented settings (its docs/configuration and schema) that this agent does not
+ * implement: from the sources an existing dotnet-monitor deployment uses (DOTNETMONITOR_ variables,
+ * key-per-file directories) they are warned about and skipped, so its manifest still starts. Only these:
+ * any other name no consumer reads is refused, so a misspelling is never passed over. "X:*" is the
+ * section X whole (free-form below it: log categories, filter lists, Azure AD's options).
+ */
+static const char *const monitor_names[] = {
+	"Authentication:MonitorApiKey:Subject", "Authentication:MonitorApiKey:PublicKey",
+	"Authentication:MonitorApiKey:Issuer", "Authentication:AzureAd:*",
+	"CorsConfiguration:AllowedOrigins", "CorsConfiguration:AllowedOrigins:*",
+	"DefaultProcess:Filters:*",
+	"DiagnosticPort:DeleteEndpointOnStartup", "DiagnosticPort:MaxConnections",
+	"DotnetMonitorDebug:*",
+	"GlobalCounter:Providers:*",
+	"InProcessFeatures:Enabled", "InProcessFeatures:CallStacks:Enabled", "InProcessFeatures:Exceptions:Enabled",
+	"InProcessFeatures:Exceptions:Include:*", "InProcessFeatures:Exceptions:Exclude:*",
+	"InProcessFeatures:ParameterCapturing:Enabled",
+	"Logging:*",
+	"Metrics:MetricCount",
+	"OpenTelemetry:*",
+	"Storage:DefaultSharedPath", "Storage:SharedLibraryPath",
+};
+
+/* The agent's sections read by their own binders once every source is loaded. */
+static const char *const bound_later[] = { "Egress", "Metrics:Providers", "Metrics:Meters", "CollectionRules",
+					   "CollectionRuleDefaults", "Templates" };
+
+static bool monitor_name(const char *key)
+{
+	for (size_t i = 0; i < sizeof(monitor_names) / sizeof(monitor_names[0]); i++) {
+		const char *m = monitor_names[i];
+		size_t n = strlen(m);
+
+		if (n > 2 && strcmp(m + n - 2, ":*") == 0 ? strncasecmp(key, m, n - 1) == 0 && key[n - 1] != '\0' :
+							      strcasecmp(key, m) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool secret_key(const char *key);
+
+static struct settings_node *tree(struct launch_config *c)
+{
+	if (c->tree == NULL)
+		c->tree = settings_new();
+	return c->tree;
+}
+
+/* key (just put) is no setting anyone reads: refused by its path and source, with the known name nearest it. */
+static int refuse_unknown(struct launch_config *c, const char *key, struct err_msg *em)
+{
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+		for (size_t k = 0; k < 3 && settings[i].names[k]; k++)
+			settings_ask_path(c->tree, settings[i].names[k]);
+	for (size_t i = 0; i < sizeof(bound_later) / sizeof(bound_later[0]); i++)
+		settings_ask_path(c->tree, bound_later[i]);
+	for (size_t i = 0; i < sizeof(monitor_names) / sizeof(monitor_names[0]); i++) {
+		char name[128];
+
+		snprintf(name, sizeof(name), "%s", monitor_names[i]);
+		if (strlen(name) > 2 && strcmp(name + strlen(name) - 2, ":*") == 0)
+			name[strlen(name) - 2] = '\0';
+		settings_ask_path(c->tree, name);
+	}
+	return settings_refuse_unknown(DP_ENOTFOUND, settings_at(c->tree, key, false), em);
+}
 
 /* The provider named name (name_len bytes), made when new. NULL with em when there are too many. */
 static struct egress_provider *provider(struct launch_config *c, const char *type, const char *name, size_t name_len,
@@ -293,88 +351,40 @@ static struct egress_provider *provider(struct launch_config *c, const char *typ
 }
 
 /*
- * KEY = VALUE (from where) into a list of settings kept as given: the same key
- * again (any case) replaces the value, wiped first (it may be a key or a
- * signature). DP_ETOOBIG past cap, what naming the list.
- */
-static int setting_put(struct egress_setting **list, size_t *n, size_t cap, const char *key, const char *v,
-		       const char *where, const char *what, struct err_msg *em)
-{
-	struct egress_setting *s = NULL;
-
-	for (size_t i = 0; i < *n && !s; i++)
-		if (strcasecmp((*list)[i].key, key) == 0)
-			s = &(*list)[i];
-	if (s == NULL) {
-		if (*n == cap)
-			return err_set(em, DP_ETOOBIG, "%s: more than %zu %s", where, cap, what);
-		*list = mem_realloc(*list, (*n + 1) * sizeof(**list));
-		s = &(*list)[(*n)++];
-		s->key = mem_strdup(key);
-	} else {
-		mem_wipe(s->value, strlen(s->value));
-		free(s->value);
-		free(s->where);
-	}
-	s->value = mem_strdup(v);
-	s->where = mem_strdup(where);
-	return 0;
-}
-
-/* A store's setting, kept as given (the egress process's readers check it: egress/eprov.h). */
-static int store_setting(struct egress_provider *e, const char *field, const char *v, const char *where,
-			 struct err_msg *em)
-{
-	char what[160];
-
-	snprintf(what, sizeof(what), "settings for egress provider '%s'", e->name);
-	return setting_put(&e->set, &e->n_set, MAX_STORE_SETTINGS, field, v, where, what, em);
-}
-
-/*
- * Egress:Properties:KEY: kept in c->egress_props and given to every store provider as its setting
- * "Properties:KEY" (those made later get them when made: copy_props).
+ * Egress:Properties:KEY (dotnet-monitor's indirection: a store's ...Name setting names KEY), kept in the tree
+ * for the stores (egress_properties). One no store points at is not refused: the section is a shared bag, as
+ * in dotnet-monitor; a ...Name that names a missing one is (egress/azblob.c), with the one it misspells.
  */
 static int set_property(struct launch_config *c, const char *key, const char *v, const char *where,
 			struct err_msg *em)
 {
-	char field[MAX_PATH_KEY];
-	int rc = 0;
-
-	if (*key == '\0' || strchr(key, ':') || strlen(key) + 12 > sizeof(field))
+	if (*key == '\0' || strchr(key, ':'))
 		return err_set(em, DP_EINVAL, "%s: Egress:Properties:%s is not Egress:Properties:KEY", where, key);
 	if (*v == '\0')
 		return err_set(em, DP_EINVAL, "%s: Egress:Properties:%s is empty", where, key);
-	if ((rc = setting_put(&c->egress_props, &c->n_egress_props, MAX_STORE_SETTINGS, key, v, where,
-			      "Egress:Properties", em)) != 0)
-		return rc;
-	snprintf(field, sizeof(field), "Properties:%s", key);
-	for (size_t i = 0; i < c->n_egress && rc == 0; i++)
-		if (c->egress[i].type)
-			rc = store_setting(&c->egress[i], field, v, where, em);
-	return rc;
-}
+	/* read: a store's ...Name setting that names a missing one is refused with the one it misspells */
+	{
+		char path[MAX_PATH_KEY];
 
-/* A new store provider's copies of the Egress:Properties set so far. */
-static int copy_props(const struct launch_config *c, struct egress_provider *e, struct err_msg *em)
-{
-	char field[MAX_PATH_KEY];
-	int rc = 0;
-
-	for (size_t i = 0; i < c->n_egress_props && rc == 0; i++) {
-		snprintf(field, sizeof(field), "Properties:%s", c->egress_props[i].key);
-		rc = store_setting(e, field, c->egress_props[i].value, c->egress_props[i].where, em);
+		snprintf(path, sizeof(path), "Egress:Properties:%s", key);
+		settings_at(c->tree, path, true);
 	}
-	return rc;
+	return 0;
 }
 
-/* Egress:TYPE:NAME:FIELD (a store's FIELD may be a path: Metadata:KEY). 1 when key is not an egress key. */
+/*
+ * Egress:TYPE:NAME:FIELD (a store's FIELD may be a path: Metadata:KEY), already in the tree. A FileSystem
+ * provider's settings are bound here; a store's node is its provider's, read by its client (store.h). 1
+ * when key is not an egress key.
+ */
 static int set_egress(struct launch_config *c, const char *key, const char *v, const char *where,
 		      struct err_msg *em)
 {
+	static const char *const fs_fields[] = { "DirectoryPath", "IntermediateDirectoryPath", "CopyBufferSize" };
 	const char *p = key, *name, *field, *type = NULL;
 	size_t name_len, n;
 	struct egress_provider *e;
+	struct settings_node *node;
 
 	if (strncasecmp(p, "Egress:", 7) != 0)
 		return 1;
@@ -386,9 +396,20 @@ static int set_egress(struct launch_config *c, const char *key, const char *v, c
 		for (size_t i = 0; i < sizeof(store_types) / sizeof(store_types[0]); i++)
 			if (strlen(store_types[i]) == n && strncasecmp(p, store_types[i], n) == 0)
 				type = store_types[i];
-		if (type == NULL)
+		if (type == NULL) {
+			char path[MAX_PATH_KEY];
+			const char *near;
+
+			settings_ask_path(c->tree, "Egress:FileSystem");
+			settings_ask_path(c->tree, "Egress:S3Storage");
+			settings_ask_path(c->tree, "Egress:AzureBlobStorage");
+			settings_ask_path(c->tree, "Egress:Properties");
+			snprintf(path, sizeof(path), "Egress:%.*s", (int)n, p);
+			near = settings_suggest(settings_at(c->tree, path, false));
 			return err_set(em, DP_EINVAL, "%s: egress provider type '%.*s' is not supported by this agent "
-				       "(FileSystem, S3Storage and AzureBlobStorage are)", where, (int)n, p);
+				       "(FileSystem, S3Storage and AzureBlobStorage are)%s%s%s", where, (int)n, p,
+				       near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
+		}
 	}
 	name = p[n] == ':' ? p + n + 1 : p + n;
 	name_len = strcspn(name, ":");
@@ -399,19 +420,22 @@ static int set_egress(struct launch_config *c, const char *key, const char *v, c
 	if (strspn(name, NAME_CHARS) < name_len)
 		return err_set(em, DP_EINVAL, "%s: egress provider name '%.*s' may hold only letters, digits, "
 				       "'-', '_' and '.'", where, (int)name_len, name);
-	{
-		size_t before = c->n_egress;
-		int rc;
-
-		if ((e = provider(c, type, name, name_len, where, em)) == NULL)
-			return DP_EINVAL;
-		if (type && c->n_egress > before && (rc = copy_props(c, e, em)) != 0)
-			return rc;
-	}
+	if ((e = provider(c, type, name, name_len, where, em)) == NULL)
+		return DP_EINVAL;
 	if (*v == '\0')
 		return err_set(em, DP_EINVAL, "%s: %s is empty", where, key);
-	if (type)
-		return store_setting(e, field, v, where, em);
+	{
+		char prov[MAX_PATH_KEY];
+
+		snprintf(prov, sizeof(prov), "%.*s", (int)(name - key + name_len), key);
+		node = settings_at(c->tree, prov, true); /* Egress:TYPE:NAME, the provider itself */
+	}
+	if (type) {
+		e->set = node;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(fs_fields) / sizeof(fs_fields[0]); i++)
+		settings_ask(node, fs_fields[i]);
 	if (strcasecmp(field, "DirectoryPath") == 0) {
 		free(e->dir);
 		e->dir = mem_strdup(v);
@@ -419,13 +443,13 @@ static int set_egress(struct launch_config *c, const char *key, const char *v, c
 		free(e->tmp_dir);
 		e->tmp_dir = mem_strdup(v);
 	} else if (strcasecmp(field, "CopyBufferSize") != 0) { /* dotnet-monitor's tuning knob: not needed here */
-		return err_set(em, DP_EINVAL, "%s: unknown egress setting '%s' (DirectoryPath, "
-			       "IntermediateDirectoryPath)", where, field);
+		return settings_refuse_unknown(DP_EINVAL, settings_find(node, field), em);
 	}
+	settings_get(node, field);
 	return 0;
 }
 
-/* Metrics:Providers and Metrics:Meters: lists, kept as text for metrics_selection_settings. */
+/* Metrics:Providers and Metrics:Meters: lists, read by metrics_selection_settings. */
 static bool metrics_list_key(const char *key)
 {
 	static const char *const lists[] = { "Metrics:Providers", "Metrics:Meters" };
@@ -454,7 +478,12 @@ static bool in_scope(enum config_scope scope, const char *key)
 	return scope == CONFIG_ANY || strncasecmp(key, "Egress:", 7) == 0 || config_is_rule_key(key);
 }
 
-int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em)
+/*
+ * config_set, and for the sources dotnet-monitor's deployments use (monitor): 1 when key is one of
+ * dotnet-monitor's settings this agent does not have (monitor_names), marked read for the caller to warn.
+ */
+static int put(struct launch_config *c, const char *key, const char *value, const char *where, bool monitor,
+	       struct err_msg *em)
 {
 	int rc;
 
@@ -463,24 +492,43 @@ int config_set(struct launch_config *c, const char *key, const char *value, cons
 			       "%s: %s: a workload's own source holds Egress:, CollectionRules:, CollectionRuleDefaults: and "
 			       "Templates: settings only; the agent's own settings come from its command line and the "
 			       "platform's settings files", where, key);
-	if (config_is_rule_key(key)) /* kept as text for crules_parse */
-		return setting_put(&c->rule_kv, &c->n_rule_kv, MAX_RULE_KV, key, value, where, "collection rule settings",
-				   em);
+	if ((rc = settings_put(tree(c), key, value, where, MAX_NODES, em)) != 0)
+		return rc;
+	if (config_is_rule_key(key)) /* crules_parse reads these */
+		return 0;
 	if (metrics_list_key(key)) {
 		if (*value == '\0')
 			return err_set(em, DP_EINVAL, "%s: %s is empty", where, key);
-		return setting_put(&c->metrics_kv, &c->n_metrics_kv, MAX_METRICS_KV, key, value, where,
-				   "Metrics:Providers and Metrics:Meters settings", em);
+		return 0;
 	}
 	rc = set_egress(c, key, value, where, em);
-
 	if (rc <= 0)
 		return rc;
 	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
 		for (size_t k = 0; k < 3 && settings[i].names[k]; k++)
-			if (strcasecmp(key, settings[i].names[k]) == 0)
-				return set_one(c, &settings[i], settings[i].names[k], value, where, em);
-	return err_set(em, DP_ENOTFOUND, "%s: unknown setting '%s'", where, key);
+			if (strcasecmp(key, settings[i].names[k]) == 0) {
+				struct settings_node *n = settings_at(c->tree, key, true);
+
+				rc = set_one(c, &settings[i], settings[i].names[k], value, where, em);
+				if (secret_key(key)) /* the field holds it now, and is wiped when done with: no copy */
+					settings_wipe(n);
+				return rc;
+			}
+	if (monitor && monitor_name(key)) {
+		settings_at(c->tree, key, true);
+		return 1;
+	}
+	return refuse_unknown(c, key, em);
+}
+
+int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em)
+{
+	return put(c, key, value, where, false, em);
+}
+
+int config_refuse_unread(const struct launch_config *c, struct err_msg *em)
+{
+	return settings_check_unread(c->tree, em);
 }
 
 /*
@@ -639,8 +687,8 @@ int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const
 		if ((rc = buf_read_path(&b, path, NULL, em)) == 0) {
 			while (b.len && (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r'))
 				b.data[--b.len] = '\0';
-			rc = config_set(c, key, b.data ? b.data : "", path, em);
-			if (rc == DP_ENOTFOUND && warn) { /* dotnet-monitor's settings this agent does not have */
+			rc = put(c, key, b.data ? b.data : "", path, warn != NULL, em);
+			if (rc == 1 && warn) { /* dotnet-monitor's settings this agent does not have */
 				warn(path);
 				rc = 0;
 			}
@@ -719,13 +767,11 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 		if (strncasecmp(var, "DOTNETMONITOR_", 14) != 0) /* .NET matches the prefix in any case: DotnetMonitor_ */
 			return 1;
 		colons(var + 14, n - 14, key);
-		rc = config_set(c, key, eq + 1, where, em);
+		rc = put(c, key, eq + 1, where, warn != NULL, em);
 	}
 	if (secret_key(key)) /* refused too: the agent stops, but not with the secret left in its environ */
 		mem_wipe((char *)eq + 1, strlen(eq + 1));
-	if (rc == DP_ENOTFOUND && !monitor)
-		return rc;
-	if (rc == DP_ENOTFOUND && warn) {
+	if (rc == 1 && warn) { /* dotnet-monitor's settings this agent does not have */
 		char name[MAX_PATH_KEY + 64];
 
 		snprintf(name, sizeof(name), "%.*s", (int)n, var);

@@ -22,6 +22,7 @@
 #include "egress/store.h"
 #include "errors.h"
 #include "log.h"
+#include "settings.h"
 
 #define CONFIG_MAX_PEM (64 << 10) /* tlsPem: a chain of a few certificates and a key fit many times over */
 
@@ -48,10 +49,6 @@ struct launch_config {
 	bool metrics_delay_set;      /* false: METRICS_DEFAULT_DELAY_S */
 	bool metrics_no_defaults;    /* Metrics:IncludeDefaultProviders false */
 	unsigned metrics_max_histograms, metrics_max_time_series; /* GlobalCounter:MaxHistograms, :MaxTimeSeries; 0 = 20, 1000 */
-	/* Metrics:Providers:N:* and Metrics:Meters:N:* as given, each with where it came from; metrics_selection_settings
-	 * (metrics.h) reads them once every source is loaded */
-	struct egress_setting *metrics_kv;
-	size_t n_metrics_kv;
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
 	unsigned head_timeout_s;     /* requestHeadersTimeout: the whole request head within this; 0 = 10 */
 	unsigned per_peer;           /* maxConnectionsPerPeer: connections from one address; 0 = 64 */
@@ -66,14 +63,14 @@ struct launch_config {
 	enum log_level log_level;    /* logLevel: the least level written (LOG_INFO, which is 0) */
 	struct egress_provider *egress;
 	size_t n_egress;
-	/* Egress:Properties:KEY values (dotnet-monitor's indirection: AccountKeyName, SharedAccessSignatureName
-	 * name one), each also a setting "Properties:KEY" of every store provider, for its reader */
-	struct egress_setting *egress_props;
-	size_t n_egress_props;
-	/* CollectionRules:*, CollectionRuleDefaults:* and Templates:* as given (the last source wins per key), each
-	 * with where it came from; rules_compile (rules.h) reads them once every source is loaded */
-	struct egress_setting *rule_kv; /* key: the colon path as written; where: "rules.yaml:7:20" */
-	size_t n_rule_kv;
+	/*
+	 * Every source's settings as one tree (common/settings.h), each with where it came from. The agent's
+	 * own and Egress:FileSystem are read as they are set; Metrics:Providers and :Meters, the collection
+	 * rules' sections (CollectionRules, CollectionRuleDefaults, Templates), each store provider's settings
+	 * (egress_provider.set) and Egress:Properties are read by their binders once every source is loaded
+	 * (metrics.h, crules.h, egress/store.h); config_refuse_unread then refuses what none of them read.
+	 */
+	struct settings_node *tree;
 };
 
 /* Free the strings and providers (not c itself). */
@@ -82,12 +79,14 @@ void config_free(struct launch_config *c);
 /*
  * Set one setting. key: a colon path ("Egress:FileSystem:shared:DirectoryPath")
  * or a diagport name; where: for messages ("config.yaml:3:5", "environment
- * variable DIAGPORT_URLS", "--urls"). DP_ENOTFOUND for an unknown key,
- * DP_EINVAL for a bad value; em names where and what.
+ * variable DIAGPORT_URLS", "--urls"). It goes into c->tree; the agent's own
+ * settings and Egress are bound at once. DP_ENOTFOUND for a key no consumer
+ * knows ("KEY (WHERE): unknown setting; did you mean NAME?"), DP_EINVAL for a
+ * bad value; em names where and what.
  */
 int config_set(struct launch_config *c, const char *key, const char *value, const char *where, struct err_msg *em);
 
-/* Whether key belongs to the collection rules' part of the settings (kept as text in rule_kv). */
+/* Whether key belongs to the collection rules' part of the settings (read by crules_parse). */
 bool config_is_rule_key(const char *key);
 
 /*
@@ -108,17 +107,27 @@ int config_load_text(struct launch_config *c, const char *text, size_t len, cons
  * file's name is a key with "__" for ':' (Egress__S3Storage__s3__BucketName),
  * its content the value, trailing newlines dropped. Names starting with '.'
  * (a volume's ..data) are skipped; at most 256 files of at most 64 KiB.
- * Settings this agent does not have are passed to warn (the file) and skipped.
+ * dotnet-monitor's documented settings this agent does not have (config.c's
+ * monitor_names) are passed to warn (the file) and skipped; any other unknown
+ * name is refused, as from every source.
  */
 int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const char *variable), struct err_msg *em);
 
 /*
- * Apply DIAGPORT_* and DOTNETMONITOR_* variables from envp. Unknown
- * DOTNETMONITOR_ settings (ones this agent does not have) are reported on
- * passed to warn (their names, one call each) and skipped, so an existing dotnet-monitor manifest
- * still starts; an unknown DIAGPORT_ variable or a bad value is an error.
+ * Apply DIAGPORT_* and DOTNETMONITOR_* variables from envp. DOTNETMONITOR_
+ * variables naming a documented dotnet-monitor setting this agent does not
+ * have (config.c's monitor_names) are passed to warn (their names, one call
+ * each) and skipped, so an existing dotnet-monitor manifest still starts; any
+ * other unknown name (a misspelling) or a bad value is an error.
  */
 int config_load_env(struct launch_config *c, char **envp, void (*warn)(const char *variable), struct err_msg *em);
+
+/*
+ * Once every consumer has read its settings (the stores' checks, the metrics selection, the collection
+ * rules): the first setting nobody read, refused by its full path and source with the name it most likely
+ * misspells (DP_EINVAL). 0 when every setting was read.
+ */
+int config_refuse_unread(const struct launch_config *c, struct err_msg *em);
 
 /*
  * After loading: every egress provider has a DirectoryPath that is a directory; tmp_dir on the same

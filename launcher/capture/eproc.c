@@ -537,10 +537,10 @@ int eproc_start(struct launch_config *c, bool sandbox, struct eproc **out, struc
 	close(sv[1]);
 	/* only the egress process holds the stores' settings from here */
 	for (size_t i = 0; i < c->n_egress; i++)
-		for (size_t k = 0; c->egress[i].type && k < c->egress[i].n_set; k++)
-			mem_wipe(c->egress[i].set[k].value, strlen(c->egress[i].set[k].value));
-	for (size_t k = 0; k < c->n_egress_props; k++)
-		mem_wipe(c->egress_props[k].value, strlen(c->egress_props[k].value));
+		if (c->egress[i].type) {
+			settings_wipe(c->egress[i].set);
+			settings_wipe(egress_properties(&c->egress[i]));
+		}
 	e = mem_zalloc(sizeof(*e));
 	e->sock = sv[0];
 	e->pid = pid;

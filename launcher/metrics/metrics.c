@@ -20,6 +20,7 @@
 
 #include "clock.h"
 #include "mem.h"
+#include "settings.h"
 
 #define METERS_PROVIDER "System.Diagnostics.Metrics"
 #define METERS_TIME_SERIES 0x2ull /* MetricsEventSource's TimeSeriesValues keyword */
@@ -405,107 +406,99 @@ int metrics_selection_json(const char *body, size_t len, struct metrics_selectio
 	return 0;
 }
 
-/* One entry of Metrics:Providers or Metrics:Meters while the settings are read. */
-struct setting_src {
-	const char *name, *where, *first_where; /* first_where: of the entry's first setting */
-	const char *names[METRICS_MAX_NAMES];
-	const char *names_where[METRICS_MAX_NAMES];
-	bool used;
-};
-
-/* "N" or "N:REST" at s: N (below cap) in *i and REST in *rest (NULL when none). */
-static bool index_part(const char *s, size_t cap, size_t *i, const char **rest)
+/* A child's name as a list index below cap (.NET's arrays may have gaps: they are kept in index order). */
+static bool index_of(const struct settings_node *n, size_t cap, size_t *i)
 {
 	char *end;
-	unsigned long n;
+	unsigned long v;
 
-	if (*s < '0' || *s > '9')
+	if (n->name[0] < '0' || n->name[0] > '9')
 		return false;
 	errno = 0;
-	n = strtoul(s, &end, 10);
-	if (errno || (*end != '\0' && *end != ':') || n >= cap)
+	v = strtoul(n->name, &end, 10);
+	if (errno || *end || v >= cap)
 		return false;
-	*i = n;
-	*rest = *end == ':' ? end + 1 : NULL;
+	*i = v;
 	return true;
 }
 
-static int setting_one(struct setting_src *provs, struct setting_src *meters, const struct metrics_kv *kv,
-		       struct err_msg *em)
+/* Metrics:Providers:N or Metrics:Meters:N (n): its name and its names list into sel. */
+static int setting_source(struct settings_node *n, bool meter, struct metrics_selection *sel, struct err_msg *em)
 {
-	const char *k = kv->key + 8, *rest = NULL, *tail = NULL; /* k: past "Metrics:" */
-	bool meter;
-	const char *name_key, *names_key;
-	struct setting_src *src;
-	size_t i, j;
+	const char *name_key = meter ? "MeterName" : "ProviderName", *names_key = meter ? "InstrumentNames" : "CounterNames";
+	struct settings_node *names[METRICS_MAX_NAMES] = { NULL }, *list;
+	struct metrics_source *s;
+	const char *name;
+	int rc;
 
-	if (strncasecmp(kv->key, "Metrics:", 8) != 0)
-		return err_set(em, DP_EINVAL, "%s: '%s' is not a Metrics setting", kv->where, kv->key);
-	meter = strncasecmp(k, "Meters:", 7) == 0;
-	name_key = meter ? "MeterName" : "ProviderName";
-	names_key = meter ? "InstrumentNames" : "CounterNames";
-	if (!meter && strncasecmp(k, "Providers:", 10) != 0)
-		return err_set(em, DP_ENOTFOUND, "%s: unknown setting '%s'", kv->where, kv->key);
-	k += meter ? 7 : 10;
-	if (!index_part(k, METRICS_MAX_SOURCES, &i, &rest) || rest == NULL)
-		return err_set(em, DP_EINVAL, "%s: %s is not Metrics:%s:N:%s (N from 0 to %d)", kv->where, kv->key,
-			       meter ? "Meters" : "Providers", name_key, METRICS_MAX_SOURCES - 1);
-	src = meter ? &meters[i] : &provs[i];
-	if (!trace_name_ok(kv->value, ";,\"=\\"))
-		return err_set(em, DP_EINVAL, "%s: %s must be a name (printable, no ; , = \" \\), not '%s'", kv->where,
-			       kv->key, kv->value);
-	if (!src->used)
-		src->first_where = kv->where;
-	src->used = true;
-	if (strcasecmp(rest, name_key) == 0) {
-		src->name = kv->value;
-		src->where = kv->where;
-		return 0;
+	if (n->value && n->n == 0)
+		return settings_refuse(DP_EINVAL, n, em, "takes %s and %s under it, not one value", name_key, names_key);
+	if ((rc = settings_text(n, name_key, false, &name, em)) != 0)
+		return rc;
+	list = settings_get(n, names_key);
+	if (name == NULL && (rc = settings_unread(n, meter ? "MeterName, InstrumentNames" : "ProviderName, CounterNames",
+						  em)) != 0)
+		return rc; /* a misspelt name, most likely: refused as that, with the name it misspells */
+	if (name == NULL)
+		return settings_refuse(DP_EINVAL, n, em, "has no %s (an entry needs its name)", name_key);
+	if (!trace_name_ok(name, ";,\"=\\"))
+		return settings_refuse(DP_EINVAL, settings_find(n, name_key), em, "must be a name (printable, no ; , = \" \\), "
+				       "not '%.64s'", name);
+	for (size_t i = 0; list && i < list->n; i++) {
+		size_t j;
+
+		if (!index_of(list->k[i], METRICS_MAX_NAMES, &j) || list->k[i]->n || list->k[i]->value == NULL)
+			return settings_refuse(DP_EINVAL, list->k[i], em, "is not Metrics:%s:N:%s:M (M from 0 to %d)",
+					       meter ? "Meters" : "Providers", names_key, METRICS_MAX_NAMES - 1);
+		if (!trace_name_ok(list->k[i]->value, ";,\"=\\"))
+			return settings_refuse(DP_EINVAL, list->k[i], em, "must be a name (printable, no ; , = \" \\), "
+					       "not '%.64s'", list->k[i]->value);
+		list->k[i]->used = true;
+		names[j] = list->k[i];
 	}
-	if (strncasecmp(rest, names_key, strlen(names_key)) == 0 && rest[strlen(names_key)] == ':' &&
-	    index_part(rest + strlen(names_key) + 1, METRICS_MAX_NAMES, &j, &tail) && tail == NULL) {
-		src->names[j] = kv->value;
-		src->names_where[j] = kv->where;
-		return 0;
+	if (list && list->value && list->n == 0 && *list->value)
+		return settings_refuse(DP_EINVAL, list, em, "takes a list (%s:0, %s:1, ...), not one value", names_key,
+				       names_key);
+	if ((rc = settings_unread(n, meter ? "MeterName, InstrumentNames" : "ProviderName, CounterNames", em)) != 0)
+		return rc;
+	source_add(sel, name, meter);
+	s = &sel->s[sel->n - 1];
+	for (size_t k = 0; k < METRICS_MAX_NAMES; k++) {
+		if (names[k] == NULL)
+			continue;
+		s->names = mem_realloc(s->names, (s->n_names + 1) * sizeof(*s->names));
+		s->names[s->n_names++] = mem_strdup(names[k]->value);
 	}
-	return err_set(em, DP_EINVAL, "%s: unknown setting '%s' (Metrics:%s:N takes %s and %s:M, M below %d)", kv->where,
-		       kv->key, meter ? "Meters" : "Providers", name_key, names_key, METRICS_MAX_NAMES);
+	return 0;
 }
 
-int metrics_selection_settings(const struct metrics_kv *kv, size_t n, bool include_defaults,
-			       struct metrics_selection *out, struct err_msg *em)
+int metrics_selection_settings(struct settings_node *metrics, bool include_defaults, struct metrics_selection *out,
+			       struct err_msg *em)
 {
-	struct setting_src *srcs = mem_zalloc((size_t)2 * METRICS_MAX_SOURCES * sizeof(*srcs));
 	struct metrics_selection sel = { 0 };
 	int rc = 0;
 
-	for (size_t i = 0; i < n && rc == 0; i++)
-		rc = setting_one(srcs, srcs + METRICS_MAX_SOURCES, &kv[i], em);
-	if (rc == 0 && include_defaults)
+	if (include_defaults)
 		metrics_selection_defaults(&sel);
-	for (size_t i = 0; i < (size_t)2 * METRICS_MAX_SOURCES && rc == 0; i++) {
-		const struct setting_src *src = &srcs[i];
-		bool meter = i >= METRICS_MAX_SOURCES;
-		size_t idx = meter ? i - METRICS_MAX_SOURCES : i;
-		struct metrics_source *s;
+	for (int meter = 0; meter < 2 && rc == 0; meter++) {
+		struct settings_node *list = settings_get(metrics, meter ? "Meters" : "Providers");
+		struct settings_node *at[METRICS_MAX_SOURCES] = { NULL };
 
-		if (!src->used)
-			continue;
-		if (src->name == NULL) {
-			rc = err_set(em, DP_EINVAL, "%s: Metrics:%s:%zu has no %s (an entry needs its name)",
-				     src->first_where, meter ? "Meters" : "Providers", idx, meter ? "MeterName" : "ProviderName");
-			break;
+		for (size_t i = 0; list && i < list->n && rc == 0; i++) {
+			size_t j;
+
+			if (!index_of(list->k[i], METRICS_MAX_SOURCES, &j))
+				rc = settings_refuse(DP_EINVAL, list->k[i], em, "is not Metrics:%s:N (N from 0 to %d)",
+						     meter ? "Meters" : "Providers", METRICS_MAX_SOURCES - 1);
+			else
+				at[j] = list->k[i];
 		}
-		source_add(&sel, src->name, meter);
-		s = &sel.s[sel.n - 1];
-		for (size_t k = 0; k < METRICS_MAX_NAMES; k++) {
-			if (src->names[k] == NULL)
-				continue;
-			s->names = mem_realloc(s->names, (s->n_names + 1) * sizeof(*s->names));
-			s->names[s->n_names++] = mem_strdup(src->names[k]);
-		}
+		for (size_t j = 0; j < METRICS_MAX_SOURCES && rc == 0; j++)
+			if (at[j]) {
+				at[j]->used = true;
+				rc = setting_source(at[j], meter, &sel, em);
+			}
 	}
-	free(srcs);
 	if (rc != 0) {
 		metrics_selection_free(&sel);
 		return rc;

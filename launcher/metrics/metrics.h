@@ -138,18 +138,18 @@ void metrics_selection_defaults(struct metrics_selection *sel);
 int metrics_selection_json(const char *body, size_t len, struct metrics_selection *out, struct err_msg *em);
 void metrics_selection_free(struct metrics_selection *sel);
 /*
- * The Metrics settings as dotnet-monitor has them, from colon paths
- * (Metrics:Providers:0:ProviderName, Metrics:Providers:0:CounterNames:0,
- * Metrics:Meters:0:MeterName, Metrics:Meters:0:InstrumentNames:0) with where
- * each came from: the defaults when include_defaults, then the providers and
- * meters in index order. DP_EINVAL / DP_ETOOBIG with em naming the path and
- * its source.
+ * The Metrics settings as dotnet-monitor has them, from the Metrics section of
+ * the agent's settings tree (common/settings.h; NULL: none):
+ * Providers:N:ProviderName, Providers:N:CounterNames:M, Meters:N:MeterName,
+ * Meters:N:InstrumentNames:M, each read through the binder (marked, so the
+ * agent refuses what is left): the defaults when include_defaults, then the
+ * providers and meters in index order. DP_EINVAL / DP_ETOOBIG with em naming
+ * the full path and its source; an unknown setting inside an entry is refused
+ * with the nearest name it takes.
  */
-struct metrics_kv {
-	const char *key, *value, *where;
-};
-int metrics_selection_settings(const struct metrics_kv *kv, size_t n, bool include_defaults,
-			       struct metrics_selection *out, struct err_msg *em);
+struct settings_node;
+int metrics_selection_settings(struct settings_node *metrics, bool include_defaults, struct metrics_selection *out,
+			       struct err_msg *em);
 /* GlobalCounter:MaxHistograms and :MaxTimeSeries for every meter session of this process (0: 20 and 1000). */
 void metrics_set_limits(unsigned max_histograms, unsigned max_time_series);
 /* Whether a reading is one the selection asked for. */

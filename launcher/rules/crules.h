@@ -127,7 +127,7 @@ struct crule_env {
 };
 
 /*
- * Bind the settings in c->rule_kv into *out (new; free with crule_set_free).
+ * Bind the CollectionRules, CollectionRuleDefaults and Templates sections of c->tree into *out (new; free with crule_set_free).
  * 0, or DP_EINVAL / DP_EUNSUPPORTED / DP_ETOOBIG with em naming the setting by its
  * full path and where it came from.
  */

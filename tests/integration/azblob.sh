@@ -182,7 +182,7 @@ refused key-name "AccountKeyName (.*) names Egress:Properties:Nope, which is not
 	"AccountKeyName: Nope"
 refused queue "QueueName (.*): this agent sends no queue message" "$PLAIN" "ContainerName: diag" \
 	"AccountKey: \"$KEY\"" "QueueName: q"
-refused unknown "unknown AzureBlobStorage setting AccountName" "$PLAIN" "ContainerName: diag" "AccountName: x"
+refused unknown "Egress:AzureBlobStorage:[a-z0-9-]*:AccountName (.*): unknown setting" "$PLAIN" "ContainerName: diag" "AccountName: x"
 refused meta-keyword "'namespace' cannot be an Azure metadata name" "$PLAIN" "ContainerName: diag" \
 	"AccountKey: \"$KEY\"" "Metadata:namespace: NS"
 refused sas-shape "SharedAccessSignature (.*) is not a shared access signature" "$PLAIN" "ContainerName: diag" \

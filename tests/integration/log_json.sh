@@ -3,7 +3,7 @@
 # hold: quotes, backslashes, newlines, control characters and bytes that are not UTF-8 are fed through
 # each log site that carries outside input, and every line is read by a strict JSON reader
 # (jsonlines.py: strict UTF-8, an object starting time, level, msg):
-#   agent/*    an environment variable name that is not a setting (setting-ignored), a --connect-dir
+#   agent/*    an environment variable naming a dotnet-monitor setting this agent does not have (setting-ignored), a --connect-dir
 #              that does not exist (unreachable), captures with hostile tags (capture started/ended),
 #              a capture whose egress directory is gone (the error), wrong tokens (401s); the listening
 #              line says whether the API asks for a token (true with one, false without)
@@ -22,7 +22,7 @@ TOKEN="tok-$RANDOM$RANDOM-secret-0123456789"
 printf '%s\n' "$TOKEN" > "$W/token"
 printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/out\n    gone:\n      DirectoryPath: %s/gone\n' "$W" "$W" > "$W/agent.yaml"
 HOSTILE_DIR=$W/$'no"such\\dir\nnl\x01\xff'
-env $'DOTNETMONITOR_We"ird\\name\nnl\x01\xff__X=1' "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" \
+env $'DOTNETMONITOR_Logging__We"ird\\name\nnl\x01\xff__X=1' "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" \
 	--urls http://127.0.0.1:0 --dumps "$W/dumps" --auth-token-file "$W/token" --connect-dir "$HOSTILE_DIR" \
 	--metrics-start-delay 0 --log-level debug 2> "$W/agent.log" &
 AG=$!; PIDS+=("$AG")
@@ -43,7 +43,7 @@ kill -TERM "$AG"; wait "$AG" 2> /dev/null
 
 r=$(/usr/bin/python3 "$J" "$W/agent.log" 2>&1)
 WHY="$r"; check agent/every-line-json test "${r%% *}" = ok
-r=$(/usr/bin/python3 "$J" "$W/agent.log" $'DOTNETMONITOR_We"ird\\name\nnl\x01\uFFFD' 2>&1)
+r=$(/usr/bin/python3 "$J" "$W/agent.log" $'DOTNETMONITOR_Logging__We"ird\\name\nnl\x01\uFFFD' 2>&1)
 WHY="$r"; check agent/setting-ignored-whole test "${r%% *}" = ok
 r=$(/usr/bin/python3 "$J" "$W/agent.log" $'no"such\\dir\nnl\x01\uFFFD' 2>&1)
 WHY="$r"; check agent/connect-dir-whole test "${r%% *}" = ok

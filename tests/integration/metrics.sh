@@ -313,8 +313,8 @@ bad_setting() {
   WHY="exit $(cat "$W/sel-$1.rc"): $(tail -2 "$W/sel-$1.log")"
   check "settings/bad/$1" test "$(cat "$W/sel-$1.rc")" = 2 -a -n "$(grep -F -- "$2" "$W/sel-$1.log")"
 }
-bad_setting bad-file "$W/bad.yaml:3:18: Metrics:Meters:0:MeterName must be a name"
-bad_setting bad-dir "$W/seldir/Metrics__Meters__0__Colour: unknown setting 'Metrics:Meters:0:Colour'"
-bad_setting bad-env "environment variable DotnetMonitor_Metrics__Meters__0__InstrumentNames__0: Metrics:Meters:0 has no MeterName"
+bad_setting bad-file "$W/bad.yaml:3:18: Metrics:Meters:0:MeterName: must be a name"
+bad_setting bad-dir "$W/seldir/Metrics__Meters__0__Colour: Metrics:Meters:0:Colour: not a setting diagport knows here"
+bad_setting bad-env "environment variable DotnetMonitor_Metrics__Meters__0__InstrumentNames__0: Metrics:Meters:0: has no MeterName"
 bad_setting bad-limit "environment variable DotnetMonitor_GlobalCounter__MaxHistograms: GlobalCounter:MaxHistograms takes a whole number from 1 to 100000, not '0'"
 bad_setting bad-include "environment variable DIAGPORT_SETTINGS:1:39: Metrics:IncludeDefaultProviders takes true or false, not 'sometimes'"

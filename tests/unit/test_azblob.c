@@ -54,12 +54,20 @@ static void meta_names(void)
 	T_STREQ(n, "DotnetMonitor_A_ver");
 }
 
+/* A setting a store provider sees: under its own node, or "Properties:KEY" in the Egress:Properties beside it. */
 static const char *prov_setting(const struct launch_config *c, const char *prov, const char *key)
 {
-	for (size_t i = 0; i < c->n_egress; i++)
-		for (size_t k = 0; strcmp(c->egress[i].name, prov) == 0 && k < c->egress[i].n_set; k++)
-			if (strcmp(c->egress[i].set[k].key, key) == 0)
-				return c->egress[i].set[k].value;
+	for (size_t i = 0; i < c->n_egress; i++) {
+		const struct settings_node *n;
+
+		if (strcmp(c->egress[i].name, prov) != 0)
+			continue;
+		if (strncmp(key, "Properties:", 11) == 0)
+			n = settings_find(egress_properties(&c->egress[i]), key + 11);
+		else
+			n = settings_find(c->egress[i].set, key);
+		return n ? n->value : NULL;
+	}
 	return NULL;
 }
 
@@ -75,9 +83,37 @@ static void properties_reach_stores(void)
 	T_CHECK(config_set(&c, "Egress:Properties:Early", "e2", "test", &em) == 0); /* a later source wins */
 	T_STREQ(prov_setting(&c, "blob", "Properties:Early"), "e2");
 	T_STREQ(prov_setting(&c, "blob", "Properties:Late"), "l1");
-	T_CHECK(c.egress[1].n_set == 0); /* FileSystem providers keep no settings */
+	T_STREQ(prov_setting(&c, "blob", "AccountKeyName"), "Late");
+	T_CHECK(c.egress[1].set == NULL); /* FileSystem providers are bound by the agent: no node kept */
 	T_CHECK(config_set(&c, "Egress:Properties:A:B", "x", "test", &em) == DP_EINVAL);
 	T_CHECK(config_set(&c, "Egress:Properties:Empty", "", "test", &em) == DP_EINVAL);
+	config_free(&c);
+}
+
+/* The store's reader marks what it reads; one it does not take is refused by path and source, with a suggestion. */
+static void store_settings_refused_by_name(void)
+{
+	struct launch_config c = { 0 };
+	struct err_msg em;
+
+	T_CHECK(config_set(&c, "Egress:AzureBlobStorage:az:AccountUri", "https://acct.blob.core.windows.net", "f:2:3",
+			   &em) == 0);
+	T_CHECK(config_set(&c, "Egress:AzureBlobStorage:az:ContainerName", "diag", "f:3:3", &em) == 0);
+	T_CHECK(config_set(&c, "Egress:AzureBlobStorage:az:BlobPrefx", "p", "f:4:3", &em) == 0);
+	T_CHECK(azblob_store.check(&c.egress[0], &em) == DP_EINVAL);
+	T_STREQ(em.text, "Egress:AzureBlobStorage:az:BlobPrefx (f:4:3): unknown setting; did you mean BlobPrefix?");
+	config_free(&c);
+	memset(&c, 0, sizeof(c));
+	T_CHECK(config_set(&c, "Egress:AzureBlobStorage:az:AccountUri", "https://acct.blob.core.windows.net", "f:2:3",
+			   &em) == 0);
+	T_CHECK(config_set(&c, "Egress:AzureBlobStorage:az:ContainerName", "diag", "f:3:3", &em) == 0);
+	T_CHECK(config_set(&c, "Egress:AzureBlobStorage:az:AccountKeyName", "MyKey", "f:4:3", &em) == 0);
+	T_CHECK(config_set(&c, "Egress:Properties:MyKye", "a2V5", "f:6:3", &em) == 0);
+	T_CHECK(azblob_store.check(&c.egress[0], &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "Egress:Properties:MyKye (f:6:3): unknown setting; did you mean MyKey?") == em.text);
+	T_CHECK(config_set(&c, "Egress:Properties:MyKey", "a2V5", "f:7:3", &em) == 0);
+	T_CHECK(azblob_store.check(&c.egress[0], &em) == 0);
+	T_CHECK(config_refuse_unread(&c, &em) == 0);
 	config_free(&c);
 }
 
@@ -88,6 +124,7 @@ int main(void)
 	T_RUN(string_to_sign_put_block);
 	T_RUN(string_to_sign_empty_body);
 	T_RUN(meta_names);
+	T_RUN(store_settings_refused_by_name);
 	T_RUN(properties_reach_stores);
 	return t_failed_cases ? 1 : 0;
 }

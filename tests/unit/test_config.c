@@ -3,6 +3,8 @@
  * environment, sizes, dotnet-monitor's names, egress providers, and messages
  * that say where a bad value is.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -288,6 +290,12 @@ static void egress_checks(void)
 	config_free(&c);
 }
 
+/* A store provider's setting key (its node in the settings tree), or NULL. */
+static const struct settings_node *store_key(const struct launch_config *c, size_t i, const char *key)
+{
+	return settings_at(c->egress[i].set, key, false);
+}
+
 /* Store providers: their settings kept as given (with where), names unique across types, types named. */
 static void store_settings(void)
 {
@@ -297,11 +305,11 @@ static void store_settings(void)
 	T_CHECK(config_set(&c, "Egress:S3Storage:s3:BucketName", "b1", "f:1", &em) == 0);
 	T_CHECK(config_set(&c, "egress:s3storage:S3:bucketname", "b2", "f:2", &em) == 0); /* case-insensitive: the same */
 	T_CHECK(config_set(&c, "Egress:AzureBlobStorage:az:Metadata:team", "shop", "f:3", &em) == 0);
-	T_CHECK(c.n_egress == 2 && c.egress[0].n_set == 1);
+	T_CHECK(c.n_egress == 2 && c.egress[0].set->n == 1);
 	T_STREQ(c.egress[0].type, "S3Storage");
-	T_STREQ(c.egress[0].set[0].value, "b2");
-	T_STREQ(c.egress[0].set[0].where, "f:2");
-	T_STREQ(c.egress[1].set[0].key, "Metadata:team");
+	T_STREQ(store_key(&c, 0, "BucketName")->value, "b2");
+	T_STREQ(store_key(&c, 0, "BucketName")->where, "f:2");
+	T_STREQ(store_key(&c, 1, "Metadata:team")->value, "shop");
 	T_CHECK(config_check(&c, &em) == 0); /* stores are the egress process's to check */
 	T_CHECK(config_set(&c, "Egress:FileSystem:s3:DirectoryPath", dir, "f:4", &em) == DP_EINVAL);
 	T_CHECK(strstr(em.text, "already a S3Storage provider") != NULL);
@@ -314,7 +322,7 @@ static void store_settings(void)
 static int n_ignored;
 static void ignored(const char *what)
 {
-	n_ignored += strstr(what, "Unknown__Thing") != NULL;
+	n_ignored += strstr(what, "Logging__LogLevel__Microsoft") != NULL;
 }
 
 /* A key-per-file directory (a mounted Secret: files, ..data, a timestamped directory) and a settings document. */
@@ -324,9 +332,19 @@ static void settings_dir_and_document(void)
 	struct err_msg em;
 	char sub[300], link[300];
 
+	{ /* the earlier cases' files: not settings, and refused as such now that only dotnet-monitor's are skipped */
+		DIR *d = opendir(dir);
+		struct dirent *de;
+
+		T_CHECK(d != NULL);
+		while ((de = readdir(d)) != NULL)
+			if (de->d_type == DT_REG)
+				unlinkat(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
 	file_with("Egress__S3Storage__s3__BucketName", "bucket-1\n");
 	file_with("Urls", "http://127.0.0.1:9\r\n");
-	file_with("Unknown__Thing", "x");
+	file_with("Logging__LogLevel__Microsoft", "Warning"); /* dotnet-monitor's: warned about, skipped */
 	file_with(".hidden", "not: read");
 	snprintf(sub, sizeof(sub), "%s/..2026_11_26", dir);
 	mkdir(sub, 0755);
@@ -335,20 +353,39 @@ static void settings_dir_and_document(void)
 	n_ignored = 0;
 	T_CHECK(config_load_dir(&c, dir, ignored, &em) == 0);
 	T_CHECK(n_ignored == 1);
-	T_CHECK(c.n_egress == 1 && c.egress[0].n_set == 1);
-	T_STREQ(c.egress[0].set[0].value, "bucket-1");
-	T_CHECK(strstr(c.egress[0].set[0].where, "Egress__S3Storage__s3__BucketName") != NULL);
+	T_CHECK(c.n_egress == 1 && c.egress[0].set->n == 1);
+	T_STREQ(store_key(&c, 0, "BucketName")->value, "bucket-1");
+	T_CHECK(strstr(store_key(&c, 0, "BucketName")->where, "Egress__S3Storage__s3__BucketName") != NULL);
 	T_STREQ(c.urls, "http://127.0.0.1:9");
 	T_CHECK(config_load_dir(&c, "/nonexistent-dir", ignored, &em) == DP_EIO);
 	{
 		static const char doc[] = "{\"Egress\": {\"S3Storage\": {\"s3\": {\"BucketName\": \"bucket-2\"}}}}";
 
 		T_CHECK(config_load_text(&c, doc, sizeof(doc) - 1, "DIAGPORT_SETTINGS", &em) == 0);
-		T_STREQ(c.egress[0].set[0].value, "bucket-2");
+		T_STREQ(store_key(&c, 0, "BucketName")->value, "bucket-2");
 		T_CHECK(config_load_text(&c, "{\"Egress\":", 10, "DIAGPORT_SETTINGS", &em) == DP_ESYNTAX);
 		T_CHECK(strncmp(em.text, "DIAGPORT_SETTINGS:1:", 20) == 0);
 	}
 	config_free(&c);
+	/* a name that is not dotnet-monitor's either is refused, by its file, with the name it misspells */
+	{
+		char d2[] = "/tmp/dp-config-kpf-XXXXXX", f[300];
+		FILE *fp;
+
+		T_CHECK(mkdtemp(d2) != NULL);
+		snprintf(f, sizeof(f), "%s/Metrics__Enabeld", d2);
+		fp = fopen(f, "w");
+		T_CHECK(fp != NULL);
+		fputs("false\n", fp);
+		fclose(fp);
+		memset(&c, 0, sizeof(c));
+		T_CHECK(config_load_dir(&c, d2, ignored, &em) == DP_ENOTFOUND);
+		T_CHECK(strstr(em.text, "Metrics:Enabeld (") == em.text);
+		T_CHECK(strstr(em.text, "/Metrics__Enabeld): unknown setting; did you mean Enabled?") != NULL);
+		config_free(&c);
+		unlink(f);
+		rmdir(d2);
+	}
 }
 
 /* DIAGPORT_ and DOTNETMONITOR_ variables with "__" are hierarchical; a store's secrets are wiped from the
@@ -368,11 +405,11 @@ static void env_egress_and_secrets(void)
 	T_CHECK(c.n_egress == 2);
 	T_STREQ(c.egress[0].type, "AzureBlobStorage"); /* dotnet-monitor's names are read first */
 	T_STREQ(c.egress[1].name, "s3");
-	T_STREQ(c.egress[1].set[0].key, "Properties:sas");
-	T_STREQ(c.egress[1].set[1].key, "BucketName");
-	T_STREQ(c.egress[1].set[1].value, "diag");
-	T_STREQ(c.egress[1].set[2].value, "TOPSECRET");
-	T_STREQ(c.egress[1].set[2].where, "environment variable DIAGPORT_Egress__S3Storage__s3__SecretAccessKey");
+	T_STREQ(settings_find(egress_properties(&c.egress[1]), "sas")->value, "sv=1&sig=SECRETSIG");
+	T_STREQ(store_key(&c, 1, "BucketName")->value, "diag");
+	T_STREQ(store_key(&c, 1, "SecretAccessKey")->value, "TOPSECRET");
+	T_STREQ(store_key(&c, 1, "SecretAccessKey")->where,
+		"environment variable DIAGPORT_Egress__S3Storage__s3__SecretAccessKey");
 	T_STREQ(v1, "DIAGPORT_Egress__S3Storage__s3__BucketName=diag");
 	T_STREQ(v2, "DIAGPORT_Egress__S3Storage__s3__SecretAccessKey=");
 	T_STREQ(v3, "DOTNETMONITOR_Egress__AzureBlobStorage__az__AccountKey=");

@@ -31,10 +31,9 @@ struct up {
 
 static const char *setting(const struct egress_provider *p, const char *k)
 {
-	for (size_t i = 0; i < p->n_set; i++)
-		if (strcmp(p->set[i].key, k) == 0)
-			return p->set[i].value;
-	return NULL;
+	const struct settings_node *n = settings_find(p->set, k);
+
+	return n ? n->value : NULL;
 }
 
 static int t_check(const struct egress_provider *p, struct err_msg *em)
@@ -154,7 +153,7 @@ static uint64_t t_sent(void *h)
 static const struct egress_store test_store = { "S3Storage", t_check, t_begin, t_write, t_finish, t_abort, t_sent };
 static const struct egress_store *const test_stores[] = { &test_store, NULL };
 
-static struct egress_setting sets[2];
+static struct settings_node *sets; /* the provider's settings: a tree's root */
 static struct egress_provider prov;
 static struct launch_config cfg;
 static struct eproc *ep;
@@ -164,10 +163,10 @@ static int start(const char *fail_after)
 	struct err_msg em;
 
 	memset(&cfg, 0, sizeof(cfg));
-	sets[0] = (struct egress_setting){ mem_strdup("FailAfter"), mem_strdup(fail_after ? fail_after : "0"),
-					   mem_strdup("test") };
-	sets[1] = (struct egress_setting){ mem_strdup("Region"), mem_strdup("secret-ish"), mem_strdup("test") };
-	prov = (struct egress_provider){ .name = mem_strdup("store"), .type = "S3Storage", .set = sets, .n_set = 2 };
+	sets = settings_new();
+	settings_put(sets, "FailAfter", fail_after ? fail_after : "0", "test", 0, &em);
+	settings_put(sets, "Region", "secret-ish", "test", 0, &em);
+	prov = (struct egress_provider){ .name = mem_strdup("store"), .type = "S3Storage", .set = sets };
 	cfg.egress = &prov;
 	cfg.n_egress = 1;
 	return eproc_start_with(&cfg, true, test_stores, &ep, &em);
@@ -177,11 +176,8 @@ static void stop(void)
 {
 	eproc_free(ep);
 	ep = NULL;
-	for (size_t i = 0; i < 2; i++) {
-		free(sets[i].key);
-		free(sets[i].value);
-		free(sets[i].where);
-	}
+	settings_free(sets);
+	sets = NULL;
 	free(prov.name);
 }
 
@@ -203,7 +199,7 @@ static void committed_whole(void)
 	T_CHECK(start(NULL) == 0 && ep != NULL);
 	T_CHECK(eproc_alive(ep));
 	/* the agent's copy of the settings is wiped: only the egress process holds them */
-	T_CHECK(prov.set[1].value[0] == '\0');
+	T_CHECK(settings_find(prov.set, "Region")->value[0] == '\0');
 	T_CHECK(eproc_open(ep, &prov, "a.dmp", meta, got_progress, &progressed, &fd, &u, &em) == 0);
 	memset(chunk, 'x', 1 << 20);
 	for (int i = 0; i < 24; i++)
@@ -381,9 +377,10 @@ static void sandbox_holds(void)
 	fclose(fp);
 	/* the test store, told to probe the sandbox instead of storing */
 	memset(&cfg, 0, sizeof(cfg));
-	sets[0] = (struct egress_setting){ mem_strdup("Probe"), mem_strdup(dir), mem_strdup("test") };
-	sets[1] = (struct egress_setting){ mem_strdup("FailAfter"), mem_strdup("0"), mem_strdup("test") };
-	prov = (struct egress_provider){ .name = mem_strdup("store"), .type = "S3Storage", .set = sets, .n_set = 2 };
+	sets = settings_new();
+	settings_put(sets, "Probe", dir, "test", 0, &em);
+	settings_put(sets, "FailAfter", "0", "test", 0, &em);
+	prov = (struct egress_provider){ .name = mem_strdup("store"), .type = "S3Storage", .set = sets };
 	cfg.egress = &prov;
 	cfg.n_egress = 1;
 	T_CHECK(eproc_start_with(&cfg, true, test_stores, &ep, &em) == 0);

@@ -19,6 +19,7 @@
 #include "launcher/trace/logs.h"
 #include "launcher/metrics/metrics.h"
 #include "eventpipe/nettrace.h"
+#include "settings.h"
 #include "t.h"
 
 static char *slurp(const char *path, size_t *n)
@@ -517,10 +518,27 @@ static void sharing(void)
 	metrics_selection_free(&s);
 }
 
+/* One setting: its colon path, value and source. */
+struct kv {
+	const char *key, *value, *where;
+};
+
+/* The first n of kv as a settings tree (new). */
+static struct settings_node *tree_of(const struct kv *kv, size_t n)
+{
+	struct settings_node *root = settings_new();
+	struct err_msg em;
+
+	for (size_t i = 0; i < n; i++)
+		if (settings_put(root, kv[i].key, kv[i].value, kv[i].where, 0, &em) != 0)
+			T_FAIL("%s", em.text);
+	return root;
+}
+
 /* Metrics:Providers, Metrics:Meters and Metrics:IncludeDefaultProviders as dotnet-monitor has them. */
 static void settings(void)
 {
-	static const struct metrics_kv ok[] = {
+	static const struct kv ok[] = {
 		{ "Metrics:Meters:1:MeterName", "Microsoft.AspNetCore.Routing", "f:3:5" },
 		{ "Metrics:Meters:0:MeterName", "Microsoft.AspNetCore.Server.Kestrel", "f:2:5" },
 		{ "Metrics:Meters:0:InstrumentNames:0", "kestrel.active_connections", "f:2:9" },
@@ -528,21 +546,25 @@ static void settings(void)
 		{ "Metrics:Providers:0:CounterNames:1", "current-calls", "env Y" },
 	};
 	static const struct {
-		struct metrics_kv kv;
+		struct kv kv;
 		const char *want;
 	} bad[] = {
-		{ { "Metrics:Meters:x:MeterName", "M", "f:1:1" }, "f:1:1: Metrics:Meters:x:MeterName is not Metrics:Meters:N" },
-		{ { "Metrics:Meters:0:MeterName", "a;b", "env Z" }, "env Z: Metrics:Meters:0:MeterName must be a name" },
-		{ { "Metrics:Meters:0:Colour", "red", "f:2:2" }, "f:2:2: unknown setting 'Metrics:Meters:0:Colour'" },
-		{ { "Metrics:Meters:0:InstrumentNames:0", "a", "f:4:4" }, "Metrics:Meters:0 has no MeterName" },
+		{ { "Metrics:Meters:x:MeterName", "M", "f:1:1" }, "f:1:1: Metrics:Meters:x: is not Metrics:Meters:N (N from 0" },
+		{ { "Metrics:Meters:0:MeterName", "a;b", "env Z" }, "env Z: Metrics:Meters:0:MeterName: must be a name" },
+		{ { "Metrics:Meters:0:Colour", "red", "f:2:2" }, "f:2:2: Metrics:Meters:0:Colour: not a setting diagport knows" },
+		{ { "Metrics:Meters:0:MeterNme", "M", "f:3:3" },
+		  "f:3:3: Metrics:Meters:0:MeterNme: not a setting diagport knows here; did you mean MeterName?" },
+		{ { "Metrics:Meters:0:InstrumentNames:0", "a", "f:4:4" }, "f:4:4: Metrics:Meters:0: has no MeterName" },
 		{ { "Metrics:Providers:99:ProviderName", "P", "d/Metrics__Providers__99__ProviderName" },
-		  "d/Metrics__Providers__99__ProviderName: Metrics:Providers:99:ProviderName is not" },
-		{ { "Metrics:Sources:0:Name", "P", "f:9:9" }, "f:9:9: unknown setting 'Metrics:Sources:0:Name'" },
+		  "d/Metrics__Providers__99__ProviderName: Metrics:Providers:99: is not Metrics:Providers:N" },
+		{ { "Metrics:Sources:0:Name", "P", "f:9:9" }, "Metrics:Sources:0:Name (f:9:9): unknown setting" },
 	};
 	struct metrics_selection s;
 	struct err_msg em;
+	struct settings_node *t = tree_of(ok, 5);
 
-	T_CHECK(metrics_selection_settings(ok, 5, false, &s, &em) == 0);
+	T_CHECK(metrics_selection_settings(settings_find(t, "Metrics"), false, &s, &em) == 0);
+	T_CHECK(settings_check_unread(settings_find(t, "Metrics"), &em) == 0); /* every setting read */
 	T_CHECK(s.n == 3);
 	T_STREQ(s.s[0].name, "Grpc.Net.Client"); /* providers, then meters, each in index order */
 	T_CHECK(!s.s[0].meter && s.s[0].n_names == 1);
@@ -552,18 +574,26 @@ static void settings(void)
 	T_STREQ(s.s[2].name, "Microsoft.AspNetCore.Routing");
 	T_CHECK(s.s[2].meter && s.s[2].n_names == 0);
 	metrics_selection_free(&s);
-	T_CHECK(metrics_selection_settings(ok, 2, true, &s, &em) == 0 && s.n == 7); /* the 5 defaults first */
+	settings_free(t);
+	t = tree_of(ok, 2);
+	T_CHECK(metrics_selection_settings(settings_find(t, "Metrics"), true, &s, &em) == 0 && s.n == 7); /* the 5 defaults first */
 	T_STREQ(s.s[5].name, "Microsoft.AspNetCore.Server.Kestrel");
 	metrics_selection_free(&s);
-	T_CHECK(metrics_selection_settings(NULL, 0, false, &s, &em) == 0 && s.n == 0);
+	settings_free(t);
+	T_CHECK(metrics_selection_settings(NULL, false, &s, &em) == 0 && s.n == 0);
 	metrics_selection_free(&s);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc = metrics_selection_settings(&bad[i].kv, 1, true, &s, &em);
+		struct settings_node *b = tree_of(&bad[i].kv, 1), *m = settings_find(b, "Metrics");
+		int rc = metrics_selection_settings(m, true, &s, &em);
 
+		if (rc == 0) { /* what the binder does not take is the final check's to refuse */
+			metrics_selection_free(&s);
+			m->used = true;
+			rc = settings_check_unread(b, &em);
+		}
 		if (rc == 0 || strstr(em.text, bad[i].want) == NULL)
 			T_FAIL("%s: rc %d, '%s'", bad[i].kv.key, rc, rc ? em.text : "");
-		if (rc == 0)
-			metrics_selection_free(&s);
+		settings_free(b);
 	}
 }
 

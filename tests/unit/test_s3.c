@@ -169,57 +169,65 @@ static void renewal(void)
  * whole; an Endpoint with a user and password is refused without repeating them */
 static void store_check_messages(void)
 {
-	struct egress_setting set[] = {
-		{ "BucketName", "diag", "f.yaml:3:19" },
-		{ "Endpoint", "http://127.0.0.1:1/path?x=1", "environment variable DOTNETMONITOR_Egress__S3Storage__s3__Endpoint" },
-	};
-	struct egress_provider p = { .name = "s3", .type = "S3Storage", .set = set, .n_set = 2 };
+	struct settings_node *root = settings_new();
+	struct egress_provider p = { .name = "s3", .type = "S3Storage" };
 	struct err_msg em;
+	const char *env = "environment variable DOTNETMONITOR_Egress__S3Storage__s3__Endpoint";
+#define PUT(k, v, w) T_CHECK(settings_put(root, "Egress:S3Storage:s3:" k, v, w, 0, &em) == 0)
 
+	PUT("BucketName", "diag", "f.yaml:3:19");
+	PUT("Endpoint", "http://127.0.0.1:1/path?x=1", env);
+	p.set = settings_at(root, "Egress:S3Storage:s3", false);
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
 	T_STREQ(em.text, "environment variable DOTNETMONITOR_Egress__S3Storage__s3__Endpoint: egress provider 's3': "
 			 "Endpoint http://127.0.0.1:1/path?x=1 must be scheme://host[:port] alone (no path or query)");
-	set[1].value = "ftp://127.0.0.1:1";
+	PUT("Endpoint", "ftp://127.0.0.1:1", env);
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
 	T_CHECK(strstr(em.text, "Endpoint ftp://127.0.0.1:1 is not an http:// or https:// URL") != NULL);
-	set[1].value = "http://AKID:hunter2@127.0.0.1:1";
+	PUT("Endpoint", "http://AKID:hunter2@127.0.0.1:1", env);
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
 	T_CHECK(strstr(em.text, "Endpoint holds a user or password") != NULL && strstr(em.text, "hunter2") == NULL);
-	set[1].value = "http://127.0.0.1:99999";
+	PUT("Endpoint", "http://127.0.0.1:99999", env);
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
 	T_CHECK(strstr(em.text, "port that is not a number from 1 to 65535") != NULL);
-	set[1].value = "http://[::1]:x";
+	PUT("Endpoint", "http://[::1]:x", env);
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
-	set[1].value = "http://127.0.0.1:";
+	PUT("Endpoint", "http://127.0.0.1:", env);
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
-	set[1].value = "http://[::1]:9000";
+	PUT("Endpoint", "http://[::1]:9000", env);
 	T_CHECK(s3_store.check(&p, &em) == 0);
-	set[1].value = "http://127.0.0.1:1";
-	set[0].value = "a/b";
+	PUT("Endpoint", "http://127.0.0.1:1", env);
+	PUT("BucketName", "a/b", "f.yaml:3:19");
 	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
 	T_STREQ(em.text, "f.yaml:3:19: egress provider 's3': BucketName a/b has a character S3 does not allow");
-	set[0].value = "diag";
+	PUT("BucketName", "diag", "f.yaml:3:19");
 	T_CHECK(s3_store.check(&p, &em) == 0);
-	{
-		struct egress_setting more[] = { set[0], set[1], { "CopyBufferSize", "1Gi", "f.yaml:4:23" } };
-		struct egress_provider q = { .name = "s3", .type = "S3Storage", .set = more, .n_set = 3 };
-
-		/* a part size that every upload would refuse is refused at startup */
-		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
-		T_CHECK(strstr(em.text, "f.yaml:4:23: egress provider 's3': CopyBufferSize takes a size such as 8Mi, "
-				      "at most 512Mi") == em.text);
-		more[2].value = "512Mi";
-		T_CHECK(s3_store.check(&q, &em) == 0);
-		more[2].value = "0";
-		T_CHECK(s3_store.check(&q, &em) == 0);
-		more[2] = (struct egress_setting){ "AccessKeyId", "AKID", "f.yaml:5:20" };
-		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
-		T_CHECK(strstr(em.text, "egress provider 's3' (f.yaml:5:20): AccessKeyId and SecretAccessKey") == em.text);
-		more[2] = (struct egress_setting){ "GeneratePreSignedUrl", "true", "f.yaml:5:29" };
-		T_CHECK(s3_store.check(&q, &em) == DP_EINVAL);
-		T_CHECK(strstr(em.text, "f.yaml:5:29: egress provider 's3': GeneratePreSignedUrl is dotnet-monitor's, "
-				      "not supported by this agent yet") == em.text);
-	}
+	/* a part size that every upload would refuse is refused at startup */
+	PUT("CopyBufferSize", "1Gi", "f.yaml:4:23");
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "f.yaml:4:23: egress provider 's3': CopyBufferSize takes a size such as 8Mi, "
+			      "at most 512Mi") == em.text);
+	PUT("CopyBufferSize", "512Mi", "f.yaml:4:23");
+	T_CHECK(s3_store.check(&p, &em) == 0);
+	PUT("CopyBufferSize", "0", "f.yaml:4:23");
+	T_CHECK(s3_store.check(&p, &em) == 0);
+	/* a misspelt setting: refused by its full path and source, with the name it misspells */
+	PUT("RegoinName", "eu-west-1", "f.yaml:6:17");
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_STREQ(em.text, "Egress:S3Storage:s3:RegoinName (f.yaml:6:17): unknown setting; did you mean RegionName?");
+	settings_free(root);
+	root = settings_new();
+	PUT("BucketName", "diag", "f.yaml:3:19");
+	PUT("AccessKeyId", "AKID", "f.yaml:5:20");
+	p.set = settings_at(root, "Egress:S3Storage:s3", false);
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "egress provider 's3' (f.yaml:5:20): AccessKeyId and SecretAccessKey") == em.text);
+	PUT("GeneratePreSignedUrl", "true", "f.yaml:5:29");
+	T_CHECK(s3_store.check(&p, &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "f.yaml:5:29: egress provider 's3': GeneratePreSignedUrl is dotnet-monitor's, "
+			      "not supported by this agent yet") == em.text);
+	settings_free(root);
+#undef PUT
 }
 
 int main(void)

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# settings_refused.sh - the settings binder end to end (common/settings.c): a misspelt key in every section
+# and from every source is refused at start (exit 2) by its full path and its source, with the name it
+# misspells; dotnet-monitor's own settings this agent does not have still start, with a warning:
+#   refused/*   the agent's own keys (a file, DOTNETMONITOR_, DIAGPORT_, a key-per-file directory),
+#               Egress:FileSystem, Egress:S3Storage, Egress:AzureBlobStorage, Egress:Properties, Metrics,
+#               CollectionRules (from --workload-config), each message checked whole
+#   monitor/*   dotnet-monitor's documented names (DOTNETMONITOR_ variables, a key-per-file file): the agent
+#               starts and logs setting-ignored naming each; a name outside the list is refused
+set -u
+cd "$(dirname "$0")/../.."
+T_NAME=settings-refused
+. tests/lib.sh
+agent_setup settings
+mkdir -p -m 0777 "$W/dumps" "$W/out"
+
+# run NAME [VAR=VALUE...] -- [LAUNCH ARGS]: the agent until it says it listens or exits; its log in
+# $W/NAME.log, its exit status in $W/NAME.rc (143 when it was listening and was stopped)
+run() {
+	local name=$1 pid vars=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+	shift
+	env "${vars[@]+"${vars[@]}"}" "$D" launch --socket "$W/dumps/$name" --urls http://127.0.0.1:0 \
+		--dumps "$W/dumps" --no-auth --no-sandbox "$@" 2> "$W/$name.log" &
+	pid=$!; PIDS+=($pid)
+	listening_port "$W/$name.log" urls 20 "$pid" > /dev/null
+	kill "$pid" 2> /dev/null; wait "$pid" 2> /dev/null; echo $? > "$W/$name.rc"
+}
+# refused NAME WANT [VAR=VALUE...] -- [LAUNCH ARGS]: exit 2 and the "cannot start" line holds WANT whole
+refused() {
+	local name=$1 want=$2
+	shift 2
+	run "$name" "$@"
+	WHY="exit $(cat "$W/$name.rc"), wanted '$want' in: $(grep -m1 '"cannot start"' "$W/$name.log" || tail -2 "$W/$name.log")"
+	check "refused/$name" test "$(cat "$W/$name.rc")" = 2 -a -n "$(grep '"cannot start"' "$W/$name.log" | grep -F -- "$want")"
+}
+
+# ---- the agent's own settings, from each source
+printf 'urlz: http://127.0.0.1:0\n' > "$W/agent.yaml"
+refused agent-file "urlz ($W/agent.yaml:1:7): unknown setting; did you mean urls?" -- --config "$W/agent.yaml"
+refused agent-dotnetmonitor "Metrics:Enabeld (environment variable DOTNETMONITOR_Metrics__Enabeld): unknown setting; did you mean Enabled?" \
+	DOTNETMONITOR_Metrics__Enabeld=false --
+refused agent-diagport "METRICSINTERVALL (environment variable DIAGPORT_METRICS_INTERVALL): unknown setting; did you mean metricsInterval?" \
+	DIAGPORT_METRICS_INTERVALL=5 --
+mkdir -p "$W/kpf-agent"
+printf '/tmp\n' > "$W/kpf-agent/Storage__DumpTempFoldr"
+refused agent-key-per-file "Storage:DumpTempFoldr ($W/kpf-agent/Storage__DumpTempFoldr): unknown setting; did you mean DumpTempFolder?" \
+	-- --config-dir "$W/kpf-agent"
+
+# ---- Egress: FileSystem, S3Storage, AzureBlobStorage, Properties
+printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPth: %s/out\n' "$W" > "$W/fs.yaml"
+refused egress-filesystem "Egress:FileSystem:out:DirectoryPth ($W/fs.yaml:4:21): unknown setting; did you mean DirectoryPath?" \
+	-- --config "$W/fs.yaml"
+printf 'Egress:\n  S3Storage:\n    s3:\n      BuketName: diag\n' > "$W/s3.yaml"
+refused egress-s3 "Egress:S3Storage:s3:BuketName ($W/s3.yaml:4:18): unknown setting; did you mean BucketName?" \
+	-- --config "$W/s3.yaml"
+refused egress-azure "Egress:AzureBlobStorage:az:ContainerNme (environment variable DOTNETMONITOR_Egress__AzureBlobStorage__az__ContainerNme): unknown setting; did you mean ContainerName?" \
+	DOTNETMONITOR_Egress__AzureBlobStorage__az__AccountUri=https://acct.blob.core.windows.net \
+	DOTNETMONITOR_Egress__AzureBlobStorage__az__ContainerNme=diag --
+mkdir -p "$W/kpf-props"
+printf 'https://acct.blob.core.windows.net' > "$W/kpf-props/Egress__AzureBlobStorage__az__AccountUri"
+printf 'diag' > "$W/kpf-props/Egress__AzureBlobStorage__az__ContainerName"
+printf 'MyKey' > "$W/kpf-props/Egress__AzureBlobStorage__az__AccountKeyName"
+printf 'a2V5' > "$W/kpf-props/Egress__Properties__MyKye"
+refused egress-properties "Egress:Properties:MyKye ($W/kpf-props/Egress__Properties__MyKye): unknown setting; did you mean MyKey?" \
+	-- --config-dir "$W/kpf-props"
+
+# ---- Metrics, the collection rules (a workload's own source)
+refused metrics "environment variable DIAGPORT_Metrics__Providers__0__ProviderNme: Metrics:Providers:0:ProviderNme: not a setting diagport knows here; did you mean ProviderName?" \
+	DIAGPORT_Metrics__Providers__0__ProviderNme=Grpc.Net.Client --
+cat > "$W/rules.yaml" <<EOF
+Egress:
+  FileSystem:
+    out:
+      DirectoryPath: $W/out
+CollectionRules:
+  r:
+    Trigger:
+      Type: Startup
+    Actions:
+      - Type: CollectDump
+        Settings:
+          Egress: out
+    Filtres:
+      - Key: ProcessName
+        Value: app
+EOF
+refused rules-workload "$W/rules.yaml:14:14: CollectionRules:r:Filtres: not a setting diagport knows here; did you mean Filters?" \
+	-- --workload-config "$W/rules.yaml"
+
+# ---- dotnet-monitor's own names: warned and skipped; others refused
+mkdir -p "$W/kpf-monitor"
+printf 'true' > "$W/kpf-monitor/InProcessFeatures__Enabled"
+run monitor DOTNETMONITOR_Authentication__MonitorApiKey__Subject=ae5473b6-8dad-498d-b915-ffffffffffff \
+	DOTNETMONITOR_Logging__LogLevel__Microsoft=Warning DotnetMonitor_Storage__DefaultSharedPath=/tmp -- \
+	--config-dir "$W/kpf-monitor"
+WHY="exit $(cat "$W/monitor.rc"): $(grep -m3 -e '"cannot start"' -e setting-ignored "$W/monitor.log")"
+check monitor/starts grep -q '"event":"listening"' "$W/monitor.log"
+for v in DOTNETMONITOR_Authentication__MonitorApiKey__Subject DOTNETMONITOR_Logging__LogLevel__Microsoft \
+	DotnetMonitor_Storage__DefaultSharedPath "$W/kpf-monitor/InProcessFeatures__Enabled"; do
+	WHY="no setting-ignored for $v: $(grep -m3 setting-ignored "$W/monitor.log")"
+	check "monitor/warned/${v##*[_/]}" grep -qF "\"event\":\"setting-ignored\",\"variable\":\"$v\"" "$W/monitor.log"
+done
+refused monitor-misspelt "InProcessFeatures:Enabeld (environment variable DOTNETMONITOR_InProcessFeatures__Enabeld): unknown setting; did you mean Enabled?" \
+	DOTNETMONITOR_InProcessFeatures__Enabeld=true --
