@@ -65,7 +65,7 @@ static void handled_set(sigset_t *set)
 }
 
 /* A setting from the environment that is not ours (dotnet-monitor's, for a feature this agent lacks). */
-static void setting_ignored(const char *variable)
+static void setting_ignored(const char *variable) /* or "KEY (FILE:LINE:COL)" from a file */
 {
 	log_warn("setting ignored", LOG_STR("event", "setting-ignored"), LOG_STR("variable", variable),
 		 LOG_STR("reason", "not a setting of this agent"));
@@ -283,7 +283,9 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 	}
 	/* the files, the key-per-file directories (a Secret, a ConfigMap of rules), a document in
 	 * DIAGPORT_SETTINGS (an ECS secret) and one in DIAGPORT_RULES (an SSM parameter), the variables, the
-	 * command line: each overrides the one before */
+	 * command line: each overrides the one before. dotnet-monitor's settings this agent lacks are said and
+	 * skipped from every source (a copied settings.json has its Logging section) */
+	c->warn = setting_ignored;
 	for (size_t i = 0; i < nf; i++)
 		if (config_load_file(c, files[i], &em) != 0)
 			return cannot_start(2, em.text);

@@ -559,8 +559,13 @@ static int walk(struct launch_config *c, const struct doc_node *n, char *key, si
 			rc = err_set(em, DP_EINVAL, "%s: %s takes a single value, not a list", where, key);
 		else if (v->type == DOC_NULL)
 			rc = err_set(em, DP_EINVAL, "%s: %s has no value", where, key);
-		else
-			rc = config_set(c, key, v->text, where, em);
+		else if ((rc = put(c, key, v->text, where, c->warn != NULL, em)) == 1) {
+			char said[MAX_PATH_KEY + 80];
+
+			snprintf(said, sizeof(said), "%s (%s)", key, where);
+			c->warn(said);
+			rc = 0;
+		}
 		key[len] = '\0';
 		if (rc != 0)
 			return rc;

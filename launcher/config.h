@@ -40,6 +40,10 @@ enum config_scope {
 
 struct launch_config {
 	enum config_scope scope;     /* while a source is read: what it may set (CONFIG_ANY outside of one) */
+	/* a settings file or document naming one of dotnet-monitor's settings this agent does not have
+	 * (Logging:LogLevel:Default in a copied settings.json): given "KEY (FILE:LINE:COL)" and skipped;
+	 * NULL: refused as any unknown key */
+	void (*warn)(const char *setting);
 	char *socket, *urls, *dumps, *auth_token_file, *dump_transport, *connect_dir;
 	char *metrics_urls;          /* a listener for /metrics alone (Metrics:Endpoints); NULL = none */
 	bool no_auth, no_sandbox;

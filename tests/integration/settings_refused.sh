@@ -6,7 +6,8 @@
 #               Egress:FileSystem, Egress:S3Storage, Egress:AzureBlobStorage, Egress:Properties, Metrics,
 #               CollectionRules (from --workload-config), each message checked whole
 #   monitor/*   dotnet-monitor's documented names (DOTNETMONITOR_ variables, a key-per-file file): the agent
-#               starts and logs setting-ignored naming each; a name outside the list is refused
+#               starts and logs setting-ignored naming each (from a settings file too, with its place);
+#               a name outside the list is refused
 set -u
 cd "$(dirname "$0")/../.."
 T_NAME=settings-refused
@@ -104,3 +105,19 @@ for v in DOTNETMONITOR_Authentication__MonitorApiKey__Subject DOTNETMONITOR_Logg
 done
 refused monitor-misspelt "InProcessFeatures:Enabeld (environment variable DOTNETMONITOR_InProcessFeatures__Enabeld): unknown setting; did you mean Enabled?" \
 	DOTNETMONITOR_InProcessFeatures__Enabeld=true --
+
+# a settings file copied from a dotnet-monitor deployment: its names this agent lacks warned, with their place
+cat > "$W/monitor.json" <<'EOF2'
+{
+  "Logging": { "LogLevel": { "Default": "Information" }, "Console": { "FormatterName": "json" } },
+  "CorsConfiguration": { "AllowedOrigins": "http://localhost" }
+}
+EOF2
+run monitor-file -- --config "$W/monitor.json"
+WHY="exit $(cat "$W/monitor-file.rc"): $(grep -m3 -e '"cannot start"' -e setting-ignored "$W/monitor-file.log")"
+check monitor/file-starts grep -q '"event":"listening"' "$W/monitor-file.log"
+check monitor/file-warned grep -qF "\"variable\":\"Logging:Console:FormatterName ($W/monitor.json:2:88)\"" "$W/monitor-file.log"
+check monitor/file-warned-cors grep -qF "\"variable\":\"CorsConfiguration:AllowedOrigins ($W/monitor.json:3:44)\"" "$W/monitor-file.log"
+printf '{ "CorsConfiguration": { "AllowedOrigin": "http://localhost" } }\n' > "$W/monitor-typo.json"
+refused monitor-file-misspelt "CorsConfiguration:AllowedOrigin ($W/monitor-typo.json:1:43): unknown setting; did you mean AllowedOrigins?" \
+	-- --config "$W/monitor-typo.json"

@@ -460,6 +460,41 @@ static void settings_dir_refusals(void)
 	rmdir(d);
 }
 
+/* A settings file copied from a dotnet-monitor deployment: its Logging section (a setting dotnet-monitor has and
+ * this agent does not) is said and skipped when the agent warns, a misspelt name beside it still refused. */
+static char said[256];
+static void keep_warning(const char *line)
+{
+	warned++;
+	snprintf(said, sizeof(said), "%s", line);
+}
+
+static void monitor_names_in_a_file(void)
+{
+	static const char ok[] = "Logging:\n  LogLevel:\n    Default: Warning\n  Console:\n    FormatterName: json\n"
+				 "socket: /diag/port\n";
+	static const char typo[] = "Storage:\n  DefaultSharedPth: /s\n";
+	struct launch_config c = { 0 };
+	struct err_msg em;
+
+	warned = 0;
+	T_CHECK(config_load_text(&c, ok, sizeof(ok) - 1, "settings.yaml", &em) == DP_ENOTFOUND); /* no warn: refused */
+	T_CHECK(strstr(em.text, "Logging:Console:FormatterName") != NULL);
+	config_free(&c);
+	c = (struct launch_config){ .warn = keep_warning };
+	T_CHECK(config_load_text(&c, ok, sizeof(ok) - 1, "settings.yaml", &em) == 0);
+	T_CHECK(warned == 1);
+	T_STREQ(said, "Logging:Console:FormatterName (settings.yaml:5:20)");
+	T_CHECK(c.log_level == LOG_WARN); /* Logging:LogLevel:Default is the agent's own logLevel */
+	T_STREQ(c.socket, "/diag/port");
+	T_CHECK(config_refuse_unread(&c, &em) == 0);
+	config_free(&c);
+	c = (struct launch_config){ .warn = keep_warning };
+	T_CHECK(config_load_text(&c, typo, sizeof(typo) - 1, "settings.yaml", &em) != 0);
+	T_CHECK(strstr(em.text, "Storage:DefaultSharedPth") != NULL && strstr(em.text, "DefaultSharedPath") != NULL);
+	config_free(&c);
+}
+
 int main(void)
 {
 	t_file_name = "test_config";
@@ -479,6 +514,7 @@ int main(void)
 	T_RUN(settings_dir_and_document);
 	T_RUN(env_egress_and_secrets);
 	T_RUN(settings_dir_refusals);
+	T_RUN(monitor_names_in_a_file);
 	{
 		char cmd[300];
 
