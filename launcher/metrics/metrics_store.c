@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "log.h"
 #include "mem.h"
+#include "launcher/runtime/watcher.h"
 
 #define MAX_SERIES 20000
 #define MAX_QUANTILES 16
@@ -94,11 +95,7 @@ struct metrics {
 	uint64_t dropped;
 	size_t runtimes; /* attached, as last seen by the watcher */
 	long long first_due_ms; /* the soonest a collector's first readings are due (0: none is waiting) */
-	pthread_t watcher;
-	bool watching;
-	pthread_mutex_t stop_mu;
-	pthread_cond_t stop_cv;
-	bool stopping;
+	struct watcher *watcher;
 	struct collector **c;
 	size_t nc;
 };
@@ -506,8 +503,9 @@ static void collector_start(struct collector *c)
 }
 
 /* One look at the port: sessions for new runtimes, restarts, and the ones that went away dropped. */
-static void watch_once(struct metrics *m)
+static void watch_once(void *arg)
 {
+	struct metrics *m = arg;
 	struct port_runtime *rt;
 	size_t n = port_list(m->port, &rt), k = 0;
 	long long now = clock_ms();
@@ -563,24 +561,6 @@ static void watch_once(struct metrics *m)
 	port_list_free(rt, n);
 }
 
-static void *watch_main(void *arg)
-{
-	struct metrics *m = arg;
-
-	pthread_mutex_lock(&m->stop_mu);
-	while (!m->stopping) {
-		struct timespec until;
-
-		pthread_mutex_unlock(&m->stop_mu);
-		watch_once(m);
-		pthread_mutex_lock(&m->stop_mu);
-		clock_deadline(&until, WATCH_MS);
-		if (!m->stopping)
-			pthread_cond_timedwait(&m->stop_cv, &m->stop_mu, &until);
-	}
-	pthread_mutex_unlock(&m->stop_mu);
-	return NULL;
-}
 
 /* Every source and name of from added to sel (a source already taking every name keeps doing so). */
 static void selection_merge(struct metrics_selection *sel, const struct metrics_selection *from)
@@ -680,10 +660,8 @@ struct metrics *metrics_start(const struct metrics_config *cfg)
 	log_selection(&m->sel);
 	pthread_mutex_init(&m->mu, NULL);
 	pthread_rwlock_init(&m->listen_lock, NULL);
-	pthread_mutex_init(&m->stop_mu, NULL);
-	pthread_cond_init(&m->stop_cv, NULL);
 	if (m->port && (m->sel.n || m->n_extra_p))
-		m->watching = pthread_create(&m->watcher, NULL, watch_main, m) == 0;
+		m->watcher = watcher_start(WATCH_MS, watch_once, m);
 	return m;
 }
 
@@ -691,13 +669,7 @@ void metrics_free(struct metrics *m)
 {
 	if (m == NULL)
 		return;
-	if (m->watching) {
-		pthread_mutex_lock(&m->stop_mu);
-		m->stopping = true;
-		pthread_cond_signal(&m->stop_cv);
-		pthread_mutex_unlock(&m->stop_mu);
-		pthread_join(m->watcher, NULL);
-	}
+	watcher_stop(m->watcher);
 	for (size_t i = 0; i < m->nc; i++)
 		collector_free(m->c[i]);
 	free(m->c);
@@ -712,7 +684,5 @@ void metrics_free(struct metrics *m)
 	free(m->extra_p);
 	pthread_mutex_destroy(&m->mu);
 	pthread_rwlock_destroy(&m->listen_lock);
-	pthread_mutex_destroy(&m->stop_mu);
-	pthread_cond_destroy(&m->stop_cv);
 	free(m);
 }
