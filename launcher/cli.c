@@ -14,20 +14,17 @@
  * of the same settings, so the agent drops into an existing dotnet-monitor
  * sidecar manifest), then the flags (config.h). All are settled before the
  * first socket is bound; the sandbox is entered after the sockets exist.
+ * The app's side of init mode is child.c; `diagport health` is health.c.
  */
 #include "cli.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -35,6 +32,7 @@ extern char **environ;
 
 #include "api.h"
 #include "buf.h"
+#include "child.h"
 #include "config.h"
 #include "launcher/rules/crules.h"
 #include "launcher/capture/eproc.h"
@@ -47,22 +45,11 @@ extern char **environ;
 #include "served.h"
 
 #define DEFAULT_SOCKET "/diag/port"
-#define DEFAULT_PORT 52323
 #define MAX_TOKEN 4096
 #define MIN_TOKEN 16 /* bytes: shorter ones are refused at start (issue 33) */
 #define MAX_CONFIGS 8 /* --config files, and --config-dir directories */
 #define TLS_CERT_SETTING "Kestrel:Certificates:Default:Path"   /* dotnet-monitor's name; also tlsCert */
 #define TLS_KEY_SETTING "Kestrel:Certificates:Default:KeyPath" /* also tlsKey */
-
-/* Signals we take with sigwaitinfo: blocked in every thread before any thread starts. */
-static const int handled[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD };
-
-static void handled_set(sigset_t *set)
-{
-	sigemptyset(set);
-	for (size_t i = 0; i < sizeof(handled) / sizeof(handled[0]); i++)
-		sigaddset(set, handled[i]);
-}
 
 /* A setting from the environment that is not ours (dotnet-monitor's, for a feature this agent lacks). */
 static void setting_ignored(const char *variable) /* or "KEY (FILE:LINE:COL)" from a file */
@@ -118,71 +105,7 @@ static void usage(FILE *f)
 		   "when the files change, or with the chain and key as PEM text in DIAGPORT_TLS_PEM (tlsPem: an\n"
 		   "ECS secret), read once; its port answers plain http for /healthz and /readyz only.\n"
 		   "See docs/agent.md.\n",
-		   DEFAULT_SOCKET, DEFAULT_PORT, DEFAULT_PORT);
-}
-
-/* DOTNET_DiagnosticPorts for the child: ours appended to what it had, never twice. */
-static char *child_ports(const char *socket)
-{
-	const char *old = getenv("DOTNET_DiagnosticPorts");
-	char *ours = mem_printf("%s,nosuspend,connect", socket);
-	char *v;
-
-	if (old == NULL || *old == '\0')
-		return ours;
-	if (strstr(old, socket) != NULL) {
-		free(ours);
-		return mem_strdup(old);
-	}
-	v = mem_printf("%s;%s", old, ours);
-	free(ours);
-	return v;
-}
-
-static int run_child(char **cmd, const char *socket, const sigset_t *old, bool sandbox)
-{
-	char *ports = child_ports(socket);
-	sigset_t set;
-	pid_t child;
-	int status = 0;
-
-	handled_set(&set);
-	child = fork();
-	if (child < 0) {
-		log_error("cannot start the app", LOG_STR("command", cmd[0]), LOG_STR("error", strerror(errno)));
-		free(ports);
-		return 127;
-	}
-	if (child == 0) {
-		sigprocmask(SIG_SETMASK, old, NULL);
-		setenv("DOTNET_DiagnosticPorts", ports, 1);
-		execvp(cmd[0], cmd);
-		log_error("cannot run the app", LOG_STR("command", cmd[0]), LOG_STR("error", strerror(errno)));
-		_exit(127);
-	}
-	free(ports);
-	if (sandbox)
-		sandbox_enter(SANDBOX_AGENT); /* after the fork: the app must not inherit the filter */
-	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(&set, &si);
-		pid_t w;
-
-		if (sig < 0)
-			continue;
-		if (sig != SIGCHLD) {
-			kill(child, sig);
-			continue;
-		}
-		/* Reap everything that exited: our child, and orphans when we are PID 1. */
-		while ((w = waitpid(-1, &status, WNOHANG)) > 0)
-			if (w == child)
-				goto done;
-	}
-done:
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + WTERMSIG(status);
+		   DEFAULT_SOCKET, LAUNCH_DEFAULT_PORT, LAUNCH_DEFAULT_PORT);
 }
 
 /* The token from a file (a mounted Secret), trailing whitespace removed. NULL and a message on failure. */
@@ -376,7 +299,7 @@ static int settle_auth(struct launch_config *c, char **token)
 		return cannot_start(2, why);
 	}
 	if (c->urls == NULL)
-		c->urls = mem_printf("http://%s:%d", *token || c->no_auth ? "+" : "127.0.0.1", DEFAULT_PORT);
+		c->urls = mem_printf("http://%s:%d", *token || c->no_auth ? "+" : "127.0.0.1", LAUNCH_DEFAULT_PORT);
 	if (!*token && !c->no_auth && !httpd_urls_loopback_only(c->urls)) {
 		char why[1024];
 
@@ -507,7 +430,7 @@ int launch_cli(int argc, char **argv)
 	}
 	cfg.path = c.socket;
 	cfg.connect_dir = c.connect_dir;
-	handled_set(&set);
+	child_signals(&set);
 	/* SIGPIPE too, in every thread: a client or runtime that hangs up mid-write (sendfile has no
 	 * MSG_NOSIGNAL) must give EPIPE, not kill the agent. Not waited for; the app gets the old mask. */
 	sigaddset(&set, SIGPIPE);
@@ -596,7 +519,7 @@ int launch_cli(int argc, char **argv)
 		}
 	}
 	if (cmd) {
-		rc = run_child(cmd, c.socket, &old_mask, !c.no_sandbox);
+		rc = child_run(cmd, c.socket, &old_mask, !c.no_sandbox);
 	} else {
 		sigset_t stop;
 
@@ -626,89 +549,3 @@ out:
 	return rc;
 }
 
-/*
- * GET /healthz from the agent on this host's loopback, on a plain socket: a
- * probe runs every few seconds, and in the agent's image (a static binary,
- * nothing else) there is no libcurl to load. Every step within 2 s.
- */
-static int probe_status(int port, long *code, struct err_msg *em)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	struct timeval tv = { .tv_sec = 2 };
-	static const char req[] = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
-	char head[64];
-	size_t got = 0;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), rc = 0;
-
-	if (fd < 0)
-		return err_set(em, DP_EIO, "socket: %s", strerror(errno));
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
-		rc = err_set(em, DP_EIO, "cannot connect: %s", strerror(errno));
-		goto out;
-	}
-	if (!httpd_send_all(fd, req, sizeof(req) - 1)) {
-		rc = err_set(em, DP_EIO, "cannot send the request: %s", strerror(errno));
-		goto out;
-	}
-	while (got < 12) { /* "HTTP/1.1 200" */
-		ssize_t n = read(fd, head + got, sizeof(head) - 1 - got);
-
-		if (n <= 0) {
-			rc = err_set(em, DP_EIO, "%s", n == 0 ? "no answer" : strerror(errno));
-			goto out;
-		}
-		got += (size_t)n;
-	}
-	head[got] = '\0';
-	if (strncmp(head, "HTTP/1.", 7) != 0 || head[8] != ' ') {
-		rc = err_set(em, DP_EREMOTE, "the answer is not HTTP");
-		goto out;
-	}
-	*code = strtol(head + 9, NULL, 10);
-out:
-	close(fd);
-	return rc;
-}
-
-int health_cli(int argc, char **argv)
-{
-	int port = DEFAULT_PORT;
-	long code = 0;
-	char url[64];
-	struct err_msg em;
-
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
-			char *end;
-
-			const char *v = argv[++i];
-
-			port = (int)strtol(v, &end, 10);
-			if (*v < '0' || *v > '9' || *end != '\0')
-				port = 0;
-		} else {
-			bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
-
-			fprintf(help ? stdout : stderr, "usage: diagport health [--port N]\n"
-				"Exits 0 when the agent on this host answers /healthz (for probes without a shell),\n"
-				"1 when it does not, 2 on a usage error.\n");
-			return help ? 0 : 2;
-		}
-	}
-	if (port < 1 || port > 65535) {
-		fprintf(stderr, "diagport: health: bad port\n");
-		return 2;
-	}
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/healthz", port);
-	if (probe_status(port, &code, &em) != 0) {
-		fprintf(stderr, "diagport: health: %s: %s\n", url, em.text);
-		return 1;
-	}
-	if (code == 200)
-		return 0;
-	fprintf(stderr, "diagport: health: %s: answered %ld, not healthy\n", url, code);
-	return 1;
-}

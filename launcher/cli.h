@@ -5,8 +5,10 @@
 #ifndef DP_LAUNCH_CLI_H
 #define DP_LAUNCH_CLI_H
 
+#define LAUNCH_DEFAULT_PORT 52323 /* the agent's HTTP port (fixed names: diag-http) */
+
 int launch_cli(int argc, char **argv);
-/* `diagport health [--port N]`: 0 when the local agent answers /healthz. */
+/* `diagport health [--port N]` (health.c): 0 when the local agent answers /healthz. */
 int health_cli(int argc, char **argv);
 
 #endif

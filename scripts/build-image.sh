@@ -6,7 +6,7 @@
 #   --webhook (Containerfile.webhook): BINARY is the dynamically linked diagport; the context holds
 #     the Containerfile and one tar of the root: /diagport (stripped), the CA bundle, the loader and
 #     the shared libraries the webhook links or loads (ldd of the binary and of each library in
-#     WEBHOOK_DLOPEN, the sonames webhook/server.c, webhook/certgen.c and common/hclient.c open).
+#     WEBHOOK_DLOPEN, the sonames webhook/server_mhd.c, webhook/certgen.c and common/hclient.c open).
 # Nothing else of the checkout reaches the builder. With podman and buildah, CONTAINERS_CONF may
 # point at tests/containers/containers.conf on machines whose cgroups need it.
 set -euo pipefail

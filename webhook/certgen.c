@@ -1,7 +1,7 @@
 /*
  * certgen.c - the webhook's CA and serving certificates, with GnuTLS (certgen.h).
  *
- * GnuTLS is loaded at run time (dynlib.h), as libmicrohttpd is in server.c,
+ * GnuTLS is loaded at run time (dynlib.h), as libmicrohttpd is in server_mhd.c,
  * into a table of function pointers whose types come from gnutls/x509.h
  * and gnutls/abstract.h (__typeof__ of each declaration), so every call is
  * checked by the compiler as if linked, and the Makefile keeps gnutls out of

@@ -15,6 +15,10 @@
  * four data keys and our label set, so other keys, labels and annotations
  * survive. Key material is wiped wherever this file holds it: decoded keys,
  * base64 strings inside jansson values, the serialized request body.
+ *
+ * Kept as one file a little over 600 lines: it is one idea, a round, whose
+ * halves (decide, write) share the plan, the names and the wiping rules,
+ * and read as the round runs, top to bottom.
  */
 #include "certs.h"
 

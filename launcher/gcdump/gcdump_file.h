@@ -3,11 +3,11 @@
  * Visual Studio read) made from a heap snapshot's events, and the type-name
  * spelling dotnet-gcdump uses.
  *
- * A gcdump_graph records what the heap session's events say, compactly: the
+ * A gcdump_graph records (gcdump_graph.c) what the heap session's events say, compactly: the
  * types (BulkType), the modules' names (the rundown's module events), every
  * object (GCBulkNode: address, size, type, reference count), every reference
  * (GCBulkEdge, in order: object i owns the next EdgeCount ones), the roots
- * (GCBulkRootEdge, GCBulkRootStaticVar, dependent handles). gcdump_graph_write
+ * (GCBulkRootEdge, GCBulkRootStaticVar, dependent handles). gcdump_graph_write (gcdump_file.c)
  * then builds the graph dotnet-gcdump builds from the same events (its
  * DotNetHeapDumpGraphReader: the "[.NET Roots]" node and its groups, types by
  * module and name, arrays of over 1000 bytes grouped by size, references by

@@ -42,7 +42,7 @@ void natsym_lookup(struct natsym *ns, uint64_t ip, struct natsym_frame *out);
 void natsym_free(struct natsym *ns); /* accepts NULL */
 
 /*
- * The ELF reader on its own, for the fuzzer and the tests: the symbols of an
+ * The ELF reader on its own (natsym_elf.c), for the fuzzer and the tests: the symbols of an
  * ELF image read through read_at (len bytes at off into buf: 0, or -1),
  * size the file's length. The function symbol covering file offset foff,
  * into name (at most max bytes), with its start's offset in *from: true when

@@ -6,7 +6,7 @@
  * (SampleProfiler type 2: a thread waiting in the runtime or the kernel is
  * type 1 and is not CPU) is counted under its (thread, stack) in a hash
  * table, the stack's addresses kept once. When it ends, the rundown has
- * named the code (symbols.h); each stack becomes a list of frame names,
+ * named the code (launcher/trace/symbols.h); each stack becomes a list of frame names,
  * root first, runs of unnamed frames as one "[NativeFrames]".
  *
  * The sampler's period is a wish: on a busy machine it ticks less often

@@ -1,6 +1,6 @@
 /*
  * profile.h - CPU profiles people can look at (/trace?profile=Cpu&format=),
- * from one of two engines: EventPipe's sample profiler (symbols.h: the
+ * from one of two engines: EventPipe's sample profiler (launcher/trace/symbols.h: the
  * samples of threads that were running managed code), or perf events
  * (perfev.h: every thread on CPU, with native, runtime and kernel frames,
  * named by natsym.h and the runtime's method rundown). Samples are counted

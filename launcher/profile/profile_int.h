@@ -15,7 +15,7 @@
 #include "natsym.h"
 #include "perfev.h"
 #include "profile.h"
-#include "symbols.h"
+#include "launcher/trace/symbols.h"
 
 #define MAX_DEPTH 512 /* frames kept of a stack */
 

@@ -1,6 +1,6 @@
 /*
  * profile_out.c - CPU profiles written (profile.h): each counted stack
- * named, root first: by the method rundown (symbols.h), else (perf) by
+ * named, root first: by the method rundown (launcher/trace/symbols.h), else (perf) by
  * natsym.h, a run of unnamed frames as one "[NativeFrames]" (perf:
  * "FILE![why]").
  *

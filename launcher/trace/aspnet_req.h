@@ -8,7 +8,7 @@
  *    FilterAndPayloadSpecs, so that the runtime writes an Activity1Start and
  *    an Activity1Stop event for each request (aspnet_req_provider);
  *  - such an event read into a request (aspnet_req_event);
- *  - the settings' IncludePaths / ExcludePaths (aspnet_glob_*) and
+ *  - the settings' IncludePaths / ExcludePaths (aspnet_glob_*, in aspnet_glob.c) and
  *    StatusCodes (aspnet_status_parse);
  *  - a trigger's state (aspnet_trig_*): fed requests and heartbeats, it says
  *    when its condition holds, as dotnet-monitor's AspNet*Trigger classes do

@@ -20,7 +20,7 @@
 
 #include "mem.h"
 #include "launcher/runtime/proc.h"
-#include "launcher/profile/symbols.h"
+#include "symbols.h"
 
 #define MAX_THREADS 4096
 #define MAX_FRAMES 512

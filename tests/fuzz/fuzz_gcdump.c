@@ -1,6 +1,6 @@
 /*
  * fuzz_gcdump.c - libFuzzer target for the heap-snapshot reader
- * (launcher/gcdump/gcdump.c) and the .gcdump writer (launcher/gcdump/gcdump_file.c): the
+ * (launcher/gcdump/gcdump_events.c) and the .gcdump writer (launcher/gcdump/gcdump_file.c): the
  * heap events are the app's runtime's bytes. The input is a list of events,
  * each one byte choosing the event (GCStart, GCEnd, BulkType, GCBulkNode,
  * GCBulkEdge, GCBulkRootEdge, the dependent handles', the static

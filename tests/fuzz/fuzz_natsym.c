@@ -1,5 +1,5 @@
 /*
- * fuzz_natsym.c - libFuzzer target for launcher/profile/natsym.c's ELF reader,
+ * fuzz_natsym.c - libFuzzer target for launcher/profile/natsym_elf.c, the ELF reader,
  * which reads the libraries of the app being profiled (their bytes are the
  * app image's, not ours): whatever the bytes, reading ends, and every name
  * it gives is a NUL-terminated string within the caller's buffer, taken from

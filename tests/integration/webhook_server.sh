@@ -574,7 +574,7 @@ check logs/json-lines test ! -s "$W/notjson.out"
 
 # --- 8. SIGTERM ----------------------------------------------------------------------------------------
 
-# within the server's own bound (SHUTDOWN_MAX_MS, 10 s: a connection still being answered is given that long),
+# within the server's own bound (WH_SHUTDOWN_MAX_MS in webhook/limits.h, 10 s: a connection still being answered is given that long),
 # plus a margin; a clean-clone run under load once took over 5 s here, with the earlier sections' connections
 kill -TERM "$MAIN"
 if wait_exit "$MAIN" 15; then

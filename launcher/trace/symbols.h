@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "eventpipe/nettrace.h"
-#include "launcher/trace/trace.h"
+#include "trace.h"
 
 #define SYM_RUNTIME "Microsoft-Windows-DotNETRuntime"
 #define SYM_RUNDOWN "Microsoft-Windows-DotNETRuntimeRundown"
