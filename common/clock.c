@@ -61,10 +61,12 @@ long long clock_unix_ms(void)
 
 void clock_rfc3339_at(char out[CLOCK_RFC3339_LEN], long long unix_ms)
 {
-	time_t t = (time_t)(unix_ms / 1000);
+	time_t t;
 	struct tm tm;
 	char s[24];
 
+	unix_ms = unix_ms < 0 ? 0 : unix_ms; /* an event stamped before the epoch (a bad trace header): the epoch */
+	t = (time_t)(unix_ms / 1000);
 	gmtime_r(&t, &tm);
 	strftime(s, sizeof(s), "%Y-%m-%dT%H:%M:%S", &tm);
 	snprintf(out, CLOCK_RFC3339_LEN, "%.19s.%03dZ", s, (int)(unix_ms % 1000));

@@ -131,5 +131,7 @@ void nettrace_stats(const struct nettrace *t, struct nettrace_stats *out);
 /* The Trace object, once read (else NULL). Borrowed. */
 const struct nettrace_trace *nettrace_header(const struct nettrace *t);
 void nettrace_free(struct nettrace *t); /* accepts NULL */
+/* The wall-clock milliseconds (since the epoch) of an event's timestamp, from the trace's start and frequency. */
+int64_t nettrace_wall_ms(const struct nettrace_trace *h, int64_t timestamp);
 
 #endif

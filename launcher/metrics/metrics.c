@@ -585,14 +585,3 @@ int metrics_trace_config_as(struct metrics_selection *sel, unsigned interval_s, 
 	*out = c;
 	return 0;
 }
-
-int64_t metrics_event_ms(const struct nettrace_trace *h, int64_t timestamp)
-{
-	struct tm tm = { .tm_year = h->year - 1900, .tm_mon = h->month - 1, .tm_mday = h->day, .tm_hour = h->hour,
-			 .tm_min = h->minute, .tm_sec = h->second };
-	int64_t start = (int64_t)timegm(&tm) * 1000 + h->millisecond;
-
-	if (h->ticks_per_sec <= 0)
-		return start;
-	return start + (int64_t)((double)(timestamp - h->start_ticks) * 1000.0 / (double)h->ticks_per_sec);
-}

@@ -165,11 +165,6 @@ int metrics_trace_config(struct metrics_selection *sel, unsigned interval_s, con
 int metrics_trace_config_as(struct metrics_selection *sel, unsigned interval_s, const char *client_id,
 			    const struct metrics_meter_opts *mo, struct trace_config *out, struct err_msg *em);
 
-/* Wall-clock milliseconds of an event, from the trace's header; and now. */
-int64_t metrics_event_ms(const struct nettrace_trace *h, int64_t timestamp);
-int64_t metrics_wall_ms(void);
-/* ms since the epoch as "YYYY-MM-DDTHH:MM:SS.mmmZ". */
-void metrics_iso_ms(char out[40], int64_t ms);
 
 /* ---- /livemetrics: readings as json-seq records ---- */
 struct metrics_live;

@@ -21,15 +21,6 @@
 
 /* ---- /livemetrics ---- */
 
-int64_t metrics_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-
 struct metrics_live {
 	struct metrics_selection sel;
 	struct buf *out;
@@ -73,18 +64,6 @@ static int live_header(void *ctx, const struct nettrace_trace *t)
 	return 0;
 }
 
-/* ISO 8601 UTC with milliseconds. */
-void metrics_iso_ms(char out[40], int64_t ms)
-{
-	time_t secs = (time_t)(ms < 0 ? 0 : ms / 1000);
-	struct tm tm;
-
-	gmtime_r(&secs, &tm);
-	snprintf(out, 40, "%04u-%02u-%02uT%02u:%02u:%02u.%03uZ", (unsigned)(tm.tm_year + 1900) % 10000u,
-		 (unsigned)(tm.tm_mon + 1) % 100u, (unsigned)tm.tm_mday % 100u, (unsigned)tm.tm_hour % 100u,
-		 (unsigned)tm.tm_min % 100u, (unsigned)tm.tm_sec % 100u, (unsigned)(ms < 0 ? 0 : ms % 1000));
-}
-
 static int live_event(void *ctx, const struct nettrace_event *e)
 {
 	struct metrics_live *l = ctx;
@@ -105,7 +84,7 @@ static int live_event(void *ctx, const struct nettrace_event *e)
 	if (r.meter)
 		r.interval_s = l->meter_s;
 	metrics_per_interval(&r, l->sel.interval_s); /* a rate per the interval asked for, whatever the runtime used */
-	metrics_iso_ms(ts, l->have_header ? metrics_event_ms(&l->header, e->timestamp) : metrics_wall_ms());
+	clock_rfc3339_at(ts, l->have_header ? nettrace_wall_ms(&l->header, e->timestamp) : clock_unix_ms());
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "timestamp", ts, "provider", r.provider, "name", r.name,
 		      "displayName", *r.display ? r.display : r.name, "unit", r.unit, "counterType",
 		      r.kind == MS_RATE ? "Rate" : "Metric", "tags", r.tags);

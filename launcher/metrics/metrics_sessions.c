@@ -91,7 +91,7 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 
 	if (e->meta->n_fields == 0 || evpayload_decode(&c->pl, e, &em) != 0)
 		return 0; /* not a counter, or a payload this reader cannot read: skipped, the session goes on */
-	ts = c->have_header ? metrics_event_ms(&c->header, e->timestamp) : metrics_wall_ms();
+	ts = c->have_header ? nettrace_wall_ms(&c->header, e->timestamp) : clock_unix_ms();
 	session_note(c, e);
 	if (!metrics_sample(e, &c->pl, &r)) {
 		pthread_rwlock_rdlock(&m->listen_lock);

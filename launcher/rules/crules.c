@@ -293,7 +293,7 @@ static void tick(struct inst *in, long long now)
 	}
 	if (in->state == IS_THROTTLED && !crules_throttled(in, now))
 		set_state(in, IS_RUNNING, REASON_RUNNING);
-	if (in->asp && in->state != IS_EXECUTING && aspnet_trig_heartbeat(in->asp, metrics_wall_ms()))
+	if (in->asp && in->state != IS_EXECUTING && aspnet_trig_heartbeat(in->asp, clock_unix_ms()))
 		fire(in);
 }
 

@@ -44,7 +44,7 @@ void crules_hist_save(struct crules *e, const struct inst *of)
 {
 	json_t *doc, *rules;
 	char *path, *tmp, *text;
-	long long mono = clock_ms(), wall = metrics_wall_ms();
+	long long mono = clock_ms(), wall = clock_unix_ms();
 	int fd;
 
 	if (e->cfg.state_dir == NULL)
@@ -102,7 +102,7 @@ void crules_hist_load(struct crules *e, struct inst *in)
 	char *path;
 	json_t *doc, *r, *runs, *v;
 	json_error_t je;
-	long long mono = clock_ms(), wall = metrics_wall_ms();
+	long long mono = clock_ms(), wall = clock_unix_ms();
 	size_t i;
 
 	if (e->cfg.state_dir == NULL)

@@ -27,7 +27,7 @@
 #include "eventpipe/evpayload.h"
 #include "logscopes.h"
 #include "mem.h"
-#include "launcher/metrics/metrics.h"
+#include "clock.h"
 
 #define LOGGING_PROVIDER "Microsoft-Extensions-Logging"
 #define KW_JSON_MESSAGE 0x8ull
@@ -235,9 +235,9 @@ static int on_header(void *ctx, const struct nettrace_trace *h)
 /* "2026-11-22 15:06:39Z" (.NET's "u" format, as dotnet-monitor writes it). */
 static void stamp(struct logs *l, int64_t ticks, char out[40])
 {
-	int64_t ms = l->have_header ? metrics_event_ms(&l->header, ticks) : metrics_wall_ms();
+	int64_t ms = l->have_header ? nettrace_wall_ms(&l->header, ticks) : clock_unix_ms();
 
-	metrics_iso_ms(out, ms);
+	clock_rfc3339_at(out, ms);
 	out[10] = ' ';
 	out[19] = 'Z';
 	out[20] = '\0';

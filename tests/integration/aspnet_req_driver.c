@@ -113,7 +113,7 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 		printf("START %s %s\n", q.activity_id, q.path);
 	else
 		printf("STOP %s %s %d %lld\n", q.activity_id, q.path, q.status, (long long)q.duration_ticks);
-	ms = r->have_h ? metrics_event_ms(&r->h, q.timestamp) : 0;
+	ms = r->have_h ? nettrace_wall_ms(&r->h, q.timestamp) : 0;
 	for (int i = 0; i < 4; i++)
 		if (aspnet_trig_feed(r->t[i], &q, ms))
 			r->fired[i] = true;

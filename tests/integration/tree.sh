@@ -16,7 +16,7 @@ B=${BUILD:-build}
 # each rule bites: a small tree of its own, built, checked (shared by one folder, a cycle, a private header)
 bite=$(mktemp -d) && trap 'rm -rf "$bite"' EXIT
 mkdir -p "$bite"/{common,cloud,launcher,fleet,egress,webhook,obj/common,obj/cloud,obj/launcher,obj/fleet,obj/egress,obj/webhook}
-put() { printf '%s\n' "$2" > "$bite/$1.c" && cc -c -o "$bite/obj/$1.o" "$bite/$1.c"; }
+put() { printf "%s\n" "$2" > "$bite/$1.c" && : > "$bite/$1.h" && cc -I "$bite" -c -o "$bite/obj/$1.o" "$bite/$1.c"; }
 check() { /usr/bin/python3 tests/integration/tree_check.py "$bite/obj" "$bite" | grep "$1"; }
 put common/one 'int one(void) { return 1; }'
 put launcher/a 'int one(void); int a(void) { return one(); }'
@@ -38,3 +38,12 @@ esac && pass bites/library-piece || fail bites/library-piece "$out / $(check com
 put webhook/e 'int f(void); int e(void) { return f(); }'
 put webhook/f 'int e(void); int f(void) { return e(); }'
 check no-cycles | grep -q '^FAIL no-cycles: webhook/e <-> webhook/f' && pass bites/cycle || fail bites/cycle "$(check no-cycles)"
+mkdir -p "$bite/launcher/runtime" "$bite/launcher/trace" "$bite/obj/launcher/runtime" "$bite/obj/launcher/trace"
+put launcher/runtime/r 'int r(void) { return 0; }'
+put launcher/trace/t '#include "launcher/runtime/r.h"
+int t(void) { return 0; }'
+check agent-layers | grep -q '^PASS' && pass bites/agent-layers-down || fail bites/agent-layers-down "$(check agent-layers)"
+put launcher/runtime/r '#include "launcher/trace/t.h"
+int r(void) { return 0; }'
+check agent-layers | grep -q '^FAIL agent-layers: launcher/runtime/r.c includes launcher/trace/' &&
+	pass bites/agent-layers-up || fail bites/agent-layers-up "$(check agent-layers)"

@@ -13,6 +13,8 @@ prints one line per rule, "PASS name" or "FAIL name: why":
                      (launcher/) also egress/'s, the store clients its egress process calls, and
                      egress/ nothing of launcher/; cloud/ (the cloud clients) serves egress/ and
                      fleet/ alone, and common/ includes nothing of it
+  agent-layers       launcher/'s folders include only folders below them: runtime/, then trace/, then
+                     metrics/, gcdump/ and profile/, then capture/, then rules/ (the top files use all)
 """
 import collections, glob, os, re, subprocess, sys
 
@@ -123,3 +125,16 @@ if bad:
     print("FAIL no-private-headers: " + "; ".join(bad))
 else:
     print("PASS no-private-headers")
+
+# the agent's folders in layers: a folder includes its own headers and those of the layers below it only
+LAYER = {"runtime": 0, "trace": 1, "metrics": 2, "gcdump": 2, "profile": 2, "capture": 3, "rules": 4}
+up = []
+for src in sorted(glob.glob("launcher/*/*.[ch]")):
+    mine = src.split("/")[1]
+    for inc in re.findall(r'#include "launcher/([a-z_]+)/', open(src).read()):
+        if inc != mine and (inc not in LAYER or mine not in LAYER or LAYER[inc] >= LAYER[mine]):
+            up.append(f"{src} includes launcher/{inc}/")
+if up:
+    print("FAIL agent-layers: " + "; ".join(sorted(set(up))))
+else:
+    print("PASS agent-layers")
