@@ -123,10 +123,7 @@ static void nodes(struct gcdump_reader *c, struct nettrace_reader *r)
 			bytes = &c->other_bytes;
 		} else {
 			if (*slot == 0) {
-				if (c->n_stat == c->cap_stat) {
-					c->cap_stat = c->cap_stat ? c->cap_stat * 2 : 256;
-					c->stat = mem_realloc(c->stat, c->cap_stat * sizeof(*c->stat));
-				}
+				MEM_GROW(c->stat, c->cap_stat, c->n_stat + 1, 256);
 				c->stat[c->n_stat].type_id = type;
 				c->stat[c->n_stat].count = c->stat[c->n_stat].bytes = 0;
 				*slot = (uint32_t)++c->n_stat;

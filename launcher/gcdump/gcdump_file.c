@@ -42,8 +42,7 @@ static uint32_t new_type(struct gcdump_graph *g, const char *name, const char *m
 {
 	struct gtype *t;
 
-	if ((g->n_types & (g->n_types - 1)) == 0)
-		g->types = mem_realloc(g->types, (g->n_types ? g->n_types * 2 : 1) * sizeof(*g->types));
+	MEM_GROW(g->types, g->cap_types, g->n_types + 1, 64);
 	t = &g->types[g->n_types++];
 	t->name = mem_strdup(name);
 	t->module = module ? mem_strdup(module) : NULL;

@@ -274,10 +274,7 @@ uint32_t gcdump_group(struct gcdump_graph *g, uint32_t parent, const char *name)
 		else
 			p->first = (uint32_t)g->n_grp;
 		p->last = (uint32_t)g->n_grp;
-		if (p->n_kids == p->cap_kids) {
-			p->cap_kids = p->cap_kids ? p->cap_kids * 2 : 8;
-			p->kids = mem_realloc(p->kids, p->cap_kids * sizeof(*p->kids));
-		}
+		MEM_GROW(p->kids, p->cap_kids, p->n_kids + 1, 8);
 		k = &p->kids[p->n_kids++];
 		k->addr = 0;
 		k->builder = (uint32_t)g->n_grp;
@@ -292,10 +289,7 @@ int gcdump_group_add(struct gcdump_graph *g, uint32_t grp, uint64_t address)
 	if (g->n_roots >= GCDUMP_MAX_ROOTS)
 		return DP_ETOOBIG;
 	g->n_roots++;
-	if (p->n_kids == p->cap_kids) {
-		p->cap_kids = p->cap_kids ? p->cap_kids * 2 : 8;
-		p->kids = mem_realloc(p->kids, p->cap_kids * sizeof(*p->kids));
-	}
+	MEM_GROW(p->kids, p->cap_kids, p->n_kids + 1, 8);
 	p->kids[p->n_kids].addr = address;
 	p->kids[p->n_kids++].builder = 0;
 	return 0;

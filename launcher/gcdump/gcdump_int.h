@@ -97,7 +97,7 @@ struct gcdump_graph {
 	size_t n_st;
 	/* while writing */
 	struct gtype *types;
-	size_t n_types;
+	size_t n_types, cap_types;
 	struct gcdump_idmap type_by_name, type_by_id, sized; /* hash -> type + 1; TypeID -> type + 1 */
 	uint32_t *order;        /* the objects by address (their indexes into nodes), to find a reference's node */
 	struct gcdump_idmap addr; /* an address no object has -> its (undefined) node's index + 1 */

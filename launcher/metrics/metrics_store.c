@@ -150,10 +150,7 @@ void metrics_store_reading(struct collector *c, const struct msample *r, int64_t
 			pthread_mutex_unlock(&m->mu);
 			return;
 		}
-		if (m->n == m->cap) {
-			m->cap = m->cap ? m->cap * 2 : 64;
-			m->s = mem_realloc(m->s, m->cap * sizeof(*m->s));
-		}
+		MEM_GROW(m->s, m->cap, m->n + 1, 64);
 		memmove(&m->s[i + 1], &m->s[i], (m->n - i) * sizeof(*m->s));
 		m->n++;
 		s = &m->s[i];

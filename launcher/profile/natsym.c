@@ -277,10 +277,7 @@ static void read_maps(struct natsym *ns)
 			m.obj = obj_get(ns, name);
 		else if (name[0] == '/' && strncmp(name, "/memfd:", 7) != 0)
 			m.special = "[deleted]";
-		if (ns->n_maps == cap) {
-			cap = cap ? cap * 2 : 256;
-			ns->maps = mem_realloc(ns->maps, cap * sizeof(*ns->maps));
-		}
+		MEM_GROW(ns->maps, cap, ns->n_maps + 1, 256);
 		ns->maps[ns->n_maps++] = m;
 	}
 	fclose(f);
@@ -331,10 +328,7 @@ void natsym_load_perfmap(struct natsym *ns)
 		if (!hex_field(&name, &s) || !hex_field(&name, &sz) || sz == 0 || !*name)
 			continue;
 		name[strcspn(name, "\n")] = 0;
-		if (ns->n_pm == cap) {
-			cap = cap ? cap * 2 : 4096;
-			ns->pm = mem_realloc(ns->pm, cap * sizeof(*ns->pm));
-		}
+		MEM_GROW(ns->pm, cap, ns->n_pm + 1, 4096);
 		ns->pm[ns->n_pm] = (struct pm_entry){ s, sz, ns->n_pm, mem_strdup(name) };
 		ns->n_pm++;
 	}
@@ -387,10 +381,7 @@ static void read_kallsyms(struct natsym *ns)
 		nonzero |= a != 0;
 		if (!*name || (type != 't' && type != 'T' && type != 'w' && type != 'W'))
 			continue;
-		if (ns->n_ks == cap) {
-			cap = cap ? cap * 2 : 65536;
-			ns->ks = mem_realloc(ns->ks, cap * sizeof(*ns->ks));
-		}
+		MEM_GROW(ns->ks, cap, ns->n_ks + 1, 65536);
 		ns->ks[ns->n_ks++] = (struct ksym){ a, mem_strdup(name) };
 	}
 	fclose(f);

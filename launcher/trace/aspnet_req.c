@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "htab.h"
 #include "mem.h"
 #include "sha256.h"
 
@@ -214,86 +215,71 @@ static void window_clear(struct window *w)
  * comes, is then not counted, as a stop whose start was never seen), so a
  * flood of requests that never end costs a bounded table, not the agent's
  * memory. An entry is the activity ID's SHA-256 (16 bytes: IDs can be a
- * kilobyte long and come from the client's traceparent or Request-Id), in an
- * open-addressing index (linear probing, backward-shift deletion) keyed by
- * a seed the client cannot know, and on a list in the order they started.
+ * kilobyte long and come from the client's traceparent or Request-Id), in the
+ * hash table (common/htab.h) by a hash seeded with what the client cannot
+ * know, and on a list in the order they started.
  */
 #define NIL UINT32_MAX
 
 struct entry {
 	uint8_t key[16];
 	int64_t start;
-	uint32_t hash;
+	uint64_t hash;
 	uint32_t prev, next; /* the started order; next is also the free list */
 };
 
 struct inflight {
 	struct entry *e;
 	uint32_t cap, max; /* entries allocated, and the most there may be */
-	uint32_t *slot;    /* the index: entry numbers, NIL when empty */
-	uint32_t mask;     /* slots - 1; slots a power of two, at least twice cap */
+	struct htab index; /* of uint32_t: entry numbers, by key */
 	uint32_t head, tail, free, n;
 	uint64_t seed, dropped;
 };
 
-static uint32_t key_hash(const struct inflight *f, const uint8_t key[16])
+static uint64_t key_hash(const struct inflight *f, const uint8_t key[16])
 {
 	uint64_t x;
 
 	memcpy(&x, key, 8);
-	x ^= f->seed;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return (uint32_t)(x ^ (x >> 31));
+	return htab_u64(x ^ f->seed);
 }
 
-/* The slot holding key, or the empty slot where it would go. */
-static uint32_t find_slot(const struct inflight *f, const uint8_t key[16], uint32_t h)
+struct ikey {
+	const struct inflight *f;
+	const uint8_t *key;
+};
+
+static bool same_key(const void *slot, const void *key)
 {
-	uint32_t i = h & f->mask;
+	const struct ikey *q = key;
 
-	while (f->slot[i] != NIL && memcmp(f->e[f->slot[i]].key, key, 16) != 0)
-		i = (i + 1) & f->mask;
-	return i;
+	return memcmp(q->f->e[*(const uint32_t *)slot].key, q->key, 16) == 0;
 }
 
+/* The index's slot holding key's entry number, or NULL. */
+static uint32_t *find_slot(const struct inflight *f, const uint8_t key[16], uint64_t h)
+{
+	struct ikey q = { f, key };
+
+	return htab_find(&f->index, h, same_key, &q);
+}
+
+/* Room for more entries: doubled up to max, the new ones on the free list. */
 static void grow(struct inflight *f)
 {
-	uint32_t cap = f->cap ? (f->cap > f->max / 2 ? f->max : f->cap * 2) : (f->max < 64 ? f->max : 64), nslot = 4;
+	uint32_t cap = f->cap ? (f->cap > f->max / 2 ? f->max : f->cap * 2) : (f->max < 64 ? f->max : 64);
 
-	while (nslot < 2 * cap)
-		nslot *= 2;
 	f->e = mem_realloc(f->e, cap * sizeof(*f->e));
 	for (uint32_t i = cap; i-- > f->cap;) {
 		f->e[i].next = f->free;
 		f->free = i;
 	}
 	f->cap = cap;
-	free(f->slot);
-	f->slot = mem_alloc(nslot * sizeof(*f->slot));
-	memset(f->slot, 0xFF, nslot * sizeof(*f->slot));
-	f->mask = nslot - 1;
-	for (uint32_t k = f->head; k != NIL; k = f->e[k].next)
-		f->slot[find_slot(f, f->e[k].key, f->e[k].hash)] = k;
 }
 
 static void unlink_entry(struct inflight *f, uint32_t k)
 {
-	uint32_t i = find_slot(f, f->e[k].key, f->e[k].hash), j = i;
-
-	for (;;) { /* backward shift: no tombstones */
-		uint32_t home;
-
-		j = (j + 1) & f->mask;
-		if (f->slot[j] == NIL)
-			break;
-		home = f->e[f->slot[j]].hash & f->mask;
-		if (((j - home) & f->mask) >= ((j - i) & f->mask)) {
-			f->slot[i] = f->slot[j];
-			i = j;
-		}
-	}
-	f->slot[i] = NIL;
+	htab_del(&f->index, find_slot(f, f->e[k].key, f->e[k].hash));
 	if (f->e[k].prev != NIL)
 		f->e[f->e[k].prev].next = f->e[k].next;
 	else
@@ -319,11 +305,12 @@ static void id_key(const char *id, uint8_t key[16])
 static void inflight_add(struct inflight *f, const char *id, int64_t start)
 {
 	uint8_t key[16];
-	uint32_t h, k;
+	uint64_t h;
+	uint32_t k;
 
 	id_key(id, key);
 	h = key_hash(f, key);
-	if (f->cap && f->slot[find_slot(f, key, h)] != NIL)
+	if (find_slot(f, key, h) != NULL)
 		return;
 	if (f->n == f->max) {
 		unlink_entry(f, f->head);
@@ -343,7 +330,7 @@ static void inflight_add(struct inflight *f, const char *id, int64_t start)
 	else
 		f->head = k;
 	f->tail = k;
-	f->slot[find_slot(f, key, h)] = k;
+	*(uint32_t *)htab_put(&f->index, h) = k;
 	f->n++;
 }
 
@@ -351,15 +338,14 @@ static void inflight_add(struct inflight *f, const char *id, int64_t start)
 static bool inflight_take(struct inflight *f, const char *id)
 {
 	uint8_t key[16];
-	uint32_t k;
+	uint32_t *k;
 
 	if (f->n == 0)
 		return false;
 	id_key(id, key);
-	k = f->slot[find_slot(f, key, key_hash(f, key))];
-	if (k == NIL)
+	if ((k = find_slot(f, key, key_hash(f, key))) == NULL)
 		return false;
-	unlink_entry(f, k);
+	unlink_entry(f, *k);
 	return true;
 }
 
@@ -422,6 +408,7 @@ int aspnet_trig_new(const struct aspnet_trig_config *c, struct aspnet_trig **out
 	t->req.max = c->max_inflight && c->max_inflight < ASPNET_TRIG_MAX_INFLIGHT ? (uint32_t)c->max_inflight
 										   : ASPNET_TRIG_MAX_INFLIGHT;
 	t->req.head = t->req.tail = t->req.free = NIL;
+	htab_init(&t->req.index, sizeof(uint32_t));
 	t->req.seed = (uint64_t)(uintptr_t)t * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&t->req.seed;
 	*out = t;
 	return 0;
@@ -435,7 +422,7 @@ void aspnet_trig_free(struct aspnet_trig *t)
 	free(t->status);
 	free(t->w.b);
 	free(t->req.e);
-	free(t->req.slot);
+	htab_free(&t->req.index);
 	free(t);
 }
 
