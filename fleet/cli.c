@@ -1,8 +1,9 @@
 /*
  * cli.c - `diagport ps` and `diagport capture KIND` (also `kubectl diagport
- * ...` when the binary is installed as kubectl-diagport): the arguments, the
- * targets (Kubernetes by default; ECS with --ecs-cluster; a static list
- * with --target or --targets-file), and the call into ps.c or run.c.
+ * ...` when the binary is installed as kubectl-diagport): the checks on the
+ * arguments, the targets (Kubernetes by default; ECS with --ecs-cluster; a
+ * static list with --target or --targets-file), and the call into ps.c or
+ * run.c.
  *
  * The arguments are cli_args.c's: a capture kind is one row of its
  * `kinds[]` (the agent's route, its formats and their file extensions,
