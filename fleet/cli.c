@@ -396,8 +396,9 @@ int fleet_capture_cli(int argc, char **argv)
 	}
 	a.kind = fleet_cli_kind(argv[1]);
 	if (a.kind == NULL)
-		return fleet_cli_usage_error("capture", "'%s' is not a kind: dump, trace, cpuprofile, stacks, gcdump, metrics or logs",
-				   argv[1]);
+		return fleet_cli_usage_error("capture",
+					     "'%s' is not a kind: dump, trace, cpuprofile, stacks, gcdump, metrics or logs",
+					     argv[1]);
 	if ((rc = fleet_cli_parse(argc - 1, argv + 1, "capture", &a)) != 0) {
 		if (rc < 0) {
 			fleet_cli_usage_capture(stdout);

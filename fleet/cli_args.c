@@ -325,7 +325,8 @@ int fleet_cli_parse(int argc, char **argv, const char *cmd, struct args *a)
 		a->refs[a->n_refs++] = argv[i];
 	}
 	if ((a->n_targets || a->targets_file) && (a->ecs_cluster || a->n_refs))
-		return fleet_cli_usage_error(cmd, "%s", "static targets (--target, --targets-file) go alone, without ECS or Kubernetes names");
+		return fleet_cli_usage_error(cmd, "%s",
+					     "static targets (--target, --targets-file) go alone, without ECS or Kubernetes names");
 	if (a->ecs_cluster && (a->n_refs || a->namespace_ || a->selector || a->all_namespaces))
 		return fleet_cli_usage_error(cmd, "%s", "--ecs-cluster goes without Kubernetes names and flags");
 	if (a->ecs_service && !a->ecs_cluster)
