@@ -1,7 +1,7 @@
 /*
  * bench_sha256.c - the throughput of common/sha256.c, the hash the fleet
- * client runs over every byte it downloads (fleet/run.c, to_file), so it
- * bounds the client's download rate on one core.
+ * client runs over every byte it downloads (fleet/run_capture.c, to_file),
+ * so it bounds the client's download rate on one core.
  *
  *   bench_sha256 FILE RUNS
  *

@@ -7,7 +7,8 @@
  * linear scan because the maps people edit are small. The one place that must
  * not be quadratic is duplicate detection while reading (a CloudFormation
  * template can hold 10,000 resources in one map), so doc_dup_key() switches
- * to a temporary hash set above DUP_LINEAR keys.
+ * to a temporary hash set above DUP_LINEAR keys. Every change first tells the
+ * journal (doc_journal.c), which keeps what the node was when one is on.
  */
 #include "doc.h"
 
@@ -331,143 +332,6 @@ bool doc_dup_key(const struct doc_node *m, size_t *first, size_t *second)
 	return false;
 }
 
-/* ---- the journal (doc_journal_begin) ---- */
-
-/*
- * An open-addressing table from a node to its snapshot: a shallow copy
- * (its own keys and vals arrays, children shared) taken the first time the
- * node is changed. All of it is arena memory, as is everything the changes
- * drop, so the snapshots' children stay readable until the scope ends.
- */
-static __thread struct {
-	bool on;
-	size_t cap, n;
-	const struct doc_node **nodes;
-	struct doc_node **snaps;
-} jr;
-
-static size_t jr_slot(const struct doc_node *n, size_t cap)
-{
-	uint64_t x = (uint64_t)(uintptr_t)n;
-
-	x ^= x >> 29;
-	x *= 0x9E3779B97F4A7C15ull;
-	return (size_t)(x >> 40) & (cap - 1);
-}
-
-static struct doc_node *jr_find(const struct doc_node *n)
-{
-	for (size_t i = jr_slot(n, jr.cap);; i = (i + 1) & (jr.cap - 1)) {
-		if (jr.nodes[i] == n)
-			return jr.snaps[i];
-		if (jr.nodes[i] == NULL)
-			return NULL;
-	}
-}
-
-static void jr_add(const struct doc_node *n, struct doc_node *snap)
-{
-	size_t i;
-
-	if ((jr.n + 1) * 2 > jr.cap) { /* keep it at most half full */
-		const struct doc_node **nodes = jr.nodes;
-		struct doc_node **snaps = jr.snaps;
-		size_t cap = jr.cap;
-
-		jr.cap *= 2;
-		jr.nodes = mem_array(jr.cap, sizeof(*jr.nodes));
-		jr.snaps = mem_array(jr.cap, sizeof(*jr.snaps));
-		jr.n = 0;
-		for (size_t k = 0; k < cap; k++)
-			if (nodes[k])
-				jr_add(nodes[k], snaps[k]);
-	}
-	for (i = jr_slot(n, jr.cap); jr.nodes[i]; i = (i + 1) & (jr.cap - 1))
-		;
-	jr.nodes[i] = n;
-	jr.snaps[i] = snap;
-	jr.n++;
-}
-
-/* n is about to change: keep what it is now, once. */
-static void touch(const struct doc_node *n)
-{
-	struct doc_node *snap;
-
-	if (!jr.on || jr_find(n) != NULL)
-		return;
-	snap = mem_alloc(sizeof(*snap));
-	*snap = *n;
-	snap->alloc = n->n;
-	if (n->n) {
-		snap->vals = mem_alloc(n->n * sizeof(*snap->vals));
-		memcpy(snap->vals, n->vals, n->n * sizeof(*snap->vals));
-		if (n->keys) {
-			snap->keys = mem_alloc(n->n * sizeof(*snap->keys));
-			memcpy(snap->keys, n->keys, n->n * sizeof(*snap->keys));
-		}
-	}
-	jr_add(n, snap);
-}
-
-void doc_journal_begin(void)
-{
-	if (!mem_arena_active() || jr.on)
-		DP_FATAL("doc_journal_begin: needs an arena scope (mem.h) and no journal already on");
-	jr.on = true;
-	jr.cap = 64;
-	jr.n = 0;
-	jr.nodes = mem_array(jr.cap, sizeof(*jr.nodes));
-	jr.snaps = mem_array(jr.cap, sizeof(*jr.snaps));
-}
-
-/* x as it was: x itself when nothing in it changed, else its snapshot with its children as they were. */
-static struct doc_node *before(struct doc_node *x)
-{
-	struct doc_node *snap = jr_find(x), *src = snap ? snap : x, **vals = NULL, **keys = NULL;
-
-	for (size_t i = 0; (src->type == DOC_MAP || src->type == DOC_SEQ) && i < src->n; i++) {
-		struct doc_node *v = before(src->vals[i]), *k = src->keys ? before(src->keys[i]) : NULL;
-
-		if (v != src->vals[i] && vals == NULL) {
-			vals = snap ? snap->vals : mem_alloc(src->n * sizeof(*vals));
-			if (!snap)
-				memcpy(vals, src->vals, src->n * sizeof(*vals));
-		}
-		if (vals)
-			vals[i] = v;
-		if (k && k != src->keys[i] && keys == NULL) {
-			keys = snap ? snap->keys : mem_alloc(src->n * sizeof(*keys));
-			if (!snap)
-				memcpy(keys, src->keys, src->n * sizeof(*keys));
-		}
-		if (keys)
-			keys[i] = k;
-	}
-	if (snap)
-		return snap; /* its arrays are its own: changed children were written into them */
-	if (vals == NULL && keys == NULL)
-		return x;
-	src = mem_alloc(sizeof(*src));
-	*src = *x;
-	src->alloc = x->n;
-	if (vals)
-		src->vals = vals;
-	if (keys)
-		src->keys = keys;
-	return src;
-}
-
-struct doc_node *doc_journal_before(struct doc_node *root)
-{
-	return jr.on ? before(root) : root;
-}
-
-void doc_journal_end(void)
-{
-	memset(&jr, 0, sizeof(jr)); /* the tables were arena memory */
-}
-
 /* ---- changing ---- */
 
 static void need_type(const struct doc_node *n, enum doc_type t, const char *fn)
@@ -495,7 +359,7 @@ static void put_at(struct doc_node *c, size_t i, struct doc_node *k, struct doc_
 {
 	if (i > c->n || v == NULL)
 		DP_FATAL("doc: insert at %zu into a collection of %zu (value %p)", i, c->n, (void *)v);
-	touch(c);
+	doc_journal_touch(c);
 	grow(c);
 	memmove(c->vals + i + 1, c->vals + i, (c->n - i) * sizeof(*c->vals));
 	c->vals[i] = v;
@@ -511,7 +375,7 @@ static struct doc_node *cut(struct doc_node *c, size_t i)
 {
 	struct doc_node *v = c->vals[i];
 
-	touch(c);
+	doc_journal_touch(c);
 	if (c->type == DOC_MAP) {
 		doc_free(c->keys[i]);
 		memmove(c->keys + i, c->keys + i + 1, (c->n - i - 1) * sizeof(*c->keys));
@@ -530,7 +394,7 @@ void doc_set(struct doc_node *m, const char *k, struct doc_node *v)
 		DP_FATAL("doc_set: NULL value for key %s", k);
 	i = doc_find(m, k);
 	if (i >= 0) {
-		touch(m);
+		doc_journal_touch(m);
 		doc_free(m->vals[i]);
 		m->vals[i] = v;
 		return;
@@ -614,7 +478,7 @@ void doc_set_text(struct doc_node *n, const char *text)
 	if (n == NULL || n->type == DOC_MAP || n->type == DOC_SEQ)
 		DP_FATAL("doc_set_text: not a scalar");
 	len = strlen(text);
-	touch(n);
+	doc_journal_touch(n);
 	mem_free(n->text);
 	n->text = mem_alloc(len + 1);
 	memcpy(n->text, text, len + 1);
@@ -649,7 +513,7 @@ int doc_dup_error(const struct doc_node *m, const char *name, struct err_msg *em
 void doc_append_pair(struct doc_node *m, struct doc_node *k, struct doc_node *v)
 {
 	need_type(m, DOC_MAP, "doc_append_pair");
-	touch(m);
+	doc_journal_touch(m);
 	grow(m);
 	m->keys[m->n] = k;
 	m->vals[m->n++] = v;

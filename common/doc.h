@@ -147,6 +147,8 @@ void doc_set_text(struct doc_node *n, const char *text);
 void doc_journal_begin(void);
 struct doc_node *doc_journal_before(struct doc_node *root);
 void doc_journal_end(void);
+/* n is about to change: its snapshot is kept, once, when a journal is on. doc.c's changes call it. */
+void doc_journal_touch(const struct doc_node *n);
 
 /* ---- streams and I/O ---- */
 enum doc_format { DOC_JSON, DOC_YAML };

@@ -9,6 +9,11 @@
  * byte column. Caps (bytes, depth, nodes) are checked before the work they
  * guard. We do not use jansson here because it rejects big integers and
  * reformats reals; diagport must give such text back byte for byte.
+ *
+ * Over ~600 lines as one idea: one parser, every function a rule of the same
+ * grammar over the same cursor (struct jr); the one-item-at-a-time reading
+ * of a top-level array (doc_json_items_*) is that parser stopped and resumed
+ * inside the array.
  */
 #include "doc.h"
 

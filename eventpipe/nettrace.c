@@ -12,6 +12,12 @@
  * the stack cache (cleared at each sequence point, as the writer's is), and
  * each capture thread's last sequence number, whose gaps are the events the
  * runtime dropped.
+ *
+ * Over ~600 lines as one idea: a format's state machine. Every section below
+ * (the cursor, gathering, metadata, sequence numbers, blocks, the container)
+ * is a stage of one machine over one struct nettrace, and the cursor's reads
+ * stay static so they inline into the block decoders, the reader's hot path
+ * (bench/nettrace.sh).
  */
 #include "nettrace.h"
 

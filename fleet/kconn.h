@@ -27,6 +27,15 @@ struct kube_conn {
 /* Deep copy of k (new); free with kube_conn_free. */
 struct kube_conn *kube_conn_dup(const struct kube_conn *k);
 void kube_conn_free(struct kube_conn *k); /* NULL-safe; wipes the secrets */
+/* Free k's members (as kube_conn_free) and zero it; k itself stays the caller's. */
+void kube_conn_clear(struct kube_conn *k);
+/* Free a path of k's: a memfd of ours ("/proc/self/fd/N") is closed too. NULL-safe. */
+void kube_conn_path_free(char *path);
+/* Wipe and free a secret string. NULL-safe. */
+void kube_conn_secret_free(char *s);
+
+/* The name our memfds of inline data carry (kubeconfig.c makes them, kconn.c tells them apart). */
+#define MEMFD_PREFIX "diagport-kube-"
 
 /*
  * The port-forward dialer (portfwd.c): each dial opens a WebSocket to

@@ -1,6 +1,7 @@
 /*
  * kubeconfig.c - the API server connection and credentials, read from
- * kubeconfig files the way kubectl reads them (kubeconfig.h, kconn.h).
+ * kubeconfig files the way kubectl reads them (kubeconfig.h, kconn.h; a
+ * connection's copy and free are kconn.c's).
  *
  * The files: --kubeconfig alone, else $KUBECONFIG's colon-separated list
  * (missing files skipped) merged by kubectl's rules (the first file to
@@ -14,6 +15,7 @@
  * "~/.kube/config: users[alice].user.token-file: cannot open ...".
  */
 #include "kubeconfig.h"
+#include "kconn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +38,6 @@
 #define MAX_FILES 32                /* files in $KUBECONFIG */
 #define MAX_DATA ((size_t)1 << 20)  /* one decoded *-data value */
 #define MAX_TOKEN ((size_t)64 << 10)
-#define MEMFD_PREFIX "diagport-kube-"
 #define MIN_EXEC_MS 10000L
 
 struct kfile {
@@ -51,101 +52,11 @@ struct kfiles {
 	size_t n;
 };
 
-/* ---- kube_conn (kconn.h) ------------------------------------------------- */
-
-/* The fd behind a "/proc/self/fd/N" path that is one of our memfds, else -1. */
-static int own_memfd(const char *path)
-{
-	char link[64], target[128];
-	char *end;
-	long fd;
-	ssize_t n;
-
-	if (path == NULL || strncmp(path, "/proc/self/fd/", 14) != 0)
-		return -1;
-	fd = strtol(path + 14, &end, 10);
-	if (*end || fd < 0 || fd > 1 << 20)
-		return -1;
-	snprintf(link, sizeof(link), "/proc/self/fd/%ld", fd);
-	n = readlink(link, target, sizeof(target) - 1);
-	if (n <= 0)
-		return -1;
-	target[n] = '\0';
-	return strncmp(target, "/memfd:" MEMFD_PREFIX, strlen("/memfd:" MEMFD_PREFIX)) == 0 ? (int)fd : -1;
-}
-
-/* A copy of a path; a memfd of ours gets its own descriptor, so each copy owns one. */
-static char *dup_path(const char *path)
-{
-	int fd = own_memfd(path), nfd;
-
-	if (fd < 0)
-		return path ? mem_strdup(path) : NULL;
-	nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-	if (nfd < 0)
-		DP_FATAL("cannot duplicate a memfd: %s", strerror(errno));
-	return mem_printf("/proc/self/fd/%d", nfd);
-}
-
-static void free_path(char *path)
-{
-	int fd = own_memfd(path);
-
-	if (fd >= 0)
-		close(fd);
-	free(path);
-}
-
-static void free_secret(char *s)
-{
-	if (s) {
-		mem_wipe(s, strlen(s));
-		free(s);
-	}
-}
-
-struct kube_conn *kube_conn_dup(const struct kube_conn *k)
-{
-	struct kube_conn *c = mem_zalloc(sizeof(*c));
-
-	c->server = k->server ? mem_strdup(k->server) : NULL;
-	c->ca_file = dup_path(k->ca_file);
-	c->insecure = k->insecure;
-	c->tls_server_name = k->tls_server_name ? mem_strdup(k->tls_server_name) : NULL;
-	c->proxy_url = k->proxy_url ? mem_strdup(k->proxy_url) : NULL;
-	c->cert_file = dup_path(k->cert_file);
-	c->key_file = dup_path(k->key_file);
-	c->token = k->token ? mem_strdup(k->token) : NULL;
-	c->basic = k->basic ? mem_strdup(k->basic) : NULL;
-	return c;
-}
-
-static void conn_clear(struct kube_conn *k)
-{
-	free(k->server);
-	free_path(k->ca_file);
-	free(k->tls_server_name);
-	free(k->proxy_url);
-	free_path(k->cert_file);
-	free_path(k->key_file);
-	free_secret(k->token);
-	free_secret(k->basic);
-	memset(k, 0, sizeof(*k));
-}
-
-void kube_conn_free(struct kube_conn *k)
-{
-	if (k) {
-		conn_clear(k);
-		free(k);
-	}
-}
-
 void kcfg_free(struct kcfg *c)
 {
 	if (c == NULL)
 		return;
-	conn_clear(&c->conn);
+	kube_conn_clear(&c->conn);
 	free(c->namespace_);
 	free(c->user);
 	free(c->source);
@@ -571,13 +482,13 @@ static int load_user(const struct kfile *f, const char *name, const struct doc_n
 		if ((rc = kexec_run(&spec, &cred, em)) != 0)
 			goto out;
 		if (cred.token) {
-			free_secret(k->token);
+			kube_conn_secret_free(k->token);
 			k->token = cred.token;
 			cred.token = NULL;
 		}
 		if (cred.cert_pem) {
-			free_path(k->cert_file);
-			free_path(k->key_file);
+			kube_conn_path_free(k->cert_file);
+			kube_conn_path_free(k->key_file);
 			k->cert_file = k->key_file = NULL;
 			if ((rc = to_memfd("exec-cert", cred.cert_pem, strlen(cred.cert_pem), &k->cert_file, em)) != 0 ||
 			    (rc = to_memfd("exec-key", cred.key_pem, strlen(cred.key_pem), &k->key_file, em)) != 0) {
@@ -602,7 +513,7 @@ static int load_user(const struct kfile *f, const char *name, const struct doc_n
 				     field, pname);
 			goto out;
 		}
-		free_secret(k->token);
+		kube_conn_secret_free(k->token);
 		k->token = NULL;
 		if ((rc = koidc_token(doc_get(ap, "config"), field, f->dir, timeout_ms, &k->token, em)) != 0)
 			goto out;

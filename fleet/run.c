@@ -15,19 +15,20 @@
  * their connections close, which stops a dump, a trace, a log stream),
  * operations on egress providers are cancelled with DELETE, nothing
  * partial is left, and the exit code is 130.
+ *
+ * One job's capture is run_capture.c's, the progress run_progress.c's; this
+ * file plans the jobs, runs the pool and writes the record.
  */
-#include "run.h"
+#include "run_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
@@ -38,76 +39,6 @@
 #include "clock.h"
 #include "mem.h"
 #include "pool.h"
-#include "sha256.h"
-
-#define LIST_CAP ((size_t)1024 * 1024)
-#define LIST_TIMEOUT_MS 20000L
-#define POLL_MS 1000
-
-enum job_state { J_QUEUED, J_RUNNING, J_DONE, J_FAILED, J_CANCELLED, J_UNAVAILABLE };
-static const char *const state_names[] = { "queued", "running", "succeeded", "failed", "cancelled", "unavailable" };
-
-struct job {
-	const struct fleet_agent *a;
-	size_t ai, wi;           /* the agent's index in the set, its workload's (for the counters) */
-	uint64_t pid;            /* 0: the agent as a whole (/metrics), or none found */
-	char *pname;             /* the process's name, or NULL */
-	enum job_state st;
-	char *error;             /* why it failed or is unavailable */
-	char *file;              /* the artifact's name in DIR once whole */
-	char *location;          /* egress: the published resource */
-	char sha[SHA256_HEX_LEN];
-	_Atomic uint64_t bytes;
-	long long t0, t1;        /* monotonic ms */
-	char started[CLOCK_RFC3339_LEN];
-};
-
-struct run {
-	const struct fleet_set *s;
-	const struct fleet_capture *c;
-	const struct fleet_run_opts *o;
-	struct job *jobs;
-	size_t n, cap;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	size_t running;
-	unsigned *agent_busy;    /* per agent: its captures running (at most one) */
-	unsigned *wl_running;    /* per workload: its captures running */
-	size_t first_queued;     /* no job before it is queued */
-	long long t0;
-	bool done;
-	unsigned drawn;          /* lines of progress on the terminal now */
-	char started[CLOCK_RFC3339_LEN];
-	/* the output filesystem, when c->keep_free: its reserve, its free space at the start, and the bytes
-	   being written to it now (not yet in its free count) */
-	uint64_t reserve, free0;
-	_Atomic uint64_t writing;
-};
-
-/* ---- signals ---- */
-
-static atomic_bool cancel_flag;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	atomic_store(&cancel_flag, true);
-}
-
-void fleet_signals_install(void)
-{
-	struct sigaction sa = { .sa_handler = on_signal };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-}
-
-bool fleet_cancelled(void)
-{
-	return atomic_load(&cancel_flag);
-}
 
 /* ---- the jobs ---- */
 
@@ -196,391 +127,7 @@ static void plan(struct run *r)
 	free(l.errors);
 }
 
-/* ---- names ---- */
-
-/* Append part to b, made safe for a file name ([A-Za-z0-9._-], others become '-'), and a '_'. */
-static void name_part(struct buf *b, const char *part)
-{
-	if (part == NULL || *part == '\0')
-		return;
-	for (const char *p = part; *p; p++) {
-		char ch = *p;
-
-		buf_putc(b, (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-				    ch == '.' || ch == '-' ? ch : '-');
-	}
-	buf_putc(b, '_');
-}
-
-/* NAMESPACE_POD_CONTAINER_PID_KIND_YYYYMMDDTHHMMSSZ.EXT (ECS: CLUSTER_TASK_...; static: NAME_...). */
-static char *artifact_name(const struct run *r, const struct job *j)
-{
-	const struct fleet_agent *a = j->a;
-	struct buf b;
-	char t[20];
-	time_t now = time(NULL);
-	struct tm tm;
-
-	buf_init(&b, 4096);
-	if (a->pod) {
-		name_part(&b, a->namespace_);
-		name_part(&b, a->pod);
-		if (a->container && !strchr(a->container, ','))
-			name_part(&b, a->container);
-	} else if (a->task) {
-		name_part(&b, a->cluster);
-		name_part(&b, a->task);
-	} else {
-		name_part(&b, a->name);
-	}
-	if (j->pid)
-		buf_printf(&b, "%llu_", (unsigned long long)j->pid);
-	gmtime_r(&now, &tm);
-	strftime(t, sizeof(t), "%Y%m%dT%H%M%SZ", &tm);
-	buf_printf(&b, "%s_%s%s", r->c->kind, t, r->c->ext);
-	return buf_steal(&b, NULL);
-}
-
-/* ---- one capture ---- */
-
-/*
- * An artifact's file, written in pieces of SINK_BUF: libcurl hands the body
- * over 16 KiB at a time, and on a small node a write of 16 KiB costs nearly
- * what a write of a MiB does (docs/BENCHMARKS.md, "Dumps beside
- * dotnet-dump": 2.2 s for a 470 MB dump written as it came and synced,
- * 1.0 s this way).
- */
-#define SINK_BUF ((size_t)1 << 20)
-
-struct file_sink {
-	int fd;
-	uint64_t cap;
-	struct sha256_ctx h;
-	struct job *j;
-	struct run *r;
-	const char *path;
-	char *buf;
-	size_t n; /* bytes in buf */
-};
-
-static void human_bytes(uint64_t n, char *out, size_t len);
-
-/*
- * Without --max-size, may f write its n bytes and still leave the output
- * filesystem its reserve? The free count is read as the bytes arrive (each
- * MiB), less what the other captures are writing at this moment, so that
- * neither one endless agent nor several together can fill the disk. On
- * success the caller writes, then takes n off r->writing.
- */
-static int keep_free(struct file_sink *f, struct err_msg *em)
-{
-	struct run *r = f->r;
-	struct statvfs v;
-	uint64_t writing = atomic_fetch_add(&r->writing, f->n) + f->n, avail;
-	char at[32], res[32], free0[32];
-
-	if (fstatvfs(f->fd, &v) != 0)
-		return 0; /* no figure to go by: the write's own error will say */
-	avail = (uint64_t)v.f_bavail * v.f_frsize;
-	if (avail >= r->reserve + writing)
-		return 0;
-	atomic_fetch_sub(&r->writing, f->n);
-	human_bytes(atomic_load(&f->j->bytes) - f->n, at, sizeof(at));
-	human_bytes(r->reserve, res, sizeof(res));
-	human_bytes(r->free0, free0, sizeof(free0));
-	return err_set(em, DP_ETOOBIG, "stopped at %s: writing on would leave less than %s free on the filesystem of "
-		       "%s, which had %s free at the start. Without --max-size a capture may take the output disk's "
-		       "free space less %d%% of its size (at most 1 GiB); give -o a disk with room, or --max-size",
-		       at, res, r->o->out_dir, free0, FLEET_RESERVE_PCT);
-}
-
-/* Write what buf holds and hash it. */
-static int sink_flush(struct file_sink *f, struct err_msg *em)
-{
-	int rc = 0;
-
-	if (f->r->c->keep_free && f->n && (rc = keep_free(f, em)) != 0)
-		return rc;
-	for (size_t off = 0; off < f->n;) {
-		ssize_t w = write(f->fd, f->buf + off, f->n - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = err_set(em, DP_EIO, "writing %s: %s", f->path, w < 0 ? strerror(errno) : "nothing written");
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (f->r->c->keep_free && f->n)
-		atomic_fetch_sub(&f->r->writing, f->n);
-	if (rc != 0)
-		return rc;
-	sha256_update(&f->h, f->buf, f->n);
-	f->n = 0;
-	return 0;
-}
-
-static int to_file(void *ctx, const char *p, size_t n, struct err_msg *em)
-{
-	struct file_sink *f = ctx;
-	int rc;
-
-	if (f->cap && atomic_load(&f->j->bytes) + n > f->cap)
-		return err_set(em, DP_ETOOBIG, "the artifact is larger than %llu bytes (--max-size)",
-			       (unsigned long long)f->cap);
-	while (n > 0) {
-		size_t take = n < SINK_BUF - f->n ? n : SINK_BUF - f->n;
-
-		memcpy(f->buf + f->n, p, take);
-		f->n += take;
-		p += take;
-		n -= take;
-		atomic_fetch_add(&f->j->bytes, take);
-		if (f->n == SINK_BUF && (rc = sink_flush(f, em)) != 0)
-			return rc;
-	}
-	return 0;
-}
-
-static int to_nothing(void *ctx, const char *p, size_t n, struct err_msg *em)
-{
-	(void)ctx, (void)p, (void)n, (void)em;
-	return 0;
-}
-
-/* path + "pid=N" (+ "&egressProvider=E"): the request for job j. */
-static char *job_path(const struct run *r, const struct job *j)
-{
-	struct buf b;
-	const char *sep = strchr(r->c->route, '?') ? "&" : "?";
-
-	buf_init(&b, 8192);
-	buf_puts(&b, r->c->route);
-	if (j->pid) {
-		buf_printf(&b, "%spid=%llu", sep, (unsigned long long)j->pid);
-		sep = "&";
-	}
-	if (r->c->egress)
-		buf_printf(&b, "%segressProvider=%s", sep, r->c->egress);
-	return buf_steal(&b, NULL);
-}
-
-/* Publish tmp as DIR/name without replacing anything (name-2, name-3 ... when taken). */
-static int publish(const char *dir, const char *tmp, char **name, struct err_msg *em)
-{
-	for (int i = 1; i < 100; i++) {
-		char *n = i == 1 ? mem_strdup(*name) : mem_printf("%d-%s", i, *name);
-		char *path = mem_printf("%s/%s", dir, n);
-		int rc = link(tmp, path);
-
-		free(path);
-		if (rc == 0) {
-			unlink(tmp);
-			free(*name);
-			*name = n;
-			return 0;
-		}
-		free(n);
-		if (errno != EEXIST)
-			return err_set(em, DP_EIO, "cannot publish %s in %s: %s", *name, dir, strerror(errno));
-	}
-	return err_set(em, DP_EIO, "cannot publish %s in %s: too many files of that name", *name, dir);
-}
-
-static int capture_to_file(struct run *r, struct job *j, const char *path, struct err_msg *em)
-{
-	struct file_sink f = { .j = j, .r = r, .cap = r->c->max_bytes };
-	char *name = artifact_name(r, j), *tmp = mem_printf("%s/.%s.partial", r->o->out_dir, name);
-	struct fleet_call c = { .agent = j->a, .caller = r->s->caller, .method = r->c->method, .path = path,
-				.accept = r->c->accept, .body = r->c->body, .body_len = r->c->body_len,
-				.timeout_ms = r->c->timeout_ms, .floor_after_ms = r->c->duration_ms, .sink = to_file,
-				.ctx = &f, .cancel = &cancel_flag };
-	uint8_t d[SHA256_LEN];
-	int rc;
-
-	f.path = tmp;
-	sha256_init(&f.h);
-	if ((f.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
-		rc = err_set(em, DP_EIO, "cannot create %s: %s", tmp, strerror(errno));
-		goto out;
-	}
-	f.buf = mem_alloc(SINK_BUF);
-	rc = fleet_call_run(&c, em);
-	if (rc == 0)
-		rc = sink_flush(&f, em);
-	free(f.buf);
-	if (close(f.fd) != 0 && rc == 0)
-		rc = err_set(em, DP_EIO, "writing %s: %s", tmp, strerror(errno));
-	if (rc == 0)
-		rc = publish(r->o->out_dir, tmp, &name, em);
-	if (rc != 0) {
-		unlink(tmp);
-		goto out;
-	}
-	sha256_final(&f.h, d);
-	sha256_hex(d, j->sha);
-	j->file = name;
-	name = NULL;
-out:
-	free(name);
-	free(tmp);
-	return rc;
-}
-
-/* An egress capture: 202 and an operation, polled until it ends; cancelled with DELETE on Ctrl-C. */
-static int capture_to_egress(struct run *r, struct job *j, const char *path, struct err_msg *em)
-{
-	struct fleet_call c = { .agent = j->a, .caller = r->s->caller, .method = r->c->method, .path = path,
-				.accept = r->c->accept, .body = r->c->body, .body_len = r->c->body_len,
-				.timeout_ms = LIST_TIMEOUT_MS, .sink = to_nothing, .cancel = &cancel_flag };
-	long long deadline = r->c->timeout_ms > 0 ? clock_ms() + r->c->timeout_ms : 0;
-	char op[sizeof(c.location)];
-	int rc = fleet_call_run(&c, em);
-
-	if (rc != 0)
-		return rc;
-	if (c.status != 202 || c.location[0] != '/')
-		return err_set(em, DP_EREMOTE, "the agent answered %ld without an operation to follow", c.status);
-	snprintf(op, sizeof(op), "%s", c.location);
-	for (;;) {
-		char *body = NULL;
-		json_t *o;
-		const char *st;
-
-		if (fleet_cancelled() || (deadline && clock_ms() > deadline)) {
-			struct fleet_call del = { .agent = j->a, .caller = r->s->caller, .method = "DELETE", .path = op,
-						  .timeout_ms = LIST_TIMEOUT_MS, .sink = to_nothing };
-			struct err_msg ignored;
-
-			fleet_call_run(&del, &ignored);
-			return fleet_cancelled() ? err_set(em, DP_ECANCELED, "cancelled (operation %s)", op)
-						 : err_set(em, DP_EIO, "timed out; operation %s cancelled", op);
-		}
-		usleep(POLL_MS * 1000);
-		if ((rc = fleet_call_get(j->a, r->s->caller, op, LIST_CAP, LIST_TIMEOUT_MS, &body, em)) != 0)
-			return rc;
-		o = json_loads(body, 0, NULL);
-		free(body);
-		st = json_string_value(json_object_get(o, "status"));
-		if (st && strcmp(st, "Running") != 0) {
-			const char *loc = json_string_value(json_object_get(o, "resourceLocation"));
-			const char *msg = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
-
-			if (strcmp(st, "Succeeded") == 0)
-				j->location = mem_strdup(loc ? loc : "");
-			else
-				rc = err_set(em, DP_EREMOTE, "operation %s %s: %s", op, st, msg ? msg : "no reason given");
-			json_decref(o);
-			return rc;
-		}
-		json_decref(o);
-	}
-}
-
 /* ---- progress ---- */
-
-static void human_bytes(uint64_t n, char *out, size_t len)
-{
-	if (n < 10ULL * 1024)
-		snprintf(out, len, "%llu B", (unsigned long long)n);
-	else if (n < 10ULL * 1024 * 1024)
-		snprintf(out, len, "%.1f KiB", n / 1024.0);
-	else if (n < 10ULL * 1024 * 1024 * 1024)
-		snprintf(out, len, "%.1f MiB", n / 1048576.0);
-	else
-		snprintf(out, len, "%.2f GiB", n / 1073741824.0);
-}
-
-static void job_label(const struct run *r, const struct job *j, char *out, size_t len)
-{
-	if (j->pid)
-		snprintf(out, len, "%s pid %llu", j->a->name, (unsigned long long)j->pid);
-	else
-		snprintf(out, len, "%s", j->a->name);
-	(void)r;
-}
-
-/* A plain line on stderr for one event (not a terminal). Called with r->mu held. */
-static void log_event(const struct run *r, const struct job *j)
-{
-	char t[CLOCK_RFC3339_LEN], who[512], b[32];
-	double secs = (j->t1 - j->t0) / 1000.0;
-
-	clock_rfc3339(t, 3);
-	job_label(r, j, who, sizeof(who));
-	human_bytes(atomic_load(&j->bytes), b, sizeof(b));
-	if (j->st == J_RUNNING)
-		fprintf(stderr, "%s %s: %s started\n", t, who, r->c->kind);
-	else if (j->st == J_DONE)
-		fprintf(stderr, "%s %s: %s succeeded, %s in %.1f s, %s\n", t, who, r->c->kind, b, secs,
-			j->file ? j->file : j->location);
-	else
-		fprintf(stderr, "%s %s: %s %s: %s\n", t, who, r->c->kind, state_names[j->st], j->error);
-}
-
-static unsigned term_rows(void)
-{
-	struct winsize w;
-
-	return ioctl(STDERR_FILENO, TIOCGWINSZ, &w) == 0 && w.ws_row > 4 ? w.ws_row : 24;
-}
-
-/* Redraw the lines: one per target that started (as many as fit), and the total. r->mu held. */
-static void draw(struct run *r)
-{
-	unsigned rows = term_rows() - 2, shown = 0, counts[6] = { 0 };
-	uint64_t total = 0;
-	double secs = (clock_ms() - r->t0) / 1000.0;
-	char b[32], rate[32], who[512];
-	struct buf out;
-
-	buf_init(&out, 0);
-	if (r->drawn)
-		buf_printf(&out, "\r\033[%uA\033[J", r->drawn);
-	for (size_t i = 0; i < r->n; i++) {
-		const struct job *j = &r->jobs[i];
-		uint64_t n = atomic_load(&j->bytes);
-		double js = ((j->t1 ? j->t1 : clock_ms()) - j->t0) / 1000.0;
-
-		counts[j->st]++;
-		total += n;
-		if (j->st == J_QUEUED || j->st == J_UNAVAILABLE || shown >= rows)
-			continue;
-		shown++;
-		job_label(r, j, who, sizeof(who));
-		human_bytes(n, b, sizeof(b));
-		human_bytes(js > 0.05 ? (uint64_t)(n / js) : 0, rate, sizeof(rate));
-		buf_printf(&out, "%-48.48s %-10s %12s %12s/s %6.1fs%s%.60s\n", who, state_names[j->st], b, rate, js,
-			   j->error ? "  " : "", j->error ? j->error : "");
-	}
-	human_bytes(total, b, sizeof(b));
-	human_bytes(secs > 0.05 ? (uint64_t)(total / secs) : 0, rate, sizeof(rate));
-	buf_printf(&out, "%s: %u/%zu done (%u failed, %u cancelled), %u running, %u queued, %s at %s/s, %.1f s\n",
-		   r->c->kind, counts[J_DONE] + counts[J_FAILED] + counts[J_CANCELLED], r->n - counts[J_UNAVAILABLE],
-		   counts[J_FAILED], counts[J_CANCELLED], counts[J_RUNNING], counts[J_QUEUED], b, rate, secs);
-	r->drawn = shown + 1;
-	fwrite(out.data, 1, out.len, stderr);
-	fflush(stderr);
-	buf_free(&out);
-}
-
-static void *progress_main(void *arg)
-{
-	struct run *r = arg;
-
-	pthread_mutex_lock(&r->mu);
-	while (!r->done) {
-		struct timespec ts;
-
-		draw(r);
-		clock_deadline(&ts, 250);
-		pthread_cond_timedwait(&r->cv, &r->mu, &ts);
-	}
-	draw(r);
-	pthread_mutex_unlock(&r->mu);
-	return NULL;
-}
 
 /* ---- the pool ---- */
 
@@ -658,11 +205,11 @@ static void *worker_main(void *arg)
 		r->agent_busy[j->ai]++;
 		r->wl_running[j->wi]++;
 		if (!r->o->tty)
-			log_event(r, j);
+			run_log_event(r, j);
 		pthread_mutex_unlock(&r->mu);
 
-		path = job_path(r, j);
-		rc = r->c->egress ? capture_to_egress(r, j, path, &em) : capture_to_file(r, j, path, &em);
+		path = run_job_path(r, j);
+		rc = r->c->egress ? run_capture_to_egress(r, j, path, &em) : run_capture_to_file(r, j, path, &em);
 		free(path);
 
 		pthread_mutex_lock(&r->mu);
@@ -674,7 +221,7 @@ static void *worker_main(void *arg)
 		r->agent_busy[j->ai]--;
 		r->wl_running[j->wi]--;
 		if (!r->o->tty)
-			log_event(r, j);
+			run_log_event(r, j);
 		pthread_cond_broadcast(&r->cv);
 	}
 	pthread_cond_broadcast(&r->cv);
@@ -717,7 +264,7 @@ static json_t *manifest(const struct run *r)
 		if (j->pid)
 			json_object_set_new(it, "pid", json_integer((json_int_t)j->pid));
 		set_str(it, "processName", j->pname);
-		json_object_set_new(it, "status", json_string(state_names[j->st]));
+		json_object_set_new(it, "status", json_string(run_state_names[j->st]));
 		set_str(it, "file", j->file);
 		set_str(it, "location", j->location);
 		if (j->st == J_DONE && !r->c->egress) {
@@ -777,8 +324,8 @@ static void summary(const struct run *r, FILE *f)
 		char pid[24];
 
 		snprintf(pid, sizeof(pid), j->pid ? "%llu" : "-", (unsigned long long)j->pid);
-		human_bytes(atomic_load(&j->bytes), b, sizeof(b));
-		fprintf(f, "%-44s %7s  %-11s %10s %8.1f  %s\n", j->a->name, pid, state_names[j->st],
+		run_human_bytes(atomic_load(&j->bytes), b, sizeof(b));
+		fprintf(f, "%-44s %7s  %-11s %10s %8.1f  %s\n", j->a->name, pid, run_state_names[j->st],
 			j->st == J_DONE ? b : "-", j->t0 ? (j->t1 - j->t0) / 1000.0 : 0.0,
 			j->st == J_DONE ? (j->file ? j->file : j->location) : j->error ? j->error : "");
 	}
@@ -811,9 +358,9 @@ int fleet_run_capture(const struct fleet_set *s, const struct fleet_capture *c, 
 	count_workloads(&r);
 	for (size_t i = 0; i < r.n; i++)
 		if (r.jobs[i].st == J_UNAVAILABLE && !o->tty)
-			log_event(&r, &r.jobs[i]);
+			run_log_event(&r, &r.jobs[i]);
 	if (o->tty)
-		pthread_create(&prog, NULL, progress_main, &r);
+		pthread_create(&prog, NULL, run_progress_main, &r);
 	for (unsigned i = 0; i < nthreads; i++)
 		if (pthread_create(&t[i], NULL, worker_main, &r) != 0)
 			DP_FATAL("cannot start a capture thread");

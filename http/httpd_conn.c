@@ -37,6 +37,10 @@
  * working unchanged), else 400. The session costs HTTPD_TLS_CONN_COST of the
  * one budget while the acceptor holds the connection, and is ended as soon as
  * the answer is out.
+ *
+ * This file is a connection's state machine (hello, head, body, a worker,
+ * linger) and its limits; accepting and the acceptor's poll loop are
+ * httpd_accept.c's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,13 +61,11 @@
 #define HTTPD_BODY_GRACE_MS 5000
 #define HTTPD_BODY_MIN_RATE 240 /* bytes per second: Kestrel's MinRequestBodyDataRate, for every client */
 #define LINGER_MS 1000
-#define ACCEPT_BURST 64
-#define ACCEPT_PAUSE_MS 100
 #define THREAD_STACK ((size_t)256 * 1024)
 
 /* ---- the acceptor's list of connections still reading (or lingering) ---- */
 
-static void pend_add(struct httpd *d, struct conn *c)
+void httpd_conn_pend_add(struct httpd *d, struct conn *c)
 {
 	c->idx = d->n_pend;
 	d->pend[d->n_pend++] = c;
@@ -94,7 +96,7 @@ void httpd_conn_tls_end(struct conn *c)
 	c->tls = NULL;
 }
 
-static void conn_free(struct conn *c)
+void httpd_conn_free(struct conn *c)
 {
 	httpd_conn_tls_end(c);
 	httpd_req_clean(&c->r);
@@ -105,14 +107,14 @@ static void conn_free(struct conn *c)
 }
 
 /* Close a connection the acceptor holds. */
-static void drop(struct httpd *d, struct conn *c)
+void httpd_conn_drop(struct httpd *d, struct conn *c)
 {
 	pend_remove(d, c);
 	d->budget_used -= c->charged;
-	conn_free(c);
+	httpd_conn_free(c);
 }
 
-static void linger(struct conn *c, long long now)
+void httpd_conn_linger(struct conn *c, long long now)
 {
 	httpd_conn_tls_end(c); /* close_notify; what the client still sends is read and dropped unopened */
 	c->events = POLLIN;
@@ -129,7 +131,7 @@ static void answer_now(struct httpd *d, struct conn *c, long long now)
 	memset(&c->r, 0, sizeof(c->r));
 	c->r.fd = -1;
 	release_buffer(d, c);
-	linger(c, now);
+	httpd_conn_linger(c, now);
 }
 
 /* ---- a complete request: to a worker ---- */
@@ -237,7 +239,7 @@ static void dispatch(struct httpd *d, struct conn *c, long long now)
 		release_slot(d, c);
 		pthread_mutex_unlock(&d->mu);
 		fcntl(c->sock, F_SETFL, flags);
-		pend_add(d, c);
+		httpd_conn_pend_add(d, c);
 		busy(d, c, now);
 	}
 }
@@ -308,7 +310,7 @@ static bool body_plan(struct httpd *d, struct conn *c)
 }
 
 /* Charge n more bytes to the budget for c; false when the budget is spent. */
-static bool charge(struct httpd *d, struct conn *c, size_t n)
+bool httpd_conn_charge(struct httpd *d, struct conn *c, size_t n)
 {
 	if (d->budget_used + n > d->budget)
 		return false;
@@ -356,7 +358,7 @@ static void proceed(struct httpd *d, struct conn *c, long long now)
 		return;
 	}
 	pre = pre < c->want ? pre : c->want;
-	if (!charge(d, c, pre)) {
+	if (!httpd_conn_charge(d, c, pre)) {
 		budget_spent(d, c, now);
 		return;
 	}
@@ -364,7 +366,7 @@ static void proceed(struct httpd *d, struct conn *c, long long now)
 	if (pre < c->want && expect && strcasecmp(expect, "100-continue") == 0 &&
 	    (c->tls ? httpd_tls_write(c->tls, "HTTP/1.1 100 Continue\r\n\r\n", 25) :
 		      send(c->sock, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_DONTWAIT | MSG_NOSIGNAL)) != 25) {
-		drop(d, c);
+		httpd_conn_drop(d, c);
 		return;
 	}
 	r->body = mem_alloc(c->want + 1); /* address space; the budget counts the bytes as they come */
@@ -411,7 +413,7 @@ static unsigned grow(struct httpd *d, struct conn *c)
 
 	if (c->cap >= d->head_cap)
 		return 431;
-	if (!charge(d, c, to - (c->buf == c->first ? 0 : c->cap)))
+	if (!httpd_conn_charge(d, c, to - (c->buf == c->first ? 0 : c->cap)))
 		return 503;
 	nb = mem_alloc(to);
 	memcpy(nb, c->buf, c->len);
@@ -442,7 +444,7 @@ static void read_head(struct httpd *d, struct conn *c, long long now)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
-		drop(d, c);
+		httpd_conn_drop(d, c);
 		return;
 	}
 	c->len += (size_t)n;
@@ -458,7 +460,7 @@ static void read_body(struct httpd *d, struct conn *c, long long now)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n < 0) {
-		drop(d, c);
+		httpd_conn_drop(d, c);
 		return;
 	}
 	if (n == 0) {
@@ -467,7 +469,7 @@ static void read_body(struct httpd *d, struct conn *c, long long now)
 		return;
 	}
 	r->body_len += (size_t)n;
-	if (!charge(d, c, (size_t)n)) {
+	if (!httpd_conn_charge(d, c, (size_t)n)) {
 		budget_spent(d, c, now);
 		return;
 	}
@@ -491,7 +493,7 @@ static void hello(struct httpd *d, struct conn *c, long long now)
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
 		if (n <= 0) {
-			drop(d, c);
+			httpd_conn_drop(d, c);
 			return;
 		}
 		if (first != 0x16) {
@@ -504,13 +506,13 @@ static void hello(struct httpd *d, struct conn *c, long long now)
 		}
 		httpd_tls_refresh(d->tls, now);
 		if ((c->tls = httpd_tls_conn_new(d->tls, c->sock)) == NULL) {
-			drop(d, c);
+			httpd_conn_drop(d, c);
 			return;
 		}
 	}
 	rc = httpd_tls_handshake(c->tls);
 	if (rc < 0) {
-		drop(d, c); /* not TLS, or a client that does not trust the certificate: nothing to answer in */
+		httpd_conn_drop(d, c); /* not TLS, or a client that does not trust the certificate: nothing to answer in */
 		return;
 	}
 	c->events = rc == 2 ? POLLOUT : POLLIN;
@@ -520,7 +522,7 @@ static void hello(struct httpd *d, struct conn *c, long long now)
 	}
 }
 
-static void readable(struct httpd *d, struct conn *c, long long now)
+void httpd_conn_readable(struct httpd *d, struct conn *c, long long now)
 {
 	char sink[4096];
 	ssize_t n;
@@ -538,10 +540,10 @@ static void readable(struct httpd *d, struct conn *c, long long now)
 	case CONN_LINGER:
 		n = recv(c->sock, sink, sizeof(sink), MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
-			drop(d, c);
+			httpd_conn_drop(d, c);
 		return;
 	case CONN_WAIT: /* polled for nothing: hung up or failed */
-		drop(d, c);
+		httpd_conn_drop(d, c);
 		return;
 	case CONN_WORK:
 		return;
@@ -549,7 +551,7 @@ static void readable(struct httpd *d, struct conn *c, long long now)
 }
 
 /* Connections past their deadline: 408 for a request that started and stalled, else closed. */
-static void expire(struct httpd *d, long long now)
+void httpd_conn_expire(struct httpd *d, long long now)
 {
 	for (size_t i = d->n_pend; i-- > 0;) {
 		struct conn *c = d->pend[i];
@@ -568,7 +570,7 @@ static void expire(struct httpd *d, long long now)
 			continue;
 		}
 		if (c->state == CONN_LINGER || c->state == CONN_HELLO || (c->state == CONN_HEAD && c->len == 0)) {
-			drop(d, c);
+			httpd_conn_drop(d, c);
 			continue;
 		}
 		if (c->state == CONN_HEAD)
@@ -579,188 +581,4 @@ static void expire(struct httpd *d, long long now)
 				      "(%zu of %zu bytes)", HTTPD_BODY_MIN_RATE, c->r.body_len, c->want);
 		answer_now(d, c, now);
 	}
-}
-
-/* ---- accepting ---- */
-
-static void peer_of(const struct sockaddr_storage *sa, struct peer *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->family = sa->ss_family;
-	if (sa->ss_family == AF_INET)
-		memcpy(p->a, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	else if (sa->ss_family == AF_INET6)
-		memcpy(p->a, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
-}
-
-static bool same_peer(const struct peer *a, const struct peer *b)
-{
-	return a->family == b->family && memcmp(a->a, b->a, sizeof(a->a)) == 0;
-}
-
-/* Close the oldest connection the acceptor holds (of peer p, or any): one lingering first. False when none. */
-static bool evict_oldest(struct httpd *d, const struct peer *p)
-{
-	struct conn *old = NULL;
-
-	for (size_t i = 0; i < d->n_pend; i++) {
-		struct conn *c = d->pend[i];
-
-		if (p && !same_peer(&c->peer, p))
-			continue;
-		if (old == NULL || (c->state == CONN_LINGER) > (old->state == CONN_LINGER) ||
-		    ((c->state == CONN_LINGER) == (old->state == CONN_LINGER) && c->seq < old->seq))
-			old = c;
-	}
-	if (old == NULL)
-		return false;
-	drop(d, old);
-	return true;
-}
-
-static size_t peer_count(struct httpd *d, const struct peer *p)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < d->n_pend; i++)
-		n += same_peer(&d->pend[i]->peer, p);
-	pthread_mutex_lock(&d->mu);
-	for (unsigned i = 0; i < d->max_conns + HTTPD_PROBE_SLOTS; i++)
-		n += d->work[i] && same_peer(&d->work[i]->peer, p);
-	pthread_mutex_unlock(&d->mu);
-	return n;
-}
-
-static void admit(struct httpd *d, int sock, bool tls, const struct sockaddr_storage *sa, long long now)
-{
-	struct conn *c;
-	struct peer p;
-	int one = 1;
-
-	peer_of(sa, &p);
-	if (peer_count(d, &p) >= d->per_peer && !evict_oldest(d, &p)) {
-		close(sock); /* every one of its connections is being answered: refused, as a full listen queue would */
-		return;
-	}
-	if (d->n_pend == d->pend_cap)
-		evict_oldest(d, NULL);
-	/* a TLS session's memory from the one budget: the oldest readers make room, else it is refused */
-	while (tls && d->budget_used + HTTPD_TLS_CONN_COST > d->budget)
-		if (!evict_oldest(d, NULL)) {
-			close(sock);
-			return;
-		}
-	setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	c = mem_zalloc(sizeof(*c));
-	c->d = d;
-	c->sock = sock;
-	c->peer = p;
-	c->state = tls ? CONN_HELLO : CONN_HEAD;
-	c->events = POLLIN;
-	c->seq = ++d->seq;
-	c->deadline_ms = now + d->head_ms;
-	c->buf = c->first;
-	c->cap = d->head_cap < HTTPD_CONN_FIRST ? d->head_cap : HTTPD_CONN_FIRST;
-	c->r.fd = -1;
-	if (tls)
-		charge(d, c, HTTPD_TLS_CONN_COST); /* room made above */
-	pend_add(d, c);
-}
-
-static void accept_some(struct httpd *d, int lfd, bool tls, long long now)
-{
-	for (int k = 0; k < ACCEPT_BURST; k++) {
-		struct sockaddr_storage sa = { 0 };
-		socklen_t sl = sizeof(sa);
-		int s = accept4(lfd, (struct sockaddr *)&sa, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
-
-		if (s >= 0) {
-			admit(d, s, tls, &sa, now);
-			continue;
-		}
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-			if (evict_oldest(d, NULL))
-				continue; /* out of descriptors: the oldest reader makes room */
-			d->accept_pause_until = now + ACCEPT_PAUSE_MS;
-		}
-		return;
-	}
-}
-
-/* ---- the loop ---- */
-
-/* Take the connections workers have answered, to linger. True when the server is stopping. */
-static bool take_done(struct httpd *d, long long now)
-{
-	char drain[64];
-	struct conn *list;
-	bool stopping;
-
-	while (read(d->wake[0], drain, sizeof(drain)) > 0)
-		;
-	pthread_mutex_lock(&d->mu);
-	list = d->done;
-	d->done = NULL;
-	stopping = d->stopping;
-	pthread_mutex_unlock(&d->mu);
-	while (list) {
-		struct conn *c = list;
-
-		list = c->next;
-		if (stopping || d->n_pend == d->pend_cap) {
-			conn_free(c);
-			continue;
-		}
-		c->seq = ++d->seq;
-		linger(c, now);
-		pend_add(d, c);
-	}
-	return stopping;
-}
-
-void *httpd_acceptor_main(void *arg)
-{
-	struct httpd *d = arg;
-	struct pollfd *pf = mem_array(d->n + 1 + d->pend_cap, sizeof(*pf));
-	struct conn **polled = mem_array(d->pend_cap, sizeof(*polled));
-
-	for (;;) {
-		long long now = clock_ms(), next = -1;
-		bool listening = now >= d->accept_pause_until;
-		size_t m = 0, first_conn, np = d->n_pend;
-
-		for (size_t i = 0; listening && i < d->n; i++)
-			pf[m++] = (struct pollfd){ .fd = d->lfd[i], .events = POLLIN };
-		pf[m++] = (struct pollfd){ .fd = d->wake[0], .events = POLLIN };
-		first_conn = m;
-		for (size_t i = 0; i < np; i++) {
-			polled[i] = d->pend[i];
-			pf[m++] = (struct pollfd){ .fd = d->pend[i]->sock,
-						   .events = d->pend[i]->state == CONN_WAIT ? 0 : d->pend[i]->events };
-			if (next < 0 || d->pend[i]->deadline_ms < next)
-				next = d->pend[i]->deadline_ms;
-			if (d->pend[i]->tls && httpd_tls_pending(d->pend[i]->tls))
-				next = now; /* decrypted bytes wait that poll cannot see */
-		}
-		if (!listening && (next < 0 || d->accept_pause_until < next))
-			next = d->accept_pause_until;
-		if (poll(pf, m, next < 0 ? -1 : (int)(next > now ? next - now : 0)) < 0)
-			continue;
-		now = clock_ms();
-		if (pf[first_conn - 1].revents && take_done(d, now))
-			break;
-		for (size_t i = 0; i < np; i++)
-			if (pf[first_conn + i].revents ||
-			    (polled[i]->tls && polled[i]->state != CONN_WAIT && httpd_tls_pending(polled[i]->tls)))
-				readable(d, polled[i], now);
-		expire(d, now);
-		for (size_t i = 0; listening && i < d->n; i++)
-			if (pf[i].revents & POLLIN)
-				accept_some(d, d->lfd[i], d->lfd_tls[i], now);
-	}
-	while (d->n_pend)
-		drop(d, d->pend[0]);
-	free(polled);
-	free(pf);
-	return NULL;
 }

@@ -1,8 +1,9 @@
 /*
- * httpd_int.h - what the HTTP server's three files share (not for users of
+ * httpd_int.h - what the HTTP server's four files share (not for users of
  * httpd.h): httpd.c describes and writes responses, httpd_conn.c reads
- * requests and runs the connections, httpd_listen.c parses the URLs, listens,
- * starts and stops.
+ * requests and runs the connections, httpd_accept.c accepts them and runs
+ * the acceptor's poll loop, httpd_listen.c parses the URLs, listens, starts
+ * and stops.
  */
 #ifndef DP_HTTPD_INT_H
 #define DP_HTTPD_INT_H
@@ -128,7 +129,23 @@ void httpd_conn_tls_end(struct conn *c);
 /* Free what r holds and run its on_done. */
 void httpd_req_clean(struct httpd_req *r);
 
-/* The acceptor thread (httpd_conn.c): started by httpd_start, ended by a byte on wake[1]. */
+/* The acceptor thread (httpd_accept.c): started by httpd_start, ended by a byte on wake[1]. */
 void *httpd_acceptor_main(void *arg);
+
+/* A connection's state machine (httpd_conn.c), for the acceptor (httpd_accept.c); all on its thread. */
+/* Hold c (new, or back from a worker) in d's list of connections still reading or lingering. */
+void httpd_conn_pend_add(struct httpd *d, struct conn *c);
+/* Close c and free it: a connection that is not (or no longer) in the list. */
+void httpd_conn_free(struct conn *c);
+/* Close a connection the acceptor holds: out of the list, its budget given back, freed. */
+void httpd_conn_drop(struct httpd *d, struct conn *c);
+/* c's answer is out: end its TLS session, shut its write side and read what still comes until LINGER_MS. */
+void httpd_conn_linger(struct conn *c, long long now);
+/* Charge n more bytes to the budget for c; false when the budget is spent. */
+bool httpd_conn_charge(struct httpd *d, struct conn *c, size_t n);
+/* c has bytes (or a hang-up) to read: the next step of its state. */
+void httpd_conn_readable(struct httpd *d, struct conn *c, long long now);
+/* Connections past their deadline: 408 for a request that started and stalled, else closed. */
+void httpd_conn_expire(struct httpd *d, long long now);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * httpd_listen.c - the HTTP server's life (httpd.h): the --urls list parsed
  * into addresses, a listening socket for each, the acceptor thread started
- * (httpd_conn.c), and at the end every connection cut off and waited for.
+ * (httpd_accept.c), and at the end every connection cut off and waited for.
  */
 #include <arpa/inet.h>
 #include <errno.h>

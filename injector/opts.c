@@ -1,11 +1,12 @@
 /*
- * opts.c - the injection options: one table (options[] below) read the same
- * way from command-line flags, Kubernetes annotations (diagport.dev/NAME),
+ * opts.c - the injection options: one table (inj_options[] below) read the
+ * same way from command-line flags, Kubernetes annotations (diagport.dev/NAME),
  * ECS tags, CloudFormation Metadata.diagport and the webhook's
- * configuration, and written out as --help and as the docs' table. See
- * inj.h for the layering.
+ * configuration, and written out as --help and as the docs' table
+ * (opts_text.c). A workload's own options are read by opts_map.c, the
+ * platform's policy applied by opts_policy.c. See inj.h for the layering.
  */
-#include "inj_int.h"
+#include "opts_int.h"
 
 #include <ctype.h>
 #include <pthread.h>
@@ -74,41 +75,13 @@ void inj_opts_free(struct inj_opts *o)
  * unit test fails when the two differ). Adding an option is adding a row,
  * and its effect in the rules.
  */
-enum opt_kind {
-	OK_CHOICE,    /* one of choices; the field holds its index (an enum, or a bool for two) */
-	OK_BOOL,      /* true / false */
-	OK_OPTIN,     /* true / false / enabled / disabled; -1 unset */
-	OK_PORT,      /* 1-65535 */
-	OK_NAMES,     /* comma-separated container names */
-	OK_REF,       /* a reference without spaces or quotes (image, Secret name or ARN) */
-	OK_QUANTITY,  /* a Kubernetes quantity */
-	OK_RESOURCES, /* cpu=Q,memory=Q,memory-limit=Q */
-	OK_CAPTURES,  /* comma-separated capture kinds, or all; the field holds a bit each */
-};
-
-struct inj_option {
-	const char *name;         /* diagport.dev/NAME, the ECS tag, Metadata.diagport.NAME, the configuration key */
-	const char *alias;        /* another spelling of the name and the flag, or NULL */
-	const char *flag;         /* the flag that takes a value ("--mode"), or NULL */
-	const char *switch_flag;  /* a flag without a value ("--no-ptrace") that sets switch_value, or NULL */
-	const char *switch_value;
-	enum opt_kind kind;
-	size_t off, size;         /* the field of struct inj_opts */
-	const char *const *choices; /* OK_CHOICE: the values, in the order of the field's values */
-	const char *noun;         /* OK_REF: what a value must be ("an image reference") */
-	const char *values;       /* what it takes, for the docs */
-	const char *arg;          /* what it takes, for --help ("IMAGE"); NULL: the choices */
-	const char *def;          /* its default, likewise */
-	const char *help;         /* one line */
-};
-
 #define FIELD(f) offsetof(struct inj_opts, f), sizeof(((struct inj_opts *)0)->f)
 static const char *const mode_choices[] = { "nosuspend", "suspend", NULL };
 static const char *const sidecar_choices[] = { "native", "container", NULL };
 static const char *const flavour_choices[] = { "diagport", "dotnet-monitor", NULL };
 static const char *const auth_choices[] = { "required", "none", NULL };
 
-static const struct inj_option options[] = {
+const struct inj_option inj_options[] = {
 	{ "inject", NULL, NULL, NULL, NULL, OK_OPTIN, FIELD(inject), NULL, NULL, "`true` / `false`", NULL, "CLI: true; CloudFormation: opt-in", "whether the workload is injected (a workload's `false` opts it out)" },
 	{ "mode", NULL, "--mode", NULL, NULL, OK_CHOICE, FIELD(mode), mode_choices, NULL, NULL, NULL, "`nosuspend`", "`suspend`: the app waits at start until the agent has attached it" },
 	{ "containers", NULL, "--containers", NULL, NULL, OK_NAMES, FIELD(containers), NULL, NULL, "comma-separated names", "A,B", "every app container", "the app containers to inject" },
@@ -127,9 +100,8 @@ static const struct inj_option options[] = {
 	{ "perf", NULL, NULL, "--perf", "true", OK_BOOL, FIELD(perf), NULL, NULL, "`true` / `false`", NULL, "`false`", "Kubernetes: what the agent's perf CPU profiles need (`shareProcessNamespace`, `PERFMON` for the agent, which Pod Security baseline and restricted refuse); ECS, CloudFormation and Compose refuse it" },
 	{ "captures", NULL, "--captures", NULL, NULL, OK_CAPTURES, FIELD(captures), NULL, NULL, "comma-separated kinds (`dump`, `gcdump`, `trace`, `cpuprofile`, `stacks`, `metrics`, `logs`, `env`), or `all`", "LIST", "`all`", "the capture kinds the agent serves (its `--captures`, sorted and deduplicated); the platform's `enforce` list is the most a workload may serve" },
 };
-#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
-#define HELP_COLUMN 25 /* where --help's descriptions start, as in the fixed flags' lines (cli.c) */
-#define HELP_WIDTH 100
+#define N_OPTIONS (sizeof(inj_options) / sizeof(inj_options[0]))
+const size_t inj_n_options = N_OPTIONS;
 
 static void replace(char **slot, const char *v)
 {
@@ -299,7 +271,7 @@ static void set_int(void *field, size_t size, int v)
 	}
 }
 
-static int set_option(struct inj_opts *o, const struct inj_option *opt, const char *v, struct err_msg *em)
+int inj_option_set(struct inj_opts *o, const struct inj_option *opt, const char *v, struct err_msg *em)
 {
 	void *field = (char *)o + opt->off;
 	char list[128];
@@ -363,32 +335,32 @@ static int set_option(struct inj_opts *o, const struct inj_option *opt, const ch
 	return DP_EINTERNAL;
 }
 
-static const struct inj_option *find(const char *name)
+const struct inj_option *inj_option_find(const char *name)
 {
 	for (size_t i = 0; i < N_OPTIONS; i++)
-		if (strcmp(name, options[i].name) == 0 || (options[i].alias && strcmp(name, options[i].alias) == 0))
-			return &options[i];
+		if (strcmp(name, inj_options[i].name) == 0 || (inj_options[i].alias && strcmp(name, inj_options[i].alias) == 0))
+			return &inj_options[i];
 	return NULL;
 }
 
 int inj_opts_set(struct inj_opts *o, const char *name, const char *v, struct err_msg *em)
 {
-	const struct inj_option *opt = find(name);
+	const struct inj_option *opt = inj_option_find(name);
 
 	if (opt == NULL)
 		return err_set(em, DP_ENOTFOUND, "unknown option '%s' (options: %s)", name, inj_opts_names());
-	return set_option(o, opt, v, em);
+	return inj_option_set(o, opt, v, em);
 }
 
 _Static_assert(N_OPTIONS <= sizeof(unsigned) * 8, "struct inj_opts' flagged has a bit per option");
 
 int inj_opts_set_flag(struct inj_opts *o, const char *name, const char *v, struct err_msg *em)
 {
-	const struct inj_option *opt = find(name);
+	const struct inj_option *opt = inj_option_find(name);
 	int rc = inj_opts_set(o, name, v, em);
 
 	if (rc == 0)
-		o->flagged |= 1u << (unsigned)(opt - options);
+		o->flagged |= 1u << (unsigned)(opt - inj_options);
 	return rc;
 }
 
@@ -405,8 +377,7 @@ static int get_int(const void *field, size_t size)
 	return v;
 }
 
-/* The value an option has in o, as a flag takes it ("suspend", "cpu=10m,memory=16Mi"), appended to out. */
-static void value_text(const struct inj_option *opt, const struct inj_opts *o, struct buf *out)
+void inj_option_text(const struct inj_option *opt, const struct inj_opts *o, struct buf *out)
 {
 	const void *field = (const char *)o + opt->off;
 	const char *const res[][2] = { { "cpu", o->cpu_request }, { "memory", o->mem_request },
@@ -450,8 +421,8 @@ int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *na
 		     const char *setting, const char *key, const struct doc_node *at, const char *what,
 		     struct err_msg *em)
 {
-	const struct inj_option *opt = find(name);
-	unsigned bit = opt ? 1u << (unsigned)(opt - options) : 0;
+	const struct inj_option *opt = inj_option_find(name);
+	unsigned bit = opt ? 1u << (unsigned)(opt - inj_options) : 0;
 	struct buf was, now;
 	char pos[64] = "";
 	int rc;
@@ -463,12 +434,12 @@ int inj_opts_set_own(const struct inj_ctx *c, struct inj_opts *o, const char *na
 	}
 	buf_init(&was, 0);
 	buf_init(&now, 0);
-	value_text(opt, o, &was);
-	if ((rc = set_option(o, opt, v, em)) != 0)
+	inj_option_text(opt, o, &was);
+	if ((rc = inj_option_set(o, opt, v, em)) != 0)
 		goto out;
 	o->flagged &= ~bit;
 	o->own |= bit;
-	value_text(opt, o, &now);
+	inj_option_text(opt, o, &now);
 	if (c && c->report && strcmp(was.data ? was.data : "", now.data ? now.data : "") != 0) {
 		bool as_switch = opt->switch_flag && strcmp(was.data ? was.data : "", opt->switch_value) == 0;
 
@@ -486,103 +457,6 @@ out:
 	return rc;
 }
 
-void inj_policy_init(struct inj_policy *p)
-{
-	inj_opts_init(&p->v);
-	p->set = 0;
-}
-
-void inj_policy_free(struct inj_policy *p)
-{
-	if (p == NULL)
-		return;
-	inj_opts_free(&p->v);
-	p->set = 0;
-}
-
-int inj_policy_set(struct inj_policy *p, const char *name, const char *value, struct err_msg *em)
-{
-	const struct inj_option *opt = find(name);
-	int rc;
-
-	if (opt == NULL)
-		return err_set(em, DP_ENOTFOUND, "unknown option '%s' (options: %s)", name, inj_opts_names());
-	if (opt->kind == OK_OPTIN || opt->kind == OK_NAMES || opt->kind == OK_RESOURCES)
-		return err_set(em, DP_EINVAL, "option %s cannot be enforced (which workloads are injected, which of "
-			       "their containers and the agent's resources are each workload's own)", opt->name);
-	if ((rc = set_option(&p->v, opt, value, em)) == 0)
-		p->set |= 1u << (unsigned)(opt - options);
-	return rc;
-}
-
-/* Copy option opt's field from src to dst (strings duplicated). */
-static void copy_field(struct inj_opts *dst, const struct inj_opts *src, const struct inj_option *opt)
-{
-	void *d = (char *)dst + opt->off;
-	const void *s = (const char *)src + opt->off;
-
-	if (opt->kind == OK_REF || opt->kind == OK_QUANTITY) {
-		char **slot = d;
-
-		mem_free(*slot);
-		*slot = dup_or_null(*(char *const *)s);
-	} else {
-		memcpy(d, s, opt->size);
-	}
-}
-
-int inj_opts_enforce(const struct inj_ctx *c, struct inj_opts *o, const char *what, struct err_msg *em)
-{
-	const struct inj_policy *p = c ? c->policy : NULL;
-	struct buf was, now;
-	int rc = 0;
-
-	if (p == NULL || p->set == 0)
-		return 0;
-	buf_init(&was, 0);
-	buf_init(&now, 0);
-	for (size_t i = 0; i < N_OPTIONS && rc == 0; i++) {
-		const struct inj_option *opt = &options[i];
-		unsigned bit = 1u << (unsigned)i;
-		bool asked = ((o->own | o->flagged) & bit) != 0;
-		const char *by = o->own & bit ? "workload" : "command line";
-
-		if (!(p->set & bit))
-			continue;
-		buf_reset(&was);
-		buf_reset(&now);
-		value_text(opt, o, &was);
-		value_text(opt, &p->v, &now);
-		if (opt->kind == OK_CAPTURES) {
-			unsigned both = o->captures & p->v.captures;
-			char served[128];
-
-			inj_captures_text(both, ',', served, sizeof(served));
-			if (both == 0)
-				rc = inj_fail(c, em, NULL, DP_EREFUSED, what, "captures: the workload's captures=%s and the "
-					      "platform's policy, captures=%s, have no kind in common: the agent would "
-					      "serve nothing", was.data, now.data);
-			else if (asked && both != o->captures)
-				inj_report_warn(c->report, "%s: %s: the platform's policy allows captures=%s, the %s "
-						"asked for captures=%s: the agent serves %s", c->file ? c->file : "<input>",
-						what ? what : "", now.data, by, was.data, served);
-			if (rc == 0)
-				o->captures = both;
-			continue;
-		}
-		if (strcmp(was.data ? was.data : "", now.data ? now.data : "") == 0)
-			continue;
-		if (asked)
-			inj_report_warn(c->report, "%s: %s: the platform's policy enforces %s=%s, the %s asked for %s=%s",
-					c->file ? c->file : "<input>", what ? what : "", opt->name, now.data ? now.data : "",
-					by, opt->name, was.data ? was.data : "");
-		copy_field(o, &p->v, opt);
-	}
-	buf_free(&was);
-	buf_free(&now);
-	return rc;
-}
-
 static char names_buf[512];
 
 static void names_init(void)
@@ -590,7 +464,7 @@ static void names_init(void)
 	size_t k = 0;
 
 	for (size_t i = 0; i < N_OPTIONS && k < sizeof(names_buf); i++)
-		k += (size_t)snprintf(names_buf + k, sizeof(names_buf) - k, "%s%s", i ? ", " : "", options[i].name);
+		k += (size_t)snprintf(names_buf + k, sizeof(names_buf) - k, "%s%s", i ? ", " : "", inj_options[i].name);
 }
 
 const char *inj_opts_names(void)
@@ -606,7 +480,7 @@ size_t inj_flags(struct inj_flag *out, size_t max)
 	size_t n = 0;
 
 	for (size_t i = 0; i < N_OPTIONS && n + 3 <= max; i++) {
-		const struct inj_option *opt = &options[i];
+		const struct inj_option *opt = &inj_options[i];
 
 		if (opt->flag)
 			out[n++] = (struct inj_flag){ opt->flag + 2, true, opt->name, NULL };
@@ -616,110 +490,6 @@ size_t inj_flags(struct inj_flag *out, size_t max)
 			out[n++] = (struct inj_flag){ opt->switch_flag + 2, false, opt->name, opt->switch_value };
 	}
 	return n;
-}
-
-/* What an option takes, as help and docs show it: its choices, or its values text. */
-static void takes(const struct inj_option *opt, bool markdown, char *out, size_t n)
-{
-	size_t k = 0;
-
-	if (opt->kind != OK_CHOICE) {
-		snprintf(out, n, "%s", opt->values);
-		return;
-	}
-	out[0] = '\0';
-	for (int i = 0; opt->choices[i] && k < n; i++)
-		k += (size_t)snprintf(out + k, n - k, markdown ? "%s`%s`" : "%s%s", i ? (markdown ? ", " : "|") : "",
-				      opt->choices[i]);
-}
-
-/* Text without markdown's backticks. */
-static void plain(const char *s, char *out, size_t n)
-{
-	size_t k = 0;
-
-	for (; *s && k + 1 < n; s++)
-		if (*s != '`')
-			out[k++] = *s;
-	out[k] = '\0';
-}
-
-/* "      LEFT  TEXT", TEXT from HELP_COLUMN, wrapped at HELP_WIDTH; LEFT alone on its line when too long. */
-static void help_entry(struct buf *out, const char *left, const char *text)
-{
-	size_t col = 6 + strlen(left);
-
-	buf_printf(out, "      %s", left);
-	if (col + 1 > HELP_COLUMN) {
-		buf_putc(out, '\n');
-		col = 0;
-	}
-	while (*text) {
-		size_t w = strcspn(text, " ");
-
-		if (col > HELP_COLUMN && col + 1 + w > HELP_WIDTH) {
-			buf_putc(out, '\n');
-			col = 0;
-		}
-		if (col < HELP_COLUMN) {
-			buf_printf(out, "%*s", (int)(HELP_COLUMN - col), "");
-			col = HELP_COLUMN;
-		} else {
-			buf_putc(out, ' ');
-			col++;
-		}
-		buf_printf(out, "%.*s", (int)w, text);
-		col += w;
-		text += w;
-		text += strspn(text, " ");
-	}
-	buf_putc(out, '\n');
-}
-
-void inj_opts_help(struct buf *out)
-{
-	for (size_t i = 0; i < N_OPTIONS; i++) {
-		const struct inj_option *opt = &options[i];
-		char t[160], left[200], h[300], d[160], text[480];
-
-		if (!opt->flag && !opt->switch_flag)
-			continue;
-		if (opt->arg)
-			snprintf(t, sizeof(t), "%s", opt->arg);
-		else
-			takes(opt, false, t, sizeof(t));
-		if (opt->flag && opt->switch_flag)
-			snprintf(left, sizeof(left), "%s %s, %s", opt->flag, t, opt->switch_flag);
-		else if (opt->flag)
-			snprintf(left, sizeof(left), "%s %s", opt->flag, t);
-		else
-			snprintf(left, sizeof(left), "%s", opt->switch_flag);
-		plain(opt->help, h, sizeof(h));
-		plain(opt->def, d, sizeof(d));
-		if (opt->flag) /* a switch alone (--no-auth) says what it does, not the option's default */
-			snprintf(text, sizeof(text), "%s (default: %s)", h, d);
-		else
-			snprintf(text, sizeof(text), "%s", h);
-		help_entry(out, left, text);
-	}
-}
-
-void inj_opts_markdown(struct buf *out)
-{
-	buf_puts(out, "| option | command line | values | default | what it does |\n|---|---|---|---|---|\n");
-	for (size_t i = 0; i < N_OPTIONS; i++) {
-		const struct inj_option *opt = &options[i];
-		char t[160], flags[128] = "—";
-
-		takes(opt, true, t, sizeof(t));
-		if (opt->flag && opt->switch_flag)
-			snprintf(flags, sizeof(flags), "`%s`, `%s`", opt->flag, opt->switch_flag);
-		else if (opt->flag && opt->alias)
-			snprintf(flags, sizeof(flags), "`%s` (`--%s`)", opt->flag, opt->alias);
-		else if (opt->flag || opt->switch_flag)
-			snprintf(flags, sizeof(flags), "`%s`", opt->flag ? opt->flag : opt->switch_flag);
-		buf_printf(out, "| `%s` | %s | %s | %s | %s |\n", opt->name, flags, t, opt->def, opt->help);
-	}
 }
 
 int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char *what, struct err_msg *em)
@@ -741,99 +511,6 @@ int inj_opts_check(const struct inj_ctx *c, const struct inj_opts *o, const char
 				"flavour dotnet-monitor serves the pod network and needs authentication: "
 				"name a Secret with its API key (auth-secret, keys Subject and PublicKey) "
 				"or turn authentication off explicitly (auth=none / --no-auth)");
-	return 0;
-}
-
-/*
- * An option's value that is a CloudFormation intrinsic function (!Ref x,
- * {"Fn::Sub": ...}): options are read as the template is written, before
- * CloudFormation resolves anything, and the value is copied where the
- * option goes as text; taking `!Ref x` for "x" would send the name of a
- * resource where its ARN must go. Refused, naming the function.
- */
-static int intrinsic_value(const struct inj_ctx *c, struct err_msg *em, const struct doc_node *v, const char *what,
-			   const char *prefix, const char *k)
-{
-	return inj_fail(c, em, v, DP_EREFUSED, what, "%s%s is the intrinsic function %s; diagport reads options as "
-			"written, before CloudFormation resolves them: write the value out (an ARN; an SSM parameter "
-			"in the task's own Region also by its name, /app/rules)", prefix, k,
-			inj_intrinsic(v));
-}
-
-/*
- * Layer the options found in `map` over base. With `prefixed`, keys are
- * annotations ("diagport.dev/mode") and other keys are ignored; else they
- * are bare option names (CloudFormation Metadata.diagport), where "status"
- * is ours and skipped.
- */
-int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, const struct doc_node *map,
-		      bool prefixed, const char *setting, const char *what, struct inj_opts *o, struct err_msg *em)
-{
-	size_t plen = strlen(INJ_PREFIX);
-
-	inj_opts_copy(o, base);
-	if (!doc_is(map, DOC_MAP))
-		return 0;
-	for (size_t i = 0; i < map->n; i++) {
-		const char *k = map->keys[i]->text;
-		const char *v = inj_scalar_text(map->vals[i]);
-		int rc;
-
-		if (prefixed) {
-			if (strncmp(k, INJ_PREFIX, plen) != 0)
-				continue;
-			k += plen;
-		}
-		if (strcmp(k, "status") == 0)
-			continue;
-		if (inj_intrinsic(map->vals[i])) {
-			inj_opts_free(o);
-			return intrinsic_value(c, em, map->vals[i], what, prefixed ? INJ_PREFIX : "", k);
-		}
-		if (v == NULL) {
-			inj_opts_free(o);
-			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s must be a string", prefixed ? INJ_PREFIX : "", k);
-		}
-		if (strlen(v) != map->vals[i]->len) { /* a JSON string's \u0000: C would read only what comes before it */
-			inj_opts_free(o);
-			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s holds a NUL character",
-					prefixed ? INJ_PREFIX : "", k);
-		}
-		rc = inj_opts_set_own(c, o, k, v, setting, map->keys[i]->text, map->vals[i], what, em);
-		if (rc != 0) {
-			struct err_msg inner = *em;
-
-			inj_opts_free(o);
-			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s: %s", prefixed ? INJ_PREFIX : "", k, inner.text);
-		}
-	}
-	return 0;
-}
-
-/* Layer options from a tag list [{KKEY: "diagport.dev/mode", VKEY: "suspend"}, ...] onto o. */
-int inj_opts_from_tags(const struct inj_ctx *c, struct inj_opts *o, const struct doc_node *tags,
-		       const char *kkey, const char *vkey, const char *what, struct err_msg *em)
-{
-	size_t plen = strlen(INJ_PREFIX);
-
-	if (!doc_is(tags, DOC_SEQ))
-		return 0;
-	for (size_t i = 0; i < tags->n; i++) {
-		const char *k = doc_get_str(tags->vals[i], kkey);
-		const char *v = inj_scalar_text(doc_get(tags->vals[i], vkey));
-
-		if (k == NULL || strncmp(k, INJ_PREFIX, plen) != 0 || strcmp(k + plen, "status") == 0)
-			continue;
-		if (inj_intrinsic(doc_get(tags->vals[i], vkey)))
-			return intrinsic_value(c, em, doc_get(tags->vals[i], vkey), what, "tag ", k);
-		if (v == NULL)
-			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: the tag has no string value", k);
-		if (inj_opts_set_own(c, o, k + plen, v, "tag ", k, tags->vals[i], what, em) != 0) {
-			struct err_msg inner = *em;
-
-			return inj_fail(c, em, tags->vals[i], DP_EREFUSED, what, "tag %s: %s", k, inner.text);
-		}
-	}
 	return 0;
 }
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_httpd.c - libFuzzer target for the agent's HTTP server as a whole
- * (http/httpd_conn.c and httpd.c): the bytes of one connection, from anyone
+ * (http/httpd_accept.c, httpd_conn.c and httpd.c): the bytes of one connection, from anyone
  * who can reach the agent's port, go to a real server on a loopback socket,
  * whose acceptor reads the head and any body without blocking, checks the
  * framing (Content-Length, Transfer-Encoding), answers or hands the request

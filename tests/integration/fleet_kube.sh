@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fleet_kube.sh - Kubernetes discovery for the fleet client (fleet/kube.c, kubeconfig.c, kexec.c, kapi.c)
+# fleet_kube.sh - Kubernetes discovery for the fleet client (fleet/kube*.c, kubeconfig.c, kconn.c, kexec.c, kapi.c)
 # against kubeapi_fake.py (no kube-apiserver can run here: see its header), seeded with
 # tests/integration/data/fleet_kube/*.yaml and manifests/rbac/*.yaml as they are. Real kubectl, with the
 # same kubeconfig, checks the fake first; then fleet_kube_driver.c (built here) runs

@@ -1,12 +1,12 @@
 /*
- * test_httpd.c - the agent's HTTP server (http/httpd_conn.c) over real
- * loopback sockets: a request in progress per worker slot and 503 beyond
- * them, probe slots no other request takes, connections still sending their
- * head taking no slot, the deadline for the whole head (408), the minimum
- * body rate, the cap per client address, a body refused unread (401) and
- * Expect: 100-continue; a growing file sent as it grows (httpd_send_follow):
- * whole with its last chunk, cut off without it, a chunk begun from a pipe
- * (httpd_follow_splice) and ended from the file.
+ * test_httpd.c - the agent's HTTP server (http/httpd_conn.c, httpd_accept.c)
+ * over real loopback sockets: a request in progress per worker slot and 503
+ * beyond them, probe slots no other request takes, connections still sending
+ * their head taking no slot, the deadline for the whole head (408), the
+ * minimum body rate, the cap per client address, a body refused unread (401)
+ * and Expect: 100-continue; a growing file sent as it grows
+ * (httpd_send_follow): whole with its last chunk, cut off without it, a chunk
+ * begun from a pipe (httpd_follow_splice) and ended from the file.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>

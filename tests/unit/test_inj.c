@@ -85,7 +85,7 @@ static void options_parse(void)
  */
 static void docs_options_table(void)
 {
-	static const char begin[] = "<!-- options table: written by inj_opts_markdown (injector/opts.c) -->\n",
+	static const char begin[] = "<!-- options table: written by inj_opts_markdown (injector/opts_text.c) -->\n",
 			  end[] = "<!-- end of options table -->";
 	struct buf doc, want;
 	struct err_msg em;
