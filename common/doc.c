@@ -12,6 +12,7 @@
  */
 #include "doc.h"
 
+#include "htab.h"
 #include "mem.h"
 
 #include <inttypes.h>
@@ -275,44 +276,44 @@ bool doc_equal(const struct doc_node *a, const struct doc_node *b)
 	return true;
 }
 
-/* FNV-1a over a key's text. */
-static uint64_t key_hash(const struct doc_node *k)
-{
-	uint64_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < k->len; i++)
-		h = (h ^ (unsigned char)k->text[i]) * 1099511628211ULL;
-	return h;
-}
-
 static bool same_key(const struct doc_node *a, const struct doc_node *b)
 {
 	return a->text && b->text && a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
 }
 
+struct dup_key {
+	const struct doc_node *m;
+	size_t j;
+};
+
+static bool same_index_key(const void *slot, const void *key)
+{
+	const struct dup_key *q = key;
+
+	return same_key(q->m->keys[*(const size_t *)slot], q->m->keys[q->j]);
+}
+
+/* A map past DUP_LINEAR keys: each key looked up among those before it in the hash table. */
 static bool dup_hashed(const struct doc_node *m, size_t *first, size_t *second)
 {
-	size_t cap = 64, mask;
-	size_t *slot; /* index + 1; 0 = empty */
+	struct htab seen;
 	bool found = false;
 
-	while (cap < m->n * 2)
-		cap *= 2;
-	mask = cap - 1;
-	slot = mem_array(cap, sizeof(*slot));
+	htab_init(&seen, sizeof(size_t));
 	for (size_t j = 0; j < m->n && !found; j++) {
-		size_t h = (size_t)key_hash(m->keys[j]) & mask;
+		struct dup_key q = { m, j };
+		uint64_t h = htab_bytes(m->keys[j]->text ? m->keys[j]->text : "", m->keys[j]->len);
+		const size_t *at = htab_find(&seen, h, same_index_key, &q);
 
-		while (slot[h] && !same_key(m->keys[slot[h] - 1], m->keys[j]))
-			h = (h + 1) & mask;
-		if (slot[h]) {
-			*first = slot[h] - 1;
+		if (at != NULL) {
+			*first = *at;
 			*second = j;
 			found = true;
+		} else {
+			*(size_t *)htab_put(&seen, h) = j;
 		}
-		slot[h] = j + 1;
 	}
-	mem_free(slot);
+	htab_free(&seen);
 	return found;
 }
 

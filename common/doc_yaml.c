@@ -21,7 +21,7 @@
  */
 #include "doc.h"
 #include "doc_yaml_int.h"
-
+#include "htab.h"
 #include "mem.h"
 
 #include <stdarg.h>
@@ -47,8 +47,7 @@ struct yr {
 	const struct doc_limits *lim;
 	size_t nodes, depth;
 	size_t alias_nodes; /* of nodes, those that alias expansion made */
-	struct anchor *anchors; /* open addressing; name NULL = empty */
-	size_t anchor_cap, anchor_used;
+	struct htab anchors;    /* of struct anchor, by name */
 	struct err_msg *em;
 	doc_each_fn fn;         /* doc_read_yaml_each: each document goes here, not into the stream */
 	void *ctx;
@@ -126,48 +125,40 @@ static int count(struct yr *r, size_t more)
 	return 0;
 }
 
-/* ---- anchors: name -> node, a small open-addressing table ---- */
+/* ---- anchors: name -> node (common/htab.h) ---- */
 
-static size_t anchor_slot(const struct yr *r, const char *name)
+static bool anchor_named(const void *slot, const void *name)
 {
-	size_t h = 5381;
+	return strcmp(((const struct anchor *)slot)->name, name) == 0;
+}
 
-	for (const char *c = name; *c; c++)
-		h = h * 33 + (unsigned char)*c;
-	for (h &= r->anchor_cap - 1; r->anchors[h].name && strcmp(r->anchors[h].name, name) != 0;
-	     h = (h + 1) & (r->anchor_cap - 1))
-		;
-	return h;
+static uint64_t name_hash(const char *name)
+{
+	return htab_bytes(name, strlen(name));
+}
+
+static struct anchor *anchor_find(const struct yr *r, const char *name)
+{
+	return htab_find(&r->anchors, name_hash(name), anchor_named, name);
 }
 
 static void anchors_clear(struct yr *r)
 {
-	for (size_t i = 0; i < r->anchor_cap; i++)
-		mem_free(r->anchors[i].name);
-	mem_free(r->anchors);
-	r->anchors = NULL;
-	r->anchor_cap = r->anchor_used = 0;
+	struct anchor *a;
+	size_t pos = 0;
+
+	while ((a = htab_next(&r->anchors, &pos)) != NULL)
+		mem_free(a->name);
+	htab_free(&r->anchors);
 }
 
 static void anchor_put(struct yr *r, const char *name, struct doc_node *n, bool done)
 {
-	struct anchor *a;
+	struct anchor *a = anchor_find(r, name);
 
-	if (r->anchor_used * 2 >= r->anchor_cap) {
-		struct anchor *old = r->anchors;
-		size_t old_cap = r->anchor_cap;
-
-		r->anchor_cap = old_cap ? old_cap * 2 : 16;
-		r->anchors = mem_array(r->anchor_cap, sizeof(*r->anchors));
-		for (size_t i = 0; i < old_cap; i++)
-			if (old[i].name)
-				r->anchors[anchor_slot(r, old[i].name)] = old[i];
-		mem_free(old);
-	}
-	a = &r->anchors[anchor_slot(r, name)];
-	if (a->name == NULL) {
+	if (a == NULL) {
+		a = htab_put(&r->anchors, name_hash(name));
 		a->name = mem_strdup(name);
-		r->anchor_used++;
 	}
 	a->node = n;
 	a->done = done;
@@ -175,12 +166,7 @@ static void anchor_put(struct yr *r, const char *name, struct doc_node *n, bool 
 
 static const struct anchor *anchor_get(const struct yr *r, const char *name)
 {
-	const struct anchor *a;
-
-	if (r->anchor_cap == 0)
-		return NULL;
-	a = &r->anchors[anchor_slot(r, name)];
-	return a->name ? a : NULL;
+	return anchor_find(r, name);
 }
 
 /* Nodes under n (n included), stopping once past `budget`. */
@@ -421,9 +407,9 @@ static int parse_collection(struct yr *r, struct doc_node **out)
 	}
 	r->depth--;
 	if (anchor) { /* unless an anchor of the same name inside took it over */
-		struct anchor *a = &r->anchors[anchor_slot(r, anchor)];
+		struct anchor *a = anchor_find(r, anchor);
 
-		if (a->node == c)
+		if (a != NULL && a->node == c)
 			a->done = true;
 		mem_free(anchor);
 	}
@@ -500,7 +486,7 @@ int doc_read_yaml_each(const char *bytes, size_t len, const char *name, const st
 		       struct doc_stream *s, doc_each_fn fn, void *ctx, struct err_msg *em)
 {
 	struct yr r = { .name = name ? name : "<input>", .bytes = bytes ? bytes : "", .len = len,
-			.em = em, .fn = fn, .ctx = ctx };
+			.em = em, .fn = fn, .ctx = ctx, .anchors = { .size = sizeof(struct anchor) } };
 	struct doc_stream got = { .format = DOC_YAML, .name = name };
 	int rc;
 
@@ -553,7 +539,7 @@ static int split_document(struct yr *r, struct doc_stream *s)
 	if (r->ev.type != YAML_MAPPING_START_EVENT || r->ev.data.mapping_start.style == YAML_FLOW_MAPPING_STYLE)
 		return SPLIT_WHOLE;
 	if ((rc = parse_node(r, &root, false)) == 0 && (rc = next(r)) == 0 && (rc = next(r)) == 0 &&
-	    (r->ev.type != YAML_STREAM_END_EVENT || r->split_seq == NULL || r->anchor_used > 0 || r->alias_nodes > 0))
+	    (r->ev.type != YAML_STREAM_END_EVENT || r->split_seq == NULL || r->anchors.n > 0 || r->alias_nodes > 0))
 		rc = SPLIT_WHOLE; /* another document, no such sequence, or anchors the items might use */
 	if (rc != 0) {
 		doc_free(root);
@@ -574,7 +560,7 @@ int doc_yaml_items_open(const char *bytes, size_t len, const char *name, const s
 	int rc;
 
 	*r = (struct yr){ .name = name ? name : "<input>", .bytes = bytes ? bytes : "", .len = len,
-			  .em = &x->open_em, .split_key = key };
+			  .em = &x->open_em, .split_key = key, .anchors = { .size = sizeof(struct anchor) } };
 	r->lim = lim ? lim : &doc_default_limits;
 	memset(s, 0, sizeof(*s));
 	s->format = DOC_YAML;

@@ -21,6 +21,7 @@
 #include "doc.h"
 #include "doc_vid.h"
 #include "doc_yaml_int.h"
+#include "htab.h"
 
 #include "mem.h"
 
@@ -34,8 +35,7 @@ struct yw {
 	int buf_rc;
 	struct err_msg *em;
 	/* the anchors written so far in this document, by name: the latest node written `&name` */
-	const struct doc_node **anchors; /* open addressing; NULL = empty */
-	size_t anchor_cap, anchor_n;
+	struct htab anchors; /* of const struct doc_node *, by name */
 	struct doc_vid *vid; /* made at the first alias */
 };
 
@@ -81,36 +81,24 @@ static int emit(struct yw *w, yaml_event_t *ev, int made, const struct doc_node 
 
 /* ---- anchors written, by name ---- */
 
-static size_t anchor_slot(const struct doc_node *const *tab, size_t cap, const char *name)
+static bool node_named(const void *slot, const void *name)
 {
-	size_t h = 5381;
+	return strcmp((*(const struct doc_node *const *)slot)->anchor, name) == 0;
+}
 
-	for (const char *c = name; *c; c++)
-		h = h * 33 + (unsigned char)*c;
-	for (h &= cap - 1; tab[h] && strcmp(tab[h]->anchor, name) != 0; h = (h + 1) & (cap - 1))
-		;
-	return h;
+static const struct doc_node **anchor_find(const struct yw *w, const char *name)
+{
+	return htab_find(&w->anchors, htab_bytes(name, strlen(name)), node_named, name);
 }
 
 /* n (which has an anchor) is being written: from here on, *name means n. */
 static void anchor_written(struct yw *w, const struct doc_node *n)
 {
-	size_t i;
+	const struct doc_node **at = anchor_find(w, n->anchor);
 
-	if ((w->anchor_n + 1) * 2 > w->anchor_cap) {
-		const struct doc_node **old = w->anchors;
-		size_t cap = w->anchor_cap;
-
-		w->anchor_cap = cap ? cap * 2 : 16;
-		w->anchors = mem_array(w->anchor_cap, sizeof(*w->anchors));
-		for (size_t k = 0; k < cap; k++)
-			if (old[k])
-				w->anchors[anchor_slot(w->anchors, w->anchor_cap, old[k]->anchor)] = old[k];
-		mem_free(old);
-	}
-	i = anchor_slot(w->anchors, w->anchor_cap, n->anchor);
-	w->anchor_n += w->anchors[i] == NULL;
-	w->anchors[i] = n;
+	if (at == NULL)
+		at = htab_put(&w->anchors, htab_bytes(n->anchor, strlen(n->anchor)));
+	*at = n;
 }
 
 /* May n, a copy of *name, be written as that alias: is the node `*name` means now equal to n? */
@@ -118,10 +106,12 @@ static bool alias_fits(struct yw *w, const struct doc_node *n)
 {
 	const struct doc_node *a;
 
-	if (w->anchor_n == 0)
+	const struct doc_node **at = anchor_find(w, n->alias);
+
+	if (at == NULL)
 		return false;
-	a = w->anchors[anchor_slot(w->anchors, w->anchor_cap, n->alias)];
-	if (a == NULL || a->type != n->type || a->n != n->n || a->len != n->len)
+	a = *at;
+	if (a->type != n->type || a->n != n->n || a->len != n->len)
 		return false; /* the cheap differences, before any walk */
 	if (w->vid == NULL)
 		w->vid = doc_vid_new();
@@ -131,9 +121,7 @@ static bool alias_fits(struct yw *w, const struct doc_node *n)
 /* A new document: no anchor written yet. */
 static void anchors_reset(struct yw *w)
 {
-	if (w->anchor_n)
-		memset(w->anchors, 0, w->anchor_cap * sizeof(*w->anchors));
-	w->anchor_n = 0;
+	htab_free(&w->anchors);
 }
 
 /* An empty untagged null: libyaml can write it plain only in a block value. */
@@ -263,7 +251,7 @@ static int emit_stream(struct yw *w, struct doc_node *const *docs, size_t n, boo
 int doc_write_yaml(struct buf *out, struct doc_node *const *docs, size_t n, bool explicit_start,
 		   struct err_msg *em)
 {
-	struct yw w = { .out = out, .em = em };
+	struct yw w = { .out = out, .em = em, .anchors = { .size = sizeof(const struct doc_node *) } };
 	size_t mark = out->len;
 	int rc;
 
@@ -276,7 +264,7 @@ int doc_write_yaml(struct buf *out, struct doc_node *const *docs, size_t n, bool
 	yaml_emitter_set_encoding(&w.e, YAML_UTF8_ENCODING);
 	rc = emit_stream(&w, docs, n, explicit_start);
 	yaml_emitter_delete(&w.e);
-	mem_free(w.anchors);
+	htab_free(&w.anchors);
 	doc_vid_free(w.vid);
 	if (rc != 0) {
 		out->len = mark;
@@ -333,6 +321,7 @@ int doc_write_yaml_open(struct buf *out, const struct doc_stream *s, const struc
 	yaml_event_t ev;
 	int rc;
 
+	htab_init(&w->anchors, sizeof(const struct doc_node *));
 	w->out = out;
 	w->em = em;
 	l->name = s->name;
@@ -380,7 +369,7 @@ void doc_write_yaml_free(struct doc_yaml_list *l)
 	if (l == NULL)
 		return;
 	yaml_emitter_delete(&l->w.e);
-	mem_free(l->w.anchors);
+	htab_free(&l->w.anchors);
 	doc_vid_free(l->w.vid);
 	mem_free(l);
 }
