@@ -1,6 +1,6 @@
 /*
  * api.h - the agent's HTTP API (dotnet-monitor compatible routes, parameters
- * and status codes; docs/agent.md). It serves what the diagnostic port
+ * and status codes; docs/agent/api.md). It serves what the diagnostic port
  * (port.h) has attached.
  */
 #ifndef DP_API_H

@@ -93,7 +93,7 @@ static void usage(FILE *f)
 		   "DOTNETMONITOR_Storage__DumpTempFolder, DOTNETMONITOR_Egress__FileSystem__NAME__DirectoryPath),\n"
 		   "then these flags; a later source wins. --connect-dir DIR also attaches runtimes by\n"
 		   "their default sockets in DIR. CollectionRules (dotnet-monitor's collection rules) take\n"
-		   "captures by themselves when a process misbehaves (docs/agent.md). Counters of every runtime are kept for /metrics (Prometheus,\n"
+		   "captures by themselves when a process misbehaves (docs/agent/collection-rules.md). Counters of every runtime are kept for /metrics (Prometheus,\n"
 		   "no token, like dotnet-monitor's; also on --metrics-urls alone); --no-metrics turns that off.\n"
 		   "The log is JSON lines on stderr (time, level, msg, ...); --log-level debug|info|warn|error.\n"
 		   "A request's head must arrive within --request-headers-timeout (10 s); one address holds at\n"
@@ -104,7 +104,7 @@ static void usage(FILE *f)
 		   "Kestrel:Certificates:Default:Path and :KeyPath (PEM; :Password for an encrypted key), reloaded\n"
 		   "when the files change, or with the chain and key as PEM text in DIAGPORT_TLS_PEM (tlsPem: an\n"
 		   "ECS secret), read once; its port answers plain http for /healthz and /readyz only.\n"
-		   "See docs/agent.md.\n",
+		   "See docs/agent/README.md.\n",
 		   DEFAULT_SOCKET, LAUNCH_DEFAULT_PORT, LAUNCH_DEFAULT_PORT);
 }
 

@@ -74,7 +74,7 @@ void dump_free(struct dump_job *j);
 int dump_type(const char *name);
 
 /*
- * How a dump sent to the client travels (docs/agent.md, Transports):
+ * How a dump sent to the client travels (docs/agent/dump.md, Transports):
  * FILE, the default: staged into a file the download follows as it grows
  * (chunked); STAGED: the same file, sent once whole with its length; FIFO:
  * straight from the pipe, the app stopped until the client has read it all.

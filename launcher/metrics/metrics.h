@@ -14,7 +14,7 @@
  *
  * Meters are read through the runtime's one MetricsEventSource aggregation,
  * joined as a share of its SHARED session (.NET 8+). The runtime's rules
- * (docs/agent.md "Sharing the runtime with other tools"): a share is taken
+ * (docs/agent/metrics.md "Sharing the runtime with other tools"): a share is taken
  * only when its RefreshInterval, MaxHistograms and MaxTimeSeries equal the
  * running session's (else MultipleSessionsConfiguredIncorrectlyError naming
  * its ClientId), and no private session (dotnet-counters collect's) runs

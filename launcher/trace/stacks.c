@@ -8,7 +8,7 @@
  * managed NativeRuntimeEventSource, and in a process's first sessions the
  * runtime's diagnostics thread then spends ~100 ms building EventSource
  * manifests in managed code, which the sampler caught as one more
- * "thread" of the app that dotnet-stack does not show (docs/agent.md).
+ * "thread" of the app that dotnet-stack does not show (docs/agent/stacks.md).
  */
 #include "stacks.h"
 
