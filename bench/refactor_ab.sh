@@ -13,7 +13,8 @@
 #               API (bench/dump_client.c, file transport), of a console app holding HEAP_MB MiB
 #               (`console.dll tick`), attached to a long-lived agent of each build; DUMPS a round
 #   /metrics    wrk -t1 -c1 --latency for METRICS_S s on /metrics of a second long-lived agent of each
-#               build, the webapp attached (counters every second, as bench/metrics.sh); p50 and p99
+#               build, the webapp attached (counters every second, as bench/metrics.sh); p50 and p99, and
+#               the agent's CPU time per scrape (its counters sessions' work in the window included)
 #   webhook     wrk -t2 -c16 -s bench/webhook_post.lua for WRK_S s per stream against a long-lived
 #               `diagport webhook` of each build (bench/webhook_lib.sh's keys and streams): the typical
 #               pod's replicas (answer cache) and the 1,500-env pod, every pod new (full reviews);
@@ -173,10 +174,14 @@ m_dump() {
 	done
 }
 m_metrics() {
-	local s=$1
+	local s=$1 t0 t1
+	t0=$(ticks "${MG[$s]}")
 	wrk -t1 -c1 -d"${METRICS_S}s" --latency "${MU[$s]}/metrics" >"$W/wrk.txt" 2>&1
+	t1=$(ticks "${MG[$s]}")
 	rec mp50 "$s" "$(wrk_ms 50% "$W/wrk.txt")"
 	rec mp99 "$s" "$(wrk_ms 99% "$W/wrk.txt")"
+	rec mcpu "$s" "$(awk -v n="$(awk '/requests in/ {print $1}' "$W/wrk.txt")" -v t="$((t1 - t0))" -v hz="$HZ" \
+		'BEGIN {printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0)}')"
 }
 m_webhook() {
 	local s=$1 stream t0 t1 req us
@@ -232,6 +237,7 @@ row wh-env1500-distinct "webhook throughput, 1,500-env pod, every pod new" "req/
 row whcpu-env1500-distinct "webhook CPU, 1,500-env pod, every pod new" "us/request"
 row mp50 "/metrics latency p50" "ms"
 row mp99 "/metrics latency p99" "ms"
+row mcpu "agent CPU per /metrics scrape" "us/request"
 row inject "inject, 1,500-env pod (in-process)" "ms"
 echo "samples a build: RSS $ROUNDS, ready $ROUNDS (medians of $READY_RUNS), dump $((ROUNDS * DUMPS)), webhook $ROUNDS per stream" \
 	"(${WRK_S} s each), /metrics $ROUNDS (${METRICS_S} s each), inject $ROUNDS (medians of $INJECT_N)"
