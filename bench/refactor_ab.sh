@@ -21,11 +21,13 @@
 #               requests/s and the webhook's CPU time per request (/proc/PID/stat)
 #   inject      bench_inject on tests/golden/k8s/env-1500/input.yaml, INJECT_N iterations a round
 #               (in-process parse + inject + render; the round's median)
-# Prints one table: per figure the median over all samples of each build [min-max], and after/before.
+# Prints one table: per figure the median over all samples of each build [min-max], after/before, and
+# in how many same-round pairs the after build's figure was the higher (about half when nothing changed).
 # Runs alone after `make` and `scripts/prereqs.sh bench` (wrk); about 5 min of builds, then about
 # 1 min a round. Figures go to docs/BENCHMARKS.md by hand.
 # Knobs: ROUNDS (6), READY_RUNS (10), DUMPS (2), HEAP_MB (128), METRICS_S (4), WRK_S (4),
-#        INJECT_N (200), BUILD (build); BEFORE and AFTER as arguments or variables (3acfdc6, HEAD).
+#        INJECT_N (200), FIGURES ("ready rss dump metrics webhook inject": which to take), BUILD (build);
+#        BEFORE and AFTER as arguments or variables (3acfdc6, HEAD).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BEFORE=${1:-${BEFORE:-3acfdc6}}
@@ -37,6 +39,7 @@ HEAP_MB=${HEAP_MB:-128}
 METRICS_S=${METRICS_S:-4}
 WRK_S=${WRK_S:-4}
 INJECT_N=${INJECT_N:-200}
+read -ra FIGURES <<<"${FIGURES:-ready rss dump metrics webhook inject}"
 B=${BUILD:-build}
 OSSL=/usr/bin/openssl
 PY=/usr/bin/python3
@@ -50,6 +53,7 @@ cleanup() {
 	bench_cleanup
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 export DOTNET_CLI_TELEMETRY_OPTOUT=1 DOTNET_NOLOGO=1
 
 for t in wrk curl cc make "$OSSL" "$PY"; do command -v "$t" >/dev/null || die "$t not found (scripts/prereqs.sh bench installs it)"; done
@@ -210,7 +214,7 @@ load
 for r in $(seq 1 "$ROUNDS"); do
 	order="a b"
 	[ $((r % 2)) = 0 ] && order="b a"
-	for m in ready rss dump metrics webhook inject; do
+	for m in "${FIGURES[@]}"; do
 		for s in $order; do "m_$m" "$s"; done
 	done
 	for s in "${SIDES[@]}"; do kill -0 "${AG[$s]}" 2>/dev/null && kill -0 "${MG[$s]}" 2>/dev/null && kill -0 "${WPID[$s]}" 2>/dev/null ||
@@ -219,14 +223,19 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 echo
-echo "| figure | unit | before ${SHA[a]} median [min-max] | after ${SHA[b]} median [min-max] | after/before |"
-echo "|---|---|---|---|---|"
+echo "| figure | unit | before ${SHA[a]} median [min-max] | after ${SHA[b]} median [min-max] | after/before | after higher |"
+echo "|---|---|---|---|---|---|"
+# row FIGURE LABEL UNIT: medians, ranges, their ratio, and in how many of the pairs (the same round's
+# sample of each build, taken one after the other) the after build's figure was the higher
 row() {
 	local fig=$1 label=$2 unit=$3 a b
+	[ -s "$W/fig-$fig-a" ] || return 0
 	a=$(stat3 <"$W/fig-$fig-a")
 	b=$(stat3 <"$W/fig-$fig-b")
-	awk -v l="$label" -v u="$unit" -v a="$a" -v b="$b" 'BEGIN {split(a, x, " "); split(b, y, " ")
-		printf "| %s | %s | %g [%g-%g] | %g [%g-%g] | %.2f |\n", l, u, x[1], x[2], x[3], y[1], y[2], y[3], (x[1] > 0 ? y[1] / x[1] : 0)}'
+	awk -v l="$label" -v u="$unit" -v a="$a" -v b="$b" -v hi="$(paste "$W/fig-$fig-a" "$W/fig-$fig-b" |
+		awk '$2 > $1 {h++} END {printf "%d of %d", h, NR}')" 'BEGIN {split(a, x, " "); split(b, y, " ")
+		printf "| %s | %s | %g [%g-%g] | %g [%g-%g] | %.2f | %s |\n", l, u, x[1], x[2], x[3], y[1], y[2], y[3],
+			(x[1] > 0 ? y[1] / x[1] : 0), hi}'
 }
 row rss "agent idle RSS" "KiB (VmRSS)"
 row ready "agent exec to ready" "ms"
