@@ -166,16 +166,12 @@ OLD=(--tlsv1.0 --tls-max 1.1 --ciphers 'DEFAULT@SECLEVEL=0')
 rc1=$?
 "${CURL[@]}" -o /dev/null "${OLD[@]}" "$U/healthz" 2> "$W/tls11b.err"
 rc2=$?
-CP=$(free_port)
-"$OSSL" s_server -accept "127.0.0.1:$CP" -cert "$W/a.crt" -key "$W/a.key" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' -www \
+"$OSSL" s_server -accept 127.0.0.1:0 -cert "$W/a.crt" -key "$W/a.key" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' -www \
   > "$W/s_server.log" 2>&1 < /dev/null &
 SS=$!
 PIDS+=("$SS")
-ctl=000
-for ((i = 0; i < 50; i++)); do
-  ctl=$("${CURL[@]}" -o /dev/null -w '%{http_code}' "${OLD[@]}" "https://127.0.0.1:$CP/" 2> "$W/tls11c.err") && break
-  sleep 0.1
-done
+CP=$(logged_port "$W/s_server.log" "ACCEPT 127.0.0.1:" 10 "$SS") # it says ACCEPT once it listens
+ctl=$("${CURL[@]}" -o /dev/null -w '%{http_code}' "${OLD[@]}" "https://127.0.0.1:$CP/" 2> "$W/tls11c.err")
 kill "$SS" 2> /dev/null
 wait "$SS" 2> /dev/null
 if [ "$ctl" != 200 ]; then
@@ -407,7 +403,7 @@ timeout 60 "$PY" "$C" slow "$P" "$CA" "$R/req.json" 4 25 > "$W/slow.out" 2> "$W/
 SL=$!
 PIDS+=("$SL")
 if wait_for "$W/slow.out" stalled 15; then
-  sleep 1
+  sleep 1 # time passing: the stalled requests have been held a while when the others come
   t0=$(date +%s%N)
   timeout 60 "$PY" "$C" load "$P" "$CA" /mutate "$R/req.json" --count 40 --workers 4 > "$W/slow-load.out" 2> "$W/slow-load.err"
   t=$((($(date +%s%N) - t0) / 1000000))
@@ -469,7 +465,7 @@ ok=$(json "$W/load.out" 'j["ok"]')
 INJ=$((INJ + ${ok:-0}))
 WHY="$(oneline "$W/load.out") $(oneline "$W/load.err")"
 check load/all-answered test "${ok:-x}" = 2000
-sleep 2
+sleep 2 # time passing: the fds and RSS are compared 2 s after the load, not while it ends
 fd1=$(fds) rss1=$(rss)
 echo "load: $(json "$W/load.out" '"%d reviews in %s s over %d connections" % (j["sent"], j["seconds"], j["connects"])'); fds $fd0 -> $fd1; VmRSS ${rss0} kB -> ${rss1} kB"
 WHY="open fds before $fd0, 2 s after $fd1 (want at most +5)"
@@ -483,7 +479,7 @@ timeout 120 "$PY" "$C" load "$P" "$CA" /mutate "$R/req.json" --seconds 6 --worke
   > "$W/rot.out" 2> "$W/rot.err" &
 RL=$!
 PIDS+=("$RL")
-sleep 2
+sleep 2 # time passing: the pair swapped in the middle of the 6 s load
 swap "$W/main" b b
 wait "$RL"
 ok=$(json "$W/rot.out" 'j["ok"]') failed=$(json "$W/rot.out" 'j["failed"]')
