@@ -39,7 +39,8 @@
 #   op_ended SECS URL [CURL ARGS]
 #                               until the operation at URL is no longer Running (eventually); 1 if it still is
 #   asleep PID PREFIX N         N or more of PID's threads named PREFIX... are asleep (state S): a lock's waiters
-#                               (the webapp's lock-waiter-N) have reached the wait, for eventually
+#                               (the webapp's lock-waiter-N) have reached the wait, for eventually; PREFIX "" and N
+#                               0: none of PID's threads is running (its thread pool's workers done spinning)
 #   start_webapp OUT SOCKET AGENT_URL [CURL ARGS]
 #                               the test webapp (tests/apps, built into $B/apps) on a port it binds itself (port 0;
 #                               AURL from its LISTENING line), attached through
@@ -89,8 +90,8 @@ op_not_running() {
 	[ "$(curl -s "$@" "$u" | jq -r .status)" != Running ]
 }
 asleep() {
-	[ "$(awk -v p="$2" 'FNR == 1 { n = 0 } /^Name:/ { n = index($2, p) == 1 } /^State:/ && n && $2 == "S" { c++ }
-		END { print c + 0 }' /proc/"$1"/task/*/status 2>/dev/null)" -ge "$3" ]
+	awk -v p="$2" -v want="$3" 'FNR == 1 { n = 0 } /^Name:/ { n = index($2, p) == 1 } /^State:/ && n && $2 == "S" { c++ }
+		/^State:/ && $2 == "R" { r++ } END { exit !(want > 0 ? c >= want : r == 0 && NR > 0) }' /proc/"$1"/task/*/status 2>/dev/null
 }
 logged_port() {
 	local i port

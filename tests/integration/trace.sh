@@ -287,7 +287,7 @@ bad body-on-get-route 413 'no request body' -X POST --data-binary 'x' "$U/proces
 
 # --- /stacks: 4 threads wait for a lock another holds; their stacks show the wait, named
 curl -s "$AURL/blocking-threads?count=4&seconds=120" > /dev/null
-eventually 10 asleep "$APID" lock-waiter- 4
+eventually 10 asleep "$APID" lock-waiter- 4 # the waiters waiting
 c=$(curl -s -D "$W/st.hdr" -o "$W/st.txt" -w '%{http_code} %{time_total}' "$U/stacks?pid=$APID")
 WHY="$c; $(grep -c '^Thread: (0x' "$W/st.txt") threads: $(head -c 600 "$W/st.txt")"
 check stacks/text-200 bash -c "[ '${c%% *}' = 200 ] && grep -qi '^content-type: text/plain' '$W/st.hdr' && grep -q '^Thread: (0x[0-9A-F]*)$' '$W/st.txt'"

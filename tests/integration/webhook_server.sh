@@ -419,7 +419,7 @@ closed=$(json "$W/slow.out" '" ".join("open" if c is None else str(c) for c in j
 WHY="seconds until the server closed each stalled request: '$closed' (want all within 5..20 s; deadline 10 s); answers $(json "$W/slow.out" 'j["answers"]') $(oneline "$W/slow.err")"
 check slow/deadline "$PY" -c 'import sys; v=sys.argv[1].split(); sys.exit(not (len(v) == 4 and all(x != "open" and 5 <= float(x) <= 20 for x in v)))' "$closed"
 timeout 30 "$PY" "$C" half-close "$P" "$CA" "$R/req.json" > /dev/null 2> "$W/half.err"
-sleep 0.5
+sleep 0.5 # time passing: the server has the half-closed connection in hand before the next review (it says nothing)
 review_case slow/half-body-then-close /mutate "$R/req.json" "$POD" "$R/inj.json" patch && INJ=$((INJ + 1))
 
 # budget: bodies in flight share one budget (16 MiB); 200 clients declaring 8 MiB bodies, sending them at
@@ -648,7 +648,6 @@ if start_server cfgsrv a --config "$CF/config.yaml"; then
   # excludedNamespaces reloaded too
   printf 'excludedNamespaces: [shop]\n' > "$CF/v4.yaml"
   cp "$CF/v4.yaml" "$CF/config.yaml.tmp" && mv "$CF/config.yaml.tmp" "$CF/config.yaml"
-  sleep 0.1
   for ((i = 0; i < 80; i++)); do
     [ "$(metric "$P" 'diagport_webhook_config_reloads_total{result="ok"}')" = 2 ] && break
     sleep 0.1
