@@ -3,11 +3,14 @@
 #   bench_stop        kill PIDS and wait for them
 #   bench_cleanup     bench_stop, then remove $W (the scripts' EXIT trap)
 #   die MESSAGE       print "SCRIPT: MESSAGE" on stderr, exit 1
-#   free_port         a loopback TCP port nobody listens on now (from tests/lib.sh)
+#   free_port         a loopback TCP port nobody listens on now: picked here, bound later by the server given it,
+#                     so another process can take it first (the tests have servers bind port 0 and say which;
+#                     the benchmarks still pick)
 #   load              "load: 1m 5m 15m; busiest: the three busiest commands" (the machine is shared)
 #   stat3             "median min max" of the numbers on stdin ("nan nan nan" for none)
 . tests/lib.sh
 PIDS=()
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 bench_stop() {
 	local p
 	for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$p" 2>/dev/null; done

@@ -25,9 +25,22 @@
 #   eventually SECS CMD...      until CMD succeeds (run again every 0.1 s); 1 when it has not within SECS: for a
 #                               state the agent reaches by itself (a session on, a clean-up done), instead of a
 #                               fixed sleep before checking it
-#   free_port                   a loopback TCP port nobody listens on now: only for a port nothing will bind
-#                               (a refused connection) or a server that cannot bind port 0 itself; picked, then
-#                               bound later by someone else, it races every other process on the machine
+#   logged_port FILE PREFIX SECS [PID]
+#                               the port a server that bound port 0 printed in FILE right after PREFIX (a fixed
+#                               string: "ACCEPT 127.0.0.1:", "listens on http://127.0.0.1:"), once printed; 1 when
+#                               not within SECS or PID has exited
+#   refused_port                RP: a loopback port on which every connection is refused while the script runs
+#                               (held bound, not listening, by a process in PIDS: nobody else can take it)
+#   on_free_ports N OUT CMD...  CMD with N loopback ports nobody listens on appended to its arguments, its output
+#                               in OUT; run again with new ports (5 tries) while it fails saying a port was taken;
+#                               PORTS the ports of the last try; CMD's status. Only for a server that cannot bind
+#                               port 0 and say which port it got (a pod's hostPort in podman kube play, a compose
+#                               file's published port): picked here, bound there, a port can be taken in between
+#   op_ended SECS URL [CURL ARGS]
+#                               until the operation at URL is no longer Running (eventually); 1 if it still is
+#   asleep PID PREFIX N         N or more of PID's threads named PREFIX... are asleep (state S): a lock's waiters
+#                               (the webapp's lock-waiter-N) have reached the wait, for eventually; PREFIX "" and N
+#                               0: none of PID's threads is running (its thread pool's workers done spinning)
 #   start_webapp OUT SOCKET AGENT_URL [CURL ARGS]
 #                               the test webapp (tests/apps, built into $B/apps) on a port it binds itself (port 0;
 #                               AURL from its LISTENING line), attached through
@@ -66,7 +79,56 @@ eventually() {
 		sleep 0.1
 	done
 }
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+op_ended() {
+	local secs=$1
+	shift
+	eventually "$secs" op_not_running "$@"
+}
+op_not_running() {
+	local u=$1
+	shift
+	[ "$(curl -s "$@" "$u" | jq -r .status)" != Running ]
+}
+asleep() {
+	awk -v p="$2" -v want="$3" 'FNR == 1 { n = 0 } /^Name:/ { n = index($2, p) == 1 } /^State:/ && n && $2 == "S" { c++ }
+		/^State:/ && $2 == "R" { r++ } END { exit !(want > 0 ? c >= want : r == 0 && NR > 0) }' /proc/"$1"/task/*/status 2>/dev/null
+}
+logged_port() {
+	local i port
+	for ((i = 0; i < $3 * 20; i++)); do
+		port=$(awk -v p="$2" '(i = index($0, p)) && match(s = substr($0, i + length(p)), /^[0-9]+/) {
+			print substr(s, 1, RLENGTH); exit }' "$1" 2>/dev/null)
+		[ -n "$port" ] && { echo "$port"; return 0; }
+		[ -n "${4:-}" ] && ! kill -0 "$4" 2>/dev/null && return 1
+		sleep 0.05
+	done
+	return 1
+}
+refused_port() {
+	local f
+	f=$(mktemp "$W/refused.XXXXXX")
+	/usr/bin/python3 -c 'import socket, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1], flush=True); time.sleep(86400)' > "$f" &
+	PIDS+=($!)
+	disown $! # killed at exit like the others, without a job-status line
+	wait_for "$f" '^[0-9]' 10 || { fail refused-port "no port held"; exit 0; }
+	RP=$(cat "$f")
+}
+on_free_ports() {
+	local n=$1 out=$2 try i rc
+	shift 2
+	for ((try = 1; try <= 5; try++)); do
+		PORTS=()
+		for ((i = 0; i < n; i++)); do
+			PORTS+=("$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')")
+		done
+		"$@" "${PORTS[@]}" > "$out" 2>&1
+		rc=$?
+		[ "$rc" = 0 ] && return 0
+		grep -qi 'address already in use' "$out" || return "$rc"
+	done
+	return "$rc"
+}
 start_webapp() {
 	local out=$1 sock=$2 agent=$3
 	shift 3
@@ -135,7 +197,11 @@ start_agent() {
 	AG=$!
 	PIDS+=("$AG")
 	if ! P=$(listening_port "$W/agent.log" urls 30 "$AG"); then
-		fail agent-start "the agent did not say it was listening: $(tail -c 600 "$W/agent.log")"
+		if kill -0 "$AG" 2>/dev/null; then
+			fail agent-start "the agent did not say it was listening within 30 s; its log:" "$W/agent.log"
+		else
+			fail agent-start "the agent exited before it was listening; its log:" "$W/agent.log"
+		fi
 		exit 0
 	fi
 	U=http://127.0.0.1:$P
@@ -163,6 +229,6 @@ egressed() {
 	CODE=$(curl -s -D "$W/$name.hdr" -o /dev/null -w '%{http_code}' "$@" "$url")
 	loc=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/$name.hdr")
 	[ -n "$loc" ] || { echo '{}' > "$W/$name-op.json"; return; }
-	for _ in $(seq 1 300); do [ "$(curl -s "$@" "$U$loc" | jq -r .status)" = Running ] || break; sleep 0.1; done
+	op_ended 30 "$U$loc" "$@"
 	curl -s "$@" "$U$loc" > "$W/$name-op.json"
 }

@@ -27,10 +27,28 @@ build_agent_image "$AGENT_IMG"
 build_app_image localhost/diagport-e2e-webapp:1
 pass images
 
-AP=$(free_port)
-HP=$(free_port)
 mkdir -p "$W/project"
-cat > "$W/project/compose.yaml" << EOF
+python3 -c 'import secrets; print(secrets.token_urlsafe(32), end="")' > "$W/project/token"
+chmod 0644 "$W/project/token" # a Compose secret from a file is that file, bind-mounted: the agent's uid reads it
+AUTH=(-H "Authorization: Bearer $(cat "$W/project/token")")
+# compose PROJECT-FILE ARGS...: podman-compose in the project's directory (the secret's ./token)
+E2E_COMPOSED=()
+compose() {
+	local f=$1
+	shift
+	E2E_COMPOSED+=("$f")
+	(cd "$W/project" && podman-compose -p dpe2e -f "$f" "$@")
+}
+cleanup_compose() {
+	local f
+	for f in "${E2E_COMPOSED[@]+"${E2E_COMPOSED[@]}"}"; do compose "$f" down -v > /dev/null 2>&1; done
+}
+# up_on AP HP: the project with the app published on HP, injected with the agent on AP, brought up; taken down
+# again when up fails (the ports are picked by on_free_ports: the injection writes the agent's port into
+# its --urls and its published port alike, so podman cannot pick it)
+up_on() {
+	local AP=$1 HP=$2 rc
+	cat > "$W/project/compose.yaml" << EOF
 # the shop's web front, as its team runs it
 x-app: &app
   read_only: true
@@ -46,29 +64,21 @@ secrets:
   diagport-token:
     file: ./token
 EOF
-python3 -c 'import secrets; print(secrets.token_urlsafe(32), end="")' > "$W/project/token"
-chmod 0644 "$W/project/token" # a Compose secret from a file is that file, bind-mounted: the agent's uid reads it
-AUTH=(-H "Authorization: Bearer $(cat "$W/project/token")")
-"$D" inject compose --auth-secret diagport-token --image "$AGENT_IMG" --port "$AP" -f "$W/project/compose.yaml" \
-	> "$W/project/injected.yaml" 2> "$W/inject.err"
-rc=$?
-WHY="exit $rc: $(cat "$W/inject.err")"
-check inject bash -c "test $rc = 0 && grep -q '^  diagport-agent:' '$W/project/injected.yaml'"
-# compose PROJECT-FILE ARGS...: podman-compose in the project's directory (the secret's ./token)
-E2E_COMPOSED=()
-compose() {
-	local f=$1
-	shift
-	E2E_COMPOSED+=("$f")
-	(cd "$W/project" && podman-compose -p dpe2e -f "$f" "$@")
-}
-cleanup_compose() {
-	local f
-	for f in "${E2E_COMPOSED[@]+"${E2E_COMPOSED[@]}"}"; do compose "$f" down -v > /dev/null 2>&1; done
+	"$D" inject compose --auth-secret diagport-token --image "$AGENT_IMG" --port "$AP" -f "$W/project/compose.yaml" \
+		> "$W/project/injected.yaml" 2> "$W/inject.err"
+	INJECT_RC=$?
+	[ "$INJECT_RC" = 0 ] || return 1
+	compose injected.yaml up -d && return 0
+	rc=$?
+	compose injected.yaml down -v > /dev/null 2>&1
+	return "$rc"
 }
 T0=$(date +%s%N)
-compose injected.yaml up -d > "$W/up.out" 2>&1
+on_free_ports 2 "$W/up.out" up_on
 rc=$?
+AP=${PORTS[0]} HP=${PORTS[1]}
+WHY="exit $INJECT_RC: $(cat "$W/inject.err")"
+check inject bash -c "test $INJECT_RC = 0 && grep -q '^  diagport-agent:' '$W/project/injected.yaml'"
 WHY="podman-compose up: exit $rc: $(tail -3 "$W/up.out")"
 check compose-up test "$rc" = 0
 U=http://127.0.0.1:$AP
@@ -77,7 +87,7 @@ for _ in $(seq 1 300); do
 	sleep 0.1
 done
 T1=$(date +%s%N)
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$HP/" > /dev/null 2>&1 && break; sleep 0.1; done
+wait_app "http://127.0.0.1:$HP"
 T2=$(date +%s%N)
 echo "podman-compose up to the first /processes: $(((T1 - T0) / 1000000)) ms; to the app's first answer: $(((T2 - T0) / 1000000)) ms" >&2
 WHY="$(head -c 300 "$W/procs.json"); agent: $(podman logs dpe2e_diagport-agent_1 2>&1 | tail -3)"
@@ -120,7 +130,7 @@ check uninject-same-data python3 -c 'import sys, yaml; sys.exit(yaml.safe_load(o
 	"$W/project/compose.yaml" "$W/project/plain.yaml"
 compose injected.yaml down -v > "$W/down.out" 2>&1
 compose plain.yaml up -d > "$W/up2.out" 2>&1
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$HP/" > /dev/null 2>&1 && break; sleep 0.1; done
+wait_app "http://127.0.0.1:$HP"
 WHY="the plain app answered: $(curl -s "http://127.0.0.1:$HP/"); $(tail -2 "$W/up2.out")"
 check uninjected-serves test "$(curl -s "http://127.0.0.1:$HP/")" = ok
 WHY="$(podman ps --format '{{.Names}}' 2>&1 | tr '\n' ' ')"

@@ -19,11 +19,11 @@ V=tests/validate
 IMAGE=localhost/diagport:e2e
 build_agent_image "$IMAGE"
 api_cert ca || { fail cert "$(head -c 300 "$W/openssl.err")"; exit 0; }
-AZP=$(free_port)
-"$V/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$AZP" --inMemoryPersistence --disableTelemetry \
+"$V/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort 0 --inMemoryPersistence --disableTelemetry \
 	--skipApiVersionCheck --silent --cert "$W/api.crt" --key "$W/api.key" > "$W/azurite.log" 2>&1 &
 PIDS+=($!)
-wait_for "$W/azurite.log" "successfully listens" 30 || { fail start-azurite "azurite did not start" "$W/azurite.log"; exit 0; }
+AZP=$(logged_port "$W/azurite.log" "listens on https://127.0.0.1:" 30 "$!") ||
+	{ fail start-azurite "azurite did not start" "$W/azurite.log"; exit 0; }
 AZ=https://localhost:$AZP/devstoreaccount1
 export NODE_EXTRA_CA_CERTS=$W/ca.crt
 (cd $V && node azblob-read.mjs "$AZ" mkcontainer diag) > "$W/mk.out" 2>&1
@@ -32,16 +32,18 @@ DOC=$(jq -cn --arg u "$AZ" --arg k "$AZKEY" \
 	'{Egress: {AzureBlobStorage: {az: {AccountUri: $u, ContainerName: "diag", BlobPrefix: "img", AccountKey: $k}}}}')
 mkdir -p -m 0777 "$W/diag"
 mkdir -p "$W/ca" && cp "$W/ca.crt" "$W/ca/ca.crt" && chmod 0755 "$W/ca" && chmod 0644 "$W/ca/ca.crt"
-AP=$(free_port)
 TOKEN=egress-image-token-0123456789
 podman run -d --name dp-egress-agent --network host --read-only --cap-drop ALL --security-opt no-new-privileges \
 	-v "$W/diag:/diag" -v "$W/ca:/ca:ro" -e SSL_CERT_FILE=/ca/ca.crt -e DIAGPORT_SETTINGS="$DOC" \
-	-e DIAGPORT_AUTH_TOKEN="$TOKEN" "$IMAGE" launch --socket /diag/port --dumps /diag --urls "http://127.0.0.1:$AP" \
+	-e DIAGPORT_AUTH_TOKEN="$TOKEN" "$IMAGE" launch --socket /diag/port --dumps /diag --urls http://127.0.0.1:0 \
 	> "$W/run.out" 2>&1
 rc=$?
 WHY="podman run: exit $rc: $(cat "$W/run.out")"
 check agent-starts test "$rc" = 0
-for _ in $(seq 1 100); do [ -S "$W/diag/port" ] && break; sleep 0.1; done
+# on the host's network, on a port it binds itself: the port from its listening line
+agent_listening() { podman logs dp-egress-agent > "$W/agent.log" 2>&1; grep -q '"event":"listening"' "$W/agent.log"; }
+eventually 30 agent_listening
+AP=$(listening_port "$W/agent.log" urls 1)
 U=http://127.0.0.1:$AP
 AUTH=(-H "Authorization: Bearer $TOKEN")
 if start_webapp "$W/app.log" "$W/diag/port" "$U" "${AUTH[@]}"; then pass app-attached; else

@@ -8,7 +8,12 @@
 #                             or podman process of this test is left
 #   build_agent_image NAME    `make image IMAGE=NAME` (the Containerfile, FROM scratch)
 #   e2e_playable INJECTED NAME AGENT_PORT APP_PORT
-#                             the injected Deployment as podman 4.3 can play it (see the function)
+#                             the injected Deployment as podman 4.3 can play it (see the function); the ports
+#                             given as 1 and 2: placeholders that play_on_ports fills in
+#   play_on_ports N FILE OUT  play FILE (output in OUT) with its hostPorts 1..N replaced by loopback ports picked
+#                             then, tried again with others while one was taken (on_free_ports); PORTS the ports,
+#                             in the order of their placeholders; FILE is the file played (its placeholders kept
+#                             in FILE.in); play's status
 #   build_app_image NAME      the test webapp (tests/apps) on the host's .NET runtime in an image FROM scratch:
 #                             the runtime and ASP.NET shared frameworks (no SDK), the seven libraries they
 #                             link (ldd), the loader, the app in /app; uid 1000; invariant globalization
@@ -108,6 +113,32 @@ EOF
 play() {
 	E2E_PLAYED+=("$1")
 	(cd "$W" && podman kube play --build=false --network podman "$1")
+}
+# kube play cannot bind a hostPort of 0 and say which port it got, so the ports are picked here (on_free_ports);
+# a try that fails is taken down before the next
+play_on_ports() {
+	local n=$1 f=$2 out=$3
+	[ -e "$f.in" ] || cp "$f" "$f.in"
+	on_free_ports "$n" "$out" play_with_ports "$f"
+}
+play_with_ports() {
+	local f=$1 rc
+	shift
+	python3 - "$f.in" "$@" > "$f" << 'EOF' || return 1
+import sys, yaml
+ports = sys.argv[2:]
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+for d in docs:
+    for c in d["spec"]["template"]["spec"]["containers"]:
+        for p in c.get("ports", []):
+            if 1 <= p.get("hostPort", 0) <= len(ports):
+                p["hostPort"] = int(ports[p["hostPort"] - 1])
+print(yaml.safe_dump_all(docs))
+EOF
+	play "$f" && return 0
+	rc=$?
+	(cd "$W" && podman kube down "$f" > /dev/null 2>&1)
+	return "$rc"
 }
 wait_app() {
 	for _ in $(seq 1 $((${2:-30} * 10))); do curl -sf -m 2 "$1/" > /dev/null 2>&1 && return 0; sleep 0.1; done

@@ -67,12 +67,11 @@ AUTH=(-H "Authorization: Bearer $(cat "$W/secret/token")")
 	> "$W/injected.yaml" 2> "$W/inject.err"
 WHY="$(cat "$W/inject.err")"
 check inject bash -c "grep -q 'name: diagport-agent' '$W/injected.yaml' && grep -q 'secretName: diagport-token' '$W/injected.yaml'"
-AP=$(free_port)
-HP=$(free_port)
-e2e_playable "$W/injected.yaml" webapp "$AP" "$HP" > "$W/play.yaml"
+e2e_playable "$W/injected.yaml" webapp 1 2 > "$W/play.yaml"
 T0=$(date +%s%N)
-play "$W/play.yaml" > "$W/play.out" 2>&1
+play_on_ports 2 "$W/play.yaml" "$W/play.out"
 rc=$?
+AP=${PORTS[0]} HP=${PORTS[1]}
 WHY="podman kube play: exit $rc: $(tail -3 "$W/play.out")"
 check kube-play test "$rc" = 0
 U=http://127.0.0.1:$AP
@@ -148,13 +147,12 @@ check agent-restart-stacks grep -q '^Thread' "$W/body"
 	-f "$W/deploy.yaml" > "$W/susp-injected.yaml" 2> "$W/susp-inject.err"
 WHY="$(cat "$W/susp-inject.err")"
 check suspend-inject bash -c "grep -q 'suspend,connect' '$W/susp-injected.yaml' && grep -q 'sizeLimit: 32Mi' '$W/susp-injected.yaml'"
-AP=$(free_port)
-HP=$(free_port)
-e2e_playable "$W/susp-injected.yaml" susp "$AP" "$HP" > "$W/susp.yaml"
+e2e_playable "$W/susp-injected.yaml" susp 1 2 > "$W/susp.yaml"
 # the agent cannot come up while the socket's directory is closed to it (it exits, podman starts it
 # again): the app waits at startup, its container running and its port silent ...
 chmod 0555 "$W/volumes/susp/diagport-diag"
-play "$W/susp.yaml" > "$W/susp.out" 2>&1
+play_on_ports 2 "$W/susp.yaml" "$W/susp.out"
+AP=${PORTS[0]} HP=${PORTS[1]}
 U=http://127.0.0.1:$AP
 # Until the agent has failed on the closed directory and the app's container runs (at most 30 s, not a fixed
 # 4 s before looking); then the app, suspended, must not answer for 4 s (what an app that did not wait needs,
@@ -163,8 +161,9 @@ susp_ready() {
 	podman logs susp-pod-0-diagport-agent 2>&1 | grep -q 'cannot listen on /diag/port' &&
 		[ "$(podman inspect susp-pod-0-app --format '{{.State.Running}}' 2>/dev/null)" = true ]
 }
-for _ in $(seq 1 300); do susp_ready && break; sleep 0.1; done
+eventually 30 susp_ready
 answered=
+# time passing: 4 s in which the app must not answer, asked every 0.2 s
 for _ in $(seq 1 20); do curl -sf -m 1 "http://127.0.0.1:$HP/" > /dev/null 2>&1 && { answered=yes; break; }; sleep 0.2; done
 WHY="the app answered with no agent: ${answered:-no}; the app's container: $(podman inspect susp-pod-0-app --format '{{.State.Status}}' 2>&1); the agent: $(podman logs --tail 1 susp-pod-0-diagport-agent 2>&1)"
 check suspend-waits bash -c "[ -z '$answered' ] && ! curl -sf -m 2 'http://127.0.0.1:$HP/' &&
@@ -217,11 +216,10 @@ tls_cert 17 "$TD/..2026_01_01_00_00_01.1" && publish "$TD/..2026_01_01_00_00_01.
 WHY="$(tail -3 "$W/tls-openssl.err")"; check tls-secret-made test -s "$TD/tls.crt"
 "$D" inject k8s --sidecar container --auth-secret diagport-token --tls-secret orders-diagport-tls --image "$AGENT_IMG" \
 	-f "$W/deploy.yaml" > "$W/tls-injected.yaml" 2> "$W/tls-inject.err"
-AP=$(free_port)
-HP=$(free_port)
-e2e_playable "$W/tls-injected.yaml" tlspod "$AP" "$HP" > "$W/tls.yaml"
+e2e_playable "$W/tls-injected.yaml" tlspod 1 2 > "$W/tls.yaml"
 WHY="$(cat "$W/tls-inject.err")"; check tls-inject grep -q "path: $TD\$" "$W/tls.yaml"
-play "$W/tls.yaml" > "$W/tls.out" 2>&1
+play_on_ports 2 "$W/tls.yaml" "$W/tls.out"
+AP=${PORTS[0]} HP=${PORTS[1]}
 U=https://127.0.0.1:$AP
 wait_processes "$U" "$W/tls-procs.json" --cacert "$W/tls-ca.crt" "${AUTH[@]}"
 WHY="$(head -c 300 "$W/tls-procs.json"); agent: $(podman logs tlspod-pod-0-diagport-agent 2>&1 | tail -3)"
@@ -244,15 +242,15 @@ WHY="$(head -c 200 "$W/body")"; check tls-stacks-after-rotation grep -q '^Thread
 (cd "$W" && podman kube down "$W/tls.yaml" > /dev/null 2>&1)
 
 # ---- not injected: the same Deployment as written runs as it is, with no agent ----
-PP=$(free_port)
 python3 -c '
 import sys, yaml
 d = yaml.safe_load(open(sys.argv[1]))
 d["metadata"]["name"] = "plain"
 d["spec"]["template"]["metadata"]["annotations"] = {}
 d["spec"]["template"]["spec"]["containers"][0]["ports"][0].update(hostPort=int(sys.argv[2]), hostIP="127.0.0.1")
-print(yaml.safe_dump(d))' "$W/deploy.yaml" "$PP" > "$W/plain.yaml"
-play "$W/plain.yaml" > "$W/plain.out" 2>&1
+print(yaml.safe_dump(d))' "$W/deploy.yaml" 1 > "$W/plain.yaml"
+play_on_ports 1 "$W/plain.yaml" "$W/plain.out"
+PP=${PORTS[0]}
 wait_app "http://127.0.0.1:$PP"
 WHY="the plain app answered: $(curl -s "http://127.0.0.1:$PP/"); $(tail -2 "$W/plain.out")"
 check uninjected-serves test "$(curl -s "http://127.0.0.1:$PP/")" = ok

@@ -57,16 +57,15 @@ for c in d["spec"]["template"]["spec"]["containers"]:
         a += ["--metrics-interval", "1"]  # counters from metricsStartDelay (10 s) after the attach: earlier can hang the app at startup (metrics.h)
 yaml.safe_dump(d, open(sys.argv[1], "w"))
 PY
-AP=$(free_port)
-HP=$(free_port)
-e2e_playable "$W/injected.yaml" rulespod "$AP" "$HP" > "$W/play.yaml"
-play "$W/play.yaml" > "$W/play.out" 2>&1
+e2e_playable "$W/injected.yaml" rulespod 1 2 > "$W/play.yaml"
+play_on_ports 2 "$W/play.yaml" "$W/play.out"
 rc=$?
+AP=${PORTS[0]} HP=${PORTS[1]}
 WHY="podman kube play: exit $rc: $(tail -3 "$W/play.out")"
 check kube-play test "$rc" = 0
 U=http://127.0.0.1:$AP
 DUMPS=$W/volumes/rulespod/diagport-dumps
-for _ in $(seq 1 300); do ls "$DUMPS"/*.stacks.json > /dev/null 2>&1 && break; sleep 0.1; done
+eventually 30 bash -c "ls '$DUMPS'/*.stacks.json > /dev/null 2>&1"
 WHY="in the egress directory: $(ls -A "$DUMPS" 2>&1 | tr '\n' ' '); agent: $(podman logs rulespod-pod-0-diagport-agent 2>&1 | tail -3)"
 check startup-rule-stacks bash -c "ls '$DUMPS'/*.stacks.json > /dev/null 2>&1"
 for _ in $(seq 1 50); do curl -sf --max-time 5 -o "$W/rules.json" "$U/collectionrules" && grep -q Finished "$W/rules.json" && break; sleep 0.1; done

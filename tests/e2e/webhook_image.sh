@@ -63,8 +63,7 @@ chmod 0644 "$W/tls/"*
 
 kubectl kustomize manifests/base > "$W/base.yaml" 2> "$W/kustomize.err" ||
 	{ fail setup "kubectl kustomize manifests/base: $(head -c 300 "$W/kustomize.err")"; exit 0; }
-HP=$(free_port)
-python3 - "$W/base.yaml" "$IMG" "$HP" "$W/tls" "$W/config" > "$W/play.yaml" 2> "$W/playable.err" << 'EOF'
+python3 - "$W/base.yaml" "$IMG" 1 "$W/tls" "$W/config" > "$W/play.yaml" 2> "$W/playable.err" << 'EOF'
 import sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
 dep = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "diagport-webhook")
@@ -90,8 +89,9 @@ EOF
 WHY="$(head -c 300 "$W/playable.err")"
 check manifest-names-the-webhook-image test -s "$W/play.yaml"
 [ -s "$W/play.yaml" ] || exit 0
-play "$W/play.yaml" > "$W/play.out" 2>&1
+play_on_ports 1 "$W/play.yaml" "$W/play.out"
 rc=$?
+HP=${PORTS[0]}
 WHY="podman kube play: exit $rc: $(tail -3 "$W/play.out")"
 check kube-play test "$rc" = 0
 CURL=(curl -s -m 5 --cacert "$W/ca.crt" --resolve "$HOST:$HP:127.0.0.1")
@@ -161,7 +161,7 @@ chmod 0644 "$W/sa/"*
 python3 tests/integration/kubeapi_fake.py --cert "$W/api.crt" --key "$W/api.key" --token-file "$W/sa/token" \
 	--log "$W/fake-req.log" --ready "$W/fake-port" --seed "$W/seed.yaml" > "$W/fake.out" 2>&1 &
 FPID=$!
-for _ in $(seq 1 200); do [ -s "$W/fake-port" ] && break; sleep 0.05; done
+wait_for "$W/fake-port" . 10
 FP=$(cat "$W/fake-port" 2> /dev/null)
 WHY="the API-server stand-in did not start: $(head -c 300 "$W/fake.out")"
 check stand-in test -n "$FP"

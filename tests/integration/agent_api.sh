@@ -15,16 +15,16 @@ mkdir -m 1777 "$W/shared"
 build_apps
 APP="$B/apps/console/console.dll"
 S=$W/shared/port
-P=$(free_port)
-U=http://127.0.0.1:$P
 
 # --- security defaults, before anything runs
-"$D" launch --no-metrics --socket "$W/x.sock" --urls "http://+:$(free_port)" 2> "$W/refuse.err"; rc=$?
+"$D" launch --no-metrics --socket "$W/x.sock" --urls "http://+:0" 2> "$W/refuse.err"; rc=$?
 WHY="exit $rc: $(cat "$W/refuse.err")"; check refuses-network-without-token grep -q "no token is configured" "$W/refuse.err"
 
 printf 's3cret-token-0123456789\n' > "$W/token"
-"$D" launch --no-metrics --socket "$S" --dumps "$W/shared" --urls "http://0.0.0.0:$P" --auth-token-file "$W/token" 2> "$W/agent.log" &
+"$D" launch --no-metrics --socket "$S" --dumps "$W/shared" --urls "http://0.0.0.0:0" --auth-token-file "$W/token" 2> "$W/agent.log" &
 AG=$!; PIDS+=($AG)
+P=$(listening_port "$W/agent.log" urls 30 "$AG") || { fail agent-start "the agent did not start" "$W/agent.log"; exit 0; }
+U=http://127.0.0.1:$P
 DOTNET_DiagnosticPorts=$S,connect,suspend dotnet "$APP" > "$W/app.out" 2>&1 & PIDS+=($!)
 wait_for "$W/app.out" READY 15
 APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
@@ -156,7 +156,8 @@ r=$(raw status411); WHY="got '$r'"; check chunked-post-411-reason test "$r" = "H
 r=$(raw head); WHY="got '$r'"; check head-no-body test "$r" = "200 7 0"
 r=$(raw http10); WHY="got '$r'"; check http10-answered test "$r" = "200 Healthy"
 r=$(raw flood 40); WHY="got '$r' with 40 idle connections open"; check idle-connections-hold-no-slot test "$r" = served
-sleep 0.3
+flood_closed() { [ "$(ss -Htn "( sport = :$P )" | awk '$1 != "TIME-WAIT"' | wc -l)" = 0 ]; }
+eventually 5 flood_closed # the agent has closed its side of the idle connections
 WHY="agent stopped answering after the idle connections closed"; check serves-after-flood test "$(code "${H[@]}" "$U/processes")" = 200
 
 # --- the app dies in the middle of a dump: a clear error (a 5xx before the body began, else the transfer cut:
@@ -167,7 +168,7 @@ kill -9 "$APID"; wait $D2
 c=$(cat "$W/code"); crc=$(cat "$W/curlrc")
 WHY="got $c, curl exit $crc: $(head -c 200 "$W/body" | tr -c '[:print:]' .)"
 check app-killed-mid-dump-error bash -c "[ $c -ge 500 ] || { [ $c = 200 ] && [ $crc != 0 ]; }"
-sleep 0.3
+eventually 5 bash -c "[ \"\$(ls -A '$W/shared')\" = port ]" # the agent's clean-up after the failed dump
 WHY="left: $(ls -A "$W/shared")"; check app-killed-mid-dump-nothing-left test "$(ls -A "$W/shared")" = port
 
 # --- the agent as nobody, the app as root: both transports; FIFO: no file, nothing left, abandon is safe
@@ -249,7 +250,8 @@ WHY="left: $(ls -A "$W/fy")"; check app-nobody-agent-1654-nothing-left test "$(l
 # --- an agent killed mid-dump: the next agent removes the staging file it left
 touch "$W/shared/.diagport-dump-123-1-99"
 kill -9 $AG; wait $AG 2>/dev/null
-"$D" launch --no-metrics --socket "$S" --dumps "$W/shared" --urls "$U" 2> "$W/agent2.log" & PIDS+=($!)
+"$D" launch --no-metrics --socket "$S" --dumps "$W/shared" --urls http://127.0.0.1:0 2> "$W/agent2.log" & PIDS+=($!)
+P=$(listening_port "$W/agent2.log" urls 30 "$!")
 for i in $(seq 1 100); do "$D" health --port "$P" 2>/dev/null && break; sleep 0.05; done
 WHY="left: $(ls -A "$W/shared")"; check restart-cleans-staging bash -c "! ls -A '$W/shared' | grep -q diagport-dump"
 exit 0

@@ -103,7 +103,8 @@ LOC2=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/hdr")
 dc=$(code -X DELETE "$U$LOC2")
 curl -s "$U$LOC2" > "$W/op2.json"
 WHY="202 $c, DELETE $dc: $(cat "$W/op2.json")"; check delete-cancels bash -c "[ $c = 202 ] && [ $dc = 200 ] && jq -e '.status == \"Cancelled\" and .resourceLocation == null and .error.code == \"Cancelled\"' '$W/op2.json' > /dev/null"
-sleep 0.3
+cancel_cleaned() { [ -z "$(ls -A "$W/out/.partial")" ] && [ "$(ls -A "$W/dumps")" = port ]; }
+eventually 5 cancel_cleaned # the cancelled capture's clean-up done (checked below)
 WHY="out: $(ls -A "$W/out")"; check cancel-publishes-nothing test "$(ls "$W/out" | wc -l)" = 1
 WHY="left: $(ls -A "$W/out/.partial") / $(ls -A "$W/dumps")"; check cancel-leaves-nothing bash -c "[ -z \"\$(ls -A '$W/out/.partial')\" ] && [ \"\$(ls -A '$W/dumps')\" = port ]"
 check cancel-app-alive kill -0 "$APID"
@@ -114,7 +115,7 @@ curl -s -D "$W/hdr" -o /dev/null "$U/dump?type=Full&egressProvider=artifacts"
 LOC3=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/hdr")
 c=$(code "$U/dump?type=Mini")
 WHY="got $c: $(cat "$W/body")"; check egress-then-dump-429 test "$c" = 429
-for i in $(seq 1 200); do [ "$(curl -s "$U$LOC3" | jq -r .status)" = Running ] || break; sleep 0.05; done
+op_ended 10 "$U$LOC3"
 WHY="$(curl -s "$U$LOC3")"; check egress-full-succeeded test "$(curl -s "$U$LOC3" | jq -r .status)" = Succeeded
 
 # --- the egress volume fills up: Failed with the reason, no partial file, the app runs on
@@ -127,7 +128,7 @@ U2=http://127.0.0.1:$(listening_port "$W/agent2.log" urls 10 "$AG")
 check reattached wait_for "$W/agent2.log" "\"event\":\"attached\",\"pid\":$APID" 10
 curl -s -D "$W/hdr" -o /dev/null "$U2/dump?type=Full&egressProvider=tiny"
 LOC4=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/hdr")
-for i in $(seq 1 200); do [ "$(curl -s "$U2$LOC4" | jq -r .status)" = Running ] || break; sleep 0.05; done
+op_ended 10 "$U2$LOC4"
 curl -s "$U2$LOC4" > "$W/op4.json"
 WHY="$(cat "$W/op4.json")"; check egress-disk-full-failed jq -e '.status == "Failed" and .error.code == "Failed" and (.error.message | test("disk is full"))' "$W/op4.json"
 WHY="left: $(ls -A "$W/tiny/out")"; check egress-disk-full-nothing-left test -z "$(ls -A "$W/tiny/out")"

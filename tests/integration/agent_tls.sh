@@ -158,7 +158,9 @@ WHY="got $(code "${C[@]}" "$U/healthz")"; check plain/https-healthz-200 test "$(
 
 # --- stalls: cut off at the head deadline (3 s), the probes answered meanwhile
 python3 tests/integration/tls_clients.py "$P" stall-hello > "$W/stall1.txt" & SP=$!
-sleep 0.5 # the stalled client is connected (its own wait is what is measured); probes while it holds on
+# the stalled client is connected (its own wait is what is measured); probes while it holds on
+stall_connected() { ss -Htnp state established "( dport = :$P )" | grep -q "pid=$SP,"; }
+eventually 5 stall_connected
 WHY="got $(code "${C[@]}" "$U/healthz")"; check stall/healthz-during-stall test "$(code "${C[@]}" "$U/healthz")" = 200
 wait "$SP"
 WHY="closed after $(cat "$W/stall1.txt") s"; check stall/record-header-cut-at-deadline awk '{ exit !($1 > 2.5 && $1 < 5) }' "$W/stall1.txt"

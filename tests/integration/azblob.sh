@@ -42,15 +42,16 @@ cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. -Icommon -o "$W/driver" $I/azblob_dr
 api_cert ca || { fail cert "$(head -c 300 "$W/openssl.err")"; exit 0; }
 KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
 
-# start_azurite NAME [ARGS]: azurite on a free port; its port in AP_NAME
+# start_azurite NAME [ARGS]: azurite on a port it binds itself (port 0, read from its log); its port in AP_NAME
 start_azurite() {
-	local name=$1 port
+	local name=$1 port scheme=http
 	shift
-	port=$(free_port)
-	"$AZURITE" --blobHost 127.0.0.1 --blobPort "$port" --inMemoryPersistence --disableTelemetry \
+	[[ " $* " == *" --cert "* ]] && scheme=https
+	"$AZURITE" --blobHost 127.0.0.1 --blobPort 0 --inMemoryPersistence --disableTelemetry \
 		--skipApiVersionCheck --silent "$@" > "$W/$name.log" 2>&1 &
 	PIDS+=($!)
-	wait_for "$W/$name.log" "successfully listens" 30 || { fail "start-$name" "azurite did not start" "$W/$name.log"; exit 0; }
+	port=$(logged_port "$W/$name.log" "listens on $scheme://127.0.0.1:" 30 "$!") ||
+		{ fail "start-$name" "azurite did not start" "$W/$name.log"; exit 0; }
 	printf -v "AP_$name" '%s' "$port"
 }
 # start_py NAME SCRIPT ARGS...: a Python helper writing its port to $W/NAME.port; the port in PP_NAME
@@ -60,7 +61,7 @@ start_py() {
 	"$PY" "$script" "$@" 2> "$W/$name.err" &
 	PIDS+=($!)
 	disown $!
-	for _ in $(seq 1 100); do [ -s "$W/$name.port" ] && break; sleep 0.05; done
+	wait_for "$W/$name.port" . 5
 	[ -s "$W/$name.port" ] || { fail "start-$name" "$(head -c 300 "$W/$name.err")"; exit 0; }
 	printf -v "PP_$name" '%s' "$(cat "$W/$name.port")"
 }

@@ -25,7 +25,7 @@ drive() {
 	local s=$W/dumps/port-$RANDOM
 	"$W/driver" "$s" "$W/dumps" "$1" "$2" > "$W/drive.out" 2> "$W/drive.err" &
 	local d=$!
-	for _ in $(seq 1 50); do [ -S "$s" ] && break; sleep 0.1; done
+	eventually 5 test -S "$s"
 	DOTNET_DiagnosticPorts=$s,connect,nosuspend dotnet "$B/apps/console/console.dll" sleep 60 > "$W/app.out" 2>&1 &
 	local app=$!
 	PIDS+=("$d" "$app")

@@ -341,10 +341,9 @@ EOF
 done
 
 # The agent's command line from the clear-text template, its fixed paths and port moved to the scratch directory; the
-# secret becomes the environment variable ECS sets from it.
-port=$(free_port)
+# secret becomes the environment variable ECS sets from it. Port 0: the agent binds a port and logs it.
 mkdir -p "$tmp/diag" "$tmp/dumps"
-if /usr/bin/python3 - "$C" "$tmp" "$port" >"$tmp/agent.argv" 2>"$tmp/argv.err" <<'EOF'; then
+if /usr/bin/python3 - "$C" "$tmp" 0 >"$tmp/agent.argv" 2>"$tmp/argv.err" <<'EOF'; then
 import json, sys
 R = json.load(open(sys.argv[1]))["Resources"]
 td = [r for r in R.values() if r["Type"] == "AWS::ECS::TaskDefinition"][0]["Properties"]
@@ -359,11 +358,8 @@ EOF
 	mapfile -t argv <"$tmp/agent.argv"
 	DIAGPORT_AUTH_TOKEN=s3cret-token-0123456789 "$diagport" "${argv[@]}" >"$tmp/agent.out" 2>"$tmp/agent.log" </dev/null &
 	agent=$!
+	port=$(listening_port "$tmp/agent.log" urls 10 "$agent")
 	u=http://127.0.0.1:$port
-	for _ in $(seq 1 100); do
-		curl -s -o /dev/null "$u/healthz" && break
-		sleep 0.1
-	done
 	h=$(curl -s -o /dev/null -w '%{http_code}' "$u/healthz")
 	n=$(curl -s -o /dev/null -w '%{http_code}' "$u/processes")
 	y=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer s3cret-token-0123456789' "$u/processes")
@@ -382,11 +378,10 @@ fi
 # ECS sets from them (the PEM text of a certificate and key made here, as the platform's secret holds them); a
 # client that trusts the test CA gets /processes over https with the token, and the variable is gone from the
 # agent's environment once read.
-port=$(free_port)
 mkdir -p "$tmp/tdiag" "$tmp/tdumps"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$tmp/tls.key" -out "$tmp/tls.crt" \
 	-days 2 -subj /CN=agent -addext subjectAltName=IP:127.0.0.1 >"$tmp/openssl.log" 2>&1
-if [ -s "$tmp/tls.crt" ] && /usr/bin/python3 - "$A" "$tmp" "$port" >"$tmp/tagent.argv" 2>"$tmp/targv.err" <<'EOF2'; then
+if [ -s "$tmp/tls.crt" ] && /usr/bin/python3 - "$A" "$tmp" 0 >"$tmp/tagent.argv" 2>"$tmp/targv.err" <<'EOF2'; then
 import json, sys
 R = json.load(open(sys.argv[1]))["Resources"]
 td = [r for r in R.values() if r["Type"] == "AWS::ECS::TaskDefinition"][0]["Properties"]
@@ -402,11 +397,8 @@ EOF2
 	DIAGPORT_AUTH_TOKEN=s3cret-token-0123456789 DIAGPORT_TLS_PEM="$(cat "$tmp/tls.crt" "$tmp/tls.key")" \
 		"$diagport" "${argv[@]}" >"$tmp/tagent.out" 2>"$tmp/tagent.log" </dev/null &
 	agent=$!
+	port=$(listening_port "$tmp/tagent.log" urls 10 "$agent")
 	u=https://127.0.0.1:$port
-	for _ in $(seq 1 100); do
-		curl -s -o /dev/null --cacert "$tmp/tls.crt" "$u/healthz" && break
-		sleep 0.1
-	done
 	y=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$tmp/tls.crt" -H 'Authorization: Bearer s3cret-token-0123456789' "$u/processes")
 	env_left=$(tr '\0' '\n' <"/proc/$agent/environ" 2>/dev/null | grep -c 'BEGIN' || true)
 	kill "$agent" 2>/dev/null

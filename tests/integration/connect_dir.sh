@@ -65,6 +65,7 @@ check dump-mini-is-elf-core test "$c" = 200 -a "$elf" = True
 WHY="left in dumps: $(ls -A "$W/dumps")"; check dump-leaves-nothing test -z "$(ls -A "$W/dumps")"
 check stale-socket-not-listed not_listed 999999
 WHY="$(grep -c skipped "$W/agent.log") skipped lines: $(cat "$W/agent.log")"
+# time passing (1 s: two more scans of the directory), then still one line
 check long-name-skipped-once bash -c "sleep 1; [ \$(grep -c '\"event\":\"skipped\",\"socket\":\"$LONG\"' '$W/agent.log') = 1 ]"
 
 # 2. a second app, started after the agent; then a stale file for the first app's pid with another key
@@ -73,7 +74,7 @@ A2=$APID
 WHY="processes: $(curl -s "$U/processes")"; check second-app-listed until_ok 5 listed "$A2"
 WHY="processes: $(curl -s "$U/processes")"; check two-entries test "$(count)" = 2
 stale_socket "$T/dotnet-diagnostic-$A1-1-socket"
-sleep 1.5
+sleep 1.5 # time passing: the scan has seen the stale file (a negative: nothing to wait on)
 WHY="processes: $(curl -s "$U/processes")"; check stale-same-pid-not-confusing bash -c "[ \$(curl -s '$U/processes' | jq length) = 2 ] && curl -s '$U/processes' | jqe --argjson p $A1 'map(select(.pid == \$p)) | length == 1'"
 curl -s "$U/process?pid=$A1" > "$W/body"
 WHY="$(cat "$W/body")"; check stale-same-pid-still-served jq -e --argjson p "$A1" '.pid == $p' "$W/body"
@@ -161,7 +162,7 @@ T5=$W/later
 "$D" launch --socket "$W/e.sock" --connect-dir "$T5" --urls http://127.0.0.1:0 2> "$W/agent5.log" & AG5=$!; PIDS+=($AG5)
 U5=http://127.0.0.1:$(listening_port "$W/agent5.log" urls 10 "$AG5")
 check missing-dir-said wait_for "$W/agent5.log" "\"event\":\"unreachable\",\"connectDir\":\"$T5\",\"reason\":\"No such file or directory\"" 5
-sleep 1
+sleep 1 # time passing: more looks at the directory, still said once
 WHY="$(cat "$W/agent5.log")"; check missing-dir-said-once test "$(grep -c unreachable "$W/agent5.log")" = 1
 mkdir -m 1777 "$T5"
 env TMPDIR="$T5" dotnet "$APP" sleep 120 > "$W/app9.out" 2>&1 & A9=$!; PIDS+=($A9)

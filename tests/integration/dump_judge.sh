@@ -99,18 +99,20 @@ WHY="left: $(ls -A "$W/dumps")"; check launched/nothing-left test "$(ls -A "$W/d
 
 # --- xuid: the webapp as nobody (65534), the agent as uid 1654
 mkdir -m 0777 "$W/fy" "$W/fy/out" "$W/fy/home"
-P2=$(free_port); U2=http://127.0.0.1:$P2; AP=$(free_port)
 printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/fy/out\n' "$W" > "$W/fy.yaml"
 setpriv --reuid 1654 --regid 1654 --clear-groups "$D" launch --no-metrics --config "$W/fy.yaml" --socket "$W/fy/port" \
-	--dumps "$W/fy" --urls "$U2" 2> "$W/agent2.log" & PIDS+=($!)
-DOTNET_DiagnosticPorts=$W/fy/port,connect,nosuspend ASPNETCORE_URLS=http://127.0.0.1:$AP HOME=$W/fy/home \
+	--dumps "$W/fy" --urls http://127.0.0.1:0 2> "$W/agent2.log" & AG2=$!; PIDS+=($AG2)
+P2=$(listening_port "$W/agent2.log" urls 30 "$AG2") || { fail xuid/agent-start "the agent did not start" "$W/agent2.log"; exit 0; }
+U2=http://127.0.0.1:$P2
+DOTNET_DiagnosticPorts=$W/fy/port,connect,nosuspend ASPNETCORE_URLS=http://127.0.0.1:0 HOME=$W/fy/home \
 	setpriv --reuid 65534 --regid 65534 --clear-groups dotnet "$PWD/$B/apps/webapp/webapp.dll" > "$W/web.out" 2>&1 & PIDS+=($!)
 wait_for "$W/web.out" READY 30 || { fail xuid/start "$(tail -3 "$W/web.out")"; exit 0; }
 WPID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/web.out")
+AP=$(sed -n 's/^LISTENING http:.*:\([0-9]*\)$/\1/p' "$W/web.out" | head -1)
 wait_for "$W/agent2.log" "\"event\":\"attached\",\"pid\":$WPID" 15 || { fail xuid/attach "$(tail -3 "$W/agent2.log")"; exit 0; }
 curl -s "http://127.0.0.1:$AP/blocking-threads?count=$WAITERS&seconds=600" > /dev/null
 held=$(curl -s "http://127.0.0.1:$AP/memory-leak?mb=$HEAP_MB")
-WHY="app uid $(awk '/^Uid/ {print $2}' /proc/"$WPID"/status), agent uid $(ps -o uid= -p $(pgrep -f "urls $U2" | head -1)), held '$held'"
+WHY="app uid $(awk '/^Uid/ {print $2}' /proc/"$WPID"/status), agent uid $(ps -o uid= -p "$AG2"), held '$held'"
 check xuid/setup bash -c "[ \"\$(awk '/^Uid/ {print \$2}' /proc/$WPID/status)\" = 65534 ] && [ '$held' -ge $HEAP_MB ]"
 judge_all xuid "$U2" "$W/fy" "LockContention.Wait" "$WAITERS" 2 "$WPID" "$W/fy/out"
 WHY="left: $(ls -A "$W/fy")"; check xuid/nothing-left test "$(ls -A "$W/fy" | grep -v -x -e port -e out -e home | wc -l)" = 0

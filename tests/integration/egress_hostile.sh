@@ -73,7 +73,7 @@ cancelled_fast() {
 	curl -s -D "$W/$prov.hdr" -o /dev/null "$U/dump?type=Mini&egressProvider=$prov"
 	loc=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/$prov.hdr")
 	for _ in $(seq 1 300); do [ "$(wc -l < "$W/store.log")" -gt "$n" ] && break; sleep 0.1; done
-	sleep 1 # the request is out; the egress process waits for the answer
+	sleep 1 # time passing: the request is out, and the egress process has waited on the answer a while
 	t0=$(date +%s%N)
 	curl -s -X DELETE -o /dev/null "$U$loc"
 	for _ in $(seq 1 600); do st=$(curl -s "$U$loc" | jq -r .status); [ "$st" = Running ] || break; sleep 0.1; done
@@ -86,7 +86,7 @@ cancelled_fast() {
 cancelled_fast s3silent s3
 cancelled_fast azsilent azure
 WHY="$(ss -tn state established "( dport = :$(cat "$W/store.port") )" | tail -n +2)"
-check cancel/connections-closed bash -c "sleep 1; test \$(ss -tn state established '( dport = :$(cat "$W/store.port") )' | tail -n +2 | wc -l) = 0"
+check cancel/connections-closed eventually 3 bash -c "test \$(ss -tn state established '( dport = :$(cat "$W/store.port") )' | tail -n +2 | wc -l) = 0"
 
 WHY="/healthz $(code "$U/healthz"): $(grep egress-exited "$W/agent.log")"
 check survives/healthy bash -c "test \"\$(curl -s -o /dev/null -w '%{http_code}' '$U/healthz')\" = 200 &&

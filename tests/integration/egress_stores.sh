@@ -34,11 +34,11 @@ PIDS+=($!)
 echo $! > "$W/s3rver.pid"
 wait_for "$W/s3rver.port" . 30 || { fail start-s3rver "it did not start" "$W/s3rver.log"; exit 0; }
 S3=http://127.0.0.1:$(cat "$W/s3rver.port")
-AZP=$(free_port)
-$V/node_modules/.bin/azurite-blob --blobHost 127.0.0.1 --blobPort "$AZP" --inMemoryPersistence --disableTelemetry \
+$V/node_modules/.bin/azurite-blob --blobHost 127.0.0.1 --blobPort 0 --inMemoryPersistence --disableTelemetry \
 	--skipApiVersionCheck --silent > "$W/azurite.log" 2>&1 &
 PIDS+=($!)
-wait_for "$W/azurite.log" "successfully listens" 30 || { fail start-azurite "it did not start" "$W/azurite.log"; exit 0; }
+AZP=$(logged_port "$W/azurite.log" "listens on http://127.0.0.1:" 30 "$!") ||
+	{ fail start-azurite "it did not start" "$W/azurite.log"; exit 0; }
 AZ=http://127.0.0.1:$AZP/devstoreaccount1
 (cd $V && node azblob-read.mjs "$AZ" mkcontainer diag) > /dev/null 2>&1
 AZKEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
@@ -84,8 +84,7 @@ s3.send(new GetObjectCommand({ Bucket: "diag", Key: process.argv[2] })).then(asy
   const out = fs.createWriteStream(process.argv[3]);
   for await (const c of r.Body) out.write(c);
   out.end();
-});' "$S3" "$KEY" "$W/from-s3") 2>> "$W/s3.err"
-sleep 0.5
+});' "$S3" "$KEY" "$W/from-s3") 2>> "$W/s3.err" # node exits once the file is written whole
 WHY="$(cat "$W/s3.json" "$W/s3.err" | head -c 400); $(file -b "$W/from-s3" 2>&1)"
 check dump-is-core bash -c "file -b '$W/from-s3' | grep -q 'ELF 64-bit LSB core file'"
 WHY="object $(jq .size "$W/s3.json") bytes, streamed $(stat -c %s "$W/streamed"), operation's bytesSent $(jq .bytesSent "$W/dump-op.json")"
@@ -132,7 +131,7 @@ curl -s -D "$W/down.hdr" -o /dev/null "$U/dump?type=WithHeap&egressProvider=s3"
 LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/down.hdr")
 for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .bytesSent)" -gt 0 ] 2>/dev/null && break; sleep 0.05; done
 kill -9 "$(cat "$W/s3rver.pid")"
-for _ in $(seq 1 900); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.1; done
+op_ended 90 "$U$LOC"
 curl -s "$U$LOC" > "$W/down-op.json"
 WHY="$(cat "$W/down-op.json")"
 check store-down-failed jq -e '.status == "Failed" and (.error.message | test("S3 .*(refused|reset|no answer|connect)"; "i"))' \
@@ -152,7 +151,7 @@ curl -s -D "$W/killed.hdr" -o /dev/null "$U/dump?type=WithHeap&egressProvider=az
 LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/killed.hdr")
 for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .bytesSent)" -gt 0 ] 2>/dev/null && break; sleep 0.05; done
 kill -9 "$EPID"
-for _ in $(seq 1 300); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.1; done
+op_ended 30 "$U$LOC"
 curl -s "$U$LOC" > "$W/killed-op.json"
 WHY="$(cat "$W/killed-op.json")"
 check killed-mid-upload-says-why jq -e '.status == "Failed" and (.error.message | test("egress process"))' \

@@ -32,10 +32,10 @@ start_one() {
 	local i=$1
 	shift
 	mkdir -p -m 0777 "$W/a$i"
-	PORT[$i]=$(free_port)
-	URL[$i]=http://127.0.0.1:${PORT[$i]}
-	"$D" launch --socket "$W/a$i/port" --urls "${URL[$i]}" --dumps "$W/a$i" "$@" 2> "$W/a$i/agent.log" &
+	"$D" launch --socket "$W/a$i/port" --urls http://127.0.0.1:0 --dumps "$W/a$i" "$@" 2> "$W/a$i/agent.log" &
 	PIDS+=($!)
+	PORT[$i]=$(listening_port "$W/a$i/agent.log" urls 30 "$!") || { fail setup "agent $i did not start" "$W/a$i/agent.log"; exit 0; }
+	URL[$i]=http://127.0.0.1:${PORT[$i]}
 }
 printf 'e2e-token-1-0123456789abcdef\n' > "$W/agent4-token"
 for i in 1 2 3; do start_one $i; done

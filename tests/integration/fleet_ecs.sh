@@ -41,8 +41,32 @@ cc -std=c11 -D_GNU_SOURCE -I. -Icommon $CFLAGS_PKG -o "$W/driver" $I/ecs_driver.
 	2> "$W/cc.log" || { fail build-driver "$(head -c 300 "$W/cc.log")"; exit 0; }
 
 DIAGPORT_AUTH_TOKEN=$TOKEN start_agent
-for _ in $(seq 1 100); do curl -s -o /dev/null "$U/healthz" && break; sleep 0.1; done
-HP=$(free_port)
+# a listener on every local address at the hostile tasks' agent port HP (a port it binds itself and writes to
+# listener.log.port; [::]:HP, dual-stack: 127.0.0.2, 0.0.0.0 and ::1 reach it; it logs the address each connection
+# was made to); only the loopback task (accepted: the endpoint is a local stand-in) may
+cat > "$W/listener.py" << 'EOF'
+import socket, sys
+s = socket.socket(socket.AF_INET6)
+s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("::", 0))
+s.listen(16)
+open(sys.argv[1] + ".port", "w").write("%d\n" % s.getsockname()[1])
+while True:
+    c = s.accept()[0]
+    c.settimeout(2)
+    try:
+        data = c.recv(4096)
+    except OSError:
+        data = b""
+    with open(sys.argv[1], "a") as f:
+        f.write(c.getsockname()[0] + " " + data.split(b"\r")[0].decode(errors="replace") + "\n")
+    c.close()
+EOF
+"$PY" "$W/listener.py" "$W/listener.log" 2> "$W/listener.err" &
+PIDS+=($!)
+wait_for "$W/listener.log.port" '^[0-9]' 10 || { fail listener "$(head -c 300 "$W/listener.err")"; exit 0; }
+HP=$(cat "$W/listener.log.port")
 HOSTILE_PORT=$HP "$PY" $I/ecs_seed.py "$D" "$P" "$W/seed.json" 2> "$W/seed.err" || { fail seed "$(head -c 300 "$W/seed.err")"; exit 0; }
 
 # start_fake NAME SEED: the stand-in; its port in FP_NAME's file $W/NAME.port
@@ -307,32 +331,7 @@ env -i PATH=/usr/bin:/bin HOME="$W/empty" AWS_ENDPOINT_URL="http://127.0.0.1:$(c
 WHY="$(head -c 300 "$W/slow.out")"; check retry/throttled-then-answered test "$(head -1 "$W/slow.out" | jq .n)" = 150
 WHY="$(cat "$W/slow.log" | head -5)"; check retry/three-throttled test "$(grep -c '"throttled": true' "$W/slow.log")" = 3
 
-# ---- tampered task addresses: no token sent anywhere but a task's address ----
-# a listener on every local address at the hostile tasks' agent port ([::]:HP, dual-stack: 127.0.0.2,
-# 0.0.0.0 and ::1 reach it; it logs the address each connection was made to); only the loopback task
-# (accepted: the endpoint is a local stand-in) may
-cat > "$W/listener.py" << 'EOF'
-import socket, sys
-s = socket.socket(socket.AF_INET6)
-s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("::", int(sys.argv[1])))
-s.listen(16)
-open(sys.argv[2] + ".ready", "w").close()
-while True:
-    c = s.accept()[0]
-    c.settimeout(2)
-    try:
-        data = c.recv(4096)
-    except OSError:
-        data = b""
-    with open(sys.argv[2], "a") as f:
-        f.write(c.getsockname()[0] + " " + data.split(b"\r")[0].decode(errors="replace") + "\n")
-    c.close()
-EOF
-"$PY" "$W/listener.py" "$HP" "$W/listener.log" 2> "$W/listener.err" &
-PIDS+=($!)
-for _ in $(seq 1 50); do [ -e "$W/listener.log.ready" ] && break; sleep 0.1; done
+# ---- tampered task addresses: no token sent anywhere but a task's address (the listener: see the seed) ----
 disc hostile "$REG" "${ENVKEYS[@]}" -- hostile --probe
 HOSTILE=("169.254.169.254|link-local" "0.0.0.0|unspecified" "evil.example|not an IP address"
 	"127.0.0.2:$HP/x?|not an IP address" "fe80::1|link-local" "224.0.0.1|multicast" "255.255.255.255|broadcast"

@@ -56,14 +56,13 @@ echo wrong > "$W/bad-token"
 "$PY" tests/integration/kubeapi_fake.py --cert "$W/api.crt" --key "$W/api.key" --token-file "$W/token" \
 	--log "$W/api.log" --ready "$W/api.port" > "$W/fake.out" 2>&1 &
 PIDS+=($!)
-for _ in $(seq 1 100); do [ -s "$W/api.port" ] && break; sleep 0.1; done
+wait_for "$W/api.port" . 10
 [ -s "$W/api.port" ] || { fail setup "the stand-in did not start" "$W/fake.out"; exit 0; }
 API=https://127.0.0.1:$(cat "$W/api.port")
 
 ATOK=agent-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')
 printf '%s\n' "$ATOK" > "$W/agent-token"
 start_agent --auth-token-file "$W/agent-token"
-for _ in $(seq 1 100); do curl -s -o /dev/null "$U/healthz" && break; sleep 0.1; done
 if ! start_webapp "$W/app.out" "$W/dumps/port" "$U" -H "Authorization: Bearer $ATOK"; then
 	fail setup "the webapp did not attach to the agent" "$W/app.out"
 	exit 0

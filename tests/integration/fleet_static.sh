@@ -13,19 +13,19 @@ cleanup_more() { for m in "${MOUNTS[@]+"${MOUNTS[@]}"}"; do umount "$m" 2>/dev/n
 build_apps
 N=6
 
-# agent i: its socket and dumps in $W/a$i, HTTP on a free loopback port, its log $W/a$i/agent.log; URL[i], APPPID[i]
+# agent i: its socket and dumps in $W/a$i, HTTP on a loopback port it binds itself, its log $W/a$i/agent.log; URL[i], APPPID[i]
 declare -a URL AGPID APPPID APPURL
 start_one() {
 	local i=$1 p
 	shift
 	mkdir -p -m 0777 "$W/a$i" "$W/a$i/out"
-	p=$(free_port)
-	URL[$i]=http://127.0.0.1:$p
 	printf 'Egress:\n  FileSystem:\n    out:\n      DirectoryPath: %s/a%s/out\n' "$W" "$i" > "$W/a$i/agent.yaml"
-	"$D" launch --config "$W/a$i/agent.yaml" --socket "$W/a$i/port" --urls "${URL[$i]}" --dumps "$W/a$i" "$@" \
+	"$D" launch --config "$W/a$i/agent.yaml" --socket "$W/a$i/port" --urls http://127.0.0.1:0 --dumps "$W/a$i" "$@" \
 		2> "$W/a$i/agent.log" &
 	AGPID[$i]=$!
 	PIDS+=($!)
+	p=$(listening_port "$W/a$i/agent.log" urls 30 "$!") || { fail setup "agent $i did not start" "$W/a$i/agent.log"; exit 0; }
+	URL[$i]=http://127.0.0.1:$p
 }
 printf 's3cret-token-%s-0123456789\n' 1 > "$W/token"
 printf 'another-token\n' > "$W/wrong-token"
@@ -173,7 +173,7 @@ check progress-tty bash -c "test $rc = 0 && grep -q \$'\\e\\[[0-9]*A\\e\\[J' '$W
 # ---- more than ten targets need --yes ----
 args=()
 for i in 1 3 4 6; do args+=(--target "${URL[$i]}"); done
-for _ in 1 2 3 4 5 6 7; do args+=(--target "http://127.0.0.1:$(free_port)"); done
+for _ in 1 2 3 4 5 6 7; do refused_port; args+=(--target "http://127.0.0.1:$RP"); done
 "$D" capture stacks "${args[@]}" -o "$W/yes" < /dev/null > "$W/yes.out" 2>&1
 rc=$?
 WHY="11 targets without --yes: exit $rc, $(cat "$W/yes.out")"
@@ -184,7 +184,7 @@ curl -s "${APPURL[3]}/memory-leak?mb=1500" > /dev/null
 "$D" capture dump --type Full --target "${URL[3]}" -o "$W/cancel" > "$W/cancel.out" 2> "$W/cancel.err" &
 cap=$!
 wait_for "$W/cancel.err" "dump started" 10
-sleep 1.5
+sleep 1.5 # time passing: Ctrl-C in the middle of the transfer
 kill -INT $cap
 wait $cap
 rc=$?
@@ -207,7 +207,7 @@ check ctrl-c-app-alive curl -sf "${APPURL[3]}/"
 	> "$W/dying.out" 2> "$W/dying.err" &
 cap=$!
 wait_for "$W/dying.err" "127.0.0.1:${URL[3]##*:} pid .*: dump started" 10
-sleep 1
+sleep 1 # time passing: the agent killed in the middle of the transfer
 kill -9 "${AGPID[3]}"
 wait $cap
 rc=$?
@@ -254,7 +254,7 @@ check metrics-per-agent bash -c "jq -e '.succeeded == 2 and ([.items[] | has(\"p
 	test \$(ls '$W/metrics'/*.prom | wc -l) = 2"
 "$D" capture logs --target "${URL[1]}" --duration 4 --level Information -o "$W/logs" > /dev/null 2>&1 &
 cap=$!
-sleep 2
+sleep 2 # time passing: the lines logged in the middle of the 4 s capture
 curl -s "${APPURL[1]}/log?count=3&message=fleet-hello" > /dev/null
 wait $cap
 WHY="logs: $(ls "$W/logs"); $(head -c 300 "$W/logs/"*.ndjson 2>/dev/null)"
@@ -281,7 +281,8 @@ printf '%s\n# fine\nftp://nope\n' "${URL[1]}" > "$W/bad-targets"
 rc=$?
 WHY="$(cat "$W/e3")"
 check usage-targets-file-line bash -c "test $rc = 2 && grep -q \"$W/bad-targets:3: 'ftp://nope' is not an http:// or https:// URL\" '$W/e3'"
-"$D" capture stacks --target "http://127.0.0.1:$(free_port)" -o "$W/none" > "$W/e4" 2>&1
+refused_port
+"$D" capture stacks --target "http://127.0.0.1:$RP" -o "$W/none" > "$W/e4" 2>&1
 rc=$?
 WHY="exit $rc: $(cat "$W/e4")"
 check nothing-to-capture test "$rc" = 5

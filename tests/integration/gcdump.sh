@@ -65,8 +65,7 @@ print(json.dumps(r))' "$2.txt" > "$2"
 modules='[.types | keys[] | select(test("Module\\(0x"))]'
 
 # --- rule: the Startup rule's CollectGCDump, egressed as a .gcdump
-for _ in $(seq 1 300); do [ -n "$(ls "$W/rule" 2>/dev/null)" ] && break; sleep 0.1; done
-sleep 0.5
+eventually 30 bash -c "ls '$W/rule'/*.gcdump > /dev/null 2>&1" # published whole (written aside, then renamed)
 f=$(ls "$W/rule"/*.gcdump 2>/dev/null | head -1)
 WHY="rule egress: '$(ls "$W/rule")'; $(grep -i rule "$W/agent.log" | tail -3)"
 check rule/egressed test -n "$f"

@@ -69,12 +69,12 @@ WHY="diagport capture in the agent's image: exit $rc: $(head -c 300 "$W/cap.out"
 check capture-refused-not-crashed bash -c "test $rc -ne 0 && test $rc -lt 128 && grep -q 'linked statically' '$W/cap.out'"
 
 # the agent in its image, for a .NET app on this host: the socket in a shared directory, HTTP on a
-# port published on loopback, the token from a mounted file
+# port published on loopback (one podman picks and binds: -p 127.0.0.1::52323, read back with podman port), the
+# token from a mounted file
 mkdir -m 0777 "$W/diag"
 printf 'image-test-token-0123456789\n' > "$W/token"
 chmod 0644 "$W/token"
-HP=$(free_port)
-podman run -d --name dp-image-agent --network bridge -p "127.0.0.1:$HP:52323" \
+podman run -d --name dp-image-agent --network bridge -p 127.0.0.1::52323 \
 	-v "$W/diag:/diag" -v "$W/token:/run/diagport/token:ro" --tmpfs /dumps:mode=1777 \
 	--read-only --cap-drop ALL --security-opt no-new-privileges \
 	"$IMAGE" launch --socket /diag/port --dumps /dumps --auth-token-file /run/diagport/token \
@@ -82,6 +82,7 @@ podman run -d --name dp-image-agent --network bridge -p "127.0.0.1:$HP:52323" \
 rc=$?
 WHY="podman run: exit $rc: $(cat "$W/run.out")"
 check agent-starts test "$rc" = 0
+HP=$(podman port dp-image-agent 52323 2> /dev/null | sed -n '1s/.*://p')
 wait_for_socket() { for _ in $(seq 1 100); do [ -S "$W/diag/port" ] && return 0; sleep 0.1; done; return 1; }
 WHY="no socket: $(podman logs dp-image-agent 2>&1 | tail -3)"
 check socket wait_for_socket

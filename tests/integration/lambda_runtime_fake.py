@@ -12,6 +12,7 @@ service runs here), following its published contract ("AWS Lambda runtime API", 
   anything else                                       404 (an unknown ID: 400, as Lambda answers)
 
 Every POST is appended to OUT_FILE as one JSON line {"kind", "id", "body"} (body parsed when JSON).
+It prints "LISTENING 127.0.0.1:<port>" once it listens (PORT 0: a port the system chose).
 """
 import json
 import os
@@ -82,4 +83,6 @@ class H(BaseHTTPRequestHandler):
         self.reply(202, b'{"status":"OK"}')
 
 
-ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+server = ThreadingHTTPServer(("127.0.0.1", port), H)
+print(f"LISTENING 127.0.0.1:{server.server_address[1]}", flush=True)
+server.serve_forever()

@@ -22,7 +22,6 @@ check app-ready wait_for "$W/app.out" READY 15
 APID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app.out")
 WHY="$(ls -A "$W/tmp")"; check app-default-socket bash -c "ls '$W/tmp' | grep -q '^dotnet-diagnostic-$APID-[0-9]*-socket$'"
 
-P=$(free_port); U=http://127.0.0.1:$P
 cat > "$W/agent.yaml" <<EOF
 Egress:
   FileSystem:
@@ -32,7 +31,9 @@ EOF
 # --no-metrics: a counters session makes the app's thread pool start and retire threads, and the thread
 # counts of the dumps below are compared with /proc; /metrics from this runtime is checked at the end
 "$D" launch --config "$W/agent.yaml" --socket "$W/dumps/port" --dumps "$W/dumps" --connect-dir "$W/tmp" \
-  --urls "$U" --no-metrics 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+  --urls http://127.0.0.1:0 --no-metrics 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+P=$(listening_port "$W/agent.log" urls 30 "$AG") || { fail agent-start "the agent did not start" "$W/agent.log"; exit 0; }
+U=http://127.0.0.1:$P
 check attached wait_for "$W/agent.log" "\"event\":\"attached\",\"pid\":$APID," 10
 
 # identity without ProcessInfo: the pid and start key of the socket's name
@@ -62,7 +63,7 @@ WHY="left: $(ls -A "$W/dumps")"; check nothing-left test "$(ls -A "$W/dumps")" =
 # egress through the same fallback
 curl -s -D "$W/hdr" -o /dev/null "$U/dump?type=Mini&egressProvider=out"
 LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/hdr")
-for i in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.05; done
+op_ended 5 "$U$LOC"
 curl -s "$U$LOC" > "$W/op.json"
 WHY="$(cat "$W/op.json")"; check egress-succeeded jq -e '.status == "Succeeded"' "$W/op.json"
 ART=$(jq -r .resourceLocation "$W/op.json")
@@ -70,9 +71,9 @@ WHY="$(file -b "$ART" 2>&1 | head -c 80)"; check egress-artifact-is-core bash -c
 
 # /metrics from .NET Core 3.1 (EventCounters; it has no Meter API): a second agent with metrics on
 # (the app is long past its startup, so its session may start at once: --metrics-start-delay 0)
-P2=$(free_port)
-"$D" launch --socket "$W/dumps/port2" --dumps "$W/dumps" --connect-dir "$W/tmp" --urls "http://127.0.0.1:$P2" \
+"$D" launch --socket "$W/dumps/port2" --dumps "$W/dumps" --connect-dir "$W/tmp" --urls http://127.0.0.1:0 \
   --no-auth --metrics-interval 1 --metrics-start-delay 0 2> "$W/agent2.log" & PIDS+=($!)
+P2=$(listening_port "$W/agent2.log" urls 30 "$!")
 for _ in $(seq 1 100); do curl -s "http://127.0.0.1:$P2/metrics" | grep -q '^systemruntime_cpu_usage_ratio ' && break; sleep 0.1; done
 curl -s "http://127.0.0.1:$P2/metrics" > "$W/metrics.txt"
 WHY="$(head -3 "$W/metrics.txt") $(tail -2 "$W/agent2.log")"

@@ -101,6 +101,7 @@ WHY="$(jq -c '[.[] | .Category] | unique' "$W/flt.json")"
 check filter/only-asked jq -e '([.[] | .Category] | unique) == ["Keep.Me"] and (.[0].LogLevel == "Debug")' "$W/flt.json"
 
 # --- egress
+# time passing: the lines logged in the middle of the 3 s session
 ( sleep 1; curl -s "$AURL/log?level=Warning&count=2&message=egressed" > /dev/null ) &
 egressed eg "$U/logs?pid=$APID&durationSeconds=3&egressProvider=out"
 st=$(jq -r .status "$W/eg-op.json")

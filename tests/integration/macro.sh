@@ -222,9 +222,8 @@ cp "$W/f1.event" "$W/events/3.json"
 # 4: an event over Lambda's 6 MiB payload limit: answered through /error, not read as half an event
 python3 -c 'import json, sys; json.dump({"requestId": "big", "fragment": {"Resources": {}}, "pad": "x" * (6 * 1024 * 1024 + 1000)}, open(sys.argv[1], "w"))' "$W/events/4.json"
 cp "$BOOT" "$W/task/bootstrap"
-LP=$(free_port)
-python3 tests/integration/lambda_runtime_fake.py "$LP" "$W/events" "$W/posts" & FAKE=$!
-for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$LP/" && break; sleep 0.1; done
+python3 tests/integration/lambda_runtime_fake.py 0 "$W/events" "$W/posts" > "$W/fake.out" & FAKE=$!
+LP=$(logged_port "$W/fake.out" "LISTENING 127.0.0.1:" 10 "$FAKE") || { fail lambda/start "the Runtime API stand-in did not start"; exit 0; }
 (cd "$W/task" && AWS_LAMBDA_RUNTIME_API=127.0.0.1:$LP exec ./bootstrap) 2> "$W/boot.err" & BPID=$!
 for _ in $(seq 1 100); do [ "$(wc -l < "$W/posts" 2> /dev/null || echo 0)" -ge 4 ] && break; sleep 0.1; done
 kill "$BPID" "$FAKE" 2> /dev/null; wait "$BPID" "$FAKE" 2> /dev/null
@@ -249,9 +248,8 @@ serve() {
 	shift 2
 	mkdir -p "$W/$name.events"
 	for ev in "$@"; do k=$((k + 1)); cp "$ev" "$W/$name.events/$k.json"; done
-	lp=$(free_port)
-	python3 tests/integration/lambda_runtime_fake.py "$lp" "$W/$name.events" "$W/$name.posts" & fake=$!
-	for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$lp/" && break; sleep 0.1; done
+	python3 tests/integration/lambda_runtime_fake.py 0 "$W/$name.events" "$W/$name.posts" > "$W/$name.fake" & fake=$!
+	lp=$(logged_port "$W/$name.fake" "LISTENING 127.0.0.1:" 10 "$fake") || { fail "$name/start" "the Runtime API stand-in did not start"; exit 0; }
 	(cd "$W/task" && AWS_LAMBDA_RUNTIME_API=127.0.0.1:$lp exec ./bootstrap) 2> "$W/$name.err" & boot=$!
 	for _ in $(seq 1 100); do [ "$(wc -l < "$W/$name.posts" 2> /dev/null || echo 0)" -ge "$n" ] && break; sleep 0.1; done
 	kill "$boot" "$fake" 2> /dev/null; wait "$boot" "$fake" 2> /dev/null

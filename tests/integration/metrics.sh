@@ -107,9 +107,9 @@ check kernel/working-set-meter awk -v a="$wsm" -v b="$rss" 'BEGIN {d = a - b; if
 ticks() { awk '{print $14 + $15}' "/proc/$APID/stat"; }
 HZ=$(getconf CLK_TCK); NCPU=$(nproc)
 curl -s "$AURL/high-cpu?seconds=8" > /dev/null
-sleep 2
+sleep 2 # time passing: the counters' 1 s intervals from here on are all busy
 t0=$(ticks); s0=$(date +%s.%N)
-sleep 3
+sleep 3 # time passing: the window /proc's CPU time is measured over
 t1=$(ticks); s1=$(date +%s.%N)
 scrape "$W/cpu.txt" > /dev/null
 proc=$(awk -v a="$t0" -v b="$t1" -v s="$s0" -v e="$s1" -v hz="$HZ" -v n="$NCPU" 'BEGIN {printf "%.1f", (b - a) / hz / (e - s) / n * 100}')
@@ -123,7 +123,7 @@ st=$(value "$W/cpu.txt" 'systemruntime_dotnet_process_cpu_time_s{cpu_mode="syste
 persec=$(awk -v a="$t0" -v b="$t1" -v s="$s0" -v e="$s1" -v hz="$HZ" 'BEGIN {printf "%.2f", (b - a) / hz / (e - s)}')
 WHY="dotnet.process.cpu.time per 1 s interval: user $ut + system $st; /proc: $persec CPU-seconds a second"
 check kernel/cpu-time-meter awk -v u="$ut" -v s="$st" -v p="$persec" 'BEGIN {d = u + s - p; if (d < 0) d = -d; t = p * 0.3; if (t < 0.1) t = 0.1; exit !(p > 0.1 && d <= t)}'
-sleep 3.5 # the busy loop ends
+eventually 10 bash -c "! grep -qx hot-loop /proc/$APID/task/*/comm" # the busy loop ends
 g0=$(value "$W/m1.txt" systemruntime_gen_0_gc_count)
 read -r gc0 _ < <(curl -s "$AURL/gc")
 curl -s "$AURL/memory-leak?mb=200" > /dev/null
@@ -177,6 +177,7 @@ cat > "$W/sel.json" <<'EOF'
  "meters": [{"meterName": "System.Runtime", "instrumentNames": ["dotnet.gc.collections"]}]}
 EOF
 read -r gb _ < <(curl -s "$AURL/gc")
+# time passing: the allocation in the middle of the 5 s session, which sees the collections rise
 ( sleep 1.5; curl -s "$AURL/memory-leak?mb=150" > /dev/null; curl -s "$AURL/gc" > "$W/gc.after" ) &
 live sel "$U/livemetrics?pid=$APID&durationSeconds=5" -X POST -H 'Content-Type: application/json' --data-binary @"$W/sel.json"
 wait $!
@@ -204,7 +205,8 @@ WHY="$(head -c 200 "$W/egressed.seq" 2>/dev/null | tr '\036' '^')"; check live/e
 # four at once: the fourth gets 429
 MANY=()
 for i in 1 2 3; do live "many$i" "$U/livemetrics?pid=$APID&durationSeconds=4" & MANY+=($!); done
-sleep 1.5
+three_live() { grep -qs '^HTTP/1.1 200' "$W/many1.hdr" && grep -qs '^HTTP/1.1 200' "$W/many2.hdr" && grep -qs '^HTTP/1.1 200' "$W/many3.hdr"; }
+eventually 10 three_live # the three sessions are admitted (their answers begun)
 code=$(curl -s "${AUTH[@]}" -o "$W/429.json" -w '%{http_code}' "$U/livemetrics?pid=$APID&durationSeconds=1")
 WHY="code $code $(cat "$W/429.json")"; check live/fourth-429 test "$code" = 429
 wait "${MANY[@]}"
@@ -250,8 +252,7 @@ fi
 
 # --- off: --no-metrics
 "$D" launch --socket "$W/dumps/port2" --urls http://127.0.0.1:0 --dumps "$W/dumps" --no-auth --no-metrics 2> "$W/agent2.log" & PIDS+=($!)
-P2=$(listening_port "$W/agent2.log" urls 10 "$!")
-for _ in $(seq 1 50); do curl -s "http://127.0.0.1:$P2/healthz" > /dev/null && break; sleep 0.1; done
+P2=$(listening_port "$W/agent2.log" urls 10 "$!") # listening: it answers
 code=$(curl -s -o "$W/off.json" -w '%{http_code}' "http://127.0.0.1:$P2/metrics")
 WHY="code $code $(cat "$W/off.json")"; check off/404 test "$code" = 404
 code=$(timeout 5 "$D" launch --socket "$W/dumps/port3" --no-auth --metrics-interval 0 > /dev/null 2>&1; echo $?)

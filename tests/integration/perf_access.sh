@@ -28,10 +28,9 @@ agent_with() {
 	local dir=$1
 	shift
 	mkdir -m 0777 "$W/$dir"
-	U=http://127.0.0.1:$(free_port)
-	"$@" "$D" launch --socket "$W/$dir/port" --urls "$U" --no-auth --dumps "$W/$dir" 2> "$W/$dir/agent.log" &
+	"$@" "$D" launch --socket "$W/$dir/port" --urls http://127.0.0.1:0 --no-auth --dumps "$W/$dir" 2> "$W/$dir/agent.log" &
 	PIDS+=($!)
-	wait_for "$W/$dir/agent.log" listening 10
+	U=http://127.0.0.1:$(listening_port "$W/$dir/agent.log" urls 10 "$!")
 	start_webapp "$W/$dir/app.out" "$W/$dir/port" "$U" || fail "$dir-app-attached" "$(tail -3 "$W/$dir/app.out")"
 }
 # perf_get FILE [QUERY]: a 1 s perf profile from the agent at U into $W/FILE; sets CODE and WHY (the answer)
@@ -50,14 +49,17 @@ kill "$APP" 2> /dev/null
 
 # 2. both nobody: init mode, the app started by the agent
 mkdir -m 0777 "$W/a2"
-P=$(free_port); U=http://127.0.0.1:$P; AP=$(free_port); DLL=$PWD/$B/apps/webapp/webapp.dll
-( cd "$W/a2" && exec env HOME="$W/a2" ASPNETCORE_URLS=http://127.0.0.1:$AP setpriv --reuid 65534 --regid 65534 --clear-groups \
-	"$D" launch --socket "$W/a2/port" --urls "$U" --no-auth --dumps "$W/a2" -- dotnet "$DLL" \
+DLL=$PWD/$B/apps/webapp/webapp.dll
+( cd "$W/a2" && exec env HOME="$W/a2" ASPNETCORE_URLS=http://127.0.0.1:0 setpriv --reuid 65534 --regid 65534 --clear-groups \
+	"$D" launch --socket "$W/a2/port" --urls http://127.0.0.1:0 --no-auth --dumps "$W/a2" -- dotnet "$DLL" \
 	> "$W/a2/app.out" 2> "$W/a2/agent.log" ) & A2=$!; PIDS+=($A2)
+P=$(listening_port "$W/a2/agent.log" urls 10 "$A2"); U=http://127.0.0.1:$P
 wait_for "$W/a2/app.out" READY 30
+A2PID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/a2/app.out")
+AURL2=$(sed -n 's/^LISTENING \(http:.*\)$/\1/p' "$W/a2/app.out" | head -1)
 for _ in $(seq 1 100); do curl -s "$U/processes" | grep -q pid && break; sleep 0.1; done
-(curl -s "http://127.0.0.1:$AP/high-cpu?seconds=6" > /dev/null &)
-sleep 0.3
+(curl -s "$AURL2/high-cpu?seconds=6" > /dev/null &)
+eventually 5 bash -c "grep -qx hot-loop /proc/$A2PID/task/*/comm" # the spinning thread is there
 CODE=$(curl -s -o "$W/r2.svg" -w '%{http_code}' "$U/trace?engine=perf&durationSeconds=2&format=flamegraph")
 curl -s -o "$W/r2.folded" "$U/trace?engine=perf&durationSeconds=2"
 WHY="$CODE $(head -c 600 "$W/r2.svg"); folded: $(head -c 400 "$W/r2.folded")"

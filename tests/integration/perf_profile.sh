@@ -85,7 +85,6 @@ WHY="$(nm "$W/dl/libdpnative.so" 2>&1 | head -3) / $(readelf -S "$W/dl/libdpnati
 check native/stripped-as-planned stripped_ok
 
 start_agent
-for _ in $(seq 1 100); do curl -s -o /dev/null "$U/processes" && break; sleep 0.1; done
 
 # app NAME ARGS...: the console app with ARGS (its environment: APPENV's words) attached to the agent;
 # APID its pid, once the agent lists it; its output in $W/NAME.out; 1 when it did not start or attach
@@ -147,11 +146,11 @@ if app spin spin 2; then
 		[ -n "$OP" ] && break
 		sleep 0.1
 	done
-	sleep 2
+	sleep 2 # time passing: the profile has run 2 s when it is stopped
 	curl -s "$U/operations/$OP" > "$W/stop-run.json"
 	c=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$U/operations/$OP?stop=true")
 	wait $TP
-	for _ in $(seq 1 50); do [ "$(curl -s "$U/operations/$OP" | jq -r .status)" = Running ] || break; sleep 0.1; done
+	op_ended 5 "$U/operations/$OP"
 	curl -s "$U/operations/$OP" > "$W/stop-op.json"
 	WHY="op '$OP' running: $(head -c 300 "$W/stop-run.json"); DELETE $c; the profile: $(cat "$W/stop.code") $(stacks check "$W/stop.folded"); then: $(head -c 300 "$W/stop-op.json")"
 	check stop/ends-with-profile bash -c "[ '$c' = 200 ] && [ \"\$(cat '$W/stop.code')\" = 200 ] && jq -e '.status == \"Running\" and .isStoppable == true' '$W/stop-run.json' && jq -e '.status == \"Succeeded\"' '$W/stop-op.json' && $PY $STACKS check '$W/stop.folded' && grep -q 'Program.Spin ' '$W/stop.folded'"
@@ -233,7 +232,7 @@ fi
 # ms, so that the shares differ by where each sampled, not by when.
 APPENV=(DOTNET_PerfMapEnabled=1 DOTNET_EnableWriteXorExecute=0 DOTNET_TieredCompilation=0)
 if app mix mix "$W/full/libdpnative.so"; then
-	sleep 1
+	sleep 1 # time passing: the mix has run a while (its methods jitted, named in the perf map) before it is recorded
 	"$PERF" record -N -e cpu-clock -F 99 -g -p "$APID" -o "$W/mix.data" -- sleep 10 > "$W/perf-record.out" 2>&1 &
 	PR=$!
 	for _ in $(seq 1 500); do find "/proc/$PR/fd" -lname 'anon_inode:*perf_event*' 2> /dev/null | grep -q . && break; sleep 0.01; done

@@ -438,7 +438,7 @@ elif app leak; then
   # below the threshold for longer than the window: nothing
   WHY="no counters within 30 s: $(tail -3 "$LOG")"
   check leak/counters counters
-  sleep 3
+  sleep 3 # time passing: longer than the 3 s window, below the threshold (a negative: nothing to wait on)
   ws=$(curl -s "$U/metrics" | awk '/^systemruntime_working_set_bytes[ {]/ {print $(NF - 1) / 1e6; exit}')
   WHY="working set $ws MB; artifacts: $(ls "$OUT"); triggered: $(nev "$LOG" rule-triggered LeakDump)"
   check leak/quiet-below-threshold test "$(arts "$OUT")" = 0 -a "$(nev "$LOG" rule-triggered LeakDump)" = 0
@@ -459,7 +459,7 @@ elif app leak; then
   WHY="$(cat "$W/rules.json")"
   check leak/list-finished jq -e --arg r "$R_COUNT" '.LeakDump.state == "Finished" and .LeakDump.stateReason == $r' "$W/rules.json"
   # the leak goes on (and the memory stays): a limit that did not hold would take another dump within the window
-  sleep 3
+  sleep 3 # time passing (a negative: nothing to wait on)
   WHY="artifacts: $(ls "$OUT"); actions started: $(nev "$LOG" rule-action-started LeakDump)"
   check leak/exactly-one-dump test "$(arts "$OUT")" = 1 -a "$(nev "$LOG" rule-action-started LeakDump)" = 1
   # dotnet-monitor counts the first reading over the threshold for its whole interval, so a 3 s window is
@@ -513,7 +513,7 @@ if ! launch cpu; then
 elif app cpu; then
   WHY="no counters within 30 s: $(tail -3 "$LOG")"
   check cpu/counters counters
-  sleep 3
+  sleep 3 # time passing: idle for longer than the window (a negative: nothing to wait on)
   WHY="artifacts: $(ls "$OUT"); $(ev "$LOG" rule-triggered HotCpu)"
   check cpu/quiet-when-idle test "$(arts "$OUT")" = 0 -a "$(nev "$LOG" rule-triggered HotCpu)" = 0
   T_SPIN=$(now)
@@ -540,7 +540,7 @@ elif app cpu; then
   WHY="action started ${t0:-never}, completed ${t1:-never}: Duration 00:00:03"
   check cpu/duration-kept bash -c "$(declare -f ge); ge '$t0' '$t1' 2.8 && ! ge '$t0' '$t1' 15"
   wait_state HotCpu "$APID" Finished 10
-  sleep 2 # the loop still spins
+  sleep 2 # time passing: the loop still spins, and no second trace comes (a negative)
   WHY="artifacts $(ls "$OUT"); $(cat "$W/rule.json")"
   check cpu/exactly-one-trace bash -c "[ $(arts "$OUT") = 1 ] && jq -e '.state == \"Finished\"' '$W/rule.json' > /dev/null"
   awaits cpu/operation-tagged 'cat "$W/ops.json"' tagged "$APID" HotCpu traces
@@ -600,7 +600,7 @@ elif app asp; then
   req "/slow?ms=4000" & RQ+=($!)
   req "/slow?ms=4000" & RQ+=($!)
   wait "${RQ[@]}"
-  sleep 3
+  sleep 3 # time passing: the triggers have had their look at the requests (a negative: nothing to wait on)
   WHY="slow: $(ls "$W/asp/slow"), errors: $(ls "$W/asp/errors"); $(ev "$LOG" rule-triggered SlowRequests; ev "$LOG" rule-triggered ServerErrors)"
   check asp/quiet-under-thresholds test "$(arts "$W/asp/slow")$(arts "$W/asp/errors")" = 00 \
     -a "$(nev "$LOG" rule-triggered SlowRequests)$(nev "$LOG" rule-triggered ServerErrors)" = 00
@@ -685,7 +685,7 @@ elif app limits; then
   WHY="$(ev "$LOG" rule-throttled Again | head -2)"
   check limits/throttled-logged test "$(nev "$LOG" rule-throttled Again)" -ge 1
   # the trigger goes on being satisfied every second or two: a third run would come within this wait
-  sleep 3
+  sleep 3 # time passing (a negative: nothing to wait on)
   WHY="artifacts: $(ls "$W/limits/again"); actions started $(nev "$LOG" rule-action-started Again)"
   check limits/exactly-two test "$(arts "$W/limits/again")" = 2 -a "$(nev "$LOG" rule-action-started Again)" = 2
   rule Again "$APID" > /dev/null
@@ -755,7 +755,7 @@ elif app filter; then
   rules "${CPID:-0}" > /dev/null
   WHY="console: $(cat "$W/rules.json")"
   check filter/console-lists-its-rule jq -e 'keys == ["ConsoleOnly"]' "$W/rules.json"
-  sleep 1
+  sleep 1 # time passing: no second artifact and none for the rule that matches nobody (a negative)
   WHY="web $(ls "$W/filter/web"), console $(ls "$W/filter/console"), nobody $(ls "$W/filter/nobody")"
   check filter/one-artifact-each test "$(arts "$W/filter/web")$(arts "$W/filter/console")$(arts "$W/filter/nobody")" = 110
   WHY="$(ev "$LOG" rule-started WebOnly; ev "$LOG" rule-started ConsoleOnly; ev "$LOG" rule-started Nobody)"
@@ -826,7 +826,7 @@ elif app actions; then
   WHY="$(head -c 300 "${f:-/dev/null}")"
   check actions/livemetrics-json-seq bash -c "[ \"\$(head -c 1 '${f:-/dev/null}' | od -An -tx1 | tr -d ' ')\" = 1e ] && grep -q 'cpu-usage' '${f:-/dev/null}'"
   # the trace runs until its stopping event: not on its own, not on another logger's line
-  sleep 2
+  sleep 2 # time passing, then another logger's line, then more time: the trace still waits (a negative)
   curl -s "$AURL/log?category=other" > /dev/null
   sleep 1
   WHY="$(ls -A "$W/actions/trace")"
@@ -841,7 +841,7 @@ elif app actions; then
   f=$(first_art "$W/actions/trace")
   WHY="$(head -c 16 "${f:-/dev/null}" | od -c | head -2)"
   check actions/trace-nettrace grep -q Nettrace "${f:-/dev/null}"
-  for _ in $(seq 1 50); do [ -s "$W/actions/executed" ] && break; sleep 0.1; done
+  wait_for "$W/actions/executed" . 5
   WHY="executed: $(cat "$W/actions/executed" 2> /dev/null); logs $(first_art "$W/actions/logs"), trace $f"
   check actions/execute-got-outputs test "$(cat "$W/actions/executed" 2> /dev/null)" = "$(first_art "$W/actions/logs") $f"
   WHY="$(cat "$W/rule.json" 2> /dev/null); $(tail -3 "$LOG")"

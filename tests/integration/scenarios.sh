@@ -18,14 +18,15 @@ is_core() { file -b "$1" | grep -q 'ELF 64-bit LSB core'; }
 
 build_apps
 mkdir -m 0777 "$W/diag"
-AP=$(free_port); U=http://127.0.0.1:$AP
-WP=$(free_port); WEB=http://127.0.0.1:$WP
 
-# --- the webapp under the agent as its init
-ASPNETCORE_URLS=$WEB "$D" launch --no-metrics --socket "$W/diag/port" --dumps "$W/diag" --urls "$U" -- \
-  dotnet "$B/apps/webapp/webapp.dll" > "$W/web.out" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+# --- the webapp under the agent as its init (both on ports they bind themselves)
+ASPNETCORE_URLS=http://127.0.0.1:0 "$D" launch --no-metrics --socket "$W/diag/port" --dumps "$W/diag" \
+  --urls http://127.0.0.1:0 -- dotnet "$B/apps/webapp/webapp.dll" > "$W/web.out" 2> "$W/agent.log" & AG=$!; PIDS+=($AG)
+AP=$(listening_port "$W/agent.log" urls 30 "$AG") || { fail agent-start "the agent did not start" "$W/agent.log"; exit 0; }
+U=http://127.0.0.1:$AP
 check webapp-ready wait_for "$W/web.out" READY 30
 WPID=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/web.out")
+WEB=$(sed -n 's/^LISTENING \(http:.*\)$/\1/p' "$W/web.out" | head -1)
 check webapp-attached wait_for "$W/agent.log" "\"event\":\"attached\",\"pid\":$WPID,.*\"assembly\":\"webapp\"" 10
 code "$U/processes" > /dev/null
 WHY="$(cat "$W/body")"; check webapp-is-default jq -e --argjson p "$WPID" 'length == 1 and .[0].pid == $p and .[0].name == "webapp" and .[0].isDefault' "$W/body"
@@ -36,14 +37,14 @@ S0=$(stat -c %s "$W/base"); T0=$(notes_of "$W/base"); rm -f "$W/base"
 
 # threads piled up on a lock: every one of them is in the dump
 curl -sf "$WEB/blocking-threads?count=40&seconds=60" > /dev/null
-sleep 1
+eventually 10 asleep "$WPID" lock-waiter- 40
 c=$(curl -s -o "$W/core" -w '%{http_code}' "$U/dump?type=Mini")
 n=$(notes_of "$W/core"); t=$(threads_of "$WPID")
 WHY="http $c, core $n threads, /proc $t, before $T0"; check blocked-threads-in-dump bash -c "[ $c = 200 ] && [ $n -eq $t ] && [ $n -ge $((T0 + 40)) ]"
 
 # a busy loop: the dump still comes (createdump stops the spinning thread too)
 curl -sf "$WEB/high-cpu?seconds=10" > /dev/null
-sleep 0.5
+eventually 5 bash -c "grep -qx hot-loop /proc/$WPID/task/*/comm" # the spinning thread is there
 c=$(curl -s -o "$W/core" -w '%{http_code}' "$U/dump?type=Triage")
 WHY="http $c, $(file -b "$W/core" | head -c 60)"; check dump-while-spinning bash -c "[ $c = 200 ] && file -b '$W/core' | grep -q 'ELF 64-bit LSB core'"
 
@@ -74,8 +75,9 @@ WHY="webapp pid $WPID still there"; check app-stopped bash -c "! kill -0 $WPID 2
 # --- the runtime cannot write the dump (the app's user cannot reach the dumps directory):
 #     a 500 whose detail carries the runtime's and createdump's own words
 mkdir -m 0700 "$W/private"
-AP2=$(free_port); U2=http://127.0.0.1:$AP2
-"$D" launch --no-metrics --socket "$W/diag/p2" --dumps "$W/private" --urls "$U2" 2> "$W/agent2.log" & PIDS+=($!)
+"$D" launch --no-metrics --socket "$W/diag/p2" --dumps "$W/private" --urls http://127.0.0.1:0 2> "$W/agent2.log" & PIDS+=($!)
+AP2=$(listening_port "$W/agent2.log" urls 30 "$!") || { fail agent2-start "the agent did not start" "$W/agent2.log"; exit 0; }
+U2=http://127.0.0.1:$AP2
 DOTNET_DiagnosticPorts=$W/diag/p2,connect,nosuspend HOME=$W/diag setpriv --reuid 65534 --regid 65534 --clear-groups \
   dotnet "$B/apps/console/console.dll" sleep 60 > "$W/nobody.out" 2>&1 & PIDS+=($!)
 wait_for "$W/nobody.out" READY 15

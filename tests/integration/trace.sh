@@ -132,10 +132,10 @@ WHY="$CODE $(cat "$W/sseg-op.json"); schema exit $rc $(head -c 300 "$W/sseg.err"
 check cpuprofile/egress-speedscope bash -c "[ $CODE = 202 ] && [ $rc = 0 ] && jq -e --argjson p $APID '.status == \"Succeeded\" and (.resourceLocation | endswith(\"_\(\$p).speedscope.json\"))' '$W/sseg-op.json' > /dev/null && grep -q 'HotLoop.Spin' '$F'"
 c=$(curl -s -D "$W/fgeg.hdr" -o /dev/null -w '%{http_code}' "$U/trace?pid=$APID&durationSeconds=-1&format=flamegraph&egressProvider=out")
 LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/fgeg.hdr")
-sleep 2
+sleep 2 # time passing: the endless trace has run 2 s when it is stopped
 curl -s "$U$LOC" > "$W/fgeg-run.json"
 curl -s -X DELETE -o /dev/null "$U$LOC?stop=true"
-for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .status)" = Running ] || break; sleep 0.1; done
+op_ended 10 "$U$LOC"
 curl -s "$U$LOC" > "$W/fgeg-op.json"
 F=$(jq -r '.resourceLocation // empty' "$W/fgeg-op.json")
 rsvg-convert -o "$W/fgeg.png" "$F" 2> "$W/fgeg.err"; rc=$?
@@ -153,10 +153,9 @@ WHY="HotLoop.Spin in $share % of the weight"; check cpuprofile/speedscope-hot-me
 opens_in_speedscope() {
   local f=$1 port pid rc
   rm -rf "$W/ssv" && cp -r "$V/node_modules/speedscope/dist/release" "$W/ssv" && cp "$f" "$W/ssv/profile.json" || return 1
-  port=$(free_port)
-  (cd "$W/ssv" && exec /usr/bin/python3 -m http.server "$port" --bind 127.0.0.1 > /dev/null 2>&1) &
+  (cd "$W/ssv" && exec /usr/bin/python3 -u -m http.server 0 --bind 127.0.0.1 > "$W/ssv.http" 2>&1) &
   pid=$!
-  for _ in $(seq 1 50); do curl -s -o /dev/null "http://127.0.0.1:$port/index.html" && break; sleep 0.1; done
+  port=$(logged_port "$W/ssv.http" "Serving HTTP on 127.0.0.1 port " 10 "$pid") || return 1 # printed once it listens
   timeout 90 chromium --headless=new --no-sandbox --disable-gpu --virtual-time-budget=8000 --dump-dom \
     "http://127.0.0.1:$port/index.html#profileURL=http%3A%2F%2F127.0.0.1%3A$port%2Fprofile.json" > "$W/ssv.dom" 2> "$W/ssv.err"
   rc=$?
@@ -288,7 +287,7 @@ bad body-on-get-route 413 'no request body' -X POST --data-binary 'x' "$U/proces
 
 # --- /stacks: 4 threads wait for a lock another holds; their stacks show the wait, named
 curl -s "$AURL/blocking-threads?count=4&seconds=120" > /dev/null
-sleep 0.5
+eventually 10 asleep "$APID" lock-waiter- 4 # the waiters waiting
 c=$(curl -s -D "$W/st.hdr" -o "$W/st.txt" -w '%{http_code} %{time_total}' "$U/stacks?pid=$APID")
 WHY="$c; $(grep -c '^Thread: (0x' "$W/st.txt") threads: $(head -c 600 "$W/st.txt")"
 check stacks/text-200 bash -c "[ '${c%% *}' = 200 ] && grep -qi '^content-type: text/plain' '$W/st.hdr' && grep -q '^Thread: (0x[0-9A-F]*)$' '$W/st.txt'"
@@ -330,7 +329,7 @@ rm -f "/tmp/perf-$APID.map"
 c=$(curl -s -X POST -o "$W/pm.json" -w '%{http_code}' "$U/perfmap?pid=$APID")
 WHY="$c $(cat "$W/pm.json")"; check perfmap/enabled jq -e --argjson p "$APID" '.pid == $p and .perfMap == "PerfMap" and .files == ["/tmp/perf-\($p).map"]' "$W/pm.json"
 curl -s "$AURL/high-cpu?seconds=1" > /dev/null
-sleep 0.5
+eventually 10 grep -q HotLoop "/tmp/perf-$APID.map" # the method is written to the map once it is jitted
 WHY="$(wc -l < "/tmp/perf-$APID.map" 2>&1) lines; HotLoop: $(grep -c HotLoop "/tmp/perf-$APID.map" 2>&1)"
 check perfmap/jitted-methods-named grep -q 'HotLoop' "/tmp/perf-$APID.map"
 c=$(curl -s -X DELETE -o "$W/pm.json" -w '%{http_code}' "$U/perfmap?pid=$APID")
@@ -340,7 +339,7 @@ rm -f "/tmp/perf-$APID.map"
 
 # --- the process killed mid-trace: truncated
 trace trunc "$U/trace?pid=$APID&profile=Cpu&durationSeconds=30" & TP=$!
-sleep 2
+sleep 2 # time passing: the process is killed 2 s into its trace
 OP=$(op_of)
 { kill -9 "$APP" && wait "$APP"; } 2> /dev/null
 wait $TP
@@ -351,7 +350,8 @@ WHY="$(cat "$W/trunc-op.json")"; check truncated/failed jq -e '.status == "Faile
 "$D" nettrace stats "$W/trunc.nettrace" > /dev/null 2> "$W/trunc.err"; rc=$?
 WHY="exit $rc: $(cat "$W/trunc.err")"; check truncated/reader-says-so bash -c "[ $rc != 0 ] && grep -qi truncated '$W/trunc.err'"
 
-sleep 1
+fds_back() { [ "$(fds)" -le $((FD0 + 2)) ]; }
+eventually 5 fds_back # the agent's clean-up after the killed process
 FD1=$(fds)
 WHY="agent fds before $FD0, after $FD1 (want at most +2)"; check fds/flat test "$FD1" -le $((FD0 + 2))
 WHY="$(tail -3 "$W/agent.log")"; check agent/alive kill -0 "$AG"

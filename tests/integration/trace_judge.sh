@@ -124,7 +124,9 @@ cmp_side busy-thread-times-within-10-percent \
 # --- stacks: /stacks first (the webapp's first session), then dotnet-stack report
 start_webapp "$W/app.out" "$W/dumps/port" "$U" || { fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out")"; exit 0; }
 curl -s "$AURL/blocking-threads?count=4&seconds=120" > /dev/null
-sleep 0.5
+# the waiters waiting, and no thread running (the thread pool's workers done spinning, so that the two
+# tools, one after the other, see the same frames)
+eventually 10 asleep "$APID" lock-waiter- 4 && eventually 10 asleep "$APID" "" 0
 c=$(curl -s -o "$W/agent.stacks.txt" -w '%{http_code}' "$U/stacks?pid=$APID")
 timeout 60 "$DS" report -p "$APID" > "$W/tool.stacks.txt" 2> "$W/tool.stacks.err"; rc=$?
 WHY="agent $c; dotnet-stack exit $rc $(head -c 300 "$W/tool.stacks.err")"; check stacks/both-ran test "$c:$rc" = 200:0

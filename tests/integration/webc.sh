@@ -68,7 +68,7 @@ cert srv ca IP:127.0.0.1,DNS:localhost && cert other ca IP:127.0.0.9,DNS:other.e
 server() { # NAME [ARGS]: a server logging to $W/NAME.log; its port in the variable NAME
 	"$PY" tests/integration/webc_server.py --ready "$W/$1.port" --log "$W/$1.log" "${@:2}" > "$W/$1.out" 2>&1 &
 	PIDS+=($!)
-	for _ in $(seq 1 100); do [ -s "$W/$1.port" ] && break; sleep 0.05; done
+	wait_for "$W/$1.port" . 5
 	[ -s "$W/$1.port" ] || { fail setup "the server $1 did not start" "$W/$1.out"; exit 0; }
 	printf -v "$1" '%s' "$(cat "$W/$1.port")"
 	touch "$W/$1.log"
@@ -170,7 +170,8 @@ t=$(ms 1)
 WHY="$(cat "$W/out")"
 check timeout/slow-drip-bounded test "${t:-0}" -ge 1490 -a "${t:-99999}" -le 2500
 check timeout/slow-drip-says-so grep -q 'the answer did not come whole within 1.5 s' "$W/out"
-drv "http://127.0.0.1:$(free_port)" GET /
+refused_port
+drv "http://127.0.0.1:$RP" GET /
 WHY="$(cat "$W/out")"
 check timeout/refused-connect grep -q 'cannot connect to 127.0.0.1 port' "$W/out"
 

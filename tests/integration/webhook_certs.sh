@@ -253,10 +253,10 @@ check ca/self-signed test "$got" = "$S1/ca.crt: OK"
 SRV=$W/srv
 mkdir -p "$SRV"
 cp "$S1/tls.crt" "$S1/tls.key" "$SRV/"
-SP=$(free_port)
-"$D" webhook --listen "127.0.0.1:$SP" --tls-cert "$SRV/tls.crt" --tls-key "$SRV/tls.key" 2> "$SRV/log" &
+"$D" webhook --listen 127.0.0.1:0 --tls-cert "$SRV/tls.crt" --tls-key "$SRV/tls.key" 2> "$SRV/log" &
 SPID=$!
 PIDS+=("$SPID")
+SP=$(listening_port "$SRV/log" port 10 "$SPID") || { fail e2e/start "the webhook did not start" "$SRV/log"; exit 0; }
 # healthz BUNDLE-FILE: curl as the API server would: the Service's DNS name, only the caBundle trusted
 healthz() {
   env -u CURL_CA_BUNDLE -u SSL_CERT_FILE -u SSL_CERT_DIR curl -sS --max-time 10 --cacert "$1" \
@@ -585,7 +585,7 @@ check auth/token-file-missing bash -c "test $RC = 5 && grep -q 'token.*$W/no-suc
 
 # --- 13. errors ---------------------------------------------------------------------------------------------
 
-DOWN=$(free_port)
+refused_port; DOWN=$RP
 "$D" webhook certs --namespace "$NS" --secret "$SEC" --service "$SVC" --webhook-configuration "$MWC" \
   --api-server "https://127.0.0.1:$DOWN" --token-file "$W/token" --api-ca-file "$W/api-ca.crt" --timeout-seconds 2 > "$W/out" 2> "$W/err"
 RC=$?

@@ -166,16 +166,12 @@ OLD=(--tlsv1.0 --tls-max 1.1 --ciphers 'DEFAULT@SECLEVEL=0')
 rc1=$?
 "${CURL[@]}" -o /dev/null "${OLD[@]}" "$U/healthz" 2> "$W/tls11b.err"
 rc2=$?
-CP=$(free_port)
-"$OSSL" s_server -accept "127.0.0.1:$CP" -cert "$W/a.crt" -key "$W/a.key" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' -www \
+"$OSSL" s_server -accept 127.0.0.1:0 -cert "$W/a.crt" -key "$W/a.key" -tls1_1 -cipher 'DEFAULT@SECLEVEL=0' -www \
   > "$W/s_server.log" 2>&1 < /dev/null &
 SS=$!
 PIDS+=("$SS")
-ctl=000
-for ((i = 0; i < 50; i++)); do
-  ctl=$("${CURL[@]}" -o /dev/null -w '%{http_code}' "${OLD[@]}" "https://127.0.0.1:$CP/" 2> "$W/tls11c.err") && break
-  sleep 0.1
-done
+CP=$(logged_port "$W/s_server.log" "ACCEPT 127.0.0.1:" 10 "$SS") # it says ACCEPT once it listens
+ctl=$("${CURL[@]}" -o /dev/null -w '%{http_code}' "${OLD[@]}" "https://127.0.0.1:$CP/" 2> "$W/tls11c.err")
 kill "$SS" 2> /dev/null
 wait "$SS" 2> /dev/null
 if [ "$ctl" != 200 ]; then
@@ -407,7 +403,7 @@ timeout 60 "$PY" "$C" slow "$P" "$CA" "$R/req.json" 4 25 > "$W/slow.out" 2> "$W/
 SL=$!
 PIDS+=("$SL")
 if wait_for "$W/slow.out" stalled 15; then
-  sleep 1
+  sleep 1 # time passing: the stalled requests have been held a while when the others come
   t0=$(date +%s%N)
   timeout 60 "$PY" "$C" load "$P" "$CA" /mutate "$R/req.json" --count 40 --workers 4 > "$W/slow-load.out" 2> "$W/slow-load.err"
   t=$((($(date +%s%N) - t0) / 1000000))
@@ -423,7 +419,7 @@ closed=$(json "$W/slow.out" '" ".join("open" if c is None else str(c) for c in j
 WHY="seconds until the server closed each stalled request: '$closed' (want all within 5..20 s; deadline 10 s); answers $(json "$W/slow.out" 'j["answers"]') $(oneline "$W/slow.err")"
 check slow/deadline "$PY" -c 'import sys; v=sys.argv[1].split(); sys.exit(not (len(v) == 4 and all(x != "open" and 5 <= float(x) <= 20 for x in v)))' "$closed"
 timeout 30 "$PY" "$C" half-close "$P" "$CA" "$R/req.json" > /dev/null 2> "$W/half.err"
-sleep 0.5
+sleep 0.5 # time passing: the server has the half-closed connection in hand before the next review (it says nothing)
 review_case slow/half-body-then-close /mutate "$R/req.json" "$POD" "$R/inj.json" patch && INJ=$((INJ + 1))
 
 # budget: bodies in flight share one budget (16 MiB); 200 clients declaring 8 MiB bodies, sending them at
@@ -469,7 +465,7 @@ ok=$(json "$W/load.out" 'j["ok"]')
 INJ=$((INJ + ${ok:-0}))
 WHY="$(oneline "$W/load.out") $(oneline "$W/load.err")"
 check load/all-answered test "${ok:-x}" = 2000
-sleep 2
+sleep 2 # time passing: the fds and RSS are compared 2 s after the load, not while it ends
 fd1=$(fds) rss1=$(rss)
 echo "load: $(json "$W/load.out" '"%d reviews in %s s over %d connections" % (j["sent"], j["seconds"], j["connects"])'); fds $fd0 -> $fd1; VmRSS ${rss0} kB -> ${rss1} kB"
 WHY="open fds before $fd0, 2 s after $fd1 (want at most +5)"
@@ -483,7 +479,7 @@ timeout 120 "$PY" "$C" load "$P" "$CA" /mutate "$R/req.json" --seconds 6 --worke
   > "$W/rot.out" 2> "$W/rot.err" &
 RL=$!
 PIDS+=("$RL")
-sleep 2
+sleep 2 # time passing: the pair swapped in the middle of the 6 s load
 swap "$W/main" b b
 wait "$RL"
 ok=$(json "$W/rot.out" 'j["ok"]') failed=$(json "$W/rot.out" 'j["failed"]')
@@ -652,7 +648,6 @@ if start_server cfgsrv a --config "$CF/config.yaml"; then
   # excludedNamespaces reloaded too
   printf 'excludedNamespaces: [shop]\n' > "$CF/v4.yaml"
   cp "$CF/v4.yaml" "$CF/config.yaml.tmp" && mv "$CF/config.yaml.tmp" "$CF/config.yaml"
-  sleep 0.1
   for ((i = 0; i < 80; i++)); do
     [ "$(metric "$P" 'diagport_webhook_config_reloads_total{result="ok"}')" = 2 ] && break
     sleep 0.1
