@@ -38,13 +38,10 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	uint32_t id = e->meta->id;
 
 	if (id >= cs->cap) {
-		size_t cap = cs->cap ? cs->cap : 64;
+		size_t was = cs->cap;
 
-		while (cap <= id)
-			cap *= 2;
-		cs->c = mem_realloc(cs->c, cap * sizeof(*cs->c));
-		memset(cs->c + cs->cap, 0, (cap - cs->cap) * sizeof(*cs->c));
-		cs->cap = cap;
+		MEM_GROW(cs->c, cs->cap, (size_t)id + 1, 64);
+		memset(cs->c + was, 0, (cs->cap - was) * sizeof(*cs->c));
 	}
 	cs->c[id].meta = e->meta;
 	cs->c[id].n++;
