@@ -41,7 +41,11 @@
 #define GCDUMP_MAX_ROOTS 4000000u   /* roots of every kind */
 #define GCDUMP_MAX_GRAPH_TYPES 1000000u
 
-/* An open-addressing table from a 64-bit key to a 32-bit value (0 = absent). */
+/*
+ * An open-addressing table from a 64-bit key to a 32-bit value (0 = absent): an object's address to its
+ * node, for up to GCDUMP_MAX_NODES objects. Not common/htab.h: 12 bytes a slot here against htab's 24
+ * (the stored hash and the padding of a 12-byte slot), on the table that is most of a snapshot's memory.
+ */
 struct gcdump_idmap {
 	uint64_t *key;
 	uint32_t *val;

@@ -125,7 +125,10 @@ static const struct entry *count(struct profile *p, uint64_t thread, const uint6
 	return e;
 }
 
-/* Whether thread was sampled in this tick already; marks it sampled. */
+/*
+ * Whether thread was sampled in this tick already; marks it sampled. A fixed table whose slots are emptied
+ * all at once by the tick's number changing (no clearing between ticks), so not common/htab.h.
+ */
 static bool seen_again(struct profile *p, uint64_t thread)
 {
 	size_t k = (size_t)((thread * 0x9E3779B97F4A7C15ull) >> 51) & (MAX_SEEN - 1);
