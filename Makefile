@@ -29,7 +29,7 @@ endif
 
 # libcurl: headers only; common/hclient.c loads it on demand, so the agent never maps it.
 # libmicrohttpd and GnuTLS: installed (bench/mhd_file.c is the reference server), not linked:
-# the agent's HTTP server is common/httpd.c.
+# the agent's HTTP server is http/httpd.c.
 # OpenSSL: headers only in the dynamic build (common/tlsbase.c loads libssl on demand); linked
 # into the static one (below).
 LINKED   := $(filter-out libcurl libmicrohttpd gnutls openssl,$(PKGS))

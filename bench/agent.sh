@@ -31,7 +31,7 @@ cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags libmicrohttpd)
 # The library floor: an empty main linked (-pie, -z now) with the libraries ./diagport linked
 # before this changes: all of them; without libcurl (now loaded on demand by
 # `diagport health`); and without libcurl, libmicrohttpd and gnutls, which is what ./diagport
-# links today (its HTTP server is common/httpd.c).
+# links today (its HTTP server is http/httpd.c).
 FLOOR_LD=(-O2 -fPIE -pie -Wl,-z,relro,-z,now -Wl,--no-as-needed)
 floor() {
 	local name=$1

@@ -1,6 +1,6 @@
 /*
  * mhd_file.c - libmicrohttpd alone serving one file, for bench/agent.sh
- * (issue 3). Started the way common/httpd.c starts the agent's daemon (one
+ * (issue 3). Started the way http/httpd.c starts the agent's daemon (one
  * thread per connection, internal polling thread, the same limits) and
  * answering every GET with MHD_create_response_from_fd64 of FILE, as the
  * agent answers /dump. It separates what the library costs in delivering a

@@ -57,15 +57,6 @@ static struct settings_node *child(const struct settings_node *p, const char *na
 	return NULL;
 }
 
-static size_t count(const struct settings_node *n)
-{
-	size_t c = 1;
-
-	for (size_t i = 0; i < n->n; i++)
-		c += count(n->k[i]);
-	return c;
-}
-
 int settings_put(struct settings_node *root, const char *path, const char *value, const char *where,
 		 size_t max_nodes, struct err_msg *em)
 {
@@ -85,14 +76,15 @@ int settings_put(struct settings_node *root, const char *path, const char *value
 		if (++depth > MAX_DEPTH)
 			return err_set(em, DP_ETOOBIG, "%s: %s: more than %d levels", where, path, MAX_DEPTH);
 		if ((c = child(n, p, len)) == NULL) {
-			if (max_nodes && count(root) >= max_nodes)
+			if (max_nodes && root->total + 1 >= max_nodes)
 				return err_set(em, DP_ETOOBIG, "%s: more than %zu settings", where, max_nodes);
 			c = mem_zalloc(sizeof(*c));
 			c->name = mem_strndup(p, len);
 			c->where = mem_strdup(where);
 			c->up = n;
-			n->k = mem_realloc(n->k, (n->n + 1) * sizeof(*n->k));
+			MEM_GROW(n->k, n->cap, n->n + 1, 8);
 			n->k[n->n++] = c;
+			root->total++;
 		}
 		n = c;
 		p += len + (e != NULL);

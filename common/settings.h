@@ -33,7 +33,8 @@ struct settings_node {
 	char *value;     /* a leaf's value, or NULL (a section) */
 	char *where;     /* where the value came from ("rules.yaml:4:7", "environment variable X", "--urls") */
 	struct settings_node *up, **k;
-	size_t n;
+	size_t n, cap;
+	size_t total; /* the root's: nodes put below it (counted as put, so a cap costs no walk) */
 	bool used;
 	char **asked; /* the names consumers asked for under this node: the suggestions for a misspelling */
 	size_t n_asked;

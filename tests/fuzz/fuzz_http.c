@@ -1,6 +1,6 @@
 /*
  * fuzz_http.c - libFuzzer target for the HTTP request head parser
- * (common/http_parse.c), which reads bytes from anyone who can reach the
+ * (http/http_parse.c), which reads bytes from anyone who can reach the
  * agent's port. The head is found, parsed in place, and every string the
  * request then holds is walked, so a pointer outside the copy is caught by
  * AddressSanitizer.

@@ -141,7 +141,7 @@ big=$(head -c 100000 /dev/zero | tr '\0' a)
 c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Big: $big" "${H[@]}" "$U/processes")
 WHY="got $c"; check oversized-header-refused test "$c" -ge 400
 WHY="agent stopped answering"; check still-serving test "$(code "${H[@]}" "$U/processes")" = 200
-# the HTTP server itself (common/httpd.c), spoken to byte by byte
+# the HTTP server itself (http/httpd.c), spoken to byte by byte
 raw() { /usr/bin/python3 tests/integration/http_raw.py "$P" "$@"; }
 r=$(raw garbage); WHY="got '$r'"; check malformed-request-400-problem test "$r" = "400 application/problem+json"
 r=$(raw http2); WHY="got '$r'"; check http2-request-line-505 test "$r" = 505

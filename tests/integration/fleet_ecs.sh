@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fleet_ecs.sh - ECS discovery (fleet/ecs.c, fleet/aws.c, fleet/aws_creds.c) through ecs_driver.c, against
+# fleet_ecs.sh - ECS discovery (fleet/ecs.c, fleet/aws.c, cloud/aws_creds.c) through ecs_driver.c, against
 # ecs_api_fake.py (ECS, Secrets Manager, STS, the container credentials endpoint and IMDSv2 as AWS
 # publishes them; no AWS here), seeded by ecs_seed.py with task definitions `diagport inject ecs` wrote,
 # and a real agent at the address the stand-in reports:

@@ -4,7 +4,9 @@
 # misspells; dotnet-monitor's own settings this agent does not have still start, with a warning:
 #   refused/*   the agent's own keys (a file, DOTNETMONITOR_, DIAGPORT_, a key-per-file directory),
 #               Egress:FileSystem, Egress:S3Storage, Egress:AzureBlobStorage, Egress:Properties, Metrics,
-#               CollectionRules (from --workload-config), each message checked whole
+#               CollectionRules (from --workload-config), the settings documents in DIAGPORT_SETTINGS,
+#               DIAGPORT_EGRESS_SETTINGS and DIAGPORT_RULES, each message checked whole; a secret set beside
+#               a misspelt key (SecretAccessKey, tlsKeyPassword) is in no log line
 #   monitor/*   dotnet-monitor's documented names (DOTNETMONITOR_ variables, a key-per-file file): the agent
 #               starts and logs setting-ignored naming each (from a settings file too, with its place);
 #               a name outside the list is refused
@@ -89,6 +91,20 @@ CollectionRules:
 EOF
 refused rules-workload "$W/rules.yaml:14:14: CollectionRules:r:Filtres: not a setting diagport knows here; did you mean Filters?" \
 	-- --workload-config "$W/rules.yaml"
+
+# ---- settings documents in variables; a secret beside a misspelt key never reaches the log
+refused settings-variable "sokcet (environment variable DIAGPORT_SETTINGS:1:11): unknown setting; did you mean socket?" \
+	'DIAGPORT_SETTINGS={"sokcet":"/x"}' --
+refused egress-variable "Egress:S3Storage:s3:BuketName (environment variable DIAGPORT_EGRESS_SETTINGS:1:43): unknown setting; did you mean BucketName?" \
+	'DIAGPORT_EGRESS_SETTINGS={"Egress":{"S3Storage":{"s3":{"BuketName":"b","SecretAccessKey":"s3-secret-2f9c1e7a"}}}}' --
+WHY="$(grep -c s3-secret-2f9c1e7a "$W/egress-variable.log") log lines hold the secret"
+check refused/egress-variable-no-secret test "$(grep -c s3-secret-2f9c1e7a "$W/egress-variable.log")" = 0
+refused rules-variable "environment variable DIAGPORT_RULES:1:43: CollectionRules:r:Trigger: is required; CollectionRules:r:Triger here is not a setting diagport knows (misspelt?)" \
+	'DIAGPORT_RULES={"CollectionRules":{"r":{"Triger":{"Type":"Startup"}}}}' --
+printf 'tlsKeyPasword: x\ntlsKeyPassword: tls-secret-8d41b0c3\n' > "$W/tls.yaml"
+refused tls-password "tlsKeyPasword ($W/tls.yaml:1:16): unknown setting; did you mean tlsKeyPassword?" -- --config "$W/tls.yaml"
+WHY="$(grep -c tls-secret-8d41b0c3 "$W/tls-password.log") log lines hold the secret"
+check refused/tls-password-no-secret test "$(grep -c tls-secret-8d41b0c3 "$W/tls-password.log")" = 0
 
 # ---- dotnet-monitor's own names: warned and skipped; others refused
 mkdir -p "$W/kpf-monitor"

@@ -1,5 +1,5 @@
 /*
- * test_http.c - the HTTP request head parser (common/http_parse.c): what it
+ * test_http.c - the HTTP request head parser (http/http_parse.c): what it
  * accepts, what it decodes, and the status it answers each malformed head with.
  */
 #include <stdlib.h>

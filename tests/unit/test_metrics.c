@@ -1,6 +1,6 @@
 /*
  * test_metrics.c - counters and logs from EventPipe events: payloads read by
- * their field list (common/evpayload.h), dotnet-monitor's Prometheus names
+ * their field list (eventpipe/evpayload.h), dotnet-monitor's Prometheus names
  * (launcher/metrics/metrics.h; the cases are dotnet-monitor's own unit-test table for
  * PrometheusDataModel), the /livemetrics and /logs converters, and their
  * request documents. The events come from a real .NET 10 trace

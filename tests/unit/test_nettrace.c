@@ -1,5 +1,5 @@
 /*
- * test_nettrace.c - the nettrace reader (common/nettrace.h) on streams built
+ * test_nettrace.c - the nettrace reader (eventpipe/nettrace.h) on streams built
  * here byte by byte from the format (docs/NETTRACE.md), one feature each,
  * and on small real traces from .NET 10 (tests/fuzz/seeds-nettrace/, taken
  * with /trace; tests/integration/trace.sh checks such traces against

@@ -49,6 +49,14 @@ static void put_replaces(void)
 	T_CHECK(settings_put(t, "Egress:", "v", "w", 0, &em) == DP_EINVAL);
 	T_CHECK(settings_put(t, "A:B:C", "v", "w", 3, &em) == DP_ETOOBIG); /* the node cap */
 	settings_free(t);
+	/* the cap counts the root and every node put, whatever the source: 4 allows A, A:B, A:C and no more */
+	t = settings_new();
+	T_CHECK(settings_put(t, "A:B", "v", "w", 4, &em) == 0);
+	T_CHECK(settings_put(t, "a:c", "v", "w", 4, &em) == 0);
+	T_CHECK(settings_put(t, "A:B", "v2", "w2", 4, &em) == 0); /* a replaced value adds no node */
+	T_CHECK(settings_put(t, "A:D", "v", "w", 4, &em) == DP_ETOOBIG);
+	T_CHECK(t->total == 3);
+	settings_free(t);
 }
 
 /* Each getter reads its type, marks the node, and refuses a bad value by full path and source. */
