@@ -7,7 +7,6 @@
  */
 #include "doc.h"
 
-#include "htab.h"
 #include "mem.h"
 
 #include <stdbool.h>
@@ -15,38 +14,62 @@
 #include <string.h>
 
 /*
- * A hash table (common/htab.h) from a node to its snapshot: a shallow copy
+ * A table of its own (not common/htab.h) from a node to its snapshot: doc_journal_before asks it once
+ * for every node of the tree, on the webhook's full review. Through htab (a hash call, a probe loop
+ * called out of line, a comparison callback) the review of the 1,500-env pod took 5-6 % longer
+ * (bench_review, median 507 against 479 us). The snapshot of each node is a shallow copy
  * (its own keys and vals arrays, children shared) taken the first time the
  * node is changed. All of it is arena memory, as is everything the changes
  * drop, so the snapshots' children stay readable until the scope ends.
  */
-struct snapshot {
-	const struct doc_node *node;
-	struct doc_node *snap;
-};
-
 static __thread struct {
 	bool on;
-	struct htab t; /* of struct snapshot, by node address */
+	size_t cap, n;
+	const struct doc_node **nodes;
+	struct doc_node **snaps;
 } jr;
 
-static bool same_node(const void *slot, const void *node)
+static size_t jr_slot(const struct doc_node *n, size_t cap)
 {
-	return ((const struct snapshot *)slot)->node == node;
+	uint64_t x = (uint64_t)(uintptr_t)n;
+
+	x ^= x >> 29;
+	x *= 0x9E3779B97F4A7C15ull;
+	return (size_t)(x >> 40) & (cap - 1);
 }
 
 static struct doc_node *jr_find(const struct doc_node *n)
 {
-	const struct snapshot *s = htab_find(&jr.t, htab_u64((uint64_t)(uintptr_t)n), same_node, n);
-
-	return s ? s->snap : NULL;
+	for (size_t i = jr_slot(n, jr.cap);; i = (i + 1) & (jr.cap - 1)) {
+		if (jr.nodes[i] == n)
+			return jr.snaps[i];
+		if (jr.nodes[i] == NULL)
+			return NULL;
+	}
 }
 
 static void jr_add(const struct doc_node *n, struct doc_node *snap)
 {
-	struct snapshot *s = htab_put(&jr.t, htab_u64((uint64_t)(uintptr_t)n));
+	size_t i;
 
-	*s = (struct snapshot){ n, snap };
+	if ((jr.n + 1) * 2 > jr.cap) { /* keep it at most half full */
+		const struct doc_node **nodes = jr.nodes;
+		struct doc_node **snaps = jr.snaps;
+		size_t cap = jr.cap;
+
+		jr.cap *= 2;
+		jr.nodes = mem_array(jr.cap, sizeof(*jr.nodes));
+		jr.snaps = mem_array(jr.cap, sizeof(*jr.snaps));
+		jr.n = 0;
+		for (size_t k = 0; k < cap; k++)
+			if (nodes[k])
+				jr_add(nodes[k], snaps[k]);
+	}
+	for (i = jr_slot(n, jr.cap); jr.nodes[i]; i = (i + 1) & (jr.cap - 1))
+		;
+	jr.nodes[i] = n;
+	jr.snaps[i] = snap;
+	jr.n++;
 }
 
 /* n is about to change: keep what it is now, once. */
@@ -75,7 +98,10 @@ void doc_journal_begin(void)
 	if (!mem_arena_active() || jr.on)
 		DP_FATAL("doc_journal_begin: needs an arena scope (mem.h) and no journal already on");
 	jr.on = true;
-	htab_init(&jr.t, sizeof(struct snapshot));
+	jr.cap = 64;
+	jr.n = 0;
+	jr.nodes = mem_array(jr.cap, sizeof(*jr.nodes));
+	jr.snaps = mem_array(jr.cap, sizeof(*jr.snaps));
 }
 
 /* x as it was: x itself when nothing in it changed, else its snapshot with its children as they were. */

@@ -70,7 +70,7 @@ void *htab_put(struct htab *t, uint64_t h)
 {
 	unsigned char *s;
 
-	if ((t->n + 1) * 4 > t->cap * 3)
+	if ((t->n + 1) * 2 > t->cap)
 		grow(t);
 	s = at(t, place(t, h ? h : 1));
 	memset(s, 0, t->size);

@@ -4,8 +4,10 @@
  *
  * The caller hashes its key (htab_bytes, htab_u64) and says how a slot
  * matches a key; the table keeps the hashes, so it grows and deletes (by
- * backward shift, no tombstones) without calling back. It grows at three
- * quarters full, so a probe always ends at an empty slot. A slot pointer is
+ * backward shift, no tombstones) without calling back. It grows at half
+ * full: a probe always ends at an empty slot, and a miss (the common case of
+ * a lookup that guards an insert) ends after about two and a half slots,
+ * where three quarters full would take eight. A slot pointer is
  * good until the next htab_put (which may move every slot) or htab_del.
  * Capping the entries is the caller's: a table has no limit of its own.
  *

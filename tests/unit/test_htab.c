@@ -64,7 +64,7 @@ static void against_array(void)
 		seen++;
 	}
 	T_CHECK(seen == n);
-	T_CHECK(t.cap >= 16 && (t.cap & (t.cap - 1)) == 0 && n * 4 <= t.cap * 3);
+	T_CHECK(t.cap >= 16 && (t.cap & (t.cap - 1)) == 0 && n * 2 <= t.cap);
 	htab_free(&t);
 	T_CHECK(t.n == 0 && t.cap == 0 && t.size == sizeof(struct ent));
 }
