@@ -78,7 +78,7 @@ static void usage(FILE *f)
 		   "                       [-- COMMAND [ARGS...]]\n\n"
 		   "Owns the .NET diagnostic port at PATH (default %s): every runtime that connects is\n"
 		   "resumed at once and kept attached, and captures are served over HTTP on URLS\n"
-		   "(default http://+:%d with a token, http://127.0.0.1:%d without one). With a command,\n"
+		   "(default http://+:%d with a token or --no-auth, else http://127.0.0.1:%d). With a command,\n"
 		   "also starts it with DOTNET_DiagnosticPorts pointing here, forwards signals, and exits\n"
 		   "with its status.\n\n"
 		   "Settings come from FILE (YAML or JSON; also DIAGPORT_CONFIG), then DIR (key-per-file, as\n"
