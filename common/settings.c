@@ -6,8 +6,10 @@
  * crules_parse.c); every consumer of the agent's settings now reads through
  * them, so one rule holds everywhere: a setting nobody read is refused by its
  * full path and its source, never silently ignored. A tree holds a few
- * thousand nodes at most (the sources are capped), so children are a plain
- * array searched in order: the order put is the order refused in.
+ * thousand nodes (the sources are capped); a node's children are an array in
+ * the order put, which is the order refused in, indexed by name in a hash
+ * table (common/htab.h), as are the names asked under it: 20,000 variables
+ * in one section must not cost a scan each.
  */
 #include "settings.h"
 
@@ -41,6 +43,8 @@ void settings_free(struct settings_node *n)
 		free(n->asked[i]);
 	free(n->asked);
 	free(n->k);
+	htab_free(&n->kix);
+	htab_free(&n->aix);
 	free(n->name);
 	if (n->value)
 		mem_wipe(n->value, strlen(n->value));
@@ -49,12 +53,41 @@ void settings_free(struct settings_node *n)
 	free(n);
 }
 
+/* A name's hash, case folded (.NET configuration's keys are case-insensitive). */
+static uint64_t fold_hash(const char *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)tolower((unsigned char)name[i])) * 0x100000001b3ull;
+	return htab_u64(h);
+}
+
+struct name_key {
+	const char *name;
+	size_t len;
+	char *const *names; /* or NULL: the children's names */
+	const struct settings_node *p;
+};
+
+static bool same_name(const void *slot, const void *key)
+{
+	const struct name_key *q = key;
+	size_t i = *(const size_t *)slot;
+	const char *have = q->names ? q->names[i] : q->p->k[i]->name;
+
+	return strlen(have) == q->len && strncasecmp(have, q->name, q->len) == 0;
+}
+
 static struct settings_node *child(const struct settings_node *p, const char *name, size_t len)
 {
-	for (size_t i = 0; p && i < p->n; i++)
-		if (strlen(p->k[i]->name) == len && strncasecmp(p->k[i]->name, name, len) == 0)
-			return p->k[i];
-	return NULL;
+	struct name_key q = { name, len, NULL, p };
+	const size_t *i;
+
+	if (p == NULL || p->n == 0)
+		return NULL;
+	i = htab_find(&p->kix, fold_hash(name, len), same_name, &q);
+	return i ? p->k[*i] : NULL;
 }
 
 int settings_put(struct settings_node *root, const char *path, const char *value, const char *where,
@@ -83,6 +116,9 @@ int settings_put(struct settings_node *root, const char *path, const char *value
 			c->where = mem_strdup(where);
 			c->up = n;
 			MEM_GROW(n->k, n->cap, n->n + 1, 8);
+			if (n->kix.size == 0)
+				htab_init(&n->kix, sizeof(size_t));
+			*(size_t *)htab_put(&n->kix, fold_hash(p, len)) = n->n;
 			n->k[n->n++] = c;
 			root->total++;
 		}
@@ -105,12 +141,18 @@ struct settings_node *settings_find(const struct settings_node *n, const char *n
 
 void settings_ask(struct settings_node *n, const char *name)
 {
+	struct name_key q = { name, strlen(name), NULL, NULL };
+	uint64_t h = fold_hash(name, q.len);
+
 	if (n == NULL)
 		return;
-	for (size_t i = 0; i < n->n_asked; i++)
-		if (strcasecmp(n->asked[i], name) == 0)
-			return;
-	n->asked = mem_realloc(n->asked, (n->n_asked + 1) * sizeof(*n->asked));
+	q.names = n->asked;
+	if (n->n_asked && htab_find(&n->aix, h, same_name, &q) != NULL)
+		return;
+	if (n->aix.size == 0)
+		htab_init(&n->aix, sizeof(size_t));
+	MEM_GROW(n->asked, n->cap_asked, n->n_asked + 1, 8);
+	*(size_t *)htab_put(&n->aix, h) = n->n_asked;
 	n->asked[n->n_asked++] = mem_strdup(name);
 }
 

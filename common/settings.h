@@ -25,6 +25,7 @@
 #include <stddef.h>
 
 #include "errors.h"
+#include "htab.h"
 
 #define SETTINGS_MAX_LIST 64 /* items of one list setting */
 
@@ -37,7 +38,8 @@ struct settings_node {
 	size_t total; /* the root's: nodes put below it (counted as put, so a cap costs no walk) */
 	bool used;
 	char **asked; /* the names consumers asked for under this node: the suggestions for a misspelling */
-	size_t n_asked;
+	size_t n_asked, cap_asked;
+	struct htab kix, aix; /* k[] and asked[] by name, case-insensitive (of size_t: an index) */
 };
 
 /* An empty root (new; free with settings_free). */

@@ -52,8 +52,18 @@ extern char **environ;
 #define TLS_KEY_SETTING "Kestrel:Certificates:Default:KeyPath" /* also tlsKey */
 
 /* A setting from the environment that is not ours (dotnet-monitor's, for a feature this agent lacks). */
+/* The first IGNORED_SAID ignored settings are said one a line; the rest are counted, said in one line once
+ * every source is read (a manifest with thousands of them must not flood the log). */
+#define IGNORED_SAID 32
+static unsigned ignored_said, ignored_more;
+
 static void setting_ignored(const char *variable) /* or "KEY (FILE:LINE:COL)" from a file */
 {
+	if (ignored_said == IGNORED_SAID) {
+		ignored_more++;
+		return;
+	}
+	ignored_said++;
 	log_warn("setting ignored", LOG_STR("event", "setting-ignored"), LOG_STR("variable", variable),
 		 LOG_STR("reason", "not a setting of this agent"));
 }
@@ -268,6 +278,10 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 		c->dumps = mem_strdup("/dumps");
 	if (config_check(c, &em) != 0)
 		return cannot_start(2, em.text);
+	if (ignored_more)
+		log_warn("settings ignored", LOG_STR("event", "setting-ignored"), LOG_UINT("more", ignored_more),
+			 LOG_STR("reason", "more of dotnet-monitor's settings this agent does not have than are said "
+					   "one a line"));
 	log_set_level(c->log_level);
 	return 0;
 }

@@ -137,3 +137,11 @@ check monitor/file-warned-cors grep -qF "\"variable\":\"CorsConfiguration:Allowe
 printf '{ "CorsConfiguration": { "AllowedOrigin": "http://localhost" } }\n' > "$W/monitor-typo.json"
 refused monitor-file-misspelt "CorsConfiguration:AllowedOrigin ($W/monitor-typo.json:1:43): unknown setting; did you mean AllowedOrigins?" \
 	-- --config "$W/monitor-typo.json"
+
+# many of them (a manifest generated with hundreds): the first 32 said one a line, the rest counted in one
+vars=(); for i in $(seq 1 100); do vars+=("DOTNETMONITOR_Logging__LogLevel__Category$i=Warning"); done
+run monitor-many "${vars[@]}" --
+WHY="$(grep -c '"setting-ignored"' "$W/monitor-many.log") setting-ignored lines: $(grep -m1 '"more"' "$W/monitor-many.log")"
+check monitor/many-starts grep -q '"event":"listening"' "$W/monitor-many.log"
+check monitor/many-said-32 test "$(grep '"setting-ignored"' "$W/monitor-many.log" | grep -c '"variable"')" = 32
+check monitor/many-counted grep -q '"event":"setting-ignored","more":68,' "$W/monitor-many.log"
