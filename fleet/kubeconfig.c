@@ -13,6 +13,10 @@
  * libcurl reads as /proc/self/fd/N: a key is never written to a disk. Every
  * message names the file and the field, as
  * "~/.kube/config: users[alice].user.token-file: cannot open ...".
+ *
+ * One idea at ~625 lines: kubectl's merge and resolution rules read top to
+ * bottom (files, then clusters, users, contexts, then the chosen entry's
+ * credentials); the copy and free of what it builds went to kconn.c.
  */
 #include "kubeconfig.h"
 #include "kconn.h"

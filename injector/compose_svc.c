@@ -8,6 +8,9 @@
  * merged ones and merges are shallow, so the data means the same); the
  * anchored map, which other services share, is never edited, and uninject
  * deletes the copy while it still equals the merged value. Flags: status.c.
+ *
+ * One idea at ~610 lines: a service's rules, each field's inject beside its
+ * uninject so the pair is read together; the labels went to compose_opts.c.
  */
 #include "inj_int.h"
 
