@@ -1,10 +1,10 @@
 /*
- * azblob.c - the Azure Blob Storage store client (azblob.h): the
- * provider's settings read and checked, and one upload's life: blocks
- * filled by the egress process's reader, sent by sender threads, committed
- * with Put Block List (or one Put Blob for a small artifact), or cleaned
- * away on failure. Requests and their signatures are azblob_req.c's,
- * bearer tokens azblob_cred.c's.
+ * azblob.c - the Azure Blob Storage store client (azblob.h): one upload's
+ * life: blocks filled by the egress process's reader, sent by sender
+ * threads, committed with Put Block List (or one Put Blob for a small
+ * artifact), or cleaned away on failure; and the metadata it carries. The
+ * provider's settings are bound and checked in azblob_set.c, requests and
+ * their signatures are azblob_req.c's, bearer tokens azblob_cred.c's.
  */
 #include "azblob.h"
 
@@ -22,243 +22,7 @@
 #include "log.h"
 #include "mem.h"
 
-#define MAX_KEY_BYTES 512
 #define BLOCK_ID_RAW 24 /* "dp-" + 12 hex of the upload's nonce + "-" + 8 digits: 32 base64 characters */
-#define RETRY_BASE_MS 200
-
-/* ---- settings ---- */
-
-/* The settings of one provider (nodes of the settings tree, borrowed); sas and key resolved through Egress:Properties. */
-struct az_set {
-	const char *prov;
-	const char *first_where; /* where the provider's first setting came from: for a setting that is missing */
-	const struct settings_node *uri, *container, *prefix, *sas, *key, *mi;
-	char sas_name[160], key_name[160]; /* for messages: "SharedAccessSignature" or "Egress:Properties:NAME" */
-	const struct settings_node *meta[AZBLOB_MAX_META];
-	size_t n_meta;
-};
-
-static const char *const csharp_keywords[] = {
-	"abstract", "as", "base", "bool", "break", "byte", "case", "catch", "char", "checked", "class", "const",
-	"continue", "decimal", "default", "delegate", "do", "double", "else", "enum", "event", "explicit",
-	"extern", "false", "finally", "fixed", "float", "for", "foreach", "goto", "if", "implicit", "in", "int",
-	"interface", "internal", "is", "lock", "long", "namespace", "new", "null", "object", "operator", "out",
-	"override", "params", "private", "protected", "public", "readonly", "ref", "return", "sbyte", "sealed",
-	"short", "sizeof", "stackalloc", "static", "string", "struct", "switch", "this", "throw", "true", "try",
-	"typeof", "uint", "ulong", "unchecked", "unsafe", "ushort", "using", "virtual", "void", "volatile", "while",
-};
-
-/* Azure metadata names: C# identifiers (ASCII here), not keywords. */
-static bool meta_name_ok(const char *s)
-{
-	if (!(isalpha((unsigned char)*s) || *s == '_'))
-		return false;
-	for (const char *p = s; *p; p++)
-		if (!(isalnum((unsigned char)*p) || *p == '_'))
-			return false;
-	for (size_t i = 0; i < sizeof(csharp_keywords) / sizeof(csharp_keywords[0]); i++)
-		if (strcmp(s, csharp_keywords[i]) == 0)
-			return false;
-	return strlen(s) <= 256;
-}
-
-/* A leaf the provider sets (marked read), or NULL; a section where a value belongs is refused. */
-static int leaf(const struct egress_provider *p, const char *key, const struct settings_node **out, struct err_msg *em)
-{
-	const struct settings_node *n = settings_get(p->set, key);
-
-	*out = NULL;
-	if (n && (n->n || n->value == NULL))
-		return settings_refuse(DP_EINVAL, n, em, "takes a value, not settings under it");
-	*out = n;
-	return 0;
-}
-
-/*
- * *out: the setting key itself, else the Egress:Properties value its ...Name setting names (read there, so
- * the agent does not refuse it). A name that is not there is refused, with the property it most likely
- * misspells.
- */
-static int resolve(const struct egress_provider *p, const char *key, const struct settings_node **out, char *label,
-		   size_t cap, struct err_msg *em)
-{
-	char name[64];
-	const struct settings_node *n, *near;
-	struct settings_node *props = egress_properties(p);
-	int rc;
-
-	snprintf(label, cap, "%s", key);
-	snprintf(name, sizeof(name), "%sName", key);
-	if ((rc = leaf(p, key, out, em)) != 0 || *out || (rc = leaf(p, name, &n, em)) != 0 || n == NULL)
-		return rc;
-	snprintf(label, cap, "Egress:Properties:%s", n->value);
-	if ((*out = settings_get(props, n->value)) != NULL && (*out)->value && (*out)->n == 0)
-		return 0;
-	if (*out)
-		return settings_refuse(DP_EINVAL, *out, em, "takes a value, not settings under it");
-	if ((near = settings_nearest_child(props, n->value)) != NULL) {
-		char path[320];
-
-		settings_path(near, path, sizeof(path));
-		return err_set(em, DP_EINVAL, "%s (%s): unknown setting; did you mean %s? (egress provider '%s': %s (%s) "
-			       "names Egress:Properties:%s)", path, near->where, n->value, p->name, name, n->where, n->value);
-	}
-	return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s) names Egress:Properties:%s, which is not set",
-		       p->name, name, n->where, n->value);
-}
-
-static int read_settings(const struct egress_provider *p, struct az_set *s, struct err_msg *em)
-{
-	static const char *const refused[] = { "QueueName", "QueueAccountUri", "QueueSharedAccessSignature",
-					       "QueueSharedAccessSignatureName" };
-	struct settings_node *md;
-	int rc;
-
-	memset(s, 0, sizeof(*s));
-	s->prov = p->name;
-	s->first_where = p->set && p->set->n ? p->set->k[0]->where : "no settings";
-	for (size_t k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
-		const struct settings_node *q = settings_find(p->set, refused[k]);
-
-		if (q)
-			return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s): this agent sends no queue "
-				       "message; remove the Queue settings", p->name, q->name, q->where);
-	}
-	if ((md = settings_get(p->set, "Metadata")) != NULL) {
-		if (md->n == 0)
-			return settings_refuse(DP_EINVAL, md, em, "takes Metadata:NAME settings under it, not one value");
-		for (size_t i = 0; i < md->n; i++) {
-			const struct settings_node *e = md->k[i];
-
-			if (!meta_name_ok(e->name))
-				return err_set(em, DP_EINVAL, "egress provider '%s': Metadata:%s (%s): '%s' cannot be an "
-					       "Azure metadata name (a C# identifier that is not a keyword)", p->name, e->name,
-					       e->where, e->name);
-			if (e->n || e->value == NULL)
-				return settings_refuse(DP_EINVAL, e, em, "takes a value, not settings under it");
-			if (s->n_meta == AZBLOB_MAX_META)
-				return err_set(em, DP_ETOOBIG, "egress provider '%s': more than %d Metadata settings",
-					       p->name, AZBLOB_MAX_META);
-			md->k[i]->used = true;
-			s->meta[s->n_meta++] = e;
-		}
-	}
-	settings_get(p->set, "CopyBufferSize"); /* dotnet-monitor's tuning knob: not needed here */
-	if ((rc = leaf(p, "AccountUri", &s->uri, em)) != 0 || (rc = leaf(p, "ContainerName", &s->container, em)) != 0 ||
-	    (rc = leaf(p, "BlobPrefix", &s->prefix, em)) != 0 || (rc = leaf(p, "ManagedIdentityClientId", &s->mi, em)) != 0 ||
-	    (rc = resolve(p, "SharedAccessSignature", &s->sas, s->sas_name, sizeof(s->sas_name), em)) != 0 ||
-	    (rc = resolve(p, "AccountKey", &s->key, s->key_name, sizeof(s->key_name), em)) != 0)
-		return rc;
-	/* what is left is no setting of this store: refused by its path and source, with the name it misspells */
-	return settings_check_unread(p->set, em);
-}
-
-/* The account URI's parts: scheme://host[:port] and a path ("" or "/ACCOUNT", no trailing '/'). */
-struct az_uri {
-	char *base, *path, *account; /* account: NULL when neither the path nor the host names one */
-	bool https;
-};
-
-static void uri_free(struct az_uri *u)
-{
-	free(u->base);
-	free(u->path);
-	free(u->account);
-}
-
-static int parse_uri(const struct az_set *s, struct az_uri *u, struct err_msg *em)
-{
-	const char *v = s->uri->value, *h, *e;
-	size_t n;
-
-	memset(u, 0, sizeof(*u));
-	if (strncasecmp(v, "https://", 8) == 0)
-		u->https = true;
-	else if (strncasecmp(v, "http://", 7) != 0)
-		return err_set(em, DP_EINVAL, "egress provider '%s': AccountUri (%s) is not an http or https URL",
-			       s->prov, s->uri->where);
-	h = strstr(v, "://") + 3;
-	e = h + strcspn(h, "/?#");
-	if (e == h || strpbrk(v, "?# \t\r\n@"))
-		return err_set(em, DP_EINVAL, "egress provider '%s': AccountUri (%s) must be scheme://host[:port][/account] "
-			       "with no query (a shared access signature goes in SharedAccessSignature)", s->prov,
-			       s->uri->where);
-	u->base = mem_strndup(v, (size_t)(e - v));
-	n = strlen(e);
-	while (n > 0 && e[n - 1] == '/')
-		n--;
-	u->path = mem_strndup(e, n);
-	if (u->path[0] == '/') /* an emulator's path-style URI: the first segment is the account */
-		u->account = mem_strndup(u->path + 1, strcspn(u->path + 1, "/"));
-	else if (!isdigit((unsigned char)*h) && *h != '[' && strcspn(h, ".") < (size_t)(e - h))
-		u->account = mem_strndup(h, strcspn(h, "."));
-	return 0;
-}
-
-/* Container names: $root, or 3-63 of a-z 0-9 '-', starting with a letter or digit, no "--", not ending in '-'. */
-static bool container_ok(const char *c)
-{
-	size_t n = strlen(c);
-
-	if (strcmp(c, "$root") == 0)
-		return true;
-	if (n < 3 || n > 63 || c[0] == '-' || c[n - 1] == '-' || strstr(c, "--"))
-		return false;
-	return strspn(c, "abcdefghijklmnopqrstuvwxyz0123456789-") == n;
-}
-
-static int check_settings(const struct az_set *s, struct az_uri *u, struct err_msg *em)
-{
-	int rc;
-
-	if (s->uri == NULL || s->container == NULL)
-		return err_set(em, DP_EINVAL, "egress provider '%s' (%s): %s is not set", s->prov, s->first_where,
-			       s->uri ? "ContainerName" : "AccountUri");
-	if ((rc = parse_uri(s, u, em)) != 0)
-		return rc;
-	if (!container_ok(s->container->value))
-		return err_set(em, DP_EINVAL, "egress provider '%s': ContainerName (%s) '%s' is not a container name "
-			       "(3-63 lowercase letters, digits and single hyphens, or $root)", s->prov,
-			       s->container->where, s->container->value);
-	if (s->sas) {
-		if (strpbrk(s->sas->value, "# \t\r\n") || strstr(s->sas->value, "sig=") == NULL)
-			return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s) is not a shared access signature "
-				       "(a query with sig=)", s->prov, s->sas_name, s->sas->where);
-	} else if (s->key) {
-		char *raw = NULL;
-		size_t n = 0;
-
-		if (b64_decode(s->key->value, strlen(s->key->value), MAX_KEY_BYTES, &raw, &n) != 0 || n == 0)
-			return err_set(em, DP_EINVAL, "egress provider '%s': %s (%s) is not base64", s->prov, s->key_name,
-				       s->key->where);
-		mem_wipe(raw, n);
-		free(raw);
-		if (u->account == NULL)
-			return err_set(em, DP_EINVAL, "egress provider '%s': AccountUri (%s) names no account (the host's "
-				       "first label, or the first path segment for an emulator) to sign with %s",
-				       s->prov, s->uri->where, s->key_name);
-	} else if (!u->https) {
-		return err_set(em, DP_EINVAL, "egress provider '%s': AccountUri (%s) is http, and without "
-			       "SharedAccessSignature or AccountKey the credential is a bearer token, which is sent "
-			       "over https only", s->prov, s->uri->where);
-	}
-	if (s->prefix && strpbrk(s->prefix->value, "\r\n"))
-		return err_set(em, DP_EINVAL, "egress provider '%s': BlobPrefix (%s) holds a line break", s->prov,
-			       s->prefix->where);
-	return 0;
-}
-
-static int az_check(const struct egress_provider *p, struct err_msg *em)
-{
-	struct az_set s;
-	struct az_uri u = { 0 };
-	int rc = read_settings(p, &s, em);
-
-	if (rc == 0)
-		rc = check_settings(&s, &u, em);
-	uri_free(&u);
-	return rc;
-}
 
 /* ---- metadata ---- */
 
@@ -419,50 +183,6 @@ static void up_free(struct az_up *u)
 	free(u);
 }
 
-static int make_target(const struct az_set *s, const struct az_uri *uri, const char *name, struct az_target *t,
-		       struct err_msg *em)
-{
-	struct buf b;
-	size_t plen = 0;
-	const char *pre = s->prefix ? s->prefix->value : "";
-
-	if (s->container == NULL || uri->path == NULL) /* check_settings saw to both */
-		return DP_EINTERNAL;
-	while (*pre == '/')
-		pre++;
-	plen = strlen(pre);
-	while (plen > 0 && pre[plen - 1] == '/')
-		plen--;
-	buf_init(&b, 0);
-	buf_printf(&b, "%s/%s/", uri->path, s->container->value);
-	if (plen) {
-		buf_pct_encode(&b, pre, plen, true);
-		buf_putc(&b, '/');
-	}
-	buf_pct_encode(&b, name, strlen(name), true);
-	t->path = buf_steal(&b, NULL);
-	t->base = mem_strdup(uri->base);
-	t->account = mem_strdup(uri->account ? uri->account : "");
-	t->desc = mem_printf("%s%s", t->base, t->path);
-	t->attempts = AZBLOB_ATTEMPTS;
-	t->retry_base_ms = RETRY_BASE_MS;
-	if (s->sas) {
-		t->auth = AZ_SAS;
-		t->sas = mem_strdup(s->sas->value + (s->sas->value[0] == '?'));
-	} else if (s->key) {
-		char *raw;
-
-		t->auth = AZ_KEY;
-		if (b64_decode(s->key->value, strlen(s->key->value), MAX_KEY_BYTES, &raw, &t->key_len) != 0)
-			return err_set(em, DP_EINVAL, "egress provider '%s': %s is not base64", s->prov, s->key_name);
-		t->key = (unsigned char *)raw;
-	} else {
-		t->auth = AZ_BEARER;
-		t->tok = az_tok_new(s->mi ? s->mi->value : NULL, &t->web);
-	}
-	return 0;
-}
-
 static void make_meta(struct az_up *u, const struct az_set *s, const char *const *meta)
 {
 	size_t n = 0, cap = s->n_meta + 1;
@@ -493,17 +213,17 @@ static int az_begin(const struct egress_provider *p, const char *name, const cha
 	uint8_t rnd[6];
 	int rc;
 
-	if ((rc = read_settings(p, &s, em)) != 0)
+	if ((rc = az_read_settings(p, &s, em)) != 0)
 		return rc;
-	if ((rc = check_settings(&s, &uri, em)) != 0) {
-		uri_free(&uri);
+	if ((rc = az_check_settings(&s, &uri, em)) != 0) {
+		az_uri_free(&uri);
 		return rc;
 	}
 	u = mem_zalloc(sizeof(*u));
 	pthread_mutex_init(&u->mu, NULL);
 	pthread_cond_init(&u->cv, NULL);
-	rc = make_target(&s, &uri, name, &u->t, em);
-	uri_free(&uri);
+	rc = az_make_target(&s, &uri, name, &u->t, em);
+	az_uri_free(&uri);
 	if (rc != 0) {
 		up_free(u);
 		return rc;

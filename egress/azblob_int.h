@@ -1,9 +1,11 @@
 /*
- * azblob_int.h - between egress/azblob.c (the settings, the upload: blocks,
- * buffers, threads), egress/azblob_req.c (one Blob service request: URL,
- * headers, SharedKey signature or SAS or bearer token, retries, the
- * service's error) and egress/azblob_cred.c (bearer tokens from a managed
- * identity or a federated token, refreshed before they lapse).
+ * azblob_int.h - between egress/azblob.c (the upload: blocks, buffers,
+ * threads), egress/azblob_set.c (a provider's settings bound and checked,
+ * an upload's target made from them), egress/azblob_req.c (one Blob service
+ * request: URL, headers, SharedKey signature or SAS or bearer token,
+ * retries, the service's error) and egress/azblob_cred.c (bearer tokens
+ * from a managed identity or a federated token, refreshed before they
+ * lapse).
  */
 #ifndef DP_EGRESS_AZBLOB_INT_H
 #define DP_EGRESS_AZBLOB_INT_H
@@ -12,8 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "azblob.h"
 #include "errors.h"
 #include "cloud/webc.h"
+#include "settings.h"
 
 #define AZ_VERSION "2021-12-02" /* x-ms-version: SharedKey's 2009-09-19+ string-to-sign, bearer tokens */
 #define AZ_RESOURCE "https://storage.azure.com/"
@@ -38,6 +42,37 @@ struct az_target {
 	long retry_base_ms; /* the first backoff; doubled each time, capped, jittered */
 };
 void az_target_free(struct az_target *t);
+
+/* The settings of one provider (nodes of the settings tree, borrowed); sas and key resolved through Egress:Properties. */
+struct az_set {
+	const char *prov;
+	const char *first_where; /* where the provider's first setting came from: for a setting that is missing */
+	const struct settings_node *uri, *container, *prefix, *sas, *key, *mi;
+	char sas_name[160], key_name[160]; /* for messages: "SharedAccessSignature" or "Egress:Properties:NAME" */
+	const struct settings_node *meta[AZBLOB_MAX_META];
+	size_t n_meta;
+};
+
+/* The account URI's parts: scheme://host[:port] and a path ("" or "/ACCOUNT", no trailing '/'). */
+struct az_uri {
+	char *base, *path, *account; /* account: NULL when neither the path nor the host names one */
+	bool https;
+};
+
+/*
+ * p's settings into s (borrowing p's nodes), each marked read; what p sets that this store does not take is
+ * refused by its path and source, with the name it misspells.
+ */
+int az_read_settings(const struct egress_provider *p, struct az_set *s, struct err_msg *em);
+/* s checked: the required ones set, the URI parsed into u (az_uri_free it, even on failure), the container's
+ * name, the credential's shape, https for a bearer token. */
+int az_check_settings(const struct az_set *s, struct az_uri *u, struct err_msg *em);
+void az_uri_free(struct az_uri *u);
+/* t for the blob NAME (under BlobPrefix) of checked settings s and their URI: where it goes, how it signs. */
+int az_make_target(const struct az_set *s, const struct az_uri *uri, const char *name, struct az_target *t,
+		   struct err_msg *em);
+/* The store's check (store.h): p's settings read and checked, nothing sent. */
+int az_check(const struct egress_provider *p, struct err_msg *em);
 
 /* One request to the blob. */
 struct az_call {

@@ -5,7 +5,8 @@
  * CollectionRuleDefaults), and the engine that runs them.
  *
  * Two halves:
- *  - the settings (crules_parse.c): the agent's collection-rule settings,
+ *  - the settings (crules_parse.c, with crules_parse_trig.c and
+ *    crules_parse_act.c): the agent's collection-rule settings,
  *    kept as text by config.c with where each came from, bound into a
  *    crule_set once, at start. Anything wrong, and any setting dotnet-monitor
  *    has that diagport does not, is refused there by its full path

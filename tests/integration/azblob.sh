@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# azblob.sh - Azure Blob egress (egress/azblob.c, azblob_req.c, azblob_cred.c) through azblob_driver.c
+# azblob.sh - Azure Blob egress (egress/azblob*.c: the upload, settings, requests, credentials) through azblob_driver.c
 # (the agent's config reader, the egress process with its seccomp profile, the artifact through its
 # pipe) against azurite (npm: the Azure Storage emulator, in memory on free loopback ports; one over
 # http, one over https with --oauth basic for bearer tokens), read back by the Azure SDK's own client

@@ -1,7 +1,7 @@
 /*
  * azblob_driver.c - the Azure Blob store client (egress/azblob.c) driven
  * the way the agent drives it: the settings read from a file by the agent's
- * own reader (launcher/config.c), the egress process forked with its
+ * own reader (launcher/config_src.c), the egress process forked with its
  * seccomp profile (eproc_start_with), the artifact written into its pipe.
  *
  *   azblob_driver CONFIG PROVIDER upload NAME FILE [KEY VALUE]...

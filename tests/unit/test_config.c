@@ -1,5 +1,5 @@
 /*
- * test_config.c - the agent's settings (launcher/config.c): the file, the
+ * test_config.c - the agent's settings (launcher/config*.c): the file, the
  * environment, sizes, dotnet-monitor's names, egress providers, and messages
  * that say where a bad value is.
  */

@@ -1,5 +1,5 @@
 /*
- * test_crules.c - the collection rules' settings (launcher/rules/crules_parse.c)
+ * test_crules.c - the collection rules' settings (launcher/rules/crules_parse*.c)
  * and the counter trigger's run (crules_counter_step): dotnet-monitor's
  * documented example bound in full, defaults, TimeSpans, every refusal
  * naming the setting's full path and where it came from, and the run's
