@@ -268,7 +268,7 @@ static const char *const monitor_names[] = {
 static const char *const bound_later[] = { "Egress", "Metrics:Providers", "Metrics:Meters", "CollectionRules",
 					   "CollectionRuleDefaults", "Templates" };
 
-static bool monitor_name(const char *key)
+bool config_monitor_name(const char *key)
 {
 	for (size_t i = 0; i < sizeof(monitor_names) / sizeof(monitor_names[0]); i++) {
 		const char *m = monitor_names[i];
@@ -278,6 +278,40 @@ static bool monitor_name(const char *key)
 							      strcasecmp(key, m) == 0)
 			return true;
 	}
+	return false;
+}
+
+/* Whether name is key or a section of it ("Storage" of "Storage:DumpTempFolder"), case-insensitive. */
+static bool names_or_holds(const char *name, const char *key)
+{
+	size_t n = strlen(key);
+
+	return strncasecmp(name, key, n) == 0 && (name[n] == '\0' || name[n] == ':');
+}
+
+bool config_is_scalar(const char *key)
+{
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+		for (size_t k = 0; k < 3 && settings[i].names[k]; k++)
+			if (strcasecmp(settings[i].names[k], key) == 0)
+				return true;
+	return false;
+}
+
+bool config_known_section(const char *key)
+{
+	if (config_is_rule_key(key) || config_metrics_list_key(key) || config_monitor_name(key))
+		return true;
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++)
+		for (size_t k = 0; k < 3 && settings[i].names[k]; k++)
+			if (names_or_holds(settings[i].names[k], key))
+				return true;
+	for (size_t i = 0; i < sizeof(bound_later) / sizeof(bound_later[0]); i++)
+		if (names_or_holds(bound_later[i], key) || names_or_holds(key, bound_later[i]))
+			return true;
+	for (size_t i = 0; i < sizeof(monitor_names) / sizeof(monitor_names[0]); i++)
+		if (names_or_holds(monitor_names[i], key))
+			return true;
 	return false;
 }
 
@@ -305,6 +339,13 @@ static int refuse_unknown(struct launch_config *c, const char *key, struct err_m
 		settings_ask_path(c->tree, name);
 	}
 	return settings_refuse_unknown(DP_ENOTFOUND, settings_at(c->tree, key, false), em);
+}
+
+int config_refuse_name(struct launch_config *c, const char *key, const char *where, struct err_msg *em)
+{
+	int rc = settings_put(tree(c), key, "", where, 0, em);
+
+	return rc != 0 ? rc : refuse_unknown(c, key, em);
 }
 
 /* Metrics:Providers and Metrics:Meters: lists, read by metrics_selection_settings. */
@@ -372,7 +413,7 @@ int config_put(struct launch_config *c, const char *key, const char *value, cons
 					settings_wipe(n);
 				return rc;
 			}
-	if (monitor && monitor_name(key)) {
+	if (monitor && config_monitor_name(key)) {
 		settings_at(c->tree, key, true);
 		return 1;
 	}

@@ -25,6 +25,22 @@
 int config_put(struct launch_config *c, const char *key, const char *value, const char *where, bool monitor,
 	       struct err_msg *em);
 
+/* Whether key is one of dotnet-monitor's settings this agent does not have (monitor_names), warned about. */
+bool config_monitor_name(const char *key);
+
+/*
+ * Whether key names a setting or a section of one that some part of the agent reads, or one of
+ * dotnet-monitor's it warns about: an empty map or a list there is a value to read, not a misspelling.
+ */
+bool config_known_section(const char *key);
+
+/* Whether key is one of the agent's own settings, each a single value (socket, Storage:DumpTempFolder). */
+bool config_is_scalar(const char *key);
+
+/* key, from where, is a name nothing reads: refused as config_put refuses one (its path, source, the nearest
+ * known name). Always DP_E* with em. */
+int config_refuse_name(struct launch_config *c, const char *key, const char *where, struct err_msg *em);
+
 /* Whether key is Metrics:Providers or Metrics:Meters or below: lists, read by metrics_selection_settings. */
 bool config_metrics_list_key(const char *key);
 

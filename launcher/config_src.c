@@ -37,6 +37,15 @@
  * Metrics:Meters and their name lists) under KEY:0, KEY:1, ... as .NET
  * configuration binds a JSON array.
  */
+/* Whether key's items (KEY:0, ...) are one of dotnet-monitor's settings this agent warns about. */
+static bool monitor_list(const char *key)
+{
+	char item[MAX_PATH_KEY + 4];
+
+	snprintf(item, sizeof(item), "%s:0", key);
+	return config_monitor_name(item);
+}
+
 static int walk(struct launch_config *c, const struct doc_node *n, char *key, size_t len, const char *file,
 		struct err_msg *em)
 {
@@ -52,8 +61,15 @@ static int walk(struct launch_config *c, const struct doc_node *n, char *key, si
 			return err_set(em, DP_ETOOBIG, "%s:%u:%u: setting name too long", file, k->line, k->col);
 		}
 		snprintf(where, sizeof(where), "%s:%u:%u", file, v->line, v->col);
-		if (v->type == DOC_MAP || (v->type == DOC_SEQ && (config_is_rule_key(key) || config_metrics_list_key(key))))
-			rc = walk(c, v, key, strlen(key), file, em);
+		if (((v->type == DOC_MAP && v->n == 0) || v->type == DOC_SEQ) && !config_known_section(key))
+			rc = config_refuse_name(c, key, where, em); /* a misspelt name is said as one, whatever its value */
+		else if (v->type == DOC_MAP && v->n == 0 && config_is_scalar(key))
+			rc = err_set(em, DP_EINVAL, "%s: %s takes a single value, not a map", where, key);
+		else if (v->type == DOC_MAP ||
+			 (v->type == DOC_SEQ && (config_is_rule_key(key) || config_metrics_list_key(key) ||
+						 (c->warn != NULL && monitor_list(key)))))
+			rc = walk(c, v, key, strlen(key), file, em); /* dotnet-monitor's lists (DefaultProcess:Filters)
+									 are warned about item by item */
 		else if (v->type == DOC_SEQ)
 			rc = err_set(em, DP_EINVAL, "%s: %s takes a single value, not a list", where, key);
 		else if (v->type == DOC_NULL)
@@ -123,16 +139,30 @@ static void colons(const char *in, size_t n, char *out)
 	out[o] = '\0';
 }
 
+/* Whether path, links followed, is within the directory top (already resolved). */
+static bool inside(const char *top, const char *path)
+{
+	char real[PATH_MAX];
+	size_t n = strlen(top);
+
+	return realpath(path, real) != NULL && strncmp(real, top, n) == 0 && real[n] == '/';
+}
+
 int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const char *variable), struct err_msg *em)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
 	char *seen[MAX_DIR_FILES]; /* the files' names so far: two naming one setting are refused */
 	size_t files = 0;
+	char top[PATH_MAX];
 	int rc = 0;
 
 	if (d == NULL)
 		return err_set(em, DP_EIO, "settings directory %s: %s", dir, strerror(errno));
+	if (realpath(dir, top) == NULL) {
+		closedir(d);
+		return err_set(em, DP_EIO, "settings directory %s: %s", dir, strerror(errno));
+	}
 	while (rc == 0 && (de = readdir(d)) != NULL) {
 		char path[PATH_MAX], key[MAX_PATH_KEY] = "";
 		struct stat st;
@@ -149,6 +179,14 @@ int config_load_dir(struct launch_config *c, const char *dir, void (*warn)(const
 		}
 		if (S_ISDIR(st.st_mode))
 			continue;
+		/* A workload's own directory (the app team's) is read only within itself: a volume's links
+		 * (KEY -> ..data/KEY) stay inside it; one leading elsewhere would read a file of the agent's
+		 * (its token) into a setting and perhaps a message. */
+		if (c->scope == CONFIG_WORKLOAD && !inside(top, path)) {
+			rc = err_set(em, DP_EINVAL, "settings directory %s: %s leads outside the directory", dir,
+				     de->d_name);
+			break;
+		}
 		if (!S_ISREG(st.st_mode)) { /* a device or a FIFO: never a setting, and a read could block */
 			rc = err_set(em, DP_EINVAL, "settings directory %s: %s is not a regular file", dir, de->d_name);
 			break;
@@ -229,6 +267,9 @@ static int env_one(struct launch_config *c, const char *var, bool monitor, void 
 		return 1;
 	snprintf(where, sizeof(where), "environment variable %.*s", (int)n, var);
 	if (!monitor) {
+		if (strncasecmp(var, "DIAGPORT_", 9) == 0 && strncmp(var, "DIAGPORT_", 9) != 0)
+			return err_set(em, DP_EINVAL, "%s: diagport's variables are named in capitals (DIAGPORT_...); "
+				       "this one would not be read", where);
 		if (strncmp(var, "DIAGPORT_", 9) != 0)
 			return 1;
 		/* Read by the command itself, not settings: the file's name and the token's value. */

@@ -145,3 +145,33 @@ WHY="$(grep -c '"setting-ignored"' "$W/monitor-many.log") setting-ignored lines:
 check monitor/many-starts grep -q '"event":"listening"' "$W/monitor-many.log"
 check monitor/many-said-32 test "$(grep '"setting-ignored"' "$W/monitor-many.log" | grep -c '"variable"')" = 32
 check monitor/many-counted grep -q '"event":"setting-ignored","more":68,' "$W/monitor-many.log"
+
+# a name's value does not hide it: a misspelt name holding a list or an empty map is said as a misspelling
+printf 'sokcet: []\n' > "$W/list.yaml"
+refused misspelt-list "sokcet ($W/list.yaml:1:9): unknown setting; did you mean socket?" -- --config "$W/list.yaml"
+printf 'sokcet: {}\n' > "$W/empty.yaml"
+refused misspelt-empty-map "sokcet ($W/empty.yaml:1:9): unknown setting; did you mean socket?" -- --config "$W/empty.yaml"
+printf 'socket: {}\n' > "$W/scalar-map.yaml"
+refused scalar-as-map "$W/scalar-map.yaml:1:9: socket takes a single value, not a map" -- --config "$W/scalar-map.yaml"
+# dotnet-monitor's lists in a settings file (DefaultProcess:Filters) are warned about item by item
+printf 'DefaultProcess:\n  Filters:\n    - Key: ProcessName\n      Value: app\n' > "$W/monitor-list.yaml"
+run monitor-list -- --config "$W/monitor-list.yaml"
+WHY="exit $(cat "$W/monitor-list.rc"): $(grep -m3 -e '"cannot start"' -e setting-ignored "$W/monitor-list.log")"
+check monitor/list-starts grep -q '"event":"listening"' "$W/monitor-list.log"
+check monitor/list-warned grep -qF "\"variable\":\"DefaultProcess:Filters:0:Key ($W/monitor-list.yaml:3:12)\"" "$W/monitor-list.log"
+# a lower-case diagport_ variable would never be read: said, not passed over
+refused lower-case-variable "environment variable diagport_socket: diagport's variables are named in capitals" \
+	diagport_socket=/tmp/x --
+# a workload's key-per-file directory is read only within itself: a link out (to the agent's token) refused
+mkdir -p "$W/kpf-link"
+printf 'SUPERSECRETTOKEN-0123456789\n' > "$W/token"
+ln -s "$W/token" "$W/kpf-link/Egress__FileSystem__a__DirectoryPath"
+refused workload-link-out "settings directory $W/kpf-link: Egress__FileSystem__a__DirectoryPath leads outside the directory" \
+	-- --workload-config "$W/kpf-link"
+check workload-link-out/secret-not-said sh -c "! grep -q SUPERSECRETTOKEN '$W/workload-link-out.log'"
+# a volume's own links (KEY -> ..data/KEY, ..data -> a timestamped directory) stay inside: read
+mkdir -p "$W/kpf-vol/..2026_11_28" && printf '%s\n' "$W/out" > "$W/kpf-vol/..2026_11_28/Egress__FileSystem__a__DirectoryPath"
+ln -s ..2026_11_28 "$W/kpf-vol/..data" && ln -s ..data/Egress__FileSystem__a__DirectoryPath "$W/kpf-vol/Egress__FileSystem__a__DirectoryPath"
+run workload-volume -- --workload-config "$W/kpf-vol"
+WHY="exit $(cat "$W/workload-volume.rc"): $(grep -m1 '"cannot start"' "$W/workload-volume.log")"
+check workload-volume/starts grep -q '"event":"listening"' "$W/workload-volume.log"
