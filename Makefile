@@ -144,7 +144,7 @@ lambda: $(BUILD)/lambda/bootstrap
 # binary and synthesizes on any machine Node runs on. Debian's emscripten finds acorn through
 # NODE_PATH (its JavaScript passes assume Debian's node, whose search path has it). The module
 # leaves the process's exception and rejection handlers alone: they are the user's CDK app's.
-WASM_SRC := common/buf.c common/doc.c common/doc_journal.c common/doc_json.c common/doc_json_write.c common/errors.c \
+WASM_SRC := common/buf.c common/doc.c common/htab.c common/doc_journal.c common/doc_json.c common/doc_json_write.c common/errors.c \
             common/mem.c common/size.c injector/agent.c injector/cfn.c injector/ecs.c injector/macro.c \
             injector/opts.c injector/opts_map.c injector/opts_policy.c injector/opts_text.c injector/rules.c \
             injector/status.c injector/util.c cdk/native/rules.c
