@@ -15,6 +15,8 @@ Each fault is logged as one line ("busy TARGET" / "reset TARGET") to LOG.
 """
 import os, socket, struct, sys, threading
 
+from sockpipe import pipe  # beside this file (a script's own directory is on sys.path)
+
 upstream, portfile, logfile, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 kind, count = mode.split(":")
 left = [int(count)]
@@ -32,22 +34,6 @@ def reset(s):
         s.close()
     except OSError:
         pass
-
-
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    for s in (a, b):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def take():

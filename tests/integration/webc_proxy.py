@@ -10,6 +10,8 @@ LOG gets one line per request: "CONNECT HOST:PORT auth=VALUE" or "FORWARD METHOD
 """
 import argparse, os, socket, socketserver, threading
 
+from sockpipe import pipe  # beside this file (a script's own directory is on sys.path)
+
 ap = argparse.ArgumentParser()
 ap.add_argument("--ready", required=True)
 ap.add_argument("--log", required=True)
@@ -21,22 +23,6 @@ lock = threading.Lock()
 def log(line):
     with lock, open(args.log, "a") as f:
         f.write(line + "\n")
-
-
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    for s in (a, b):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
 
 
 def split_hostport(hp, default):
