@@ -266,8 +266,7 @@ static void wait_stopped(struct ops *o, const char *id)
 {
 	struct timespec until;
 
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 5;
+	clock_deadline(&until, 5000);
 	for (;;) {
 		struct op *op;
 

@@ -212,11 +212,9 @@ int gcdump_capture(struct port *port, const uint8_t cookie[16], uint64_t pid, st
 	struct trace_config flush = { .buffer_mb = 16 }, heap = { .buffer_mb = 256, .rundown = LOADER_RUNDOWN };
 	struct gcdump_reader *c = gcdump_reader_new(pid, graph);
 	long long t0 = clock_ms();
-	struct timespec now;
 	int rc;
 
-	clock_gettime(CLOCK_REALTIME, &now);
-	c->g->unix_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	c->g->unix_ms = clock_unix_ms();
 	*out = NULL;
 	if (raw) {
 		buf_free(raw);

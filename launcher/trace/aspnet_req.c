@@ -180,7 +180,7 @@ static void window_add(struct window *w, int64_t ts)
 		w->count++;
 		return;
 	}
-	if (w->len == w->cap) {
+	if (w->len == w->cap) { /* a ring: grown by copying it out in order, not by MEM_GROW's realloc */
 		size_t cap = w->cap ? w->cap * 2 : 8;
 		struct bucket *b = mem_alloc(cap * sizeof(*b));
 
