@@ -6,7 +6,7 @@
  * /metrics is too); everything else needs the token when there is one.
  *
  * The capture routes (/dump, /trace, /livemetrics, /logs, /stacks,
- * /gcdump) are one handler: the request becomes a capture (capture.h) and
+ * /gcdump, /exceptions) are one handler: the request becomes a capture (capture.h) and
  * capture_run takes it to its end. The others answer from the runtime table
  * (/processes, /process, /info), from one command to the runtime (/env,
  * /perfmap: proc.h), or from the operations list (/operations: ops.h).
@@ -56,7 +56,7 @@ struct api *api_new(const struct api_config *cfg)
 {
 	struct api *a = mem_zalloc(sizeof(*a));
 	struct captures_config cc = { .port = cfg->port, .dumps_dir = cfg->dumps_dir, .dumps_limit = cfg->dumps_limit,
-				      .eproc = cfg->eproc };
+				      .eproc = cfg->eproc, .exceptions = cfg->exceptions };
 
 	a->port = cfg->port;
 	a->socket_path = mem_strdup(cfg->socket_path);
@@ -75,6 +75,7 @@ struct api *api_new(const struct api_config *cfg)
 		.n_egress = cfg->n_egress,
 		.dump_transport = cfg->dump_transport ? dump_transport(cfg->dump_transport) : DUMP_VIA_FILE,
 		.metrics_interval_s = cfg->metrics_interval_s ? cfg->metrics_interval_s : METRICS_DEFAULT_INTERVAL_S,
+		.exceptions = cfg->exceptions != NULL,
 	};
 	for (size_t i = 0; i < cfg->n_egress; i++)
 		if (cfg->egress[i].type == NULL)
@@ -309,6 +310,8 @@ static const struct route routes[] = {
 	CAPTURE("POST", "/logs", CAPTURE_LOGS, SERVED_LOGS, true),
 	CAPTURE("GET", "/stacks", CAPTURE_STACKS, SERVED_STACKS, false),
 	CAPTURE("GET", "/gcdump", CAPTURE_GCDUMP, SERVED_GCDUMP, false),
+	CAPTURE("GET", "/exceptions", CAPTURE_EXCEPTIONS, SERVED_EXCEPTIONS, false),
+	CAPTURE("POST", "/exceptions", CAPTURE_EXCEPTIONS, SERVED_EXCEPTIONS, true),
 	AUTH("POST", "/perfmap", route_perfmap, SERVED_CPUPROFILE),
 	AUTH("DELETE", "/perfmap", route_perfmap, SERVED_CPUPROFILE),
 	AUTH("GET", "/collectionrules", route_rules, SERVED_KINDS),

@@ -14,6 +14,7 @@ struct api;
 
 struct eproc;
 struct crule_set;
+struct exceptions;
 
 struct api_config {
 	struct port *port;        /* borrowed */
@@ -26,6 +27,7 @@ struct api_config {
 	size_t n_egress;
 	struct eproc *eproc;            /* the egress process (borrowed); NULL = no store is configured */
 	struct metrics *metrics;        /* the /metrics store (borrowed); NULL = turned off */
+	struct exceptions *exceptions;  /* the exception histories (borrowed); NULL = turned off */
 	struct metrics *counters;       /* the counters sessions the collection rules read (borrowed; may be metrics) */
 	const struct crule_set *rules;  /* the collection rules (borrowed: outlives the api); NULL = none */
 	unsigned metrics_interval_s;    /* counters' interval for /livemetrics; 0 = 5 */
@@ -40,7 +42,7 @@ struct api *api_new(const struct api_config *cfg);
 void api_free(struct api *a);
 /* The httpd handler; ctx is the struct api. */
 void api_handle(void *ctx, struct httpd_req *r);
-/* The routes that take a POST body (httpd_config.takes_body): /trace, /livemetrics, /logs. */
+/* The routes that take a POST body (httpd_config.takes_body): /trace, /livemetrics, /logs, /exceptions. */
 bool api_takes_body(const char *path);
 /* The probe routes (httpd_config.is_probe), answered from slots no other request takes: /healthz, /readyz. */
 bool api_is_probe(const char *path);

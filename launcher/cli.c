@@ -36,6 +36,7 @@ extern char **environ;
 #include "config.h"
 #include "launcher/rules/crules.h"
 #include "launcher/capture/eproc.h"
+#include "launcher/exceptions/exceptions.h"
 #include "http/httpd.h"
 #include "log.h"
 #include "mem.h"
@@ -82,7 +83,8 @@ static void usage(FILE *f)
 		   "                       [--auth-token-file FILE | --no-auth] [--dump-transport file|staged|fifo]\n"
 		   "                       [--dumps-limit SIZE] [--connect-dir DIR] [--no-sandbox]\n"
 		   "                       [--metrics-urls URL[;URL...]] [--metrics-interval SECONDS]\n"
-		   "                       [--metrics-start-delay SECONDS] [--no-metrics] [--log-level LEVEL]\n"
+		   "                       [--metrics-start-delay SECONDS] [--no-metrics] [--no-exceptions]\n"
+		   "                       [--log-level LEVEL]\n"
 		   "                       [--request-headers-timeout SECONDS] [--max-connections-per-peer N]\n"
 		   "                       [--captures KIND[,KIND...]|all]\n"
 		   "                       [-- COMMAND [ARGS...]]\n\n"
@@ -105,11 +107,14 @@ static void usage(FILE *f)
 		   "their default sockets in DIR. CollectionRules (dotnet-monitor's collection rules) take\n"
 		   "captures by themselves when a process misbehaves (docs/agent/collection-rules.md). Counters of every runtime are kept for /metrics (Prometheus,\n"
 		   "no token, like dotnet-monitor's; also on --metrics-urls alone); --no-metrics turns that off.\n"
+		   "Each runtime's first-chance exceptions are kept from the moment it attaches, the newest 1000\n"
+		   "(exceptionsMaxCount) and 4Mi (exceptionsMaxBytes) at most, for /exceptions; --no-exceptions\n"
+		   "turns that off.\n"
 		   "The log is JSON lines on stderr (time, level, msg, ...); --log-level debug|info|warn|error.\n"
 		   "A request's head must arrive within --request-headers-timeout (10 s); one address holds at\n"
 		   "most --max-connections-per-peer connections (64); /healthz and /readyz have slots of their own.\n"
 		   "--captures names the capture kinds served (dump, gcdump, trace, cpuprofile, stacks, metrics,\n"
-		   "logs, env; default all): another kind's routes answer 403.\n"
+		   "logs, env, exceptions; default all): another kind's routes answer 403.\n"
 		   "An https:// URL is served with the certificate and key in the settings\n"
 		   "Kestrel:Certificates:Default:Path and :KeyPath (PEM; :Password for an encrypted key), reloaded\n"
 		   "when the files change, or with the chain and key as PEM text in DIAGPORT_TLS_PEM (tlsPem: an\n"
@@ -264,6 +269,8 @@ static int load_settings(int argc, char **argv, struct launch_config *c, char **
 			c->no_auth = true;
 		} else if (strcmp(argv[i], "--no-metrics") == 0) {
 			c->metrics_off = true;
+		} else if (strcmp(argv[i], "--no-exceptions") == 0) {
+			c->exceptions_off = true;
 		} else {
 			fprintf(stderr, "diagport: launch: %s '%s'\n",
 				k < sizeof(value_flags) / sizeof(value_flags[0]) ? "no value after" : "unknown argument",
@@ -332,6 +339,7 @@ static enum served_kind action_needs(enum crule_action_type t)
 	case CRA_DUMP: return SERVED_DUMP;
 	case CRA_GCDUMP: return SERVED_GCDUMP;
 	case CRA_STACKS: return SERVED_STACKS;
+	case CRA_EXCEPTIONS: return SERVED_EXCEPTIONS;
 	case CRA_TRACE: return SERVED_TRACE;
 	case CRA_LOGS: return SERVED_LOGS;
 	case CRA_LIVEMETRICS: return SERVED_METRICS;
@@ -385,6 +393,7 @@ int launch_cli(int argc, char **argv)
 	struct httpd *h = NULL;
 	struct api *api = NULL;
 	struct metrics *metrics = NULL;
+	struct exceptions *exc = NULL;
 	struct httpd *mh = NULL;
 	char **cmd = NULL;
 	struct port_config cfg = { 0 };
@@ -426,6 +435,12 @@ int launch_cli(int argc, char **argv)
 		crule_set_keep(&rules, rule_served, &served);
 		if (!(served & (1u << SERVED_METRICS)))
 			c.metrics_off = true; /* /metrics is 403: no counters session for it (the rules may still want one) */
+		if (!(served & (1u << SERVED_EXCEPTIONS)))
+			c.exceptions_off = true; /* /exceptions is 403 (and a rule collecting them was dropped above) */
+		if (c.exceptions_max_bytes > EXC_MAX_BYTES) {
+			rc = cannot_start(2, "exceptionsMaxBytes: at most 256Mi per runtime");
+			goto out;
+		}
 	}
 	if (geteuid() == 0)
 		log_warn("running as root", LOG_STR("event", "warning"),
@@ -493,6 +508,13 @@ int launch_cli(int argc, char **argv)
 			metrics_selection_free(&needs);
 			trace_config_free(&extra);
 		}
+		if (!c.exceptions_off) {
+			struct exceptions_config xc = { .port = p, .max_count = c.exceptions_max_count,
+							.max_bytes = c.exceptions_max_bytes };
+
+			exc = exceptions_start(&xc);
+		}
+		ac.exceptions = exc;
 		ac.metrics = c.metrics_off ? NULL : metrics;
 		ac.counters = metrics;
 		ac.rules = &rules;
@@ -552,6 +574,7 @@ out:
 	api_free(api);
 	eproc_free(ep); /* after the captures that upload through it have ended */
 	metrics_free(metrics); /* before the port: its sessions take connections from it */
+	exceptions_free(exc);
 	metrics_selection_free(&shown);
 	port_free(p);
 	crule_set_free(&rules);

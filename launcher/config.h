@@ -54,6 +54,9 @@ struct launch_config {
 	bool metrics_no_defaults;    /* Metrics:IncludeDefaultProviders false */
 	unsigned metrics_max_histograms, metrics_max_time_series; /* GlobalCounter:MaxHistograms, :MaxTimeSeries; 0 = 20, 1000 */
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
+	bool exceptions_off;         /* exceptions false: no exception histories, /exceptions 400 */
+	unsigned exceptions_max_count; /* exceptionsMaxCount: per runtime; 0 = 1000 */
+	uint64_t exceptions_max_bytes; /* exceptionsMaxBytes: per runtime; 0 = 4Mi */
 	unsigned head_timeout_s;     /* requestHeadersTimeout: the whole request head within this; 0 = 10 */
 	unsigned per_peer;           /* maxConnectionsPerPeer: connections from one address; 0 = 64 */
 	unsigned captures;           /* captures: the capture kinds served, served.h's bits (captures_set false: all) */

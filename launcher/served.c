@@ -12,7 +12,7 @@
 static const char *const names[SERVED_KINDS] = {
 	[SERVED_DUMP] = "dump",     [SERVED_GCDUMP] = "gcdump",   [SERVED_TRACE] = "trace",
 	[SERVED_CPUPROFILE] = "cpuprofile", [SERVED_STACKS] = "stacks", [SERVED_METRICS] = "metrics",
-	[SERVED_LOGS] = "logs",     [SERVED_ENV] = "env",
+	[SERVED_LOGS] = "logs",     [SERVED_ENV] = "env",      [SERVED_EXCEPTIONS] = "exceptions",
 };
 
 const char *served_name(enum served_kind k)
@@ -44,7 +44,7 @@ int served_parse(const char *list, unsigned *mask, const char *where, struct err
 					break;
 			if (k == SERVED_KINDS)
 				return err_set(em, DP_EINVAL, "%s: %s%.*s%s is not a capture kind; captures takes "
-					       "dump, gcdump, trace, cpuprofile, stacks, metrics, logs, env (comma-separated), "
+					       "dump, gcdump, trace, cpuprofile, stacks, metrics, logs, env, exceptions (comma-separated), "
 					       "or all", where, n ? "'" : "", (int)(n > 64 ? 64 : n), p,
 					       n ? "'" : "an empty name");
 			m |= 1u << k;

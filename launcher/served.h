@@ -3,7 +3,7 @@
  * `captures` setting): each kind its own permission, one bit each. The
  * names are the contract shared with the injector's `captures` option and
  * the fleet client: dump, gcdump, trace, cpuprofile, stacks, metrics, logs,
- * env; `all` is every one of them (the default).
+ * env, exceptions; `all` is every one of them (the default).
  */
 #ifndef DP_LAUNCH_SERVED_H
 #define DP_LAUNCH_SERVED_H
@@ -23,6 +23,7 @@ enum served_kind {
 	SERVED_METRICS,
 	SERVED_LOGS,
 	SERVED_ENV,
+	SERVED_EXCEPTIONS,
 	SERVED_KINDS, /* not a kind: a route that is no capture (/processes, /info, ...) */
 };
 #define SERVED_ALL ((1u << SERVED_KINDS) - 1)

@@ -9,7 +9,7 @@
  * validation errors); a collection rule can build one directly. capture_run
  * takes it from there: the kind's concurrency limit (dotnet-monitor's: one
  * dump, one GC snapshot, one stacks capture, three traces, three live
- * metrics and three log streams at a time), an operation in /operations
+ * metrics and three log streams at a time; three exception histories written), an operation in /operations
  * when it goes to a sink of its own or can be stopped, the artifact made and
  * sent, and the outcome reported to the operation. Nothing is left half
  * written under a final name: a failed capture leaves no file.
@@ -24,6 +24,7 @@
 #include "launcher/config.h"
 #include "errors.h"
 #include "http/httpd.h"
+#include "launcher/exceptions/exceptions.h"
 #include "launcher/trace/logs.h"
 #include "launcher/metrics/metrics.h"
 #include "ops.h"
@@ -39,6 +40,7 @@ enum capture_kind {
 	CAPTURE_LOGS,
 	CAPTURE_STACKS,
 	CAPTURE_GCDUMP,
+	CAPTURE_EXCEPTIONS, /* the exception history, written out */
 	CAPTURE_KINDS
 };
 
@@ -58,6 +60,7 @@ struct capture {
 	struct trace_stop_event *stop_event; /* a trace: the event that ends it (owned), or NULL */
 	struct metrics_selection sel; /* live metrics: what to keep */
 	struct logs_filter filter;    /* logs */
+	struct exc_filters exc;       /* exceptions: which are written */
 	const struct egress_provider *egress; /* the sink: an egress provider (borrowed), */
 	char *file;                     /* or a file (a path that must not exist yet), */
 					/* or neither: the HTTP response */
@@ -78,6 +81,7 @@ struct capture_env {
 	size_t n_egress;
 	int dump_transport;             /* dumpTransport: enum dump_transport */
 	unsigned metrics_interval_s;    /* counters' interval for /livemetrics and the Metrics trace profile */
+	bool exceptions;                /* exception histories are kept */
 };
 
 /* Why a request is refused: an HTTP status, a title, the field at fault (NULL: none) and a sentence. */
@@ -108,6 +112,7 @@ struct captures_config {
 	const char *dumps_dir; /* staging for dumps, shared with the app */
 	uint64_t dumps_limit;  /* cap on one staged dump, bytes; 0 = none */
 	struct eproc *eproc;   /* borrowed: the egress process, for the stores' providers; NULL = none */
+	struct exceptions *exceptions; /* borrowed: the histories; NULL = none kept */
 };
 /* New runner state (the strings copied). Removes staging leftovers a killed agent left in dumps_dir. */
 struct captures *captures_new(const struct captures_config *cfg);

@@ -28,6 +28,7 @@ struct captures {
 	char *dumps_dir;
 	uint64_t dumps_limit;
 	struct eproc *eproc;
+	struct exceptions *exceptions;
 	pthread_mutex_t mu;
 	pthread_cond_t freed;          /* a slot was given back */
 	unsigned running[CAPTURE_KINDS]; /* per limit group, under mu */

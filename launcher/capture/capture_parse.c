@@ -39,6 +39,7 @@ void capture_free(struct capture *c)
 	trace_stop_event_free(c->stop_event);
 	metrics_selection_free(&c->sel);
 	logs_filter_free(&c->filter);
+	exc_filters_free(&c->exc);
 	free(c->file);
 	free(c->tags);
 	free(c->caller);
@@ -315,6 +316,27 @@ static int parse_gcdump(struct httpd_req *r, const struct capture_env *env, stru
 	return 0;
 }
 
+/* The format by Accept (newline-delimited JSON unless it asks for JSON sequences or text); POST: the filters. */
+static int parse_exceptions(struct httpd_req *r, const struct capture_env *env, struct capture *c,
+			    struct capture_problem *p)
+{
+	const char *body;
+	size_t len;
+
+	if (!env->exceptions) {
+		p->status = 400;
+		p->title = "Bad Request";
+		p->field = NULL;
+		err_set(&p->em, DP_EINVAL, "the exception history is turned off on this agent (exceptions: false)");
+		return -1;
+	}
+	c->format = accepts(r, "application/json-seq") ? EXC_JSON_SEQ : accepts(r, "text/plain") ? EXC_TEXT : EXC_NDJSON;
+	body = httpd_body(r, &len);
+	if (is_post(r) && exc_filters_json(body, len, &c->exc, &p->em) != 0)
+		return bad_em(p, "$");
+	return 0;
+}
+
 static const struct {
 	int (*parse)(struct httpd_req *r, const struct capture_env *env, struct capture *c, struct capture_problem *p);
 	bool timed; /* takes durationSeconds */
@@ -326,6 +348,7 @@ static const struct {
 	[CAPTURE_LOGS] = { parse_logs, true },
 	[CAPTURE_STACKS] = { parse_stacks, false },
 	[CAPTURE_GCDUMP] = { parse_gcdump, false },
+	[CAPTURE_EXCEPTIONS] = { parse_exceptions, false },
 };
 
 /* The process the selectors name; a refusal is a 400 (a pid that is not a number names its field). */

@@ -51,6 +51,7 @@ struct captures *captures_new(const struct captures_config *cfg)
 	cs->dumps_dir = mem_strdup(cfg->dumps_dir);
 	cs->dumps_limit = cfg->dumps_limit;
 	cs->eproc = cfg->eproc;
+	cs->exceptions = cfg->exceptions;
 	pthread_mutex_init(&cs->mu, NULL);
 	pthread_cond_init(&cs->freed, NULL);
 	fs_remove_prefixed(cs->dumps_dir, CAPTURE_STAGING_PREFIX);

@@ -4,8 +4,9 @@
  *  - a trace: a session's nettrace stream, relayed as it comes (trace.h);
  *  - live metrics and logs: a session whose events are turned into text as
  *    they arrive (metrics.h, logs.h); its nettrace bytes are dropped;
- *  - stacks, CPU profiles, GC heap snapshots: made whole in memory first
- *    (stacks.h, profile.h, gcdump.h), then handed out.
+ *  - stacks, CPU profiles, GC heap snapshots, the exception history: made
+ *    whole in memory first (stacks.h, profile.h, gcdump.h, exceptions.h),
+ *    then handed out.
  */
 #include "capture_int.h"
 
@@ -333,6 +334,23 @@ static int gcdump_src_start(struct job *j, struct err_msg *em)
 	return rc;
 }
 
+static int exceptions_src_start(struct job *j, struct err_msg *em)
+{
+	static const char *const ctypes[] = { "application/x-ndjson", "application/json-seq",
+					      "text/plain; charset=utf-8" };
+	static const char *const exts[] = { "exceptions.json", "exceptions.json", "exceptions.txt" };
+
+	buf_init(&j->out, 0);
+	if (j->cs->exceptions == NULL)
+		return err_set(em, DP_ENOTFOUND, "the exception history is turned off on this agent");
+	j->ctype = ctypes[j->c.format];
+	j->ext = exts[j->c.format];
+	j->inline_ = true;
+	return exceptions_write(j->cs->exceptions, j->c.target.cookie, j->c.target.pid,
+				j->c.target.have_info ? j->c.target.info.command_line : NULL, &j->c.exc,
+				(enum exc_format)j->c.format, &j->out, em);
+}
+
 /* dotnet-monitor's default limits: one dump, one GC dump, one stacks capture; three traces, metrics, log streams */
 const struct capture_kind_def capture_kinds[CAPTURE_KINDS] = {
 	[CAPTURE_DUMP] = { "dump", "a dump is already being taken or downloaded; try again when it is done", 1,
@@ -351,4 +369,7 @@ const struct capture_kind_def capture_kinds[CAPTURE_KINDS] = {
 			     CAPTURE_STACKS, false, true, stacks_src_start, whole_read, NULL, whole_error, whole_end },
 	[CAPTURE_GCDUMP] = { "gcdump", "a GC heap snapshot is already being taken; try again when that is done", 1,
 			     CAPTURE_GCDUMP, false, true, gcdump_src_start, whole_read, NULL, whole_error, whole_end },
+	[CAPTURE_EXCEPTIONS] = { "exceptions", "3 exception histories are already being written; try again when one "
+				 "is done", 3, CAPTURE_EXCEPTIONS, false, true, exceptions_src_start, whole_read, NULL,
+				 whole_error, whole_end },
 };

@@ -73,6 +73,7 @@ enum crule_action_type {
 	CRA_STACKS,
 	CRA_LIVEMETRICS,
 	CRA_EXECUTE,
+	CRA_EXCEPTIONS,
 };
 
 struct crule_kv {
@@ -94,6 +95,7 @@ struct crule_action {
 	size_t n_stop_payload;
 	char *metrics_json;               /* CollectLiveMetrics as /livemetrics' body */
 	char *logs_json;                  /* CollectLogs as /logs' body */
+	char *exc_json;                   /* CollectExceptions' Filters as POST /exceptions' body, or NULL */
 	char *path, *args;                /* Execute */
 	bool ignore_exit;
 };

@@ -79,6 +79,11 @@ static int action_capture(struct inst *in, const struct crule_action *a, struct 
 	case CRA_STACKS:
 		c->kind = CAPTURE_STACKS;
 		break;
+	case CRA_EXCEPTIONS:
+		c->kind = CAPTURE_EXCEPTIONS;
+		if (a->exc_json)
+			rc = exc_filters_json(a->exc_json, strlen(a->exc_json), &c->exc, em);
+		break;
 	case CRA_TRACE:
 		c->kind = CAPTURE_TRACE;
 		rc = a->profile ? trace_config_profile(a->profile, interval, &c->session, em) :

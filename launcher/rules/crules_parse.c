@@ -273,6 +273,7 @@ static void rule_free(struct crule *r)
 		free(a->stop_payload);
 		free(a->metrics_json);
 		free(a->logs_json);
+		free(a->exc_json);
 		free(a->path);
 		free(a->args);
 	}

@@ -287,6 +287,68 @@ out:
 	return rc;
 }
 
+/* CollectExceptions: Format (PlainText), Filters (Include, Exclude: lists of ExceptionFilter). */
+static int bind_exceptions(struct settings_node *s, struct crule_action *a, struct err_msg *em)
+{
+	static const char *const fields[] = { "MethodName", "TypeName", "ModuleName", "ExceptionType" };
+	struct settings_node *fl = settings_get(s, "Filters");
+	struct exc_filters check = { 0 };
+	json_t *doc;
+	const char *fmt;
+	int rc;
+
+	if ((rc = settings_text(s, "Format", false, &fmt, em)) != 0)
+		return rc;
+	a->format = EXC_TEXT; /* dotnet-monitor's default for the action: PlainText */
+	if (fmt && strcasecmp(fmt, "NewlineDelimitedJson") == 0)
+		a->format = EXC_NDJSON;
+	else if (fmt && strcasecmp(fmt, "JsonSequence") == 0)
+		a->format = EXC_JSON_SEQ;
+	else if (fmt && strcasecmp(fmt, "PlainText") != 0)
+		return settings_refuse(DP_EINVAL, settings_get(s, "Format"), em, "'%.32s' is not PlainText, NewlineDelimitedJson "
+				       "or JsonSequence", fmt);
+	if (fl == NULL)
+		return 0;
+	doc = json_object();
+	for (int ex = 0; ex < 2 && rc == 0; ex++) {
+		struct settings_node **items;
+		size_t n;
+		json_t *list = json_array();
+
+		json_object_set_new(doc, ex ? "exclude" : "include", list);
+		if ((rc = settings_list(fl, ex ? "Exclude" : "Include", &items, &n, em)) != 0)
+			break;
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			json_t *o = json_object();
+
+			json_array_append_new(list, o);
+			for (size_t k = 0; k < 4 && rc == 0; k++) {
+				const char *v;
+
+				if ((rc = settings_text(items[i], fields[k], false, &v, em)) == 0 && v)
+					json_object_set_new(o, fields[k], json_string(v));
+			}
+			if (rc == 0)
+				rc = settings_unread(items[i], "MethodName, TypeName, ModuleName, ExceptionType", em);
+		}
+		free(items);
+	}
+	if (rc == 0)
+		rc = settings_unread(fl, "Include, Exclude", em);
+	if (rc == 0) {
+		a->exc_json = json_dumps(doc, JSON_COMPACT);
+		if (exc_filters_json(a->exc_json, strlen(a->exc_json), &check, em) != 0) {
+			char why[sizeof(em->text)];
+
+			snprintf(why, sizeof(why), "%s", em->text);
+			rc = settings_refuse(DP_EINVAL, fl, em, "%s", why);
+		}
+		exc_filters_free(&check);
+	}
+	json_decref(doc);
+	return rc;
+}
+
 static int bind_action_settings(struct settings_node *s, struct crule_action *a, const struct defaults *d,
 				const struct crule_env *env, struct err_msg *em)
 {
@@ -332,6 +394,10 @@ static int bind_action_settings(struct settings_node *s, struct crule_action *a,
 		if ((rc = bind_logs(s, a, em)) != 0)
 			return rc;
 		return settings_unread(s, "DefaultLevel, FilterSpecs, UseAppFilters, Format, Duration, Egress", em);
+	case CRA_EXCEPTIONS:
+		if ((rc = bind_exceptions(s, a, em)) != 0)
+			return rc;
+		return settings_unread(s, "Format, Filters, Egress", em);
 	case CRA_EXECUTE:
 		if ((rc = settings_str(s, "Path", true, &a->path, em)) || (rc = settings_str(s, "Arguments", false, &a->args, em)) ||
 		    (rc = settings_bool(s, "IgnoreExitCode", &a->ignore_exit, em)))
@@ -361,7 +427,7 @@ int crules_bind_action(struct settings_node *n, struct crule_action *a, const st
 		{ "CollectStacks", CRA_STACKS },
 		{ "CollectLiveMetrics", CRA_LIVEMETRICS },
 		{ "Execute", CRA_EXECUTE },
-		{ "CollectExceptions", -1 },
+		{ "CollectExceptions", CRA_EXCEPTIONS },
 		{ "LoadProfiler", -1 },
 		{ "SetEnvironmentVariable", -1 },
 		{ "GetEnvironmentVariable", -1 },
@@ -380,11 +446,11 @@ int crules_bind_action(struct settings_node *n, struct crule_action *a, const st
 			break;
 	if (i == sizeof(types) / sizeof(types[0]))
 		return settings_refuse(DP_EINVAL, settings_get(n, "Type"), em, "'%.64s' is not an action: CollectDump, CollectTrace, "
-			      "CollectGCDump, CollectLogs, CollectStacks, CollectLiveMetrics, Execute", type);
+			      "CollectGCDump, CollectLogs, CollectStacks, CollectLiveMetrics, CollectExceptions, Execute", type);
 	if (types[i].type < 0)
 		return settings_refuse(DP_EUNSUPPORTED, settings_get(n, "Type"), em, "dotnet-monitor's %s action is not implemented by diagport "
 			      "(it has CollectDump, CollectTrace, CollectGCDump, CollectLogs, CollectStacks, "
-			      "CollectLiveMetrics, Execute)", types[i].name);
+			      "CollectLiveMetrics, CollectExceptions, Execute)", types[i].name);
 	a->type = (enum crule_action_type)types[i].type;
 	a->type_name = types[i].name;
 	a->wait = true;

@@ -29,6 +29,7 @@ struct symbols {
 	size_t n_methods, cap_methods;
 	struct module *modules;
 	size_t n_modules, cap_modules;
+	bool keep_sigs;
 };
 
 void symbols_session(struct trace_config *c)
@@ -56,6 +57,14 @@ struct symbols *symbols_new(void)
 	return mem_zalloc(sizeof(struct symbols));
 }
 
+struct symbols *symbols_new_sigs(void)
+{
+	struct symbols *s = symbols_new();
+
+	s->keep_sigs = true;
+	return s;
+}
+
 static void add_method(struct symbols *s, const struct nettrace_event *e)
 {
 	struct nettrace_reader r = { e->payload, e->payload + e->payload_len, false };
@@ -71,12 +80,16 @@ static void add_method(struct symbols *s, const struct nettrace_event *e)
 	m.type = nettrace_utf16z(&r);
 	m.name = nettrace_utf16z(&r);
 	sig = nettrace_utf16z(&r);
-	free(sig);
 	if (r.bad || m.size == 0 || s->n_methods == MAX_METHODS) {
 		free(m.type);
 		free(m.name);
+		free(sig);
 		return;
 	}
+	if (s->keep_sigs)
+		m.sig = sig;
+	else
+		free(sig);
 	MEM_GROW(s->methods, s->cap_methods, s->n_methods + 1, 1024);
 	s->methods[s->n_methods++] = m;
 }
@@ -178,6 +191,11 @@ size_t symbols_count(const struct symbols *s)
 	return s->n_methods;
 }
 
+const struct sym_method *symbols_at(const struct symbols *s, size_t i)
+{
+	return &s->methods[i];
+}
+
 void symbols_free(struct symbols *s)
 {
 	if (s == NULL)
@@ -185,6 +203,7 @@ void symbols_free(struct symbols *s)
 	for (size_t i = 0; i < s->n_methods; i++) {
 		free(s->methods[i].type);
 		free(s->methods[i].name);
+		free(s->methods[i].sig);
 	}
 	for (size_t i = 0; i < s->n_modules; i++)
 		free(s->modules[i].file);

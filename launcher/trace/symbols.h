@@ -26,6 +26,7 @@ struct sym_method {
 	uint64_t start, size, module;
 	uint32_t token;
 	char *type, *name; /* "System.Threading.Monitor", "Enter" */
+	char *sig;         /* "instance void  (class System.Object)", with symbols_new_sigs only; else NULL */
 };
 
 /*
@@ -37,6 +38,8 @@ void symbols_session(struct trace_config *c);
 void symbols_session_names(struct trace_config *c);
 
 struct symbols *symbols_new(void);
+/* The same, keeping each method's signature (the exception history's parameter types). */
+struct symbols *symbols_new_sigs(void);
 /* Take what it needs from an event (a method or a module); true when the event was one of those. */
 bool symbols_event(struct symbols *s, const struct nettrace_event *e);
 /* Once the stream has ended: make lookups possible. */
@@ -48,6 +51,8 @@ const char *symbols_module(const struct symbols *s, uint64_t module);
 /* Index of m among the methods (0..symbols_count-1), for tables keyed by method. */
 size_t symbols_index(const struct symbols *s, const struct sym_method *m);
 size_t symbols_count(const struct symbols *s);
+/* Method i (0..symbols_count-1) after symbols_done, in address order (borrowed). */
+const struct sym_method *symbols_at(const struct symbols *s, size_t i);
 void symbols_free(struct symbols *s); /* accepts NULL */
 
 /* A SampleProfiler sample: true for event id 0 of the sampler, with *managed set when the thread ran managed code. */

@@ -32,8 +32,19 @@
 //             of work, MixB 25, MixC 15, dp_native_spin (library L) 12, MixD 8
 //             (a unit: 2^20 turns of the same loop, about 1.4 ms): a profile
 //             of known shares of CPU time
+//   throw [R] every 100 ms (or R rounds a second, R up to 100000: the
+//             benchmark's rate) runs a round k (from 1): Program.Thrower
+//             throws InvalidOperationException("inner k"), Program.Wrap
+//             catches it and throws ApplicationException("outer k") with it
+//             as the inner exception, Main's loop catches that. After each
+//             100th round (and the first) it prints "ROUND k". On SIGHUP a
+//             background thread ("crasher") throws
+//             InvalidOperationException("crash on a background thread")
+//             from Program.Crash, unhandled: the runtime ends the process
+//             (SIGABRT), writing a crash dump when DOTNET_DbgEnableMiniDump
+//             says so. Runs until killed.
 //   (none)    sleeps until killed
-// The spin, alloc, syscalls, native and mix methods are NoInlining, so that
+// The spin, alloc, syscalls, native, mix and throw methods are NoInlining, so that
 // each is a frame of its own under a stable name.
 // Bad arguments: a usage line on stderr, exit 2.
 
@@ -59,7 +70,7 @@ static class Program
         if (!ParseArgs(args, out string mode, out int n, out int gapMs))
         {
             Console.Error.WriteLine("usage: console [sleep N | exit N | signal | tick N [GAP_MS] | spin [THREADS] | " +
-                "alloc | syscalls | native LIB | mix LIB]");
+                "alloc | syscalls | native LIB | mix LIB | throw [RATE]]");
             return 2;
         }
         if (mode == "native" || mode == "mix")
@@ -116,6 +127,9 @@ static class Program
         case "tick":
             Tick(gapMs);
             return 0;
+        case "throw":
+            Throw(n);
+            return 0;
         default:
             Thread.Sleep(Timeout.Infinite);
             return 0;
@@ -141,6 +155,10 @@ static class Program
         case "alloc":
         case "syscalls":
             return args.Length <= 1;
+        case "throw":
+            n = 10;
+            return args.Length == 1 || (args.Length == 2 && int.TryParse(args[1], NumberStyles.None,
+                CultureInfo.InvariantCulture, out n) && n >= 1 && n <= 100_000);
         case "spin":
             n = 1;
             return args.Length == 1 || (args.Length == 2 && int.TryParse(args[1], NumberStyles.None,
@@ -174,6 +192,55 @@ static class Program
         GC.WaitForPendingFinalizers();
         GC.Collect();
     }
+
+    // Rounds of a caught exception wrapping another, perSecond of them a
+    // second (paced by the clock, not by sleeping after each), until killed;
+    // SIGHUP starts the crash.
+    static void Throw(int perSecond)
+    {
+        using var reg = PosixSignalRegistration.Create(PosixSignal.SIGHUP, ctx =>
+        {
+            ctx.Cancel = true;
+            new Thread(() => Crash()) { IsBackground = true, Name = "crasher" }.Start();
+        });
+        long start = Stopwatch.GetTimestamp();
+        for (long k = 1; ; k++)
+        {
+            try
+            {
+                Wrap(k);
+            }
+            catch (ApplicationException)
+            {
+            }
+            if (k == 1 || k % 100 == 0)
+                Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"ROUND {k}"));
+            long due = start + k * Stopwatch.Frequency / perSecond;
+            long wait = (due - Stopwatch.GetTimestamp()) * 1000 / Stopwatch.Frequency;
+            if (wait > 0)
+                Thread.Sleep((int)wait);
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Wrap(long k)
+    {
+        try
+        {
+            Thrower(k);
+        }
+        catch (InvalidOperationException e)
+        {
+            throw new ApplicationException(string.Create(CultureInfo.InvariantCulture, $"outer {k}"), e);
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Thrower(long k) =>
+        throw new InvalidOperationException(string.Create(CultureInfo.InvariantCulture, $"inner {k}"));
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Crash() => throw new InvalidOperationException("crash on a background thread");
 
     static double MonotonicMs(long ts) => ts * 1000.0 / Stopwatch.Frequency;
 

@@ -1,0 +1,310 @@
+/*
+ * exceptions.c - the exception histories' sessions and their rundowns
+ * (exceptions.h): a watcher thread gives each attached runtime a session
+ * (started again after RETRY_MS when it ends while its runtime stays), whose
+ * events go into the runtime's history; a runtime that goes away leaves its
+ * history behind for a while (the last ENDED_KEPT), for the crash records.
+ *
+ * Names: the session carries no method events (they would cost a stack walk
+ * per method the app compiles); a write that finds exceptions newer than the
+ * last rundown runs one (a session of the runtime's Jit and Loader events
+ * stopped at once: the rundown then lists every method and module), keeps
+ * its tables for the next write, and names every frame with them.
+ */
+#include "exc_int.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "mem.h"
+#include "launcher/runtime/watcher.h"
+#include "launcher/trace/trace.h"
+
+#define WATCH_MS 500     /* how often the port's runtimes are looked at */
+#define RETRY_MS 5000    /* a session that ended while its runtime stays is started again after this */
+#define ENDED_KEPT 4     /* histories of runtimes gone, kept for the crash records */
+#define SESSION_MB 16    /* the runtime's buffer for the session */
+
+struct collector {
+	struct exceptions *x;
+	uint8_t cookie[16];
+	uint64_t pid;
+	pthread_t th;
+	bool started, seen;
+	atomic_bool stop, done;
+	long long retry_at;
+	struct nettrace_trace header;
+	bool have_header;
+	pthread_mutex_t mu;      /* the history */
+	struct exc_history h;
+	pthread_mutex_t names_mu; /* one rundown at a time; the tables */
+	struct symbols *sym;
+	uint64_t named_upto;     /* the newest id the tables were made after */
+};
+
+struct exceptions {
+	struct port *port;
+	size_t max_count;
+	uint64_t max_bytes;
+	pthread_mutex_t mu; /* the lists (the watcher changes them; writers look up) */
+	struct collector **c, *ended[ENDED_KEPT];
+	size_t nc, cap_c;
+	struct watcher *watcher;
+};
+
+static int on_header(void *ctx, const struct nettrace_trace *t)
+{
+	struct collector *c = ctx;
+
+	c->header = *t;
+	c->have_header = true;
+	return 0;
+}
+
+static int on_event(void *ctx, const struct nettrace_event *e)
+{
+	struct collector *c = ctx;
+	int64_t ts = c->have_header ? nettrace_wall_ms(&c->header, e->timestamp) : clock_unix_ms();
+
+	pthread_mutex_lock(&c->mu);
+	exc_history_event(&c->h, e, ts);
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+static void *collect_main(void *arg)
+{
+	struct collector *c = arg;
+	struct trace_provider p = { (char *)EXC_PROVIDER, EXC_KEYWORDS, EXC_LEVEL, NULL };
+	struct trace_config cfg = { .p = &p, .n = 1, .buffer_mb = SESSION_MB };
+	struct nettrace_callbacks cb = { .trace = on_header, .event = on_event };
+	struct err_msg em;
+	int rc = trace_run_cb(c->x->port, c->cookie, &cfg, -1, &c->stop, &cb, c, NULL, &em);
+
+	if (!atomic_load(&c->stop))
+		log_warn("exceptions session ended", LOG_STR("event", "exceptions-ended"), LOG_UINT("pid", c->pid),
+			 LOG_STR("error", rc ? em.text : "the stream ended"),
+			 LOG_UINT("retryInSeconds", RETRY_MS / 1000));
+	atomic_store(&c->done, true);
+	return NULL;
+}
+
+static void collector_join(struct collector *c)
+{
+	if (!c->started)
+		return;
+	atomic_store(&c->stop, true);
+	pthread_join(c->th, NULL);
+	c->started = false;
+}
+
+static void collector_free(struct collector *c)
+{
+	if (c == NULL)
+		return;
+	collector_join(c);
+	pthread_mutex_lock(&c->names_mu); /* a write that found it before it ended is done with it */
+	pthread_mutex_unlock(&c->names_mu);
+	exc_history_free(&c->h);
+	symbols_free(c->sym);
+	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->names_mu);
+	free(c);
+}
+
+static void collector_start(struct collector *c)
+{
+	atomic_store(&c->stop, false);
+	atomic_store(&c->done, false);
+	c->have_header = false;
+	c->started = pthread_create(&c->th, NULL, collect_main, c) == 0;
+	if (!c->started)
+		c->retry_at = clock_ms() + RETRY_MS;
+	else
+		log_info("exceptions session started", LOG_STR("event", "exceptions-session"), LOG_UINT("pid", c->pid));
+}
+
+static struct collector *collector_new(struct exceptions *x, const struct port_runtime *rt)
+{
+	struct collector *c = mem_zalloc(sizeof(*c));
+
+	c->x = x;
+	memcpy(c->cookie, rt->cookie, 16);
+	c->pid = rt->pid;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->names_mu, NULL);
+	exc_history_init(&c->h, x->max_count, x->max_bytes);
+	return c;
+}
+
+/* A runtime gone: its session stopped, its history kept among the last ENDED_KEPT (under x->mu). */
+static void collector_ended(struct exceptions *x, struct collector *c)
+{
+	collector_free(x->ended[0]);
+	memmove(x->ended, x->ended + 1, (ENDED_KEPT - 1) * sizeof(x->ended[0]));
+	x->ended[ENDED_KEPT - 1] = c;
+}
+
+static void watch_once(void *arg)
+{
+	struct exceptions *x = arg;
+	struct port_runtime *rt;
+	size_t n = port_list(x->port, &rt), k = 0;
+	long long now = clock_ms();
+	struct collector *gone[64];
+	size_t n_gone = 0;
+
+	pthread_mutex_lock(&x->mu);
+	for (size_t i = 0; i < x->nc; i++)
+		x->c[i]->seen = false;
+	for (size_t i = 0; i < n; i++) {
+		struct collector *c = NULL;
+
+		for (size_t j = 0; j < x->nc && !c; j++)
+			if (memcmp(x->c[j]->cookie, rt[i].cookie, 16) == 0)
+				c = x->c[j];
+		if (c == NULL) {
+			c = collector_new(x, &rt[i]);
+			MEM_GROW(x->c, x->cap_c, x->nc + 1, 8);
+			x->c[x->nc++] = c;
+		}
+		c->seen = true;
+		if (c->started && atomic_load(&c->done)) {
+			collector_join(c);
+			c->retry_at = now + RETRY_MS;
+		}
+		if (!c->started && now >= c->retry_at)
+			collector_start(c);
+	}
+	for (size_t i = 0; i < x->nc; i++) {
+		if (x->c[i]->seen || n_gone == 64)
+			x->c[k++] = x->c[i];
+		else
+			gone[n_gone++] = x->c[i];
+	}
+	x->nc = k;
+	pthread_mutex_unlock(&x->mu);
+	/* joined outside the lock: a writer in the middle of a rundown holds the collector's own locks only */
+	for (size_t i = 0; i < n_gone; i++) {
+		collector_join(gone[i]);
+		pthread_mutex_lock(&x->mu);
+		collector_ended(x, gone[i]);
+		pthread_mutex_unlock(&x->mu);
+	}
+	port_list_free(rt, n);
+}
+
+struct exceptions *exceptions_start(const struct exceptions_config *cfg)
+{
+	struct exceptions *x = mem_zalloc(sizeof(*x));
+
+	x->port = cfg->port;
+	x->max_count = cfg->max_count ? cfg->max_count : EXC_DEFAULT_COUNT;
+	x->max_bytes = cfg->max_bytes ? cfg->max_bytes : EXC_DEFAULT_BYTES;
+	pthread_mutex_init(&x->mu, NULL);
+	log_info("exception histories kept", LOG_STR("event", "exceptions-history"), LOG_UINT("maxCount", x->max_count),
+		 LOG_UINT("maxBytes", x->max_bytes));
+	x->watcher = watcher_start(WATCH_MS, watch_once, x);
+	return x;
+}
+
+void exceptions_free(struct exceptions *x)
+{
+	if (x == NULL)
+		return;
+	watcher_stop(x->watcher);
+	for (size_t i = 0; i < x->nc; i++)
+		collector_free(x->c[i]);
+	for (size_t i = 0; i < ENDED_KEPT; i++)
+		collector_free(x->ended[i]);
+	free(x->c);
+	pthread_mutex_destroy(&x->mu);
+	free(x);
+}
+
+static int on_method(void *ctx, const struct nettrace_event *e)
+{
+	symbols_event(ctx, e);
+	return 0;
+}
+
+/* A rundown of the runtime's methods into new tables (c->names_mu held). */
+static void rundown(struct collector *c, uint64_t newest)
+{
+	struct trace_config cfg;
+	struct nettrace_callbacks cb = { 0 };
+	struct symbols *sym = symbols_new_sigs();
+	struct err_msg em;
+	long long t0 = clock_ms();
+	int rc;
+
+	symbols_session_names(&cfg);
+	cb.event = on_method;
+	rc = trace_run_cb(c->x->port, c->cookie, &cfg, 0, NULL, &cb, sym, NULL, &em);
+	if (rc != 0) {
+		log_warn("exception stacks not named: the rundown failed", LOG_STR("event", "exceptions-rundown"),
+			 LOG_UINT("pid", c->pid), LOG_STR("error", em.text));
+		symbols_free(sym);
+		return;
+	}
+	symbols_done(sym);
+	symbols_free(c->sym);
+	c->sym = sym;
+	c->named_upto = newest;
+	log_debug("exception stacks named", LOG_STR("event", "exceptions-rundown"), LOG_UINT("pid", c->pid),
+		  LOG_UINT("methods", symbols_count(sym)), LOG_UINT("ms", (unsigned long long)(clock_ms() - t0)));
+}
+
+int exceptions_write(struct exceptions *x, const uint8_t cookie[16], uint64_t pid, const char *command_line,
+		     const struct exc_filters *f, enum exc_format fmt, struct buf *out, struct err_msg *em)
+{
+	struct collector *c = NULL;
+	struct exc_entry *e;
+	size_t n;
+
+	pthread_mutex_lock(&x->mu);
+	for (size_t i = 0; i < x->nc && !c; i++)
+		if (memcmp(x->c[i]->cookie, cookie, 16) == 0)
+			c = x->c[i];
+	if (c)
+		pthread_mutex_lock(&c->names_mu); /* keeps c: the watcher frees a collector only after it has ended */
+	pthread_mutex_unlock(&x->mu);
+	if (c == NULL)
+		return err_set(em, DP_ENOTFOUND, "no exception history is kept for process %llu yet",
+			       (unsigned long long)pid);
+	pthread_mutex_lock(&c->mu);
+	n = exc_history_copy(&c->h, &e);
+	pthread_mutex_unlock(&c->mu);
+	if (n && e[n - 1].id > c->named_upto)
+		rundown(c, e[n - 1].id);
+	exc_out_write(e, n, c->sym, f, fmt, pid, command_line, out);
+	pthread_mutex_unlock(&c->names_mu);
+	exc_entries_free(e, n);
+	return 0;
+}
+
+char *exceptions_last(struct exceptions *x, uint64_t pid)
+{
+	char *r = NULL;
+
+	pthread_mutex_lock(&x->mu);
+	for (size_t i = ENDED_KEPT; i-- > 0 && !r;) {
+		struct collector *c = x->ended[i];
+
+		if (c && c->pid == pid) {
+			pthread_mutex_lock(&c->mu);
+			if (c->h.n) {
+				const struct exc_entry *e = &c->h.ring[(c->h.head + c->h.n - 1) % c->h.max_count];
+
+				r = mem_printf("%s: %s", e->type, e->message);
+			}
+			pthread_mutex_unlock(&c->mu);
+		}
+	}
+	pthread_mutex_unlock(&x->mu);
+	return r;
+}
