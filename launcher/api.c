@@ -24,6 +24,7 @@
 #include "launcher/capture/egress.h"
 #include "launcher/capture/eproc.h"
 #include "clock.h"
+#include "launcher/crashes/crashes.h"
 #include "launcher/rules/crules.h"
 #include "launcher/capture/dump.h"
 #include "mem.h"
@@ -45,6 +46,7 @@ struct api {
 	struct capture_env env;
 	struct eproc *eproc; /* borrowed; NULL = no store configured */
 	struct crules *rules; /* NULL = no collection rules */
+	struct crashes *crashes; /* the crashes watched */
 	struct metrics *counters; /* borrowed: the sessions rules listens to */
 	unsigned served;       /* the capture kinds served (served.h) */
 	char served_text[96];  /* the same as "stacks,metrics", for refusals */
@@ -90,7 +92,19 @@ struct api *api_new(const struct api_config *cfg)
 			metrics_listen(a->counters, crules_reading, crules_event, a->rules);
 		}
 	}
+	{
+		struct crashes_config xc = { .port = cfg->port, .dir = cfg->dumps_dir, .captures = a->captures,
+					     .ops = a->ops, .exceptions = cfg->exceptions, .egress = cfg->crashes_egress,
+					     .max_count = cfg->crashes_max_count, .max_bytes = cfg->crashes_max_bytes };
+
+		a->crashes = crashes_start(&xc);
+	}
 	return a;
+}
+
+struct crashes *api_crashes(struct api *a)
+{
+	return a ? a->crashes : NULL;
 }
 
 void api_free(struct api *a)
@@ -99,6 +113,7 @@ void api_free(struct api *a)
 		return;
 	metrics_listen(a->counters, NULL, NULL, NULL);
 	crules_free(a->rules); /* its action lists stop waiting; their operations are cancelled below */
+	crashes_free(a->crashes); /* a shipment under way is cancelled: its files stay for the next start */
 	ops_free(a->ops); /* cancels running captures and waits for them */
 	captures_free(a->captures);
 	if (a->token) {
@@ -179,6 +194,12 @@ static void route_info(struct api *a, struct httpd_req *r, const struct route *r
 	httpd_send_json(r, 200, json_pack("{s:s, s:n, s:s, s:s, s:o}", "version", DP_VERSION, "runtimeVersion",
 					  "diagnosticPortMode", "Listen", "diagnosticPortName", a->socket_path,
 					  "captures", served_json(a->served)));
+}
+
+/* The crashes the agent has seen (crashes.h): diagport's own route. */
+static void route_crashes(struct api *a, struct httpd_req *r, const struct route *rt)
+{
+	httpd_send_json(r, 200, crashes_json(a->crashes));
 }
 
 static void route_processes(struct api *a, struct httpd_req *r, const struct route *rt)
@@ -314,6 +335,7 @@ static const struct route routes[] = {
 	CAPTURE("POST", "/exceptions", CAPTURE_EXCEPTIONS, SERVED_EXCEPTIONS, true),
 	AUTH("POST", "/perfmap", route_perfmap, SERVED_CPUPROFILE),
 	AUTH("DELETE", "/perfmap", route_perfmap, SERVED_CPUPROFILE),
+	AUTH("GET", "/crashes", route_crashes, SERVED_EXCEPTIONS),
 	AUTH("GET", "/collectionrules", route_rules, SERVED_KINDS),
 	AUTH("GET", "/collectionrules/", route_rules, SERVED_KINDS),
 	AUTH("GET", "/operations", route_operations, SERVED_KINDS),

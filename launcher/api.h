@@ -31,6 +31,9 @@ struct api_config {
 	struct metrics *counters;       /* the counters sessions the collection rules read (borrowed; may be metrics) */
 	const struct crule_set *rules;  /* the collection rules (borrowed: outlives the api); NULL = none */
 	unsigned metrics_interval_s;    /* counters' interval for /livemetrics; 0 = 5 */
+	const struct egress_provider *crashes_egress; /* Crashes:Egress (borrowed), or NULL: crashes kept */
+	unsigned crashes_max_count;     /* Crashes:MaxCount; 0 = 8 */
+	uint64_t crashes_max_bytes;     /* Crashes:MaxBytes; 0 = 1Gi */
 	unsigned served;                /* the capture kinds served (served.h's bits); */
 	bool served_set;                /* false: all of them */
 };
@@ -38,6 +41,9 @@ struct api_config {
 /* New API state (copies the strings; the token is wiped when freed). Removes staging leftovers in dumps_dir
  * and partial files in the egress providers' directories. */
 struct api *api_new(const struct api_config *cfg);
+struct crashes;
+/* The crashes watched (init mode waits on them when its app ends). Borrowed. */
+struct crashes *api_crashes(struct api *a);
 /* Cancels running operations and waits for them. Accepts NULL. */
 void api_free(struct api *a);
 /* The httpd handler; ctx is the struct api. */

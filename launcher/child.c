@@ -1,17 +1,20 @@
 /*
  * child.c - init mode's app (child.h): started with DOTNET_DiagnosticPorts
- * pointing at the agent's socket, sent the signals the agent takes, reaped
- * with every orphan while the agent is PID 1, and its exit status returned.
+ * pointing at the agent's socket and the runtime's crash settings (unless it
+ * has its own), sent the signals the agent takes, reaped with every orphan
+ * while the agent is PID 1, and its exit status returned.
  */
 #include "child.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "launcher/crashes/crashes.h"
 #include "log.h"
 #include "mem.h"
 #include "sandbox.h"
@@ -44,9 +47,30 @@ static char *child_ports(const char *socket)
 	return v;
 }
 
-int child_run(char **cmd, const char *socket, const sigset_t *old, bool sandbox)
+/* The runtime's crash settings for the app, unless it set any of them itself (its choice wins, whole). */
+static void crash_env(const struct child_opts *o)
 {
-	char *ports = child_ports(socket);
+	static const char *const vars[] = { "DOTNET_DbgEnableMiniDump", "DOTNET_DbgMiniDumpType",
+					    "DOTNET_DbgMiniDumpName", "DOTNET_EnableCrashReport" };
+	char type[8], *name;
+
+	if (o->crash_dump_type == 0 || o->dumps_dir == NULL)
+		return;
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (getenv(vars[i]))
+			return;
+	snprintf(type, sizeof(type), "%d", o->crash_dump_type);
+	name = mem_printf("%s/%s", o->dumps_dir, CRASH_NAME);
+	setenv("DOTNET_DbgEnableMiniDump", "1", 1);
+	setenv("DOTNET_DbgMiniDumpType", type, 1);
+	setenv("DOTNET_DbgMiniDumpName", name, 1);
+	setenv("DOTNET_EnableCrashReport", "1", 1);
+	free(name);
+}
+
+int child_run(char **cmd, const struct child_opts *o, pid_t *pid, int *status_out)
+{
+	char *ports = child_ports(o->socket);
 	sigset_t set;
 	pid_t child;
 	int status = 0;
@@ -56,17 +80,21 @@ int child_run(char **cmd, const char *socket, const sigset_t *old, bool sandbox)
 	if (child < 0) {
 		log_error("cannot start the app", LOG_STR("command", cmd[0]), LOG_STR("error", strerror(errno)));
 		free(ports);
+		*pid = 0;
+		*status_out = 127 << 8;
 		return 127;
 	}
 	if (child == 0) {
-		sigprocmask(SIG_SETMASK, old, NULL);
+		sigprocmask(SIG_SETMASK, o->old, NULL);
 		setenv("DOTNET_DiagnosticPorts", ports, 1);
+		crash_env(o);
 		execvp(cmd[0], cmd);
 		log_error("cannot run the app", LOG_STR("command", cmd[0]), LOG_STR("error", strerror(errno)));
 		_exit(127);
 	}
 	free(ports);
-	if (sandbox)
+	*pid = child;
+	if (o->sandbox)
 		sandbox_enter(SANDBOX_AGENT); /* after the fork: the app must not inherit the filter */
 	for (;;) {
 		siginfo_t si;
@@ -85,6 +113,7 @@ int child_run(char **cmd, const char *socket, const sigset_t *old, bool sandbox)
 				goto done;
 	}
 done:
+	*status_out = status;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);

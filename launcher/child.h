@@ -10,12 +10,21 @@
 
 /* The signals the agent takes with sigwaitinfo (and forwards to the app), into *set. */
 void child_signals(sigset_t *set);
+/* How the app is started. */
+struct child_opts {
+	const char *socket;     /* DOTNET_DiagnosticPorts names it (appended to any value, never twice) */
+	const char *dumps_dir;  /* crash dumps go there (crashes.h's CRASH_NAME) */
+	int crash_dump_type;    /* DOTNET_DbgMiniDumpType (1 Mini .. 4 Full), or 0: no crash dumps set up */
+	const sigset_t *old;    /* the app's signal mask */
+	bool sandbox;           /* the agent's sandbox entered after the fork */
+};
 /*
- * Runs cmd with DOTNET_DiagnosticPorts naming socket (appended to any value it has, never twice) and the
- * signal mask old, enters the agent's sandbox after the fork when sandbox, forwards signals to it and reaps
- * orphans until it exits. Returns its exit status: its code, 128+N when killed by signal N, 127 when it
- * could not be run.
+ * Runs cmd as o says. The crash settings (DOTNET_DbgEnableMiniDump, DOTNET_DbgMiniDumpType,
+ * DOTNET_DbgMiniDumpName, DOTNET_EnableCrashReport) are set only when the environment sets none of them
+ * (the app's own choice wins, whole). Forwards signals to it and reaps orphans until it exits. Returns its
+ * exit status: its code, 128+N when killed by signal N, 127 when it could not be run; *pid and *status its
+ * pid and wait status.
  */
-int child_run(char **cmd, const char *socket, const sigset_t *old, bool sandbox);
+int child_run(char **cmd, const struct child_opts *o, pid_t *pid, int *status);
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -36,6 +37,8 @@ extern char **environ;
 #include "config.h"
 #include "launcher/rules/crules.h"
 #include "launcher/capture/eproc.h"
+#include "launcher/capture/dump.h"
+#include "launcher/crashes/crashes.h"
 #include "launcher/exceptions/exceptions.h"
 #include "http/httpd.h"
 #include "log.h"
@@ -56,6 +59,7 @@ extern char **environ;
 /* The first IGNORED_SAID ignored settings are said one a line; the rest are counted, said in one line once
  * every source is read (a manifest with thousands of them must not flood the log). */
 #define IGNORED_SAID 32
+#define CRASH_SHIP_WAIT_MS 60000 /* init mode: the most a crash's evidence may hold the exit back */
 static unsigned ignored_said, ignored_more;
 
 static void setting_ignored(const char *variable) /* or "KEY (FILE:LINE:COL)" from a file */
@@ -515,6 +519,15 @@ int launch_cli(int argc, char **argv)
 			exc = exceptions_start(&xc);
 		}
 		ac.exceptions = exc;
+		ac.crashes_max_count = c.crashes_max_count;
+		ac.crashes_max_bytes = c.crashes_max_bytes;
+		for (size_t i = 0; c.crashes_egress && i < c.n_egress && !ac.crashes_egress; i++)
+			if (strcasecmp(c.egress[i].name, c.crashes_egress) == 0)
+				ac.crashes_egress = &c.egress[i];
+		if (c.crashes_egress && !ac.crashes_egress) {
+			rc = cannot_start(2, "Crashes:Egress names no egress provider of this agent's settings");
+			goto out;
+		}
 		ac.metrics = c.metrics_off ? NULL : metrics;
 		ac.counters = metrics;
 		ac.rules = &rules;
@@ -555,7 +568,16 @@ int launch_cli(int argc, char **argv)
 		}
 	}
 	if (cmd) {
-		rc = child_run(cmd, c.socket, &old_mask, !c.no_sandbox);
+		struct child_opts co = { .socket = c.socket, .dumps_dir = c.dumps, .old = &old_mask,
+					 .sandbox = !c.no_sandbox,
+					 .crash_dump_type = c.crash_dump_type && strcasecmp(c.crash_dump_type, "Off") == 0 ? 0 :
+							    dump_type(c.crash_dump_type ? c.crash_dump_type : "Mini") };
+		pid_t app;
+		int status;
+
+		rc = child_run(cmd, &co, &app, &status);
+		/* a crash's evidence shipped before the pod's restart policy takes the container */
+		crashes_app_ended(api_crashes(api), (uint64_t)app, status, CRASH_SHIP_WAIT_MS);
 	} else {
 		sigset_t stop;
 

@@ -36,7 +36,7 @@
 
 #define MAX_NODES 20000 /* the settings tree's nodes, every source together */
 
-enum kind { K_STR, K_PEM, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL, K_LIMIT, K_CAPTURES };
+enum kind { K_CRASHTYPE, K_STR, K_PEM, K_BOOL, K_NBOOL, K_TRANSPORT, K_SIZE, K_MODE, K_SECONDS, K_DELAY, K_COUNT, K_LOGLEVEL, K_LIMIT, K_CAPTURES };
 
 struct setting {
 	const char *names[3]; /* diagport's name first, then dotnet-monitor's; NULL-padded */
@@ -66,6 +66,10 @@ static const struct setting settings[] = {
 	{ { "exceptions", "InProcessFeatures:Exceptions:Enabled" }, K_NBOOL, OFF(exceptions_off) },
 	{ { "exceptionsMaxCount" }, K_LIMIT, OFF(exceptions_max_count) },
 	{ { "exceptionsMaxBytes" }, K_SIZE, OFF(exceptions_max_bytes) },
+	{ { "Crashes:Egress" }, K_STR, OFF(crashes_egress) },
+	{ { "Crashes:MaxCount" }, K_LIMIT, OFF(crashes_max_count) },
+	{ { "Crashes:MaxBytes" }, K_SIZE, OFF(crashes_max_bytes) },
+	{ { "Crashes:DumpType" }, K_CRASHTYPE, OFF(crash_dump_type) },
 	{ { "requestHeadersTimeout" }, K_SECONDS, OFF(head_timeout_s) },
 	{ { "maxConnectionsPerPeer" }, K_COUNT, OFF(per_peer) },
 	{ { "captures" }, K_CAPTURES, OFF(captures) },
@@ -98,6 +102,8 @@ void config_free(struct launch_config *c)
 	free(c->dump_transport);
 	free(c->connect_dir);
 	free(c->metrics_urls);
+	free(c->crashes_egress);
+	free(c->crash_dump_type);
 	free(c->tls_cert);
 	free(c->tls_key);
 	if (c->tls_password)
@@ -197,6 +203,12 @@ static int set_value(struct launch_config *c, const struct setting *s, const cha
 		*(unsigned *)field = (unsigned)n;
 		return 0;
 	}
+	case K_CRASHTYPE:
+		if (strcasecmp(v, "Off") != 0 && dump_type(v) < 0)
+			return err_set(em, DP_EINVAL, "%s: %s takes Mini, Triage, WithHeap, Full or Off, not '%s'", where, key, v);
+		free(*(char **)field);
+		*(char **)field = mem_strdup(v);
+		return 0;
 	case K_TRANSPORT:
 		if (dump_transport(v) < 0)
 			return err_set(em, DP_EINVAL, "%s: %s takes file, staged or fifo, not '%s'", where, key, v);

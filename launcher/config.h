@@ -55,6 +55,10 @@ struct launch_config {
 	unsigned metrics_max_histograms, metrics_max_time_series; /* GlobalCounter:MaxHistograms, :MaxTimeSeries; 0 = 20, 1000 */
 	uint64_t dumps_limit; /* bytes; 0 = no cap */
 	bool exceptions_off;         /* exceptions false: no exception histories, /exceptions 400 */
+	char *crashes_egress;        /* Crashes:Egress: the provider a crash's files are shipped to; NULL = kept */
+	unsigned crashes_max_count;  /* Crashes:MaxCount: crashes whose files the volume keeps; 0 = 8 */
+	uint64_t crashes_max_bytes;  /* Crashes:MaxBytes: their bytes; 0 = 1Gi */
+	char *crash_dump_type;       /* Crashes:DumpType: init mode's app (Mini, Heap, Triage, Full, Off); NULL = Mini */
 	unsigned exceptions_max_count; /* exceptionsMaxCount: per runtime; 0 = 1000 */
 	uint64_t exceptions_max_bytes; /* exceptionsMaxBytes: per runtime; 0 = 4Mi */
 	unsigned head_timeout_s;     /* requestHeadersTimeout: the whole request head within this; 0 = 10 */

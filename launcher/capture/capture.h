@@ -41,6 +41,7 @@ enum capture_kind {
 	CAPTURE_STACKS,
 	CAPTURE_GCDUMP,
 	CAPTURE_EXCEPTIONS, /* the exception history, written out */
+	CAPTURE_FILE,       /* a file already written (a crash's dump or report), shipped as it is */
 	CAPTURE_KINDS
 };
 
@@ -61,6 +62,8 @@ struct capture {
 	struct metrics_selection sel; /* live metrics: what to keep */
 	struct logs_filter filter;    /* logs */
 	struct exc_filters exc;       /* exceptions: which are written */
+	char *src_path;               /* a file capture: the file */
+	char *name;                   /* the artifact's name, or NULL: dotnet-monitor's (a file capture: its own) */
 	const struct egress_provider *egress; /* the sink: an egress provider (borrowed), */
 	char *file;                     /* or a file (a path that must not exist yet), */
 					/* or neither: the HTTP response */

@@ -60,6 +60,7 @@ struct job {
 	bool conv_done;
 	void *conv;      /* the converter (metrics_live, logs) */
 	struct evpayload *stop_pl; /* a trace with a stopping event: its events' payloads */
+	int src_fd;      /* a file capture's file, or -1 */
 };
 
 /* A kind of capture: its limit and its source. */

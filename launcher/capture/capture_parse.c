@@ -40,6 +40,8 @@ void capture_free(struct capture *c)
 	metrics_selection_free(&c->sel);
 	logs_filter_free(&c->filter);
 	exc_filters_free(&c->exc);
+	free(c->src_path);
+	free(c->name);
 	free(c->file);
 	free(c->tags);
 	free(c->caller);
@@ -349,6 +351,7 @@ static const struct {
 	[CAPTURE_STACKS] = { parse_stacks, false },
 	[CAPTURE_GCDUMP] = { parse_gcdump, false },
 	[CAPTURE_EXCEPTIONS] = { parse_exceptions, false },
+	[CAPTURE_FILE] = { NULL, false }, /* the agent's own (crashes.h), never a request */
 };
 
 /* The process the selectors name; a refusal is a 400 (a pid that is not a number names its field). */

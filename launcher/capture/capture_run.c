@@ -76,6 +76,7 @@ static struct job *job_new(struct captures *cs, struct capture *c)
 
 	j->cs = cs;
 	j->c = *c;
+	j->src_fd = -1;
 	memset(c, 0, sizeof(*c));
 	j->k = &capture_kinds[j->c.kind];
 	return j;
@@ -87,6 +88,10 @@ static void artifact_name(const struct job *j, char *out, size_t n)
 	time_t now = time(NULL);
 	struct tm tm;
 
+	if (j->c.name) {
+		snprintf(out, n, "%s", j->c.name);
+		return;
+	}
 	if (j->ext == NULL) {
 		dump_filename(out, n);
 		return;

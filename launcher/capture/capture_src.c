@@ -10,10 +10,13 @@
  */
 #include "capture_int.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "launcher/gcdump/gcdump.h"
 #include "mem.h"
@@ -351,6 +354,38 @@ static int exceptions_src_start(struct job *j, struct err_msg *em)
 				(enum exc_format)j->c.format, &j->out, em);
 }
 
+/* ---- a file already written, shipped as it is (a crash's evidence) ---- */
+
+static int file_src_start(struct job *j, struct err_msg *em)
+{
+	j->ctype = OCTETS;
+	j->ext = "";
+	if ((j->src_fd = open(j->c.src_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+		return err_set(em, DP_EIO, "%s: %s", j->c.src_path, strerror(errno));
+	return 0;
+}
+
+static long file_src_read(struct job *j, char *out, size_t max)
+{
+	ssize_t n;
+
+	while ((n = read(j->src_fd, out, max)) < 0 && errno == EINTR)
+		;
+	return n < 0 ? -1 : (long)n;
+}
+
+static const char *file_src_error(struct job *j)
+{
+	return "the file could not be read";
+}
+
+static void file_src_end(struct job *j)
+{
+	if (j->src_fd >= 0)
+		close(j->src_fd);
+	j->src_fd = -1;
+}
+
 /* dotnet-monitor's default limits: one dump, one GC dump, one stacks capture; three traces, metrics, log streams */
 const struct capture_kind_def capture_kinds[CAPTURE_KINDS] = {
 	[CAPTURE_DUMP] = { "dump", "a dump is already being taken or downloaded; try again when it is done", 1,
@@ -372,4 +407,6 @@ const struct capture_kind_def capture_kinds[CAPTURE_KINDS] = {
 	[CAPTURE_EXCEPTIONS] = { "exceptions", "3 exception histories are already being written; try again when one "
 				 "is done", 3, CAPTURE_EXCEPTIONS, false, true, exceptions_src_start, whole_read, NULL,
 				 whole_error, whole_end },
+	[CAPTURE_FILE] = { "file", "a file is already being shipped; try again when that is done", 1, CAPTURE_FILE, false,
+			   false, file_src_start, file_src_read, NULL, file_src_error, file_src_end },
 };

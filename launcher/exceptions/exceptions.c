@@ -287,24 +287,36 @@ int exceptions_write(struct exceptions *x, const uint8_t cookie[16], uint64_t pi
 	return 0;
 }
 
-char *exceptions_last(struct exceptions *x, uint64_t pid)
+static bool last_of(struct collector *c, uint64_t tid, int64_t when_ms, struct exc_last *out)
 {
-	char *r = NULL;
+	bool found = false;
 
-	pthread_mutex_lock(&x->mu);
-	for (size_t i = ENDED_KEPT; i-- > 0 && !r;) {
-		struct collector *c = x->ended[i];
+	pthread_mutex_lock(&c->mu);
+	for (size_t i = c->h.n; i-- > 0 && !found;) {
+		const struct exc_entry *e = &c->h.ring[(c->h.head + i) % c->h.max_count];
 
-		if (c && c->pid == pid) {
-			pthread_mutex_lock(&c->mu);
-			if (c->h.n) {
-				const struct exc_entry *e = &c->h.ring[(c->h.head + c->h.n - 1) % c->h.max_count];
-
-				r = mem_printf("%s: %s", e->type, e->message);
-			}
-			pthread_mutex_unlock(&c->mu);
-		}
+		if ((tid && e->thread != tid) || (when_ms && e->wall_ms > when_ms))
+			continue;
+		out->type = mem_strdup(e->type);
+		out->message = mem_strdup(e->message);
+		out->wall_ms = e->wall_ms;
+		found = true;
 	}
+	pthread_mutex_unlock(&c->mu);
+	return found;
+}
+
+int exceptions_last(struct exceptions *x, uint64_t pid, uint64_t tid, int64_t when_ms, struct exc_last *out)
+{
+	bool found = false;
+
+	if (x == NULL)
+		return DP_ENOTFOUND;
+	pthread_mutex_lock(&x->mu); /* newest first: the runtimes still attached, then those ended */
+	for (size_t i = x->nc; i-- > 0 && !found;)
+		found = x->c[i]->pid == pid && last_of(x->c[i], tid, when_ms, out);
+	for (size_t i = ENDED_KEPT; i-- > 0 && !found;)
+		found = x->ended[i] && x->ended[i]->pid == pid && last_of(x->ended[i], tid, when_ms, out);
 	pthread_mutex_unlock(&x->mu);
-	return r;
+	return found ? 0 : DP_ENOTFOUND;
 }

@@ -73,7 +73,17 @@ void exc_filters_free(struct exc_filters *f); /* accepts a zeroed value */
 int exceptions_write(struct exceptions *x, const uint8_t cookie[16], uint64_t pid, const char *command_line,
 		     const struct exc_filters *f, enum exc_format fmt, struct buf *out, struct err_msg *em);
 
-/* The last exception the runtime threw before its history ended, as "Type: message", or NULL (new string). */
-char *exceptions_last(struct exceptions *x, uint64_t pid);
+/* An exception of a history, as a crash record tells it. */
+struct exc_last {
+	char *type, *message; /* new strings */
+	int64_t wall_ms;
+};
+/*
+ * The last exception process pid threw on thread tid (0: on any thread)
+ * before when_ms (Unix ms; 0: any time), from its history (a runtime's
+ * history is kept a while after it ended; the newest such runtime with that
+ * pid is asked). 0 with *out, or DP_ENOTFOUND.
+ */
+int exceptions_last(struct exceptions *x, uint64_t pid, uint64_t tid, int64_t when_ms, struct exc_last *out);
 
 #endif

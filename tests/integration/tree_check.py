@@ -14,7 +14,8 @@ prints one line per rule, "PASS name" or "FAIL name: why":
                      egress/ nothing of launcher/; cloud/ (the cloud clients) serves egress/ and
                      fleet/ alone, and common/ includes nothing of it
   agent-layers       launcher/'s folders include only folders below them: runtime/, then trace/, then
-                     metrics/, gcdump/ and profile/, then capture/, then rules/ (the top files use all)
+                     metrics/, gcdump/, profile/ and exceptions/, then capture/, then rules/ and crashes/
+                     (the top files use all)
 """
 import collections, glob, os, re, subprocess, sys
 
@@ -127,7 +128,8 @@ else:
     print("PASS no-private-headers")
 
 # the agent's folders in layers: a folder includes its own headers and those of the layers below it only
-LAYER = {"runtime": 0, "trace": 1, "metrics": 2, "gcdump": 2, "profile": 2, "capture": 3, "rules": 4}
+LAYER = {"runtime": 0, "trace": 1, "metrics": 2, "gcdump": 2, "profile": 2, "exceptions": 2, "capture": 3,
+         "rules": 4, "crashes": 4}
 up = []
 for src in sorted(glob.glob("launcher/*/*.[ch]")):
     mine = src.split("/")[1]
