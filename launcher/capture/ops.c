@@ -5,14 +5,17 @@
  * running workers. Records are kept newest last; when there are more than
  * `keep` finished ones the oldest finished record is dropped.
  *
- * Compatibility notes (dotnet-monitor's documented API): the list and status
- * bodies carry operationId, createdDateTime, status, egressProviderName,
- * isStoppable, process and tags; the status adds resourceLocation and error
- * {code, message}, and diagport's bytesSent (the artifact's bytes delivered
- * so far: written to the file, or acknowledged by the store). An unknown id is a 400 problem, as there; DELETE on an
- * operation that is no longer running is a 400 too. DELETE cancels;
- * DELETE ?stop=true ends a stoppable operation (a trace) as it would end on
- * its own, with a complete artifact.
+ * Compatibility notes (dotnet-monitor's documented API, its OperationsController):
+ * the list and status bodies carry operationId, createdDateTime, status,
+ * egressProviderName, isStoppable, process and tags; the status adds
+ * resourceLocation and error {code, message}, and nothing else (its schema
+ * allows no other field). A succeeded operation's status is answered 201, any
+ * other 200, as there. diagport's bytesSent (the artifact's bytes delivered
+ * so far: written to the file, or acknowledged by the store) is therefore the
+ * header X-Diagport-Bytes-Sent, not a field. An unknown id is a 400 problem, as
+ * there; DELETE on an operation that is no longer running is a 400 too.
+ * DELETE cancels; DELETE ?stop=true ends a stoppable operation (a trace) as it
+ * would end on its own, with a complete artifact.
  */
 #include "ops.h"
 
@@ -238,7 +241,6 @@ static json_t *op_json(const struct op *op, bool status)
 	json_object_set_new(j, "tags", tags);
 	if (status) {
 		json_object_set_new(j, "resourceLocation", op->location ? utf8_json_str(op->location) : json_null());
-		json_object_set_new(j, "bytesSent", json_integer((json_int_t)atomic_load(&op->bytes)));
 		if (op->error) {
 			json_t *e = json_object();
 
@@ -311,9 +313,14 @@ void ops_route(struct ops *o, struct httpd_req *r)
 		return;
 	}
 	if (strcmp(m, "GET") == 0) {
+		char sent[24];
+		unsigned status = op->state == OP_SUCCEEDED ? 201 : 200;
+
+		snprintf(sent, sizeof(sent), "%llu", (unsigned long long)atomic_load(&op->bytes));
 		out = op_json(op, true);
 		pthread_mutex_unlock(&o->mu);
-		httpd_send_json(r, 200, out);
+		httpd_set_header(r, "X-Diagport-Bytes-Sent", sent);
+		httpd_send_json(r, status, out);
 		return;
 	}
 	if (op->state != OP_RUNNING) {
