@@ -73,7 +73,7 @@ static json_t *known_fields(json_t *p, const json_t *rt, json_int_t pid)
 	return o;
 }
 
-/* The agent's /runtimes (a new array), or NULL: an agent older than the route, or an answer that is no list. */
+/* The agent's /runtimes (a new array), or NULL: an agent older than the route, or an answer not a list. */
 static json_t *runtimes(const struct ps *ps, const struct fleet_agent *a)
 {
 	struct err_msg em;

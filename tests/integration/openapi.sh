@@ -8,8 +8,8 @@
 #                number (a POST with an empty JSON body); a JSON answer validates against the document's
 #                schema for that status, a problem the document gives no schema for against ProblemDetails
 #   json/*       GET /processes, /process, /env, /info, /collectionrules, /collectionrules/{name},
-#                /operations, /operations/{id} (201 once Succeeded, 200 while Running or once Cancelled):
-#                status as documented, body valid
+#                /operations (a tag given twice listed once; ?tags= keeps those with every tag), /operations/{id}
+#                (201 once Succeeded, 200 while Running or once Cancelled): status as documented, body valid
 #   problem/*    400 (a pid that is no number, no such process, POST /parameters), 401 (no token), 404 (no
 #                such route), 429 (a fourth trace beside three): a problem body, valid
 #   bites/*      the validator refuses an answer that breaks the schema (a string pid, an unknown field)
@@ -106,11 +106,17 @@ valid env GET /env 200 "$U/env?pid=$APID" "${H[@]}"
 valid info GET /info 200 "$U/info" "${H[@]}"
 valid collectionrules GET /collectionrules 200 "$U/collectionrules?pid=$APID" "${H[@]}"
 valid collectionrule GET '/collectionrules/{collectionRuleName}' 200 "$U/collectionrules/stacks-at-start?pid=$APID" "${H[@]}"
-# an operation: a stacks capture egressed to the filesystem provider (202 and a Location)
-egressed stacks "$U/stacks?pid=$APID&egressProvider=out" "${H[@]}"
+# an operation: a stacks capture egressed to the filesystem provider (202 and a Location), a tag given twice
+# (the tags are a set: uniqueItems)
+egressed stacks "$U/stacks?pid=$APID&egressProvider=out&tags=incident,api,incident" "${H[@]}"
 check operation-accepted test "$CODE" = 202
 OP=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/stacks.hdr") # egressed waited for it to end
 valid operations GET /operations 200 "$U/operations" "${H[@]}"
+valid operations-tagged GET /operations 200 "$U/operations?tags=api,incident" "${H[@]}"
+WHY="$(cat "$W/operations-tagged.json")"
+check operations-tags-filter jq -e --arg id "${OP#/operations/}" 'length == 1 and .[0].operationId == $id and .[0].tags == ["incident","api"]' "$W/operations-tagged.json"
+code "${H[@]}" "$U/operations?tags=api,other" > /dev/null
+WHY="$(cat "$W/body")"; check operations-tags-all-needed jq -e 'length == 0' "$W/body"
 valid operation-succeeded GET '/operations/{operationId}' 201 "$U$OP" "${H[@]}"
 
 # ---- problems
