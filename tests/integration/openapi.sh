@@ -106,6 +106,9 @@ valid env GET /env 200 "$U/env?pid=$APID" "${H[@]}"
 valid info GET /info 200 "$U/info" "${H[@]}"
 valid collectionrules GET /collectionrules 200 "$U/collectionrules?pid=$APID" "${H[@]}"
 valid collectionrule GET '/collectionrules/{collectionRuleName}' 200 "$U/collectionrules/stacks-at-start?pid=$APID" "${H[@]}"
+# the collection rule's stacks (one at a time) done first: the capture below would be refused beside it
+idle() { curl -s "${H[@]}" "$U/operations" | jq -e 'length > 0 and all(.status != "Running")' > /dev/null; }
+eventually 30 idle || fail rule-ended "the collection rule's operation did not end: $(curl -s "${H[@]}" "$U/operations")"
 # an operation: a stacks capture egressed to the filesystem provider (202 and a Location), a tag given twice
 # (the tags are a set: uniqueItems)
 egressed stacks "$U/stacks?pid=$APID&egressProvider=out&tags=incident,api,incident" "${H[@]}"
@@ -136,10 +139,10 @@ for i in 1 2 3; do
 	curl -s -o "$W/t$i.nettrace" "${H[@]}" "$U/trace?pid=$APID&profile=Metrics&durationSeconds=60" & TPIDS+=($!)
 done
 PIDS+=("${TPIDS[@]}")
-running() { curl -s "${H[@]}" "$U/operations" | jq -e '[.[] | select(.status == "Running")] | length == 3' > /dev/null; }
+running() { curl -s "${H[@]}" "$U/operations" | jq -e '[.[] | select(.status == "Running" and .isStoppable)] | length == 3' > /dev/null; }
 if eventually 15 running; then
 	problem too-many "GET /trace" 429 "$U/trace?pid=$APID&profile=Metrics&durationSeconds=60" "${H[@]}"
-	mapfile -t IDS < <(curl -s "${H[@]}" "$U/operations" | jq -r '.[] | select(.status == "Running") | .operationId')
+	mapfile -t IDS < <(curl -s "${H[@]}" "$U/operations" | jq -r '.[] | select(.status == "Running" and .isStoppable) | .operationId')
 	valid operation-running GET '/operations/{operationId}' 200 "$U/operations/${IDS[0]}" "${H[@]}"
 	c=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "${H[@]}" "$U/operations/${IDS[0]}")
 	WHY="DELETE: $c"; check operation-cancel-200 test "$c" = 200
