@@ -5,7 +5,7 @@
  * /runtimes (diagport's: each runtime's version and when it attached) and
  * then /process?pid=N for each (command line, operating system); a target
  * without an agent is a row that says why. An agent older than /runtimes
- * (404) still had those two fields in /process, and they are taken from there. The rows
+ * (404) had those two fields in /process: they are taken from there. The rows
  * are printed as a table (wide adds the command line), or as one JSON or
  * YAML document (kind ProcessList) for scripts. What an agent says is taken
  * field by field (known names only, strings made safe for a terminal, at

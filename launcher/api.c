@@ -347,9 +347,9 @@ static void route_rules(struct api *a, struct httpd_req *r, const struct route *
 /*
  * Each row's permission (--captures) is the last but one column: SERVED_KINDS
  * for the routes that give no capture (the probes; /info; /processes and
- * /runtimes, whose identifiers hold no command line; /parameters, refused; /process, which drops its commandLine
- * without env; the operations and collection rules lists, which hold only what
- * served kinds made). A GET /trace that asks for a CPU profile (format=, or
+ * /runtimes, whose identifiers hold no command line; /parameters, refused;
+ * /process, which drops its commandLine without env; the operations and
+ * collection rules lists, which hold only what served kinds made). A GET /trace that asks for a CPU profile (format=, or
  * engine=perf) needs cpuprofile instead of trace (api_admit); /perfmap is the
  * perf engine's, cpuprofile's.
  */
