@@ -59,9 +59,9 @@ for r in $(seq 1 "$RUNS"); do
 		sleep 0.05
 	done
 	t1=$(date +%s.%N)
-	curl -s "$U$loc" > "$W/op.json"
+	curl -s -D "$W/op.hdr" "$U$loc" > "$W/op.json"
 	[ "$(jq -r .status "$W/op.json")" = Succeeded ] || die "the operation failed: $(cat "$W/op.json")"
-	bytes=$(jq -r .bytesSent "$W/op.json")
+	bytes=$(tr -d '\r' < "$W/op.hdr" | awk -F': ' 'tolower($1) == "x-diagport-bytes-sent" { print $2 }')
 	secs=$(echo "$t1 - $t0" | bc)
 	printf 'run %d  agent: %d MiB in %.2f s, %.1f MiB/s; CPU agent %.2f s, egress process %.2f s; peak RSS agent %d KiB, egress process %d KiB\n' \
 		"$r" $((bytes >> 20)) "$secs" "$(echo "$bytes / 1048576 / $secs" | bc -l)" \

@@ -1,9 +1,11 @@
 /*
  * ps.c - `diagport ps` (run.h): the .NET processes behind the targets.
  *
- * Every agent that can be called is asked, in parallel, for /processes and
- * then /process?pid=N for each (command line, runtime version, when it
- * attached); a target without an agent is a row that says why. The rows
+ * Every agent that can be called is asked, in parallel, for /processes, for
+ * /runtimes (diagport's: each runtime's version and when it attached) and
+ * then /process?pid=N for each (command line, operating system); a target
+ * without an agent is a row that says why. An agent older than /runtimes
+ * (404) had those two fields in /process: they are taken from there. The rows
  * are printed as a table (wide adds the command line), or as one JSON or
  * YAML document (kind ProcessList) for scripts. What an agent says is taken
  * field by field (known names only, strings made safe for a terminal, at
@@ -42,8 +44,12 @@ static long long uptime_s(const char *rfc3339)
 	return (long long)(time(NULL) - timegm(&tm));
 }
 
-/* A process as ps shows it: pid, and the agent's known string fields made safe (steals p). */
-static json_t *known_fields(json_t *p, json_int_t pid)
+/*
+ * A process as ps shows it: pid, and the agent's known string fields made
+ * safe, each from rt (its /runtimes entry, borrowed; NULL when there is none)
+ * when there, else from p (its /process answer; stolen).
+ */
+static json_t *known_fields(json_t *p, const json_t *rt, json_int_t pid)
 {
 	static const char *const names[] = { "uid", "name", "commandLine", "operatingSystem", "processArchitecture",
 					     "runtimeVersion", "attachedDateTime" };
@@ -51,9 +57,11 @@ static json_t *known_fields(json_t *p, json_int_t pid)
 
 	json_object_set_new(o, "pid", json_integer(pid));
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		const char *v = json_string_value(json_object_get(p, names[i]));
+		const char *v = json_string_value(json_object_get(rt, names[i]));
 		char *safe;
 
+		if (v == NULL)
+			v = json_string_value(json_object_get(p, names[i]));
 		if (v == NULL)
 			continue;
 		safe = mem_strndup(v, 4096);
@@ -65,13 +73,43 @@ static json_t *known_fields(json_t *p, json_int_t pid)
 	return o;
 }
 
+/* The agent's /runtimes (a new array), or NULL: an agent older than the route, or an answer not a list. */
+static json_t *runtimes(const struct ps *ps, const struct fleet_agent *a)
+{
+	struct err_msg em;
+	char *body = NULL;
+	json_t *l;
+
+	if (fleet_call_get(a, ps->s->caller, "/runtimes", ANSWER_CAP, TIMEOUT_MS, &body, &em) != 0)
+		return NULL;
+	l = json_loads(body, 0, NULL);
+	free(body);
+	if (!json_is_array(l)) {
+		json_decref(l);
+		return NULL;
+	}
+	return l;
+}
+
+/* The entry of runtimes (borrowed) for pid, or NULL. */
+static const json_t *runtime_of(const json_t *runtimes, json_int_t pid)
+{
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(runtimes, i, r)
+		if (json_integer_value(json_object_get(r, "pid")) == pid)
+			return r;
+	return NULL;
+}
+
 static void ask_one(void *ctx, size_t i)
 {
 	struct ps *ps = ctx;
 	const struct fleet_agent *a = &ps->s->v[i];
 	struct err_msg em;
 	char *body = NULL;
-	json_t *list, *out;
+	json_t *list, *out, *rts;
 
 	if (a->why_not || fleet_cancelled())
 		return;
@@ -92,6 +130,7 @@ static void ask_one(void *ctx, size_t i)
 		json_decref(list);
 		return;
 	}
+	rts = runtimes(ps, a);
 	out = json_array();
 	for (size_t k = 0; k < json_array_size(list); k++) {
 		json_int_t pid = json_integer_value(json_object_get(json_array_get(list, k), "pid"));
@@ -110,12 +149,13 @@ static void ask_one(void *ctx, size_t i)
 			json_decref(p);
 			p = json_incref(json_array_get(list, k));
 		}
-		p = known_fields(p, pid);
+		p = known_fields(p, runtime_of(rts, pid), pid);
 		if ((up = uptime_s(json_string_value(json_object_get(p, "attachedDateTime")))) >= 0)
 			json_object_set_new(p, "uptimeSeconds", json_integer(up));
 		json_array_append_new(out, p);
 	}
 	json_decref(list);
+	json_decref(rts);
 	ps->procs[i] = out;
 }
 

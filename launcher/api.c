@@ -6,10 +6,13 @@
  * /metrics is too); everything else needs the token when there is one.
  *
  * The capture routes (/dump, /trace, /livemetrics, /logs, /stacks,
- * /gcdump, /exceptions) are one handler: the request becomes a capture (capture.h) and
- * capture_run takes it to its end. The others answer from the runtime table
- * (/processes, /process, /info), from one command to the runtime (/env,
- * /perfmap: proc.h), or from the operations list (/operations: ops.h).
+ * /gcdump, /exceptions) are one handler: the request becomes a capture
+ * (capture.h) and capture_run takes it to its end. The others answer from the runtime table
+ * (/processes, /process, /runtimes, /info), from one command to the runtime
+ * (/env, /perfmap: proc.h), or from the operations list (/operations: ops.h).
+ * Every JSON answer validates against dotnet-monitor's OpenAPI document
+ * (tests/integration/openapi.sh); diagport's own fields live on its own
+ * routes (/runtimes) or headers, never in a body the document describes.
  */
 #include "api.h"
 
@@ -189,11 +192,38 @@ static void route_metrics(struct api *a, struct httpd_req *r, const struct route
 	api_metrics(a->metrics, r);
 }
 
+/*
+ * /info's capabilities, dotnet-monitor 9.1's (name, enabled): its five first,
+ * each as diagport serves it (exceptions: not yet, issue 35 item 1;
+ * parameters: never, it needs code loaded into the app; call_stacks: /stacks;
+ * metrics: /metrics answers, the kind served and metrics on; http_egress:
+ * artifacts are streamed over HTTP), then one per capture kind of --captures
+ * that dotnet-monitor has no name for, enabled when served.
+ */
+static json_t *capabilities(const struct api *a)
+{
+	json_t *l = json_array();
+	bool stacks = a->served & (1u << SERVED_STACKS);
+	bool metrics = (a->served & (1u << SERVED_METRICS)) && a->metrics;
+	bool exceptions = (a->served & (1u << SERVED_EXCEPTIONS)) && a->env.exceptions;
+
+	json_array_append_new(l, json_pack("{s:s, s:b}", "name", "exceptions", "enabled", exceptions));
+	json_array_append_new(l, json_pack("{s:s, s:b}", "name", "parameters", "enabled", false));
+	json_array_append_new(l, json_pack("{s:s, s:b}", "name", "call_stacks", "enabled", stacks));
+	json_array_append_new(l, json_pack("{s:s, s:b}", "name", "metrics", "enabled", metrics));
+	json_array_append_new(l, json_pack("{s:s, s:b}", "name", "http_egress", "enabled", true));
+	for (int k = 0; k < SERVED_KINDS; k++)
+		if (k != SERVED_METRICS && k != SERVED_EXCEPTIONS) /* dotnet-monitor's own names above */
+			json_array_append_new(l, json_pack("{s:s, s:b}", "name", served_name(k), "enabled",
+							   (a->served & (1u << k)) != 0));
+	return l;
+}
+
 static void route_info(struct api *a, struct httpd_req *r, const struct route *rt)
 {
 	httpd_send_json(r, 200, json_pack("{s:s, s:n, s:s, s:s, s:o}", "version", DP_VERSION, "runtimeVersion",
 					  "diagnosticPortMode", "Listen", "diagnosticPortName", a->socket_path,
-					  "captures", served_json(a->served)));
+					  "capabilities", capabilities(a)));
 }
 
 /* The crashes the agent has seen (crashes.h): diagport's own route. */
@@ -219,6 +249,7 @@ static json_t *text_or_empty(const char *s)
 	return utf8_json_str(s ? s : "");
 }
 
+/* dotnet-monitor's ProcessInfo, no more (its schema allows no other field; diagport's are /runtimes'). */
 static void route_process(struct api *a, struct httpd_req *r, const struct route *rt)
 {
 	struct port_runtime p;
@@ -232,16 +263,46 @@ static void route_process(struct api *a, struct httpd_req *r, const struct route
 		json_object_set_new(o, "commandLine", text_or_empty(p.info.command_line));
 	json_object_set_new(o, "operatingSystem", text_or_empty(p.info.os));
 	json_object_set_new(o, "processArchitecture", text_or_empty(p.info.arch));
-	if (p.info.clr_version)
-		json_object_set_new(o, "runtimeVersion", text_or_empty(p.info.clr_version));
-	if (p.attached_unix_ms) { /* diagport's: uptime for `diagport ps` (since the start, in suspend mode) */
-		char t[CLOCK_RFC3339_LEN];
-
-		clock_rfc3339_at(t, p.attached_unix_ms);
-		json_object_set_new(o, "attachedDateTime", json_string(t));
-	}
 	ipc_process_info_free(&p.info);
 	httpd_send_json(r, 200, o);
+}
+
+/*
+ * GET /runtimes, diagport's: every attached runtime, as /processes lists them
+ * (no selectors), with what dotnet-monitor's /process has no field for: the
+ * runtime's version (null before .NET 6) and when it first reached the agent
+ * (its start, in suspend mode), for `diagport ps`.
+ */
+static void route_runtimes(struct api *a, struct httpd_req *r, const struct route *rt)
+{
+	struct port_runtime *l;
+	size_t n = port_list(a->port, &l);
+	json_t *arr = json_array();
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *o = target_identifier(&l[i], false);
+		char t[CLOCK_RFC3339_LEN];
+
+		json_object_del(o, "isDefault");
+		json_object_set_new(o, "runtimeVersion", l[i].info.clr_version ? utf8_json_str(l[i].info.clr_version)
+										: json_null());
+		if (l[i].attached_unix_ms)
+			clock_rfc3339_at(t, l[i].attached_unix_ms);
+		json_object_set_new(o, "attachedDateTime", l[i].attached_unix_ms ? json_string(t) : json_null());
+		json_array_append_new(arr, o);
+	}
+	port_list_free(l, n);
+	httpd_send_json(r, 200, arr);
+}
+
+/*
+ * POST /parameters: capturing method parameters needs dotnet-monitor's
+ * in-process library loaded into the app, which diagport does not do; the
+ * answer is dotnet-monitor's when that feature is off (a 400 problem).
+ */
+static void route_parameters(struct api *a, struct httpd_req *r, const struct route *rt)
+{
+	httpd_problem(r, 400, "Bad Request", "The 'Parameter Capturing' feature is not enabled.");
 }
 
 static void route_env(struct api *a, struct httpd_req *r, const struct route *rt)
@@ -303,14 +364,15 @@ static void route_rules(struct api *a, struct httpd_req *r, const struct route *
 
 #define OPEN(m, p, fn, sv) { m, p, fn, CAPTURE_KINDS, sv, true, false }
 #define AUTH(m, p, fn, sv) { m, p, fn, CAPTURE_KINDS, sv, false, false }
+#define AUTH_BODY(m, p, fn, sv) { m, p, fn, CAPTURE_KINDS, sv, false, true }
 #define CAPTURE(m, p, kind, sv, body) { m, p, route_capture, kind, sv, false, body }
 
 /*
  * Each row's permission (--captures) is the last but one column: SERVED_KINDS
- * for the routes that give no capture (the probes; /info; /processes, whose
- * identifiers hold no command line; /process, which drops its commandLine
- * without env; the operations and collection rules lists, which hold only what
- * served kinds made). A GET /trace that asks for a CPU profile (format=, or
+ * for the routes that give no capture (the probes; /info; /processes and
+ * /runtimes, whose identifiers hold no command line; /parameters, refused;
+ * /process, which drops its commandLine without env; the operations and
+ * collection rules lists, which hold only what served kinds made). A GET /trace that asks for a CPU profile (format=, or
  * engine=perf) needs cpuprofile instead of trace (api_admit); /perfmap is the
  * perf engine's, cpuprofile's.
  */
@@ -321,6 +383,7 @@ static const struct route routes[] = {
 	AUTH("GET", "/info", route_info, SERVED_KINDS),
 	AUTH("GET", "/processes", route_processes, SERVED_KINDS),
 	AUTH("GET", "/process", route_process, SERVED_KINDS),
+	AUTH("GET", "/runtimes", route_runtimes, SERVED_KINDS),
 	AUTH("GET", "/env", route_env, SERVED_ENV),
 	CAPTURE("GET", "/dump", CAPTURE_DUMP, SERVED_DUMP, false),
 	CAPTURE("GET", "/trace", CAPTURE_TRACE, SERVED_TRACE, false),
@@ -333,6 +396,7 @@ static const struct route routes[] = {
 	CAPTURE("GET", "/gcdump", CAPTURE_GCDUMP, SERVED_GCDUMP, false),
 	CAPTURE("GET", "/exceptions", CAPTURE_EXCEPTIONS, SERVED_EXCEPTIONS, false),
 	CAPTURE("POST", "/exceptions", CAPTURE_EXCEPTIONS, SERVED_EXCEPTIONS, true),
+	AUTH_BODY("POST", "/parameters", route_parameters, SERVED_KINDS),
 	AUTH("POST", "/perfmap", route_perfmap, SERVED_CPUPROFILE),
 	AUTH("DELETE", "/perfmap", route_perfmap, SERVED_CPUPROFILE),
 	AUTH("GET", "/crashes", route_crashes, SERVED_EXCEPTIONS),

@@ -79,13 +79,3 @@ void served_text(unsigned mask, char *out, size_t n)
 	if (o == 0)
 		snprintf(out, n, "none");
 }
-
-json_t *served_json(unsigned mask)
-{
-	json_t *a = json_array();
-
-	for (unsigned k = 0; k < SERVED_KINDS; k++)
-		if (mask & (1u << k))
-			json_array_append_new(a, json_string(names[k]));
-	return a;
-}

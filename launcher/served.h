@@ -8,7 +8,6 @@
 #ifndef DP_LAUNCH_SERVED_H
 #define DP_LAUNCH_SERVED_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -39,7 +38,5 @@ int served_parse(const char *list, unsigned *mask, const char *where, struct err
 const char *served_name(enum served_kind k);
 /* The kinds in mask as "stacks,metrics" (in the order of the enum), "all", or "none", into out. */
 void served_text(unsigned mask, char *out, size_t n);
-/* The kinds in mask as a JSON array of names (new reference). */
-json_t *served_json(unsigned mask);
 
 #endif

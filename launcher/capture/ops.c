@@ -5,14 +5,18 @@
  * running workers. Records are kept newest last; when there are more than
  * `keep` finished ones the oldest finished record is dropped.
  *
- * Compatibility notes (dotnet-monitor's documented API): the list and status
- * bodies carry operationId, createdDateTime, status, egressProviderName,
- * isStoppable, process and tags; the status adds resourceLocation and error
- * {code, message}, and diagport's bytesSent (the artifact's bytes delivered
- * so far: written to the file, or acknowledged by the store). An unknown id is a 400 problem, as there; DELETE on an
- * operation that is no longer running is a 400 too. DELETE cancels;
- * DELETE ?stop=true ends a stoppable operation (a trace) as it would end on
- * its own, with a complete artifact.
+ * Compatibility notes (dotnet-monitor's documented API, its OperationsController):
+ * the list and status bodies carry operationId, createdDateTime, status,
+ * egressProviderName, isStoppable, process and tags; the status adds
+ * resourceLocation and error {code, message}, and nothing else (its schema
+ * allows no other field); the tags are a set, each once, and the list is
+ * filtered by tags too. A succeeded operation's status is answered 201, any
+ * other 200, as there. diagport's bytesSent (the artifact's bytes delivered
+ * so far: written to the file, or acknowledged by the store) is therefore the
+ * header X-Diagport-Bytes-Sent, not a field. An unknown id is a 400 problem, as
+ * there; DELETE on an operation that is no longer running is a 400 too.
+ * DELETE cancels; DELETE ?stop=true ends a stoppable operation (a trace) as it
+ * would end on its own, with a complete artifact.
  */
 #include "ops.h"
 
@@ -210,21 +214,36 @@ void op_finish(struct ops *o, struct op *op, int rc, const char *location, const
 	pthread_mutex_unlock(&o->mu);
 }
 
-/* The summary (list) or status (one) of op. Called locked. Names and tags came from outside: repaired to UTF-8. */
+/*
+ * Does the comma-separated list, up to end, have the tag t (n bytes)? Empty entries are no tags, as in
+ * dotnet-monitor's SplitTags.
+ */
+static bool has_tag(const char *list, const char *end, const char *t, size_t n)
+{
+	while (list && list < end && *list) {
+		size_t m = strcspn(list, ",");
+
+		if (m == n && memcmp(list, t, n) == 0)
+			return true;
+		list += m + (list[m] == ',');
+	}
+	return false;
+}
+
+/*
+ * The summary (list) or status (one) of op. Called locked. Names and tags came from outside: repaired to UTF-8.
+ * The tags are a set, each once (the schema's uniqueItems; dotnet-monitor keeps an ISet).
+ */
 static json_t *op_json(const struct op *op, bool status)
 {
 	json_t *tags = json_array(), *j = json_object(), *proc = json_object();
 
-	if (op->tags) {
-		const char *s = op->tags;
+	for (const char *s = op->tags; s && *s;) {
+		size_t n = strcspn(s, ",");
 
-		while (*s) {
-			size_t n = strcspn(s, ",");
-
-			if (n)
-				json_array_append_new(tags, utf8_json(s, n));
-			s += n + (s[n] == ',');
-		}
+		if (n && !has_tag(op->tags, s, s, n)) /* each once: not earlier in the list */
+			json_array_append_new(tags, utf8_json(s, n));
+		s += n + (s[n] == ',');
 	}
 	json_object_set_new(j, "operationId", json_string(op->id));
 	json_object_set_new(j, "createdDateTime", json_string(op->created));
@@ -238,7 +257,6 @@ static json_t *op_json(const struct op *op, bool status)
 	json_object_set_new(j, "tags", tags);
 	if (status) {
 		json_object_set_new(j, "resourceLocation", op->location ? utf8_json_str(op->location) : json_null());
-		json_object_set_new(j, "bytesSent", json_integer((json_int_t)atomic_load(&op->bytes)));
 		if (op->error) {
 			json_t *e = json_object();
 
@@ -252,13 +270,23 @@ static json_t *op_json(const struct op *op, bool status)
 	return j;
 }
 
-static bool op_matches(const struct op *op, const char *pid, const char *uid, const char *name)
+/* GET /operations' filters: the selectors, and tags (the operation has every one of them, as dotnet-monitor's). */
+static bool op_matches(const struct op *op, const char *pid, const char *uid, const char *name, const char *tags)
 {
 	char want[24];
 
 	snprintf(want, sizeof(want), "%llu", (unsigned long long)op->pid);
-	return (!pid || strcmp(pid, want) == 0) && (!uid || strcasecmp(uid, op->uid) == 0) &&
-	       (!name || strcmp(name, op->name) == 0);
+	if ((pid && strcmp(pid, want) != 0) || (uid && strcasecmp(uid, op->uid) != 0) ||
+	    (name && strcmp(name, op->name) != 0))
+		return false;
+	for (const char *s = tags; s && *s;) {
+		size_t n = strcspn(s, ",");
+
+		if (n && !has_tag(op->tags, op->tags ? op->tags + strlen(op->tags) : NULL, s, n))
+			return false;
+		s += n + (s[n] == ',');
+	}
+	return true;
 }
 
 /* After a cancel: wait (locked, up to 5 s) until operation id is no longer running, so a GET that follows sees it. */
@@ -292,10 +320,11 @@ void ops_route(struct ops *o, struct httpd_req *r)
 	pthread_mutex_lock(&o->mu);
 	if (id == NULL) {
 		const char *pid = httpd_query(r, "pid"), *uid = httpd_query(r, "uid"), *name = httpd_query(r, "name");
+		const char *tags = httpd_query(r, "tags");
 
 		out = json_array();
 		for (op = o->head; op; op = op->next)
-			if (op_matches(op, pid, uid, name))
+			if (op_matches(op, pid, uid, name, tags))
 				json_array_append_new(out, op_json(op, false));
 		pthread_mutex_unlock(&o->mu);
 		httpd_send_json(r, 200, out);
@@ -310,9 +339,14 @@ void ops_route(struct ops *o, struct httpd_req *r)
 		return;
 	}
 	if (strcmp(m, "GET") == 0) {
+		char sent[24];
+		unsigned status = op->state == OP_SUCCEEDED ? 201 : 200;
+
+		snprintf(sent, sizeof(sent), "%llu", (unsigned long long)atomic_load(&op->bytes));
 		out = op_json(op, true);
 		pthread_mutex_unlock(&o->mu);
-		httpd_send_json(r, 200, out);
+		httpd_set_header(r, "X-Diagport-Bytes-Sent", sent);
+		httpd_send_json(r, status, out);
 		return;
 	}
 	if (op->state != OP_RUNNING) {

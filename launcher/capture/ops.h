@@ -32,7 +32,10 @@ void ops_free(struct ops *o);
  */
 struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *uid, const char *name,
 		   const char *tags, bool stoppable, char id[37]);
-/* Bytes of the artifact delivered so far (to the file, or acknowledged by the store): the status's bytesSent. */
+/*
+ * Bytes of the artifact delivered so far (to the file, or acknowledged by the
+ * store): the status's X-Diagport-Bytes-Sent header.
+ */
 void op_progress(struct op *op, uint64_t bytes);
 /* The flag a worker polls; set by DELETE and by ops_free. */
 const atomic_bool *op_cancel_flag(struct op *op);
@@ -53,7 +56,7 @@ void op_finish(struct ops *o, struct op *op, int rc, const char *location, const
  */
 int ops_wait(struct ops *o, const char *id, int timeout_ms, char **location, char **error);
 
-/* GET /operations, GET /operations/{id}, DELETE /operations/{id}. */
+/* GET /operations, GET /operations/{id} (201 once Succeeded, else 200), DELETE /operations/{id}. */
 void ops_route(struct ops *o, struct httpd_req *r);
 
 #endif

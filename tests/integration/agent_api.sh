@@ -50,13 +50,19 @@ WHY="$(cat "$W/body")"; check processes jq -e --argjson p "$APID" 'length == 1 a
 UID_=$(jq -r '.[0].uid' "$W/body")
 for sel in "pid=$APID" "uid=$UID_" "name=console" ""; do
   code "${H[@]}" "$U/process?$sel" > /dev/null
-  WHY="$(cat "$W/body")"; check "process-by-${sel%%=*}" jq -e --argjson p "$APID" '.pid == $p and .operatingSystem == "Linux" and .processArchitecture == "x64" and (.runtimeVersion | startswith("10."))' "$W/body"
+  WHY="$(cat "$W/body")"; check "process-by-${sel%%=*}" jq -e --argjson p "$APID" '.pid == $p and .operatingSystem == "Linux" and .processArchitecture == "x64" and (keys - ["pid","uid","name","commandLine","operatingSystem","processArchitecture","managedEntryPointAssemblyName"] == [])' "$W/body"
 done
+# diagport's per-runtime extras, beside dotnet-monitor's /process (whose schema allows no other field)
+code "${H[@]}" "$U/runtimes" > /dev/null
+WHY="$(cat "$W/body")"; check runtimes jq -e --argjson p "$APID" --arg u "$UID_" 'length == 1 and .[0].pid == $p and .[0].uid == $u and .[0].name == "console" and (.[0].runtimeVersion | startswith("10.")) and (.[0].attachedDateTime | test("^20[0-9-]{8}T[0-9:.]+Z$"))' "$W/body"
+WHY="got $(code "$U/runtimes")"; check runtimes-needs-token test "$(code "$U/runtimes")" = 401
 WHY="got $(code "${H[@]}" "$U/process?pid=1")"; check unknown-pid-400 test "$(code "${H[@]}" "$U/process?pid=1")" = 400
 code "${H[@]}" "$U/env" > /dev/null
 WHY="$(head -c 300 "$W/body")"; check env jq -e --arg s "$S,connect,suspend" '.DOTNET_DiagnosticPorts == $s and (.PATH | length > 0)' "$W/body"
 code "${H[@]}" "$U/info" > /dev/null
 WHY="$(cat "$W/body")"; check info jq -e --arg s "$S" '.diagnosticPortMode == "Listen" and .diagnosticPortName == $s' "$W/body"
+# dotnet-monitor 9.1's capabilities, as served here (--no-metrics: /metrics does not answer), then the kinds
+WHY="$(cat "$W/body")"; check info-capabilities jq -e '(.capabilities | map(.name)) == ["exceptions","parameters","call_stacks","metrics","http_egress","dump","gcdump","trace","cpuprofile","stacks","logs","env"] and ([.capabilities[] | select(.enabled | not) | .name] - ["exceptions"]) == ["parameters","metrics"]' "$W/body"
 WHY="got $(code "${H[@]}" "$U/nope")"; check unknown-route-404 test "$(code "${H[@]}" "$U/nope")" = 404
 WHY="got $(code "${H[@]}" -d hello "$U/processes")"; check body-413 test "$(code "${H[@]}" -d hello "$U/processes")" = 413
 check 401-www-authenticate bash -c "curl -s -D - -o /dev/null '$U/processes' | grep -qi '^www-authenticate: Bearer'"

@@ -7,8 +7,8 @@
 #   only/*      an agent that serves stacks alone: stacks served; every other kind's routes 403 with a
 #               problem+json whose detail names the kind and `captures`, decided before the process lookup and
 #               before the query is read (an unknown pid, a bad type: still 403), after the token (none: 401);
-#               /info lists ["stacks"]; /process without commandLine; /processes served; /metrics on the
-#               metrics-only listener 403 too; the rules read from --workload-config; a collection rule that would dump is not started (rule-refused,
+#               /info's capabilities enable stacks (and call_stacks) only; /process without commandLine;
+#               /processes served; /metrics on the metrics-only listener 403 too; the rules read from --workload-config; a collection rule that would dump is not started (rule-refused,
 #               not listed, no dump operation) while its neighbour that takes stacks runs
 #   but/*       an agent that serves every kind but stacks: each of them served (dump, gcdump, trace, cpuprofile,
 #               metrics, logs, env), stacks 403
@@ -112,7 +112,7 @@ forbidden dump-bad-type dump "$U/dump?type=Huge"
 c=$(code "$U/dump?pid=$APID")
 WHY="got $c: $(cat "$W/body")"; check only/401-before-403 test "$c" = 401
 code "${AUTH[@]}" "$U/info" > /dev/null
-WHY="$(cat "$W/body")"; check only/info-lists jq -e '.captures == ["stacks"]' "$W/body"
+WHY="$(cat "$W/body")"; check only/info-lists jq -e '[.capabilities[] | select(.enabled) | .name] == ["call_stacks","http_egress","stacks"]' "$W/body"
 code "${AUTH[@]}" "$U/process?pid=$APID" > /dev/null
 WHY="$(cat "$W/body")"; check only/process-no-command-line jq -e --argjson p "$APID" '.pid == $p and (has("commandLine") | not)' "$W/body"
 c=$(code "${AUTH[@]}" "$U/processes")
@@ -160,7 +160,7 @@ served env "$U/env?pid=$APID"
 code "${AUTH[@]}" "$U/process?pid=$APID" > /dev/null
 WHY="$(cat "$W/body")"; check but/process-command-line jq -e '.commandLine | length > 0' "$W/body"
 code "${AUTH[@]}" "$U/info" > /dev/null
-WHY="$(cat "$W/body")"; check but/info-lists jq -e '.captures == ["dump","gcdump","trace","cpuprofile","metrics","logs","env"]' "$W/body"
+WHY="$(cat "$W/body")"; check but/info-lists jq -e '[.capabilities[] | select(.enabled) | .name] == ["metrics","http_egress","dump","gcdump","trace","cpuprofile","logs","env"]' "$W/body"
 c=$(code "${AUTH[@]}" "$U/stacks?pid=$APID")
 WHY="got $c: $(cat "$W/body")"
 check but/stacks-403 jq -e '.status == 403 and .detail == "this agent does not serve stacks captures (captures: dump,gcdump,trace,cpuprofile,metrics,logs,env)"' "$W/body"

@@ -5,8 +5,8 @@
 # in DIAGPORT_SETTINGS (as ECS gives a Secrets Manager secret) pointing at azurite, a real .NET app
 # attached. Each artifact is read back with the official SDK (@aws-sdk/client-s3, @azure/storage-blob):
 #   dump     a WithHeap core to S3: an ELF core, its size within 10% of the same dump streamed to the
-#            client, the operation's bytesSent equal to the object's size, searchable metadata (pid,
-#            artifacttype, hostname)
+#            client, the operation's X-Diagport-Bytes-Sent equal to the object's size, searchable metadata
+#            (pid, artifacttype, hostname)
 #   trace    a CPU trace to Azure Blob: a nettrace `diagport nettrace stats` reads, with events
 #   failure  a bucket that does not exist: the operation Failed with the store's NoSuchBucket; the
 #            store killed mid-upload: Failed after the bounded retries, saying why
@@ -70,7 +70,10 @@ check egress-process-started grep -q '"event":"egress-started"' "$W/agent.log"
 
 # a WithHeap dump to S3, beside the same dump streamed to the client
 curl -s -o "$W/streamed" "$U/dump?type=WithHeap"
+# sent URL: the operation's bytes delivered so far (its X-Diagport-Bytes-Sent header)
+sent() { curl -s -D - -o /dev/null "$1" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-diagport-bytes-sent" { print $2 }'; }
 egressed dump "$U/dump?type=WithHeap&egressProvider=s3"
+SENT=$(sent "$U$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/dump.hdr")")
 WHY="HTTP $CODE: $(cat "$W/dump-op.json")"
 check dump-succeeded jq -e '.status == "Succeeded" and (.resourceLocation | startswith("s3://diag/shop/core_"))' "$W/dump-op.json"
 KEY=$(jq -r '.resourceLocation | sub("^s3://diag/"; "")' "$W/dump-op.json")
@@ -87,11 +90,11 @@ s3.send(new GetObjectCommand({ Bucket: "diag", Key: process.argv[2] })).then(asy
 });' "$S3" "$KEY" "$W/from-s3") 2>> "$W/s3.err" # node exits once the file is written whole
 WHY="$(cat "$W/s3.json" "$W/s3.err" | head -c 400); $(file -b "$W/from-s3" 2>&1)"
 check dump-is-core bash -c "file -b '$W/from-s3' | grep -q 'ELF 64-bit LSB core file'"
-WHY="object $(jq .size "$W/s3.json") bytes, streamed $(stat -c %s "$W/streamed"), operation's bytesSent $(jq .bytesSent "$W/dump-op.json")"
+WHY="object $(jq .size "$W/s3.json") bytes, streamed $(stat -c %s "$W/streamed"), operation's X-Diagport-Bytes-Sent $SENT"
 check dump-size python3 -c 'import json, os, sys
-o = json.load(open(sys.argv[1])); s = os.path.getsize(sys.argv[2]); op = json.load(open(sys.argv[4]))
-sys.exit(not (abs(o["size"] - s) <= s // 10 and o["size"] == os.path.getsize(sys.argv[3]) and op["bytesSent"] == o["size"]))' \
-	"$W/s3.json" "$W/streamed" "$W/from-s3" "$W/dump-op.json"
+o = json.load(open(sys.argv[1])); s = os.path.getsize(sys.argv[2])
+sys.exit(not (abs(o["size"] - s) <= s // 10 and o["size"] == os.path.getsize(sys.argv[3]) and sys.argv[4] == str(o["size"])))' \
+	"$W/s3.json" "$W/streamed" "$W/from-s3" "$SENT"
 WHY="$(jq -c .metadata "$W/s3.json")"
 check dump-metadata jq -e --arg p "$APID" '.metadata.pid == $p and .metadata.artifacttype == "dump" and
 	(.metadata.hostname | length > 0) and (.metadata.created | test("^[0-9]{4}-"))' "$W/s3.json"
@@ -129,7 +132,7 @@ check missing-bucket-failed jq -e '.status == "Failed" and (.error.message | tes
 # the store goes down mid-upload: the operation ends Failed (after the bounded retries), saying so
 curl -s -D "$W/down.hdr" -o /dev/null "$U/dump?type=WithHeap&egressProvider=s3"
 LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/down.hdr")
-for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .bytesSent)" -gt 0 ] 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 100); do [ "$(sent "$U$LOC")" -gt 0 ] 2>/dev/null && break; sleep 0.05; done
 kill -9 "$(cat "$W/s3rver.pid")"
 op_ended 90 "$U$LOC"
 curl -s "$U$LOC" > "$W/down-op.json"
@@ -149,7 +152,7 @@ check no-secret-in-log bash -c "! grep -q -F '$AZKEY' '$W/agent.log' && ! grep -
 # the egress process killed mid-upload: the operation says so (not only that a pipe broke)
 curl -s -D "$W/killed.hdr" -o /dev/null "$U/dump?type=WithHeap&egressProvider=az"
 LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/killed.hdr")
-for _ in $(seq 1 100); do [ "$(curl -s "$U$LOC" | jq -r .bytesSent)" -gt 0 ] 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 100); do [ "$(sent "$U$LOC")" -gt 0 ] 2>/dev/null && break; sleep 0.05; done
 kill -9 "$EPID"
 op_ended 30 "$U$LOC"
 curl -s "$U$LOC" > "$W/killed-op.json"

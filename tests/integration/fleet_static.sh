@@ -301,6 +301,11 @@ start_hostile escapes
 WHY="an escape sequence reached the terminal: $(cat -v "$W/h1.out" "$W/h1c.out" "$W/h1c.err" | head -c 600)"
 check no-terminal-escapes bash -c "! grep -q \$'\\e' '$W/h1.out' '$W/h1c.out' '$W/h1c.err' &&
 	! grep -q '^FAKE' '$W/h1c.out' && grep -qF '?]0;PWNED??[2Jwebapp' '$W/h1.out' && grep -q 'bad thing' '$W/h1c.out'"
+# an agent older than /runtimes (404): ps takes the runtime's version and uptime from its /process, as before
+start_hostile plain
+"$D" ps --target "$HURL" -o json > "$W/h-old.json" 2>&1
+WHY="$(head -c 400 "$W/h-old.json")"
+check ps-agent-without-runtimes jq -e '.items[0].processes[0] | .runtimeVersion == "9.0.11" and .uptimeSeconds > 0' "$W/h-old.json"
 start_hostile many
 "$D" capture stacks --target "$HURL" -o "$W/h2" > "$W/h2.out" 2>&1
 rc=$?

@@ -6,8 +6,9 @@ for a real peer (the real agent is tested beside it); it is the attacker.
 
 Usage: hostile_agent.py MODE PORTFILE [LOG]
 MODE:
-  escapes    /processes: one process named with an OSC title and a clear-screen sequence; every capture
-             answers 500 with a problem+json whose detail holds ESC, CR and LF (a forged extra line)
+  escapes    /processes: one process named with an OSC title and a clear-screen sequence, its /runtimes
+             version and time with escapes too; every capture answers 500 with a problem+json whose detail holds
+             ESC, CR and LF (a forged extra line)
   many       /processes lists 300 processes (over the 256 the client takes)
   nopid      /processes lists processes without a pid, with pid 0 and with pid -5
   endless    /processes one process; /stacks answers 200 and never stops sending bytes
@@ -15,6 +16,8 @@ MODE:
   plain      /processes one process; every capture answers 200 with a short text (a look-alike that
              collects what is sent to it)
   wants-token  as plain, but a request without an Authorization header gets 401 (problem+json)
+Every mode but escapes answers /runtimes 404, as an agent older than that route did, and has the runtime's
+version and attach time in /process, where such an agent had them.
 Every request's headers are appended to LOG (one JSON object a line) when given.
 """
 import json
@@ -61,10 +64,18 @@ class H(BaseHTTPRequestHandler):
             else:
                 procs = [{"pid": 7, "uid": "u", "name": "webapp"}]
             return self.send(200, json.dumps(procs))
+        if path == "/runtimes" and MODE == "escapes":
+            return self.send(200, json.dumps([{"pid": 7, "uid": "u", "name": ESC_NAME,
+                                               "runtimeVersion": "10.0.0\x1b[31m",
+                                               "attachedDateTime": "2026-01-01T00:00:00\x1b[2JZ"}]))
+        if path == "/runtimes":  # an agent older than /runtimes: its /process had those fields
+            return self.send(404, json.dumps({"title": "Not Found", "status": 404, "detail": "no route /runtimes"}),
+                             "application/problem+json")
         if path == "/process":
-            name = ESC_NAME if MODE == "escapes" else "webapp"
-            return self.send(200, json.dumps({"pid": 7, "uid": "u", "name": name, "commandLine": name,
-                                              "runtimeVersion": "10.0.0\x1b[31m"}))
+            if MODE == "escapes":
+                return self.send(200, json.dumps({"pid": 7, "uid": "u", "name": ESC_NAME, "commandLine": ESC_NAME}))
+            return self.send(200, json.dumps({"pid": 7, "uid": "u", "name": "webapp", "commandLine": "webapp",
+                                              "runtimeVersion": "9.0.11", "attachedDateTime": "2026-01-01T00:00:00Z"}))
         if MODE == "escapes":
             detail = "bad thing\x1b[2J\r\nFAKE  999  succeeded  all fine"
             return self.send(500, json.dumps({"title": "x", "status": 500, "detail": detail}),

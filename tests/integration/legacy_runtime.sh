@@ -43,6 +43,9 @@ UID_=$(jq -r '.[0].uid' "$W/body")
 code "$U/process?pid=$APID" > /dev/null
 WHY="$(cat "$W/body")"; check process-by-pid jq -e --argjson p "$APID" '.pid == $p' "$W/body"
 WHY="got $(code "$U/process?uid=$UID_")"; check process-by-uid test "$(code "$U/process?uid=$UID_")" = 200
+# /runtimes: no version before .NET 6 (no ProcessInfo2), null; the attach time all the same
+code "$U/runtimes" > /dev/null
+WHY="$(cat "$W/body")"; check runtimes-version-null jq -e --argjson p "$APID" '.[0].pid == $p and .[0].runtimeVersion == null and (.[0].attachedDateTime | test("Z$"))' "$W/body"
 
 # no ProcessEnvironment before .NET 5: a 400 that says so
 c=$(code "$U/env")
