@@ -2,7 +2,7 @@
  * crashes.c - crashes noticed, recorded, shipped and capped (crashes.h).
  *
  * A watcher looks at the dumps directory every SCAN_MS. A crash is the pair
- * CRASH_PREFIX...dmp and its .crashreport.json (createdump writes the
+ * CRASH_NAME (crash-PID-TIME-EXE.dmp) and its .crashreport.json (createdump writes the
  * report, then the dump). It is complete when no runtime with its pid that
  * attached before the crash is still attached: the process ends only after
  * createdump has finished, and its diagnostic connection with it. (Runtimes
@@ -102,29 +102,24 @@ static void crash_free(struct crash *k)
 	free(k);
 }
 
-/* "crash-EXE-PID-T.dmp": EXE may hold '-', so PID and T are read from the end. */
+/* "crash-PID-T-EXE.dmp" (EXE may hold '-': it is last). */
 static bool parse_name(const char *name, struct crash *k)
 {
 	size_t n = strlen(name), pl = strlen(CRASH_PREFIX);
-	char buf[256], *t, *p, *end;
+	const char *p = name + pl;
+	char *end;
 
-	if (n <= pl + 4 || n >= sizeof(buf) || strncmp(name, CRASH_PREFIX, pl) != 0 || strcmp(name + n - 4, ".dmp") != 0)
+	if (n <= pl + 4 || strncmp(name, CRASH_PREFIX, pl) != 0 || strcmp(name + n - 4, ".dmp") != 0)
 		return false;
-	memcpy(buf, name + pl, n - pl - 4);
-	buf[n - pl - 4] = '\0';
-	if ((t = strrchr(buf, '-')) == NULL)
-		return false;
-	*t++ = '\0';
-	if ((p = strrchr(buf, '-')) == NULL)
-		return false;
-	*p++ = '\0';
 	k->pid = strtoull(p, &end, 10);
-	if (*p == '\0' || *end != '\0')
+	if (end == p || *end != '-')
 		return false;
-	k->unix_ms = strtoll(t, &end, 10) * 1000;
-	if (*t == '\0' || *end != '\0')
+	p = end + 1;
+	k->unix_ms = strtoll(p, &end, 10) * 1000;
+	if (end == p || *end != '-' || k->unix_ms < 0)
 		return false;
-	snprintf(k->exe, sizeof(k->exe), "%.63s", buf);
+	p = end + 1;
+	snprintf(k->exe, sizeof(k->exe), "%.*s", (int)(name + n - 4 - p < 63 ? name + n - 4 - p : 63), p);
 	return true;
 }
 

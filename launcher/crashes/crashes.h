@@ -21,7 +21,7 @@
 
 /* The dump's name the runtime is given, in the dumps directory; the report is NAME.crashreport.json. */
 #define CRASH_PREFIX "crash-"
-#define CRASH_NAME CRASH_PREFIX "%e-%p-%t.dmp"
+#define CRASH_NAME CRASH_PREFIX "%p-%t-%e.dmp" /* the injector gives the same (its crash-dumps option) */
 #define CRASH_DEFAULT_COUNT 8
 #define CRASH_DEFAULT_BYTES (1ull << 30)
 
