@@ -239,10 +239,10 @@ bool inj_crash_name(const char *name, size_t len)
 	return false;
 }
 
-/* Does list (env or secrets, items named by e_name) set a crash-dump setting of its own? */
+/* Does list (env or secrets, items named by e_name; a seq or NULL) set a crash-dump setting of its own? */
 static bool names_crash(const struct inj_dialect *d, const struct doc_node *list)
 {
-	for (size_t i = 0; doc_is(list, DOC_SEQ) && i < list->n; i++) {
+	for (size_t i = 0; list && i < list->n; i++) {
 		const char *n = doc_get_str(list->vals[i], d->e_name);
 
 		if (n && inj_crash_name(n, strlen(n)))
