@@ -92,7 +92,9 @@ int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *bas
 			const char *k = labels->keys[i]->text, *v = inj_scalar_text(item);
 
 			if (strncmp(k, INJ_PREFIX, plen) == 0)
-				rc = label_option(c, o, item, k + plen, v, v ? item->len : 0, what, em);
+				/* the length of the text as written (a YAML 1.1 boolean, `off`, is read as "false") */
+				rc = label_option(c, o, item, k + plen, v, v ? item->len - strlen(item->text) + strlen(v) : 0,
+						  what, em);
 		} else if (doc_strval(item) && strncmp(item->text, INJ_PREFIX, plen) == 0) {
 			char *name = mem_strndup(item->text + plen, strcspn(item->text + plen, "="));
 			const char *eq = strchr(item->text, '=');

@@ -294,6 +294,11 @@ int inj_option_set(struct inj_opts *o, const struct inj_option *opt, const char 
 				set_int(field, opt->size, i);
 				return 0;
 			}
+		/* a choice "off" is also "false": YAML 1.1 reads a bare off (crash-dumps: off) as a boolean */
+		if (strcmp(opt->choices[0], "off") == 0 && strcmp(v, "false") == 0) {
+			set_int(field, opt->size, 0);
+			return 0;
+		}
 		choices_text(opt->choices, list, sizeof(list));
 		return err_set(em, DP_EINVAL, "option %s: '%s' is not %s", opt->name, v, list);
 	case OK_OPTIN:

@@ -119,8 +119,11 @@ static void docs_options_table(void)
 static void crash_dumps(void)
 {
 	static const char *const types[] = { "off", "mini", "heap", "triage", "full" };
+	static const char settings[] = "crash-dumps: heap\nenforce:\n  crash-dumps: off\n  ptrace: no\n";
+	struct doc_node *ann = t_doc("diagport.dev/crash-dumps: off\n");
 	struct inj_status st = { .wflags = "V", .n = 1 };
-	struct inj_opts o;
+	struct inj_settings set;
+	struct inj_opts o, own;
 	struct err_msg em;
 	char *text;
 
@@ -135,6 +138,9 @@ static void crash_dumps(void)
 	T_CHECK(inj_opts_set(&o, "crash-dumps", "2", &em) == DP_EINVAL);
 	T_CHECK(strstr(em.text, "'2' is not off, mini, heap, triage or full") != NULL);
 	T_CHECK(inj_opts_set(&o, "crash-dumps", "Mini", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "false", &em) == 0 && o.crash_dumps == 0); /* YAML 1.1's bare off */
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "true", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "full", &em) == 0);
 	T_STREQ(inj_crash_names[0], "DbgEnableMiniDump");
 	T_STREQ(inj_crash_value(&o, 0), "1");
 	T_STREQ(inj_crash_value(&o, 2), "/dumps/crash-%p-%t-%e.dmp");
@@ -151,6 +157,14 @@ static void crash_dumps(void)
 	text = inj_status_format(&st, &o);
 	T_STREQ(text, "v1 mode=nosuspend flavour=diagport sidecar=native crash-dumps=full +V app:ECmM");
 	free(text);
+	/* a bare off (a YAML 1.1 boolean) in the platform's settings and in a workload's own */
+	T_CHECK(inj_settings_parse(settings, strlen(settings), "t.yaml", &set, &em) == 0);
+	T_CHECK(set.opts.crash_dumps == 2 && set.enforce.v.crash_dumps == 0 && !set.enforce.v.ptrace);
+	inj_settings_free(&set);
+	T_CHECK(ann != NULL && inj_opts_from_map(NULL, &o, ann, true, "annotation ", "Pod p", &own, &em) == 0);
+	T_CHECK(own.crash_dumps == 0);
+	inj_opts_free(&own);
+	doc_free(ann);
 	T_CHECK(inj_opts_set(&o, "crash-dumps", "mini", &em) == 0);
 	text = inj_status_format(&st, &o);
 	T_STREQ(text, "v1 mode=nosuspend flavour=diagport sidecar=native +V app:ECmM");
