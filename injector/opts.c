@@ -295,7 +295,7 @@ int inj_option_set(struct inj_opts *o, const struct inj_option *opt, const char 
 				return 0;
 			}
 		/* a choice "off" is also "false": YAML 1.1 reads a bare off (crash-dumps: off) as a boolean */
-		if (strcmp(opt->choices[0], "off") == 0 && strcmp(v, "false") == 0) {
+		if (opt->choices[0] && strcmp(opt->choices[0], "off") == 0 && strcmp(v, "false") == 0) {
 			set_int(field, opt->size, 0);
 			return 0;
 		}
