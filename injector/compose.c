@@ -402,9 +402,10 @@ int inj_compose_project(struct doc_node *doc, const struct inj_ctx *c, struct er
 		for (size_t i = 0; i < st.n; i++)
 			buf_printf(&names, "%s%s", i ? ", " : "", st.c[i].name);
 		inj_report_warn(c->report, "injected every service (%s): one that is not .NET (a database, a cache) gets "
-				"%s and %s for nothing; name the .NET ones (--containers, x-diagport containers) or opt "
-				"the others out (label %sinject: \"false\")", names.data, INJ_ENV,
-				o.ptrace ? "SYS_PTRACE" : "nothing else", INJ_PREFIX);
+				"%s%s and %s for nothing; name the .NET ones (--containers, x-diagport containers) or "
+				"opt the others out (label %sinject: \"false\")", names.data, INJ_ENV,
+				o.crash_dumps ? ", the crash-dump settings" : "", o.ptrace ? "SYS_PTRACE" : "nothing else",
+				INJ_PREFIX);
 		buf_free(&names);
 	}
 	if (c->report)

@@ -3,7 +3,7 @@
  * compose_svc.c's rules apply them): the project's options, then the
  * service's diagport.dev/ labels (map or list form, through merge keys too).
  * A service's label may set only what is the service's own (inject, mode,
- * ptrace); the agent's options are the project's one x-diagport map, and a
+ * ptrace, crash-dumps); the agent's options are the project's one x-diagport map, and a
  * label that names one is refused with where it belongs. perf is refused
  * wherever it is asked for, with why.
  */
@@ -14,7 +14,7 @@
 #include "mem.h"
 
 /* Options a service label may set; the rest configure the one agent (x-diagport). */
-static const char *const service_options[] = { "inject", "mode", "ptrace", NULL };
+static const char *const service_options[] = { "inject", "mode", "ptrace", "crash-dumps", NULL };
 static const char *const agent_options[] = { "image", "port", "resources", "dumps-size-limit", "flavour", "flavor",
 					     "auth-secret", "tls-secret", "auth", "egress-settings", "rules", "captures", NULL };
 
@@ -59,7 +59,8 @@ static int label_option(const struct inj_ctx *c, struct inj_opts *o, const struc
 	if (!in_list(service_options, name))
 		return inj_fail(c, em, at, DP_EREFUSED, what,
 				"label " INJ_PREFIX "%s: not an option of a service (a service's labels take "
-				INJ_PREFIX "inject, mode and ptrace; the agent's options go under x-diagport)", name);
+				INJ_PREFIX "inject, mode, ptrace and crash-dumps; the agent's options go under "
+				"x-diagport)", name);
 	if (v == NULL || strlen(v) != vlen)
 		return inj_fail(c, em, at, DP_EREFUSED, what, "label " INJ_PREFIX "%s must be a string%s", name,
 				v ? " without a NUL character" : "");
@@ -91,7 +92,9 @@ int inj_compose_service_opts(const struct inj_ctx *c, const struct inj_opts *bas
 			const char *k = labels->keys[i]->text, *v = inj_scalar_text(item);
 
 			if (strncmp(k, INJ_PREFIX, plen) == 0)
-				rc = label_option(c, o, item, k + plen, v, v ? item->len : 0, what, em);
+				/* the length of the text as written (a YAML 1.1 boolean, `off`, is read as "false") */
+				rc = label_option(c, o, item, k + plen, v, v ? item->len - strlen(item->text) + strlen(v) : 0,
+						  what, em);
 		} else if (doc_strval(item) && strncmp(item->text, INJ_PREFIX, plen) == 0) {
 			char *name = mem_strndup(item->text + plen, strcspn(item->text + plen, "="));
 			const char *eq = strchr(item->text, '=');

@@ -9,7 +9,7 @@
  * anchored map, which other services share, is never edited, and uninject
  * deletes the copy while it still equals the merged value. Flags: status.c.
  *
- * One idea at ~610 lines: a service's rules, each field's inject beside its
+ * One idea at ~650 lines: a service's rules, each field's inject beside its
  * uninject so the pair is read together; the labels went to compose_opts.c.
  */
 #include "inj_int.h"
@@ -289,6 +289,46 @@ static int undo_env(const struct inj_ctx *c, struct doc_node *svc, const char *f
 	return 0;
 }
 
+/*
+ * The crash-dump settings (rules.c says which), added to the service's own
+ * environment (add_env has made it) unless the environment names one of them
+ * itself, through its merge key too: flag C.
+ */
+static void add_crash(struct doc_node *svc, const struct inj_opts *o, char *flags)
+{
+	struct doc_node *env = doc_get(svc, f_env.key);
+	static const char *const prefixes[] = { "DOTNET_", INJ_CRASH_PREFIX };
+
+	for (size_t i = 0; i < INJ_CRASH_NVARS; i++)
+		for (size_t p = 0; p < 2; p++) {
+			char *name = mem_printf("%s%s", prefixes[p], inj_crash_names[i]);
+			bool own = doc_is(env, DOC_MAP) ? inj_merged_get(env, name) != NULL : kv_find(env, name) >= 0;
+
+			mem_free(name);
+			if (own)
+				return;
+		}
+	for (size_t i = 0; i < INJ_CRASH_NVARS; i++) {
+		char *name = mem_printf(INJ_CRASH_PREFIX "%s", inj_crash_names[i]);
+
+		kv_add(env, name, inj_crash_value(o, i));
+		mem_free(name);
+	}
+	inj_flag_add(flags, FLAGS_SIZE, 'C');
+}
+
+static void undo_crash(struct doc_node *svc, const char *flags)
+{
+	struct doc_node *env = doc_get(svc, f_env.key);
+
+	for (size_t i = 0; inj_flag(flags, 'C') && env && i < INJ_CRASH_NVARS; i++) {
+		char *name = mem_printf(INJ_CRASH_PREFIX "%s", inj_crash_names[i]);
+
+		kv_del(env, name);
+		mem_free(name);
+	}
+}
+
 /* A short volume "SOURCE:TARGET[:MODE]" or "TARGET": its source (may be empty) and target, colons in ${...} skipped. */
 static void short_volume(const char *s, char **src, char **tgt)
 {
@@ -539,8 +579,11 @@ int inj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const str
 {
 	int rc;
 
-	if ((rc = check_mounts(c, svc, what, em)) != 0 || (rc = add_env(c, svc, o, what, cs->flags, em)) != 0 ||
-	    (rc = add_volumes(c, svc, what, cs->flags, em)) != 0 ||
+	if ((rc = check_mounts(c, svc, what, em)) != 0 || (rc = add_env(c, svc, o, what, cs->flags, em)) != 0)
+		return rc;
+	if (o->crash_dumps)
+		add_crash(svc, o, cs->flags);
+	if ((rc = add_volumes(c, svc, what, cs->flags, em)) != 0 ||
 	    (o->ptrace && (rc = add_ptrace(c, svc, what, cs->flags, em)) != 0) ||
 	    (depends && (rc = add_depends(c, svc, o, what, cs->flags, em)) != 0))
 		return rc;
@@ -553,6 +596,7 @@ int uninj_compose_service(const struct inj_ctx *c, struct doc_node *svc, const s
 	const char *f = cs->flags;
 	int rc;
 
+	undo_crash(svc, f);
 	if ((rc = undo_env(c, svc, f, what, em)) != 0 || (rc = undo_depends(c, svc, f, what, em)) != 0)
 		return rc;
 	unshare(svc, &f_env, f);

@@ -2,9 +2,9 @@
  * inj.h - the injection rules, written once, for every front-end.
  *
  * inject adds to a workload what a .NET process needs for diagnostics from a
- * sidecar: two shared volumes (socket and dumps), DOTNET_DiagnosticPorts on
- * the app containers, SYS_PTRACE when the ptrace option asks for it (off by
- * default), and the capture agent container; it records
+ * sidecar: two shared volumes (socket and dumps), DOTNET_DiagnosticPorts and
+ * the crash-dump settings on the app containers, SYS_PTRACE when the ptrace
+ * option asks for it (off by default), and the capture agent container; it records
  * exactly what it added in a status record (diagport.dev/status), so that
  * injecting again is a no-op and uninject removes exactly that.
  *
@@ -41,6 +41,21 @@
 #define INJ_TLS_DIR "/etc/diagport/tls"
 #define INJ_SOCKET "/diag/port"
 #define INJ_ENV "DOTNET_DiagnosticPorts"
+/*
+ * Crash dumps (the crash-dumps option): the runtime's own settings, given
+ * with the COMPlus_ prefix, which the runtime reads after DOTNET_, so that a
+ * DOTNET_ value the workload sets where inject cannot see it (the image's
+ * ENV, envFrom, env_file, environmentFiles) still wins, each variable on
+ * its own; and which .NET 6, whose dump settings read no DOTNET_ prefix,
+ * reads too. The file name (createdump expands %p pid, %t seconds since the
+ * epoch, %e the executable's name) puts pid and time first, so the agent
+ * reads them whatever the name holds; the crash report is the same name
+ * with ".crashreport.json" appended. The agent's own files in the dumps
+ * volume start with ".diagport-", so none is named like a crash dump.
+ */
+#define INJ_CRASH_PREFIX "COMPlus_"
+#define INJ_CRASH_FILE INJ_DUMPS_DIR "/crash-%p-%t-%e.dmp"
+#define INJ_CRASH_DEFAULT 1 /* Mini: docs/INJECTION.md, "Crash dumps", says why */
 #define INJ_PREFIX "diagport.dev/"
 #define INJ_STATUS_KEY "diagport.dev/status"
 #define INJ_DEFAULT_PORT 52323
@@ -82,6 +97,8 @@ struct inj_opts {
 	bool perf;                /* what the agent's perf engine needs: the app's processes in the agent's pid
 				     namespace and PERFMON for the runtime's seccomp profile (Kubernetes only;
 				     ECS, CloudFormation and Compose refuse it) */
+	int crash_dumps;          /* the runtime's dump type when an app crashes (DbgMiniDumpType: 1 mini, 2 heap,
+				     3 triage, 4 full), or 0: off */
 	unsigned captures;        /* the capture kinds the agent serves, a bit each (INJ_CAPTURE_ALL: all, the
 				     default, which adds nothing to its arguments); never 0 */
 	unsigned flagged;         /* the options the command line set, one bit each (inj_opts_set_flag): a
@@ -111,7 +128,7 @@ void inj_opts_free(struct inj_opts *o);
  * Set one option by its annotation name without the prefix ("mode",
  * "containers", "ptrace", "image", "port", "resources", "dumps-size-limit",
  * "sidecar", "flavour", "auth-secret", "tls-secret", "egress-settings", "rules", "auth",
- * "perf", "inject"). DP_EINVAL with a message naming the option and the
+ * "perf", "captures", "crash-dumps", "inject"). DP_EINVAL with a message naming the option and the
  * accepted values when the value is bad; DP_ENOTFOUND when the name is not
  * an option.
  */

@@ -146,6 +146,21 @@ bool inj_names_socket(const char *value);
 bool inj_path_overlaps(const char *p, const char *dir);
 /* The DOTNET_DiagnosticPorts entry the rules add for this mode. */
 const char *inj_port_value(enum inj_mode m);
+/*
+ * The crash-dump settings (the crash-dumps option, inj.h): the runtime's
+ * names without prefix, "DbgEnableMiniDump", ..., and the value inject gives
+ * setting i for o (borrowed; o->crash_dumps not 0). A container whose own
+ * environment names any of them with either prefix (DOTNET_, COMPlus_), as
+ * a value or from a secret, has its own crash-dump setup, and inject adds
+ * none of them to it (flag C otherwise, status.c).
+ */
+#define INJ_CRASH_NVARS 4
+extern const char *const inj_crash_names[INJ_CRASH_NVARS];
+const char *inj_crash_value(const struct inj_opts *o, size_t i);
+/* The crash-dumps option's word for a dump type ("mini"; "off" for 0), opts.c. */
+const char *inj_crash_type(int t);
+/* Is name[0..len) ("DOTNET_DbgMiniDumpType") one of the crash-dump settings, with either prefix? */
+bool inj_crash_name(const char *name, size_t len);
 
 /* The agent container (agent.c). */
 struct inj_agent_user { long long uid, gid; char *ecs_user; /* ECS "uid:gid" text; owned */ };

@@ -27,6 +27,7 @@ void inj_opts_init(struct inj_opts *o)
 	o->sidecar = INJ_SIDECAR_NATIVE;
 	o->flavour = INJ_FLAVOUR_DIAGPORT;
 	o->captures = INJ_CAPTURE_ALL;
+	o->crash_dumps = INJ_CRASH_DEFAULT;
 }
 
 static char *dup_or_null(const char *s)
@@ -80,6 +81,8 @@ static const char *const mode_choices[] = { "nosuspend", "suspend", NULL };
 static const char *const sidecar_choices[] = { "native", "container", NULL };
 static const char *const flavour_choices[] = { "diagport", "dotnet-monitor", NULL };
 static const char *const auth_choices[] = { "required", "none", NULL };
+/* in the order of the runtime's DbgMiniDumpType values, so a choice's index is the value (off: 0, none) */
+static const char *const crash_choices[] = { "off", "mini", "heap", "triage", "full", NULL };
 
 const struct inj_option inj_options[] = {
 	{ "inject", NULL, NULL, NULL, NULL, OK_OPTIN, FIELD(inject), NULL, NULL, "`true` / `false`", NULL, "CLI: true; CloudFormation: opt-in", "whether the workload is injected (a workload's `false` opts it out)" },
@@ -99,8 +102,14 @@ const struct inj_option inj_options[] = {
 	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },
 	{ "perf", NULL, NULL, "--perf", "true", OK_BOOL, FIELD(perf), NULL, NULL, "`true` / `false`", NULL, "`false`", "Kubernetes: what the agent's perf CPU profiles need (`shareProcessNamespace`, `PERFMON` for the agent, which Pod Security baseline and restricted refuse); ECS, CloudFormation and Compose refuse it" },
 	{ "captures", NULL, "--captures", NULL, NULL, OK_CAPTURES, FIELD(captures), NULL, NULL, "comma-separated kinds (`dump`, `gcdump`, `trace`, `cpuprofile`, `stacks`, `metrics`, `logs`, `env`), or `all`", "LIST", "`all`", "the capture kinds the agent serves (its `--captures`, sorted and deduplicated); the platform's `enforce` list is the most a workload may serve" },
+	{ "crash-dumps", NULL, "--crash-dumps", NULL, NULL, OK_CHOICE, FIELD(crash_dumps), crash_choices, NULL, NULL, NULL, "`mini`", "when an app crashes, the runtime writes a dump of this type and a crash report into the dumps volume (see \"Crash dumps\"); `mini` fits any dumps-size-limit: it grows with the app's threads, not its heap" },
 };
 #define N_OPTIONS (sizeof(inj_options) / sizeof(inj_options[0]))
+
+const char *inj_crash_type(int t)
+{
+	return t >= 0 && t <= 4 ? crash_choices[t] : "?";
+}
 const size_t inj_n_options = N_OPTIONS;
 
 static void replace(char **slot, const char *v)
@@ -285,6 +294,11 @@ int inj_option_set(struct inj_opts *o, const struct inj_option *opt, const char 
 				set_int(field, opt->size, i);
 				return 0;
 			}
+		/* a choice "off" is also "false": YAML 1.1 reads a bare off (crash-dumps: off) as a boolean */
+		if (opt->choices[0] && strcmp(opt->choices[0], "off") == 0 && strcmp(v, "false") == 0) {
+			set_int(field, opt->size, 0);
+			return 0;
+		}
 		choices_text(opt->choices, list, sizeof(list));
 		return err_set(em, DP_EINVAL, "option %s: '%s' is not %s", opt->name, v, list);
 	case OK_OPTIN:

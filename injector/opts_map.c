@@ -60,7 +60,9 @@ int inj_opts_from_map(const struct inj_ctx *c, const struct inj_opts *base, cons
 			inj_opts_free(o);
 			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s must be a string", prefixed ? INJ_PREFIX : "", k);
 		}
-		if (strlen(v) != map->vals[i]->len) { /* a JSON string's \u0000: C would read only what comes before it */
+		/* a JSON string's \u0000: C would read only what comes before it (the text as written: a YAML 1.1
+		 * boolean, `off`, is read as "false") */
+		if (strlen(map->vals[i]->text) != map->vals[i]->len) {
 			inj_opts_free(o);
 			return inj_fail(c, em, map->vals[i], DP_EREFUSED, what, "%s%s holds a NUL character",
 					prefixed ? INJ_PREFIX : "", k);

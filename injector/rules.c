@@ -3,7 +3,8 @@
  *
  * For one selected app container: mount the socket and dumps volumes, point
  * DOTNET_DiagnosticPorts at the agent's socket (appended with ';' to an
- * existing value, never duplicated), add SYS_PTRACE when the ptrace option asks; and the exact inverse.
+ * existing value, never duplicated), give it the crash-dump settings unless
+ * it has its own, add SYS_PTRACE when the ptrace option asks; and the exact inverse.
  * Field names come from the dialect (inj_int.h), so Kubernetes, ECS and
  * CloudFormation share this code. What was added is recorded as flags in the
  * container's status entry (status.c lists the letters).
@@ -205,6 +206,104 @@ static int add_env(const struct inj_ctx *c, const struct inj_dialect *d, struct 
 	return 0;
 }
 
+const char *const inj_crash_names[INJ_CRASH_NVARS] = { "DbgEnableMiniDump", "DbgMiniDumpType", "DbgMiniDumpName",
+							 "EnableCrashReport" };
+
+const char *inj_crash_value(const struct inj_opts *o, size_t i)
+{
+	static const char *const types[] = { "0", "1", "2", "3", "4" };
+
+	switch (i) {
+	case 1:
+		return types[o->crash_dumps >= 0 && o->crash_dumps <= 4 ? o->crash_dumps : INJ_CRASH_DEFAULT];
+	case 2:
+		return INJ_CRASH_FILE;
+	default:
+		return "1";
+	}
+}
+
+bool inj_crash_name(const char *name, size_t len)
+{
+	static const char *const prefixes[] = { "DOTNET_", INJ_CRASH_PREFIX };
+
+	for (size_t p = 0; p < 2; p++) {
+		size_t pl = strlen(prefixes[p]);
+
+		if (len <= pl || strncmp(name, prefixes[p], pl) != 0)
+			continue;
+		for (size_t i = 0; i < INJ_CRASH_NVARS; i++)
+			if (strlen(inj_crash_names[i]) == len - pl && strncmp(name + pl, inj_crash_names[i], len - pl) == 0)
+				return true;
+	}
+	return false;
+}
+
+/* Does list (env or secrets, items named by e_name; a seq or NULL) set a crash-dump setting of its own? */
+static bool names_crash(const struct inj_dialect *d, const struct doc_node *list)
+{
+	for (size_t i = 0; list && i < list->n; i++) {
+		const char *n = doc_get_str(list->vals[i], d->e_name);
+
+		if (n && inj_crash_name(n, strlen(n)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The crash-dump settings, appended to env (created, flag l, when there is
+ * none) unless the container sets one of them itself: then its setup is its
+ * own and none is added. Flag C when they were.
+ */
+static int add_crash(const struct inj_ctx *c, const struct inj_dialect *d, struct doc_node *ctr,
+		     const struct inj_opts *o, const char *what, struct inj_cstat *cs, struct err_msg *em)
+{
+	struct doc_node *env, *secrets = NULL;
+	int rc;
+
+	if ((rc = inj_seq_field(c, ctr, d->c_env, what, &env, em)) != 0 ||
+	    (d->c_secrets && (rc = inj_seq_field(c, ctr, d->c_secrets, what, &secrets, em)) != 0))
+		return rc;
+	if (names_crash(d, env) || names_crash(d, secrets))
+		return 0;
+	if (env == NULL)
+		env = inj_create(ctr, d->c_env, DOC_SEQ, cs->flags, sizeof(cs->flags), 'l');
+	for (size_t i = 0; i < INJ_CRASH_NVARS; i++) {
+		struct doc_node *item = doc_map();
+		char *name = mem_printf(INJ_CRASH_PREFIX "%s", inj_crash_names[i]);
+
+		doc_set(item, d->e_name, doc_str(name));
+		doc_set(item, d->e_value, doc_str(inj_crash_value(o, i)));
+		doc_push(env, item);
+		mem_free(name);
+	}
+	inj_flag_add(cs->flags, sizeof(cs->flags), 'C');
+	return 0;
+}
+
+/* The inverse: each setting inject appended (the last entry of its name), whatever its value now. */
+static void undo_crash(const struct inj_dialect *d, struct doc_node *ctr, const char *flags)
+{
+	struct doc_node *env = doc_get(ctr, d->c_env);
+
+	if (!inj_flag(flags, 'C') || !doc_is(env, DOC_SEQ))
+		return;
+	for (size_t k = 0; k < INJ_CRASH_NVARS; k++) {
+		char *name = mem_printf(INJ_CRASH_PREFIX "%s", inj_crash_names[k]);
+
+		for (size_t i = env->n; i-- > 0;) {
+			const char *n = doc_get_str(env->vals[i], d->e_name);
+
+			if (n && strcmp(n, name) == 0) {
+				doc_remove(env, i);
+				break;
+			}
+		}
+		mem_free(name);
+	}
+}
+
 static bool has_ptrace(const struct doc_node *add)
 {
 	for (size_t i = 0; add && i < add->n; i++) {
@@ -259,7 +358,8 @@ int inj_container(const struct inj_ctx *c, const struct inj_dialect *d, struct d
 	    (rc = inj_seq_field(c, ctr, d->c_env, what, &env, em)) != 0 ||
 	    (rc = check_mounts(c, d, mounts, what, em)) != 0)
 		return rc;
-	if ((rc = add_env(c, d, ctr, env, o, what, cs, em)) != 0)
+	if ((rc = add_env(c, d, ctr, env, o, what, cs, em)) != 0 ||
+	    (o->crash_dumps && (rc = add_crash(c, d, ctr, o, what, cs, em)) != 0))
 		return rc;
 	if (mounts == NULL)
 		mounts = inj_create(ctr, d->c_mounts, DOC_SEQ, cs->flags, sizeof(cs->flags), 'm');
@@ -347,6 +447,7 @@ int uninj_container(const struct inj_ctx *c, const struct inj_dialect *d, struct
 		}
 		inj_prune(ctr, d->c_mounts, cs->flags, 'm');
 	}
+	undo_crash(d, ctr, cs->flags);
 	if ((rc = undo_env(c, d, ctr, cs->flags, what, em)) != 0)
 		return rc;
 	undo_ptrace(d, ctr, cs->flags);

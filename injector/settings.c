@@ -71,7 +71,7 @@ static int option(struct inj_settings *s, bool enforce, const struct doc_node *k
 
 	if (text == NULL || v->type == DOC_NULL)
 		return err_set(em, DP_EINVAL, "%s:%u:%u: %s%s takes one value", path, v->line, v->col, in, k->text);
-	if (strlen(text) != v->len)
+	if (strlen(v->text) != v->len) /* the text as written: a YAML 1.1 boolean, `off`, is read as "false" */
 		return err_set(em, DP_EINVAL, "%s:%u:%u: %s%s holds a NUL character", path, v->line, v->col, in, k->text);
 	rc = enforce ? inj_policy_set(&s->enforce, k->text, text, em) : inj_opts_set(&s->opts, k->text, text, em);
 	if (rc == DP_ENOTFOUND)

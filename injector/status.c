@@ -4,7 +4,8 @@
  * Format (one line, fits an ECS tag value):
  *   v1 mode=nosuspend flavour=diagport sidecar=native +WFLAGS NAME:FLAGS ...
  * The mode/flavour/sidecar words (and captures=KIND+KIND when the agent serves
- * fewer than all kinds) are for people; uninject reads the flags.
+ * fewer than all kinds, crash-dumps=TYPE when it is not mini) are for
+ * people; uninject reads the flags.
  *
  * Workload flags (+...):
  *   V  the volumes list was created       I  the initContainers list was created
@@ -19,10 +20,14 @@
  *   z  ... to a value that was ""        Z  ... to an entry that had no value field
  *   l  the env list was created
  *   P  SYS_PTRACE added                   1 2 3  capability path levels created
+ *   C  the four crash-dump settings added (COMPlus_DbgEnableMiniDump, ...); absent
+ *      with crash-dumps on: the container sets one of them itself, and its own
+ *      setup is kept as it is
  *   D  dependsOn on the agent added (ECS) d  the dependsOn list was created
  * Compose services (compose.c; the record is on diagport-agent's labels, and
  * each service's own entry in its label diagport.dev/status):
  *   E e z  as above, in environment (map or "K=V" list)   l  environment created
+ *   C  as above, in environment
  *   k  DOTNET_DiagnosticPorts was copied from environment's own merge key
  *   M  the two volumes added   m  volumes created   P  SYS_PTRACE added   c  cap_add created
  *   D  depends_on diagport-agent added   d  depends_on created
@@ -158,6 +163,8 @@ char *inj_status_format(const struct inj_status *st, const struct inj_opts *o)
 		inj_captures_text(o->captures, '+', list, sizeof(list));
 		buf_printf(&b, " captures=%s", list);
 	}
+	if (o->crash_dumps != INJ_CRASH_DEFAULT)
+		buf_printf(&b, " crash-dumps=%s", inj_crash_type(o->crash_dumps));
 	buf_printf(&b, " +%s", st->wflags);
 	for (size_t i = 0; i < st->n; i++)
 		buf_printf(&b, " %s:%s", st->c[i].name, st->c[i].flags);

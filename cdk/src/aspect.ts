@@ -83,7 +83,16 @@ export interface DiagnosticsOptions {
    * platform's policy (`diagport inject --policy`) may allow fewer.
    */
   readonly captures?: Array<CaptureKind | "all">;
+  /**
+   * The dump the runtime writes into the dumps volume when an app crashes,
+   * with its crash report (default `mini`, which fits any dumps-size-limit;
+   * docs/INJECTION.md "Crash dumps"), or `off`.
+   */
+  readonly crashDumps?: CrashDumpType | "off";
 }
+
+/** The runtime's crash-dump types (the `crash-dumps` option, docs/INJECTION.md). */
+export type CrashDumpType = "mini" | "heap" | "triage" | "full";
 
 /** The agent's capture kinds (the `captures` option, docs/INJECTION.md). */
 export type CaptureKind = "dump" | "gcdump" | "trace" | "cpuprofile" | "stacks" | "metrics" | "logs" | "env";
@@ -116,6 +125,7 @@ export function optionParams(o: DiagnosticsOptions): Record<string, string> {
   set("tls-secret", arn(o.tlsSecret));
   if (o.auth === false) set("auth", "none");
   set("captures", o.captures?.join(","));
+  set("crash-dumps", o.crashDumps);
   return p;
 }
 

@@ -3,7 +3,7 @@
 // `diagport inject cfn` (compiled to WebAssembly), DiagportMacro deploys the
 // CloudFormation macro. docs/aws.md describes both.
 
-export { DiagportAspect, DiagportAspectProps, DiagnosticsOptions, optionParams } from "./aspect";
+export { CrashDumpType, DiagportAspect, DiagportAspectProps, DiagnosticsOptions, optionParams } from "./aspect";
 export { DiagportMacro, DiagportMacroProps, MACRO_POLICY_VARIABLE } from "./macro";
 export { MacroResponse, runMacro } from "./rules";
 export { AGENT_CONTAINER, DiagportAgentTarget, DiagportAgentTargetProps } from "./target";

@@ -24,6 +24,8 @@ const DIAGPORT = path.resolve(__dirname, '..', '..', 'diagport');
 const TASKDEF = 'AWS::ECS::TaskDefinition';
 const AGENT = 'diagport-agent';
 const ENV = 'DOTNET_DiagnosticPorts';
+// the crash-dump settings every app container gets after ENV (crash-dumps, default mini)
+const CRASH = ['COMPlus_DbgEnableMiniDump', 'COMPlus_DbgMiniDumpType', 'COMPlus_DbgMiniDumpName', 'COMPlus_EnableCrashReport'];
 const ARN = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:diag-token-AbCdEf';
 
 // ---------------------------------------------------------------- helpers
@@ -161,7 +163,7 @@ test('an EC2 task definition gets the agent, both volumes, the env var (appended
   const web = container(tpl, td, 'web');
   assertInjectedApp(web);
   // the container's own environment stays, ours comes after it
-  assert.deepEqual(web.Environment.map((e) => e.Name), ['ASPNETCORE_URLS', ENV]);
+  assert.deepEqual(web.Environment.map((e) => e.Name), ['ASPNETCORE_URLS', ENV, ...CRASH]);
   assert.deepEqual(web.PortMappings, [{ ContainerPort: 8080, HostPort: 0, Protocol: 'tcp' }]);
   assert.deepEqual(resourceOf(tpl, td).Properties.RequiresCompatibilities, ['EC2']);
 });
@@ -715,6 +717,38 @@ test('the Aspect gives what the CLI gives for captures: the agent\'s --captures,
   const i = agent.Command.indexOf('--captures');
   assert.ok(i > 0, `the agent's command has --captures: ${JSON.stringify(agent.Command)}`);
   assert.equal(agent.Command[i + 1], 'metrics,stacks');
+});
+
+test('the Aspect gives what the CLI gives for crash-dumps: the crash-dump settings of that type on every app container', (t) => {
+  assertSameAsCli(t, { crashDumps: 'heap' }, ['--crash-dumps', 'heap']);
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  fargate(stack, 'Api', ['app', 'worker']);
+  addAspect(app, { crashDumps: 'heap' });
+  const [td] = Object.values(taskDefinitions(Template.fromStack(stack)));
+  for (const c of td.Properties.ContainerDefinitions) {
+    const env = Object.fromEntries((c.Environment || []).map((e) => [e.Name, e.Value]));
+    if (c.Name === AGENT) {
+      assert.equal(env.COMPlus_DbgEnableMiniDump, undefined, 'the agent gets no crash-dump settings');
+      continue;
+    }
+    assert.equal(env.COMPlus_DbgEnableMiniDump, '1', `${c.Name}: ${JSON.stringify(c.Environment)}`);
+    assert.equal(env.COMPlus_DbgMiniDumpType, '2');
+    assert.equal(env.COMPlus_DbgMiniDumpName, '/dumps/crash-%p-%t-%e.dmp');
+    assert.equal(env.COMPlus_EnableCrashReport, '1');
+  }
+});
+
+test('the Aspect with crashDumps off adds no crash-dump setting, as the CLI\'s --crash-dumps off', (t) => {
+  assertSameAsCli(t, { crashDumps: 'off' }, ['--crash-dumps', 'off']);
+  const app = newApp(t);
+  const stack = new cdk.Stack(app, 'S');
+  fargate(stack, 'Api');
+  addAspect(app, { crashDumps: 'off' });
+  const [td] = Object.values(taskDefinitions(Template.fromStack(stack)));
+  const names = td.Properties.ContainerDefinitions.flatMap((c) => (c.Environment || []).map((e) => e.Name));
+  assert.ok(names.includes('DOTNET_DiagnosticPorts'), JSON.stringify(names));
+  assert.deepEqual(names.filter((n) => /DbgEnableMiniDump|DbgMiniDump|EnableCrashReport/.test(n)), []);
 });
 
 test('the Aspect gives what the CLI gives for flavour dotnet-monitor without auth', (t) => {

@@ -204,9 +204,27 @@ test('runMacro: a snippet (a task definition\'s Properties) succeeds and gets th
   assert.equal(r.errorMessage, undefined);
   const names = r.fragment.ContainerDefinitions.map((c) => c.Name);
   assert.deepEqual(names, ['app', 'diagport-agent']);
-  assert.deepEqual(r.fragment.ContainerDefinitions[0].Environment,
-    [{ Name: 'DOTNET_DiagnosticPorts', Value: '/diag/port,suspend,connect' }]);
+  assert.deepEqual(r.fragment.ContainerDefinitions[0].Environment, [
+    { Name: 'DOTNET_DiagnosticPorts', Value: '/diag/port,suspend,connect' },
+    { Name: 'COMPlus_DbgEnableMiniDump', Value: '1' },
+    { Name: 'COMPlus_DbgMiniDumpType', Value: '1' },
+    { Name: 'COMPlus_DbgMiniDumpName', Value: '/dumps/crash-%p-%t-%e.dmp' },
+    { Name: 'COMPlus_EnableCrashReport', Value: '1' },
+  ]);
   assert.deepEqual(r.fragment.Volumes, [{ Name: 'diagport-diag' }, { Name: 'diagport-dumps' }]);
+});
+
+test('runMacro: params crash-dumps sets the dump type of the crash-dump settings; off adds none', () => {
+  const env = (params) => {
+    const r = runMacro({ requestId: 'r', fragment: PROPS, params });
+    assert.equal(r.status, 'success', r.errorMessage);
+    return Object.fromEntries(r.fragment.ContainerDefinitions[0].Environment.map((e) => [e.Name, e.Value]));
+  };
+  assert.equal(env({ 'crash-dumps': 'heap' }).COMPlus_DbgMiniDumpType, '2');
+  assert.deepEqual(Object.keys(env({ 'crash-dumps': 'off' })), ['DOTNET_DiagnosticPorts']);
+  const bad = runMacro({ requestId: 'r', fragment: PROPS, params: { 'crash-dumps': 'huge' } });
+  assert.equal(bad.status, 'failure');
+  assert.match(bad.errorMessage, /crash-dumps: 'huge' is not off, mini, heap, triage or full/);
 });
 
 test('runMacro: a template fragment injects only opted-in task definitions unless all=true', () => {

@@ -48,7 +48,8 @@ test("the user's override of a list (Environment, Capabilities, Volumes) is kept
   DiagportAspect.applyTo(app, { ptrace: true });
   const p = taskDef(Template.fromStack(stack), td);
   const web = byName(p, 'web');
-  assert.deepEqual(web.Environment.map((e) => e.Name), ['FROM_OVERRIDE', 'DOTNET_DiagnosticPorts']);
+  assert.deepEqual(web.Environment.map((e) => e.Name), ['FROM_OVERRIDE', 'DOTNET_DiagnosticPorts',
+    'COMPlus_DbgEnableMiniDump', 'COMPlus_DbgMiniDumpType', 'COMPlus_DbgMiniDumpName', 'COMPlus_EnableCrashReport']);
   assert.deepEqual(web.LinuxParameters.Capabilities.Add, ['NET_ADMIN', 'SYS_PTRACE']);
   assert.deepEqual(p.Volumes.map((v) => v.Name), ['data', 'diagport-diag', 'diagport-dumps']);
   assert.ok(Array.isArray(byName(p, 'diagport-agent').Command));

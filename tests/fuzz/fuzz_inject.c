@@ -8,7 +8,8 @@
  * perf, egress-settings and rules), and the input's length whether the agent
  * serves fewer capture kinds (captures, odd lengths; with an even length of
  * at least 3 bytes, a platform's policy enforcing ptrace false and captures
- * at most stacks and metrics too), so the fuzzer explores them. The kind is
+ * at most stacks and metrics too) and the crash-dump type (its remainder by
+ * 3: mini, off, heap), so the fuzzer explores them. The kind is
  * detected (k8s, ecs, cfn, compose).
  * A Kubernetes List (JSON, or YAML without anchors) also goes through
  * inj_k8s_list, item by item as the CLI reads it: the same exit code,
@@ -136,6 +137,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (size & 1)
 		inj_opts_set(&o, "captures", "stacks,dump,metrics", NULL);
+	if (size % 3 == 1) /* the crash-dump settings are on by default (mini); off, or heap, a third of the time each */
+		inj_opts_set(&o, "crash-dumps", "off", NULL);
+	else if (size % 3 == 2)
+		inj_opts_set(&o, "crash-dumps", "heap", NULL);
 	inj_policy_init(&policy);
 	if (size % 2 == 0 && size >= 3) {
 		inj_policy_set(&policy, "ptrace", "false", NULL);

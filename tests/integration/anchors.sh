@@ -59,7 +59,8 @@ WHY="$(diff "$W/plain.yaml" "$W/back.yaml" | head -5)"; check uninject-text-equa
 # kubectl (go-yaml: aliases and merge keys) reads the injected list and sees the agent in both
 if kubectl patch --local -f "$W/inj.yaml" -p '{}' --type merge -o json > "$W/kubectl.json" 2> "$W/err"; then
 	got=$(jq -rs '[.[] | .spec.template.spec.initContainers[0].name, (.spec.template.spec.containers[0].env | map(.name) | join(",")), (.metadata.labels | keys_unsorted | join(","))] | join(" ")' "$W/kubectl.json")
-	want="diagport-agent ASPNETCORE_URLS,LOG_LEVEL,DOTNET_DiagnosticPorts app,tier diagport-agent ASPNETCORE_URLS,LOG_LEVEL,DOTNET_DiagnosticPorts app,role,tier"
+	crash=COMPlus_DbgEnableMiniDump,COMPlus_DbgMiniDumpType,COMPlus_DbgMiniDumpName,COMPlus_EnableCrashReport
+	want="diagport-agent ASPNETCORE_URLS,LOG_LEVEL,DOTNET_DiagnosticPorts,$crash app,tier diagport-agent ASPNETCORE_URLS,LOG_LEVEL,DOTNET_DiagnosticPorts,$crash app,role,tier"
 	WHY="got '$got'"; check kubectl-reads-output test "$got" = "$want"
 else
 	fail kubectl-reads-output "$(head -c 300 "$W/err")"

@@ -47,7 +47,10 @@ import sys, yaml
 inp, out = (yaml.safe_load(open(f)) for f in sys.argv[1:3])
 api, worker = out["services"]["api"], out["services"]["worker"]
 assert out["x-common"] == inp["x-common"], "x-common changed"
-assert api["environment"] == dict(inp["x-common"]["environment"], DOTNET_DiagnosticPorts="/diag/port,nosuspend,connect"), api["environment"]
+crash = {"COMPlus_DbgEnableMiniDump": "1", "COMPlus_DbgMiniDumpType": "1",
+         "COMPlus_DbgMiniDumpName": "/dumps/crash-%p-%t-%e.dmp", "COMPlus_EnableCrashReport": "1"}
+assert api["environment"] == dict(inp["x-common"]["environment"], DOTNET_DiagnosticPorts="/diag/port,nosuspend,connect",
+                                  **crash), api["environment"]
 assert api["depends_on"] == ["db", "diagport-agent"], api["depends_on"]
 assert api["cap_add"] == ["NET_BIND_SERVICE"], api["cap_add"]  # ptrace is off by default
 assert api["labels"]["com.example.team"] == "orders", api["labels"]
@@ -76,7 +79,7 @@ check no-loopback-warning-with-no-auth test "$(grep -c loopback "$W/warn2")" = 0
 # --containers; nothing injected at all: said
 printf 'services:\n  web: {image: x}\n  db: {image: postgres}\n' > "$W/two.yaml"
 "$D" inject compose --no-auth -f "$W/two.yaml" > /dev/null 2> "$W/warn"
-check warn-every-service grep -q 'warning: injected every service (web, db): one that is not .NET .* DOTNET_DiagnosticPorts and nothing else for nothing' "$W/warn"
+check warn-every-service grep -q 'warning: injected every service (web, db): one that is not .NET .* DOTNET_DiagnosticPorts, the crash-dump settings and nothing else for nothing' "$W/warn"
 "$D" inject compose --no-auth --containers web -f "$W/two.yaml" > /dev/null 2> "$W/warn"
 check no-every-service-warning-with-containers test "$(grep -c 'every service' "$W/warn")" = 0
 printf 'services:\n  web: {image: x, labels: {diagport.dev/inject: "false"}}\n' > "$W/none.yaml"

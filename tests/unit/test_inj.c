@@ -1,7 +1,7 @@
 /*
  * test_inj.c - unit tests of the injector's pieces that are not easily seen
  * through golden files: the status record, option parsing and layering,
- * quantities, CloudFormation tag expansion, and document kind detection.
+ * the crash-dump settings, quantities, CloudFormation tag expansion, and document kind detection.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +111,67 @@ static void docs_options_table(void)
 	buf_free(&want);
 }
 
+/*
+ * crash-dumps: each type is the runtime's DbgMiniDumpType value, the four
+ * settings are what the runtime reads, a container's own setting is seen
+ * under either prefix, and the record names a type that is not the default.
+ */
+static void crash_dumps(void)
+{
+	static const char *const types[] = { "off", "mini", "heap", "triage", "full" };
+	static const char settings[] = "crash-dumps: heap\nenforce:\n  crash-dumps: off\n  ptrace: no\n";
+	struct doc_node *ann = t_doc("diagport.dev/crash-dumps: off\n");
+	struct inj_status st = { .wflags = "V", .n = 1 };
+	struct inj_settings set;
+	struct inj_opts o, own;
+	struct err_msg em;
+	char *text;
+
+	inj_opts_init(&o);
+	T_CHECK(o.crash_dumps == 1); /* on by default, mini */
+	T_STREQ(inj_crash_value(&o, 1), "1");
+	for (int t = 0; t < 5; t++) {
+		T_CHECK(inj_opts_set(&o, "crash-dumps", types[t], &em) == 0 && o.crash_dumps == t);
+		T_STREQ(inj_crash_type(t), types[t]);
+	}
+	T_STREQ(inj_crash_value(&o, 1), "4");
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "2", &em) == DP_EINVAL);
+	T_CHECK(strstr(em.text, "'2' is not off, mini, heap, triage or full") != NULL);
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "Mini", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "false", &em) == 0 && o.crash_dumps == 0); /* YAML 1.1's bare off */
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "true", &em) == DP_EINVAL);
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "full", &em) == 0);
+	T_STREQ(inj_crash_names[0], "DbgEnableMiniDump");
+	T_STREQ(inj_crash_value(&o, 0), "1");
+	T_STREQ(inj_crash_value(&o, 2), "/dumps/crash-%p-%t-%e.dmp");
+	T_STREQ(inj_crash_value(&o, 3), "1");
+	T_CHECK(inj_crash_name("DOTNET_DbgEnableMiniDump", 24));
+	T_CHECK(inj_crash_name("COMPlus_EnableCrashReport", 25));
+	T_CHECK(inj_crash_name("DOTNET_DbgMiniDumpName=/x", 22)); /* a Compose "K=V" item, by its name's length */
+	T_CHECK(!inj_crash_name("DOTNET_DbgMiniDumpNames", 23));
+	T_CHECK(!inj_crash_name("DbgEnableMiniDump", 17));
+	T_CHECK(!inj_crash_name("DOTNET_", 7));
+	T_CHECK(!inj_crash_name("DOTNET_DiagnosticPorts", 22));
+	strcpy(st.c[0].name, "app");
+	strcpy(st.c[0].flags, "ECmM");
+	text = inj_status_format(&st, &o);
+	T_STREQ(text, "v1 mode=nosuspend flavour=diagport sidecar=native crash-dumps=full +V app:ECmM");
+	free(text);
+	/* a bare off (a YAML 1.1 boolean) in the platform's settings and in a workload's own */
+	T_CHECK(inj_settings_parse(settings, strlen(settings), "t.yaml", &set, &em) == 0);
+	T_CHECK(set.opts.crash_dumps == 2 && set.enforce.v.crash_dumps == 0 && !set.enforce.v.ptrace);
+	inj_settings_free(&set);
+	T_CHECK(ann != NULL && inj_opts_from_map(NULL, &o, ann, true, "annotation ", "Pod p", &own, &em) == 0);
+	T_CHECK(own.crash_dumps == 0);
+	inj_opts_free(&own);
+	doc_free(ann);
+	T_CHECK(inj_opts_set(&o, "crash-dumps", "mini", &em) == 0);
+	text = inj_status_format(&st, &o);
+	T_STREQ(text, "v1 mode=nosuspend flavour=diagport sidecar=native +V app:ECmM");
+	free(text);
+	inj_opts_free(&o);
+}
+
 static void options_layering(void)
 {
 	struct inj_opts base, o;
@@ -172,6 +233,7 @@ static void policy_enforce(void)
 	T_CHECK(inj_policy_set(&p, "captures", "heap", &em) == DP_EINVAL && strstr(em.text, "'heap' is not a capture kind"));
 	T_CHECK(inj_policy_set(&p, "containers", "a", &em) == DP_EINVAL && strstr(em.text, "cannot be enforced"));
 	T_CHECK(inj_policy_set(&p, "nope", "a", &em) == DP_ENOTFOUND);
+	T_CHECK(inj_policy_set(&p, "crash-dumps", "huge", &em) == DP_EINVAL && strstr(em.text, "option crash-dumps"));
 	inj_opts_init(&base);
 	c.base = &base;
 	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "annotation ", "Pod p", &o, &em) == 0);
@@ -185,6 +247,16 @@ static void policy_enforce(void)
 		T_STREQ(rep.warnings[1], "f.yaml: Pod p: the platform's policy allows captures=cpuprofile,metrics,stacks, the "
 			"workload asked for captures=dump,stacks: the agent serves stacks");
 	}
+	inj_opts_free(&o);
+	inj_report_free(&rep);
+	doc_free(ann);
+	/* crash-dumps enforced off: the workload's heap loses, with a warning */
+	T_CHECK(inj_policy_set(&p, "crash-dumps", "off", &em) == 0);
+	ann = t_doc("{\"diagport.dev/crash-dumps\": \"heap\"}");
+	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "annotation ", "Pod p", &o, &em) == 0 && o.crash_dumps == 2);
+	T_CHECK(inj_opts_enforce(&c, &o, "Pod p", &em) == 0 && o.crash_dumps == 0);
+	T_CHECK(rep.nwarn == 1 && strstr(rep.warnings[0], "the platform's policy enforces crash-dumps=off, the workload "
+					 "asked for crash-dumps=heap") != NULL);
 	inj_opts_free(&o);
 	inj_report_free(&rep);
 	doc_free(ann);
@@ -272,6 +344,7 @@ int main(void)
 	T_RUN(status_roundtrip);
 	T_RUN(options_parse);
 	T_RUN(docs_options_table);
+	T_RUN(crash_dumps);
 	T_RUN(options_layering);
 	T_RUN(policy_enforce);
 	T_RUN(quantities);

@@ -7,7 +7,8 @@
 // request returns at once, so a test can start the state and then attach
 // while it lasts. /slow and /status are the other kind: a request that takes
 // as long as asked, an answer with the status code asked for (what the
-// collection rules' ASP.NET triggers count).
+// collection rules' ASP.NET triggers count). /crash kills the process the
+// way an unhandled exception does: what the crash-dump settings are for.
 //
 // It listens on ASPNETCORE_URLS (the tests pass http://127.0.0.1:0: a port the
 // system picks) and prints "LISTENING <url>" per address bound, then
@@ -42,6 +43,19 @@ app.Lifetime.ApplicationStarted.Register(() =>
 app.MapGet("/", () => "ok");
 
 app.MapGet("/pid", () => Environment.ProcessId.ToString());
+
+// An unhandled exception on a thread of the app's own, with an inner one: the process dies as the runtime
+// makes it die (SIGABRT, after the crash dump and report the crash-dump settings ask for). Answers first.
+app.MapGet("/crash", (string? message) =>
+{
+    var t = new Thread(() =>
+    {
+        Thread.Sleep(200);
+        Crash.Throw(message ?? "crash requested");
+    }) { IsBackground = true, Name = "crasher" };
+    t.Start();
+    return "crashing\n";
+});
 
 // The runtime's own GC counts, "gen0 gen1 gen2": what the GC counters are checked against.
 app.MapGet("/gc", () => $"{GC.CollectionCount(0)} {GC.CollectionCount(1)} {GC.CollectionCount(2)}\n");
@@ -259,4 +273,11 @@ sealed class LeakedBuffer
             return (long)Retained.Count * Size / (1024 * 1024);
         }
     }
+}
+
+static class Crash
+{
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    public static void Throw(string message) =>
+        throw new InvalidOperationException(message, new ArgumentException("the inner cause"));
 }
