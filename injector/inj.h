@@ -111,8 +111,8 @@ struct inj_opts {
  * agent, launcher/): a bit each, in this order, which is also the sorted
  * order of the normalised list inject writes.
  */
-#define INJ_CAPTURE_KINDS { "cpuprofile", "dump", "env", "gcdump", "logs", "metrics", "stacks", "trace" }
-#define INJ_N_CAPTURES 8
+#define INJ_CAPTURE_KINDS { "cpuprofile", "dump", "env", "exceptions", "gcdump", "logs", "metrics", "stacks", "trace" }
+#define INJ_N_CAPTURES 9
 #define INJ_CAPTURE_ALL ((1u << INJ_N_CAPTURES) - 1)
 /*
  * The normalised text of a set of capture kinds: "all", or the kinds sorted

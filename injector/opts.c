@@ -101,7 +101,7 @@ const struct inj_option inj_options[] = {
 	{ "rules", NULL, "--rules", NULL, NULL, OK_REF, FIELD(rules), NULL, "a ConfigMap name, SSM parameter or Compose config", "ConfigMap name (k8s) / SSM parameter name or ARN (ECS, CFN) / config name (Compose)", "NAME|ARN", "none", "the agent's collection rules (dotnet-monitor's `CollectionRules`): a ConfigMap of key-per-file settings (k8s), an SSM parameter holding a settings document (ECS), a project config holding a settings file (Compose)" },
 	{ "auth", NULL, NULL, "--no-auth", "none", OK_CHOICE, FIELD(no_auth), auth_choices, NULL, NULL, NULL, "`required`", "serve the pod network without a token (`none`; never the default)" },
 	{ "perf", NULL, NULL, "--perf", "true", OK_BOOL, FIELD(perf), NULL, NULL, "`true` / `false`", NULL, "`false`", "Kubernetes: what the agent's perf CPU profiles need (`shareProcessNamespace`, `PERFMON` for the agent, which Pod Security baseline and restricted refuse); ECS, CloudFormation and Compose refuse it" },
-	{ "captures", NULL, "--captures", NULL, NULL, OK_CAPTURES, FIELD(captures), NULL, NULL, "comma-separated kinds (`dump`, `gcdump`, `trace`, `cpuprofile`, `stacks`, `metrics`, `logs`, `env`), or `all`", "LIST", "`all`", "the capture kinds the agent serves (its `--captures`, sorted and deduplicated); the platform's `enforce` list is the most a workload may serve" },
+	{ "captures", NULL, "--captures", NULL, NULL, OK_CAPTURES, FIELD(captures), NULL, NULL, "comma-separated kinds (`dump`, `gcdump`, `trace`, `cpuprofile`, `stacks`, `metrics`, `logs`, `env`, `exceptions`), or `all`", "LIST", "`all`", "the capture kinds the agent serves (its `--captures`, sorted and deduplicated); the platform's `enforce` list is the most a workload may serve" },
 	{ "crash-dumps", NULL, "--crash-dumps", NULL, NULL, OK_CHOICE, FIELD(crash_dumps), crash_choices, NULL, NULL, NULL, "`mini`", "when an app crashes, the runtime writes a dump of this type and a crash report into the dumps volume (see \"Crash dumps\"); `mini` fits any dumps-size-limit: it grows with the app's threads, not its heap" },
 };
 #define N_OPTIONS (sizeof(inj_options) / sizeof(inj_options[0]))
@@ -246,7 +246,7 @@ static int parse_captures(const char *v, unsigned *out, struct err_msg *em)
 		if (bit == 0)
 			return err_set(em, DP_EINVAL,
 				       "option captures: '%.*s' is not a capture kind (expected a comma-separated list of dump, "
-				       "gcdump, trace, cpuprofile, stacks, metrics, logs and env, or all)", (int)n, p);
+				       "gcdump, trace, cpuprofile, stacks, metrics, logs, env and exceptions, or all)", (int)n, p);
 		set |= bit;
 		p += n;
 		if (*p == '\0')

@@ -47,18 +47,26 @@ static char *child_ports(const char *socket)
 	return v;
 }
 
-/* The runtime's crash settings for the app, unless it set any of them itself (its choice wins, whole). */
+/*
+ * The runtime's crash settings for the app, unless it set any of them itself, under either of the
+ * runtime's prefixes (its choice wins, whole: the injector's rule too).
+ */
 static void crash_env(const struct child_opts *o)
 {
-	static const char *const vars[] = { "DOTNET_DbgEnableMiniDump", "DOTNET_DbgMiniDumpType",
-					    "DOTNET_DbgMiniDumpName", "DOTNET_EnableCrashReport" };
-	char type[8], *name;
+	static const char *const vars[] = { "DbgEnableMiniDump", "DbgMiniDumpType", "DbgMiniDumpName",
+					    "EnableCrashReport" };
+	char type[8], *name, var[64];
 
 	if (o->crash_dump_type == 0 || o->dumps_dir == NULL)
 		return;
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		if (getenv(vars[i]))
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		snprintf(var, sizeof(var), "DOTNET_%s", vars[i]);
+		if (getenv(var))
 			return;
+		snprintf(var, sizeof(var), "COMPlus_%s", vars[i]);
+		if (getenv(var))
+			return;
+	}
 	snprintf(type, sizeof(type), "%d", o->crash_dump_type);
 	name = mem_printf("%s/%s", o->dumps_dir, CRASH_NAME);
 	setenv("DOTNET_DbgEnableMiniDump", "1", 1);

@@ -95,7 +95,7 @@ export interface DiagnosticsOptions {
 export type CrashDumpType = "mini" | "heap" | "triage" | "full";
 
 /** The agent's capture kinds (the `captures` option, docs/INJECTION.md). */
-export type CaptureKind = "dump" | "gcdump" | "trace" | "cpuprofile" | "stacks" | "metrics" | "logs" | "env";
+export type CaptureKind = "dump" | "gcdump" | "trace" | "cpuprofile" | "stacks" | "metrics" | "logs" | "env" | "exceptions";
 
 export interface DiagportAspectProps extends DiagnosticsOptions {
   /**

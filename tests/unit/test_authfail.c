@@ -102,7 +102,7 @@ static void served_list(void)
 	T_CHECK(served_parse("all", &m, "--captures", &em) == 0 && m == SERVED_ALL);
 	served_text(m, text, sizeof(text));
 	T_STREQ(text, "all");
-	T_CHECK(served_parse("dump,gcdump,trace,cpuprofile,stacks,metrics,logs,env", &m, "x", &em) == 0 && m == SERVED_ALL);
+	T_CHECK(served_parse("dump,gcdump,trace,cpuprofile,stacks,metrics,logs,env,exceptions", &m, "x", &em) == 0 && m == SERVED_ALL);
 	m = 7;
 	T_CHECK(served_parse("stacks,heap", &m, "--captures", &em) == DP_EINVAL && m == 7);
 	T_CHECK(strstr(em.text, "--captures: 'heap' is not a capture kind") != NULL);

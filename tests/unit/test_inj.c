@@ -239,7 +239,7 @@ static void policy_enforce(void)
 	T_CHECK(inj_opts_from_map(&c, &base, ann, true, "annotation ", "Pod p", &o, &em) == 0);
 	T_CHECK(inj_opts_enforce(&c, &o, "Pod p", &em) == 0);
 	T_CHECK(!o.no_auth && !o.ptrace);
-	T_CHECK(o.captures == (1u << 6)); /* stacks: the pod's list within the platform's */
+	T_CHECK(o.captures == (1u << 7)); /* stacks: the pod's list within the platform's */
 	/* ptrace was not asked for (a default): enforced silently; auth and captures were */
 	T_CHECK(rep.nwarn == 2);
 	if (rep.nwarn == 2) {
