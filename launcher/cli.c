@@ -525,7 +525,12 @@ int launch_cli(int argc, char **argv)
 			if (strcasecmp(c.egress[i].name, c.crashes_egress) == 0)
 				ac.crashes_egress = &c.egress[i];
 		if (c.crashes_egress && !ac.crashes_egress) {
-			rc = cannot_start(2, "Crashes:Egress names no egress provider of this agent's settings");
+			char *why = mem_printf("Crashes:Egress: '%.64s' is not an egress provider of this agent's settings "
+					       "(Egress:FileSystem:NAME, Egress:S3Storage:NAME, Egress:AzureBlobStorage:NAME)",
+					       c.crashes_egress);
+
+			rc = cannot_start(2, why);
+			free(why);
 			goto out;
 		}
 		ac.metrics = c.metrics_off ? NULL : metrics;
