@@ -517,6 +517,7 @@ int launch_cli(int argc, char **argv)
 							.max_bytes = c.exceptions_max_bytes };
 
 			exc = exceptions_start(&xc);
+			port_on_first(p, exceptions_on_first, exc); /* a runtime's history from its first instruction */
 		}
 		ac.exceptions = exc;
 		ac.crashes_max_count = c.crashes_max_count;
@@ -601,6 +602,8 @@ out:
 	api_free(api);
 	eproc_free(ep); /* after the captures that upload through it have ended */
 	metrics_free(metrics); /* before the port: its sessions take connections from it */
+	if (exc)
+		port_on_first(p, NULL, NULL); /* no hook into a freed history */
 	exceptions_free(exc);
 	metrics_selection_free(&shown);
 	port_free(p);

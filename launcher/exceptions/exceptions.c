@@ -39,6 +39,7 @@ struct collector {
 	long long retry_at;
 	struct nettrace_trace header;
 	bool have_header;
+	struct trace_session *pending; /* started on the runtime's first connection, read by the thread */
 	pthread_mutex_t mu;      /* the history */
 	struct exc_history h;
 	pthread_mutex_t names_mu; /* one rundown at a time; the tables */
@@ -76,14 +77,20 @@ static int on_event(void *ctx, const struct nettrace_event *e)
 	return 0;
 }
 
+static struct trace_provider session_provider = { (char *)EXC_PROVIDER, EXC_KEYWORDS, EXC_LEVEL, NULL };
+static const struct trace_config session = { .p = &session_provider, .n = 1, .buffer_mb = SESSION_MB };
+static const struct nettrace_callbacks session_cb = { .trace = on_header, .event = on_event };
+
 static void *collect_main(void *arg)
 {
 	struct collector *c = arg;
-	struct trace_provider p = { (char *)EXC_PROVIDER, EXC_KEYWORDS, EXC_LEVEL, NULL };
-	struct trace_config cfg = { .p = &p, .n = 1, .buffer_mb = SESSION_MB };
-	struct nettrace_callbacks cb = { .trace = on_header, .event = on_event };
+	struct trace_session *s = c->pending;
 	struct err_msg em;
-	int rc = trace_run_cb(c->x->port, c->cookie, &cfg, -1, &c->stop, &cb, c, NULL, &em);
+	int rc;
+
+	c->pending = NULL;
+	rc = s ? trace_run_session(s, NULL, &em) :
+		 trace_run_cb(c->x->port, c->cookie, &session, -1, &c->stop, &session_cb, c, NULL, &em);
 
 	if (!atomic_load(&c->stop))
 		log_warn("exceptions session ended", LOG_STR("event", "exceptions-ended"), LOG_UINT("pid", c->pid),
@@ -122,9 +129,11 @@ static void collector_start(struct collector *c)
 	atomic_store(&c->done, false);
 	c->have_header = false;
 	c->started = pthread_create(&c->th, NULL, collect_main, c) == 0;
-	if (!c->started)
+	if (!c->started) {
+		trace_free(c->pending); /* the first connection's session, had there been one */
+		c->pending = NULL;
 		c->retry_at = clock_ms() + RETRY_MS;
-	else
+	} else
 		log_info("exceptions session started", LOG_STR("event", "exceptions-session"), LOG_UINT("pid", c->pid));
 }
 
@@ -147,6 +156,46 @@ static void collector_ended(struct exceptions *x, struct collector *c)
 	collector_free(x->ended[0]);
 	memmove(x->ended, x->ended + 1, (ENDED_KEPT - 1) * sizeof(x->ended[0]));
 	x->ended[ENDED_KEPT - 1] = c;
+}
+
+/*
+ * port_on_first's fn: the session started on the runtime's first connection, before it is resumed, so
+ * that the history holds its exceptions from its first instruction. On the listener's thread with the
+ * port's lock held: no port call here (the watcher, which calls the port, takes x->mu after it).
+ */
+bool exceptions_on_first(void *ctx, const uint8_t cookie[16], uint64_t pid, int fd)
+{
+	struct exceptions *x = ctx;
+	struct port_runtime rt = { .pid = pid };
+	struct collector *c = NULL;
+	struct err_msg em;
+
+	memcpy(rt.cookie, cookie, 16);
+	pthread_mutex_lock(&x->mu);
+	for (size_t j = 0; j < x->nc && !c; j++)
+		if (memcmp(x->c[j]->cookie, cookie, 16) == 0)
+			c = x->c[j];
+	if (c && c->started) {
+		pthread_mutex_unlock(&x->mu);
+		return false;
+	}
+	if (c == NULL) {
+		c = collector_new(x, &rt);
+		MEM_GROW(x->c, x->cap_c, x->nc + 1, 8);
+		x->c[x->nc++] = c;
+	}
+	atomic_store(&c->stop, false);
+	atomic_store(&c->done, false);
+	c->have_header = false;
+	if (trace_start_on(x->port, cookie, fd, &session, &c->stop, &session_cb, c, &c->pending, &em) != 0) {
+		c->pending = NULL;
+		log_warn("exceptions session not started at the attach", LOG_STR("event", "exceptions-ended"),
+			 LOG_UINT("pid", pid), LOG_STR("error", em.text));
+	} else {
+		collector_start(c);
+	}
+	pthread_mutex_unlock(&x->mu);
+	return true; /* fd is the session's, or closed */
 }
 
 static void watch_once(void *arg)

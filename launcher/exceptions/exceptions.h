@@ -37,8 +37,10 @@ struct exceptions_config {
 };
 /* Start keeping histories of the port's runtimes (a watcher thread). */
 struct exceptions *exceptions_start(const struct exceptions_config *cfg);
-/* Stop every session and free. Accepts NULL. */
+/* Stop every session and free. Accepts NULL. Unset port_on_first first. */
 void exceptions_free(struct exceptions *x);
+/* For port_on_first (ctx: the exceptions): a runtime's session started before it is resumed. */
+bool exceptions_on_first(void *ctx, const uint8_t cookie[16], uint64_t pid, int fd);
 
 enum exc_format { EXC_NDJSON, EXC_JSON_SEQ, EXC_TEXT };
 

@@ -121,6 +121,13 @@ static void advertised(struct port *p, int fd, const struct ipc_advert *a)
 	r->lost_ms = 0;
 	r->hung_up = false;
 	r->via_port = true;
+	if (r->stage == 0 && p->on_first && !r->offered) {
+		r->offered = true;
+		if (p->on_first(p->on_first_ctx, a->cookie, a->pid, fd)) {
+			r->lost_ms = clock_ms(); /* the runtime comes back on a new connection: resumed then */
+			return;
+		}
+	}
 	if (r->stage == 0) {
 		/*
 		 * First advertise: resume at once, so a suspended app waits no longer
@@ -232,6 +239,14 @@ static void *listener(void *arg)
 	}
 	free(pf);
 	return NULL;
+}
+
+void port_on_first(struct port *p, bool (*fn)(void *ctx, const uint8_t cookie[16], uint64_t pid, int fd), void *ctx)
+{
+	pthread_mutex_lock(&p->mu);
+	p->on_first = fn;
+	p->on_first_ctx = ctx;
+	pthread_mutex_unlock(&p->mu);
 }
 
 int port_start(struct port *p, struct err_msg *em)

@@ -41,6 +41,13 @@ struct port_config {
  * connect. 0, or DP_EINVAL (path too long, or a connect_dir too long for any socket name in it),
  * DP_EIO (bind failed) with em filled. */
 int port_open(const struct port_config *cfg, struct port **out, struct err_msg *em);
+/*
+ * A runtime's first connection, offered to fn on the listener's thread before the runtime is resumed
+ * (with the port's lock held: fn must not call the port, and must be quick). fn returns true when it took
+ * fd (it owns it then: a session started on it); the runtime is resumed on its next connection. fn NULL:
+ * none (set it so before ctx goes away).
+ */
+void port_on_first(struct port *p, bool (*fn)(void *ctx, const uint8_t cookie[16], uint64_t pid, int fd), void *ctx);
 /* Start the listener thread (and the connect_dir scanner, when set). */
 int port_start(struct port *p, struct err_msg *em);
 /* Stop the thread, close every connection, unlink the socket. Accepts NULL. */

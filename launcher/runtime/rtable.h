@@ -27,6 +27,7 @@ struct runtime {
 	long long lost_ms;    /* when its idle connection went away (0 = it has one) */
 	bool hung_up;         /* the runtime closed its idle connection: it has exited (no grace period) */
 	bool via_port;        /* has advertised on our socket at least once */
+	bool offered;         /* its first connection went to port_on_first's fn */
 	char *path;           /* its default socket in connect_dir while that accepts connections, or NULL */
 	bool have_info;
 	struct ipc_process_info info;
@@ -46,6 +47,8 @@ struct port {
 	struct runtime *rt;
 	size_t n;
 	struct port_scan *scan; /* with connect_dir */
+	bool (*on_first)(void *ctx, const uint8_t cookie[16], uint64_t pid, int fd); /* port_on_first's */
+	void *on_first_ctx;
 };
 
 /* The log line about runtime r (event "attached" or "detached"). */

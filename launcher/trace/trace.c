@@ -87,8 +87,8 @@ static int refused(const struct ipc_header *h, const struct buf *pl, const char 
 	return rc;
 }
 
-/* Send CollectTracing (4 or 2) on a new connection; the stream follows the answer on *fd. */
-static int collect(struct trace_session *s, const struct trace_config *c, bool v4, struct err_msg *em)
+/* Send CollectTracing (4 or 2) on a new connection (or on given, >= 0: taken); the stream follows the answer. */
+static int collect(struct trace_session *s, const struct trace_config *c, bool v4, int given, struct err_msg *em)
 {
 	struct ipc_header h;
 	struct buf req, pl;
@@ -97,13 +97,19 @@ static int collect(struct trace_session *s, const struct trace_config *c, bool v
 
 	buf_init(&req, IPC_MAX_MESSAGE);
 	buf_init(&pl, IPC_MAX_MESSAGE);
-	if ((rc = trace_encode(c, v4, &req, em)) != 0)
-		goto out;
-	if ((rc = port_take(s->port, s->cookie, TAKE_MS, &fd)) != 0) {
-		err_set(em, rc, "no connection from the runtime within %d ms: %s", TAKE_MS, err_str(rc));
+	if ((rc = trace_encode(c, v4, &req, em)) != 0) {
+		if (given >= 0)
+			close(given);
 		goto out;
 	}
-	s->takes++;
+	if (given >= 0) {
+		fd = given;
+	} else if ((rc = port_take(s->port, s->cookie, TAKE_MS, &fd)) != 0) {
+		err_set(em, rc, "no connection from the runtime within %d ms: %s", TAKE_MS, err_str(rc));
+		goto out;
+	} else {
+		s->takes++;
+	}
 	rc = ipc_transact(fd, &req, &h, &pl, ANSWER_MS);
 	rd = (struct ipc_reader){ (const uint8_t *)pl.data, (const uint8_t *)pl.data + pl.len };
 	if (rc != 0)
@@ -139,14 +145,35 @@ int trace_start_cb(struct port *port, const uint8_t cookie[16], const struct tra
 	memcpy(s->cookie, cookie, 16);
 	s->fd = s->stop_fd = -1;
 	s->stop = stop;
-	rc = collect(s, c, true, em);
+	rc = collect(s, c, true, -1, em);
 	if (rc == DP_EUNSUPPORTED && c->rundown != 0 && c->rundown != TRACE_DEFAULT_RUNDOWN)
-		rc = collect(s, c, false, em); /* before .NET 9: CollectTracing2, with the default rundown */
+		rc = collect(s, c, false, -1, em); /* before .NET 9: CollectTracing2, with the default rundown */
 	if (rc != 0) {
 		trace_free(s);
 		return rc;
 	}
 	s->deadline = duration_ms < 0 ? LLONG_MAX : clock_ms() + duration_ms;
+	s->nt = nettrace_new(NULL, cb, ctx);
+	*out = s;
+	return 0;
+}
+
+int trace_start_on(struct port *port, const uint8_t cookie[16], int fd, const struct trace_config *c,
+		   const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct trace_session **out,
+		   struct err_msg *em)
+{
+	struct trace_session *s = mem_zalloc(sizeof(*s));
+	int rc;
+
+	s->port = port;
+	memcpy(s->cookie, cookie, 16);
+	s->fd = s->stop_fd = -1;
+	s->stop = stop;
+	if ((rc = collect(s, c, true, fd, em)) != 0) {
+		trace_free(s);
+		return rc;
+	}
+	s->deadline = LLONG_MAX;
 	s->nt = nettrace_new(NULL, cb, ctx);
 	*out = s;
 	return 0;
@@ -286,12 +313,19 @@ int trace_run_cb(struct port *port, const uint8_t cookie[16], const struct trace
 		 struct err_msg *em)
 {
 	struct trace_session *s;
-	char *chunk;
-	long n;
 	int rc = trace_start_cb(port, cookie, c, duration_ms, stop, cb, ctx, &s, em);
 
 	if (rc != 0)
 		return rc;
+	return trace_run_session(s, keep, em);
+}
+
+int trace_run_session(struct trace_session *s, struct buf *keep, struct err_msg *em)
+{
+	char *chunk;
+	long n;
+	int rc = 0;
+
 	chunk = mem_alloc(1 << 16);
 	while ((n = trace_read(s, chunk, 1 << 16)) > 0)
 		if (keep && rc == 0 && buf_append(keep, chunk, (size_t)n) != 0)

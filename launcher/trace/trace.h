@@ -113,6 +113,19 @@ int trace_run_cb(struct port *port, const uint8_t cookie[16], const struct trace
 		 const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct buf *keep,
 		 struct err_msg *em);
 /*
+ * trace_start_cb on fd, a connection of the runtime's the caller already has
+ * (port_on_first's: the runtime not yet resumed, so the session sees it from
+ * its first instruction). fd is the session's, closed by trace_free, also on
+ * failure. CollectTracing2 or 4 as trace_encode chooses, no fallback (that
+ * would need another connection). No duration: it runs until *stop.
+ */
+int trace_start_on(struct port *port, const uint8_t cookie[16], int fd, const struct trace_config *c,
+		   const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct trace_session **out,
+		   struct err_msg *em);
+/* trace_run_cb's reading, for a session already started: read to its end, then freed (s is gone). */
+int trace_run_session(struct trace_session *s, struct buf *keep, struct err_msg *em);
+
+/*
  * The next bytes of the stream, as they come (blocks until some come, the
  * duration passes, or *stop is set; then stops the session and drains it to
  * its end). Returns the count, 0 at the end of a complete stream, -1 when the
