@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -356,12 +357,17 @@ static int exceptions_src_start(struct job *j, struct err_msg *em)
 
 /* ---- a file already written, shipped as it is (a crash's evidence) ---- */
 
+/* A regular file only: the directory is the app's, and a FIFO or a link there must not hold or mislead us. */
 static int file_src_start(struct job *j, struct err_msg *em)
 {
+	struct stat st;
+
 	j->ctype = OCTETS;
 	j->ext = "";
-	if ((j->src_fd = open(j->c.src_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+	if ((j->src_fd = open(j->c.src_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)) < 0)
 		return err_set(em, DP_EIO, "%s: %s", j->c.src_path, strerror(errno));
+	if (fstat(j->src_fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return err_set(em, DP_EIO, "%s: not a regular file", j->c.src_path);
 	return 0;
 }
 

@@ -133,7 +133,7 @@ static uint64_t file_bytes(const char *path)
 /* The report's bytes read whole (capped), or NULL. */
 static char *read_report(const char *path, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO there must not hold us */
 	struct stat st;
 	char *b = NULL;
 	ssize_t n = 0, r;
@@ -322,12 +322,11 @@ static void ship(struct crashes *c, struct crash *k)
 	for (int i = 0; i < 2 && !atomic_load(&c->stop); i++) {
 		struct cfile *f = files[i];
 		struct err_msg em;
-		int rc;
 
 		if (f->path == NULL || f->state != F_KEPT)
 			continue;
 		f->bytes = file_bytes(f->path);
-		if ((rc = ship_file(c, k, f, &em)) != 0) {
+		if (ship_file(c, k, f, &em) != 0) {
 			pthread_mutex_lock(&c->mu);
 			free(f->error);
 			f->error = mem_strdup(em.text);

@@ -16,11 +16,11 @@ build_apps
 APP="$B/apps/console/console.dll"
 DD=$B/tools/dotnet-dump/dotnet-dump
 
-# crash_app: the app with the crash settings the injector gives it, attached, its history begun, then crashed;
-# returns once it has died (APID its pid)
+# crash_app [DIR]: the app with the crash settings the injector gives it (dumps into DIR, default the agent's
+# $W/dumps), attached, its history begun, then crashed; returns once it has died (APID its pid)
 crash_app() {
 	DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend DOTNET_DbgEnableMiniDump=1 DOTNET_DbgMiniDumpType=1 \
-		DOTNET_DbgMiniDumpName="$W/dumps/crash-%p-%t-%e.dmp" DOTNET_EnableCrashReport=1 \
+		DOTNET_DbgMiniDumpName="${1:-$W/dumps}/crash-%p-%t-%e.dmp" DOTNET_EnableCrashReport=1 \
 		dotnet "$APP" throw > "$W/app.out" 2>&1 &
 	local app=$!
 	PIDS+=($app)
@@ -87,11 +87,20 @@ WHY="$(tail -12 "$W/pe.txt")"
 check dotnet-dump-type grep -q 'Exception type: *System.InvalidOperationException' "$W/pe.txt"
 check dotnet-dump-message grep -q 'Message: *crash on a background thread' "$W/pe.txt"
 
-# --- a crash while shipping is on: shipped at once, the volume left empty
+# --- a crash while shipping is on: shipped at once; the app's hostile names beside it (the volume is the
+# app's: a FIFO that would hold a reader, links to files that are not the app's) hold nothing up, ship nothing
 rm -f "$W"/out/*
+mkfifo "$W/dumps/crash-997-1-fifo.dmp" "$W/dumps/crash-996-1-fifo.dmp.crashreport.json"
+ln -s /etc/passwd "$W/dumps/crash-998-1-link.dmp"
+ln -s /etc/passwd "$W/dumps/crash-998-1-link.dmp.crashreport.json"
 crash_app
+real_shipped() { ls "$W"/out/crash-"$APID"-*.dmp > /dev/null 2>&1 && ! ls "$W"/dumps/crash-"$APID"-* > /dev/null 2>&1; }
 WHY="dumps: $(ls "$W/dumps"); out: $(ls "$W/out")"
-check live-shipped eventually 30 shipped
+check live-shipped eventually 30 real_shipped
+WHY="out: $(ls "$W/out"); $(grep -E 'crash-ship' "$W/agent.log" | tail -2)"
+check hostile-not-shipped bash -c "! ls '$W'/out/crash-99* 2>/dev/null && ! grep -rq '^root:' '$W/out'"
+check hostile-said grep -q '"event":"crash-ship".*not a regular file' "$W/agent.log"
+rm -f "$W"/dumps/crash-99*
 check live-crash-listed eventually 10 crashed "$APID"
 
 # --- a crash loop: the volume keeps Crashes:MaxCount crashes, the oldest removed first
@@ -112,6 +121,25 @@ WHY="$(cat "$W/crashes3.json")"
 check loop-listed jq -e --argjson p "$FIRST" '[.[] | select(.pid == $p)][0].artifacts | all(.[]; .state == "dropped")' "$W/crashes3.json"
 kill "$AG"; wait "$AG" 2>/dev/null
 rm -f "$W"/dumps/crash-*
+
+# --- a full volume (a 3 MiB tmpfs; the Mini dump is 8 MB): createdump writes the report, fails the dump and
+# removes it; the crash is recorded from the report, nothing half written is kept or shipped
+mkdir -p "$W/small"
+mount -t tmpfs -o size=3m,mode=1777 tmpfs "$W/small" || { fail full-volume-mount "cannot mount a tmpfs (the tests run as root)"; exit 0; }
+cleanup_more() { umount "$W/small" 2>/dev/null; }
+start_agent --dumps "$W/small" --config "$W/ship.yaml"
+crash_app "$W/small"
+eventually 15 crashed "$APID" || fail full-seen "not seen" "$W/agent.log"
+curl -s "$U/crashes" > "$W/crashes4.json"
+C=$(jq -c --argjson p "$APID" '[.[] | select(.pid == $p)][0]' "$W/crashes4.json")
+WHY="$C; app: $(grep createdump "$W/app.out" | tail -3)"
+check full-createdump-failed grep -q 'Writing dump FAILED' "$W/app.out"
+check full-recorded jqe '.exception.typeName == "System.InvalidOperationException" and ([.artifacts[].kind] == ["crashReport"])' <<< "$C"
+check full-no-partial bash -c "! ls '$W'/small/crash-*.dmp 2>/dev/null && ! ls '$W'/out/crash-$APID-*.dmp 2>/dev/null"
+check full-report-shipped eventually 15 bash -c "ls '$W'/out/crash-$APID-*.crashreport.json"
+check full-agent-serves test "$(code "$U/healthz")" = 200
+kill "$AG"; wait "$AG" 2>/dev/null
+umount "$W/small"
 
 # --- init mode: the crash settings set for the app, the evidence shipped before the agent exits with its status
 : > "$W/agent.log"
