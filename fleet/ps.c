@@ -421,10 +421,10 @@ static const char *or_dash(const char *s)
 	return s && *s ? s : "-";
 }
 
-/* "InvalidOperationException" of "System.InvalidOperationException" (generic arguments left out). */
+/* "InvalidOperationException" of "System.InvalidOperationException"; "MyError" of "Ns.MyError`1[[...]]". */
 static void short_type(const char *t, char *out, size_t n)
 {
-	size_t len = strcspn(t, "[`<"), start = len;
+	size_t len = strcspn(t, "`"), start = len;
 
 	while (start > 0 && t[start - 1] != '.')
 		start--;
