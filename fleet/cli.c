@@ -247,11 +247,10 @@ static int filter_body(const char *v, struct buf *body)
 	json_t *o;
 
 	if (v[0] == '{') {
-		if (strlen(v) > MAX_BODY) {
+		if (buf_puts(body, v) != 0) {
 			fprintf(stderr, "%s capture: --filter is longer than %zu bytes\n", fleet_cli_prog(), MAX_BODY);
 			return -1;
 		}
-		buf_puts(body, v);
 	} else if (buf_read_path(body, v, NULL, &em) != 0) {
 		fprintf(stderr, "%s capture: --filter %s\n", fleet_cli_prog(), em.text);
 		return -1;
