@@ -16,6 +16,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,6 +234,39 @@ static bool one_of(const char *v, const char *const *list)
 	return false;
 }
 
+/*
+ * --filter's value into body: the JSON itself when it starts with '{', else
+ * the file it names. It must be a JSON object; what its members mean is the
+ * agent's to check (one answer per agent then says what is wrong). 0, or -1
+ * after a message.
+ */
+static int filter_body(const char *v, struct buf *body)
+{
+	struct err_msg em;
+	json_error_t je;
+	json_t *o;
+
+	if (v[0] == '{') {
+		if (buf_puts(body, v) != 0) {
+			fprintf(stderr, "%s capture: --filter is longer than %zu bytes\n", fleet_cli_prog(), MAX_BODY);
+			return -1;
+		}
+	} else if (buf_read_path(body, v, NULL, &em) != 0) {
+		fprintf(stderr, "%s capture: --filter %s\n", fleet_cli_prog(), em.text);
+		return -1;
+	}
+	o = json_loadb(body->data ? body->data : "", body->len, 0, &je);
+	if (!json_is_object(o)) {
+		fprintf(stderr, "%s capture: --filter is not a JSON object (%s), such as {\"include\": "
+				"[{\"exceptionType\": \"System.TimeoutException\"}]}\n",
+			fleet_cli_prog(), o ? "another JSON value" : je.text);
+		json_decref(o);
+		return -1;
+	}
+	json_decref(o);
+	return 0;
+}
+
 /* The route with its query for a, and what else the capture needs. 0, or an exit code. */
 static int build_capture(struct args *a, struct fleet_capture *c, struct buf *route, struct buf *body)
 {
@@ -268,6 +302,8 @@ static int build_capture(struct args *a, struct fleet_capture *c, struct buf *ro
 		return fleet_cli_usage_error("capture", "--duration is for trace, cpuprofile and logs, not %s", k->name);
 	if (a->top >= 0 && strcmp(k->name, "gcdump") != 0)
 		return fleet_cli_usage_error("capture", "--top is for gcdump, not %s", k->name);
+	if (a->filter && strcmp(k->name, "exceptions") != 0)
+		return fleet_cli_usage_error("capture", "--filter is for exceptions, not %s", k->name);
 	buf_init(route, (size_t)64 * 1024);
 	buf_puts(route, k->path);
 	if (f->query)
@@ -301,11 +337,13 @@ static int build_capture(struct args *a, struct fleet_capture *c, struct buf *ro
 			return FLEET_EXIT_USAGE;
 		}
 	}
+	if (a->filter && filter_body(a->filter, body) != 0)
+		return FLEET_EXIT_USAGE;
 	c->kind = k->name;
-	c->method = a->providers ? "POST" : k->method;
+	c->method = a->providers || a->filter ? "POST" : k->method;
 	c->route = route->data;
 	c->accept = f->accept;
-	c->body = a->providers ? body->data : NULL;
+	c->body = a->providers || a->filter ? body->data : NULL;
 	c->body_len = body->len;
 	c->ext = f->ext;
 	c->freezes = k->freezes;
@@ -395,10 +433,15 @@ int fleet_capture_cli(int argc, char **argv)
 		return argc < 2 ? FLEET_EXIT_USAGE : 0;
 	}
 	a.kind = fleet_cli_kind(argv[1]);
-	if (a.kind == NULL)
-		return fleet_cli_usage_error("capture",
-					     "'%s' is not a kind: dump, trace, cpuprofile, stacks, gcdump, metrics or logs",
-					     argv[1]);
+	if (a.kind == NULL) {
+		struct buf names;
+
+		buf_init(&names, 1024);
+		fleet_cli_kind_names(&names);
+		rc = fleet_cli_usage_error("capture", "'%s' is not a kind: %s", argv[1], names.data);
+		buf_free(&names);
+		return rc;
+	}
 	if ((rc = fleet_cli_parse(argc - 1, argv + 1, "capture", &a)) != 0) {
 		if (rc < 0) {
 			fleet_cli_usage_capture(stdout);

@@ -45,6 +45,10 @@ static const struct format logs_f[] = { { "ndjson", NULL, "application/x-ndjson"
 					{ "json-seq", NULL, "application/json-seq", ".json-seq" },
 					{ "text", NULL, "text/plain", ".log" },
 					{ 0 } };
+static const struct format exc_f[] = { { "ndjson", NULL, "application/x-ndjson", ".ndjson" },
+				       { "json-seq", NULL, "application/json-seq", ".json-seq" },
+				       { "text", NULL, "text/plain", ".txt" },
+				       { 0 } };
 
 static const struct kind kinds[] = {
 	{ "dump", "GET", "/dump", true, true, false, 1800, 0, dump_f, "a core dump (--type Mini|Full|WithHeap|Triage)" },
@@ -60,8 +64,16 @@ static const struct kind kinds[] = {
 	{ "metrics", "GET", "/metrics", false, false, false, 60, GIB / 16, metrics_f, "a snapshot of the counters (Prometheus text)" },
 	{ "logs", "GET", "/logs", false, true, true, 300, 16 * GIB, logs_f,
 	  "what the app logs (--level, --duration; --format ndjson|json-seq|text)" },
+	{ "exceptions", "GET", "/exceptions", false, true, false, 120, GIB / 16, exc_f,
+	  "the exceptions the app threw, from the agent's history (--format ndjson|json-seq|text; --filter)" },
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
+
+void fleet_cli_kind_names(struct buf *b)
+{
+	for (size_t i = 0; i < N_KINDS; i++)
+		buf_printf(b, "%s%s", i == 0 ? "" : i + 1 == N_KINDS ? " or " : ", ", kinds[i].name);
+}
 
 const struct kind *fleet_cli_kind(const char *name)
 {
@@ -75,7 +87,7 @@ enum {
 	O_KUBECONFIG = 256, O_CONTEXT, O_ECS_CLUSTER, O_ECS_SERVICE, O_REGION, O_PROFILE_AWS, O_PUBLIC_IP, O_TARGET,
 	O_TARGETS_FILE, O_TOKEN_FILE, O_PARALLEL, O_REQ_TIMEOUT, O_TYPE, O_TRACE_PROFILE, O_PROVIDERS, O_FORMAT,
 	O_LEVEL, O_EGRESS, O_TAGS, O_DURATION, O_TIMEOUT, O_TOP, O_MAX_UNAVAILABLE, O_YES, O_PARAM, O_MAX_SIZE,
-	O_CACERT, O_INSECURE_HTTP, O_TLS_NAME
+	O_CACERT, O_INSECURE_HTTP, O_TLS_NAME, O_FILTER
 };
 
 static const struct option options[] = {
@@ -99,6 +111,7 @@ static const struct option options[] = {
 	{ "type", required_argument, NULL, O_TYPE },
 	{ "profile", required_argument, NULL, O_TRACE_PROFILE },
 	{ "providers", required_argument, NULL, O_PROVIDERS },
+	{ "filter", required_argument, NULL, O_FILTER },
 	{ "format", required_argument, NULL, O_FORMAT },
 	{ "level", required_argument, NULL, O_LEVEL },
 	{ "egress", required_argument, NULL, O_EGRESS },
@@ -158,7 +171,10 @@ void fleet_cli_usage_ps(FILE *f)
 	fprintf(f, "usage: %s ps [TARGETS] [-o table|wide|json|yaml]\n\n"
 		   "The .NET processes behind the targets: workload, target, container, pid, runtime version,\n"
 		   "uptime (since the runtime attached to the agent), the injected mode; for a target without a\n"
-		   "callable agent, why not.\n\noptions:\n"
+		   "callable agent, why not. CRASHES and LAST CRASH are the target's (its pod's, its task's): the\n"
+		   "crashes its agent recorded and how long ago the last was, that one's exception type (or signal);\n"
+		   "'-' where the agent does not give them (it does not serve exceptions, or is older). -o json and\n"
+		   "-o yaml carry the crash records whole.\n\noptions:\n"
 		   "  -o, --output FORMAT      table (default), wide, json or yaml\n"
 		   "  --parallel N             agents asked at once (4)\n", fleet_cli_prog());
 	usage_targets(f);
@@ -181,9 +197,13 @@ void fleet_cli_usage_capture(FILE *f)
 		   "  --yes                    needed for more than %d targets when not asked on a terminal\n"
 		   "  --type T  --duration S  --profile P  --providers FILE  --format F  --level L  --top N\n"
 		   "  --tags T  --param KEY=VALUE (any other query parameter of the agent's route)\n"
+		   "  --filter JSON|FILE       exceptions: dotnet-monitor's filters, {\"include\": [...], \"exclude\":\n"
+		   "                           [...]} of exceptionType, typeName, methodName, moduleName (sent as\n"
+		   "                           POST /exceptions); a value that does not start with '{' is a file\n"
 		   "  --timeout S              each capture (default: the duration plus the kind's allowance)\n"
 		   "  --max-size SIZE          each artifact at most. Default: 16Gi trace and logs, 4Gi cpuprofile\n"
-		   "                           and gcdump, 64Mi stacks and metrics, no fixed size for a dump; and\n"
+		   "                           and gcdump, 64Mi stacks, metrics and exceptions, no fixed size for a\n"
+		   "                           dump; and\n"
 		   "                           without --max-size no capture may leave the output disk with less\n"
 		   "                           than 5%% of its size free (at most 1Gi), checked as bytes arrive\n",
 		CONFIRM_OVER);
@@ -274,6 +294,7 @@ int fleet_cli_parse(int argc, char **argv, const char *cmd, struct args *a)
 		case O_TYPE: a->type = optarg; break;
 		case O_TRACE_PROFILE: a->profile_names = optarg; break;
 		case O_PROVIDERS: a->providers = optarg; break;
+		case O_FILTER: a->filter = optarg; break;
 		case O_FORMAT: a->format = optarg; break;
 		case O_LEVEL: a->level = optarg; break;
 		case O_EGRESS: a->egress = optarg; break;

@@ -51,6 +51,7 @@ struct args {
 	/* capture */
 	const struct kind *kind;
 	const char *type, *profile_names, *providers, *format, *level, *egress, *tags;
+	const char *filter;  /* --filter: POST /exceptions's body, inline JSON or a file */
 	long duration_s, timeout_s, top;
 	uint64_t max_size;
 	unsigned max_unavailable;
@@ -61,6 +62,8 @@ struct args {
 
 /* The kind named name ("dump"), or NULL. */
 const struct kind *fleet_cli_kind(const char *name);
+/* "dump, trace, ... or exceptions" onto b: the kinds, for a message. */
+void fleet_cli_kind_names(struct buf *b);
 /* How the program is named in messages: "diagport", or "kubectl diagport" (fleet_cli_as_kubectl_plugin). */
 const char *fleet_cli_prog(void);
 /* The usage texts, for --help (stdout) or a mistake (stderr). */

@@ -24,24 +24,41 @@
 #include "call.h"
 #include "mem.h"
 #include "pool.h"
+#include "utf8.h"
 
 #define ANSWER_CAP ((size_t)1024 * 1024)
 #define PROCESS_CAP ((size_t)64 * 1024)
 #define TIMEOUT_MS 20000L
+#define TEXT_CAP 4096      /* bytes of one string an agent gives */
+#define MAX_CRASHES 64     /* records taken from one agent's /crashes (the agent keeps 32) */
+#define MAX_FRAMES 256     /* of one crash's stack */
+#define MAX_ARTIFACTS 8    /* of one crash (the agent has two: the report and the dump) */
 
 struct ps {
 	const struct fleet_set *s;
-	json_t **procs;  /* per agent: the processes (an array), or NULL */
-	char **errors;   /* per agent: why not, or NULL */
+	json_t **procs;     /* per agent: the processes (an array), or NULL */
+	char **errors;      /* per agent: why not, or NULL */
+	json_t **crashes;   /* per agent: its crash records (an array), or NULL */
+	char **crash_why;   /* per agent: why there are none to show, or NULL */
 };
 
-static long long uptime_s(const char *rfc3339)
+/* *t from an RFC 3339 UTC time ("2026-01-01T00:00:00.000Z", what follows the seconds ignored): true, or false. */
+static bool rfc3339_time(const char *s, time_t *t)
 {
 	struct tm tm = { 0 };
 
-	if (rfc3339 == NULL || strptime(rfc3339, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
-		return -1;
-	return (long long)(time(NULL) - timegm(&tm));
+	if (s == NULL || strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) == NULL)
+		return false;
+	*t = timegm(&tm);
+	return true;
+}
+
+/* Seconds from an RFC 3339 UTC time to now, or -1 when it is not one. */
+static long long since_s(const char *rfc3339)
+{
+	time_t t;
+
+	return rfc3339_time(rfc3339, &t) ? (long long)(time(NULL) - t) : -1;
 }
 
 /*
@@ -103,6 +120,136 @@ static const json_t *runtime_of(const json_t *runtimes, json_int_t pid)
 	return NULL;
 }
 
+/* v as a string made safe for a terminal (new), or NULL when v is not a string. */
+static json_t *safe_str(const json_t *v)
+{
+	char *s;
+	json_t *o;
+
+	if (!json_is_string(v))
+		return NULL;
+	s = mem_strndup(json_string_value(v), TEXT_CAP);
+	fleet_safe_text(s);
+	o = utf8_json_str(s);
+	free(s);
+	return o;
+}
+
+/* o[k] = in[k] when it is a string (made safe), else null when null is allowed (may_null) and in[k] is null or absent. */
+static void take_str(json_t *o, const json_t *in, const char *k, bool may_null)
+{
+	json_t *v = safe_str(json_object_get(in, k));
+
+	if (v)
+		json_object_set_new(o, k, v);
+	else if (may_null)
+		json_object_set_new(o, k, json_null());
+}
+
+/* o[k] = in[k] when it is an integer, else null. */
+static void take_int(json_t *o, const json_t *in, const char *k)
+{
+	json_t *v = json_object_get(in, k);
+
+	json_object_set_new(o, k, json_is_integer(v) ? json_integer(json_integer_value(v)) : json_null());
+}
+
+/* The crash's exception as the agent gives it (typeName, message, hresult, stack), its known fields only. */
+static json_t *crash_exception(const json_t *in)
+{
+	json_t *o = json_object(), *stack = json_array(), *f;
+	size_t i;
+
+	take_str(o, in, "typeName", true);
+	take_str(o, in, "message", true);
+	take_str(o, in, "hresult", true);
+	json_array_foreach(json_object_get(in, "stack"), i, f) {
+		json_t *s = safe_str(f);
+
+		if (i == MAX_FRAMES || s == NULL) {
+			json_decref(s);
+			break;
+		}
+		json_array_append_new(stack, s);
+	}
+	json_object_set_new(o, "stack", stack);
+	return o;
+}
+
+/* A crash record of the agent's /crashes (borrowed), its known fields only (new), or NULL when it is not one. */
+static json_t *crash_record(const json_t *in)
+{
+	static const char *const art_strs[] = { "kind", "state", "file", "location", "error" };
+	json_t *o, *arts, *a;
+	size_t i;
+
+	if (!json_is_object(in) || !json_is_string(json_object_get(in, "time")))
+		return NULL;
+	o = json_object();
+	take_int(o, in, "pid");
+	take_str(o, in, "processName", true);
+	take_str(o, in, "time", false);
+	take_int(o, in, "exitSignal");
+	take_int(o, in, "exitCode");
+	json_object_set_new(o, "exception", crash_exception(json_object_get(in, "exception")));
+	arts = json_array();
+	json_array_foreach(json_object_get(in, "artifacts"), i, a) {
+		json_t *x;
+
+		if (i == MAX_ARTIFACTS || !json_is_object(a))
+			break;
+		x = json_object();
+		for (size_t k = 0; k < sizeof(art_strs) / sizeof(art_strs[0]); k++)
+			take_str(x, a, art_strs[k], true);
+		take_int(x, a, "bytes");
+		json_array_append_new(arts, x);
+	}
+	json_object_set_new(o, "artifacts", arts);
+	return o;
+}
+
+/*
+ * The agent's crash records into ps->crashes[i] (a new array), or why not
+ * into ps->crash_why[i]: a refusal, an older agent or a failure of this one
+ * call leaves the target's row as it is.
+ */
+static void ask_crashes(struct ps *ps, size_t i)
+{
+	const struct fleet_agent *a = &ps->s->v[i];
+	struct err_msg em;
+	char *body = NULL;
+	json_t *l, *out, *r;
+	size_t k;
+	int rc;
+
+	if ((rc = fleet_call_get(a, ps->s->caller, "/crashes", ANSWER_CAP, TIMEOUT_MS, &body, &em)) != 0) {
+		ps->crash_why[i] = rc == DP_EAUTH     ? mem_printf("the agent does not serve crashes to us (%s): its "
+								   "captures leave out exceptions", em.text) :
+				   rc == DP_ENOTFOUND ? mem_printf("the agent has no /crashes (%s): older than crash "
+								   "records, or not diagport's", em.text) :
+							mem_strdup(em.text);
+		return;
+	}
+	l = json_loads(body, 0, NULL);
+	free(body);
+	if (!json_is_array(l)) {
+		ps->crash_why[i] = mem_strdup("the agent's /crashes answer is not a list");
+		json_decref(l);
+		return;
+	}
+	out = json_array();
+	json_array_foreach(l, k, r) {
+		json_t *c;
+
+		if (k == MAX_CRASHES)
+			break;
+		if ((c = crash_record(r)) != NULL)
+			json_array_append_new(out, c);
+	}
+	json_decref(l);
+	ps->crashes[i] = out;
+}
+
 static void ask_one(void *ctx, size_t i)
 {
 	struct ps *ps = ctx;
@@ -150,13 +297,14 @@ static void ask_one(void *ctx, size_t i)
 			p = json_incref(json_array_get(list, k));
 		}
 		p = known_fields(p, runtime_of(rts, pid), pid);
-		if ((up = uptime_s(json_string_value(json_object_get(p, "attachedDateTime")))) >= 0)
+		if ((up = since_s(json_string_value(json_object_get(p, "attachedDateTime")))) >= 0)
 			json_object_set_new(p, "uptimeSeconds", json_integer(up));
 		json_array_append_new(out, p);
 	}
 	json_decref(list);
 	json_decref(rts);
 	ps->procs[i] = out;
+	ask_crashes(ps, i);
 }
 
 static void set_str(json_t *o, const char *k, const char *v)
@@ -182,7 +330,11 @@ static json_t *process_list(const struct ps *ps)
 		set_str(it, "mode", a->mode);
 		json_object_set_new(it, "state", json_string(why ? "unavailable" : "ready"));
 		set_str(it, "reason", why);
-		json_object_set(it, "processes", ps->procs[i] ? ps->procs[i] : json_array());
+		json_object_set_new(it, "processes", ps->procs[i] ? json_incref(ps->procs[i]) : json_array());
+		if (ps->crashes[i])
+			json_object_set(it, "crashes", ps->crashes[i]);
+		else if (why == NULL)
+			set_str(it, "crashesReason", ps->crash_why[i]);
 		json_array_append_new(items, it);
 	}
 	json_object_set_new(doc, "items", items);
@@ -269,13 +421,68 @@ static const char *or_dash(const char *s)
 	return s && *s ? s : "-";
 }
 
+/* "InvalidOperationException" of "System.InvalidOperationException"; "MyError" of "Ns.MyError`1[[...]]". */
+static void short_type(const char *t, char *out, size_t n)
+{
+	size_t len = strcspn(t, "`"), start = len;
+
+	while (start > 0 && t[start - 1] != '.')
+		start--;
+	snprintf(out, n, "%.*s", (int)(len - start), t + start);
+}
+
+/*
+ * The target's crash cells: count, "N (AGE ago)" of the newest record, or
+ * "0", or "-" when the agent gave none; last, the newest one's exception
+ * type, else its signal or exit code, else "-".
+ */
+static void crash_cells(const json_t *it, char *count, size_t cn, char *last, size_t ln)
+{
+	const json_t *l = json_object_get(it, "crashes"), *c, *newest = NULL;
+	time_t t, newest_t = 0;
+	const char *type;
+	size_t i;
+	json_int_t sig;
+	char ago[32];
+
+	snprintf(count, cn, "-");
+	snprintf(last, ln, "-");
+	if (!json_is_array(l))
+		return;
+	if (json_array_size(l) == 0) {
+		snprintf(count, cn, "0");
+		return;
+	}
+	json_array_foreach(l, i, c)
+		if (rfc3339_time(json_string_value(json_object_get(c, "time")), &t) && (newest == NULL || t > newest_t)) {
+			newest = c;
+			newest_t = t;
+		}
+	if (newest) {
+		/* a time ahead of ours: the clocks differ, and the crash is recent */
+		uptime_text(time(NULL) > newest_t ? (long long)(time(NULL) - newest_t) : 0, ago, sizeof(ago));
+		snprintf(count, cn, "%zu (%s ago)", json_array_size(l), ago);
+	} else { /* no time we can read: the agent lists the newest first */
+		newest = json_array_get(l, 0);
+		snprintf(count, cn, "%zu", json_array_size(l));
+	}
+	type = json_string_value(json_object_get(json_object_get(newest, "exception"), "typeName"));
+	sig = json_integer_value(json_object_get(newest, "exitSignal"));
+	if (type && *type)
+		short_type(type, last, ln);
+	else if (sig > 0 && sig < 65 && sigabbrev_np((int)sig))
+		snprintf(last, ln, "SIG%s", sigabbrev_np((int)sig));
+	else if (json_is_integer(json_object_get(newest, "exitCode")))
+		snprintf(last, ln, "exit %lld", (long long)json_integer_value(json_object_get(newest, "exitCode")));
+}
+
 static void table(const json_t *doc, bool wide)
 {
 	json_t *it, *p;
 	size_t i, k;
 
-	printf("%-28s %-36s %-12s %7s %-16s %-9s %6s %-9s %s%s\n", "WORKLOAD", "TARGET", "CONTAINER", "PID", "PROCESS",
-	       "RUNTIME", "UPTIME", "MODE", "STATUS", wide ? "  COMMAND" : "");
+	printf("%-28s %-36s %-12s %7s %-16s %-9s %6s %-12s %-26s %-9s %s%s\n", "WORKLOAD", "TARGET", "CONTAINER", "PID",
+	       "PROCESS", "RUNTIME", "UPTIME", "CRASHES", "LAST CRASH", "MODE", "STATUS", wide ? "  COMMAND" : "");
 	json_array_foreach(json_object_get(doc, "items"), i, it) {
 		const char *target = json_string_value(json_object_get(it, "target"));
 		const char *workload = json_string_value(json_object_get(it, "workload"));
@@ -283,10 +490,13 @@ static void table(const json_t *doc, bool wide)
 		const char *mode = json_string_value(json_object_get(it, "mode"));
 		const char *reason = json_string_value(json_object_get(it, "reason"));
 		json_t *procs = json_object_get(it, "processes");
+		char crashes[48], last[128];
 
+		crash_cells(it, crashes, sizeof(crashes), last, sizeof(last));
 		if (reason || json_array_size(procs) == 0) {
-			printf("%-28s %-36s %-12s %7s %-16s %-9s %6s %-9s %s\n", or_dash(workload), target, or_dash(container),
-			       "-", "-", "-", "-", or_dash(mode), reason ? reason : "no .NET process attached");
+			printf("%-28s %-36s %-12s %7s %-16s %-9s %6s %-12s %-26s %-9s %s\n", or_dash(workload), target,
+			       or_dash(container), "-", "-", "-", "-", crashes, last, or_dash(mode),
+			       reason ? reason : "no .NET process attached");
 			continue;
 		}
 		json_array_foreach(procs, k, p) {
@@ -294,10 +504,11 @@ static void table(const json_t *doc, bool wide)
 			json_t *u = json_object_get(p, "uptimeSeconds");
 
 			uptime_text(u ? (long long)json_integer_value(u) : -1, up, sizeof(up));
-			printf("%-28s %-36s %-12s %7lld %-16s %-9s %6s %-9s %s%s%s\n", or_dash(workload), target,
+			printf("%-28s %-36s %-12s %7lld %-16s %-9s %6s %-12s %-26s %-9s %s%s%s\n", or_dash(workload), target,
 			       or_dash(container), (long long)json_integer_value(json_object_get(p, "pid")),
 			       or_dash(json_string_value(json_object_get(p, "name"))),
-			       or_dash(json_string_value(json_object_get(p, "runtimeVersion"))), up, or_dash(mode), "ready",
+			       or_dash(json_string_value(json_object_get(p, "runtimeVersion"))), up, crashes, last, or_dash(mode),
+			       "ready",
 			       wide ? "  " : "", wide ? or_dash(json_string_value(json_object_get(p, "commandLine"))) : "");
 		}
 	}
@@ -305,8 +516,9 @@ static void table(const json_t *doc, bool wide)
 
 int fleet_ps(const struct fleet_set *s, const char *format, unsigned parallel)
 {
-	struct ps ps = { .s = s, .procs = mem_array(s->n ? s->n : 1, sizeof(json_t *)),
-			 .errors = mem_array(s->n ? s->n : 1, sizeof(char *)) };
+	size_t n = s->n ? s->n : 1;
+	struct ps ps = { .s = s, .procs = mem_array(n, sizeof(json_t *)), .errors = mem_array(n, sizeof(char *)),
+			 .crashes = mem_array(n, sizeof(json_t *)), .crash_why = mem_array(n, sizeof(char *)) };
 	json_t *doc;
 	int rc = FLEET_EXIT_OK;
 
@@ -330,8 +542,12 @@ int fleet_ps(const struct fleet_set *s, const char *format, unsigned parallel)
 	for (size_t i = 0; i < s->n; i++) {
 		json_decref(ps.procs[i]);
 		free(ps.errors[i]);
+		json_decref(ps.crashes[i]);
+		free(ps.crash_why[i]);
 	}
 	free(ps.procs);
 	free(ps.errors);
+	free(ps.crashes);
+	free(ps.crash_why);
 	return fleet_cancelled() ? FLEET_EXIT_CANCELLED : rc;
 }

@@ -248,6 +248,13 @@ static json_t *manifest(const struct run *r)
 	json_object_set_new(m, "kind", json_string("CaptureManifest"));
 	json_object_set_new(m, "capture", json_string(r->c->kind));
 	json_object_set_new(m, "request", json_string(r->c->route));
+	if (r->c->body) { /* POST: the body said what (trace's providers, exceptions' filters), JSON both */
+		json_t *b = json_loadb(r->c->body, r->c->body_len, 0, NULL);
+
+		json_object_set_new(m, "method", json_string(r->c->method));
+		if (b)
+			json_object_set_new(m, "body", b);
+	}
 	set_str(m, "egressProvider", r->c->egress);
 	set_str(m, "caller", r->s->caller);
 	json_object_set_new(m, "startedAt", json_string(r->started));

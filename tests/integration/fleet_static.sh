@@ -3,7 +3,10 @@
 # machine, named as static targets (--target, --targets-file): parallel captures, the per-workload limit,
 # progress on a pseudo-terminal (script(1)) and as plain lines, Ctrl-C, a target dying mid-dump, a target
 # refusing the token, the manifest (checked against sha256sum and the files), egress, exit codes, and the
-# binary as a real kubectl plugin (`kubectl diagport`, found by kubectl on PATH).
+# binary as a real kubectl plugin (`kubectl diagport`, found by kubectl on PATH). Crashes and exceptions: a real
+# app (tests/apps/console `throw`) that dies of an unhandled exception shows in ps as its target's crash, there
+# still once the app has started again; an agent that does not serve `exceptions` (403) or is older than
+# /crashes (404) shows '-' and its row stands; `capture exceptions` takes two apps' exception histories.
 set -uo pipefail
 T_NAME=fleet_static
 source tests/lib.sh
@@ -30,8 +33,16 @@ start_one() {
 printf 's3cret-token-%s-0123456789\n' 1 > "$W/token"
 printf 'another-token\n' > "$W/wrong-token"
 chmod 600 "$W/token" "$W/wrong-token" # a targets file's token-file must be private
+# agent 6 serves every kind but exceptions: its /crashes answers 403
+NOEXC=dump,gcdump,trace,cpuprofile,stacks,metrics,logs,env
 for i in $(seq 1 $N); do
-	if [ "$i" = 2 ] || [ "$i" = 5 ]; then start_one "$i" --auth-token-file "$W/token"; else start_one "$i"; fi
+	if [ "$i" = 2 ] || [ "$i" = 5 ]; then
+		start_one "$i" --auth-token-file "$W/token"
+	elif [ "$i" = 6 ]; then
+		start_one "$i" --captures "$NOEXC"
+	else
+		start_one "$i"
+	fi
 done
 for i in $(seq 1 $N); do
 	hdr=()
@@ -80,6 +91,10 @@ for name, pid in (("orders-1", sys.argv[2]), ("orders-3", sys.argv[3]), ("paymen
 assert items["orders-2"]["state"] == "ready"          # its own token-file
 assert items["payments-5"]["state"] == "unavailable"  # the wrong token
 assert "refused the token" in items["payments-5"]["reason"], items["payments-5"]
+assert items["orders-1"]["crashes"] == [] and "crashesReason" not in items["orders-1"], items["orders-1"]
+# agent 6 does not serve exceptions: no crash records, the reason, and the row as ever
+assert "crashes" not in items["payments-6"] and "403" in items["payments-6"]["crashesReason"], items["payments-6"]
+assert "crashes" not in items["payments-5"] and "crashesReason" not in items["payments-5"]  # unavailable: its reason says
 EOF
 "$D" ps --targets-file "$W/targets" -o yaml > "$W/ps.yaml" 2>&1
 WHY="ps -o yaml is not the JSON document: $(head -c 300 "$W/ps.yaml")"
@@ -92,9 +107,109 @@ for d in (y, j):
 assert y == j' "$W/ps.yaml" "$W/ps.json"
 "$D" ps --targets-file "$W/targets" > "$W/ps.txt" 2>&1
 WHY="ps table: $(head -c 400 "$W/ps.txt")"
-check ps-table bash -c "head -1 '$W/ps.txt' | grep -q 'WORKLOAD *TARGET *CONTAINER *PID' &&
-	grep -q '^orders .*orders-1 .* ${APPPID[1]} webapp .*ready' '$W/ps.txt' &&
+check ps-table bash -c "head -1 '$W/ps.txt' | grep -q 'WORKLOAD *TARGET *CONTAINER *PID .* UPTIME CRASHES *LAST CRASH *MODE' &&
+	grep -q '^orders .*orders-1 .* ${APPPID[1]} webapp .* 0 *- *- *ready' '$W/ps.txt' &&
+	grep -q '^payments .*payments-6 .* ${APPPID[6]} webapp .*[0-9][smh] - *- *- *ready' '$W/ps.txt' &&
 	grep -q 'payments-5 .*refused the token' '$W/ps.txt'"
+
+# ---- crashes and exceptions: two apps that throw (handled), one of them crashed by an unhandled exception ----
+# start_thrower I: the console app `throw` on agent I with the crash settings the injector gives an app (a dump and
+# a report in the agent's dumps directory), attached and its exception history begun; THROWER[I] its pid
+declare -a THROWER
+start_thrower() {
+	local i=$1 out=$W/a$1/thrower.out
+	DOTNET_DiagnosticPorts=$W/a$i/port,connect,nosuspend DOTNET_DbgEnableMiniDump=1 DOTNET_DbgMiniDumpType=1 \
+		DOTNET_DbgMiniDumpName="$W/a$i/crash-%p-%t-%e.dmp" DOTNET_EnableCrashReport=1 \
+		dotnet "$B/apps/console/console.dll" throw > "$out" 2>&1 &
+	THROWER[$i]=$!
+	PIDS+=($!)
+	wait_for "$out" READY 30 || { fail setup "thrower $i did not start" "$out"; exit 0; }
+	eventually 30 bash -c "curl -s '${URL[$i]}/exceptions?pid=${THROWER[$i]}' | grep -q '\"outer '" ||
+		{ fail setup "no exception history for thrower $i" "$W/a$i/agent.log"; exit 0; }
+}
+start_one 7
+start_one 8
+start_thrower 7
+start_thrower 8
+CRASHED=${THROWER[7]}
+kill -HUP "$CRASHED" # its background thread throws, unhandled: the runtime writes the dump and the report, and aborts
+wait "$CRASHED" 2>/dev/null
+eventually 30 bash -c "curl -s '${URL[7]}/crashes' | jq -e 'length == 1' > /dev/null" ||
+	fail setup "agent 7 recorded no crash" "$W/a7/agent.log"
+printf '%s name=crashy workload=crashy\n%s name=steady workload=steady\n%s name=noexc workload=payments\n' \
+	"${URL[7]}" "${URL[8]}" "${URL[6]}" > "$W/crash-targets"
+# the app is gone, its crash is the target's: a row without a process, how many and how long ago, and why
+"$D" ps --targets-file "$W/crash-targets" > "$W/cps.txt" 2>&1
+WHY="$(cat "$W/cps.txt")"
+check ps-crash-row bash -c "grep -q '^crashy *crashy .* - *- *- *- *1 ([0-9]*s ago) *InvalidOperationException *- *no .NET process attached' '$W/cps.txt' &&
+	grep -q '^steady *steady .* ${THROWER[8]} console .* 0 *- *- *ready' '$W/cps.txt' &&
+	grep -q '^payments *noexc .* ${APPPID[6]} webapp .* - *- *- *ready' '$W/cps.txt'"
+"$D" ps --targets-file "$W/crash-targets" -o json > "$W/cps.json" 2>&1
+WHY="$(head -c 1500 "$W/cps.json")"
+check ps-crash-json python3 - "$W/cps.json" "$CRASHED" "$W/a7" << 'EOF'
+import json, os, sys
+d = json.load(open(sys.argv[1])); items = {i["target"]: i for i in d["items"]}
+c = items["crashy"]
+assert c["state"] == "ready" and c["processes"] == [] and len(c["crashes"]) == 1, c
+k = c["crashes"][0]
+assert k["pid"] == int(sys.argv[2]) and k["processName"] == "console.dll" and k["exitSignal"] == 6, k
+assert k["time"].endswith("Z") and k["exitCode"] is None, k
+e = k["exception"]
+assert e["typeName"] == "System.InvalidOperationException" and e["hresult"] == "0x80131509", e
+assert e["message"] in ("crash on a background thread", None), e  # the history's, best effort (crashes.sh)
+assert e["stack"][0] == "console.dll!DiagportTestConsole.Program.Crash()", e
+arts = {a["kind"]: a for a in k["artifacts"]}
+assert sorted(arts) == ["crashReport", "dump"], k["artifacts"]
+for a in arts.values():
+    assert a["state"] == "kept" and os.path.dirname(a["file"]) == sys.argv[3] and a["bytes"] == os.path.getsize(a["file"]), a
+assert items["steady"]["crashes"] == [] and len(items["steady"]["processes"]) == 1, items["steady"]
+assert "crashes" not in items["noexc"] and "does not serve crashes" in items["noexc"]["crashesReason"], items["noexc"]
+assert len(items["noexc"]["processes"]) == 1, items["noexc"]
+EOF
+# the app starts again (its container restarted): a new process, and the target's crash is still shown
+start_thrower 7
+"$D" ps --targets-file "$W/crash-targets" > "$W/cps2.txt" 2>&1
+WHY="$(cat "$W/cps2.txt")"
+check ps-crash-after-restart grep -q "^crashy *crashy .* ${THROWER[7]} console .* 1 ([0-9]*[sm] ago) *InvalidOperationException *- *ready" "$W/cps2.txt"
+
+# capture exceptions from both apps (and from the agent that does not serve them): a file of each app's history
+"$D" capture exceptions --targets-file "$W/crash-targets" -o "$W/exc" > "$W/exc.out" 2> "$W/exc.err"
+rc=$?
+WHY="exit $rc (want 1: noexc refuses): $(cat "$W/exc.out") $(head -c 600 "$W/exc/manifest.json" 2>/dev/null)"
+check exceptions-exit test "$rc" = 1
+check exceptions-files python3 - "$W/exc" "${THROWER[7]}" "${THROWER[8]}" << 'EOF'
+import json, os, re, sys
+d = sys.argv[1]; m = json.load(open(os.path.join(d, "manifest.json")))
+assert m["capture"] == "exceptions" and m["request"] == "/exceptions" and "method" not in m, m
+assert (m["succeeded"], m["failed"]) == (2, 1), m
+pids = set()
+for it in m["items"]:
+    if it["target"]["name"] == "noexc":
+        assert it["status"] == "failed" and "403" in it["error"], it
+        continue
+    assert re.fullmatch(r"(crashy|steady)_%d_exceptions_\d{8}T\d{6}Z\.ndjson" % it["pid"], it["file"]), it
+    recs = [json.loads(l) for l in open(os.path.join(d, it["file"]))]
+    outer = [r for r in recs if r["typeName"] == "System.ApplicationException" and r["message"].startswith("outer ")]
+    inner = [r for r in recs if r["typeName"] == "System.InvalidOperationException" and r["message"].startswith("inner ")]
+    assert outer and inner and outer[0]["stack"]["frames"][0]["methodName"] == "Wrap", recs[:2]
+    assert all(r["stack"]["threadId"] == it["pid"] for r in outer), outer[0]  # the main thread: its id is the pid
+    pids.add(it["pid"])
+assert pids == {int(sys.argv[2]), int(sys.argv[3])}, pids
+EOF
+# text, and a filter (POST /exceptions): only the outer exceptions, the manifest says what was asked
+"$D" capture exceptions --target "${URL[7]}" --target "${URL[8]}" --format text -o "$W/exct" \
+	--filter '{"include": [{"exceptionType": "System.ApplicationException"}]}' > "$W/exct.out" 2>&1
+rc=$?
+WHY="exit $rc: $(cat "$W/exct.out"); $(head -c 400 "$W/exct/"*.txt 2>/dev/null)"
+check exceptions-text-filter bash -c "test $rc = 0 && test \$(ls '$W/exct'/*_exceptions_*.txt | wc -l) = 2 &&
+	for f in '$W/exct'/*.txt; do grep -q '^First chance exception at ' \"\$f\" &&
+		grep -q '^System.ApplicationException: outer ' \"\$f\" && ! grep -q '^System.InvalidOperationException' \"\$f\" || exit 1; done &&
+	jq -e '.method == \"POST\" and .body.include[0].exceptionType == \"System.ApplicationException\"' '$W/exct/manifest.json'"
+printf '{"exclude": [{"methodName": "Wrap"}]}' > "$W/filter.json"
+"$D" capture exceptions --target "${URL[8]}" --format json-seq --filter "$W/filter.json" -o "$W/excs" > "$W/excs.out" 2>&1
+WHY="$(cat "$W/excs.out")"
+check exceptions-json-seq-filter-file bash -c "head -c 1 '$W/excs/'*.json-seq | od -An -tx1 | grep -q 1e &&
+	tr '\036' '\n' < '$W/excs/'*.json-seq | jq -e -s 'length > 0 and all(.[]; .typeName == \"System.InvalidOperationException\")'"
 
 # ---- capture stacks from all six, four at a time: five files, one refusal, exit 1 ----
 "$D" capture stacks --targets-file "$W/targets" -o "$W/stacks" --parallel 4 > "$W/stacks.out" 2> "$W/stacks.err"
@@ -276,6 +391,13 @@ check usage-kind bash -c "test $rc = 2 && grep -q \"'frobnicate' is not a kind\"
 "$D" capture stacks --target "${URL[1]}" --format svg > "$W/e2" 2>&1
 rc=$?
 check usage-format bash -c "test $rc = 2 && grep -q \"format 'svg' is not one of text, json, speedscope\" '$W/e2'"
+"$D" capture stacks --target "${URL[1]}" --filter '{}' > "$W/e5" 2>&1
+rc=$?
+check usage-filter-kind bash -c "test $rc = 2 && grep -q -- '--filter is for exceptions, not stacks' '$W/e5'"
+"$D" capture exceptions --target "${URL[1]}" --filter '{"include": [' -o "$W/e6d" > "$W/e6" 2>&1
+rc=$?
+WHY="exit $rc: $(cat "$W/e6")"
+check usage-filter-json bash -c "test $rc = 2 && grep -q -- '--filter is not a JSON object' '$W/e6' && ! test -e '$W/e6d'"
 printf '%s\n# fine\nftp://nope\n' "${URL[1]}" > "$W/bad-targets"
 "$D" ps --targets-file "$W/bad-targets" > "$W/e3" 2>&1
 rc=$?
@@ -301,11 +423,25 @@ start_hostile escapes
 WHY="an escape sequence reached the terminal: $(cat -v "$W/h1.out" "$W/h1c.out" "$W/h1c.err" | head -c 600)"
 check no-terminal-escapes bash -c "! grep -q \$'\\e' '$W/h1.out' '$W/h1c.out' '$W/h1c.err' &&
 	! grep -q '^FAKE' '$W/h1c.out' && grep -qF '?]0;PWNED??[2Jwebapp' '$W/h1.out' && grep -q 'bad thing' '$W/h1c.out'"
+# its crash record, escapes and all: the table's type made safe, the JSON's every string too
+WHY="$(cat -v "$W/h1.out")"
+check crash-record-made-safe grep -qE '1 \([0-9]+d ago\) +\?\[2JBoomException ' "$W/h1.out"
+"$D" ps --target "$HURL" -o json > "$W/h1.json" 2>&1
+WHY="$(head -c 1200 "$W/h1.json")"
+check crash-record-json-safe jq -e '.items[0].crashes[0] | .exception.message == "a??FAKE line" and
+	.exception.typeName == "Evil.?[2JBoomException" and .exception.stack == ["x.dll!?]0;PWNED?Main()"] and
+	.processName == "?]0;PWNED??[2Jwebapp" and .artifacts[0].file == "/dumps/?[2Jcrash.dmp" and .artifacts[0].bytes == 5' "$W/h1.json"
 # an agent older than /runtimes (404): ps takes the runtime's version and uptime from its /process, as before
 start_hostile plain
 "$D" ps --target "$HURL" -o json > "$W/h-old.json" 2>&1
 WHY="$(head -c 400 "$W/h-old.json")"
 check ps-agent-without-runtimes jq -e '.items[0].processes[0] | .runtimeVersion == "9.0.11" and .uptimeSeconds > 0' "$W/h-old.json"
+# nor /crashes (404): no records, the reason, the row as ever
+check ps-agent-without-crashes jq -e '.items[0] | .state == "ready" and (has("crashes") | not) and
+	(.crashesReason | test("no /crashes .*404"))' "$W/h-old.json"
+"$D" ps --target "$HURL" > "$W/h-old.txt" 2>&1
+WHY="$(cat "$W/h-old.txt")"
+check ps-agent-without-crashes-table grep -qE ' 7 webapp +9\.0\.11 +[0-9]+d +- +- +- +ready' "$W/h-old.txt"
 start_hostile many
 "$D" capture stacks --target "$HURL" -o "$W/h2" > "$W/h2.out" 2>&1
 rc=$?

@@ -7,8 +7,9 @@ for a real peer (the real agent is tested beside it); it is the attacker.
 Usage: hostile_agent.py MODE PORTFILE [LOG]
 MODE:
   escapes    /processes: one process named with an OSC title and a clear-screen sequence, its /runtimes
-             version and time with escapes too; every capture answers 500 with a problem+json whose detail holds
-             ESC, CR and LF (a forged extra line)
+             version and time with escapes too, its /crashes record's exception type, message, stack and file
+             too; every capture answers 500 with a problem+json whose detail holds ESC, CR and LF (a forged
+             extra line)
   many       /processes lists 300 processes (over the 256 the client takes)
   nopid      /processes lists processes without a pid, with pid 0 and with pid -5
   endless    /processes one process; /stacks answers 200 and never stops sending bytes
@@ -16,8 +17,8 @@ MODE:
   plain      /processes one process; every capture answers 200 with a short text (a look-alike that
              collects what is sent to it)
   wants-token  as plain, but a request without an Authorization header gets 401 (problem+json)
-Every mode but escapes answers /runtimes 404, as an agent older than that route did, and has the runtime's
-version and attach time in /process, where such an agent had them.
+Every mode but escapes answers /runtimes and /crashes 404, as an agent older than those routes did, and has
+the runtime's version and attach time in /process, where such an agent had them.
 Every request's headers are appended to LOG (one JSON object a line) when given.
 """
 import json
@@ -68,8 +69,15 @@ class H(BaseHTTPRequestHandler):
             return self.send(200, json.dumps([{"pid": 7, "uid": "u", "name": ESC_NAME,
                                                "runtimeVersion": "10.0.0\x1b[31m",
                                                "attachedDateTime": "2026-01-01T00:00:00\x1b[2JZ"}]))
-        if path == "/runtimes":  # an agent older than /runtimes: its /process had those fields
-            return self.send(404, json.dumps({"title": "Not Found", "status": 404, "detail": "no route /runtimes"}),
+        if path == "/crashes" and MODE == "escapes":
+            return self.send(200, json.dumps([{
+                "pid": 6, "processName": ESC_NAME, "time": "2026-01-01T00:00:00.000Z", "exitSignal": 6,
+                "exitCode": None, "exception": {"typeName": "Evil.\x1b[2JBoomException", "message": "a\r\nFAKE line",
+                                                "hresult": "0x80131509", "stack": ["x.dll!\x1b]0;PWNED\x07Main()"]},
+                "artifacts": [{"kind": "dump", "state": "kept", "file": "/dumps/\x1b[2Jcrash.dmp", "bytes": 5,
+                               "location": None, "error": None}]}]))
+        if path in ("/runtimes", "/crashes"):  # an agent older than these: its /process had the runtime's fields
+            return self.send(404, json.dumps({"title": "Not Found", "status": 404, "detail": "no route " + path}),
                              "application/problem+json")
         if path == "/process":
             if MODE == "escapes":
