@@ -314,7 +314,9 @@ static int gcdump_src_start(struct job *j, struct err_msg *em)
 	int rc;
 
 	buf_init(&j->out, 0);
+	exceptions_pause(j->cs->exceptions, j->c.target.cookie); /* the types named again (exceptions.h) */
 	rc = gcdump_capture(j->cs->port, j->c.target.cookie, j->c.target.pid, raw ? &j->out : NULL, file, &g, em);
+	exceptions_resume(j->cs->exceptions, j->c.target.cookie);
 	if (rc != 0)
 		return rc;
 	if (j->c.format == CAPTURE_GCDUMP_TEXT) {

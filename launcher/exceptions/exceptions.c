@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clock.h"
 #include "log.h"
@@ -28,6 +29,7 @@
 #define RETRY_MS 5000    /* a session that ended while its runtime stays is started again after this */
 #define ENDED_KEPT 4     /* histories of runtimes gone, kept for the crash records */
 #define SESSION_MB 16    /* the runtime's buffer for the session */
+#define PAUSE_WAIT_MS 3000 /* exceptions_pause waits this long at most for the session to end */
 
 struct collector {
 	struct exceptions *x;
@@ -35,11 +37,13 @@ struct collector {
 	uint64_t pid;
 	pthread_t th;
 	bool started, seen;
+	bool unsupported;        /* the runtime refused the session as a command it does not know: not asked again */
+	unsigned paused;         /* exceptions_pause calls not yet resumed (under x->mu): no session meanwhile */
 	atomic_bool stop, done;
 	long long retry_at;
 	struct nettrace_trace header;
 	bool have_header;
-	struct trace_session *pending; /* started on the runtime's first connection, read by the thread */
+	int first_fd;            /* the runtime's first connection, for the thread's session, or -1 */
 	pthread_mutex_t mu;      /* the history */
 	struct exc_history h;
 	pthread_mutex_t names_mu; /* one rundown at a time; the tables */
@@ -52,6 +56,7 @@ struct exceptions {
 	size_t max_count;
 	uint64_t max_bytes;
 	pthread_mutex_t mu; /* the lists (the watcher changes them; writers look up) */
+	pthread_cond_t session_ended; /* a session ended (exceptions_pause waits for it) */
 	struct collector **c, *ended[ENDED_KEPT];
 	size_t nc, cap_c;
 	struct watcher *watcher;
@@ -84,19 +89,31 @@ static const struct nettrace_callbacks session_cb = { .trace = on_header, .event
 static void *collect_main(void *arg)
 {
 	struct collector *c = arg;
-	struct trace_session *s = c->pending;
+	struct trace_session *s;
 	struct err_msg em;
-	int rc;
+	int rc, fd = c->first_fd;
 
-	c->pending = NULL;
-	rc = s ? trace_run_session(s, NULL, &em) :
-		 trace_run_cb(c->x->port, c->cookie, &session, -1, &c->stop, &session_cb, c, NULL, &em);
+	c->first_fd = -1;
+	if (fd >= 0) { /* CollectTracing on the connection the runtime came with: it is resumed on its next one */
+		if ((rc = trace_start_on(c->x->port, c->cookie, fd, &session, &c->stop, &session_cb, c, &s, &em)) == 0)
+			rc = trace_run_session(s, NULL, &em);
+	} else {
+		rc = trace_run_cb(c->x->port, c->cookie, &session, -1, &c->stop, &session_cb, c, NULL, &em);
+	}
+	if (rc == DP_EUNSUPPORTED) { /* a runtime without EventPipe sessions of this kind: asked once */
+		c->unsupported = true;
+		log_info("no exception history for this runtime", LOG_STR("event", "exceptions-ended"),
+			 LOG_UINT("pid", c->pid), LOG_STR("error", em.text));
+	}
 
-	if (!atomic_load(&c->stop))
+	if (!atomic_load(&c->stop) && rc != DP_EUNSUPPORTED)
 		log_warn("exceptions session ended", LOG_STR("event", "exceptions-ended"), LOG_UINT("pid", c->pid),
 			 LOG_STR("error", rc ? em.text : "the stream ended"),
 			 LOG_UINT("retryInSeconds", RETRY_MS / 1000));
+	pthread_mutex_lock(&c->x->mu);
 	atomic_store(&c->done, true);
+	pthread_cond_broadcast(&c->x->session_ended);
+	pthread_mutex_unlock(&c->x->mu);
 	return NULL;
 }
 
@@ -130,8 +147,9 @@ static void collector_start(struct collector *c)
 	c->have_header = false;
 	c->started = pthread_create(&c->th, NULL, collect_main, c) == 0;
 	if (!c->started) {
-		trace_free(c->pending); /* the first connection's session, had there been one */
-		c->pending = NULL;
+		if (c->first_fd >= 0)
+			close(c->first_fd); /* the runtime comes again, and is resumed then */
+		c->first_fd = -1;
 		c->retry_at = clock_ms() + RETRY_MS;
 	} else
 		log_info("exceptions session started", LOG_STR("event", "exceptions-session"), LOG_UINT("pid", c->pid));
@@ -142,6 +160,7 @@ static struct collector *collector_new(struct exceptions *x, const struct port_r
 	struct collector *c = mem_zalloc(sizeof(*c));
 
 	c->x = x;
+	c->first_fd = -1;
 	memcpy(c->cookie, rt->cookie, 16);
 	c->pid = rt->pid;
 	pthread_mutex_init(&c->mu, NULL);
@@ -161,14 +180,14 @@ static void collector_ended(struct exceptions *x, struct collector *c)
 /*
  * port_on_first's fn: the session started on the runtime's first connection, before it is resumed, so
  * that the history holds its exceptions from its first instruction. On the listener's thread with the
- * port's lock held: no port call here (the watcher, which calls the port, takes x->mu after it).
+ * port's lock held: no port call here (the watcher, which calls the port, takes x->mu after it), and no
+ * wait on the runtime (the collector's thread sends CollectTracing).
  */
 bool exceptions_on_first(void *ctx, const uint8_t cookie[16], uint64_t pid, int fd)
 {
 	struct exceptions *x = ctx;
 	struct port_runtime rt = { .pid = pid };
 	struct collector *c = NULL;
-	struct err_msg em;
 
 	memcpy(rt.cookie, cookie, 16);
 	pthread_mutex_lock(&x->mu);
@@ -184,18 +203,10 @@ bool exceptions_on_first(void *ctx, const uint8_t cookie[16], uint64_t pid, int 
 		MEM_GROW(x->c, x->cap_c, x->nc + 1, 8);
 		x->c[x->nc++] = c;
 	}
-	atomic_store(&c->stop, false);
-	atomic_store(&c->done, false);
-	c->have_header = false;
-	if (trace_start_on(x->port, cookie, fd, &session, &c->stop, &session_cb, c, &c->pending, &em) != 0) {
-		c->pending = NULL;
-		log_warn("exceptions session not started at the attach", LOG_STR("event", "exceptions-ended"),
-			 LOG_UINT("pid", pid), LOG_STR("error", em.text));
-	} else {
-		collector_start(c);
-	}
+	c->first_fd = fd; /* the thread asks for the session: the listener waits on no runtime's answer */
+	collector_start(c);
 	pthread_mutex_unlock(&x->mu);
-	return true; /* fd is the session's, or closed */
+	return true; /* fd is the thread's, or closed */
 }
 
 static void watch_once(void *arg)
@@ -226,7 +237,7 @@ static void watch_once(void *arg)
 			collector_join(c);
 			c->retry_at = now + RETRY_MS;
 		}
-		if (!c->started && now >= c->retry_at)
+		if (!c->started && now >= c->retry_at && !c->paused && !c->unsupported)
 			collector_start(c);
 	}
 	for (size_t i = 0; i < x->nc; i++) {
@@ -255,6 +266,7 @@ struct exceptions *exceptions_start(const struct exceptions_config *cfg)
 	x->max_count = cfg->max_count ? cfg->max_count : EXC_DEFAULT_COUNT;
 	x->max_bytes = cfg->max_bytes ? cfg->max_bytes : EXC_DEFAULT_BYTES;
 	pthread_mutex_init(&x->mu, NULL);
+	pthread_cond_init(&x->session_ended, NULL);
 	log_info("exception histories kept", LOG_STR("event", "exceptions-history"), LOG_UINT("maxCount", x->max_count),
 		 LOG_UINT("maxBytes", x->max_bytes));
 	x->watcher = watcher_start(WATCH_MS, watch_once, x);
@@ -272,6 +284,7 @@ void exceptions_free(struct exceptions *x)
 		collector_free(x->ended[i]);
 	free(x->c);
 	pthread_mutex_destroy(&x->mu);
+	pthread_cond_destroy(&x->session_ended);
 	free(x);
 }
 
@@ -334,6 +347,48 @@ int exceptions_write(struct exceptions *x, const uint8_t cookie[16], uint64_t pi
 	pthread_mutex_unlock(&c->names_mu);
 	exc_entries_free(e, n);
 	return 0;
+}
+
+static struct collector *find_live(struct exceptions *x, const uint8_t cookie[16])
+{
+	for (size_t i = 0; i < x->nc; i++)
+		if (memcmp(x->c[i]->cookie, cookie, 16) == 0)
+			return x->c[i];
+	return NULL;
+}
+
+void exceptions_pause(struct exceptions *x, const uint8_t cookie[16])
+{
+	struct collector *c;
+	struct timespec until;
+
+	if (x == NULL)
+		return;
+	clock_deadline(&until, PAUSE_WAIT_MS);
+	pthread_mutex_lock(&x->mu);
+	if ((c = find_live(x, cookie)) != NULL) {
+		c->paused++;
+		if (c->started)
+			atomic_store(&c->stop, true);
+	}
+	/* its session ends (StopTracing, the stream drained); the watcher joins it and starts none while paused */
+	while (c && c->started && !atomic_load(&c->done) && pthread_cond_timedwait(&x->session_ended, &x->mu, &until) == 0)
+		c = find_live(x, cookie);
+	pthread_mutex_unlock(&x->mu);
+}
+
+void exceptions_resume(struct exceptions *x, const uint8_t cookie[16])
+{
+	struct collector *c;
+
+	if (x == NULL)
+		return;
+	pthread_mutex_lock(&x->mu);
+	if ((c = find_live(x, cookie)) != NULL && c->paused) {
+		c->paused--;
+		c->retry_at = 0; /* started again by the watcher's next look */
+	}
+	pthread_mutex_unlock(&x->mu);
 }
 
 static bool last_of(struct collector *c, uint64_t tid, int64_t when_ms, struct exc_last *out)

@@ -75,6 +75,17 @@ void exc_filters_free(struct exc_filters *f); /* accepts a zeroed value */
 int exceptions_write(struct exceptions *x, const uint8_t cookie[16], uint64_t pid, const char *command_line,
 		     const struct exc_filters *f, enum exc_format fmt, struct buf *out, struct err_msg *em);
 
+/*
+ * The runtime's session stopped for a while, and started again on resume
+ * (the history kept; exceptions thrown between are not in it). A GC heap
+ * snapshot needs it: the runtime names each type in a heap walk only once
+ * while its provider stays enabled, so a second snapshot beside a session
+ * that keeps the provider on would have no type names. Returns once the
+ * session has ended (at most 3 s). Calls nest.
+ */
+void exceptions_pause(struct exceptions *x, const uint8_t cookie[16]);
+void exceptions_resume(struct exceptions *x, const uint8_t cookie[16]);
+
 /* An exception of a history, as a crash record tells it. */
 struct exc_last {
 	char *type, *message; /* new strings */

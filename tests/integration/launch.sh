@@ -74,8 +74,9 @@ kill -TERM $AGENT; wait $AGENT 2>/dev/null
 # 5b. more runtimes come and go than the table holds (64). The defect this guards against is a wait: a full table
 # that refused a new runtime's advertise (while every entry was a runtime gone within its 3 s grace period) left
 # that runtime suspended, retrying, until one of them expired. It is counted, not timed: stand-in runtimes
-# (fake_runtimes) advertise once, take the ResumeRuntime and go without reconnecting, as a runtime that exits
-# just after its resume does, so each stays in the table for the grace period; 64 fill it, and each of 16 more
+# (fake_runtimes) advertise, take the ResumeRuntime (answering any command before it as a runtime that does not
+# know it, and coming back on a new connection, as runtimes do) and go without reconnecting, as a runtime that
+# exits just after its resume does, so each stays in the table for the grace period; 64 fill it, and each of 16 more
 # must be resumed on its first advertise (the agent drops the one gone longest), none refused.
 # fake_runtimes SOCKET N [M]: N stand-ins, then M more, one after another: "R F R2 F2 S", how many of the N were
 # resumed and refused, the same of the M, and the seconds it all took
@@ -84,27 +85,34 @@ fake_runtimes() {
 import os, socket, struct, sys, time
 path, n, m = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def one(i):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(path)
-    s.sendall(b"ADVR_V1\0" + os.urandom(16) + struct.pack("<QH", 4000000 + i, 0))
-    head = b""
-    while len(head) < 20:
-        b = s.recv(20 - len(head))
-        if not b:
-            break
-        head += b
-    resumed = False
-    if len(head) == 20:  # else closed without a command: refused
+    cookie = os.urandom(16)
+    for _ in range(3):  # as a runtime does: a new connection after each command that is not ResumeRuntime
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(path)
+        s.sendall(b"ADVR_V1\0" + cookie + struct.pack("<QH", 4000000 + i, 0))
+        head = b""
+        while len(head) < 20:
+            b = s.recv(20 - len(head))
+            if not b:
+                break
+            head += b
+        if len(head) < 20:  # closed without a command: refused
+            s.close()
+            return False
         size, cset, cid = struct.unpack("<HBB", head[14:18])
         rest = size - 20
         while rest > 0:
             rest -= len(s.recv(rest))
         if (cset, cid) == (0x04, 0x01):  # ResumeRuntime: answered OK, then gone
             s.sendall(b"DOTNET_IPC_V1\0" + struct.pack("<HBBH", 24, 0xFF, 0x00, 0) + struct.pack("<I", 0))
-            resumed = True
-    s.close()
-    return resumed
+            s.close()
+            return True
+        # another command first (the agent's exceptions session, on the first connection): refused as a runtime
+        # that does not know it refuses it (0x80131384 unknown command), and the next connection comes
+        s.sendall(b"DOTNET_IPC_V1\0" + struct.pack("<HBBH", 24, 0xFF, 0xFF, 0) + struct.pack("<I", 0x80131384))
+        s.close()
+    return False
 t0 = time.monotonic()
 a = [one(i) for i in range(n)]
 b = [one(n + i) for i in range(m)]
