@@ -98,7 +98,8 @@ struct api *api_new(const struct api_config *cfg)
 	{
 		struct crashes_config xc = { .port = cfg->port, .dir = cfg->dumps_dir, .captures = a->captures,
 					     .ops = a->ops, .exceptions = cfg->exceptions, .egress = cfg->crashes_egress,
-					     .max_count = cfg->crashes_max_count, .max_bytes = cfg->crashes_max_bytes };
+					     .max_count = cfg->crashes_max_count, .max_bytes = cfg->crashes_max_bytes,
+					     .op_needs = 1u << SERVED_EXCEPTIONS, .dumps_limit = cfg->dumps_limit };
 
 		a->crashes = crashes_start(&xc);
 	}
@@ -354,7 +355,7 @@ static void route_capture(struct api *a, struct httpd_req *r, const struct route
 
 static void route_operations(struct api *a, struct httpd_req *r, const struct route *rt)
 {
-	ops_route(a->ops, r);
+	ops_route(a->ops, r, a->served);
 }
 
 static void route_rules(struct api *a, struct httpd_req *r, const struct route *rt)

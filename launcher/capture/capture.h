@@ -64,6 +64,7 @@ struct capture {
 	struct exc_filters exc;       /* exceptions: which are written */
 	char *src_path;               /* a file capture: the file */
 	char *name;                   /* the artifact's name, or NULL: dotnet-monitor's (a file capture: its own) */
+	unsigned op_needs;            /* the permission bits that see its operation (ops_add's needs), or 0 */
 	const struct egress_provider *egress; /* the sink: an egress provider (borrowed), */
 	char *file;                     /* or a file (a path that must not exist yet), */
 					/* or neither: the HTTP response */

@@ -383,7 +383,7 @@ int capture_run(struct captures *cs, struct capture *c, struct httpd_req *r, cha
 		target_uid(&j->c.target, uid);
 		name = mem_strndup(n, len);
 		j->op = ops_add(cs->ops, j->c.egress ? j->c.egress->name : j->c.file ? "file" : NULL, j->c.target.pid, uid,
-				name, j->c.tags, k->stoppable, j->id);
+				name, j->c.tags, k->stoppable, j->c.op_needs, j->id);
 		j->stop = op_stop_flag(j->op);
 		j->cancel = op_cancel_flag(j->op);
 		free(name);

@@ -46,6 +46,7 @@ struct op {
 	bool stoppable;
 	char *egress, *uid, *name, *location, *error, *tags;
 	uint64_t pid;
+	unsigned needs;         /* the permission bits a caller must hold to see it (ops_route's mask), or 0 */
 	_Atomic uint64_t bytes; /* delivered so far (op_progress) */
 };
 
@@ -130,7 +131,7 @@ static void trim(struct ops *o)
 }
 
 struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *uid, const char *name,
-		   const char *tags, bool stoppable, char id[37])
+		   const char *tags, bool stoppable, unsigned needs, char id[37])
 {
 	struct op *op = mem_zalloc(sizeof(*op)), **pp;
 
@@ -140,6 +141,7 @@ struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *
 	atomic_init(&op->cancel, false);
 	atomic_init(&op->stop, false);
 	op->stoppable = stoppable;
+	op->needs = needs;
 	op->egress = egress ? mem_strdup(egress) : NULL;
 	op->pid = pid;
 	op->uid = mem_strdup(uid);
@@ -307,7 +309,7 @@ static void wait_stopped(struct ops *o, const char *id)
 	}
 }
 
-void ops_route(struct ops *o, struct httpd_req *r)
+void ops_route(struct ops *o, struct httpd_req *r, unsigned may_see)
 {
 	const char *path = httpd_path(r), *m = httpd_method(r), *id = NULL;
 	json_t *out = NULL;
@@ -324,13 +326,13 @@ void ops_route(struct ops *o, struct httpd_req *r)
 
 		out = json_array();
 		for (op = o->head; op; op = op->next)
-			if (op_matches(op, pid, uid, name, tags))
+			if ((op->needs & may_see) == op->needs && op_matches(op, pid, uid, name, tags))
 				json_array_append_new(out, op_json(op, false));
 		pthread_mutex_unlock(&o->mu);
 		httpd_send_json(r, 200, out);
 		return;
 	}
-	for (op = o->head; op && strcasecmp(op->id, id) != 0; op = op->next)
+	for (op = o->head; op && (strcasecmp(op->id, id) != 0 || (op->needs & may_see) != op->needs); op = op->next)
 		;
 	if (op == NULL) {
 		pthread_mutex_unlock(&o->mu);

@@ -27,11 +27,12 @@ void ops_free(struct ops *o);
 /*
  * Register a running operation (strings copied; egress NULL for an artifact
  * streamed to its client; tags is a comma-separated list from the request,
- * or NULL; stoppable: DELETE ?stop=true may end it gracefully). Returns the
+ * or NULL; stoppable: DELETE ?stop=true may end it gracefully; needs: the permission bits a caller of
+ * ops_route must hold to see it, 0 for none). Returns the
  * borrowed record and its id.
  */
 struct op *ops_add(struct ops *o, const char *egress, uint64_t pid, const char *uid, const char *name,
-		   const char *tags, bool stoppable, char id[37]);
+		   const char *tags, bool stoppable, unsigned needs, char id[37]);
 /*
  * Bytes of the artifact delivered so far (to the file, or acknowledged by the
  * store): the status's X-Diagport-Bytes-Sent header.
@@ -56,7 +57,11 @@ void op_finish(struct ops *o, struct op *op, int rc, const char *location, const
  */
 int ops_wait(struct ops *o, const char *id, int timeout_ms, char **location, char **error);
 
-/* GET /operations, GET /operations/{id} (201 once Succeeded, else 200), DELETE /operations/{id}. */
-void ops_route(struct ops *o, struct httpd_req *r);
+/*
+ * GET /operations, GET /operations/{id} (201 once Succeeded, else 200), DELETE /operations/{id}, for a
+ * caller holding the permission bits may_see: an operation that needs others (ops_add's needs: a crash's
+ * shipment needs the exceptions kind) is neither listed nor found.
+ */
+void ops_route(struct ops *o, struct httpd_req *r, unsigned may_see);
 
 #endif

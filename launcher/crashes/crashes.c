@@ -111,13 +111,16 @@ static bool parse_name(const char *name, struct crash *k)
 
 	if (n <= pl + 4 || strncmp(name, CRASH_PREFIX, pl) != 0 || strcmp(name + n - 4, ".dmp") != 0)
 		return false;
+	if (*p < '0' || *p > '9')
+		return false;
 	k->pid = strtoull(p, &end, 10);
-	if (end == p || *end != '-')
+	if (*end != '-' || end[1] < '0' || end[1] > '9')
 		return false;
 	p = end + 1;
-	k->unix_ms = strtoll(p, &end, 10) * 1000;
-	if (end == p || *end != '-' || k->unix_ms < 0)
+	k->unix_ms = strtoll(p, &end, 10);
+	if (*end != '-' || k->unix_ms > 1LL << 40)
 		return false;
+	k->unix_ms *= 1000;
 	p = end + 1;
 	snprintf(k->exe, sizeof(k->exe), "%.*s", (int)(name + n - 4 - p < 63 ? name + n - 4 - p : 63), p);
 	return true;
@@ -130,21 +133,29 @@ static uint64_t file_bytes(const char *path)
 	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
 }
 
-/* The report's bytes read whole (capped), or NULL. */
-static char *read_report(const char *path, size_t *len)
+/* The report's bytes read whole (capped), or NULL with why. */
+static char *read_report(const char *path, size_t *len, struct err_msg *em)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK); /* a FIFO there must not hold us */
 	struct stat st;
 	char *b = NULL;
-	ssize_t n = 0, r;
+	ssize_t n = 0, r = 0;
 
-	if (fd < 0)
+	if (fd < 0) {
+		err_set(em, DP_EIO, "cannot open it: %s", strerror(errno));
 		return NULL;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 && st.st_size <= CRASH_REPORT_MAX) {
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		err_set(em, DP_EINVAL, "not a regular file");
+	else if (st.st_size == 0 || st.st_size > CRASH_REPORT_MAX)
+		err_set(em, DP_ETOOBIG, "%lld bytes: empty, or over the cap of %u", (long long)st.st_size, CRASH_REPORT_MAX);
+	else {
 		b = mem_alloc((size_t)st.st_size + 1);
 		while (n < st.st_size && (r = read(fd, b + n, (size_t)(st.st_size - n))) > 0)
 			n += r;
 		if (n != st.st_size) {
+			err_set(em, DP_EIO, "read %zd of %lld bytes: %s", n, (long long)st.st_size,
+				r < 0 ? strerror(errno) : "it shrank");
 			free(b);
 			b = NULL;
 		}
@@ -159,16 +170,16 @@ static void record(struct crashes *c, struct crash *k)
 {
 	struct err_msg em;
 	size_t len = 0;
-	char *text = k->report.path ? read_report(k->report.path, &len) : NULL;
+	char *text = k->report.path ? read_report(k->report.path, &len, &em) : NULL;
 
 	if (text && crash_report_parse(text, len, &k->rep, &em) == 0)
 		k->have_rep = true;
 	else if (k->report.path)
 		log_warn("crash report not read", LOG_STR("event", "crash-report"), LOG_STR("file", k->report.path),
-			 LOG_STR("error", text ? em.text : "cannot read it"));
+			 LOG_STR("error", em.text));
 	free(text);
 	k->have_exc = exceptions_last(c->cfg.exceptions, k->pid, k->have_rep ? k->rep.thread : 0,
-				      k->unix_ms ? k->unix_ms + 1000 : 0, &k->exc) == 0;
+				      k->unix_ms ? k->unix_ms + 1000 : 0, k->have_rep ? k->rep.exc_type : NULL, &k->exc) == 0;
 	if (k->signal < 0 && k->have_rep && k->rep.exc_type)
 		k->signal = SIGABRT; /* an unhandled exception: the runtime aborts once createdump is done */
 	k->recorded = true;
@@ -202,10 +213,16 @@ static void scan_dir(struct crashes *c)
 		struct crash *k, probe = { 0 };
 		struct cfile *f;
 
+		struct stat st;
+		size_t at;
+
 		if (strncmp(de->d_name, CRASH_PREFIX, strlen(CRASH_PREFIX)) != 0 || n >= sizeof(base))
 			continue;
 		snprintf(base, sizeof(base), "%.*s", (int)(report ? n - rl : n), de->d_name);
-		if (!parse_name(base, &probe))
+		/* what createdump writes is a regular file; anything else there (a link, a FIFO, a directory) is not
+		 * evidence and is left alone, unlisted */
+		if (!parse_name(base, &probe) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISREG(st.st_mode))
 			continue;
 		if ((k = find(c, base)) == NULL) {
 			k = mem_zalloc(sizeof(*k));
@@ -213,7 +230,12 @@ static void scan_dir(struct crashes *c)
 			k->base = mem_strdup(base);
 			k->signal = k->code = -1;
 			MEM_GROW(c->r, c->cap, c->n + 1, 8);
-			c->r[c->n++] = k;
+			for (at = c->n; at > 0 && (c->r[at - 1]->unix_ms > k->unix_ms ||
+						   (c->r[at - 1]->unix_ms == k->unix_ms && strcmp(c->r[at - 1]->base, base) > 0));
+			     at--) /* oldest first, by the crash's time (not the directory's order) */
+				c->r[at] = c->r[at - 1];
+			c->r[at] = k;
+			c->n++;
 		}
 		f = report ? &k->report : &k->dump;
 		if (f->path == NULL && f->state == F_NONE) {
@@ -256,12 +278,22 @@ static void drop_file(struct cfile *f, const char *why)
 	f->state = F_DROPPED;
 }
 
+/* Crashes:MaxBytes, else half the volume's dump cap (room for a dump taken on demand beside), else 1 GiB. */
+static uint64_t crash_max_bytes(const struct crashes_config *cfg)
+{
+	if (cfg->max_bytes)
+		return cfg->max_bytes;
+	if (cfg->dumps_limit && cfg->dumps_limit / 2 < CRASH_DEFAULT_BYTES)
+		return cfg->dumps_limit / 2;
+	return CRASH_DEFAULT_BYTES;
+}
+
 /* Over the count or the bytes: the oldest crash's files go first (under c->mu; shipping: the one being shipped). */
 static void enforce_caps(struct crashes *c, const struct crash *shipping)
 {
 	unsigned max_count = c->cfg.max_count ? c->cfg.max_count : CRASH_DEFAULT_COUNT;
-	uint64_t max_bytes = c->cfg.max_bytes ? c->cfg.max_bytes : CRASH_DEFAULT_BYTES, bytes = 0;
-	size_t kept = 0;
+	uint64_t max_bytes = crash_max_bytes(&c->cfg), bytes = 0;
+	size_t kept = 0, newest = c->n;
 
 	for (size_t i = 0; i < c->n; i++) {
 		struct crash *k = c->r[i];
@@ -269,6 +301,7 @@ static void enforce_caps(struct crashes *c, const struct crash *shipping)
 		k->dump.bytes = k->dump.path ? file_bytes(k->dump.path) : k->dump.bytes;
 		k->report.bytes = k->report.path ? file_bytes(k->report.path) : k->report.bytes;
 		if (k->dump.path || k->report.path) {
+			newest = i;
 			kept++;
 			bytes += (k->dump.path ? k->dump.bytes : 0) + (k->report.path ? k->report.bytes : 0);
 		}
@@ -276,8 +309,8 @@ static void enforce_caps(struct crashes *c, const struct crash *shipping)
 	for (size_t i = 0; i < c->n && (kept > max_count || bytes > max_bytes); i++) {
 		struct crash *k = c->r[i];
 
-		if (k == shipping || !(k->dump.path || k->report.path))
-			continue;
+		if (k == shipping || i == newest || !(k->dump.path || k->report.path))
+			continue; /* the newest crash is kept even alone over the bytes: the volume's own limit bounds it */
 		bytes -= (k->dump.path ? k->dump.bytes : 0) + (k->report.path ? k->report.bytes : 0);
 		kept--;
 		drop_file(&k->report, "crash evidence removed: the volume's crash cap (Crashes:MaxCount, Crashes:MaxBytes)");
@@ -297,6 +330,7 @@ static int ship_file(struct crashes *c, struct crash *k, struct cfile *f, struct
 	cap.target.pid = k->pid;
 	cap.caller = mem_strdup("crash evidence");
 	cap.tags = mem_strdup("crash");
+	cap.op_needs = c->cfg.op_needs;
 	if ((rc = capture_run(c->cfg.captures, &cap, NULL, id)) != 0)
 		return err_set(em, rc, "the shipment did not start (another file is being shipped)");
 	while ((rc = ops_wait(c->cfg.ops, id, SHIP_WAIT_MS, &loc, &err)) == DP_ETIMEDOUT && !atomic_load(&c->stop))
@@ -385,15 +419,21 @@ static void scan_once(void *arg)
 struct crashes *crashes_start(const struct crashes_config *cfg)
 {
 	struct crashes *c = mem_zalloc(sizeof(*c));
+	DIR *d = opendir(cfg->dir);
 
 	c->cfg = *cfg;
 	c->dir = mem_strdup(cfg->dir);
+	if (d)
+		closedir(d);
+	else /* said, not refused: the volume may be mounted later; the crashes in it are seen then */
+		log_warn("the dumps directory cannot be read: no crash there is seen until it can", LOG_STR("event", "crashes"),
+			 LOG_STR("dir", cfg->dir), LOG_STR("error", strerror(errno)));
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
 	log_info("crashes watched", LOG_STR("event", "crashes"), LOG_STR("dir", c->dir),
 		 LOG_STR("egress", cfg->egress ? cfg->egress->name : NULL),
 		 LOG_UINT("maxCount", cfg->max_count ? cfg->max_count : CRASH_DEFAULT_COUNT),
-		 LOG_UINT("maxBytes", cfg->max_bytes ? cfg->max_bytes : CRASH_DEFAULT_BYTES));
+		 LOG_UINT("maxBytes", crash_max_bytes(cfg)));
 	c->watcher = watcher_start(SCAN_MS, scan_once, c);
 	return c;
 }

@@ -39,7 +39,9 @@ struct crashes_config {
 	struct exceptions *exceptions; /* borrowed, or NULL: the exception's message and stack */
 	const struct egress_provider *egress; /* Crashes:Egress (borrowed), or NULL: kept in the volume */
 	unsigned max_count;            /* crashes' files kept in the volume (0: CRASH_DEFAULT_COUNT) */
-	uint64_t max_bytes;            /* their bytes (0: CRASH_DEFAULT_BYTES) */
+	uint64_t max_bytes;            /* their bytes (0: half of dumps_limit, at most CRASH_DEFAULT_BYTES) */
+	uint64_t dumps_limit;          /* the volume's dump cap (--dumps-limit, the injector's from its size limit), or 0 */
+	unsigned op_needs;             /* the permission a caller needs to see a shipment's operation (ops_add) */
 };
 /* Start watching dir (a thread). */
 struct crashes *crashes_start(const struct crashes_config *cfg);

@@ -7,10 +7,10 @@
  * An entry is what the events give: the type, the message, the throwing
  * thread, the time, and the thread's stack as code addresses (named later,
  * by a rundown: exceptions.h). The inner exception is not in the events;
- * it is inferred: an exception thrown with the HasInnerException flag inside
- * a catch block takes as its inner exception the one that catch caught (the
- * pattern `catch (E e) { throw new F(..., e); }`). Not thread-safe: the
- * caller locks.
+ * it is inferred: an exception thrown with the HasInnerException flag takes
+ * as its inner exception the last one thrown on the same thread (the pattern
+ * `catch (E e) { throw new F(..., e); }`). Not thread-safe: the caller
+ * locks.
  */
 #ifndef DP_EXC_HISTORY_H
 #define DP_EXC_HISTORY_H
@@ -24,7 +24,8 @@
 
 #define EXC_PROVIDER "Microsoft-Windows-DotNETRuntime"
 #define EXC_KEYWORDS 0x8000ull  /* Exception */
-#define EXC_LEVEL 4             /* Informational: the catch events too (ExceptionThrown_V1 alone is Error) */
+#define EXC_LEVEL 2             /* Error: ExceptionThrown_V1 alone (the catch, finally and stop events of the
+				   keyword are Informational: four more events with stacks a round, for nothing we keep) */
 #define EXC_MAX_MESSAGE 4096    /* bytes of a message kept (UTF-8); a longer one is cut with "..." */
 #define EXC_MAX_IPS 256         /* addresses of a stack kept, innermost first */
 
@@ -47,16 +48,12 @@ struct exc_history {
 	size_t max_count, max_bytes, bytes;
 	uint64_t next_id;
 	uint64_t seen, dropped; /* thrown since the session began; dropped for the caps */
-	struct htab threads;    /* per thread: the last exception thrown, the catch blocks entered */
+	struct htab threads;    /* per thread: the last exception thrown */
 };
 
 void exc_history_init(struct exc_history *h, size_t max_count, size_t max_bytes);
 void exc_history_free(struct exc_history *h); /* accepts a zeroed history */
-/*
- * Take an event of the session: ExceptionThrown_V1 (80) becomes an entry
- * (wall_ms its time); ExceptionCatchStart/Stop (250, 251) track the catch
- * blocks for inner exceptions. True when the event was one of those.
- */
+/* Take an event of the session: ExceptionThrown_V1 (80) becomes an entry (wall_ms its time); true when it was one. */
 bool exc_history_event(struct exc_history *h, const struct nettrace_event *e, int64_t wall_ms);
 /* A copy of the entries, oldest first (new; free with exc_entries_free). */
 size_t exc_history_copy(const struct exc_history *h, struct exc_entry **out);

@@ -254,14 +254,32 @@ static void write_json(struct out_ctx *o, const struct exc_entry *e, const struc
 
 /* ---- text ---- */
 
+/*
+ * The app's words into the text layout: a control character (an escape sequence that would retitle or
+ * clear the reader's terminal, a carriage return that would hide a line) becomes '?'; line feeds and tabs
+ * stay (multi-line messages are the layout's own, as .NET prints them).
+ */
+static void put_safe(struct buf *out, const char *s)
+{
+	for (; *s; s++)
+		buf_putc(out, ((unsigned char)*s < 0x20 && *s != '\n' && *s != '\t') || *s == 0x7f ? '?' : *s);
+}
+
 static void text_frames(struct out_ctx *o, const struct frames *fr, struct buf *out)
 {
 	for (size_t i = 0; i < fr->n; i++) {
 		size_t np = params_of(fr->m[i], &o->params, o->at);
 
-		buf_printf(out, "\n   at %s.%s(", fr->m[i]->type, fr->m[i]->name);
-		for (size_t k = 0; k < np; k++)
-			buf_printf(out, "%s%s", k ? "," : "", o->params.data + o->at[k]);
+		buf_puts(out, "\n   at ");
+		put_safe(out, fr->m[i]->type);
+		buf_putc(out, '.');
+		put_safe(out, fr->m[i]->name);
+		buf_putc(out, '(');
+		for (size_t k = 0; k < np; k++) {
+			if (k)
+				buf_putc(out, ',');
+			put_safe(out, o->params.data + o->at[k]);
+		}
 		buf_putc(out, ')');
 	}
 }
@@ -270,9 +288,11 @@ static void text_frames(struct out_ctx *o, const struct frames *fr, struct buf *
 static void text_body(struct out_ctx *o, const struct exc_entry *e, const struct frames *fr, unsigned depth,
 		      struct buf *out)
 {
-	buf_puts(out, e->type);
-	if (*e->message)
-		buf_printf(out, ": %s", e->message);
+	put_safe(out, e->type);
+	if (*e->message) {
+		buf_puts(out, ": ");
+		put_safe(out, e->message);
+	}
 	if (e->inner) {
 		const struct exc_entry *in = by_id(o, e->inner);
 

@@ -391,7 +391,7 @@ void exceptions_resume(struct exceptions *x, const uint8_t cookie[16])
 	pthread_mutex_unlock(&x->mu);
 }
 
-static bool last_of(struct collector *c, uint64_t tid, int64_t when_ms, struct exc_last *out)
+static bool last_of(struct collector *c, uint64_t tid, int64_t when_ms, const char *type, struct exc_last *out)
 {
 	bool found = false;
 
@@ -401,6 +401,8 @@ static bool last_of(struct collector *c, uint64_t tid, int64_t when_ms, struct e
 
 		if ((tid && e->thread != tid) || (when_ms && e->wall_ms > when_ms))
 			continue;
+		if (type && strcmp(e->type, type) != 0)
+			break; /* the thread's last exception is another: the crash's own never arrived */
 		out->type = mem_strdup(e->type);
 		out->message = mem_strdup(e->message);
 		out->wall_ms = e->wall_ms;
@@ -410,7 +412,8 @@ static bool last_of(struct collector *c, uint64_t tid, int64_t when_ms, struct e
 	return found;
 }
 
-int exceptions_last(struct exceptions *x, uint64_t pid, uint64_t tid, int64_t when_ms, struct exc_last *out)
+int exceptions_last(struct exceptions *x, uint64_t pid, uint64_t tid, int64_t when_ms, const char *type,
+		    struct exc_last *out)
 {
 	bool found = false;
 
@@ -418,9 +421,9 @@ int exceptions_last(struct exceptions *x, uint64_t pid, uint64_t tid, int64_t wh
 		return DP_ENOTFOUND;
 	pthread_mutex_lock(&x->mu); /* newest first: the runtimes still attached, then those ended */
 	for (size_t i = x->nc; i-- > 0 && !found;)
-		found = x->c[i]->pid == pid && last_of(x->c[i], tid, when_ms, out);
+		found = x->c[i]->pid == pid && last_of(x->c[i], tid, when_ms, type, out);
 	for (size_t i = ENDED_KEPT; i-- > 0 && !found;)
-		found = x->ended[i] && x->ended[i]->pid == pid && last_of(x->ended[i], tid, when_ms, out);
+		found = x->ended[i] && x->ended[i]->pid == pid && last_of(x->ended[i], tid, when_ms, type, out);
 	pthread_mutex_unlock(&x->mu);
 	return found ? 0 : DP_ENOTFOUND;
 }

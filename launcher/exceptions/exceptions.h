@@ -95,8 +95,10 @@ struct exc_last {
  * The last exception process pid threw on thread tid (0: on any thread)
  * before when_ms (Unix ms; 0: any time), from its history (a runtime's
  * history is kept a while after it ended; the newest such runtime with that
- * pid is asked). 0 with *out, or DP_ENOTFOUND.
+ * pid is asked), when it is of type (NULL: any): an earlier exception of
+ * another type is not the crash's. 0 with *out, or DP_ENOTFOUND.
  */
-int exceptions_last(struct exceptions *x, uint64_t pid, uint64_t tid, int64_t when_ms, struct exc_last *out);
+int exceptions_last(struct exceptions *x, uint64_t pid, uint64_t tid, int64_t when_ms, const char *type,
+		    struct exc_last *out);
 
 #endif

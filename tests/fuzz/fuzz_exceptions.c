@@ -1,8 +1,8 @@
 /*
  * fuzz_exceptions.c - libFuzzer target for launcher/exceptions/exc_history.c,
  * which reads the exception events an app's runtime sends (the app's bytes):
- * the input is cut into events (a byte choosing ExceptionThrown, CatchStart
- * or CatchStop, a byte of thread, two bytes of length, the payload; a stack
+ * the input is cut into events (a byte choosing ExceptionThrown or another
+ * event of the keyword, a byte of thread, two bytes of length, the payload; a stack
  * from the payload's bytes). Whatever they are, the history stays within its
  * caps, every entry's strings end (UTF-8 of at most 1.5 bytes per UTF-16 byte), its inner
  * exception is an earlier entry.

@@ -99,7 +99,9 @@ WHY="dumps: $(ls "$W/dumps"); out: $(ls "$W/out")"
 check live-shipped eventually 30 real_shipped
 WHY="out: $(ls "$W/out"); $(grep -E 'crash-ship' "$W/agent.log" | tail -2)"
 check hostile-not-shipped bash -c "! ls '$W'/out/crash-99* 2>/dev/null && ! grep -rq '^root:' '$W/out'"
-check hostile-said grep -q '"event":"crash-ship".*not a regular file' "$W/agent.log"
+WHY="$(curl -s "$U/crashes" | jq -c '[.[].pid]')"
+check hostile-not-listed bash -c "curl -s '$U/crashes' | jq -e 'all(.[]; .pid < 990 or .pid > 999)' > /dev/null"
+check hostile-left-alone bash -c "[ -p '$W/dumps/crash-997-1-fifo.dmp' ] && [ -L '$W/dumps/crash-998-1-link.dmp' ]"
 rm -f "$W"/dumps/crash-99*
 check live-crash-listed eventually 10 crashed "$APID"
 
@@ -121,6 +123,29 @@ WHY="$(cat "$W/crashes3.json")"
 check loop-listed jq -e --argjson p "$FIRST" '[.[] | select(.pid == $p)][0].artifacts | all(.[]; .state == "dropped")' "$W/crashes3.json"
 kill "$AG"; wait "$AG" 2>/dev/null
 rm -f "$W"/dumps/crash-*
+# the oldest by the crash's time, not by the directory's order: five crashes' files (no runtime has their pids)
+for t in 1795900004 1795900001 1795900003 1795900000 1795900002; do
+	printf 'x' > "$W/dumps/crash-$((t % 10 + 900))-$t-app.dmp"
+done
+start_agent --config "$W/cap.yaml"
+newest_only() { [ "$(ls "$W"/dumps/crash-* 2>/dev/null)" = "$W/dumps/crash-904-1795900004-app.dmp" ]; }
+WHY="$(ls "$W/dumps")"
+check loop-oldest-by-time eventually 10 newest_only
+curl -s "$U/crashes" > "$W/crashes5.json"
+WHY="$(jq -c '[.[].pid]' "$W/crashes5.json")"
+check crashes-newest-first jq -e '[.[].pid] == [904, 903, 902, 901, 900]' "$W/crashes5.json"
+kill "$AG"; wait "$AG" 2>/dev/null
+rm -f "$W"/dumps/crash-*
+
+# --- shipments need the exceptions kind to be seen: an agent without it lists none in /operations
+start_agent --captures stacks,metrics --config "$W/ship.yaml"
+rm -f "$W"/out/*
+crash_app
+check unseen-shipped eventually 30 shipped
+WHY="$(curl -s "$U/operations")"
+check unseen-operations bash -c "curl -s '$U/operations' | jq -e 'length == 0' > /dev/null"
+check unseen-crashes-403 test "$(code "$U/crashes")" = 403
+kill "$AG"; wait "$AG" 2>/dev/null
 
 # --- a full volume (a 3 MiB tmpfs; the Mini dump is 8 MB): createdump writes the report, fails the dump and
 # removes it; the crash is recorded from the report, nothing half written is kept or shipped

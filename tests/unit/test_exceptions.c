@@ -1,8 +1,9 @@
 /*
  * test_exceptions.c - the exception history (launcher/exceptions/exc_history.h)
  * from events shaped as the runtime sends them: entries and their fields, the
- * inner exception inferred from the catch block a wrapping throw is in (and
- * only then), two threads apart, the count and byte caps dropping the oldest,
+ * inner exception inferred as the thread's last one when the flag says there
+ * is one (and only then; catch events, which the session does not ask for,
+ * change nothing), two threads apart, the count and byte caps dropping the oldest,
  * a message cut at the cap on a character boundary, payloads cut short;
  * dotnet-monitor's filter document (exc_filters_json); and the crash report
  * reader (launcher/crashes/crash_report.h) on a report shaped as createdump
@@ -61,7 +62,7 @@ static void event(struct exc_history *h, struct nettrace_meta *m, uint64_t tid)
 	exc_history_event(h, &e, 0);
 }
 
-static void inner_from_catch(void)
+static void inner_from_last_thrown(void)
 {
 	struct exc_history h;
 	struct exc_entry *e;
@@ -197,7 +198,7 @@ static void report(void)
 int main(void)
 {
 	t_file_name = "exceptions";
-	T_RUN(inner_from_catch);
+	T_RUN(inner_from_last_thrown);
 	T_RUN(caps);
 	T_RUN(short_payloads);
 	T_RUN(filters);
