@@ -13,6 +13,9 @@
 #            history is full and before anything has asked for it (no names tables yet), and, with the history
 #            on, how many of the exceptions thrown reached it (the ids of /exceptions' newest entries, asked
 #            just before and after the window, against the round numbers in their messages).
+#   pinned   the same two at once, each agent and its app pinned to a core of their own (taskset; one work
+#            thread each), the cores swapped each pair: the machine's other work (it is shared) falls on both
+#            alike, where runs one after the other each meet different load.
 #   crash    a webapp (tests/apps/webapp) with the crash settings the injector gives an app and a 48 MiB GC heap
 #            limit, made to die of an unhandled OutOfMemoryException on a background thread (/leak-start): the
 #            runtime writes a Mini dump (~16 MB here) and its crash report into the agent's dumps directory; the
@@ -21,7 +24,7 @@
 #            "crash" and "crash-shipped" log lines. CRASHES crashes, one agent.
 # Runs alone after `make` (it builds the test apps). Figures go to docs/BENCHMARKS.md by hand.
 # Knobs: RATE (5000), THREADS (nproc), RUNS (4 pairs), SECONDS_EACH (30), WARM (5), CRASHES (5), PARTS
-# ("history crash"), DIAGPORT, BUILD.
+# ("history pinned crash"), DIAGPORT, BUILD.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 B=${BUILD:-build}
@@ -32,7 +35,7 @@ RUNS=${RUNS:-4}
 SECS=${SECONDS_EACH:-30}
 WARM=${WARM:-5}
 CRASHES=${CRASHES:-5}
-PARTS=${PARTS:-history crash}
+PARTS=${PARTS:-history pinned crash}
 W=$(mktemp -d /tmp/dp-bench-exc.XXXXXX)
 . bench/lib.sh
 trap bench_cleanup EXIT
@@ -87,79 +90,127 @@ appns() {
 	echo "$m $w $o"
 }
 rss() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
-# newest: "ID ROUND" of the newest exception in the agent's history (the round from its message), "0 0" when none
+# newest URL: "ID ROUND" of the newest exception in the agent's history (the round from its message), "0 0" when none
 newest() {
-	curl -s -m 30 "$U/exceptions" 2> /dev/null | jq -r -s '(map(select(.id != null)) | max_by(.id)) //
+	curl -s -m 30 "$1/exceptions" 2> /dev/null | jq -r -s '(map(select(.id != null)) | max_by(.id)) //
 		{id: 0, message: "x 0"} | "\(.id) \(.message | split(" ")[1])"' 2> /dev/null || echo "0 0"
 }
 
-history_run() { # history_run on|off INDEX: one run, its figures a line of $W/history.txt
-	local mode=$1 i=$2 app apid l0 l1 a0 a1 n0 n1 m0 m1 w0 w1 o0 o1 t0 t1 ida ka idb kb rss0 rss1 hwm
-	if [ "$mode" = on ]; then start_agent "h$i"; else start_agent "h$i" --no-exceptions; fi
-	DOTNET_DiagnosticPorts="$W/h$i/port,connect,nosuspend" dotnet "$B/apps/console/console.dll" throwwork "$RATE" "$THREADS" \
-		> "$W/app$i.out" 2>&1 &
-	app=$!
-	PIDS+=("$app")
-	wait_for "$W/app$i.out" READY 30 || die "the app did not start: $(head -c 400 "$W/app$i.out")"
-	apid=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app$i.out")
-	wait_for "$W/h$i.log" '"event":"attached"' 15 || die "the app did not attach: $(tail -3 "$W/h$i.log")"
-	if [ "$mode" = on ]; then
-		wait_for "$W/h$i.log" '"event":"exceptions-session"' 15 || die "no exceptions session: $(tail -3 "$W/h$i.log")"
-	fi
+# history_run OUT SPEC...: runs at once, one per SPEC (MODE:INDEX:CPU: on or off, the run's number, the CPU its agent
+# and app are pinned to, - for none), each a new agent and app; their figures lines of OUT
+history_run() {
+	local out=$1 spec i k t0 t1 hz=$HZ threads pin
+	local -A mode cpu app apid ag url l0 l1 a0 a1 n0 n1 m0 m1 w0 w1 o0 o1 ida ka idb kb rss0 rss1 hwm
+	local -a ix=()
+	shift
+	for spec in "$@"; do
+		IFS=: read -r k i t0 <<< "$spec"
+		ix+=("$i") mode[$i]=$k cpu[$i]=$t0
+		pin=() threads=$THREADS
+		[ "$t0" != - ] && pin=(taskset -c "$t0") threads=1
+		if [ "$k" = on ]; then start_agent "h$i"; else start_agent "h$i" --no-exceptions; fi
+		ag[$i]=$AG url[$i]=$U
+		[ "$t0" != - ] && taskset -a -p -c "$t0" "$AG" > /dev/null
+		DOTNET_DiagnosticPorts="$W/h$i/port,connect,nosuspend" "${pin[@]}" dotnet "$B/apps/console/console.dll" \
+			throwwork "$RATE" "$threads" > "$W/app$i.out" 2>&1 &
+		app[$i]=$!
+		PIDS+=("$!")
+	done
+	for i in "${ix[@]}"; do
+		wait_for "$W/app$i.out" READY 30 || die "the app did not start: $(head -c 400 "$W/app$i.out")"
+		apid[$i]=$(sed -n 's/^READY \([0-9]*\)$/\1/p' "$W/app$i.out")
+		wait_for "$W/h$i.log" '"event":"attached"' 15 || die "the app did not attach: $(tail -3 "$W/h$i.log")"
+		if [ "${mode[$i]}" = on ]; then
+			wait_for "$W/h$i.log" '"event":"exceptions-session"' 15 || die "no exceptions session: $(tail -3 "$W/h$i.log")"
+		fi
+	done
 	sleep "$WARM"
-	rss0=$(rss "$AG" VmRSS)
-	read -r ida ka < <(newest)
-	l0=$(wc -l < "$W/app$i.out") a0=$(ticks "$AG") n0=$(ns "$AG") t0=$(date +%s.%N)
-	read -r m0 w0 o0 < <(appns "$apid")
+	for i in "${ix[@]}"; do
+		rss0[$i]=$(rss "${ag[$i]}" VmRSS)
+		read -r "ida[$i]" "ka[$i]" < <(newest "${url[$i]}")
+	done
+	t0=$(date +%s.%N)
+	for i in "${ix[@]}"; do
+		l0[$i]=$(wc -l < "$W/app$i.out") a0[$i]=$(ticks "${ag[$i]}") n0[$i]=$(ns "${ag[$i]}")
+		read -r "m0[$i]" "w0[$i]" "o0[$i]" < <(appns "${apid[$i]}")
+	done
 	sleep "$SECS"
-	read -r m1 w1 o1 < <(appns "$apid")
-	l1=$(wc -l < "$W/app$i.out") a1=$(ticks "$AG") n1=$(ns "$AG") t1=$(date +%s.%N)
-	rss1=$(rss "$AG" VmRSS)
-	read -r idb kb < <(newest)
-	hwm=$(rss "$AG" VmHWM)
-	# the app's WORK lines written within the window: the first and the last, by its own clock
-	sed -n "$((l0 + 1)),${l1}p" "$W/app$i.out" | awk -v mode="$mode" -v i="$i" -v t0="$t0" -v t1="$t1" \
-		-v a0="$a0" -v a1="$a1" -v n0="$n0" -v n1="$n1" -v hz="$HZ" -v m0="$m0" -v m1="$m1" -v w0="$w0" -v w1="$w1" -v o0="$o0" -v o1="$o1" \
-		-v ida="$ida" -v ka="$ka" -v idb="$idb" -v kb="$kb" -v rss0="$rss0" -v rss1="$rss1" -v hwm="$hwm" '
-		$1 == "WORK" { if (!n) { ms0 = $2; u0 = $3; r0 = $4 } ms1 = $2; u1 = $3; r1 = $4; n++ }
-		END {
-			s = (ms1 - ms0) / 1000; w = t1 - t0
-			recv = (mode == "on" && kb > ka) ? sprintf("%.4f", (idb - ida) / (2 * (kb - ka))) : "-"
-			printf "%s %d %.0f %.1f %.2f %.3f %.3f %d %d %d %s %.1f %.1f %.1f\n", mode, i, (u1 - u0) / s, (r1 - r0) / s,
-				(m1 - m0) / 1000 / (r1 - r0), (a1 - a0) / hz / w * 100, (n1 - n0) / 1e9 / w * 100, rss0, rss1, hwm, recv,
-				(m1 - m0) / 1e9 / w * 100, (w1 - w0) / 1e9 / w * 100, (o1 - o0) / 1e9 / w * 100
-		}' >> "$W/history.txt"
-	kill "$app" "$AG" 2> /dev/null
-	wait "$app" "$AG" 2> /dev/null
+	for i in "${ix[@]}"; do
+		read -r "m1[$i]" "w1[$i]" "o1[$i]" < <(appns "${apid[$i]}")
+		l1[$i]=$(wc -l < "$W/app$i.out") a1[$i]=$(ticks "${ag[$i]}") n1[$i]=$(ns "${ag[$i]}")
+		rss1[$i]=$(rss "${ag[$i]}" VmRSS)
+	done
+	t1=$(date +%s.%N)
+	for i in "${ix[@]}"; do
+		read -r "idb[$i]" "kb[$i]" < <(newest "${url[$i]}")
+		hwm[$i]=$(rss "${ag[$i]}" VmHWM)
+	done
+	for i in "${ix[@]}"; do
+		# the app's WORK lines written within the window: the first and the last, by its own clock
+		sed -n "$((l0[$i] + 1)),${l1[$i]}p" "$W/app$i.out" | awk -v mode="${mode[$i]}" -v i="$i" -v cpu="${cpu[$i]}" \
+			-v t0="$t0" -v t1="$t1" -v a0="${a0[$i]}" -v a1="${a1[$i]}" -v n0="${n0[$i]}" -v n1="${n1[$i]}" -v hz="$hz" \
+			-v m0="${m0[$i]}" -v m1="${m1[$i]}" -v w0="${w0[$i]}" -v w1="${w1[$i]}" -v o0="${o0[$i]}" -v o1="${o1[$i]}" \
+			-v ida="${ida[$i]}" -v ka="${ka[$i]}" -v idb="${idb[$i]}" -v kb="${kb[$i]}" \
+			-v rss0="${rss0[$i]}" -v rss1="${rss1[$i]}" -v hwm="${hwm[$i]}" '
+			$1 == "WORK" { if (!n) { ms0 = $2; u0 = $3; r0 = $4 } ms1 = $2; u1 = $3; r1 = $4; n++ }
+			END {
+				s = (ms1 - ms0) / 1000; w = t1 - t0
+				recv = (mode == "on" && kb > ka) ? sprintf("%.4f", (idb - ida) / (2 * (kb - ka))) : "-"
+				printf "%s %d %.0f %.1f %.2f %.3f %.3f %d %d %d %s %.1f %.1f %.1f %s\n", mode, i, (u1 - u0) / s,
+					(r1 - r0) / s, (m1 - m0) / 1000 / (r1 - r0), (a1 - a0) / hz / w * 100, (n1 - n0) / 1e9 / w * 100,
+					rss0, rss1, hwm, recv, (m1 - m0) / 1e9 / w * 100, (w1 - w0) / 1e9 / w * 100, (o1 - o0) / 1e9 / w * 100, cpu
+			}' >> "$out"
+	done
+	for i in "${ix[@]}"; do kill "${app[$i]}" "${ag[$i]}" 2> /dev/null; done
+	for i in "${ix[@]}"; do wait "${app[$i]}" "${ag[$i]}" 2> /dev/null; done
 }
 
-if [[ " $PARTS " == *" history "* ]]; then
-	echo
-	echo "history: throwwork $RATE (= $((RATE * 2)) exceptions/s) $THREADS work threads; $RUNS pairs, ${SECS} s windows after ${WARM} s"
-	: > "$W/history.txt"
-	for ((r = 0; r < RUNS; r++)); do
-		if ((r % 2 == 0)); then order="off on"; else order="on off"; fi
-		for m in $order; do history_run "$m" "$((r * 2 + ${#m} - 2))"; done
-		echo "  pair $((r + 1)) done; $(load)"
+# report FILE: the runs' lines, each mode's median [min max], the work rate on/off within each pair
+report() {
+	printf '%-4s %3s %3s %12s %9s %13s %12s %13s %8s %8s %8s %9s %7s %7s %7s\n' mode run cpu 'work units/s' rounds/s \
+		'us/round thr' 'agent % tick' 'agent % sched' 'RSS kB' 'RSS@end' 'HWM kB' received 'main %' 'work %' 'other %'
+	sort -k2n "$1" | while read -r mo ix wk rd us ct cs r0 r1 hw rc pm pw po cp; do
+		printf '%-4s %3s %3s %12s %9s %13s %12s %13s %8s %8s %8s %9s %7s %7s %7s\n' "$mo" "$ix" "$cp" "$wk" "$rd" "$us" "$ct" "$cs" \
+			"$r0" "$r1" "$hw" "$rc" "$pm" "$pw" "$po"
 	done
-	printf '%-4s %3s %12s %9s %13s %12s %13s %8s %8s %8s %9s %7s %7s %7s\n' mode run 'work units/s' rounds/s 'us/round thr' \
-		'agent % tick' 'agent % sched' 'RSS kB' 'RSS@end' 'HWM kB' received 'main %' 'work %' 'other %'
-	sort -k2n "$W/history.txt" | while read -r mo ix wk rd us ct cs r0 r1 hw rc pm pw po; do
-		printf '%-4s %3s %12s %9s %13s %12s %13s %8s %8s %8s %9s %7s %7s %7s\n' "$mo" "$ix" "$wk" "$rd" "$us" "$ct" "$cs" "$r0" "$r1" "$hw" "$rc" "$pm" "$pw" "$po"
-	done
-	echo "(us/round thr: the main thread's CPU per round; main/work/other %: the app's threads' CPU, share of one core)"
+	echo "(us/round thr: the main thread's CPU per round; main/work/other %: the app's threads' CPU, share of one core;"
+	echo " RSS: the agent's VmRSS before any /exceptions, RSS@end after one, HWM its peak after two)"
 	echo "median [min max] per mode:"
 	for m in off on; do
 		line="  $m:"
 		for c in 3:work 4:rounds/s 5:us/round 6:agent%tick 7:agent%sched 8:RSS 10:HWM 12:main% 13:work% 14:other%; do
-			line+=" ${c#*:} $(awk -v m="$m" -v k="${c%%:*}" '$1 == m {print $k}' "$W/history.txt" | stat3 |
+			line+=" ${c#*:} $(awk -v m="$m" -v k="${c%%:*}" '$1 == m {print $k}' "$1" | stat3 |
 				awk '{printf "%s [%s %s]", $1, $2, $3}');"
 		done
 		echo "$line"
 	done
-	# work on / off within each pair, then their median
-	awk '{v[$1, int($2 / 2)] = $3} END {for (p = 0; v["off", p] != ""; p++) print v["on", p] / v["off", p]}' "$W/history.txt" |
+	awk '{v[$1, int($2 / 2)] = $3} END {for (p = 0; v["off", p] != ""; p++) print v["on", p] / v["off", p]}' "$1" |
 		stat3 | awk '{printf "work rate on/off, same pair: median %.3f [%.3f %.3f]\n", $1, $2, $3}'
+}
+
+if [[ " $PARTS " == *" history "* ]]; then
+	echo
+	echo "history, one after the other: throwwork $RATE (= $((RATE * 2)) exceptions/s) $THREADS work threads; $RUNS pairs," \
+		"${SECS} s windows after ${WARM} s"
+	: > "$W/history.txt"
+	for ((r = 0; r < RUNS; r++)); do
+		if ((r % 2 == 0)); then order="off on"; else order="on off"; fi
+		for m in $order; do history_run "$W/history.txt" "$m:$((r * 2 + ${#m} - 2)):-"; done
+		echo "  pair $((r + 1)) done; $(load)"
+	done
+	report "$W/history.txt"
+fi
+# at once, each pinned to a core of its own (agent and app), the cores swapped each pair: the machine's other work
+# falls on both alike
+if [[ " $PARTS " == *" pinned "* ]]; then
+	echo
+	echo "history, at once, pinned: throwwork $RATE 1 per core, on and off side by side; $RUNS pairs, ${SECS} s windows"
+	: > "$W/pinned.txt"
+	for ((r = 0; r < RUNS; r++)); do
+		history_run "$W/pinned.txt" "on:$((r * 2)):$((r % 2))" "off:$((r * 2 + 1)):$((1 - r % 2))"
+		echo "  pair $((r + 1)) done; $(load)"
+	done
+	report "$W/pinned.txt"
 fi
 
 # --- crashes: dump written -> crash recorded -> report and dump shipped
