@@ -99,18 +99,18 @@ newest() {
 # history_run OUT SPEC...: runs at once, one per SPEC (MODE:INDEX:CPU: on or off, the run's number, the CPU its agent
 # and app are pinned to, - for none), each a new agent and app; their figures lines of OUT
 history_run() {
-	local out=$1 spec i k t0 t1 hz=$HZ threads pin
+	local out=$1 spec i k c t0 t1 hz=$HZ threads pin
 	local -A mode cpu app apid ag url l0 l1 a0 a1 n0 n1 m0 m1 w0 w1 o0 o1 ida ka idb kb rss0 rss1 hwm
 	local -a ix=()
 	shift
 	for spec in "$@"; do
-		IFS=: read -r k i t0 <<< "$spec"
-		ix+=("$i") mode[$i]=$k cpu[$i]=$t0
+		IFS=: read -r k i c <<< "$spec"
+		ix+=("$i") mode[$i]=$k cpu[$i]=$c
 		pin=() threads=$THREADS
-		[ "$t0" != - ] && pin=(taskset -c "$t0") threads=1
+		[ "$c" != - ] && pin=(taskset -c "$c") threads=1
 		if [ "$k" = on ]; then start_agent "h$i"; else start_agent "h$i" --no-exceptions; fi
 		ag[$i]=$AG url[$i]=$U
-		[ "$t0" != - ] && taskset -a -p -c "$t0" "$AG" > /dev/null
+		[ "$c" != - ] && taskset -a -p -c "$c" "$AG" > /dev/null
 		DOTNET_DiagnosticPorts="$W/h$i/port,connect,nosuspend" "${pin[@]}" dotnet "$B/apps/console/console.dll" \
 			throwwork "$RATE" "$threads" > "$W/app$i.out" 2>&1 &
 		app[$i]=$!
@@ -228,7 +228,7 @@ if [[ " $PARTS " == *" crash "* ]]; then
 			exec dotnet "$B/apps/webapp/webapp.dll" 2>&1 | python3 -u -c '
 import sys, time
 for l in sys.stdin:
-    sys.stdout.write("%.6f %s" % (time.time(), l))' > "$W/crash$c.out") &
+    sys.stdout.write("%.6f %s" % (time.time(), l))' > "$W/crash$c.out") 2> /dev/null & # (not bash's "Aborted")
 		sp=$!
 		PIDS+=("$sp")
 		wait_for "$W/crash$c.out" READY 60 || die "the webapp did not start: $(head -c 400 "$W/crash$c.out")"
