@@ -4,7 +4,8 @@
 #
 #   OUTDIR/webapp/webapp.dll     run as: ASPNETCORE_URLS=http://127.0.0.1:PORT dotnet OUTDIR/webapp/webapp.dll
 #   OUTDIR/console/console.dll   run as: dotnet OUTDIR/console/console.dll [sleep N | exit N | signal | tick N [GAP_MS]
-#                                | spin [THREADS] | alloc | syscalls | native LIB | mix LIB | throw [RATE]]
+#                                | spin [THREADS] | alloc | syscalls | native LIB | mix LIB | throw [RATE]
+#                                | throwwork RATE [THREADS]]
 #                                (LIB: tests/apps/dpnative/dpnative.c built as a shared library by the test)
 #   OUTDIR/tracecount/tracecount.dll FILE.nettrace   (only with TRACEEVENT_DIR: TraceEvent counting events)
 #   OUTDIR/heapstat/heapstat.dll CORE                (only with HEAPSTAT=1: ClrMD's per-type heap table;

@@ -43,8 +43,15 @@
 //             from Program.Crash, unhandled: the runtime ends the process
 //             (SIGABRT), writing a crash dump when DOTNET_DbgEnableMiniDump
 //             says so. Runs until killed.
+//   throwwork R [T]  the rounds of throw at R a second on the main thread
+//             (no ROUND lines), and T threads (default: one per processor,
+//             at most 8) running Program.Work, counted units of CPU work
+//             (2^16 turns of a loop, ~0.1 ms each); every second a thread
+//             ("report") prints "WORK <monotonic ms> <units> <rounds>", the
+//             totals so far: the app's work rate while it throws at a fixed
+//             rate (bench/exceptions.sh). Runs until killed.
 //   (none)    sleeps until killed
-// The spin, alloc, syscalls, native, mix and throw methods are NoInlining, so that
+// The spin, alloc, syscalls, native, mix, throw and work methods are NoInlining, so that
 // each is a frame of its own under a stable name.
 // Bad arguments: a usage line on stderr, exit 2.
 
@@ -70,7 +77,7 @@ static class Program
         if (!ParseArgs(args, out string mode, out int n, out int gapMs))
         {
             Console.Error.WriteLine("usage: console [sleep N | exit N | signal | tick N [GAP_MS] | spin [THREADS] | " +
-                "alloc | syscalls | native LIB | mix LIB | throw [RATE]]");
+                "alloc | syscalls | native LIB | mix LIB | throw [RATE] | throwwork RATE [THREADS]]");
             return 2;
         }
         if (mode == "native" || mode == "mix")
@@ -130,13 +137,16 @@ static class Program
         case "throw":
             Throw(n);
             return 0;
+        case "throwwork":
+            ThrowWork(n, gapMs);
+            return 0;
         default:
             Thread.Sleep(Timeout.Infinite);
             return 0;
         }
     }
 
-    // Sets mode ("" for none), n and gapMs (tick only); false on anything else.
+    // Sets mode ("" for none), n and gapMs (tick's gap, throwwork's threads); false on anything else.
     static bool ParseArgs(string[] args, out string mode, out int n, out int gapMs)
     {
         mode = args.Length > 0 ? args[0] : "";
@@ -159,6 +169,13 @@ static class Program
             n = 10;
             return args.Length == 1 || (args.Length == 2 && int.TryParse(args[1], NumberStyles.None,
                 CultureInfo.InvariantCulture, out n) && n >= 1 && n <= 100_000);
+        case "throwwork":
+            gapMs = Math.Min(Environment.ProcessorCount, 8);
+            return (args.Length == 2 || args.Length == 3) &&
+                int.TryParse(args[1], NumberStyles.None, CultureInfo.InvariantCulture, out n) &&
+                n >= 1 && n <= 100_000 &&
+                (args.Length == 2 || (int.TryParse(args[2], NumberStyles.None,
+                    CultureInfo.InvariantCulture, out gapMs) && gapMs >= 1 && gapMs <= 8));
         case "spin":
             n = 1;
             return args.Length == 1 || (args.Length == 2 && int.TryParse(args[1], NumberStyles.None,
@@ -219,6 +236,67 @@ static class Program
             long wait = (due - Stopwatch.GetTimestamp()) * 1000 / Stopwatch.Frequency;
             if (wait > 0)
                 Thread.Sleep((int)wait);
+        }
+    }
+
+    // The work and the rounds done so far, read by the reporter.
+    static readonly long[] WorkDone = new long[8 * 16]; // each thread's count on a cache line of its own
+    static long RoundsDone;
+
+    // throw's rounds at perSecond, without ROUND lines and without the crash, beside `threads` threads of
+    // counted work and a reporter: what the work threads get done is what the throwing (and whatever
+    // watches it) leaves them of the machine. Counted, not timed, as Mix is.
+    static void ThrowWork(int perSecond, int threads)
+    {
+        for (int i = 0; i < threads; i++)
+        {
+            int slot = i * 16;
+            new Thread(() => Work(slot)) { IsBackground = true, Name = "work" }.Start();
+        }
+        new Thread(() =>
+        {
+            long next = Stopwatch.GetTimestamp();
+            for (;;)
+            {
+                next += Stopwatch.Frequency;
+                long wait = (next - Stopwatch.GetTimestamp()) * 1000 / Stopwatch.Frequency;
+                if (wait > 0)
+                    Thread.Sleep((int)wait);
+                long units = 0;
+                for (int i = 0; i < WorkDone.Length; i += 16)
+                    units += Volatile.Read(ref WorkDone[i]);
+                Console.WriteLine(string.Create(CultureInfo.InvariantCulture,
+                    $"WORK {MonotonicMs(Stopwatch.GetTimestamp()):F3} {units} {Volatile.Read(ref RoundsDone)}"));
+            }
+        }) { IsBackground = true, Name = "report" }.Start();
+        long start = Stopwatch.GetTimestamp();
+        for (long k = 1; ; k++)
+        {
+            try
+            {
+                Wrap(k);
+            }
+            catch (ApplicationException)
+            {
+            }
+            Volatile.Write(ref RoundsDone, k);
+            long due = start + k * Stopwatch.Frequency / perSecond;
+            long wait = (due - Stopwatch.GetTimestamp()) * 1000 / Stopwatch.Frequency;
+            if (wait > 0)
+                Thread.Sleep((int)wait);
+        }
+    }
+
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    static void Work(int slot)
+    {
+        ulong x = 1;
+        for (;;)
+        {
+            for (int i = 0; i < 1 << 16; i++)
+                x = x * 6364136223846793005UL + 1442695040888963407UL;
+            Sink += x;
+            Volatile.Write(ref WorkDone[slot], WorkDone[slot] + 1);
         }
     }
 
