@@ -203,9 +203,12 @@ static int set_value(struct launch_config *c, const struct setting *s, const cha
 		*(unsigned *)field = (unsigned)n;
 		return 0;
 	}
-	case K_CRASHTYPE:
+	case K_CRASHTYPE: /* dotnet-monitor's dump type names, or the injector's crash-dumps words (heap) */
+		if (strcasecmp(v, "Heap") == 0)
+			v = "WithHeap";
 		if (strcasecmp(v, "Off") != 0 && dump_type(v) < 0)
-			return err_set(em, DP_EINVAL, "%s: %s takes Mini, Triage, WithHeap, Full or Off, not '%s'", where, key, v);
+			return err_set(em, DP_EINVAL, "%s: %s takes Mini, Triage, WithHeap (or Heap), Full or Off, not '%s'",
+				       where, key, v);
 		free(*(char **)field);
 		*(char **)field = mem_strdup(v);
 		return 0;
