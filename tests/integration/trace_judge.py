@@ -19,7 +19,10 @@
     {"tool": [TIDs], "agent": [TIDs], "differ": {TID: {"tool": [frames], "agent": [frames]}}}.
     dotnet-stack's "CPU_TIME" and "[Native Frames]" above a stack are the sample's kind (running managed
     code, or not), not frames, and are dropped; an unnamed frame ("?!?") and a run of them in the agent's
-    ("[NativeFrames]") are both "[NativeFrames]".
+    ("[NativeFrames]") are both "[NativeFrames]". An idle thread-pool worker's wait, spinning
+    (LowLevelSpinWaiter.Wait under LowLevelLifoSemaphore.Wait) or blocked (LowLevelLifoSemaphore.WaitNative
+    under .WaitForSignal), is one state the two tools, a moment apart, may each see either way: its leaf
+    frames of System.Threading.LowLevel* are one "[thread pool wait]".
 One spelling for frames: "Module!Namespace.Type.Method" (no ".dll", no argument list). Exit 1 on input
 it cannot read.
 """
@@ -166,6 +169,12 @@ def stacks_text(path):
         if f in (PSEUDO_CPU, "[Native Frames]") and not threads[cur]:
             continue
         threads[cur].append("[NativeFrames]" if f == "?!?" else norm(f))
+    for t, frames in threads.items():
+        k = 0
+        while k < len(frames) and "System.Threading.LowLevel" in frames[k]:
+            k += 1
+        if k:
+            threads[t] = ["[thread pool wait]"] + frames[k:]
     return threads
 
 
