@@ -64,19 +64,24 @@ WHY="$(cat "$W/agent.log")"; check unknown-monitor-setting-warned grep -q '"sett
 c=$(curl -s -D "$W/hdr" -o "$W/body" -w '%{http_code}' "$U/dump?type=WithHeap&egressProvider=artifacts&tags=incident-7,api")
 LOC=$(sed -n 's/^[Ll]ocation: \(.*\)\r$/\1/p' "$W/hdr")
 WHY="got $c, Location '$LOC'"; check egress-202-location bash -c "[ $c = 202 ] && [[ '$LOC' =~ ^/operations/[0-9a-f-]{36}$ ]]"
-# watch the directory while the dump is written: no name other than the partial one may appear before it is done
-seen_partial=0 bad=""
+# watch the directory while the dump is written: no name other than the partial one may appear before it is
+# whole. The final name appears by a rename once the bytes are all written, a moment before the operation
+# says Succeeded: a file seen under it must already have its final size (and the operation must succeed)
+seen_partial=0 bad="" first_size=""
 for i in $(seq 1 400); do
   st=$(curl -s "$U$LOC" | jq -r .status)
   for f in "$W"/out/core_*; do
     [ -e "$f" ] || continue
-    [ "$st" = Succeeded ] || [ "$(curl -s "$U$LOC" | jq -r .status)" = Succeeded ] || bad="$f visible while $st"
+    [ -n "$first_size" ] || { first_size=$(stat -c %s "$f"); first_file=$f; first_st=$st; }
   done
   ls -A "$W/out/.partial" | grep -q . && seen_partial=1
   [ "$st" = Running ] || break
   sleep 0.01
 done
 curl -s "$U$LOC" > "$W/op.json"
+if [ -n "$first_size" ] && [ "$first_size" != "$(stat -c %s "$first_file")" ]; then
+  bad="$first_file seen at $first_size bytes while $first_st, $(stat -c %s "$first_file") when done"
+fi
 WHY="$(cat "$W/op.json")"; check egress-succeeded jq -e --argjson p "$APID" '.status == "Succeeded" and .egressProviderName == "artifacts" and .process.pid == $p and .process.name == "console" and .tags == ["incident-7","api"] and .error == null and (.resourceLocation | test("/out/core_[0-9]{8}_[0-9]{6}$"))' "$W/op.json"
 WHY="$bad"; check egress-never-partial-under-final-name test -z "$bad"
 WHY="the partial file was never seen in the intermediate directory"; check egress-wrote-partial-first test "$seen_partial" = 1
