@@ -180,9 +180,9 @@ check suspend-attached jq -e 'length == 1' "$W/susp-procs.json"
 # a dump over the size limit is refused, named, and leaves nothing behind. The app first holds 64 MiB more, so
 # that its WithHeap dump is over 32 MiB whatever its heap happened to be (a fresh app's was sometimes under it:
 # the dump came back, 200)
-curl -s -m 30 -o /dev/null "http://127.0.0.1:$HP/memory-leak?mb=64"
+leak=$(curl -s -m 120 "http://127.0.0.1:$HP/memory-leak?mb=64")
 c=$(code "$U/dump?type=WithHeap")
-WHY="HTTP $c: $(head -c 300 "$W/body")"
+WHY="HTTP $c (the app holds '$leak' MiB more): $(head -c 300 "$W/body" | tr -cd '[:print:]')"
 check dumps-limit-refused bash -c "test '$c' = 507 && grep -q 'larger than the staging cap of 33554432 bytes' '$W/body'"
 DV=$W/volumes/susp/diagport-dumps
 WHY="the dumps volume ($DV) holds: $(ls -A "$DV" 2>&1 | head -5)"
