@@ -134,9 +134,11 @@ int trace_start(struct port *port, const uint8_t cookie[16], const struct trace_
 	return trace_start_cb(port, cookie, c, duration_ms, stop, NULL, NULL, out, em);
 }
 
-int trace_start_cb(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
-		   const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct trace_session **out,
-		   struct err_msg *em)
+/* A session on a connection of the port's (fd < 0) or the caller's (fd, taken: no fallback, it would need
+ * another connection). */
+static int start(struct port *port, const uint8_t cookie[16], int fd, const struct trace_config *c,
+		 long long duration_ms, const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx,
+		 struct trace_session **out, struct err_msg *em)
 {
 	struct trace_session *s = mem_zalloc(sizeof(*s));
 	int rc;
@@ -145,8 +147,8 @@ int trace_start_cb(struct port *port, const uint8_t cookie[16], const struct tra
 	memcpy(s->cookie, cookie, 16);
 	s->fd = s->stop_fd = -1;
 	s->stop = stop;
-	rc = collect(s, c, true, -1, em);
-	if (rc == DP_EUNSUPPORTED && c->rundown != 0 && c->rundown != TRACE_DEFAULT_RUNDOWN)
+	rc = collect(s, c, true, fd, em);
+	if (fd < 0 && rc == DP_EUNSUPPORTED && c->rundown != 0 && c->rundown != TRACE_DEFAULT_RUNDOWN)
 		rc = collect(s, c, false, -1, em); /* before .NET 9: CollectTracing2, with the default rundown */
 	if (rc != 0) {
 		trace_free(s);
@@ -158,25 +160,18 @@ int trace_start_cb(struct port *port, const uint8_t cookie[16], const struct tra
 	return 0;
 }
 
+int trace_start_cb(struct port *port, const uint8_t cookie[16], const struct trace_config *c, long long duration_ms,
+		   const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct trace_session **out,
+		   struct err_msg *em)
+{
+	return start(port, cookie, -1, c, duration_ms, stop, cb, ctx, out, em);
+}
+
 int trace_start_on(struct port *port, const uint8_t cookie[16], int fd, const struct trace_config *c,
 		   const atomic_bool *stop, const struct nettrace_callbacks *cb, void *ctx, struct trace_session **out,
 		   struct err_msg *em)
 {
-	struct trace_session *s = mem_zalloc(sizeof(*s));
-	int rc;
-
-	s->port = port;
-	memcpy(s->cookie, cookie, 16);
-	s->fd = s->stop_fd = -1;
-	s->stop = stop;
-	if ((rc = collect(s, c, true, fd, em)) != 0) {
-		trace_free(s);
-		return rc;
-	}
-	s->deadline = LLONG_MAX;
-	s->nt = nettrace_new(NULL, cb, ctx);
-	*out = s;
-	return 0;
+	return start(port, cookie, fd, c, -1, stop, cb, ctx, out, em);
 }
 
 /* StopTracing on a fresh connection; its answer is read later (read_stop_answer). */
