@@ -3,8 +3,9 @@
 // Each endpoint puts the runtime into a state that a dump, a stack listing or
 // a trace should show by name: threads waiting on a lock (LockContention.*),
 // a thread burning CPU (HotLoop.Spin), a heap growing with LeakedBuffer
-// objects (at once or steadily). Work is started on dedicated threads and the
-// request returns at once, so a test can start the state and then attach
+// objects (at once or steadily) or with small LeakedOrder objects. Work is
+// started on dedicated threads and the request returns at once, so a test can
+// start the state and then attach
 // while it lasts. /slow and /status are the other kind: a request that takes
 // as long as asked, an answer with the status code asked for (what the
 // collection rules' ASP.NET triggers count). /crash kills the process the
@@ -144,6 +145,17 @@ app.MapGet("/leak-start", (int? mbPerSecond, int? seconds) =>
     return Results.Text($"leaking {m} MiB a second for {s} s\n");
 });
 
+// A leak of small objects of a type of its own: count more LeakedOrder objects (64 bytes each, no array
+// behind them) kept forever, so that between two GC heap snapshots LeakedOrder is the type that grew most
+// in bytes (what `diagport ui`'s heap diff must put first). Returns the total held.
+app.MapGet("/leak-objects", (int? count) =>
+{
+    int n = count ?? 100_000;
+    if (n < 1 || n > 10_000_000)
+        return Results.Text("count must be 1..10000000\n", statusCode: 400);
+    return Results.Text($"{LeakedOrder.Retain(n)}\n");
+});
+
 // Answers after ms milliseconds without holding a thread (an await): a slow
 // request as ASP.NET Core's hosting events and a request-duration trigger
 // see it.
@@ -271,6 +283,26 @@ sealed class LeakedBuffer
             for (int i = 0; i < mb * (1024 * 1024 / Size); i++)
                 Retained.Add(new LeakedBuffer());
             return (long)Retained.Count * Size / (1024 * 1024);
+        }
+    }
+}
+
+sealed class LeakedOrder
+{
+    static readonly List<LeakedOrder> Retained = new();
+    long id;
+    long customer;
+    decimal amount;
+    DateTime created;
+    string? note;
+
+    public static int Retain(int count)
+    {
+        lock (Retained)
+        {
+            for (int i = 0; i < count; i++)
+                Retained.Add(new LeakedOrder { id = Retained.Count, customer = i % 977, amount = i, created = DateTime.UtcNow, note = null });
+            return Retained.Count;
         }
     }
 }

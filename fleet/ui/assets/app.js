@@ -1,0 +1,643 @@
+// app.js - the page of `diagport ui`: the process table, a process's view (live charts, capture buttons,
+// artifacts, exceptions, crashes) and the artifact views (flame graph, heap table, their diffs,
+// exceptions), all over the server's JSON API (same origin; the session cookie goes with every fetch).
+//
+// The view lives in the URL fragment (#t=TARGET&p=PID&a=CAPTURE&b=OTHER&z=ZOOM&q=SEARCH), so a link or a
+// reload reopens it: navigation sets location.hash (a history entry), zoom and search replace it.
+
+import { FlameGraph, parseFolded, parseStacks, fmtCount } from './flame.js';
+import { LiveCharts, fmtBytes } from './charts.js';
+
+const $ = (id) => document.getElementById(id);
+const KINDS = {
+  cpuprofile: { label: 'CPU profile', view: 'flame' },
+  stacks: { label: 'Stacks', view: 'flame' },
+  gcdump: { label: 'GC heap', view: 'heap' },
+  dump: { label: 'Dump' },
+  trace: { label: 'Trace' },
+  exceptions: { label: 'Exceptions', view: 'exceptions' },
+};
+
+const S = {
+  procs: null, // the last /api/processes document
+  procsText: '',
+  captures: [],
+  capturesText: '',
+  view: {}, // the fragment's fields
+  live: null, // LiveCharts of the open process
+  liveKey: '',
+  artKey: '',
+  flame: null,
+  pending: new Map(), // capture id -> the fragment when the page started it (opened when done, if unchanged)
+  data: new Map(), // capture id -> its parsed artifact
+  pollTimer: 0,
+  excTimer: 0,
+};
+
+function esc(s) {
+  return String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+}
+
+function say(msg) {
+  $('status').textContent = msg;
+}
+
+function banner(msg) {
+  const b = $('banner');
+  b.textContent = msg;
+  b.hidden = !msg;
+}
+
+// api: a JSON request to the server; throws an Error with the problem's detail on a non-2xx answer
+async function api(path, opts = {}) {
+  const r = await fetch(path, { ...opts, headers: opts.body ? { 'Content-Type': 'application/json' } : {} });
+  if (r.status === 403) {
+    banner('The server refused this page: its session has ended (diagport ui restarted?). Open the URL diagport ui printed again.');
+    throw new Error('refused (403)');
+  }
+  if (!r.ok) {
+    let detail = `${r.status} ${r.statusText}`;
+    try {
+      const p = await r.json();
+      detail = p.detail || p.title || detail;
+    } catch { /* not JSON */ }
+    throw new Error(detail);
+  }
+  return r;
+}
+
+function fmtUptime(s) {
+  if (typeof s !== 'number') return '';
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+
+function fmtTime(t) {
+  if (!t) return '';
+  const d = new Date(t);
+  return isNaN(d) ? t : d.toLocaleTimeString([], { hour12: false });
+}
+
+function fmtAgo(t) {
+  const s = Math.round((Date.now() - new Date(t)) / 1000);
+  if (!(s >= 0)) return '';
+  return s < 90 ? `${s} s ago` : s < 5400 ? `${Math.round(s / 60)} min ago` : `${Math.round(s / 3600)} h ago`;
+}
+
+// --- the fragment
+
+function readHash() {
+  const q = new URLSearchParams(location.hash.slice(1));
+  const v = {};
+  for (const k of ['t', 'p', 'a', 'b', 'z', 'q']) if (q.get(k)) v[k] = q.get(k);
+  return v;
+}
+
+function hashOf(v) {
+  return '#' + ['t', 'p', 'a', 'b', 'z', 'q'].filter((k) => v[k]).map((k) => `${k}=${encodeURIComponent(v[k])}`).join('&');
+}
+
+function go(v) {
+  const h = hashOf(v);
+  if (h === location.hash || (h === '#' && location.hash === '')) render();
+  else location.hash = h;
+}
+
+// replace: the fragment for zoom and search (no history entry per keystroke or click)
+function replace(v) {
+  S.view = v;
+  history.replaceState(null, '', hashOf(v) === '#' ? location.pathname : hashOf(v));
+}
+
+// --- the process list
+
+function procKey(t, p) {
+  return `${t}\u0000${p}`;
+}
+
+function findProc(t, p) {
+  for (const it of S.procs?.items || []) {
+    if (it.target !== t) continue;
+    for (const pr of it.processes || []) if (String(pr.pid) === String(p)) return { item: it, proc: pr };
+  }
+  return null;
+}
+
+function procLabel(t, p, name) {
+  return `${t} · ${p}${name ? ' ' + name : ''}`;
+}
+
+async function loadProcs() {
+  try {
+    const r = await api('/api/processes');
+    const text = await r.text();
+    if (text !== S.procsText) {
+      S.procsText = text;
+      S.procs = JSON.parse(text);
+      renderList();
+      if (S.view.t) renderProcHead();
+    }
+    const d = S.procs;
+    $('caller').textContent = d.caller ? `as ${d.caller}` : '';
+    $('refreshed').textContent = d.refreshedAt ? `· list from ${fmtTime(d.refreshedAt)}` : '';
+    banner('');
+  } catch (e) {
+    if (!e.message.startsWith('refused')) banner(`Could not load the processes: ${e.message}`);
+  }
+}
+
+function renderList() {
+  const items = S.procs?.items || [];
+  const f = $('filter').value.trim().toLowerCase();
+  const rows = [];
+  let nprocs = 0;
+  let shown = 0;
+  for (const it of items) {
+    const cr = it.crashes || [];
+    const procs = it.processes || [];
+    nprocs += procs.length;
+    const common = [it.workload, it.target, it.namespace, it.pod, it.container, it.cluster, it.service, it.task].filter(Boolean).join(' ').toLowerCase();
+    if (procs.length === 0) {
+      if (f && !common.includes(f)) continue;
+      shown++;
+      rows.push(`<tr class="unavailable"><th scope="row">${esc(it.target)}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td colspan="6">${esc(it.state === 'ready' ? 'no .NET process' : it.state || 'unknown')}${it.reason ? ': ' + esc(it.reason) : ''}</td></tr>`);
+      continue;
+    }
+    for (const p of procs) {
+      if (f && !`${common} ${p.pid} ${p.name || ''}`.toLowerCase().includes(f)) continue;
+      shown++;
+      const mine = cr.filter((c) => c.pid === undefined || c.pid === p.pid);
+      const last = mine[mine.length - 1];
+      const crashes = mine.length ? `${mine.length} (last ${esc(last.exception?.type || (last.signal ? 'signal ' + last.signal : '?'))}, ${esc(fmtAgo(last.time))})` : '0';
+      const sel = S.view.t === it.target && S.view.p === String(p.pid) ? ' aria-selected="true"' : '';
+      rows.push(`<tr tabindex="0" class="proc" data-t="${esc(it.target)}" data-p="${esc(p.pid)}"${sel}><th scope="row">${esc(procLabel(it.target, p.pid, p.name))}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td class="num">${esc(p.pid)}</td><td>${esc(p.name || '')}</td><td>${esc(p.runtimeVersion || '')}</td><td class="num">${esc(fmtUptime(p.uptimeSeconds))}</td><td>${esc(it.mode || '')}</td><td class="${mine.length ? 'bad' : ''}">${crashes}</td></tr>`);
+    }
+  }
+  // keep the keyboard's place across a refresh
+  const a = document.activeElement;
+  const focused = a && a.matches && a.matches('tr.proc') ? procKey(a.dataset.t, a.dataset.p) : null;
+  const tb = $('processes').tBodies[0];
+  tb.innerHTML = rows.join('');
+  if (focused) for (const tr of tb.rows) if (procKey(tr.dataset.t, tr.dataset.p) === focused) tr.focus();
+  const targets = items.length;
+  $('processes-caption').textContent = `${nprocs} .NET process${nprocs === 1 ? '' : 'es'} behind ${targets} target${targets === 1 ? '' : 's'}${f ? `; ${shown} shown by the filter` : ''}`;
+}
+
+function openRow(tr) {
+  if (tr && tr.dataset.t) go({ t: tr.dataset.t, p: tr.dataset.p });
+}
+
+// --- the process view
+
+function renderProcHead() {
+  const v = S.view;
+  const f = findProc(v.t, v.p);
+  const name = f?.proc.name;
+  $('proc-h').textContent = procLabel(v.t, v.p, name);
+  $('crumb-here').textContent = procLabel(v.t, v.p, name);
+  document.title = `${name || v.p} · diagport`;
+  $('proc-gone').hidden = !S.procs || !!f;
+  if (f) {
+    const it = f.item;
+    const p = f.proc;
+    const facts = [
+      it.workload && `workload ${it.workload}`,
+      it.container && `container ${it.container}`,
+      p.runtimeVersion && `.NET ${p.runtimeVersion}`,
+      typeof p.uptimeSeconds === 'number' && `up ${fmtUptime(p.uptimeSeconds)}`,
+      it.mode && `injected, ${it.mode}`,
+      p.commandLine && `command line: ${p.commandLine}`,
+    ].filter(Boolean);
+    $('proc-facts').textContent = facts.join(' · ');
+    const cr = (it.crashes || []).filter((c) => c.pid === undefined || c.pid === p.pid);
+    $('crashes').innerHTML = cr.length === 0 ? '<p class="hint">No crash recorded.</p>'
+      : `<table class="data"><caption class="sr-only">Crashes, newest first</caption><thead><tr><th scope="col">When</th><th scope="col">Exception</th><th scope="col">Message</th></tr></thead><tbody>${cr.slice().reverse().map((c) =>
+        `<tr><td>${esc(fmtTime(c.time))}</td><td>${esc(c.exception?.type || (c.signal ? 'signal ' + c.signal : ''))}</td><td>${esc(c.exception?.message || '')}</td></tr>`).join('')}</tbody></table>`;
+  }
+}
+
+function exceptionRows(list) {
+  return list.map((x) => {
+    const f = x.stack?.frames?.[0];
+    const at = f ? `${f.typeName ? f.typeName + '.' : ''}${f.methodName}` : '';
+    return `<tr><td>${esc(fmtTime(x.timestamp))}</td><th scope="row">${esc(x.typeName)}</th><td>${esc(x.message)}</td><td><code>${esc(at)}</code></td></tr>`;
+  }).join('');
+}
+
+function exceptionTable(list, caption) {
+  return `<table class="data"><caption>${esc(caption)}</caption><thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Message</th><th scope="col">Thrown at</th></tr></thead><tbody>${exceptionRows(list)}</tbody></table>`;
+}
+
+function parseNdjson(text) {
+  const out = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      out.push(JSON.parse(line));
+    } catch { /* a partial last line */ }
+  }
+  return out;
+}
+
+async function loadExceptions() {
+  const v = S.view;
+  const key = S.liveKey;
+  try {
+    const r = await api(`/api/exceptions?target=${encodeURIComponent(v.t)}&pid=${encodeURIComponent(v.p)}`);
+    const list = parseNdjson(await r.text());
+    if (key !== S.liveKey) return;
+    const last = list.slice(-20).reverse();
+    $('exceptions').innerHTML = last.length === 0 ? '<p class="hint">No exception thrown recently.</p>'
+      : exceptionTable(last, `The last ${last.length} of ${list.length} exceptions, newest first`);
+  } catch (e) {
+    if (key === S.liveKey) $('exceptions').innerHTML = `<p class="hint">No exceptions to show (${esc(e.message)}).</p>`;
+  }
+  if (key === S.liveKey) S.excTimer = setTimeout(loadExceptions, 10000);
+}
+
+function openProcess() {
+  const v = S.view;
+  const key = procKey(v.t, v.p);
+  if (S.liveKey === key) return false;
+  closeProcess();
+  S.liveKey = key;
+  S.live = new LiveCharts($('charts'), $('live-status'), v.t, v.p);
+  S.live.start();
+  $('exceptions').innerHTML = '<p class="hint">Loading…</p>';
+  loadExceptions();
+  renderProcHead();
+  return true;
+}
+
+function closeProcess() {
+  if (S.live) S.live.stop();
+  S.live = null;
+  S.liveKey = '';
+  clearTimeout(S.excTimer);
+}
+
+// --- captures
+
+async function loadCaptures() {
+  clearTimeout(S.pollTimer);
+  try {
+    const r = await api('/api/captures');
+    const text = await r.text();
+    S.captures = JSON.parse(text).items || [];
+    const running = S.captures.some((c) => c.state === 'running');
+    if (text !== S.capturesText || running) {
+      S.capturesText = text;
+      renderCaptures();
+    }
+    for (const c of S.captures) {
+      const h = S.pending.get(c.id);
+      if (h === undefined || c.state === 'running') continue;
+      S.pending.delete(c.id);
+      say(`${KINDS[c.kind]?.label || c.kind} ${c.state}${c.error ? ': ' + c.error : ''}.`);
+      // opened when done, unless the user has gone elsewhere meanwhile
+      if (c.state === 'succeeded' && KINDS[c.kind]?.view && location.hash === h) go({ t: c.target, p: String(c.pid), a: c.id });
+    }
+    if (running) S.pollTimer = setTimeout(loadCaptures, 500);
+  } catch (e) {
+    say(`Could not list the captures: ${e.message}`);
+  }
+}
+
+function captureName(c) {
+  const k = KINDS[c.kind]?.label || c.kind;
+  return c.durationSeconds ? `${k} (${c.durationSeconds} s)` : k;
+}
+
+function stateCell(c) {
+  if (c.state === 'running') {
+    const el = (Date.now() - new Date(c.startedAt)) / 1000;
+    const bar = c.durationSeconds
+      ? `<progress max="${c.durationSeconds}" value="${Math.min(el, c.durationSeconds).toFixed(1)}" aria-label="progress of ${esc(captureName(c))}"></progress> ${Math.min(Math.floor(el), c.durationSeconds)} of ${c.durationSeconds} s`
+      : `<progress aria-label="progress of ${esc(captureName(c))}"></progress> running`;
+    return `${bar} <button type="button" data-act="cancel" data-id="${esc(c.id)}">Cancel</button>`;
+  }
+  if (c.state === 'failed') return `<span class="bad">failed</span>: ${esc(c.error || '')}`;
+  return c.state === 'succeeded' ? '<span class="ok">done</span>' : esc(c.state);
+}
+
+function renderCaptures() {
+  const v = S.view;
+  const all = $('all-artifacts').checked;
+  const list = S.captures.filter((c) => all || (c.target === v.t && String(c.pid) === v.p));
+  const a = document.activeElement;
+  const keep = a && a.dataset && a.dataset.act ? `${a.dataset.act}/${a.dataset.id}` : null;
+  const rows = list.map((c) => {
+    const f = findProc(c.target, c.pid);
+    const acts = [];
+    if (c.state === 'succeeded') {
+      if (KINDS[c.kind]?.view) acts.push(`<button type="button" data-act="open" data-id="${esc(c.id)}"${v.a === c.id ? ' aria-pressed="true"' : ''}>Open</button>`);
+      acts.push(`<a class="button" href="/api/captures/${encodeURIComponent(c.id)}/data?download=1" download="${esc(c.fileName || '')}">Download</a>`);
+    }
+    if (c.state !== 'running') acts.push(`<button type="button" data-act="remove" data-id="${esc(c.id)}" aria-label="Remove ${esc(captureName(c))} ${esc(c.id)}">Remove</button>`);
+    return `<tr data-id="${esc(c.id)}"${v.a === c.id || v.b === c.id ? ' class="current"' : ''}><th scope="row">${esc(captureName(c))} <span class="id">${esc(c.id)}</span></th><td>${esc(procLabel(c.target, c.pid, f?.proc.name))}</td><td>${esc(fmtTime(c.startedAt))}</td><td class="num">${esc(fmtBytes(c.bytes || 0))}</td><td>${stateCell(c)}</td><td class="acts">${acts.join(' ')}</td></tr>`;
+  });
+  $('artifacts').tBodies[0].innerHTML = rows.join('');
+  $('artifacts').hidden = rows.length === 0;
+  $('no-artifacts').hidden = rows.length !== 0;
+  if (keep) {
+    const [act, id] = keep.split('/');
+    const b = $('artifacts').querySelector(`[data-act="${act}"][data-id="${CSS.escape(id)}"]`);
+    if (b) b.focus();
+  }
+  fillCompare();
+}
+
+async function startCapture(kind) {
+  const v = S.view;
+  const body = { target: v.t, pid: Number(v.p), kind };
+  if (kind === 'cpuprofile') {
+    body.durationSeconds = Number($('cpu-duration').value) || 10;
+    body.engine = $('cpu-engine').value;
+  } else if (kind === 'trace') {
+    body.durationSeconds = Number($('trace-duration').value) || 10;
+  } else if (kind === 'dump') {
+    body.type = $('dump-type').value;
+  }
+  try {
+    const r = await api('/api/captures', { method: 'POST', body: JSON.stringify(body) });
+    const c = await r.json();
+    S.pending.set(c.id, location.hash);
+    say(`${KINDS[kind].label} started.`);
+    await loadCaptures();
+  } catch (e) {
+    say(`${KINDS[kind].label} not started: ${e.message}`);
+    banner(`${KINDS[kind].label} not started: ${e.message}`);
+  }
+}
+
+async function captureAction(act, id) {
+  if (act === 'open') {
+    const c = S.captures.find((x) => x.id === id);
+    if (c) go({ t: c.target, p: String(c.pid), a: id });
+    return;
+  }
+  try {
+    await api(`/api/captures/${encodeURIComponent(id)}`, { method: 'DELETE' });
+    say(act === 'cancel' ? 'Capture cancelled.' : 'Artifact removed.');
+    S.data.delete(id);
+    if (act === 'remove' && (S.view.a === id || S.view.b === id)) go({ t: S.view.t, p: S.view.p });
+  } catch (e) {
+    say(`Could not ${act}: ${e.message}`);
+  }
+  loadCaptures();
+}
+
+// --- artifact views
+
+function fillCompare() {
+  const v = S.view;
+  const cur = S.captures.find((c) => c.id === v.a);
+  const sel = $('compare-with');
+  if (!cur || !(cur.kind === 'cpuprofile' || cur.kind === 'stacks' || cur.kind === 'gcdump')) {
+    $('compare-box').hidden = true;
+    return;
+  }
+  const others = S.captures.filter((c) => c.id !== cur.id && c.kind === cur.kind && c.state === 'succeeded');
+  // the same process's latest first, then the others (another pod's)
+  others.sort((x, y) => (y.target === cur.target && y.pid === cur.pid) - (x.target === cur.target && x.pid === cur.pid));
+  const opts = others.map((c) => `<option value="${esc(c.id)}">${esc(c.id)}: ${esc(fmtTime(c.startedAt))}, ${esc(procLabel(c.target, c.pid, findProc(c.target, c.pid)?.proc.name))}</option>`).join('');
+  const was = sel.value;
+  if (sel.dataset.opts !== opts) {
+    sel.innerHTML = opts;
+    sel.dataset.opts = opts;
+    if (others.some((c) => c.id === was)) sel.value = was;
+  }
+  $('compare-box').hidden = others.length === 0 || !!v.b;
+}
+
+async function artifactData(c) {
+  if (S.data.has(c.id)) return S.data.get(c.id);
+  const r = await api(`/api/captures/${encodeURIComponent(c.id)}/data`);
+  const text = await r.text();
+  let d;
+  if (c.kind === 'cpuprofile') d = parseFolded(text);
+  else if (c.kind === 'stacks') d = parseStacks(JSON.parse(text));
+  else if (c.kind === 'gcdump') d = JSON.parse(text);
+  else if (c.kind === 'exceptions') d = parseNdjson(text);
+  else d = text;
+  S.data.set(c.id, d);
+  return d;
+}
+
+function closeArtifact() {
+  if (S.flame) S.flame.destroy();
+  S.flame = null;
+  S.artKey = '';
+  $('artifact-view').hidden = true;
+  $('artifact-body').textContent = '';
+}
+
+async function openArtifact(focus) {
+  const v = S.view;
+  const key = `${v.a}/${v.b || ''}`;
+  if (key === S.artKey) {
+    if (S.flame) {
+      S.flame.setZoom(v.z || '');
+      S.flame.setQuery(v.q || '');
+      const s = $('artifact-body').querySelector('.flame-search');
+      if (s && s.value !== (v.q || '')) s.value = v.q || '';
+    }
+    return;
+  }
+  closeArtifact();
+  S.artKey = key;
+  const view = $('artifact-view');
+  const body = $('artifact-body');
+  const c = S.captures.find((x) => x.id === v.a);
+  const o = v.b ? S.captures.find((x) => x.id === v.b) : null;
+  view.hidden = false;
+  if (!c || (v.b && !o)) {
+    $('artifact-h').textContent = `Artifact ${v.b && c ? v.b : v.a}`;
+    $('artifact-sub').textContent = '';
+    body.innerHTML = '<p class="warn">This artifact is no longer listed by the server (it was removed, or diagport ui restarted).</p>';
+    $('compare-box').hidden = true;
+    $('artifact-download').hidden = true;
+    return;
+  }
+  $('artifact-download').hidden = false;
+  $('artifact-download').href = `/api/captures/${encodeURIComponent(c.id)}/data?download=1`;
+  $('artifact-download').setAttribute('download', c.fileName || '');
+  $('uncompare').hidden = !o;
+  // a diff: before is the older of the two
+  let [older, newer] = o && new Date(o.startedAt) > new Date(c.startedAt) ? [c, o] : [o, c];
+  if (!o) [older, newer] = [null, c];
+  const who = (x) => `${x.id} (${fmtTime(x.startedAt)}, ${procLabel(x.target, x.pid, findProc(x.target, x.pid)?.proc.name)})`;
+  $('artifact-h').textContent = o ? `${KINDS[c.kind].label}: ${older.id} → ${newer.id}` : `${captureName(c)} ${c.id}`;
+  $('artifact-sub').textContent = o ? `Before: ${who(older)}. After: ${who(newer)}.` : `Taken ${fmtTime(c.startedAt)} from ${procLabel(c.target, c.pid, findProc(c.target, c.pid)?.proc.name)}, ${fmtBytes(c.bytes || 0)}.`;
+  fillCompare();
+  body.innerHTML = '<p class="hint">Loading…</p>';
+  if (focus) {
+    $('artifact-h').focus();
+    view.scrollIntoView({ block: 'start' });
+  }
+  try {
+    const nd = await artifactData(newer);
+    const od = older ? await artifactData(older) : null;
+    if (S.artKey !== key) return;
+    const kind = KINDS[c.kind].view;
+    if (kind === 'flame') showFlame(c, nd, od);
+    else if (kind === 'heap') body.innerHTML = od ? heapDiff(od, nd) : heapTable(nd);
+    else if (kind === 'exceptions') body.innerHTML = nd.length ? exceptionTable(nd.slice().reverse(), `${nd.length} exceptions, newest first`) : '<p class="hint">No exceptions.</p>';
+    if (kind === 'heap') body.querySelector('.heap-filter')?.addEventListener('input', filterHeap);
+  } catch (e) {
+    if (S.artKey === key) body.innerHTML = `<p class="warn">Could not load it: ${esc(e.message)}</p>`;
+  }
+}
+
+function showFlame(c, root, base) {
+  const v = S.view;
+  const body = $('artifact-body');
+  body.textContent = '';
+  body.appendChild($('flame-tpl').content.cloneNode(true));
+  const img = body.querySelector('.flame');
+  const table = body.querySelector('table.frames');
+  table.id = 'top-frames';
+  img.setAttribute('aria-describedby', 'top-frames');
+  const what = c.kind === 'stacks' ? 'thread stacks' : 'CPU profile';
+  img.setAttribute('aria-label', base
+    ? `Diff flame graph of two ${what}s: red frames grew, blue shrank; the table of frames by growth describes it`
+    : `Flame graph of the ${what} ${c.id}, ${fmtCount(root.total)} samples; the top-frames table describes it`);
+  body.querySelector('.legend').hidden = !base;
+  const search = body.querySelector('.flame-search');
+  search.value = v.q || '';
+  S.flame = new FlameGraph(img, table, body.querySelector('.flame-info'), body.querySelector('.tooltip'), (z) => replace({ ...S.view, z }));
+  S.flame.show(root, base, v.z || '', v.q || '');
+  search.addEventListener('input', () => {
+    S.flame.setQuery(search.value);
+    replace({ ...S.view, q: search.value });
+  });
+  body.querySelector('.flame-reset').addEventListener('click', resetZoom);
+}
+
+function resetZoom() {
+  if (!S.flame) return;
+  S.flame.setZoom('');
+  replace({ ...S.view, z: '' });
+}
+
+function heapTable(d) {
+  const types = (d.types || []).slice().sort((x, y) => y.bytes - x.bytes);
+  const total = d.bytes || types.reduce((s, t) => s + t.bytes, 0) || 1;
+  const rows = types.slice(0, 300).map((t) => `<tr><th scope="row">${esc(t.type)}</th><td class="num">${fmtCount(t.count)}</td><td class="num">${fmtBytes(t.bytes)}</td><td class="num">${((t.bytes / total) * 100).toFixed(1)}%</td></tr>`);
+  return `<p>${fmtCount(d.objects ?? 0)} objects, ${fmtBytes(d.bytes ?? 0)} in ${fmtCount(d.typeCount ?? types.length)} types${d.gcCount !== undefined ? ` (after ${d.gcCount} GCs)` : ''}. To find a leak: take another GC heap snapshot later and press Compare.</p>
+<label class="filter">Filter types <input type="search" class="heap-filter" autocomplete="off"></label>
+<div class="table-wrap"><table class="data heap"><caption>Types by bytes (top ${rows.length} of ${types.length})</caption><thead><tr><th scope="col">Type</th><th scope="col">Count</th><th scope="col">Bytes</th><th scope="col">Share</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
+}
+
+function signed(n, f) {
+  return n > 0 ? '+' + f(n) : n < 0 ? '−' + f(-n) : '0';
+}
+
+// heapDiff: the leak hunt: every type of either snapshot, by growth in bytes (then in count)
+function heapDiff(before, after) {
+  const m = new Map();
+  for (const t of before.types || []) m.set(t.type, { type: t.type, b0: t.bytes, c0: t.count, b1: 0, c1: 0 });
+  for (const t of after.types || []) {
+    const e = m.get(t.type) || { type: t.type, b0: 0, c0: 0, b1: 0, c1: 0 };
+    e.b1 = t.bytes;
+    e.c1 = t.count;
+    m.set(t.type, e);
+  }
+  const rows = [...m.values()].sort((x, y) => (y.b1 - y.b0) - (x.b1 - x.b0) || (y.c1 - y.c0) - (x.c1 - x.c0));
+  const top = rows[0];
+  const db = (after.bytes ?? 0) - (before.bytes ?? 0);
+  const dc = (after.objects ?? 0) - (before.objects ?? 0);
+  const bc = (n) => fmtBytes(n);
+  const cls = (n) => (n > 0 ? 'up' : n < 0 ? 'down' : '');
+  const lead = top && top.b1 > top.b0
+    ? `Grew most: <strong>${esc(top.type)}</strong>, ${signed(top.b1 - top.b0, bc)} (${signed(top.c1 - top.c0, fmtCount)} objects).`
+    : 'No type grew.';
+  const body = rows.slice(0, 300).map((r) => `<tr><th scope="row">${esc(r.type)}</th><td class="num">${fmtBytes(r.b0)}</td><td class="num">${fmtBytes(r.b1)}</td><td class="num ${cls(r.b1 - r.b0)}">${signed(r.b1 - r.b0, bc)}</td><td class="num">${fmtCount(r.c0)}</td><td class="num">${fmtCount(r.c1)}</td><td class="num ${cls(r.c1 - r.c0)}">${signed(r.c1 - r.c0, fmtCount)}</td></tr>`);
+  return `<p>The heap ${db >= 0 ? 'grew' : 'shrank'} by ${fmtBytes(Math.abs(db))} (${signed(dc, fmtCount)} objects). ${lead}</p>
+<label class="filter">Filter types <input type="search" class="heap-filter" autocomplete="off"></label>
+<div class="table-wrap"><table class="data heap"><caption>Types by growth in bytes, before → after (top ${body.length} of ${rows.length})</caption><thead><tr><th scope="col">Type</th><th scope="col">Bytes before</th><th scope="col">Bytes after</th><th scope="col">Δ bytes</th><th scope="col">Count before</th><th scope="col">Count after</th><th scope="col">Δ count</th></tr></thead><tbody>${body.join('')}</tbody></table></div>`;
+}
+
+function filterHeap(e) {
+  const f = e.target.value.trim().toLowerCase();
+  for (const tr of $('artifact-body').querySelectorAll('table.heap tbody tr')) tr.hidden = !!f && !tr.cells[0].textContent.toLowerCase().includes(f);
+}
+
+// --- the router
+
+function render(focus) {
+  const v = readHash();
+  const prev = S.view;
+  S.view = v;
+  const inProc = !!(v.t && v.p);
+  $('list-view').hidden = inProc;
+  $('process-view').hidden = !inProc;
+  $('crumbs').hidden = !inProc;
+  if (!inProc) {
+    closeArtifact();
+    closeProcess();
+    document.title = 'diagport';
+    renderList();
+    return;
+  }
+  const fresh = openProcess();
+  renderCaptures();
+  if (v.a) openArtifact(focus && v.a !== prev.a);
+  else closeArtifact();
+  if (fresh && focus) $('proc-h').focus();
+}
+
+function wire() {
+  const tb = $('processes').tBodies[0];
+  tb.addEventListener('click', (e) => openRow(e.target.closest('tr.proc')));
+  tb.addEventListener('keydown', (e) => {
+    if ((e.key === 'Enter' || e.key === ' ') && e.target.matches('tr.proc')) {
+      e.preventDefault();
+      openRow(e.target);
+    } else if ((e.key === 'ArrowDown' || e.key === 'ArrowUp') && e.target.matches('tr')) {
+      e.preventDefault();
+      const n = e.key === 'ArrowDown' ? e.target.nextElementSibling : e.target.previousElementSibling;
+      if (n && n.tabIndex >= 0) n.focus();
+    }
+  });
+  $('filter').addEventListener('input', renderList);
+  $('refresh').addEventListener('click', async () => {
+    try {
+      await api('/api/refresh', { method: 'POST' });
+      say('Refreshing the list…');
+      setTimeout(loadProcs, 1200);
+    } catch (e) {
+      say(`Could not refresh: ${e.message}`);
+    }
+  });
+  for (const b of document.querySelectorAll('button.cap')) b.addEventListener('click', () => startCapture(b.dataset.kind));
+  $('artifacts').addEventListener('click', (e) => {
+    const b = e.target.closest('button[data-act]');
+    if (b) captureAction(b.dataset.act, b.dataset.id);
+  });
+  $('all-artifacts').addEventListener('change', renderCaptures);
+  $('compare').addEventListener('click', () => {
+    const b = $('compare-with').value;
+    if (b) go({ t: S.view.t, p: S.view.p, a: S.view.a, b });
+  });
+  $('uncompare').addEventListener('click', () => go({ t: S.view.t, p: S.view.p, a: S.view.a }));
+  $('close-artifact').addEventListener('click', () => go({ t: S.view.t, p: S.view.p }));
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && S.flame) resetZoom();
+  });
+  window.addEventListener('hashchange', () => render(true));
+  window.addEventListener('resize', () => S.live && S.live.redraw());
+}
+
+async function main() {
+  wire();
+  await Promise.all([loadProcs(), loadCaptures()]);
+  render(false);
+  setInterval(loadProcs, 5000);
+  // the list of captures changes from other tabs too: a slow poll when none of ours runs
+  setInterval(() => { if (!S.captures.some((c) => c.state === 'running')) loadCaptures(); }, 5000);
+}
+
+main();

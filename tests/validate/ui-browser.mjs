@@ -1,0 +1,259 @@
+// ui-browser.mjs - `diagport ui`'s page in a real browser (Debian's Chromium, headless, driven by
+// playwright-core), against the real server, a real agent and the real test webapp; called by
+// tests/integration/ui.sh, which starts them. Prints one "PASS PREFIX/NAME" or "FAIL PREFIX/NAME: why" line
+// per check; every check runs every time (a check whose step before failed fails saying so).
+//
+// env: UI_URL (the URL diagport ui printed, secret included), APP_URL (the webapp), APP_PID, APP_NAME
+// (the process name the list shows), SHOTS (a directory for a screenshot of each view), PREFIX
+// (integration/ui), CHROMIUM (/usr/bin/chromium); DOC_PNG: also write the flame graph view there (the
+// README's picture, made by hand: UI_DOC_PNG=docs/ui.png tests/integration/ui.sh).
+import { chromium, request } from 'playwright-core';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const env = (k, d) => process.env[k] || d;
+const UI = env('UI_URL');
+const APP = env('APP_URL');
+const PID = env('APP_PID');
+const NAME = env('APP_NAME', 'webapp');
+const SHOTS = env('SHOTS', '/tmp');
+const PREFIX = env('PREFIX', 'integration/ui');
+const base = new URL(UI).origin;
+const LONG = 120_000; // a capture on a shared, busy machine
+
+let failed = 0;
+const done = new Set();
+async function check(name, fn, needs = []) {
+  const missing = needs.filter((n) => !done.has(n));
+  if (missing.length) {
+    failed++;
+    console.log(`FAIL ${PREFIX}/${name}: not checked: ${missing.join(', ')} failed before it`);
+    return;
+  }
+  try {
+    await fn();
+    done.add(name);
+    console.log(`PASS ${PREFIX}/${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${PREFIX}/${name}: ${String(e.message || e).split('\n').slice(0, 6).join(' | ')}`);
+  }
+}
+function assert(ok, why) {
+  if (!ok) throw new Error(why);
+}
+async function shot(page, name) {
+  await page.screenshot({ path: path.join(SHOTS, name + '.png'), fullPage: true });
+}
+const hashField = (url, k) => new URLSearchParams(new URL(url).hash.slice(1)).get(k);
+// until: FN's value once truthy (Playwright's own polling, for a state the page reaches by itself)
+async function until(page, fn, arg, timeout = 30_000) {
+  return (await page.waitForFunction(fn, arg, { timeout, polling: 100 })).jsonValue();
+}
+
+const browser = await chromium.launch({ executablePath: env('CHROMIUM', '/usr/bin/chromium'), headless: true });
+const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
+const page = await ctx.newPage();
+const problems = [];
+page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+page.on('console', (m) => {
+  if (m.type() === 'error' && /Content.Security.Policy|Refused to/i.test(m.text())) problems.push('console: ' + m.text());
+});
+const artifacts = page.locator('#artifacts');
+const artH = page.locator('#artifact-h');
+const row = page.getByRole('row', { name: new RegExp(`· ${PID} ${NAME}\\b`) });
+
+try {
+  await check('secret-cookie', async () => {
+    const r = await page.goto(UI);
+    assert(r && r.ok(), `GET the printed URL: ${r && r.status()}`);
+    assert(!page.url().includes('secret='), `the secret stays in the address bar: ${page.url()}`);
+    const c = (await ctx.cookies(base)).find((x) => x.name === 'diagport_ui');
+    assert(c && c.httpOnly && c.sameSite === 'Strict', `cookie: ${JSON.stringify(c)}`);
+  });
+
+  await check('process-row', async () => {
+    await row.waitFor({ timeout: 30_000 });
+    const th = await row.getByRole('rowheader').textContent();
+    assert(th.includes(`${PID} ${NAME}`), `row header: ${th}`);
+    await shot(page, '1-processes');
+  }, ['secret-cookie']);
+
+  await check('keyboard-open', async () => {
+    await row.focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#proc-h', { hasText: `${PID} ${NAME}` }).waitFor();
+    assert(hashField(page.url(), 'p') === PID, `fragment: ${page.url()}`);
+  }, ['process-row']);
+
+  // the app burns CPU in HotLoop.Spin while the profile runs
+  const hot = await fetch(`${APP}/high-cpu?seconds=90`).then((r) => r.status, (e) => e.message);
+
+  await check('keyboard-capture', async () => {
+    assert(hot === 200, `the webapp's /high-cpu: ${hot}`);
+    await page.getByLabel('CPU profile duration in seconds').fill('4');
+    await page.locator('#proc-h').focus();
+    let on = '';
+    for (let i = 0; i < 40 && on !== 'CPU profile'; i++) {
+      await page.keyboard.press('Tab');
+      on = await page.evaluate(() => (document.activeElement.tagName === 'BUTTON' ? document.activeElement.textContent : ''));
+    }
+    assert(on === 'CPU profile', 'Tab never reached the CPU profile button');
+    await page.keyboard.press('Enter');
+    await artifacts.getByRole('row', { name: /CPU profile \(4 s\)/ }).waitFor();
+    await shot(page, '2-process');
+  }, ['keyboard-open']);
+
+  const img = page.getByRole('img', { name: /flame graph/i });
+  await check('flame-graph', async () => {
+    await img.waitFor({ timeout: LONG });
+    const id = await img.getAttribute('aria-describedby');
+    const table = page.locator(`#${id}`);
+    const first = table.locator('tbody tr').first();
+    await first.waitFor();
+    const top = await first.getByRole('rowheader').textContent();
+    assert(/HotLoop\.Spin/.test(top), `the top frame is ${top}, not HotLoop.Spin; table: ${(await table.textContent()).slice(0, 400)}`);
+    assert(await img.locator('canvas').count() === 1, 'no canvas in the flame graph');
+    await shot(page, '3-flame');
+    if (process.env.DOC_PNG) await page.locator('#artifact-view').screenshot({ path: process.env.DOC_PNG });
+  }, ['keyboard-capture']);
+
+  await check('flame-search', async () => {
+    await page.getByLabel('Search frames').fill('HotLoop');
+    const info = page.locator('.flame-info');
+    await info.filter({ hasText: /match, [0-9.]+% of samples/ }).waitFor();
+    assert(hashField(page.url(), 'q') === 'HotLoop', `fragment: ${page.url()}`);
+  }, ['flame-graph']);
+
+  await check('flame-zoom-keyboard', async () => {
+    const table = page.locator('table.frames');
+    await table.locator('tbody tr').first().focus();
+    await page.keyboard.press('Enter');
+    await table.locator('caption', { hasText: /under .*Spin/ }).waitFor();
+    assert(/Spin/.test(hashField(page.url(), 'z') || ''), `fragment: ${page.url()}`);
+  }, ['flame-graph']);
+
+  await check('fragment-reopens', async () => {
+    const url = page.url();
+    const p2 = await ctx.newPage();
+    try {
+      await p2.goto(url);
+      for (const sel of ['#proc-h', '#artifact-h', 'table.frames caption']) {
+        const want = await page.locator(sel).textContent();
+        await p2.locator(sel, { hasText: want }).waitFor();
+      }
+      assert(await p2.getByLabel('Search frames').inputValue() === 'HotLoop', 'the search is not restored');
+      await p2.getByRole('img', { name: /flame graph/i }).waitFor();
+      await shot(p2, '4-reopened');
+    } finally {
+      await p2.close();
+    }
+  }, ['flame-zoom-keyboard', 'flame-search']);
+
+  await check('escape-resets-zoom', async () => {
+    await page.keyboard.press('Escape');
+    await until(page, () => !new URLSearchParams(location.hash.slice(1)).get('z'));
+    await page.locator('table.frames caption', { hasText: /^Top frames by self time/ }).waitFor();
+  }, ['flame-zoom-keyboard']);
+
+  // two stack listings compared: the diff flame graph
+  await check('stacks-diff', async () => {
+    await page.getByRole('button', { name: 'Close' }).click();
+    const ids = [];
+    for (let i = 0; i < 2; i++) {
+      await page.getByRole('button', { name: 'Stacks', exact: true }).click();
+      await until(page, (n) => {
+        const a = new URLSearchParams(location.hash.slice(1)).get('a');
+        return a && !n.includes(a) && document.querySelector('#artifact-h').textContent.startsWith('Stacks') && a;
+      }, ids, LONG).then((a) => ids.push(a));
+      await img.waitFor();
+    }
+    await page.getByLabel('Compare with').selectOption(ids[0]);
+    await page.getByRole('button', { name: 'Compare' }).click();
+    await page.getByRole('img', { name: /diff flame graph/i }).waitFor();
+    await page.locator('table.frames caption', { hasText: /by growth/ }).waitFor();
+    await shot(page, '5-stacks-diff');
+  }, ['flame-graph']);
+
+  // the leak hunt: a GC heap snapshot, the app retains 100,000 more LeakedOrder objects, another, compare
+  await check('heap-diff-leak-first', async () => {
+    if (await page.getByRole('button', { name: 'Close' }).isVisible()) await page.getByRole('button', { name: 'Close' }).click();
+    const ids = [];
+    for (let i = 0; i < 2; i++) {
+      if (i === 1) {
+        const r = await fetch(`${APP}/leak-objects?count=100000`);
+        assert(r.status === 200, `the webapp's /leak-objects: ${r.status}`);
+      }
+      await page.getByRole('button', { name: 'GC heap', exact: true }).click();
+      await until(page, (n) => {
+        const a = new URLSearchParams(location.hash.slice(1)).get('a');
+        return a && !n.includes(a) && document.querySelector('table.heap') && a;
+      }, ids, LONG).then((a) => ids.push(a));
+      if (i === 0) await shot(page, '6-heap');
+    }
+    await page.getByLabel('Compare with').selectOption(ids[0]);
+    await page.getByRole('button', { name: 'Compare' }).click();
+    const table = page.locator('table.heap', { has: page.locator('caption', { hasText: /by growth in bytes/ }) });
+    await table.waitFor();
+    const first = table.locator('tbody tr').first();
+    const type = await first.getByRole('rowheader').textContent();
+    const cells = await first.locator('td').allTextContents();
+    assert(type === 'LeakedOrder', `the first type is ${type} (${cells.join(' | ')}), not LeakedOrder`);
+    assert(cells[5] === '+100,000', `LeakedOrder's count grew by ${cells[5]}, not +100,000`);
+    await shot(page, '7-heap-diff');
+  }, ['keyboard-open']);
+
+  await check('dump-download-elf', async () => {
+    if (await page.getByRole('button', { name: 'Close' }).isVisible()) await page.getByRole('button', { name: 'Close' }).click();
+    await page.getByLabel('Dump type').selectOption('Mini');
+    await page.getByRole('button', { name: 'Dump', exact: true }).click();
+    const link = artifacts.getByRole('row', { name: /^Dump/ }).getByRole('link', { name: 'Download' });
+    await link.waitFor({ timeout: LONG });
+    const [dl] = await Promise.all([page.waitForEvent('download'), link.click()]);
+    const file = await dl.path();
+    const head = Buffer.alloc(18);
+    const fd = fs.openSync(file, 'r');
+    fs.readSync(fd, head, 0, 18, 0);
+    fs.closeSync(fd);
+    assert(head.subarray(0, 4).equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46])), `not ELF: ${head.toString('hex')}`);
+    assert(head.readUInt16LE(16) === 4, `e_type ${head.readUInt16LE(16)}, not 4 (ET_CORE)`);
+    assert(dl.suggestedFilename().length > 0, 'no file name');
+    await shot(page, '8-artifacts');
+  }, ['keyboard-open']);
+
+  await check('no-cookie-403', async () => {
+    const rq = await request.newContext();
+    try {
+      for (const u of ['/api/processes', '/api/captures', '/', '/app.js', '/?secret=' + '0'.repeat(64)]) {
+        const r = await rq.get(base + u, { maxRedirects: 0 });
+        assert(r.status() === 403, `GET ${u} without the cookie: ${r.status()}`);
+        assert((await r.body()).length === 0, `GET ${u} without the cookie has a body`);
+      }
+      const r = await rq.post(base + '/api/refresh', { headers: { Origin: base } });
+      assert(r.status() === 403, `POST /api/refresh without the cookie: ${r.status()}`);
+    } finally {
+      await rq.dispose();
+    }
+  }, ['secret-cookie']);
+
+  await check('foreign-origin-403', async () => {
+    const ok = await page.evaluate(() => fetch('/api/refresh', { method: 'POST' }).then((r) => r.status));
+    assert(ok === 202, `the page's own POST /api/refresh: ${ok}`);
+    const evil = await page.request.post(base + '/api/refresh', { headers: { Origin: 'http://evil.example' } });
+    assert(evil.status() === 403, `POST with Origin http://evil.example: ${evil.status()}`);
+    const cap = await page.request.post(base + '/api/captures', {
+      headers: { Origin: 'http://127.0.0.1:1' }, data: { target: 'x', pid: Number(PID), kind: 'stacks' } });
+    assert(cap.status() === 403, `POST /api/captures with another port's Origin: ${cap.status()}`);
+    const none = await page.request.post(base + '/api/refresh');
+    assert(none.status() === 403, `POST without Origin: ${none.status()}`);
+    const del = await page.request.delete(base + '/api/captures/c1', { headers: { Origin: 'null' } });
+    assert(del.status() === 403, `DELETE with Origin null: ${del.status()}`);
+  }, ['secret-cookie']);
+
+  await check('page-clean', async () => {
+    assert(problems.length === 0, problems.slice(0, 3).join(' | '));
+  }, ['secret-cookie']);
+} finally {
+  await browser.close();
+}
+process.exit(failed ? 1 : 0);
