@@ -4,7 +4,7 @@
 // per check; every check runs every time (a check whose step before failed fails saying so).
 //
 // env: UI_URL (the URL diagport ui printed, secret included), APP_URL (the webapp), APP_PID, APP_NAME
-// (the process name the list shows), SHOTS (a directory for a screenshot of each view), PREFIX
+// (the process name the list shows), TOKEN (the agent's: in no answer the page gets), SHOTS (a directory for a screenshot of each view), PREFIX
 // (integration/ui), CHROMIUM (/usr/bin/chromium); DOC_PNG: also write the flame graph view there (the
 // README's picture, made by hand: UI_DOC_PNG=docs/ui.png tests/integration/ui.sh).
 import { chromium, request } from 'playwright-core';
@@ -58,6 +58,14 @@ const problems = [];
 page.on('pageerror', (e) => problems.push('page error: ' + e.message));
 page.on('console', (m) => {
   if (m.type() === 'error' && /Content.Security.Policy|Refused to/i.test(m.text())) problems.push('console: ' + m.text());
+});
+// every answer the page got, but the endless live stream and downloads, for token-not-in-page
+const TOKEN = env('TOKEN', '');
+const bodies = [];
+ctx.on('response', (r) => {
+  const u = r.url();
+  if (u.includes('/api/live') || u.includes('download=1')) return;
+  bodies.push(r.text().then((t) => ({ u, t: t + JSON.stringify(r.headers()) }), () => null));
 });
 const artifacts = page.locator('#artifacts');
 const artH = page.locator('#artifact-h');
@@ -249,6 +257,14 @@ try {
     const del = await page.request.delete(base + '/api/captures/c1', { headers: { Origin: 'null' } });
     assert(del.status() === 403, `DELETE with Origin null: ${del.status()}`);
   }, ['secret-cookie']);
+
+  await check('token-not-in-page', async () => {
+    assert(TOKEN.length >= 8, 'no TOKEN given');
+    const got = (await Promise.all(bodies)).filter(Boolean);
+    assert(got.length >= 10, `only ${got.length} answers read`);
+    const bad = got.filter((b) => b.t.includes(TOKEN));
+    assert(bad.length === 0, `the token is in ${bad.map((b) => b.u).join(', ')}`);
+  }, ['flame-graph']);
 
   await check('page-clean', async () => {
     assert(problems.length === 0, problems.slice(0, 3).join(' | '));

@@ -416,12 +416,13 @@ export class FlameGraph {
       }
       rows.sort((x, y) => (y.sa - y.sb) - (x.sa - x.sb) || (y.ta - y.tb) - (x.ta - x.tb));
       this.rows = rows.slice(0, 50);
-      this.table.querySelector('caption').textContent = `Frames by growth of their share of samples (self time), before → after; top ${this.rows.length} of ${rows.length}`;
-      head = '<tr><th scope="col">Frame</th><th scope="col">Self before</th><th scope="col">Self after</th><th scope="col">Change (points)</th><th scope="col">Total before</th><th scope="col">Total after</th><th scope="col">Change (points)</th></tr>';
+      this.table.querySelector('caption').textContent = `Frames by growth of their share of samples (self time; change in percentage points); top ${this.rows.length} of ${rows.length}`;
+      head = '<tr><th scope="col">Frame</th><th scope="col">Self, before → after</th><th scope="col">Change</th><th scope="col">Total, before → after</th><th scope="col">Change</th></tr>';
+      const cls = (d) => (d > 0 ? 'up' : d < 0 ? 'down' : '');
       this.rows.forEach((r, i) => {
         const ds = r.sa - r.sb;
         const dt = r.ta - r.tb;
-        body += `<tr tabindex="0" data-i="${i}"><th scope="row" title="${esc(r.name)}">${esc(shortName(r.name))}</th><td>${pct(r.sb)}</td><td>${pct(r.sa)}</td><td class="${ds > 0 ? 'up' : ds < 0 ? 'down' : ''}">${signedPct(ds)}</td><td>${pct(r.tb)}</td><td>${pct(r.ta)}</td><td class="${dt > 0 ? 'up' : dt < 0 ? 'down' : ''}">${signedPct(dt)}</td></tr>`;
+        body += `<tr tabindex="0" data-i="${i}"><th scope="row" title="${esc(r.name)}">${esc(shortName(r.name))}</th><td>${pct(r.sb)} → ${pct(r.sa)}</td><td class="${cls(ds)}">${signedPct(ds)}</td><td>${pct(r.tb)} → ${pct(r.ta)}</td><td class="${cls(dt)}">${signedPct(dt)}</td></tr>`;
       });
     } else {
       fns.sort((x, y) => y.self - x.self || y.total - x.total);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# ui.sh - `diagport ui` in a real browser: Debian's Chromium, headless, driven by playwright-core
+# (tests/validate/ui-browser.mjs), against the real binary serving its page for a real agent (with a token)
+# and the real test webapp (tests/apps/webapp). The checks, one result line each (ui-browser.mjs says how):
+#   secret-cookie        the printed URL sets the HttpOnly, SameSite=Strict cookie and leaves the address bar
+#   process-row          the webapp is a table row named "TARGET · PID webapp"
+#   keyboard-open        Enter on the focused row opens its process view
+#   keyboard-capture     Tab reaches the "CPU profile" button, Enter starts a capture (listed, with progress)
+#   flame-graph          the profile opens as role img "flame graph", its top-frames table leads with
+#                        HotLoop.Spin (the app spins in it: /high-cpu)
+#   flame-search         the search says how many frames match and their share of samples, into the fragment
+#   flame-zoom-keyboard  Enter on a frames-table row zooms to it (the table says under what; z= in the fragment)
+#   fragment-reopens     the same URL in a new tab: same process, artifact, zoom and search
+#   escape-resets-zoom   Escape resets the zoom
+#   stacks-diff          two stack listings compared: a diff flame graph, its table by growth
+#   heap-diff-leak-first two GC heap snapshots around the app's retaining 100,000 more LeakedOrder objects
+#                        (/leak-objects): compared, LeakedOrder is the first row, its count +100,000
+#   dump-download-elf    a Mini dump downloads (a browser download) and is an ELF core (e_type 4)
+#   no-cookie-403        without the cookie (or with a wrong secret) every request is refused: 403, no body
+#   foreign-origin-403   with the cookie but another Origin (or none), POST and DELETE are refused: 403
+#   token-not-in-page    the agent's token is in no answer the page got
+#   page-clean           no script error, no Content-Security-Policy violation
+# A screenshot of each view is kept in $B/ui-screenshots (test artifacts). UI_DOC_PNG=FILE also writes the
+# flame graph view there: how docs/ui.png was made.
+set -u
+cd "$(dirname "$0")/../.."
+T_NAME=ui
+. tests/lib.sh
+agent_setup ui
+build_apps
+[ -x /usr/bin/chromium ] || { fail chromium "no /usr/bin/chromium (bash scripts/prereqs.sh test)"; exit 0; }
+[ -f tests/validate/node_modules/playwright-core/package.json ] ||
+	{ fail playwright "no playwright-core in tests/validate/node_modules (bash scripts/prereqs.sh test)"; exit 0; }
+
+printf 'ui-test-token-%s\n' "$RANDOM$RANDOM$RANDOM" > "$W/token"
+chmod 600 "$W/token"
+start_agent --metrics-interval 1 --auth-token-file "$W/token"
+TOKEN=$(cat "$W/token")
+start_webapp "$W/app.out" "$W/dumps/port" "$U" -H "Authorization: Bearer $TOKEN" ||
+	{ fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out")"; exit 0; }
+
+"$D" ui --target "$U" --token-file "$W/token" > "$W/ui.out" 2> "$W/ui.log" &
+UIPID=$!
+PIDS+=("$UIPID")
+if ! wait_for "$W/ui.out" '^diagport ui: http://127\.0\.0\.1:[0-9]*/?secret=[0-9a-f]\{64\}$' 15; then
+	fail ui-start "diagport ui printed no URL within 15 s: $(head -c 300 "$W/ui.out")" "$W/ui.log"
+	exit 0
+fi
+UI_URL=$(sed -n 's/^diagport ui: //p' "$W/ui.out" | head -1)
+
+SHOTS=$PWD/$B/ui-screenshots
+[ "${B#/}" != "$B" ] && SHOTS=$B/ui-screenshots
+mkdir -p "$SHOTS" && rm -f "$SHOTS"/*.png
+UI_URL=$UI_URL APP_URL=$AURL APP_PID=$APID APP_NAME=webapp SHOTS=$SHOTS PREFIX=integration/$T_NAME TOKEN=$TOKEN \
+	DOC_PNG=${UI_DOC_PNG:+$(realpath -m "$UI_DOC_PNG")} CHROMIUM=/usr/bin/chromium \
+	node tests/validate/ui-browser.mjs > "$W/browser.out" 2> "$W/browser.err"
+rc=$?
+grep '^\(PASS\|FAIL\) ' "$W/browser.out"
+if ! grep -q '^\(PASS\|FAIL\) ' "$W/browser.out"; then
+	fail browser "ui-browser.mjs gave no result (exit $rc)" "$W/browser.err"
+elif [ "$rc" != 0 ] && ! grep -q '^FAIL ' "$W/browser.out"; then
+	fail browser "ui-browser.mjs exited $rc without a FAIL line" "$W/browser.err"
+fi
+if grep -q '^FAIL ' "$W/browser.out"; then
+	echo "    diagport ui's log:"
+	head -n 40 "$W/ui.log" | sed 's/^/    /'
+fi
+check ui-alive kill -0 "$UIPID"
