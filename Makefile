@@ -49,7 +49,7 @@ endif
 
 COMMON_SRC := $(wildcard common/*.c cloud/*.c)
 LIBS_SRC   := $(wildcard http/*.c eventpipe/*.c)
-COMP_SRC   := $(LIBS_SRC) $(wildcard injector/*.c webhook/*.c launcher/*.c launcher/*/*.c fleet/*.c egress/*.c)
+COMP_SRC   := $(LIBS_SRC) $(wildcard injector/*.c webhook/*.c launcher/*.c launcher/*/*.c fleet/*.c fleet/*/*.c egress/*.c)
 COMMON_OBJ := $(COMMON_SRC:%.c=$(BUILD)/%.o)
 COMP_OBJ   := $(COMP_SRC:%.c=$(BUILD)/%.o)
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -74,7 +74,17 @@ $(BUILD)/%.o: %.c | $(PREREQ_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -MMD -MP -c $< -o $@
 
-$(LIBDP): $(COMMON_OBJ) $(COMP_OBJ)
+# The page of `diagport ui` (fleet/ui/assets/), embedded into the binary as C arrays (scripts/embed-assets.py);
+# the folder itself is a prerequisite, so that adding or removing a file remakes it.
+UI_ASSETS   := $(sort $(wildcard fleet/ui/assets/*))
+UI_ASSETS_C := $(BUILD)/fleet/ui/ui_assets.c
+$(UI_ASSETS_C): scripts/embed-assets.py $(UI_ASSETS) $(wildcard fleet/ui/assets) | $(PREREQ_STAMP)
+	@mkdir -p $(dir $@)
+	python3 scripts/embed-assets.py $@ $(UI_ASSETS)
+$(BUILD)/fleet/ui/ui_assets.o: $(UI_ASSETS_C)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(LIBDP): $(COMMON_OBJ) $(COMP_OBJ) $(BUILD)/fleet/ui/ui_assets.o
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -211,10 +221,10 @@ lint:
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BIN := $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -DDP_VERSION='"$(VERSION)"' -g -O1 -I. -Icommon -fsanitize=fuzzer,address,undefined
-build-fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(COMP_SRC) | $(PREREQ_STAMP)
+build-fuzz/%: tests/fuzz/%.c $(COMMON_SRC) $(COMP_SRC) $(UI_ASSETS_C) | $(PREREQ_STAMP)
 	@scripts/prereqs.sh fuzz
 	@mkdir -p build-fuzz
-	clang-14 $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_SRC) $(COMP_SRC) $(PKG_LIBS)
+	clang-14 $(FUZZ_CFLAGS) $(PKG_CFLAGS) -o $@ $< $(COMMON_SRC) $(COMP_SRC) $(UI_ASSETS_C) $(PKG_LIBS)
 fuzz: $(FUZZ_BIN)
 	@for f in $(FUZZ_BIN); do echo "== $$f"; mkdir -p build-fuzz/corpus-$$(basename $$f); \
 		seeds=tests/fuzz/seeds; [ -d tests/fuzz/seeds-$${f##*fuzz_} ] && seeds=tests/fuzz/seeds-$${f##*fuzz_}; \

@@ -29,6 +29,7 @@ static const struct subcommand subcommands[] = {
 	{ "nettrace", nettrace_cli, "read a .nettrace file (an EventPipe trace): `nettrace stats FILE`" },
 	{ "ps", fleet_ps_cli, "the .NET processes behind pods, ECS tasks or agents' URLs" },
 	{ "capture", fleet_capture_cli, "dumps, traces, stacks, ... from many pods or tasks at once" },
+	{ "ui", fleet_ui_cli, "a web page on 127.0.0.1: processes, live counters, captures, flame graphs, heap diffs" },
 };
 
 static void usage(FILE *f)

@@ -32,6 +32,7 @@
 #include "run.h"
 #include "size.h"
 #include "targets.h"
+#include "fleet/ui/ui.h"
 
 #define MAX_BODY ((size_t)64 * 1024)
 
@@ -182,6 +183,43 @@ static int discover(const char *cmd, struct args *a, bool for_capture, struct fl
 	fleet_set_safe(s);
 	fleet_set_sort(s);
 	return 0;
+}
+
+/* The UI finds its targets again as it found them first: the same arguments, the same checks. */
+static int ui_discover(void *ctx, struct fleet_set *out, struct err_msg *em)
+{
+	struct args *a = ctx;
+	int rc = discover("ui", a, true, out);
+
+	if (rc == 0)
+		rc = transport_check("ui", a, out);
+	return rc == 0 ? 0 : err_set(em, DP_EREMOTE, "finding the targets failed (exit code %d, said above)", rc);
+}
+
+int fleet_ui_cli(int argc, char **argv)
+{
+	struct args a = { 0 };
+	struct fleet_set s = { 0 };
+	int rc = fleet_cli_parse(argc, argv, "ui", &a);
+
+	if (rc < 0) {
+		fleet_cli_usage_ui(stdout);
+		rc = 0;
+		goto out;
+	}
+	if (rc != 0)
+		goto out;
+	if ((rc = discover("ui", &a, true, &s)) == 0 && (rc = transport_check("ui", &a, &s)) == 0) {
+		struct ui_opts o = { .port = a.port, .parallel = a.parallel, .out_dir = a.output,
+				     .discover = ui_discover, .discover_ctx = &a };
+
+		fleet_signals_install();
+		rc = ui_run(&o, &s);
+	}
+out:
+	fleet_set_free(&s);
+	buf_free(&a.params);
+	return rc;
 }
 
 int fleet_ps_cli(int argc, char **argv)

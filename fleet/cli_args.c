@@ -87,7 +87,7 @@ enum {
 	O_KUBECONFIG = 256, O_CONTEXT, O_ECS_CLUSTER, O_ECS_SERVICE, O_REGION, O_PROFILE_AWS, O_PUBLIC_IP, O_TARGET,
 	O_TARGETS_FILE, O_TOKEN_FILE, O_PARALLEL, O_REQ_TIMEOUT, O_TYPE, O_TRACE_PROFILE, O_PROVIDERS, O_FORMAT,
 	O_LEVEL, O_EGRESS, O_TAGS, O_DURATION, O_TIMEOUT, O_TOP, O_MAX_UNAVAILABLE, O_YES, O_PARAM, O_MAX_SIZE,
-	O_CACERT, O_INSECURE_HTTP, O_TLS_NAME, O_FILTER
+	O_CACERT, O_INSECURE_HTTP, O_TLS_NAME, O_FILTER, O_PORT
 };
 
 static const struct option options[] = {
@@ -126,6 +126,7 @@ static const struct option options[] = {
 	{ "cacert", required_argument, NULL, O_CACERT },
 	{ "insecure-http", no_argument, NULL, O_INSECURE_HTTP },
 	{ "tls-server-name", required_argument, NULL, O_TLS_NAME },
+	{ "port", required_argument, NULL, O_PORT },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 }
 };
@@ -180,6 +181,25 @@ void fleet_cli_usage_ps(FILE *f)
 	usage_targets(f);
 	fprintf(f, "\nexit codes: 0 listed, 2 usage, 3 targets not found (API error, bad kubeconfig), 4 access "
 		   "denied, 130 interrupted. docs/fleet.md.\n");
+}
+
+void fleet_cli_usage_ui(FILE *f)
+{
+	fprintf(f, "usage: %s ui [TARGETS] [--port N] [-o DIR]\n\n"
+		   "A web page on 127.0.0.1 for the processes behind the targets: their live counters, recent\n"
+		   "exceptions and crashes; CPU profiles, stacks, GC heap snapshots, dumps, traces and exceptions\n"
+		   "taken with a button; CPU profiles and stacks as flame graphs, two of them as one diff, two GC\n"
+		   "heap snapshots as a table of what grew. It prints the URL to open, with a secret only this\n"
+		   "URL carries; the page talks to the agents through this process, with your credentials.\n\n"
+		   "options:\n"
+		   "  --port N                 the port on 127.0.0.1 (default: any free one)\n"
+		   "  -o, --output DIR         the artifacts go here and stay (default: a private directory,\n"
+		   "                           removed when the UI stops)\n"
+		   "  --parallel N             agents asked at once when the list is refreshed (4)\n",
+		fleet_cli_prog());
+	usage_targets(f);
+	fprintf(f, "\nexit codes: 0 stopped (Ctrl-C), 2 usage (or the port is taken), 3 targets not found, 4 access "
+		   "denied. docs/ui.md.\n");
 }
 
 void fleet_cli_usage_capture(FILE *f)
@@ -320,6 +340,11 @@ int fleet_cli_parse(int argc, char **argv, const char *cmd, struct args *a)
 			a->max_unavailable = (unsigned)v;
 			break;
 		case O_YES: a->yes = true; break;
+		case O_PORT:
+			if (!number(optarg, 0, 65535, &v))
+				return fleet_cli_usage_error(cmd, "--port '%s' is not a port number (0: any free one)", optarg);
+			a->port = (int)v;
+			break;
 		case O_MAX_SIZE:
 			if (size_parse(optarg, &a->max_size) != 0 || a->max_size == 0)
 				return fleet_cli_usage_error(cmd, "--max-size '%s' is not a size (4096, 100M, 512Mi, 2Gi)", optarg);

@@ -48,6 +48,8 @@ struct args {
 	long request_timeout_s;
 	/* ps */
 	const char *output;
+	/* ui */
+	int port;
 	/* capture */
 	const struct kind *kind;
 	const char *type, *profile_names, *providers, *format, *level, *egress, *tags;
@@ -69,6 +71,7 @@ const char *fleet_cli_prog(void);
 /* The usage texts, for --help (stdout) or a mistake (stderr). */
 void fleet_cli_usage_ps(FILE *f);
 void fleet_cli_usage_capture(FILE *f);
+void fleet_cli_usage_ui(FILE *f);
 /* "PROG CMD: message" and where --help is, on stderr; returns FLEET_EXIT_USAGE. */
 int fleet_cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "&k=v" onto b, v percent-encoded. */

@@ -514,16 +514,33 @@ static void table(const json_t *doc, bool wide)
 	}
 }
 
-int fleet_ps(const struct fleet_set *s, const char *format, unsigned parallel)
+json_t *fleet_ps_list(const struct fleet_set *s, unsigned parallel)
 {
 	size_t n = s->n ? s->n : 1;
 	struct ps ps = { .s = s, .procs = mem_array(n, sizeof(json_t *)), .errors = mem_array(n, sizeof(char *)),
 			 .crashes = mem_array(n, sizeof(json_t *)), .crash_why = mem_array(n, sizeof(char *)) };
 	json_t *doc;
-	int rc = FLEET_EXIT_OK;
 
 	pool_run(s->n, parallel, ask_one, &ps);
 	doc = process_list(&ps);
+	for (size_t i = 0; i < s->n; i++) {
+		json_decref(ps.procs[i]);
+		free(ps.errors[i]);
+		json_decref(ps.crashes[i]);
+		free(ps.crash_why[i]);
+	}
+	free(ps.procs);
+	free(ps.errors);
+	free(ps.crashes);
+	free(ps.crash_why);
+	return doc;
+}
+
+int fleet_ps(const struct fleet_set *s, const char *format, unsigned parallel)
+{
+	json_t *doc = fleet_ps_list(s, parallel);
+	int rc = FLEET_EXIT_OK;
+
 	if (strcmp(format, "json") == 0) {
 		char *text = json_dumps(doc, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 
@@ -539,15 +556,5 @@ int fleet_ps(const struct fleet_set *s, const char *format, unsigned parallel)
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = FLEET_EXIT_SOME;
 	json_decref(doc);
-	for (size_t i = 0; i < s->n; i++) {
-		json_decref(ps.procs[i]);
-		free(ps.errors[i]);
-		json_decref(ps.crashes[i]);
-		free(ps.crash_why[i]);
-	}
-	free(ps.procs);
-	free(ps.errors);
-	free(ps.crashes);
-	free(ps.crash_why);
 	return fleet_cancelled() ? FLEET_EXIT_CANCELLED : rc;
 }

@@ -58,6 +58,15 @@ struct fleet_run_opts {
 /* Run c on every agent of s that can be called. Returns one of the exit codes above. */
 int fleet_run_capture(const struct fleet_set *s, const struct fleet_capture *c, const struct fleet_run_opts *o);
 
+/*
+ * Publish the whole file tmp as DIR/NAME, *name on entry, without replacing anything (2-NAME, 3-NAME ... when
+ * taken; *name is then replaced by a new string). tmp is gone on success. 0, or DP_EIO with em.
+ */
+int fleet_publish_file(const char *dir, const char *tmp, char **name, struct err_msg *em);
+
+/* The ProcessList document `ps -o json` prints (a new reference): every agent of s asked, parallel at once. */
+json_t *fleet_ps_list(const struct fleet_set *s, unsigned parallel);
+
 /* `diagport ps`: list the processes behind s and print them in format ("table", "wide", "json", "yaml"). */
 int fleet_ps(const struct fleet_set *s, const char *format, unsigned parallel);
 

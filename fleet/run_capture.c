@@ -221,8 +221,7 @@ char *run_job_path(const struct run *r, const struct job *j)
 	return buf_steal(&b, NULL);
 }
 
-/* Publish tmp as DIR/name without replacing anything (name-2, name-3 ... when taken). */
-static int publish(const char *dir, const char *tmp, char **name, struct err_msg *em)
+int fleet_publish_file(const char *dir, const char *tmp, char **name, struct err_msg *em)
 {
 	for (int i = 1; i < 100; i++) {
 		char *n = i == 1 ? mem_strdup(*name) : mem_printf("%d-%s", i, *name);
@@ -268,7 +267,7 @@ int run_capture_to_file(struct run *r, struct job *j, const char *path, struct e
 	if (close(f.fd) != 0 && rc == 0)
 		rc = err_set(em, DP_EIO, "writing %s: %s", tmp, strerror(errno));
 	if (rc == 0)
-		rc = publish(r->o->out_dir, tmp, &name, em);
+		rc = fleet_publish_file(r->o->out_dir, tmp, &name, em);
 	if (rc != 0) {
 		unlink(tmp);
 		goto out;

@@ -168,8 +168,9 @@ const char *httpd_reason(unsigned status)
 	static const struct {
 		unsigned code;
 		const char *text;
-	} t[] = { { 200, "OK" }, { 202, "Accepted" }, { 400, "Bad Request" }, { 401, "Unauthorized" },
-		  { 404, "Not Found" }, { 405, "Method Not Allowed" }, { 408, "Request Timeout" }, { 411, "Length Required" },
+	} t[] = { { 200, "OK" }, { 201, "Created" }, { 202, "Accepted" }, { 204, "No Content" }, { 303, "See Other" },
+		  { 400, "Bad Request" }, { 401, "Unauthorized" }, { 403, "Forbidden" }, { 404, "Not Found" },
+		  { 409, "Conflict" }, { 502, "Bad Gateway" }, { 405, "Method Not Allowed" }, { 408, "Request Timeout" }, { 411, "Length Required" },
 		  { 413, "Content Too Large" }, { 414, "URI Too Long" }, { 429, "Too Many Requests" },
 		  { 431, "Request Header Fields Too Large" }, { 500, "Internal Server Error" }, { 503, "Service Unavailable" },
 		  { 505, "HTTP Version Not Supported" }, { 507, "Insufficient Storage" } };

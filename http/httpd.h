@@ -104,7 +104,7 @@ bool httpd_chunked(const struct httpd_req *r);
 /* Whether the client has gone (closed its side or reset), waiting up to timeout_ms for it to. */
 bool httpd_client_gone(const struct httpd_req *r, int timeout_ms);
 
-/* Add a response header (copied) to the answer this request will send; at most 4. */
+/* Add a response header (copied) to the answer this request will send; at most 8. */
 void httpd_set_header(struct httpd_req *r, const char *name, const char *value);
 /*
  * Run fn(ctx) once when this request's response is finished: fully sent, or

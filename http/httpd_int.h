@@ -16,7 +16,7 @@
 #include "httpd_tls.h"
 
 #define HTTPD_MAX_LISTENERS 8
-#define HTTPD_MAX_EXTRA_HEADERS 4
+#define HTTPD_MAX_EXTRA_HEADERS 8
 #define HTTPD_PROBE_SLOTS 4     /* requests in progress only probes may use */
 #define HTTPD_CONN_FIRST 1024   /* the first bytes of a request, inside struct conn: a probe needs no more */
 
