@@ -220,14 +220,37 @@ function renderProcHead() {
 
 function exceptionRows(list) {
   return list.map((x) => {
-    const f = x.stack?.frames?.[0];
-    const at = f ? `${f.typeName ? f.typeName + '.' : ''}${f.methodName}` : '';
+    const at = thrownAt(x);
     return `<tr><td>${esc(fmtTime(x.timestamp))}</td><th scope="row">${esc(x.typeName)}</th><td>${esc(x.message)}</td><td><code>${esc(at)}</code></td></tr>`;
   }).join('');
 }
 
 function exceptionTable(list, caption) {
   return `<table class="data"><caption>${esc(caption)}</caption><thead><tr><th scope="col">When</th><th scope="col">Type</th><th scope="col">Message</th><th scope="col">Thrown at</th></tr></thead><tbody>${exceptionRows(list)}</tbody></table>`;
+}
+
+function thrownAt(x) {
+  const f = x.stack?.frames?.[0];
+  return f ? `${f.typeName ? f.typeName + '.' : ''}${f.methodName}` : '';
+}
+
+// exceptionsView: a capture of exceptions: how many of each type from each place, then the latest 100
+function exceptionsView(list) {
+  if (list.length === 0) return '<p class="hint">No exceptions in this capture.</p>';
+  const groups = new Map();
+  for (const x of list) {
+    const k = `${x.typeName}\u0000${thrownAt(x)}`;
+    const g = groups.get(k) || { type: x.typeName, at: thrownAt(x), n: 0, last: x };
+    g.n++;
+    g.last = x;
+    groups.set(k, g);
+  }
+  const rows = [...groups.values()].sort((a, b) => b.n - a.n).slice(0, 100).map((g) =>
+    `<tr><th scope="row">${esc(g.type)}</th><td><code>${esc(g.at)}</code></td><td class="num">${fmtCount(g.n)}</td><td>${esc(fmtTime(g.last.timestamp))}</td><td>${esc(g.last.message)}</td></tr>`);
+  const latest = list.slice(-100).reverse();
+  return `<p>${fmtCount(list.length)} exceptions of ${groups.size} kinds (type and the method that threw).</p>
+<div class="table-wrap"><table class="data"><caption>By type and where thrown, most frequent first</caption><thead><tr><th scope="col">Type</th><th scope="col">Thrown at</th><th scope="col">Count</th><th scope="col">Last</th><th scope="col">Last message</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>
+<div class="table-wrap">${exceptionTable(latest, `The latest ${latest.length}, newest first`)}</div>`;
 }
 
 function parseNdjson(text) {
@@ -484,7 +507,7 @@ async function openArtifact(focus) {
     const kind = KINDS[c.kind].view;
     if (kind === 'flame') showFlame(c, nd, od);
     else if (kind === 'heap') body.innerHTML = od ? heapDiff(od, nd) : heapTable(nd);
-    else if (kind === 'exceptions') body.innerHTML = nd.length ? exceptionTable(nd.slice().reverse(), `${nd.length} exceptions, newest first`) : '<p class="hint">No exceptions.</p>';
+    else if (kind === 'exceptions') body.innerHTML = exceptionsView(nd);
     if (kind === 'heap') body.querySelector('.heap-filter')?.addEventListener('input', filterHeap);
   } catch (e) {
     if (S.artKey === key) body.innerHTML = `<p class="warn">Could not load it: ${esc(e.message)}</p>`;
