@@ -86,6 +86,21 @@ function fmtAgo(t) {
   return s < 90 ? `${s} s ago` : s < 5400 ? `${Math.round(s / 60)} min ago` : `${Math.round(s / 3600)} h ago`;
 }
 
+// --- crashes: the target's (its pod's, its task's), of any process it ran: the crashed one has exited
+
+const SIGNALS = { 4: 'SIGILL', 6: 'SIGABRT', 7: 'SIGBUS', 8: 'SIGFPE', 9: 'SIGKILL', 11: 'SIGSEGV', 15: 'SIGTERM' };
+
+function crashWhat(c) {
+  const t = c.exception?.typeName || c.exception?.type;
+  if (t) return t;
+  if (c.exitSignal) return SIGNALS[c.exitSignal] || `signal ${c.exitSignal}`;
+  return typeof c.exitCode === 'number' ? `exit code ${c.exitCode}` : 'crash';
+}
+
+function crashesNewestFirst(list) {
+  return (list || []).slice().sort((a, b) => String(b.time).localeCompare(String(a.time)));
+}
+
 // --- the fragment
 
 function readHash() {
@@ -165,14 +180,13 @@ function renderList() {
       rows.push(`<tr class="unavailable"><th scope="row">${esc(it.target)}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td colspan="6">${esc(it.state === 'ready' ? 'no .NET process' : it.state || 'unknown')}${it.reason ? ': ' + esc(it.reason) : ''}</td></tr>`);
       continue;
     }
+    const cs = crashesNewestFirst(cr);
+    const crashes = cs.length ? `${cs.length} (last ${esc(crashWhat(cs[0]))}, ${esc(fmtAgo(cs[0].time))})` : '0';
     for (const p of procs) {
       if (f && !`${common} ${p.pid} ${p.name || ''}`.toLowerCase().includes(f)) continue;
       shown++;
-      const mine = cr.filter((c) => c.pid === undefined || c.pid === p.pid);
-      const last = mine[mine.length - 1];
-      const crashes = mine.length ? `${mine.length} (last ${esc(last.exception?.type || (last.signal ? 'signal ' + last.signal : '?'))}, ${esc(fmtAgo(last.time))})` : '0';
       const sel = S.view.t === it.target && S.view.p === String(p.pid) ? ' aria-selected="true"' : '';
-      rows.push(`<tr tabindex="0" class="proc" data-t="${esc(it.target)}" data-p="${esc(p.pid)}"${sel}><th scope="row">${esc(procLabel(it.target, p.pid, p.name))}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td class="num">${esc(p.pid)}</td><td>${esc(p.name || '')}</td><td>${esc(p.runtimeVersion || '')}</td><td class="num">${esc(fmtUptime(p.uptimeSeconds))}</td><td>${esc(it.mode || '')}</td><td class="${mine.length ? 'bad' : ''}">${crashes}</td></tr>`);
+      rows.push(`<tr tabindex="0" class="proc" data-t="${esc(it.target)}" data-p="${esc(p.pid)}"${sel}><th scope="row">${esc(procLabel(it.target, p.pid, p.name))}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td class="num">${esc(p.pid)}</td><td>${esc(p.name || '')}</td><td>${esc(p.runtimeVersion || '')}</td><td class="num">${esc(fmtUptime(p.uptimeSeconds))}</td><td>${esc(it.mode || '')}</td><td class="${cs.length ? 'bad' : ''}">${crashes}</td></tr>`);
     }
   }
   // keep the keyboard's place across a refresh
@@ -211,10 +225,10 @@ function renderProcHead() {
       p.commandLine && `command line: ${p.commandLine}`,
     ].filter(Boolean);
     $('proc-facts').textContent = facts.join(' · ');
-    const cr = (it.crashes || []).filter((c) => c.pid === undefined || c.pid === p.pid);
-    $('crashes').innerHTML = cr.length === 0 ? '<p class="hint">No crash recorded.</p>'
-      : `<table class="data"><caption class="sr-only">Crashes, newest first</caption><thead><tr><th scope="col">When</th><th scope="col">Exception</th><th scope="col">Message</th></tr></thead><tbody>${cr.slice().reverse().map((c) =>
-        `<tr><td>${esc(fmtTime(c.time))}</td><td>${esc(c.exception?.type || (c.signal ? 'signal ' + c.signal : ''))}</td><td>${esc(c.exception?.message || '')}</td></tr>`).join('')}</tbody></table>`;
+    const cr = crashesNewestFirst(it.crashes);
+    $('crashes').innerHTML = cr.length === 0 ? '<p class="hint">No crash recorded for this target.</p>'
+      : `<table class="data"><caption>The target's crashes (of any of its processes), newest first</caption><thead><tr><th scope="col">When</th><th scope="col">Process</th><th scope="col">What</th><th scope="col">Message</th></tr></thead><tbody>${cr.map((c) =>
+        `<tr><td>${esc(fmtTime(c.time))} <span class="id">${esc(fmtAgo(c.time))}</span></td><td>${esc(c.pid ?? '')} ${esc(c.processName || '')}</td><th scope="row">${esc(crashWhat(c))}</th><td>${esc(c.exception?.message || '')}</td></tr>`).join('')}</tbody></table>`;
   }
 }
 
