@@ -58,6 +58,10 @@ struct fleet_run_opts {
 /* Run c on every agent of s that can be called. Returns one of the exit codes above. */
 int fleet_run_capture(const struct fleet_set *s, const struct fleet_capture *c, const struct fleet_run_opts *o);
 
+/* An artifact's file name (new): NAMESPACE_POD_CONTAINER_PID_KIND_YYYYMMDDTHHMMSSZ.EXT (ECS: CLUSTER_TASK_...;
+ * static: NAME_...), each part made safe ([A-Za-z0-9.-], others '-'); pid 0: none. */
+char *fleet_artifact_name(const struct fleet_agent *a, uint64_t pid, const char *kind, const char *ext);
+
 /*
  * Publish the whole file tmp as DIR/NAME, *name on entry, without replacing anything (2-NAME, 3-NAME ... when
  * taken; *name is then replaced by a new string). tmp is gone on success. 0, or DP_EIO with em.

@@ -69,10 +69,8 @@ static void name_part(struct buf *b, const char *part)
 	buf_putc(b, '_');
 }
 
-/* NAMESPACE_POD_CONTAINER_PID_KIND_YYYYMMDDTHHMMSSZ.EXT (ECS: CLUSTER_TASK_...; static: NAME_...). */
-static char *artifact_name(const struct run *r, const struct job *j)
+char *fleet_artifact_name(const struct fleet_agent *a, uint64_t pid, const char *kind, const char *ext)
 {
-	const struct fleet_agent *a = j->a;
 	struct buf b;
 	char t[20];
 	time_t now = time(NULL);
@@ -90,11 +88,11 @@ static char *artifact_name(const struct run *r, const struct job *j)
 	} else {
 		name_part(&b, a->name);
 	}
-	if (j->pid)
-		buf_printf(&b, "%llu_", (unsigned long long)j->pid);
+	if (pid)
+		buf_printf(&b, "%llu_", (unsigned long long)pid);
 	gmtime_r(&now, &tm);
 	strftime(t, sizeof(t), "%Y%m%dT%H%M%SZ", &tm);
-	buf_printf(&b, "%s_%s%s", r->c->kind, t, r->c->ext);
+	buf_printf(&b, "%s_%s%s", kind, t, ext);
 	return buf_steal(&b, NULL);
 }
 
@@ -245,7 +243,7 @@ int fleet_publish_file(const char *dir, const char *tmp, char **name, struct err
 int run_capture_to_file(struct run *r, struct job *j, const char *path, struct err_msg *em)
 {
 	struct file_sink f = { .j = j, .r = r, .cap = r->c->max_bytes };
-	char *name = artifact_name(r, j), *tmp = mem_printf("%s/.%s.partial", r->o->out_dir, name);
+	char *name = fleet_artifact_name(j->a, j->pid, r->c->kind, r->c->ext), *tmp = mem_printf("%s/.%s.partial", r->o->out_dir, name);
 	struct fleet_call c = { .agent = j->a, .caller = r->s->caller, .method = r->c->method, .path = path,
 				.accept = r->c->accept, .body = r->c->body, .body_len = r->c->body_len,
 				.timeout_ms = r->c->timeout_ms, .floor_after_ms = r->c->duration_ms, .sink = to_file,

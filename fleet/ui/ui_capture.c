@@ -248,17 +248,6 @@ static bool make_room(struct ui *u)
 
 /* ---- routes ---- */
 
-/* A file name part from s: [A-Za-z0-9.-] kept, anything else '-', at most 80 bytes. */
-static void name_part(struct buf *b, const char *s)
-{
-	for (size_t i = 0; i < 80 && s[i]; i++) {
-		char ch = s[i];
-
-		buf_putc(b, (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
-				    ch == '-' ? ch : '-');
-	}
-}
-
 static bool word_ok(const char *v, const char *const *allowed)
 {
 	for (size_t i = 0; allowed[i]; i++)
@@ -313,10 +302,6 @@ void ui_route_capture_start(struct ui *u, struct httpd_req *r)
 	const json_t *dur;
 	struct ui_cap *c = mem_zalloc(sizeof(*c));
 	struct ui_snap *snap = NULL;
-	struct buf name;
-	struct tm tm;
-	time_t now = time(NULL);
-	char t[20];
 	pthread_attr_t attr;
 	pthread_t th;
 
@@ -349,12 +334,7 @@ void ui_route_capture_start(struct ui *u, struct httpd_req *r)
 	if ((c->agent = ui_snap_agent(snap, json_string_value(json_object_get(body, "target")), r)) == NULL)
 		goto fail;
 	c->target = mem_strdup(c->agent->name);
-	gmtime_r(&now, &tm);
-	strftime(t, sizeof(t), "%Y%m%dT%H%M%SZ", &tm);
-	buf_init(&name, 1024);
-	name_part(&name, c->target);
-	buf_printf(&name, "_%ld_%s_%s%s", c->pid, c->k->name, t, c->k->ext);
-	c->file_name = buf_steal(&name, NULL);
+	c->file_name = fleet_artifact_name(c->agent, (uint64_t)c->pid, c->k->name, c->k->ext); /* as `capture` names it */
 	clock_rfc3339(c->started, 3);
 	pthread_mutex_lock(&u->mu);
 	if (u->running >= UI_MAX_RUNNING || !make_room(u)) {

@@ -148,7 +148,7 @@ void ui_route_processes(struct ui *u, struct httpd_req *r)
 	json_t *doc;
 
 	pthread_mutex_lock(&u->mu);
-	doc = json_deep_copy(u->snap->doc);
+	doc = u->snap ? json_deep_copy(u->snap->doc) : json_pack("{s:[]}", "items"); /* none yet: before the URL is given */
 	json_object_set_new(doc, "refreshedAt", json_string(u->refreshed_at));
 	if (u->refresh_error)
 		json_object_set_new(doc, "refreshError", json_string(u->refresh_error));

@@ -35,6 +35,8 @@
 #                token). With $DIAGPORT_TOKEN set the look-alike gets no Authorization header, the capture
 #                from it fails naming why, shop's agent gets its own Secret's token; with --token-file the
 #                command is refused (exit 2) before any agent is called
+#   ui/*         `diagport ui -n shop`: the TLS pod listed through the port-forward (no token in what the page gets),
+#                SIGTERM exits 0; bob (no pods/portforward) is refused with exit 4 before a URL is printed
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 T_NAME=fleet-kube
@@ -501,4 +503,29 @@ fault "$(cat "$W/tls/plain.json")"
 HOME=$W/home timeout 60 "$D" ps -n shop --kubeconfig "$K" -o json > "$W/tls/ps2.json" 2> "$W/tls/ps2.err"
 WHY="$(head -c 600 "$W/tls/ps2.json")"
 check tls/plain-http-refused jq -e '.items[0].state != "ready"' "$W/tls/ps2.json"
+# --- diagport ui over the same discovery: the pod listed through the port-forward; bob refused before serving --
+jq -c '.times = 1000' "$W/tls/pods.json" > "$W/tls/pods-ui.json" # the UI lists the pods again every 10 s
+fault "$(cat "$W/tls/pods-ui.json")"
+HOME=$W/home "$D" ui -n shop --kubeconfig "$K" --cacert "$W/tls/tlsca.crt" > "$W/ui.out" 2> "$W/ui.err" &
+UIPID=$!
+PIDS+=($UIPID)
+if wait_for "$W/ui.out" 'secret=' 60; then
+  UIURL=$(grep -o 'http://127.0.0.1:[0-9]*/?secret=[0-9a-f]*' "$W/ui.out")
+  curl -s -c "$W/ui.jar" -o /dev/null "$UIURL"
+  curl -s -b "$W/ui.jar" "${UIURL%%/\?*}/api/processes" > "$W/ui.json"
+  WHY="$(head -c 600 "$W/ui.json") $(oneline "$W/ui.err")"
+  check ui/pod-through-portforward jq -e '.items | length == 1 and .[0].target == "shop/orders-tls" and
+    .[0].state == "ready" and .[0].workload != null' "$W/ui.json"
+  check ui/no-token-in-page bash -c "! grep -q s3cret-agent-token '$W/ui.json'"
+else
+  fail ui/pod-through-portforward "diagport ui printed no URL" "$W/ui.err"
+fi
+kill -TERM "$UIPID" 2> /dev/null
+wait "$UIPID"
+check ui/stops-0 [ $? = 0 ]
+HOME=$W/home timeout 60 "$D" ui -n shop --kubeconfig "$K" --context bob > "$W/ui-bob.out" 2> "$W/ui-bob.err"
+RC=$?
+WHY="exit $RC: $(oneline "$W/ui-bob.err")"
+check ui/bob-denied-before-serving bash -c "[ $RC = 4 ] && grep -q 'cannot create pods/portforward in namespace shop' '$W/ui-bob.err' &&
+  ! grep -q secret= '$W/ui-bob.out'"
 kill "$TLSAG" 2> /dev/null

@@ -158,6 +158,27 @@ check unknown-capture-404 [ "$c" = 404 ]
 for p in /api/processes /api/captures "/api/captures/$PROF"; do ui GET "$p"; done > "$W/all.json"
 check token-not-given-to-page bash -c "! grep -q ui-api-token '$W/all.json'"
 
+# the same as a kubectl plugin: kubectl finds kubectl-diagport on PATH; its URL works as the other's did
+mkdir -p "$W/bin"
+ln -s "$D" "$W/bin/kubectl-diagport"
+PATH="$W/bin:$PATH" kubectl diagport ui --help > "$W/khelp" 2>&1
+check kubectl-plugin-help grep -q '^usage: kubectl diagport ui' "$W/khelp"
+PATH="$W/bin:$PATH" kubectl diagport ui --target "$U" --token-file "$W/token" > "$W/kui.out" 2> "$W/kui.err" &
+KUI=$!
+PIDS+=($KUI)
+if wait_for "$W/kui.out" 'secret=' 30; then
+	KURL=$(grep -o 'http://127.0.0.1:[0-9]*/?secret=[0-9a-f]*' "$W/kui.out")
+	curl -s -c "$W/kjar" -o /dev/null "$KURL"
+	curl -s -b "$W/kjar" "${KURL%%/\?*}/api/processes" > "$W/kps.json"
+	check kubectl-plugin-ui jq -e --argjson p "$APPPID" '[.items[].processes[].pid] == [$p]' "$W/kps.json"
+	c=$(curl -s -b "$W/jar" -o /dev/null -w '%{http_code}' "${KURL%%/\?*}/api/processes")
+	check other-ui-cookie-refused [ "$c" = 403 ]
+else
+	fail kubectl-plugin-ui "no URL printed" "$W/kui.err"
+fi
+kill -TERM "$KUI"
+wait "$KUI"
+
 # SIGTERM: exit 0, -o's files kept; a run without -o removes its own directory
 kill -TERM "$UIPID"
 wait "$UIPID"
