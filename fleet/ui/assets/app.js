@@ -157,6 +157,8 @@ async function loadProcs() {
     const d = S.procs;
     $('caller').textContent = d.caller ? `as ${d.caller}` : '';
     $('refreshed').textContent = d.refreshedAt ? `· list from ${fmtTime(d.refreshedAt)}` : '';
+    $('refresh-error').hidden = !d.refreshError;
+    $('refresh-error').textContent = d.refreshError ? `The last look for the targets failed (${d.refreshError}); this is the list from before.` : '';
     banner('');
   } catch (e) {
     if (!e.message.startsWith('refused')) banner(`Could not load the processes: ${e.message}`);
@@ -351,7 +353,7 @@ function stateCell(c) {
   if (c.state === 'running') {
     const el = (Date.now() - new Date(c.startedAt)) / 1000;
     const bar = c.durationSeconds
-      ? `<progress max="${c.durationSeconds}" value="${Math.min(el, c.durationSeconds).toFixed(1)}" aria-label="progress of ${esc(captureName(c))}"></progress> ${Math.min(Math.floor(el), c.durationSeconds)} of ${c.durationSeconds} s`
+      ? `<progress max="${c.durationSeconds}" value="${Math.min(el, c.durationSeconds).toFixed(1)}" aria-label="progress of ${esc(captureName(c))}"></progress> running, ${Math.min(Math.floor(el), c.durationSeconds)} of ${c.durationSeconds} s`
       : `<progress aria-label="progress of ${esc(captureName(c))}"></progress> running`;
     return `${bar} <button type="button" data-act="cancel" data-id="${esc(c.id)}">Cancel</button>`;
   }
