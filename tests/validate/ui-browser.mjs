@@ -120,7 +120,7 @@ try {
     await shot(page, '2-process');
   }, ['keyboard-open']);
 
-  const img = page.getByRole('img', { name: /flame graph/i });
+  const img = page.getByRole('img', { name: /flame graph/ });
   await check('flame-graph', async () => {
     await img.waitFor({ timeout: LONG });
     const id = await img.getAttribute('aria-describedby');
@@ -159,7 +159,7 @@ try {
         await p2.locator(sel, { hasText: want }).waitFor();
       }
       assert(await p2.getByLabel('Search frames').inputValue() === 'HotLoop', 'the search is not restored');
-      await p2.getByRole('img', { name: /flame graph/i }).waitFor();
+      await p2.getByRole('img', { name: /flame graph/ }).waitFor();
       await shot(p2, '4-reopened');
     } finally {
       await p2.close();
@@ -186,7 +186,7 @@ try {
     }
     await page.getByLabel('Compare with').selectOption(ids[0]);
     await page.getByRole('button', { name: 'Compare' }).click();
-    await page.getByRole('img', { name: /diff flame graph/i }).waitFor();
+    await page.getByRole('img', { name: /^Diff flame graph/ }).waitFor();
     await page.locator('table.frames caption', { hasText: /by growth/ }).waitFor();
     await shot(page, '5-stacks-diff');
   }, ['flame-graph']);

@@ -462,6 +462,8 @@ async function artifactData(c) {
   else if (c.kind === 'exceptions') d = parseNdjson(text);
   else d = text;
   S.data.set(c.id, d);
+  // a 50 MB profile's tree is large: keep the last four artifacts read
+  if (S.data.size > 4) S.data.delete(S.data.keys().next().value);
   return d;
 }
 
@@ -542,7 +544,7 @@ function showFlame(c, root, base) {
   const what = c.kind === 'stacks' ? 'thread stacks' : 'CPU profile';
   img.setAttribute('aria-label', base
     ? `Diff flame graph of two ${what}s: red frames grew, blue shrank; the table of frames by growth describes it`
-    : `Flame graph of the ${what} ${c.id}, ${fmtCount(root.total)} samples; the top-frames table describes it`);
+    : `The flame graph of the ${what} ${c.id}, ${fmtCount(root.total)} samples; the top-frames table describes it`);
   body.querySelector('.legend').hidden = !base;
   const search = body.querySelector('.flame-search');
   search.value = v.q || '';
