@@ -5,6 +5,7 @@
 #   secret-cookie        the printed URL sets the HttpOnly, SameSite=Strict cookie and leaves the address bar
 #   process-row          the webapp is a table row named "TARGET · PID webapp"
 #   keyboard-open        Enter on the focused row opens its process view
+#   live-charts          the process's counters are charted live (a value in each System.Runtime chart)
 #   keyboard-capture     Tab reaches the "CPU profile" button, Enter starts a capture (listed, with progress)
 #   flame-graph          the profile opens as role img "flame graph", its top-frames table leads with
 #                        HotLoop.Spin (the app spins in it: /high-cpu)
@@ -16,6 +17,7 @@
 #   heap-diff-leak-first two GC heap snapshots around the app's retaining 100,000 more LeakedOrder objects
 #                        (/leak-objects): compared, LeakedOrder is the first row, its count +100,000
 #   dump-download-elf    a Mini dump downloads (a browser download) and is an ELF core (e_type 4)
+#   cancel               a running 60 s trace's Cancel button: its row says cancelled, no download
 #   no-cookie-403        without the cookie (or with a wrong secret) every request is refused: 403, no body
 #   foreign-origin-403   with the cookie but another Origin (or none), POST and DELETE are refused: 403
 #   token-not-in-page    the agent's token is in no answer the page got

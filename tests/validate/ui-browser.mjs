@@ -102,6 +102,15 @@ try {
     assert(hashField(page.url(), 'p') === PID, `fragment: ${page.url()}`);
   }, ['process-row']);
 
+  await check('live-charts', async () => {
+    // a reading a second, relayed from the agent: every System.Runtime chart says a value
+    for (const name of ['CPU usage', 'GC heap size', 'Working set']) {
+      const now = page.locator('figure.chart', { hasText: name }).locator('.now');
+      await now.filter({ hasText: /[0-9]/ }).waitFor({ timeout: 30_000 });
+    }
+    await page.locator('#live-status', { hasText: /^Live/ }).waitFor();
+  }, ['keyboard-open']);
+
   // the app burns CPU in HotLoop.Spin while the profile runs
   const hot = await fetch(`${APP}/high-cpu?seconds=90`).then((r) => r.status, (e) => e.message);
 
@@ -235,6 +244,15 @@ try {
     assert(head.readUInt16LE(16) === 4, `e_type ${head.readUInt16LE(16)}, not 4 (ET_CORE)`);
     assert(dl.suggestedFilename().length > 0, 'no file name');
     await shot(page, '8-artifacts');
+  }, ['keyboard-open']);
+
+  await check('cancel', async () => {
+    await page.getByLabel('Trace duration in seconds').fill('60');
+    await page.getByRole('button', { name: 'Trace', exact: true }).click();
+    const trow = artifacts.getByRole('row', { name: /^Trace \(60 s\)/ });
+    await trow.getByRole('button', { name: 'Cancel' }).click();
+    await trow.filter({ hasText: /cancelled/ }).waitFor({ timeout: 30_000 });
+    assert(await trow.getByRole('link', { name: 'Download' }).count() === 0, 'a cancelled trace offers a download');
   }, ['keyboard-open']);
 
   await check('no-cookie-403', async () => {

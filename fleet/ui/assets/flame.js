@@ -250,9 +250,11 @@ export class FlameGraph {
 
   colour(n, dim) {
     if (this.base) {
+      // a search in a diff: what does not match fades, what matches keeps its colour
+      if (this.query !== '' && !this.matches(n)) return '#f4f4f5';
       const d = n.share - n.before;
       const k = Math.min(1, Math.abs(d) / this.maxDelta);
-      if (Math.abs(d) < 0.0005 || k < 0.02) return '#e6e6e6';
+      if (Math.abs(d) < 0.0005 || k < 0.02) return this.query !== '' ? '#a1a1aa' : '#e6e6e6';
       const l = 92 - 42 * k;
       return d > 0 ? `hsl(0 75% ${l}%)` : `hsl(215 75% ${l}%)`;
     }
