@@ -6,6 +6,7 @@
 #   process-row          the webapp is a table row named "TARGET · PID webapp"
 #   keyboard-open        Enter on the focused row opens its process view
 #   live-charts          the process's counters are charted live (a value in each System.Runtime chart)
+#   cpu-profile-idle     a 2 s CPU profile of the app idle, opened when done (the base of cpu-diff)
 #   keyboard-capture     Tab reaches the "CPU profile" button, Enter starts a capture (listed, with progress)
 #   flame-graph          the profile opens as role img "flame graph", its top-frames table leads with
 #                        HotLoop.Spin (the app spins in it: /high-cpu)
@@ -13,6 +14,8 @@
 #   flame-zoom-keyboard  Enter on a frames-table row zooms to it (the table says under what; z= in the fragment)
 #   fragment-reopens     the same URL in a new tab: same process, artifact, zoom and search
 #   escape-resets-zoom   Escape resets the zoom
+#   cpu-diff             the spinning profile compared with the idle one: a diff flame graph whose table puts
+#                        HotLoop.Spin first, marked as grown
 #   stacks-diff          two stack listings compared: a diff flame graph, its table by growth
 #   heap-diff-leak-first two GC heap snapshots around the app's retaining 100,000 more LeakedOrder objects
 #                        (/leak-objects): compared, LeakedOrder is the first row, its count +100,000

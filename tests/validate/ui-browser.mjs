@@ -111,6 +111,16 @@ try {
     await page.locator('#live-status', { hasText: /^Live/ }).waitFor();
   }, ['keyboard-open']);
 
+  // a profile of the app idle, before it spins: the base of cpu-diff
+  let idle = null;
+  await check('cpu-profile-idle', async () => {
+    await page.getByLabel('CPU profile duration in seconds').fill('2');
+    await page.getByRole('button', { name: 'CPU profile', exact: true }).click();
+    idle = await until(page, () => document.querySelector('#artifact-h').textContent.startsWith('CPU profile') &&
+      new URLSearchParams(location.hash.slice(1)).get('a'), null, LONG);
+    await page.getByRole('button', { name: 'Close' }).click();
+  }, ['keyboard-open']);
+
   // the app burns CPU in HotLoop.Spin while the profile runs
   const hot = await fetch(`${APP}/high-cpu?seconds=90`).then((r) => r.status, (e) => e.message);
 
@@ -181,6 +191,21 @@ try {
     await page.locator('table.frames caption', { hasText: /^Top frames by self time/ }).waitFor();
   }, ['flame-zoom-keyboard']);
 
+  // the spinning profile against the idle one: HotLoop.Spin grew most
+  await check('cpu-diff', async () => {
+    await page.getByLabel('Compare with').selectOption(idle);
+    await page.getByRole('button', { name: 'Compare' }).click();
+    await page.getByRole('img', { name: /^Diff flame graph/ }).waitFor();
+    const first = page.locator('table.frames tbody tr').first();
+    await page.locator('table.frames caption', { hasText: /by growth/ }).waitFor();
+    const top = await first.getByRole('rowheader').textContent();
+    assert(/HotLoop\.Spin/.test(top), `the frame that grew most is ${top}, not HotLoop.Spin`);
+    assert(await first.locator('td.up').count() > 0, 'HotLoop.Spin is not marked as grown');
+    await shot(page, '5-cpu-diff');
+    await page.getByRole('button', { name: 'Stop comparing' }).click();
+    await page.getByRole('img', { name: /^The flame graph/ }).waitFor();
+  }, ['escape-resets-zoom', 'cpu-profile-idle']);
+
   // two stack listings compared: the diff flame graph
   await check('stacks-diff', async () => {
     await page.getByRole('button', { name: 'Close' }).click();
@@ -197,7 +222,7 @@ try {
     await page.getByRole('button', { name: 'Compare' }).click();
     await page.getByRole('img', { name: /^Diff flame graph/ }).waitFor();
     await page.locator('table.frames caption', { hasText: /by growth/ }).waitFor();
-    await shot(page, '5-stacks-diff');
+    await shot(page, '6-stacks-diff');
   }, ['flame-graph']);
 
   // the leak hunt: a GC heap snapshot, the app retains 100,000 more LeakedOrder objects, another, compare
@@ -214,7 +239,7 @@ try {
         const a = new URLSearchParams(location.hash.slice(1)).get('a');
         return a && !n.includes(a) && document.querySelector('table.heap') && a;
       }, ids, LONG).then((a) => ids.push(a));
-      if (i === 0) await shot(page, '6-heap');
+      if (i === 0) await shot(page, '7-heap');
     }
     await page.getByLabel('Compare with').selectOption(ids[0]);
     await page.getByRole('button', { name: 'Compare' }).click();
@@ -225,7 +250,7 @@ try {
     const cells = await first.locator('td').allTextContents();
     assert(type === 'LeakedOrder', `the first type is ${type} (${cells.join(' | ')}), not LeakedOrder`);
     assert(cells[5] === '+100,000', `LeakedOrder's count grew by ${cells[5]}, not +100,000`);
-    await shot(page, '7-heap-diff');
+    await shot(page, '8-heap-diff');
   }, ['keyboard-open']);
 
   await check('dump-download-elf', async () => {
@@ -243,7 +268,7 @@ try {
     assert(head.subarray(0, 4).equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46])), `not ELF: ${head.toString('hex')}`);
     assert(head.readUInt16LE(16) === 4, `e_type ${head.readUInt16LE(16)}, not 4 (ET_CORE)`);
     assert(dl.suggestedFilename().length > 0, 'no file name');
-    await shot(page, '8-artifacts');
+    await shot(page, '9-artifacts');
   }, ['keyboard-open']);
 
   await check('cancel', async () => {

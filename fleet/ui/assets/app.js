@@ -523,7 +523,8 @@ async function openArtifact(focus) {
     const od = older ? await artifactData(older) : null;
     if (S.artKey !== key) return;
     const kind = KINDS[c.kind].view;
-    if (kind === 'flame') showFlame(c, nd, od);
+    if (kind === 'flame' && nd.total === 0) body.innerHTML = `<p class="warn">The ${c.id === newer.id ? '' : 'newer '}profile has no samples: the process ran no managed code while it was taken.</p>`;
+    else if (kind === 'flame') showFlame(c, nd, od);
     else if (kind === 'heap') body.innerHTML = od ? heapDiff(od, nd) : heapTable(nd);
     else if (kind === 'exceptions') body.innerHTML = exceptionsView(nd);
     if (kind === 'heap') body.querySelector('.heap-filter')?.addEventListener('input', filterHeap);
@@ -546,6 +547,8 @@ function showFlame(c, root, base) {
     ? `Diff flame graph of two ${what}s: red frames grew, blue shrank; the table of frames by growth describes it`
     : `The flame graph of the ${what} ${c.id}, ${fmtCount(root.total)} samples; the top-frames table describes it`);
   body.querySelector('.legend').hidden = !base;
+  // a diff's table has twice the columns: under the graph rather than beside it
+  body.querySelector('.flame-layout').classList.toggle('diff', !!base);
   const search = body.querySelector('.flame-search');
   search.value = v.q || '';
   S.flame = new FlameGraph(img, table, body.querySelector('.flame-info'), body.querySelector('.tooltip'), (z) => replace({ ...S.view, z }));

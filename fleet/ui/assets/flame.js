@@ -245,7 +245,7 @@ export class FlameGraph {
     for (let m = n; m.parent !== null; m = m.parent) names.push(m.name);
     let b = this.base;
     for (let i = names.length - 1; i >= 0 && b; i--) b = b.kids === null ? undefined : b.kids.get(names[i]);
-    return b ? b.total / this.base.total : 0;
+    return b && this.base.total > 0 ? b.total / this.base.total : 0;
   }
 
   colour(n, dim) {
@@ -419,8 +419,8 @@ export class FlameGraph {
       rows.sort((x, y) => (y.sa - y.sb) - (x.sa - x.sb) || (y.ta - y.tb) - (x.ta - x.tb));
       this.rows = rows.slice(0, 50);
       this.table.querySelector('caption').textContent = `Frames by growth of their share of samples (self time; change in percentage points); top ${this.rows.length} of ${rows.length}`;
-      head = '<tr><th scope="col">Frame</th><th scope="col">Self, before → after</th><th scope="col">Change</th><th scope="col">Total, before → after</th><th scope="col">Change</th></tr>';
-      const cls = (d) => (d > 0 ? 'up' : d < 0 ? 'down' : '');
+      head = '<tr><th scope="col">Frame</th><th scope="col">Self, before → after</th><th scope="col">Δ self</th><th scope="col">Total, before → after</th><th scope="col">Δ total</th></tr>';
+      const cls = (d) => (d >= 0.0005 ? 'up' : d <= -0.0005 ? 'down' : '');
       this.rows.forEach((r, i) => {
         const ds = r.sa - r.sb;
         const dt = r.ta - r.tb;
