@@ -32,6 +32,7 @@ const S = {
   data: new Map(), // capture id -> its parsed artifact
   pollTimer: 0,
   excTimer: 0,
+  gen: 0, // counts process views opened: a late answer for an earlier one is dropped
 };
 
 function esc(s) {
@@ -282,18 +283,18 @@ function parseNdjson(text) {
 
 async function loadExceptions() {
   const v = S.view;
-  const key = S.liveKey;
+  const key = S.gen;
   try {
     const r = await api(`/api/exceptions?target=${encodeURIComponent(v.t)}&pid=${encodeURIComponent(v.p)}`);
     const list = parseNdjson(await r.text());
-    if (key !== S.liveKey) return;
+    if (key !== S.gen) return;
     const last = list.slice(-20).reverse();
     $('exceptions').innerHTML = last.length === 0 ? '<p class="hint">No exception thrown recently.</p>'
       : exceptionTable(last, `The last ${last.length} of ${list.length} exceptions, newest first`);
   } catch (e) {
-    if (key === S.liveKey) $('exceptions').innerHTML = `<p class="hint">No exceptions to show (${esc(e.message)}).</p>`;
+    if (key === S.gen) $('exceptions').innerHTML = `<p class="hint">No exceptions to show (${esc(e.message)}).</p>`;
   }
-  if (key === S.liveKey) S.excTimer = setTimeout(loadExceptions, 10000);
+  if (key === S.gen) S.excTimer = setTimeout(loadExceptions, 10000);
 }
 
 function openProcess() {
@@ -314,6 +315,7 @@ function closeProcess() {
   if (S.live) S.live.stop();
   S.live = null;
   S.liveKey = '';
+  S.gen++;
   clearTimeout(S.excTimer);
 }
 
