@@ -199,7 +199,9 @@ function renderList() {
   tb.innerHTML = rows.join('');
   if (focused) for (const tr of tb.rows) if (procKey(tr.dataset.t, tr.dataset.p) === focused) tr.focus();
   const targets = items.length;
-  $('processes-caption').textContent = `${nprocs} .NET process${nprocs === 1 ? '' : 'es'} behind ${targets} target${targets === 1 ? '' : 's'}${f ? `; ${shown} shown by the filter` : ''}`;
+  $('processes-caption').textContent = targets === 0
+    ? 'No targets found: check the namespace, selector, cluster or --target that diagport ui was given.'
+    : `${nprocs} .NET process${nprocs === 1 ? '' : 'es'} behind ${targets} target${targets === 1 ? '' : 's'}${f ? `; ${shown} shown by the filter` : ''}`;
 }
 
 function openRow(tr) {
