@@ -21,6 +21,8 @@
 #                        (/leak-objects): compared, LeakedOrder is the first row, its count +100,000
 #   dump-download-elf    a Mini dump downloads (a browser download) and is an ELF core (e_type 4)
 #   cancel               a running 60 s trace's Cancel button: its row says cancelled, no download
+#   flame-parse          flame.js in the page reads folded stacks (CRLF, spaces in names, recursion counted once
+#                        in a total, lines without a count skipped) and stack listings (innermost frame first)
 #   no-cookie-403        without the cookie (or with a wrong secret) every request is refused: 403, no body
 #   foreign-origin-403   with the cookie but another Origin (or none), POST and DELETE are refused: 403
 #   token-not-in-page    the agent's token is in no answer the page got

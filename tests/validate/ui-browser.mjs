@@ -280,6 +280,27 @@ try {
     assert(await trow.getByRole('link', { name: 'Download' }).count() === 0, 'a cancelled trace offers a download');
   }, ['keyboard-open']);
 
+  // flame.js's reading of profiles, in the page itself: folded lines with CRLF, spaces in frame names, a
+  // recursive frame (its total counted once per stack), a stack listing's frames innermost first
+  await check('flame-parse', async () => {
+    const r = await page.evaluate(async () => {
+      const m = await import('/flame.js');
+      const root = m.parseFolded('a.dll!A.Main;b.dll!B.Run(int, string);c!C.Rec;c!C.Rec 3\r\na.dll!A.Main;b.dll!B.Run(int, string) 2\n\nbad line\na.dll!A.Main 1');
+      const f = m.functions(root);
+      const rec = m.find(root, 'a.dll!A.Main;b.dll!B.Run(int, string);c!C.Rec;c!C.Rec');
+      const st = m.parseStacks([{ frames: [{ methodName: 'Leaf', typeName: 'T', moduleName: 'm.dll' }, { methodName: 'Root', typeName: 'T', moduleName: 'm.dll' }] }, { frames: [] }]);
+      return {
+        total: root.total, main: f.get('a.dll!A.Main').total, mainSelf: f.get('a.dll!A.Main').self,
+        run: f.get('b.dll!B.Run(int, string)').self, recTotal: f.get('c!C.Rec').total, recSelf: f.get('c!C.Rec').self,
+        path: rec && m.pathOf(rec), short: m.shortName('b.dll!B.Run(int, string)'),
+        stTotal: st.total, stRoot: [...st.kids.keys()], stLeaf: m.find(st, 'm.dll!T.Root;m.dll!T.Leaf')?.self,
+      };
+    });
+    const want = { total: 6, main: 6, mainSelf: 1, run: 2, recTotal: 3, recSelf: 3, path: 'a.dll!A.Main;b.dll!B.Run(int, string);c!C.Rec;c!C.Rec',
+      short: 'B.Run(int, string)', stTotal: 2, stRoot: ['m.dll!T.Root'], stLeaf: 1 };
+    assert(JSON.stringify(r) === JSON.stringify(want), `got ${JSON.stringify(r)}`);
+  }, ['secret-cookie']);
+
   await check('no-cookie-403', async () => {
     const rq = await request.newContext();
     try {
