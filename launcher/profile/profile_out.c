@@ -10,7 +10,10 @@
  * <title> per frame; no script, so it renders anywhere. Speedscope: one
  * "sampled" profile per thread, weights in milliseconds (EventPipe: the
  * real time its samples stand for; perf: samples times the period).
- * Perfscript (perf): `perf script`'s text, a sample at a time.
+ * Perfscript (perf): `perf script`'s text, a sample at a time. Pprof
+ * (launcher/pprof.h): a sample per counted stack, its frames leaf first as
+ * functions named "Type.Method" (or a native symbol) whose file is the
+ * module, valued in samples and CPU nanoseconds (speedscope's weights).
  */
 #include "profile_int.h"
 
@@ -20,6 +23,7 @@
 #include <string.h>
 
 #include "mem.h"
+#include "launcher/pprof.h"
 
 #define SVG_WIDTH 1200
 #define FRAME_H 17
@@ -432,8 +436,86 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 	free(threads);
 }
 
-void profile_write(const struct profile *p, enum profile_format f, const char *title, struct buf *out)
+/* ---- pprof ---- */
+
+/*
+ * Frame i of entry e (leaf first) named for pprof: the name into name, the
+ * module or object file into *file (borrowed); false when nothing named it
+ * (then the name is the other formats' "[NativeFrames]" or "FILE![why]").
+ */
+static bool pprof_frame(const struct profile *p, const struct entry *e, size_t i, struct buf *name, const char **file)
 {
+	uint64_t ip = p->perf ? lookup_ip(p->ips + e->at, i) : p->ips[e->at + i];
+	const struct sym_method *m = p->perf && PERFEV_KERNEL_IP(ip) ? NULL : symbols_lookup(p->sym, ip);
+	struct natsym_frame f;
+
+	buf_reset(name);
+	if (m) {
+		buf_printf(name, "%s.%s", m->type, m->name);
+		*file = symbols_module(p->sym, m->module);
+		return true;
+	}
+	if (!p->perf) {
+		buf_puts(name, "[NativeFrames]");
+		*file = "";
+		return false;
+	}
+	natsym_lookup(p->nat, ip, &f);
+	*file = f.file;
+	if (f.sym) {
+		buf_puts(name, f.sym);
+		return true;
+	}
+	buf_printf(name, "%s![%s]", f.file, f.why ? f.why : "unknown");
+	return false;
+}
+
+/* A sample per counted stack (threads apart, as counted), valued in samples and CPU nanoseconds. */
+static int write_pprof(const struct profile *p, const char *title, struct buf *out, struct err_msg *em)
+{
+	struct pprof *pp = pprof_new();
+	uint64_t *locs = mem_array(MAX_DEPTH, sizeof(uint64_t));
+	const struct entry *e;
+	struct buf name;
+	int rc;
+
+	buf_init(&name, 0);
+	pprof_sample_type(pp, "samples", "count");
+	pprof_sample_type(pp, "cpu", "nanoseconds");
+	pprof_period(pp, "cpu", "nanoseconds", (int64_t)(p->ms_per_sample * 1e6 + 0.5));
+	pprof_time(pp, (int64_t)p->unix_ms * 1000000, (int64_t)p->took_ms * 1000000);
+	pprof_comment(pp, title);
+	if (p->notes[0])
+		pprof_comment(pp, p->notes);
+	for (size_t pos = 0; (e = htab_next(&p->stacks, &pos)) != NULL;) {
+		int64_t v[2] = { (int64_t)e->count, (int64_t)(weight_ms(p, e) * 1e6 + 0.5) };
+		uint64_t last_unnamed = 0;
+		size_t n = 0;
+
+		for (size_t i = 0; i < e->n && n < MAX_DEPTH; i++) {
+			const char *file;
+			bool named = pprof_frame(p, e, i, &name, &file);
+			uint64_t fn = pprof_function(pp, name.data ? name.data : "", name.data, file);
+
+			if (!named && fn == last_unnamed) /* a run of unnamed frames of one file is one */
+				continue;
+			last_unnamed = named ? 0 : fn;
+			locs[n++] = pprof_location(pp, fn);
+		}
+		pprof_sample(pp, locs, n, v);
+	}
+	rc = pprof_write(pp, out, em);
+	buf_free(&name);
+	free(locs);
+	pprof_free(pp);
+	return rc;
+}
+
+int profile_write(const struct profile *p, enum profile_format f, const char *title, struct buf *out,
+		  struct err_msg *em)
+{
+	if (f == PROFILE_PPROF)
+		return write_pprof(p, title, out, em);
 	if (f == PROFILE_PERFSCRIPT) {
 		perfscript(p, out);
 	} else if (f == PROFILE_FLAMEGRAPH) {
@@ -448,4 +530,5 @@ void profile_write(const struct profile *p, enum profile_format f, const char *t
 			buf_printf(out, "%s %llu\n", l[i].key, (unsigned long long)l[i].count);
 		lines_free(l, n);
 	}
+	return 0;
 }
