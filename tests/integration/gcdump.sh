@@ -195,6 +195,6 @@ check egress/gcdump-read jq -e --argjson h "$held" '.types["LeakedBuffer  [webap
 
 # --- bad
 code=$(curl -s -o "$W/b2.json" -w '%{http_code}' "$U/gcdump?pid=$APID&format=pdf")
-WHY="code $code $(cat "$W/b2.json")"; check bad/format test "$code" = 400 -a -n "$(grep -F 'not gcdump, stats or nettrace' "$W/b2.json")"
+WHY="code $code $(cat "$W/b2.json")"; check bad/format test "$code" = 400 -a -n "$(grep -F 'not gcdump, stats, pprof or nettrace' "$W/b2.json")"
 code=$(curl -s -o "$W/b3.json" -w '%{http_code}' "$U/gcdump?pid=$APID&format=stats&top=many")
 WHY="code $code $(cat "$W/b3.json")"; check bad/top test "$code" = 400
