@@ -85,6 +85,7 @@ static unsigned rd_field(struct rd *r, uint64_t *v, struct rd *sub)
 {
 	uint64_t key = rd_varint(r), len;
 
+	*sub = (struct rd){ r->p, r->p }; /* empty unless the field has bytes */
 	if ((key & 7) == 0) {
 		*v = rd_varint(r);
 	} else if ((key & 7) == 2) {
