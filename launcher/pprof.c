@@ -16,8 +16,9 @@
  * location 4, function 5, string_table 6, time_nanos 9, duration_nanos 10,
  * period_type 11, period 12, comment 13, default_sample_type 14.
  * ValueType: type 1, unit 2. Sample: location_id 1, value 2 (packed, as
- * proto3 writes repeated numbers). Location: id 1, line 4. Line:
- * function_id 1. Function: id 1, name 2, system_name 3, filename 4.
+ * proto3 writes repeated numbers), label 3. Label: key 1, str 2, num 3,
+ * num_unit 4. Location: id 1, line 4. Line: function_id 1. Function: id 1,
+ * name 2, system_name 3, filename 4.
  * Samples are encoded as they come (the largest part, kept as bytes rather
  * than structs); the tables are encoded at the end.
  */
@@ -68,7 +69,7 @@ struct pprof {
 	size_t n_comments;
 	struct buf samples; /* Profile.sample fields, encoded */
 	uint64_t n_samples;
-	struct buf scratch; /* one sample's packed numbers */
+	struct buf msg, part; /* one sample's message, and one field of it */
 };
 
 size_t pprof_varint(uint8_t out[10], uint64_t v)
@@ -103,13 +104,6 @@ static int put_num(struct buf *b, unsigned field, uint64_t v)
 	if (v != 0 && (rc = put_tag(b, field, WIRE_VARINT)) == 0)
 		rc = put_varint(b, v);
 	return rc;
-}
-
-static size_t varint_len(uint64_t v)
-{
-	uint8_t tmp[10];
-
-	return pprof_varint(tmp, v);
 }
 
 static int put_bytes(struct buf *b, unsigned field, const void *p, size_t n)
@@ -149,7 +143,8 @@ struct pprof *pprof_new(void)
 	htab_init(&p->fn_ix, sizeof(struct fn_slot));
 	htab_init(&p->loc_ix, sizeof(struct loc_slot));
 	buf_init(&p->samples, 0);
-	buf_init(&p->scratch, 0);
+	buf_init(&p->msg, 0);
+	buf_init(&p->part, 0);
 	pprof_string(p, ""); /* string_table[0] must be "" */
 	return p;
 }
@@ -167,7 +162,8 @@ void pprof_free(struct pprof *p)
 	htab_free(&p->fn_ix);
 	htab_free(&p->loc_ix);
 	buf_free(&p->samples);
-	buf_free(&p->scratch);
+	buf_free(&p->msg);
+	buf_free(&p->part);
 	free(p);
 }
 
@@ -245,26 +241,35 @@ uint64_t pprof_location(struct pprof *p, uint64_t fn)
 	return slot->id;
 }
 
-void pprof_sample(struct pprof *p, const uint64_t *locations, size_t n, const int64_t *values)
+void pprof_sample(struct pprof *p, const uint64_t *locations, size_t n, const int64_t *values,
+		  const struct pprof_label *labels, size_t n_labels)
 {
-	struct buf *s = &p->scratch;
-	size_t ids, vals;
+	struct buf *m = &p->msg, *f = &p->part;
 
-	/* the packed numbers first, so that the Sample's length is known before it is written (the buffers
-	 * have no cap: the appends cannot fail) */
-	buf_reset(s);
-	for (size_t i = 0; i < n; i++)
-		put_varint(s, locations[i]);
-	ids = s->len;
-	for (size_t i = 0; i < p->n_types; i++)
-		put_varint(s, (uint64_t)values[i]);
-	vals = s->len - ids;
-	put_tag(&p->samples, F_SAMPLE, WIRE_LEN);
-	put_varint(&p->samples, (ids ? 1 + varint_len(ids) + ids : 0) + (vals ? 1 + varint_len(vals) + vals : 0));
-	if (ids)
-		put_bytes(&p->samples, 1, s->data, ids);
-	if (vals)
-		put_bytes(&p->samples, 2, s->data + ids, vals);
+	/* the Sample made whole, then appended with its length (the buffers have no cap: appends cannot fail) */
+	buf_reset(m);
+	buf_reset(f);
+	for (size_t i = 0; i < n; i++) /* location_id, packed */
+		put_varint(f, locations[i]);
+	if (f->len)
+		put_bytes(m, 1, f->data, f->len);
+	buf_reset(f);
+	for (size_t i = 0; i < p->n_types; i++) /* value, packed */
+		put_varint(f, (uint64_t)values[i]);
+	if (f->len)
+		put_bytes(m, 2, f->data, f->len);
+	for (size_t i = 0; i < n_labels; i++) { /* Label {key 1, str 2 | num 3, num_unit 4} */
+		buf_reset(f);
+		put_num(f, 1, (uint64_t)pprof_string(p, labels[i].key));
+		if (labels[i].str) {
+			put_num(f, 2, (uint64_t)pprof_string(p, labels[i].str));
+		} else {
+			put_num(f, 3, (uint64_t)labels[i].num);
+			put_num(f, 4, (uint64_t)pprof_string(p, labels[i].num_unit));
+		}
+		put_bytes(m, 3, f->data, f->len);
+	}
+	put_bytes(&p->samples, F_SAMPLE, m->data, m->len);
 	p->n_samples++;
 }
 

@@ -42,8 +42,18 @@ void pprof_comment(struct pprof *p, const char *text);
 uint64_t pprof_function(struct pprof *p, const char *name, const char *system_name, const char *filename);
 /* The id (from 1) of the location whose one line is function fn (an id pprof_function gave), added if new. */
 uint64_t pprof_location(struct pprof *p, uint64_t fn);
-/* A sample: its stack as location ids, leaf first (n of them), and one value per sample type. */
-void pprof_sample(struct pprof *p, const uint64_t *locations, size_t n, const int64_t *values);
+/* A label of a sample: key and either str (a string) or num (a number in num_unit units; NULL: none). */
+struct pprof_label {
+	const char *key, *str;
+	int64_t num;
+	const char *num_unit;
+};
+/*
+ * A sample: its stack as location ids, leaf first (n of them), one value per sample type, and n_labels
+ * labels (viewers filter and group by them: `go tool pprof -tagfocus`, `-tags`).
+ */
+void pprof_sample(struct pprof *p, const uint64_t *locations, size_t n, const int64_t *values,
+		  const struct pprof_label *labels, size_t n_labels);
 /* Samples added so far. */
 uint64_t pprof_samples(const struct pprof *p);
 

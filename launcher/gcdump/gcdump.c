@@ -296,7 +296,7 @@ int gcdump_pprof(const struct gcdump *g, size_t top, struct buf *out, struct err
 		uint64_t loc = pprof_location(pp, pprof_function(pp, name, name, NULL));
 		int64_t v[2] = { (int64_t)g->types[i].count, (int64_t)g->types[i].bytes };
 
-		pprof_sample(pp, &loc, 1, v);
+		pprof_sample(pp, &loc, 1, v, NULL, 0);
 	}
 	rc = pprof_write(pp, out, em);
 	pprof_free(pp);

@@ -13,7 +13,8 @@
  * Perfscript (perf): `perf script`'s text, a sample at a time. Pprof
  * (launcher/pprof.h): a sample per counted stack, its frames leaf first as
  * functions named "Type.Method" (or a native symbol) whose file is the
- * module, valued in samples and CPU nanoseconds (speedscope's weights).
+ * module, valued in samples and CPU nanoseconds (speedscope's weights),
+ * labelled with the thread.
  */
 #include "profile_int.h"
 
@@ -367,6 +368,15 @@ static double weight_ms(const struct profile *p, const struct entry *e)
 	return (double)e->ticks * 1000.0 / (double)p->ticks_per_sec;
 }
 
+/* A thread as speedscope's profiles and pprof's "thread" label name it: perf "COMM (TID)", EventPipe "Thread (0xID)". */
+static void thread_name(const struct profile *p, uint64_t thread, char *name, size_t size)
+{
+	if (p->perf)
+		snprintf(name, size, "%s (%llu)", comm_of(p, thread), (unsigned long long)thread);
+	else
+		snprintf(name, size, "Thread (0x%llX)", (unsigned long long)thread);
+}
+
 static void speedscope(const struct profile *p, const char *title, struct buf *out)
 {
 	json_t *frames_j = json_array(), *profiles = json_array(), *doc, *names_idx = json_object();
@@ -413,10 +423,7 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 			json_array_append_new(weights, json_real(weight_ms(p, e)));
 			total += weight_ms(p, e);
 		}
-		if (p->perf)
-			snprintf(name, sizeof(name), "%s (%llu)", comm_of(p, threads[t]), (unsigned long long)threads[t]);
-		else
-			snprintf(name, sizeof(name), "Thread (0x%llX)", (unsigned long long)threads[t]);
+		thread_name(p, threads[t], name, sizeof(name));
 		json_array_append_new(profiles, json_pack("{s:s, s:s, s:s, s:i, s:f, s:o, s:o}", "type", "sampled", "name",
 							  name, "unit", "milliseconds", "startValue", 0, "endValue", total,
 							  "samples", samples, "weights", weights));
@@ -470,7 +477,10 @@ static bool pprof_frame(const struct profile *p, const struct entry *e, size_t i
 	return false;
 }
 
-/* A sample per counted stack (threads apart, as counted), valued in samples and CPU nanoseconds. */
+/*
+ * A sample per counted stack (threads apart, as counted), valued in samples and CPU nanoseconds, labelled
+ * with its thread as speedscope names it.
+ */
 static int write_pprof(const struct profile *p, const char *title, struct buf *out, struct err_msg *em)
 {
 	struct pprof *pp = pprof_new();
@@ -491,6 +501,8 @@ static int write_pprof(const struct profile *p, const char *title, struct buf *o
 		int64_t v[2] = { (int64_t)e->count, (int64_t)(weight_ms(p, e) * 1e6 + 0.5) };
 		uint64_t last_unnamed = 0;
 		size_t n = 0;
+		char thread[48];
+		struct pprof_label label = { "thread", thread, 0, NULL };
 
 		for (size_t i = 0; i < e->n && n < MAX_DEPTH; i++) {
 			const char *file;
@@ -502,7 +514,8 @@ static int write_pprof(const struct profile *p, const char *title, struct buf *o
 			last_unnamed = named ? 0 : fn;
 			locs[n++] = pprof_location(pp, fn);
 		}
-		pprof_sample(pp, locs, n, v);
+		thread_name(p, e->thread, thread, sizeof(thread));
+		pprof_sample(pp, locs, n, v, &label, 1);
 	}
 	rc = pprof_write(pp, out, em);
 	buf_free(&name);

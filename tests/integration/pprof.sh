@@ -4,7 +4,8 @@
 # (tests/validate/pprof-validate.mjs: sample types, ids that resolve, string_table[0] "", positive values):
 #   cpu/*       the console app spinning on two threads (Program.Spin): GET /trace?profile=Cpu&format=pprof (EventPipe)
 #               and ?engine=perf&format=pprof: 200, a .pb.gz attachment; pprof -top's first row is Program.Spin;
-#               samples/count and cpu/nanoseconds, period the sampling interval
+#               samples/count and cpu/nanoseconds, period the sampling interval; each sample labelled with its
+#               thread (pprof -tags: both spinning threads)
 #   heap/*      tests/apps/heapobjects holding 200,000 Node objects: GET /gcdump?format=pprof: pprof -top by
 #               inuse_space puts Node first, and by inuse_objects counts exactly 200000 of it
 #   egress/*    /gcdump?format=pprof&egressProvider=out: 202, Succeeded, a .pb.gz in the provider's directory
@@ -65,6 +66,12 @@ for engine in eventpipe perf; do
 	validate "$f" "$CPU_TYPES" "$SPIN"
 	WHY="$(head -c 600 "$W/val.txt")"
 	check "cpu/$engine-decodes" jq -e --arg s "$SPIN" '.topLeaf == $s and .samples > 0' "$W/val.txt"
+	# each sample labelled with its thread: the two spinning threads apart (EventPipe "Thread (0xID)", perf "COMM (TID)")
+	"$GO" tool pprof -tags "$f" > "$W/tags.txt" 2>&1
+	want='Thread (0x[0-9A-F]*)'
+	[ "$engine" = perf ] && want='spin ([0-9]*)'
+	WHY="want two threads like '$want': $(head -c 600 "$W/tags.txt" | tr '\n' '|')"
+	check "cpu/$engine-thread-labels" test "$(grep -c "$want" "$W/tags.txt")" -ge 2
 done
 # the sampling interval: EventPipe's sampler 1 ms, perf 99 Hz by default
 WHY="$(head -c 300 "$W/val.txt")"

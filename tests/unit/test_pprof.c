@@ -2,8 +2,8 @@
  * test_pprof.c - the pprof writer (launcher/pprof.h): varints at their
  * edges, the bytes of a tiny profile as protoc would encode them, a profile
  * read back by a minimal protocol-buffers reader here (sample types,
- * strings, functions, locations, samples with their ids and values; equal
- * names kept once), and the .pb.gz inflating to those very bytes.
+ * strings, functions, locations, samples with their ids, values and
+ * labels; equal names kept once), and the .pb.gz inflating to those very bytes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +107,7 @@ struct readback {
 	uint64_t fn[8][4], n_fns; /* id, name, system_name, filename */
 	uint64_t loc[8][2], n_locs; /* id, function */
 	uint64_t sample_ids[8][8], sample_vals[8][4], n_ids[8], n_vals[8], n_samples;
+	uint64_t label[8][4][4], n_labels[8]; /* per sample: key, str, num, num_unit */
 	uint64_t time, duration, period, period_type[2], comment;
 };
 
@@ -159,6 +160,16 @@ static void read_profile(const struct buf *b, struct readback *o)
 					o->sample_ids[k][o->n_ids[k]++] = rd_varint(&t);
 				while (g == 2 && t.p < t.end && o->n_vals[k] < 4)
 					o->sample_vals[k][o->n_vals[k]++] = rd_varint(&t);
+				if (g == 3 && o->n_labels[k] < 4) {
+					uint64_t *l = o->label[k][o->n_labels[k]++];
+
+					while (t.p < t.end) {
+						unsigned h = rd_field(&t, &v, &u);
+
+						T_CHECK(h >= 1 && h <= 4);
+						l[h - 1] = v;
+					}
+				}
 			}
 		} else if (f == 9) {
 			o->time = v;
@@ -177,6 +188,7 @@ static struct pprof *small_profile(void)
 	struct pprof *p = pprof_new();
 	uint64_t spin, main_, stack[3];
 	int64_t v1[2] = { 3, 3000000 }, v2[2] = { 1, 1000000 };
+	struct pprof_label labels[2] = { { "thread", "Thread (0x2A)", 0, NULL }, { "bytes", NULL, 512, "bytes" } };
 
 	pprof_sample_type(p, "samples", "count");
 	pprof_sample_type(p, "cpu", "nanoseconds");
@@ -190,9 +202,9 @@ static struct pprof *small_profile(void)
 	stack[0] = pprof_location(p, spin);
 	stack[1] = pprof_location(p, main_);
 	T_CHECK(pprof_location(p, spin) == stack[0]);
-	pprof_sample(p, stack, 2, v1); /* leaf first */
+	pprof_sample(p, stack, 2, v1, labels, 2); /* leaf first */
 	stack[0] = stack[1];
-	pprof_sample(p, stack, 1, v2);
+	pprof_sample(p, stack, 1, v2, NULL, 0);
 	T_CHECK(pprof_samples(p) == 2);
 	return p;
 }
@@ -207,7 +219,7 @@ static void read_back(void)
 	T_CHECK(pprof_encode(p, &b) == 0);
 	read_profile(&b, &o);
 	/* the string table: "" first, each string once */
-	T_CHECK(o.n_strs == 9);
+	T_CHECK(o.n_strs == 12); /* 9, and the labels' "thread", "Thread (0x2A)", "bytes" */
 	T_STREQ(o.strs[0], "");
 	T_STREQ(o.strs[o.types[0][0]], "samples");
 	T_STREQ(o.strs[o.types[0][1]], "count");
@@ -226,6 +238,13 @@ static void read_back(void)
 	T_CHECK(o.n_ids[0] == 2 && o.sample_ids[0][0] == 1 && o.sample_ids[0][1] == 2);
 	T_CHECK(o.n_vals[0] == 2 && o.sample_vals[0][0] == 3 && o.sample_vals[0][1] == 3000000);
 	T_CHECK(o.n_ids[1] == 1 && o.sample_ids[1][0] == 2 && o.sample_vals[1][1] == 1000000);
+	/* labels: a string, and a number with its unit; none on the second sample */
+	T_CHECK(o.n_labels[0] == 2 && o.n_labels[1] == 0);
+	T_STREQ(o.strs[o.label[0][0][0]], "thread");
+	T_STREQ(o.strs[o.label[0][0][1]], "Thread (0x2A)");
+	T_STREQ(o.strs[o.label[0][1][0]], "bytes");
+	T_CHECK(o.label[0][1][1] == 0 && o.label[0][1][2] == 512);
+	T_STREQ(o.strs[o.label[0][1][3]], "bytes");
 	buf_free(&b);
 	pprof_free(p);
 }

@@ -2,7 +2,7 @@
 // pprof-validate.mjs FILE TYPES [NAME] - decode FILE (a gzip'd pprof profile, google/pprof's profile.proto)
 // with Datadog's pprof-format decoder (npm) and check what a viewer relies on:
 //   - the sample types are TYPES, "type/unit,type/unit" in order (e.g. "samples/count,cpu/nanoseconds");
-//   - string_table[0] is "", and every string index used (types, functions, period type, comments) is in it;
+//   - string_table[0] is "", and every string index used (types, functions, labels, period type, comments) is in it;
 //   - every sample has one value per sample type, each positive, and at least one location;
 //   - every location id a sample names exists, with at least one line, and every line's function exists;
 //   - ids are unique and non-zero;
@@ -74,6 +74,11 @@ p.sample.forEach((s, i) => {
   if (s.value.length !== p.sampleType.length) bad(`sample ${i}: ${s.value.length} values for ${p.sampleType.length} types`);
   if (!s.value.every((v) => Number(v) > 0)) bad(`sample ${i}: values ${s.value.join(",")} not all positive`);
   if (s.locationId.length === 0) bad(`sample ${i}: no location`);
+  for (const l of s.label) {
+    str(l.key, `sample ${i} label key`);
+    str(l.str, `sample ${i} label str`);
+    str(l.numUnit, `sample ${i} label num_unit`);
+  }
   s.locationId.forEach((id, k) => {
     const l = locs.get(Number(id));
     if (!l) {
