@@ -446,13 +446,13 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 /* ---- pprof ---- */
 
 /*
- * Frame i of entry e (leaf first) named for pprof: the name into name, the
- * module or object file into *file (borrowed); false when nothing named it
- * (then the name is the other formats' "[NativeFrames]" or "FILE![why]").
+ * The code address ip (a frame's, as looked up) named for pprof: the name
+ * into name, the module or object file into *file (borrowed); false when
+ * nothing named it (then the name is the other formats' "[NativeFrames]" or
+ * "FILE![why]").
  */
-static bool pprof_frame(const struct profile *p, const struct entry *e, size_t i, struct buf *name, const char **file)
+static bool pprof_frame(const struct profile *p, uint64_t ip, struct buf *name, const char **file)
 {
-	uint64_t ip = p->perf ? lookup_ip(p->ips + e->at, i) : p->ips[e->at + i];
 	const struct sym_method *m = p->perf && PERFEV_KERNEL_IP(ip) ? NULL : symbols_lookup(p->sym, ip);
 	struct natsym_frame f;
 
@@ -477,6 +477,17 @@ static bool pprof_frame(const struct profile *p, const struct entry *e, size_t i
 	return false;
 }
 
+/* An address already named: stacks share most of their frames, and naming (perf's above all) is the cost. */
+struct named_ip {
+	uint64_t ip, fn;
+	bool named;
+};
+
+static bool ip_eq(const void *slot, const void *key)
+{
+	return ((const struct named_ip *)slot)->ip == *(const uint64_t *)key;
+}
+
 /*
  * A sample per counted stack (threads apart, as counted), valued in samples and CPU nanoseconds, labelled
  * with its thread as speedscope names it.
@@ -486,10 +497,12 @@ static int write_pprof(const struct profile *p, const char *title, struct buf *o
 	struct pprof *pp = pprof_new();
 	uint64_t *locs = mem_array(MAX_DEPTH, sizeof(uint64_t));
 	const struct entry *e;
+	struct htab seen;
 	struct buf name;
 	int rc;
 
 	buf_init(&name, 0);
+	htab_init(&seen, sizeof(struct named_ip));
 	pprof_sample_type(pp, "samples", "count");
 	pprof_sample_type(pp, "cpu", "nanoseconds");
 	pprof_period(pp, "cpu", "nanoseconds", (int64_t)(p->ms_per_sample * 1e6 + 0.5));
@@ -505,19 +518,27 @@ static int write_pprof(const struct profile *p, const char *title, struct buf *o
 		struct pprof_label label = { "thread", thread, 0, NULL };
 
 		for (size_t i = 0; i < e->n && n < MAX_DEPTH; i++) {
-			const char *file;
-			bool named = pprof_frame(p, e, i, &name, &file);
-			uint64_t fn = pprof_function(pp, name.data ? name.data : "", name.data, file);
+			uint64_t ip = p->perf ? lookup_ip(p->ips + e->at, i) : p->ips[e->at + i], h = htab_u64(ip);
+			struct named_ip *k = htab_find(&seen, h, ip_eq, &ip);
 
-			if (!named && fn == last_unnamed) /* a run of unnamed frames of one file is one */
+			if (k == NULL) {
+				const char *file;
+				bool named = pprof_frame(p, ip, &name, &file);
+				uint64_t fn = pprof_function(pp, name.data ? name.data : "", name.data, file);
+
+				k = htab_put(&seen, h);
+				*k = (struct named_ip){ ip, fn, named };
+			}
+			if (!k->named && k->fn == last_unnamed) /* a run of unnamed frames of one file is one */
 				continue;
-			last_unnamed = named ? 0 : fn;
-			locs[n++] = pprof_location(pp, fn);
+			last_unnamed = k->named ? 0 : k->fn;
+			locs[n++] = pprof_location(pp, k->fn);
 		}
 		thread_name(p, e->thread, thread, sizeof(thread));
 		pprof_sample(pp, locs, n, v, &label, 1);
 	}
 	rc = pprof_write(pp, out, em);
+	htab_free(&seen);
 	buf_free(&name);
 	free(locs);
 	pprof_free(pp);
