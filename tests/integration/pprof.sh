@@ -7,7 +7,7 @@
 #               samples/count and cpu/nanoseconds, period the sampling interval; each sample labelled with its
 #               thread (pprof -tags: both spinning threads)
 #   heap/*      tests/apps/heapobjects holding 200,000 Node objects: GET /gcdump?format=pprof: pprof -top by
-#               inuse_space puts Node first, and by inuse_objects counts exactly 200000 of it
+#               inuse_space puts Node first, and by inuse_objects counts exactly 200000 of it; top=2: two types
 #   egress/*    /gcdump?format=pprof&egressProvider=out: 202, Succeeded, a .pb.gz in the provider's directory
 #               that pprof reads
 #   fleet/*     `diagport capture cpuprofile --format pprof` and `capture gcdump --format pprof` with --target:
@@ -113,6 +113,12 @@ check heap/node-objects bash -c "[ '$FIRST' = Node ] && [ '$FLAT' = $N ]"
 validate "$f" "$HEAP_TYPES" Node
 WHY="$(head -c 600 "$W/val.txt")"
 check heap/decodes jq -e '.topLeaf == "Node" and .topValue >= 200000 * 24' "$W/val.txt"
+
+# top=N keeps the first N types, as in format=stats
+code=$(curl -s -o "$W/top1.pb.gz" -w '%{http_code}' "$U/gcdump?pid=$HPID&format=pprof&top=2")
+validate "$W/top1.pb.gz" "$HEAP_TYPES" Node
+WHY="code $code: $(head -c 600 "$W/val.txt")"
+check heap/top-n bash -c "[ $code = 200 ] && jq -e '.samples == 2 and .topLeaf == \"Node\"' '$W/val.txt'"
 
 # --- egress
 egressed eg "$U/gcdump?pid=$HPID&format=pprof&egressProvider=out"
