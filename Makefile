@@ -14,7 +14,7 @@
 
 comma    := ,
 CC       ?= cc
-PKGS     := jansson yaml-0.1 libcurl libseccomp libmicrohttpd gnutls openssl
+PKGS     := jansson yaml-0.1 zlib libcurl libseccomp libmicrohttpd gnutls openssl
 BUILD    := build
 VERSION  := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 
@@ -30,6 +30,7 @@ endif
 # libcurl: headers only; common/hclient.c loads it on demand, so the agent never maps it.
 # libmicrohttpd and GnuTLS: installed (bench/mhd_file.c is the reference server), not linked:
 # the agent's HTTP server is http/httpd.c.
+# zlib: linked (libz.a in the static build): the agent gzips pprof profiles (launcher/pprof.c).
 # OpenSSL: headers only in the dynamic build (common/tlsbase.c loads libssl on demand); linked
 # into the static one (below).
 LINKED   := $(filter-out libcurl libmicrohttpd gnutls openssl,$(PKGS))

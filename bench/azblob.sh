@@ -23,7 +23,7 @@ trap 'for p in "${PIDS[@]+"${PIDS[@]}"}"; do kill "$p" 2>/dev/null; done; rm -rf
 [ -x $V/node_modules/.bin/azurite-blob ] || scripts/prereqs.sh bench
 # shellcheck disable=SC2046
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -o "$W/driver" tests/integration/azblob_driver.c "$B/libdiagport.a" \
-	$(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread || exit 1
+	$(pkg-config --libs jansson yaml-0.1 zlib libseccomp) -lpthread || exit 1
 PORT=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 $V/node_modules/.bin/azurite-blob --blobPort "$PORT" --inMemoryPersistence --disableTelemetry --skipApiVersionCheck \
 	--silent > "$W/azurite.log" 2>&1 &

@@ -53,7 +53,7 @@ echo "   load (1/5/15 min): $(load); other jobs: $(others | tr '\n' ';')"
 bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1 || die "the apps did not build: $(tail -3 "$W/build.log")"
 mkdir -p "$B/bench"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. -Icommon -fPIE -pie -o "$B/bench/bench_sha256" bench/bench_sha256.c \
-	"$B/libdiagport.a" -ljansson -lyaml -lseccomp -lpthread || die "cannot build bench/bench_sha256.c"
+	"$B/libdiagport.a" -ljansson -lyaml -lz -lseccomp -lpthread || die "cannot build bench/bench_sha256.c"
 
 # ---- MAXN agents, each with a webapp attached (connect,nosuspend), started BATCH at a time ----
 declare -a URL APPPID APPURL

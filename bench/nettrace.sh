@@ -28,7 +28,7 @@ export TRACEEVENT_DIR
 bash tests/apps/build.sh "$B/apps" > "$W/build.log" 2>&1 || die "cannot build the test apps: $(tail -5 "$W/build.log")"
 mkdir -p "$B/bench"
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Ibench -o "$B/bench/bench_nettrace" bench/bench_nettrace.c "$B/libdiagport.a" \
-	$(pkg-config --libs jansson yaml-0.1) -lpthread || die "cannot build bench/bench_nettrace.c"
+	$(pkg-config --libs jansson yaml-0.1 zlib) -lpthread || die "cannot build bench/bench_nettrace.c"
 
 P=$(free_port); U=http://127.0.0.1:$P
 "$D" launch --socket "$W/port" --urls "$U" --dumps "$W" 2> "$W/agent.log" & AG=$!; PIDS+=("$AG")

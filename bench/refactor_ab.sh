@@ -72,7 +72,7 @@ for s in "${SIDES[@]}"; do
 	echo "building ${SHA[$s]} in a temporary directory..."
 	make -C "$d" -j2 diagport >"$W/make-$s.log" 2>&1 || die "make failed for ${SHA[$s]}: $(tail -5 "$W/make-$s.log")"
 	(cd "$d" && cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -Ibench -o build/bench_inject bench/bench_inject.c \
-		build/libdiagport.a $(pkg-config --libs jansson yaml-0.1) -lpthread) >"$W/cc-$s.log" 2>&1 ||
+		build/libdiagport.a $(pkg-config --libs jansson yaml-0.1 zlib) -lpthread) >"$W/cc-$s.log" 2>&1 ||
 		die "cannot build bench_inject for ${SHA[$s]}: $(tail -5 "$W/cc-$s.log")"
 	BIN[$s]=$d/diagport
 done

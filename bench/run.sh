@@ -9,7 +9,7 @@ B=${BUILD:-build}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 mkdir -p "$B/bench"
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -Ibench -o "$B/bench/bench_inject" bench/bench_inject.c "$B/libdiagport.a" \
-   $(pkg-config --libs jansson yaml-0.1)
+   $(pkg-config --libs jansson yaml-0.1 zlib)
 
 ENV_YAML=tests/golden/k8s/env-1500/input.yaml
 ./diagport inject k8s -o json -f "$ENV_YAML" >/dev/null

@@ -19,7 +19,7 @@ V=tests/validate
 [ -d $V/node_modules/s3rver ] || die "s3rver is missing: scripts/prereqs.sh bench"
 # shellcheck disable=SC2046
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon $(pkg-config --cflags jansson) -o "$W/driver" \
-	tests/integration/s3_driver.c "$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread -ldl ||
+	tests/integration/s3_driver.c "$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1 zlib libseccomp) -lpthread -ldl ||
 	die "cannot build the driver"
 mkdir -p "$W/store"
 node $V/s3rver-run.mjs "$W/store" "$W/port" > /dev/null 2>&1 &

@@ -22,7 +22,7 @@ W=$(mktemp -d /tmp/dp-bench-webc.XXXXXX)
 pids=()
 trap 'for p in "${pids[@]+"${pids[@]}"}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$W"' EXIT
 make -s diagport "$B/static/diagport" "$B/static/tlsbase_linked.o" || exit 1
-LIBS_STATIC="$(pkg-config --static --libs jansson yaml-0.1 libseccomp) -lpthread"
+LIBS_STATIC="$(pkg-config --static --libs jansson yaml-0.1 zlib libseccomp) -lpthread"
 # shellcheck disable=SC2086
 cc -static -s -o "$W/static-pre" "$B/main.o" "$B/libdiagport.a" $LIBS_STATIC 2> /dev/null || exit 1
 cc -c -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -o "$W/driver.o" tests/integration/webc_driver.c || exit 1
@@ -74,7 +74,7 @@ echo "(RUNS=$RUNS; $(date -u +%FT%TZ); $(nproc) CPUs)"
 # --- uploads: webc against curl, same server, same bytes
 UPLOAD_MB=${UPLOAD_MB:-500}
 UPLOAD_RUNS=${UPLOAD_RUNS:-3}
-cc -O2 -o "$W/driver" "$W/driver.o" "$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread || exit 1
+cc -O2 -o "$W/driver" "$W/driver.o" "$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1 zlib libseccomp) -lpthread || exit 1
 o=/usr/bin/openssl
 $o req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$W/ca.key" -out "$W/ca.crt" -days 1 \
 	-subj /CN=bench-ca 2> /dev/null &&

@@ -44,7 +44,7 @@ mkdir -p "$B/bench" "$W/nginx/tmp" "$W/pods"
 cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra $(pkg-config --cflags gnutls) -o "$B/bench/webhook_load" bench/webhook_load.c \
 	$(pkg-config --libs gnutls) -lpthread || die "cannot build bench/webhook_load.c"
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Iinjector -Iwebhook -Ibench -o "$B/bench/bench_review" bench/bench_review.c \
-	"$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1) -lpthread || die "cannot build bench/bench_review.c"
+	"$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1 zlib) -lpthread || die "cannot build bench/bench_review.c"
 cc -O2 -std=c11 -D_GNU_SOURCE -I. -Icommon -Ibench -o "$B/bench/bench_log" bench/bench_log.c "$B/libdiagport.a" \
 	$(pkg-config --libs jansson) -lpthread || die "cannot build bench/bench_log.c"
 

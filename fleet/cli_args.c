@@ -28,6 +28,7 @@ static const struct format trace_f[] = { { "nettrace", NULL, NULL, ".nettrace" }
 static const struct format cpu_f[] = { { "speedscope", "format=speedscope", NULL, ".speedscope.json" },
 				       { "folded", "format=folded", NULL, ".folded.txt" },
 				       { "flamegraph", "format=flamegraph", NULL, ".svg" },
+				       { "pprof", "format=pprof", NULL, ".pb.gz" }, /* go tool pprof's */
 				       { "nettrace", NULL, NULL, ".nettrace" },
 				       { "perfscript", "format=perfscript", NULL, ".perfscript.txt" }, /* with --param engine=perf */
 				       { 0 } };
@@ -38,6 +39,7 @@ static const struct format stacks_f[] = { { "text", "format=text", NULL, ".txt" 
 static const struct format gc_f[] = { { "gcdump", "format=gcdump", NULL, ".gcdump" }, /* dotnet-gcdump's file */
 				      { "stats", "format=stats", "text/plain", ".gcdump.txt" },
 				      { "json", "format=stats", "application/json", ".gcdump.json" },
+				      { "pprof", "format=pprof", NULL, ".gcdump.pb.gz" },
 				      { "nettrace", "format=nettrace", NULL, ".gcdump.nettrace" },
 				      { 0 } };
 static const struct format metrics_f[] = { { "prometheus", NULL, "text/plain", ".prom" }, { 0 } };
@@ -55,12 +57,12 @@ static const struct kind kinds[] = {
 	{ "trace", "GET", "/trace", false, true, true, 300, 16 * GIB, trace_f,
 	  "an EventPipe trace (--profile P[,P] or --providers FILE; --duration)" },
 	{ "cpuprofile", "GET", "/trace?profile=Cpu", false, true, true, 300, 4 * GIB, cpu_f,
-	  "a CPU profile (--format speedscope|folded|flamegraph|nettrace|perfscript; --duration; --param engine=perf "
+	  "a CPU profile (--format speedscope|folded|flamegraph|pprof|nettrace|perfscript; --duration; --param engine=perf "
 	  "for native, runtime and kernel frames too)" },
 	{ "stacks", "GET", "/stacks", false, true, false, 120, GIB / 16, stacks_f,
 	  "every managed thread's stack, now (--format text|json|speedscope)" },
 	{ "gcdump", "GET", "/gcdump", true, true, false, 600, 4 * GIB, gc_f,
-	  "a GC heap snapshot (--format gcdump|stats|json|nettrace, --top N)" },
+	  "a GC heap snapshot (--format gcdump|stats|json|pprof|nettrace, --top N)" },
 	{ "metrics", "GET", "/metrics", false, false, false, 60, GIB / 16, metrics_f, "a snapshot of the counters (Prometheus text)" },
 	{ "logs", "GET", "/logs", false, true, true, 300, 16 * GIB, logs_f,
 	  "what the app logs (--level, --duration; --format ndjson|json-seq|text)" },

@@ -23,6 +23,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 build_pkgs=(pkg-config gcc make libjansson-dev libyaml-dev libcurl4-gnutls-dev
 	libseccomp-dev libmicrohttpd-dev libgnutls28-dev
+	# gzip for pprof profiles (launcher/pprof.c; libz.a for the static build)
+	zlib1g-dev
 	# the egress client's TLS (cloud/webc_tls.c; libssl.a for the static build) and the CA bundle
 	# that the image carries
 	libssl-dev ca-certificates)
@@ -33,7 +35,9 @@ test_pkgs=(awscli python3-jsonpatch python3-yaml jq curl valgrind openssl file b
 	# the Compose golden cases: both read every injected file (config), no daemon needed
 	docker-compose podman-compose
 	# perf_profile.sh: Debian's perf beside the agent's perf engine, on the same process
-	linux-perf)
+	linux-perf
+	# pprof_judge.sh: `go tool pprof -top` reads the agent's pprof profiles
+	golang-go)
 bench_pkgs=(hyperfine jq wrk nginx bc time)
 lint_pkgs=(cppcheck clang-tidy)
 fuzz_pkgs=(clang-14 libclang-rt-14-dev)

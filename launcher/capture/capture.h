@@ -46,7 +46,9 @@ enum capture_kind {
 };
 
 enum capture_stacks_format { CAPTURE_STACKS_TEXT, CAPTURE_STACKS_JSON, CAPTURE_STACKS_SPEEDSCOPE };
-enum capture_gcdump_format { CAPTURE_GCDUMP_TEXT, CAPTURE_GCDUMP_JSON, CAPTURE_GCDUMP_NETTRACE, CAPTURE_GCDUMP_FILE };
+enum capture_gcdump_format {
+	CAPTURE_GCDUMP_TEXT, CAPTURE_GCDUMP_JSON, CAPTURE_GCDUMP_NETTRACE, CAPTURE_GCDUMP_FILE, CAPTURE_GCDUMP_PPROF
+};
 
 struct capture {
 	enum capture_kind kind;

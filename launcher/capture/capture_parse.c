@@ -193,7 +193,7 @@ static int parse_perf(struct httpd_req *r, struct capture *c, struct capture_pro
 
 /*
  * GET with profile=..., or POST with a providers document. A profile format
- * (folded, speedscope, flamegraph; perfscript) or engine=perf makes it a
+ * (folded, speedscope, flamegraph, pprof; perfscript) or engine=perf makes it a
  * CPU profile.
  */
 static int parse_trace(struct httpd_req *r, const struct capture_env *env, struct capture *c, struct capture_problem *p)
@@ -215,7 +215,7 @@ static int parse_trace(struct httpd_req *r, const struct capture_env *env, struc
 			return bad(p, "profile", "profile '%.32s': a CPU profile (engine=perf) is profile=Cpu or none",
 				   profile);
 		if (c->format < 0 || is_post(r) || (profile && strcasecmp(profile, "Cpu") != 0))
-			return bad(p, "format", "format '%.32s': a CPU profile is folded, speedscope, flamegraph or "
+			return bad(p, "format", "format '%.32s': a CPU profile is folded, speedscope, flamegraph, pprof or "
 				   "perfscript (engine=perf), from GET /trace with profile=Cpu (or none)", f ? f : "");
 		if (c->format == PROFILE_PERFSCRIPT && !perf)
 			return bad(p, "format", "format 'perfscript' is the perf engine's: add engine=perf");
@@ -294,7 +294,7 @@ static int parse_stacks(struct httpd_req *r, const struct capture_env *env, stru
 	return 0;
 }
 
-/* format=gcdump (the .gcdump file; the default) | stats (a table; JSON by Accept) | nettrace [&top=N]. */
+/* format=gcdump (the .gcdump file; the default) | stats (a table; JSON by Accept) | pprof | nettrace [&top=N]. */
 static int parse_gcdump(struct httpd_req *r, const struct capture_env *env, struct capture *c, struct capture_problem *p)
 {
 	const char *f = httpd_query(r, "format"), *top = httpd_query(r, "top");
@@ -311,10 +311,12 @@ static int parse_gcdump(struct httpd_req *r, const struct capture_env *env, stru
 		c->format = CAPTURE_GCDUMP_FILE;
 	else if (strcasecmp(f, "stats") == 0)
 		c->format = accepts(r, "application/json") ? CAPTURE_GCDUMP_JSON : CAPTURE_GCDUMP_TEXT;
+	else if (strcasecmp(f, "pprof") == 0)
+		c->format = CAPTURE_GCDUMP_PPROF;
 	else if (strcasecmp(f, "nettrace") == 0)
 		c->format = CAPTURE_GCDUMP_NETTRACE;
 	else
-		return bad(p, "format", "format '%.32s' is not gcdump, stats or nettrace", f);
+		return bad(p, "format", "format '%.32s' is not gcdump, stats, pprof or nettrace", f);
 	return 0;
 }
 

@@ -17,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "launcher/gcdump/gcdump.h"
+#include "log.h"
 #include "mem.h"
 #include "launcher/profile/profile.h"
 #include "launcher/trace/stacks.h"
@@ -27,6 +29,7 @@
 #define CHUNK 65536
 #define STACKS_SAMPLE_MS 200 /* long enough for the sample profiler (1 ms) to see every thread */
 #define OCTETS "application/octet-stream"
+#define PPROF_CTYPE OCTETS /* what Go's net/http/pprof serves its profiles as */
 
 /* ---- dumps ---- */
 
@@ -280,10 +283,12 @@ static int stacks_src_start(struct job *j, struct err_msg *em)
 
 static int profile_src_start(struct job *j, struct err_msg *em)
 {
-	static const char *const exts[] = { "folded.txt", "speedscope.json", "svg", "perfscript.txt" };
+	static const char *const names[] = { "folded", "speedscope", "flamegraph", "perfscript", "pprof" };
+	static const char *const exts[] = { "folded.txt", "speedscope.json", "svg", "perfscript.txt", "pb.gz" };
 	static const char *const ctypes[] = { "text/plain; charset=utf-8", "application/json", "image/svg+xml",
-					      "text/plain; charset=utf-8" };
+					      "text/plain; charset=utf-8", PPROF_CTYPE };
 	struct profile *prof = NULL;
+	struct timespec t0, t1;
 	char title[96];
 	int rc = j->c.engine == PROFILE_PERF
 			 ? profile_perf_capture(j->cs->port, j->c.target.cookie, j->c.target.pid, &j->c.perf,
@@ -299,12 +304,18 @@ static int profile_src_start(struct job *j, struct err_msg *em)
 		return job_cancelled(j) ? err_set(em, DP_ECANCELED, "cancelled") : rc;
 	snprintf(title, sizeof(title), "CPU, pid %llu%s", (unsigned long long)j->c.target.pid,
 		 j->c.engine == PROFILE_PERF ? " (perf events)" : "");
-	profile_write(prof, (enum profile_format)j->c.format, title, &j->out);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = profile_write(prof, (enum profile_format)j->c.format, title, &j->out, em);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	/* what each format costs to write (bench/pprof_size.sh reads it) */
+	log_debug("profile written", LOG_STR("event", "profile-written"), LOG_STR("format", names[j->c.format]),
+		  LOG_UINT("samples", profile_samples(prof)), LOG_UINT("bytes", j->out.len),
+		  LOG_INT("writeUs", (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000));
 	j->ext = exts[j->c.format];
 	j->ctype = ctypes[j->c.format];
 	j->inline_ = j->c.format == PROFILE_FLAMEGRAPH;
 	profile_free(prof);
-	return 0;
+	return rc;
 }
 
 static int gcdump_src_start(struct job *j, struct err_msg *em)
@@ -327,6 +338,10 @@ static int gcdump_src_start(struct job *j, struct err_msg *em)
 		put_json(&j->out, gcdump_json(g, j->c.top));
 		j->ext = "gcdump.json";
 		j->ctype = "application/json";
+	} else if (j->c.format == CAPTURE_GCDUMP_PPROF) {
+		rc = gcdump_pprof(g, j->c.top, &j->out, em);
+		j->ext = "gcdump.pb.gz";
+		j->ctype = PPROF_CTYPE;
 	} else if (file) {
 		rc = gcdump_file(g, &j->out, em); /* dotnet-monitor's: {time}_{pid}.gcdump, application/octet-stream */
 		j->ext = "gcdump";

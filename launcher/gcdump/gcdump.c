@@ -35,6 +35,7 @@
 #include "clock.h"
 #include "mem.h"
 #include "eventpipe/nettrace.h"
+#include "launcher/pprof.h"
 #include "launcher/trace/trace.h"
 
 /* GC | Type | GCHeapDump | GCHeapCollect | GCHeapAndTypeNames: dotnet-gcdump's GCHeapSnapshot keywords */
@@ -274,6 +275,32 @@ json_t *gcdump_json(const struct gcdump *g, size_t top)
 			 (int)g->gc_count, "objects", (json_int_t)g->objects, "bytes", (json_int_t)g->bytes, "references",
 			 (json_int_t)g->edges, "roots", (json_int_t)g->roots, "typeCount", (json_int_t)g->n_types,
 			 "tookMs", (json_int_t)g->took_ms, "types", types);
+}
+
+int gcdump_pprof(const struct gcdump *g, size_t top, struct buf *out, struct err_msg *em)
+{
+	size_t n = top && top < g->n_types ? top : g->n_types;
+	struct pprof *pp = pprof_new();
+	char note[160];
+	int rc;
+
+	pprof_sample_type(pp, "inuse_objects", "count");
+	pprof_sample_type(pp, "inuse_space", "bytes");
+	pprof_time(pp, (int64_t)g->unix_ms * 1000000, 0);
+	snprintf(note, sizeof(note), "GC heap of pid %llu after induced gen-2 GC #%u: %llu objects, %llu bytes, %zu types",
+		 (unsigned long long)g->pid, g->gc_count, (unsigned long long)g->objects, (unsigned long long)g->bytes,
+		 g->n_types);
+	pprof_comment(pp, note);
+	for (size_t i = 0; i < n; i++) { /* a type is a one-frame stack: the viewers' "function" is the type */
+		const char *name = g->types[i].name ? g->types[i].name : "(unnamed type)";
+		uint64_t loc = pprof_location(pp, pprof_function(pp, name, name, NULL));
+		int64_t v[2] = { (int64_t)g->types[i].count, (int64_t)g->types[i].bytes };
+
+		pprof_sample(pp, &loc, 1, v, NULL, 0);
+	}
+	rc = pprof_write(pp, out, em);
+	pprof_free(pp);
+	return rc;
 }
 
 int gcdump_file(struct gcdump *g, struct buf *out, struct err_msg *em)

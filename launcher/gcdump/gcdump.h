@@ -76,6 +76,12 @@ void gcdump_reader_free(struct gcdump_reader *r); /* accepts NULL */
 /* The table: text (a header line, then count, bytes and type per line, then totals) or JSON. */
 void gcdump_text(const struct gcdump *g, size_t top, struct buf *out);
 json_t *gcdump_json(const struct gcdump *g, size_t top);
+/*
+ * The table as a gzip'd pprof profile (launcher/pprof.h), appended to out:
+ * a sample per type (the top, 0 = all), valued in inuse_objects and
+ * inuse_space, whose one frame is the type. 0, DP_ETOOBIG (out's cap) or DP_EINTERNAL (zlib).
+ */
+int gcdump_pprof(const struct gcdump *g, size_t top, struct buf *out, struct err_msg *em);
 /* The .gcdump file of a snapshot taken with its graph (gcdump_file.h), appended to out. */
 int gcdump_file(struct gcdump *g, struct buf *out, struct err_msg *em);
 void gcdump_free(struct gcdump *g); /* accepts NULL */

@@ -57,6 +57,8 @@ int profile_format(const char *name)
 		return PROFILE_SPEEDSCOPE;
 	if (name && strcasecmp(name, "flamegraph") == 0)
 		return PROFILE_FLAMEGRAPH;
+	if (name && strcasecmp(name, "pprof") == 0)
+		return PROFILE_PPROF;
 	return -1;
 }
 
@@ -199,6 +201,7 @@ int profile_capture(struct port *port, const uint8_t cookie[16], long long durat
 	struct trace_config c;
 	struct nettrace_callbacks cb = { .trace = on_trace, .event = on_event };
 	struct profile *p = profile_empty();
+	long long t0;
 	int rc;
 
 	p->sym = symbols_new();
@@ -206,11 +209,14 @@ int profile_capture(struct port *port, const uint8_t cookie[16], long long durat
 	p->ticks_per_sec = 1000000000;
 	p->period_ticks = 1000000;
 	p->seen = mem_array(MAX_SEEN, sizeof(*p->seen));
+	p->unix_ms = clock_unix_ms();
+	t0 = clock_ms();
 	symbols_session(&c);
 	if ((rc = trace_run_cb(port, cookie, &c, duration_ms, stop, &cb, p, NULL, em)) != 0) {
 		profile_free(p);
 		return rc;
 	}
+	p->took_ms = clock_ms() - t0;
 	symbols_done(p->sym);
 	*out = p;
 	return 0;
@@ -377,7 +383,10 @@ int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t t
 	if (!map_by_env(p->pid) && map_acquire(cookie, &map_held))
 		proc_perfmap_set(port, cookie, true, 3, &hr); /* refused (before .NET 8): the rundown still names */
 	po.pid = p->pid;
+	p->unix_ms = clock_unix_ms();
+	t0 = clock_ms();
 	rc = perfev_run(&po, duration_ms, stop, on_perf_sample, p, &p->st, em);
+	p->took_ms = clock_ms() - t0;
 	t0 = clock_ms();
 	snprintf(path, sizeof(path), "/proc/%llu/stat", (unsigned long long)p->pid);
 	if (rc == 0 && stat(path, &stb) != 0)

@@ -5,7 +5,8 @@
  * (perfev.h: every thread on CPU, with native, runtime and kernel frames,
  * named by natsym.h and the runtime's method rundown). Samples are counted
  * per stack, the stacks named, and written as folded stacks, a speedscope
- * document, a self-contained flame-graph SVG, or (perf) `perf script` text.
+ * document, a self-contained flame-graph SVG, a gzip'd pprof profile
+ * (launcher/pprof.h), or (perf) `perf script` text.
  */
 #ifndef DP_PROFILE_H
 #define DP_PROFILE_H
@@ -20,9 +21,9 @@
 
 struct profile;
 
-enum profile_format { PROFILE_FOLDED, PROFILE_SPEEDSCOPE, PROFILE_FLAMEGRAPH, PROFILE_PERFSCRIPT };
+enum profile_format { PROFILE_FOLDED, PROFILE_SPEEDSCOPE, PROFILE_FLAMEGRAPH, PROFILE_PERFSCRIPT, PROFILE_PPROF };
 enum profile_engine { PROFILE_EVENTPIPE, PROFILE_PERF };
-/* "folded", "speedscope", "flamegraph", "perfscript" (any case) to the format, or -1. */
+/* "folded", "speedscope", "flamegraph", "perfscript", "pprof" (any case) to the format, or -1. */
 int profile_format(const char *name);
 
 /* Sample runtime `cookie` for duration_ms (< 0: until *stop), then name the stacks. *out is new. */
@@ -48,8 +49,12 @@ int profile_perf_capture(struct port *port, const uint8_t cookie[16], uint64_t t
 			 struct profile **out, struct err_msg *em);
 /* Samples counted (of threads running managed code; with perf, of every thread on CPU). */
 uint64_t profile_samples(const struct profile *p);
-/* Append the profile in format f; title names it (the flame graph's heading, speedscope's name). */
-void profile_write(const struct profile *p, enum profile_format f, const char *title, struct buf *out);
+/*
+ * Append the profile in format f; title names it (the flame graph's heading, speedscope's name, a
+ * pprof comment). 0, or (pprof) DP_ETOOBIG past out's cap or DP_EINTERNAL when zlib fails.
+ */
+int profile_write(const struct profile *p, enum profile_format f, const char *title, struct buf *out,
+		  struct err_msg *em);
 void profile_free(struct profile *p); /* accepts NULL */
 
 #endif

@@ -44,6 +44,7 @@ struct profile {
 	size_t n_ips, cap_ips;
 	uint64_t samples, dropped_stacks;
 	double ms_per_sample;
+	long long unix_ms, took_ms; /* when sampling started (wall clock), and how long it ran */
 	int64_t ticks_per_sec, period_ticks;
 	int64_t tick_at, last_at; /* EventPipe: the sampler's tick now (its first sample), its last sample */
 	uint64_t tick_ticks;       /* the time this tick's samples stand for */

@@ -10,7 +10,11 @@
  * <title> per frame; no script, so it renders anywhere. Speedscope: one
  * "sampled" profile per thread, weights in milliseconds (EventPipe: the
  * real time its samples stand for; perf: samples times the period).
- * Perfscript (perf): `perf script`'s text, a sample at a time.
+ * Perfscript (perf): `perf script`'s text, a sample at a time. Pprof
+ * (launcher/pprof.h): a sample per counted stack, its frames leaf first as
+ * functions named "Type.Method" (or a native symbol) whose file is the
+ * module, valued in samples and CPU nanoseconds (speedscope's weights),
+ * labelled with the thread.
  */
 #include "profile_int.h"
 
@@ -20,6 +24,7 @@
 #include <string.h>
 
 #include "mem.h"
+#include "launcher/pprof.h"
 
 #define SVG_WIDTH 1200
 #define FRAME_H 17
@@ -363,6 +368,15 @@ static double weight_ms(const struct profile *p, const struct entry *e)
 	return (double)e->ticks * 1000.0 / (double)p->ticks_per_sec;
 }
 
+/* A thread as speedscope's profiles and pprof's "thread" label name it: perf "COMM (TID)", EventPipe "Thread (0xID)". */
+static void thread_name(const struct profile *p, uint64_t thread, char *name, size_t size)
+{
+	if (p->perf)
+		snprintf(name, size, "%s (%llu)", comm_of(p, thread), (unsigned long long)thread);
+	else
+		snprintf(name, size, "Thread (0x%llX)", (unsigned long long)thread);
+}
+
 static void speedscope(const struct profile *p, const char *title, struct buf *out)
 {
 	json_t *frames_j = json_array(), *profiles = json_array(), *doc, *names_idx = json_object();
@@ -409,10 +423,7 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 			json_array_append_new(weights, json_real(weight_ms(p, e)));
 			total += weight_ms(p, e);
 		}
-		if (p->perf)
-			snprintf(name, sizeof(name), "%s (%llu)", comm_of(p, threads[t]), (unsigned long long)threads[t]);
-		else
-			snprintf(name, sizeof(name), "Thread (0x%llX)", (unsigned long long)threads[t]);
+		thread_name(p, threads[t], name, sizeof(name));
 		json_array_append_new(profiles, json_pack("{s:s, s:s, s:s, s:i, s:f, s:o, s:o}", "type", "sampled", "name",
 							  name, "unit", "milliseconds", "startValue", 0, "endValue", total,
 							  "samples", samples, "weights", weights));
@@ -432,8 +443,113 @@ static void speedscope(const struct profile *p, const char *title, struct buf *o
 	free(threads);
 }
 
-void profile_write(const struct profile *p, enum profile_format f, const char *title, struct buf *out)
+/* ---- pprof ---- */
+
+/*
+ * The code address ip (a frame's, as looked up) named for pprof: the name
+ * into name, the module or object file into *file (borrowed); false when
+ * nothing named it (then the name is the other formats' "[NativeFrames]" or
+ * "FILE![why]").
+ */
+static bool pprof_frame(const struct profile *p, uint64_t ip, struct buf *name, const char **file)
 {
+	const struct sym_method *m = p->perf && PERFEV_KERNEL_IP(ip) ? NULL : symbols_lookup(p->sym, ip);
+	struct natsym_frame f;
+
+	buf_reset(name);
+	if (m) {
+		buf_printf(name, "%s.%s", m->type, m->name);
+		*file = symbols_module(p->sym, m->module);
+		return true;
+	}
+	if (!p->perf) {
+		buf_puts(name, "[NativeFrames]");
+		*file = "";
+		return false;
+	}
+	natsym_lookup(p->nat, ip, &f);
+	*file = f.file;
+	if (f.sym) {
+		buf_puts(name, f.sym);
+		return true;
+	}
+	buf_printf(name, "%s![%s]", f.file, f.why ? f.why : "unknown");
+	return false;
+}
+
+/* An address already named: stacks share most of their frames, and naming (perf's above all) is the cost. */
+struct named_ip {
+	uint64_t ip, fn;
+	bool named;
+};
+
+static bool ip_eq(const void *slot, const void *key)
+{
+	return ((const struct named_ip *)slot)->ip == *(const uint64_t *)key;
+}
+
+/*
+ * A sample per counted stack (threads apart, as counted), valued in samples and CPU nanoseconds, labelled
+ * with its thread as speedscope names it.
+ */
+static int write_pprof(const struct profile *p, const char *title, struct buf *out, struct err_msg *em)
+{
+	struct pprof *pp = pprof_new();
+	uint64_t *locs = mem_array(MAX_DEPTH, sizeof(uint64_t));
+	const struct entry *e;
+	struct htab seen;
+	struct buf name;
+	int rc;
+
+	buf_init(&name, 0);
+	htab_init(&seen, sizeof(struct named_ip));
+	pprof_sample_type(pp, "samples", "count");
+	pprof_sample_type(pp, "cpu", "nanoseconds");
+	pprof_period(pp, "cpu", "nanoseconds", (int64_t)(p->ms_per_sample * 1e6 + 0.5));
+	pprof_time(pp, (int64_t)p->unix_ms * 1000000, (int64_t)p->took_ms * 1000000);
+	pprof_comment(pp, title);
+	if (p->notes[0])
+		pprof_comment(pp, p->notes);
+	for (size_t pos = 0; (e = htab_next(&p->stacks, &pos)) != NULL;) {
+		int64_t v[2] = { (int64_t)e->count, (int64_t)(weight_ms(p, e) * 1e6 + 0.5) };
+		uint64_t last_unnamed = 0;
+		size_t n = 0;
+		char thread[48];
+		struct pprof_label label = { "thread", thread, 0, NULL };
+
+		for (size_t i = 0; i < e->n && n < MAX_DEPTH; i++) {
+			uint64_t ip = p->perf ? lookup_ip(p->ips + e->at, i) : p->ips[e->at + i], h = htab_u64(ip);
+			struct named_ip *k = htab_find(&seen, h, ip_eq, &ip);
+
+			if (k == NULL) {
+				const char *file;
+				bool named = pprof_frame(p, ip, &name, &file);
+				uint64_t fn = pprof_function(pp, name.data ? name.data : "", name.data, file);
+
+				k = htab_put(&seen, h);
+				*k = (struct named_ip){ ip, fn, named };
+			}
+			if (!k->named && k->fn == last_unnamed) /* a run of unnamed frames of one file is one */
+				continue;
+			last_unnamed = k->named ? 0 : k->fn;
+			locs[n++] = pprof_location(pp, k->fn);
+		}
+		thread_name(p, e->thread, thread, sizeof(thread));
+		pprof_sample(pp, locs, n, v, &label, 1);
+	}
+	rc = pprof_write(pp, out, em);
+	htab_free(&seen);
+	buf_free(&name);
+	free(locs);
+	pprof_free(pp);
+	return rc;
+}
+
+int profile_write(const struct profile *p, enum profile_format f, const char *title, struct buf *out,
+		  struct err_msg *em)
+{
+	if (f == PROFILE_PPROF)
+		return write_pprof(p, title, out, em);
 	if (f == PROFILE_PERFSCRIPT) {
 		perfscript(p, out);
 	} else if (f == PROFILE_FLAMEGRAPH) {
@@ -448,4 +564,5 @@ void profile_write(const struct profile *p, enum profile_format f, const char *t
 			buf_printf(out, "%s %llu\n", l[i].key, (unsigned long long)l[i].count);
 		lines_free(l, n);
 	}
+	return 0;
 }

@@ -17,7 +17,7 @@ T_NAME=aspnet-req
 agent_setup aspnet-req
 build_apps
 CFLAGS_PKG=$(pkg-config --cflags jansson yaml-0.1 libcurl libseccomp)
-LIBS_PKG="$(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread"
+LIBS_PKG="$(pkg-config --libs jansson yaml-0.1 zlib libseccomp) -lpthread"
 # shellcheck disable=SC2086
 cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. -Icommon $CFLAGS_PKG -o "$W/driver" tests/integration/aspnet_req_driver.c \
 	"$B/libdiagport.a" $LIBS_PKG 2> "$W/cc.log" || { fail build-driver "$(head -c 300 "$W/cc.log")"; exit 0; }

@@ -37,7 +37,7 @@ for tool in "$PY" /usr/bin/openssl node sha256sum "$AZURITE"; do
 done
 # shellcheck disable=SC2046
 cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. -Icommon -o "$W/driver" $I/azblob_driver.c "$B/libdiagport.a" \
-	$(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread 2> "$W/cc.log" ||
+	$(pkg-config --libs jansson yaml-0.1 zlib libseccomp) -lpthread 2> "$W/cc.log" ||
 	{ fail build-driver "$(head -c 300 "$W/cc.log")"; exit 0; }
 api_cert ca || { fail cert "$(head -c 300 "$W/openssl.err")"; exit 0; }
 KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='

@@ -53,7 +53,7 @@ done
 [ -f "$B/libdiagport.a" ] || make > "$W/make.log" 2>&1 || { fail build "make failed" "$W/make.log"; exit 0; }
 # shellcheck disable=SC2046
 cc -std=c11 -D_GNU_SOURCE -I. -Icommon $(pkg-config --cflags jansson libcurl) -o "$W/driver" \
-  tests/integration/fleet_kube_driver.c "$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread \
+  tests/integration/fleet_kube_driver.c "$B/libdiagport.a" $(pkg-config --libs jansson yaml-0.1 zlib libseccomp) -lpthread \
   2> "$W/cc.log" || { fail build-driver "$(oneline "$W/cc.log")"; exit 0; }
 
 # --- certificates: the API server's, a client CA and dave's certificate (CN dave, O shop-team) ----------

@@ -172,7 +172,7 @@ check nettrace/module-names jq -e --argjson h "$held" "($modules | length) == 0 
 rm -f "$W/conv.gcdump"
 # the very same events through our writer (tests/integration/gcdump_convert.c): the same table, to the byte
 cc -std=c11 -D_GNU_SOURCE -I. -Icommon -o "$W/gcdump_convert" tests/integration/gcdump_convert.c build/libdiagport.a \
-  $(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread 2> "$W/cc.err" &&
+  $(pkg-config --libs jansson yaml-0.1 zlib libseccomp) -lpthread 2> "$W/cc.err" &&
   "$W/gcdump_convert" "$W/heap.nettrace" "$W/mine.gcdump" 2>> "$W/cc.err"
 report "$W/mine.gcdump" "$W/mine.rep"; rc=$?
 WHY="exit $rc $(head -c 300 "$W/cc.err"); $(diff "$W/mine.rep.txt" "$W/conv.rep.txt" 2>&1 | head -6)"
@@ -195,6 +195,6 @@ check egress/gcdump-read jq -e --argjson h "$held" '.types["LeakedBuffer  [webap
 
 # --- bad
 code=$(curl -s -o "$W/b2.json" -w '%{http_code}' "$U/gcdump?pid=$APID&format=pdf")
-WHY="code $code $(cat "$W/b2.json")"; check bad/format test "$code" = 400 -a -n "$(grep -F 'not gcdump, stats or nettrace' "$W/b2.json")"
+WHY="code $code $(cat "$W/b2.json")"; check bad/format test "$code" = 400 -a -n "$(grep -F 'not gcdump, stats, pprof or nettrace' "$W/b2.json")"
 code=$(curl -s -o "$W/b3.json" -w '%{http_code}' "$U/gcdump?pid=$APID&format=stats&top=many")
 WHY="code $code $(cat "$W/b3.json")"; check bad/top test "$code" = 400

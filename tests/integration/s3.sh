@@ -29,7 +29,7 @@ PY=/usr/bin/python3
 I=tests/integration
 V=tests/validate
 
-LIBS_PKG="$(pkg-config --libs jansson yaml-0.1 libseccomp) -lpthread -ldl"
+LIBS_PKG="$(pkg-config --libs jansson yaml-0.1 zlib libseccomp) -lpthread -ldl"
 SAN=
 case $(basename "$B") in build-*) SAN="-fsanitize=$(basename "$B" | sed 's/^build-//; s/-/,/g') -fno-sanitize-recover=all" ;; esac
 # shellcheck disable=SC2086

@@ -76,4 +76,32 @@ bad preserve/bad 'env[MODE].value: input has str "1", output has int 1' /usr/bin
 	"$v/preserve.py" "$data/preserve-input.yaml" "$data/preserve-bad.yaml" \
 	--allow-change DOTNET_DiagnosticPorts
 
+# pprof-format: a profile whose ids resolve, and one whose sample names a location that is not there
+# (both encoded here by hand: varints and length-delimited fields, gzip'd)
+/usr/bin/python3 - "$tmp" <<'PY'
+import gzip, sys
+def varint(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([v & 0x7f | 0x80]); v >>= 7
+    return out + bytes([v])
+def num(f, v): return varint(f << 3) + varint(v)
+def msg(f, b): return varint(f << 3 | 2) + varint(len(b)) + b
+def packed(f, vs): return msg(f, b"".join(varint(v) for v in vs))
+def profile(loc):
+    p = msg(1, num(1, 1) + num(2, 2)) + msg(1, num(1, 3) + num(2, 4))
+    p += msg(2, packed(1, [loc]) + packed(2, [1, 1000000]))
+    p += msg(4, num(1, 1) + msg(4, num(1, 1))) + msg(5, num(1, 1) + num(2, 5))
+    for s in ["", "samples", "count", "cpu", "nanoseconds", "Program.Spin"]:
+        p += msg(6, s.encode())
+    return gzip.compress(p)
+open(sys.argv[1] + "/good.pb.gz", "wb").write(profile(1))
+open(sys.argv[1] + "/bad.pb.gz", "wb").write(profile(9))
+PY
+good pprof-validate/good node "$v/pprof-validate.mjs" "$tmp/good.pb.gz" samples/count,cpu/nanoseconds Program.Spin
+bad pprof-validate/bad-location "sample 0: location 9 does not exist" \
+	node "$v/pprof-validate.mjs" "$tmp/bad.pb.gz" samples/count,cpu/nanoseconds
+bad pprof-validate/bad-types "sample types are samples/count,cpu/nanoseconds, not inuse_objects/count" \
+	node "$v/pprof-validate.mjs" "$tmp/good.pb.gz" inuse_objects/count
+
 exit "$failed"

@@ -38,7 +38,7 @@ for tool in "$OSSL" "$PY" sha256sum file; do
 	command -v "$tool" > /dev/null || { fail prerequisites "$tool is not installed (scripts/prereqs.sh test installs it)"; exit 0; }
 done
 make -s "$B/static/tlsbase_linked.o" > "$W/make.log" 2>&1 || { fail build "$(tail -3 "$W/make.log")"; exit 0; }
-PKGS="jansson yaml-0.1 libseccomp"
+PKGS="jansson yaml-0.1 zlib libseccomp"
 # shellcheck disable=SC2046
 cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -I. -Icommon -o "$W/driver" tests/integration/webc_driver.c "$B/libdiagport.a" \
 	$(pkg-config --libs $PKGS) -lpthread 2> "$W/cc.log" || { fail build-driver "$(head -c 300 "$W/cc.log")"; exit 0; }
