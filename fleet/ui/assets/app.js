@@ -188,8 +188,7 @@ function renderList() {
     for (const p of procs) {
       if (f && !`${common} ${p.pid} ${p.name || ''}`.toLowerCase().includes(f)) continue;
       shown++;
-      const sel = S.view.t === it.target && S.view.p === String(p.pid) ? ' aria-selected="true"' : '';
-      rows.push(`<tr tabindex="0" class="proc" data-t="${esc(it.target)}" data-p="${esc(p.pid)}"${sel}><th scope="row">${esc(procLabel(it.target, p.pid, p.name))}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td class="num">${esc(p.pid)}</td><td>${esc(p.name || '')}</td><td>${esc(p.runtimeVersion || '')}</td><td class="num">${esc(fmtUptime(p.uptimeSeconds))}</td><td>${esc(it.mode || '')}</td><td class="${cs.length ? 'bad' : ''}">${crashes}</td></tr>`);
+      rows.push(`<tr tabindex="0" class="proc" data-t="${esc(it.target)}" data-p="${esc(p.pid)}"><th scope="row">${esc(procLabel(it.target, p.pid, p.name))}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td class="num">${esc(p.pid)}</td><td>${esc(p.name || '')}</td><td>${esc(p.runtimeVersion || '')}</td><td class="num">${esc(fmtUptime(p.uptimeSeconds))}</td><td>${esc(it.mode || '')}</td><td class="${cs.length ? 'bad' : ''}">${crashes}</td></tr>`);
     }
   }
   // keep the keyboard's place across a refresh
