@@ -20,6 +20,7 @@
 #   heap-diff-leak-first two GC heap snapshots around the app's retaining 100,000 more LeakedOrder objects
 #                        (/leak-objects): compared, LeakedOrder is the first row, its count +100,000
 #   dump-download-elf    a Mini dump downloads (a browser download) and is an ELF core (e_type 4)
+#   capture-refused      a trace of 5000 s: the server's refusal (its problem's detail) shown, nothing listed
 #   cancel               a running 60 s trace's Cancel button: its row says cancelled, no download
 #   flame-parse          flame.js in the page reads folded stacks (CRLF, spaces in names, recursion counted once
 #                        in a total, lines without a count skipped) and stack listings (innermost frame first)

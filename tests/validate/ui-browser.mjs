@@ -271,6 +271,15 @@ try {
     await shot(page, '9-artifacts');
   }, ['keyboard-open']);
 
+  await check('capture-refused', async () => {
+    // the server's problem+json detail is shown, and nothing is listed
+    const before = await artifacts.locator('tbody tr').count();
+    await page.getByLabel('Trace duration in seconds').fill('5000');
+    await page.getByRole('button', { name: 'Trace', exact: true }).click();
+    await page.getByRole('alert').filter({ hasText: /Trace not started: .*durationSeconds/ }).waitFor();
+    assert(await artifacts.locator('tbody tr').count() === before, 'a refused capture is listed');
+  }, ['keyboard-open']);
+
   await check('cancel', async () => {
     await page.getByLabel('Trace duration in seconds').fill('60');
     await page.getByRole('button', { name: 'Trace', exact: true }).click();

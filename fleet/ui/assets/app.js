@@ -43,9 +43,14 @@ function say(msg) {
   $('status').textContent = msg;
 }
 
-function banner(msg) {
+// banner: a message that stays until its cause is gone: WHY names the cause ('procs': the list could not be
+// loaded; 'capture': a capture was refused; 'session': the server refused the page), and clearing a cause
+// clears its message only
+function banner(msg, why) {
   const b = $('banner');
+  if (!msg && b.dataset.why !== why) return;
   b.textContent = msg;
+  b.dataset.why = why;
   b.hidden = !msg;
 }
 
@@ -53,7 +58,7 @@ function banner(msg) {
 async function api(path, opts = {}) {
   const r = await fetch(path, { ...opts, headers: opts.body ? { 'Content-Type': 'application/json' } : {} });
   if (r.status === 403) {
-    banner('The server refused this page: its session has ended (diagport ui restarted?). Open the URL diagport ui printed again.');
+    banner('The server refused this page: its session has ended (diagport ui restarted?). Open the URL diagport ui printed again.', 'session');
     throw new Error('refused (403)');
   }
   if (!r.ok) {
@@ -160,9 +165,9 @@ async function loadProcs() {
     $('refreshed').textContent = d.refreshedAt ? `· list from ${fmtTime(d.refreshedAt)}` : '';
     $('refresh-error').hidden = !d.refreshError;
     $('refresh-error').textContent = d.refreshError ? `The last look for the targets failed (${d.refreshError}); this is the list from before.` : '';
-    banner('');
+    banner('', 'procs');
   } catch (e) {
-    if (!e.message.startsWith('refused')) banner(`Could not load the processes: ${e.message}`);
+    if (!e.message.startsWith('refused')) banner(`Could not load the processes: ${e.message}`, 'procs');
   }
 }
 
@@ -303,6 +308,7 @@ function openProcess() {
   const key = procKey(v.t, v.p);
   if (S.liveKey === key) return false;
   closeProcess();
+  banner('', 'capture');
   S.liveKey = key;
   S.live = new LiveCharts($('charts'), $('live-status'), v.t, v.p);
   S.live.start();
@@ -369,7 +375,7 @@ function renderCaptures() {
   const all = $('all-artifacts').checked;
   const list = S.captures.filter((c) => all || (c.target === v.t && String(c.pid) === v.p));
   const a = document.activeElement;
-  const keep = a && a.dataset && a.dataset.act ? `${a.dataset.act}/${a.dataset.id}` : null;
+  const keep = a && a.dataset && a.dataset.act ? { act: a.dataset.act, id: a.dataset.id } : null;
   const rows = list.map((c) => {
     const f = findProc(c.target, c.pid);
     const acts = [];
@@ -384,8 +390,7 @@ function renderCaptures() {
   $('artifacts').hidden = rows.length === 0;
   $('no-artifacts').hidden = rows.length !== 0;
   if (keep) {
-    const [act, id] = keep.split('/');
-    const b = $('artifacts').querySelector(`[data-act="${act}"][data-id="${CSS.escape(id)}"]`);
+    const b = $('artifacts').querySelector(`[data-act="${CSS.escape(keep.act)}"][data-id="${CSS.escape(keep.id)}"]`);
     if (b) b.focus();
   }
   fillCompare();
@@ -406,11 +411,12 @@ async function startCapture(kind) {
     const r = await api('/api/captures', { method: 'POST', body: JSON.stringify(body) });
     const c = await r.json();
     S.pending.set(c.id, location.hash);
+    banner('', 'capture');
     say(`${KINDS[kind].label} started.`);
     await loadCaptures();
   } catch (e) {
     say(`${KINDS[kind].label} not started: ${e.message}`);
-    banner(`${KINDS[kind].label} not started: ${e.message}`);
+    banner(`${KINDS[kind].label} not started: ${e.message}`, 'capture');
   }
 }
 
