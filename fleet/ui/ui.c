@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <ftw.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,9 @@ int ui_run(const struct ui_opts *o, struct fleet_set *first)
 	long pnum;
 	int rc;
 
+	/* every request, capture and refresh thread would otherwise get a malloc arena of its own: 20 MB of RSS
+	 * with 200 targets, 15 MB with two arenas (docs/BENCHMARKS.md, "diagport ui") */
+	mallopt(M_ARENA_MAX, 2);
 	pthread_mutex_init(&u.mu, NULL);
 	pthread_cond_init(&u.cv, NULL);
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
