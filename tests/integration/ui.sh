@@ -4,14 +4,18 @@
 # and the real test webapp (tests/apps/webapp). The checks, one result line each (ui-browser.mjs says how):
 #   secret-cookie        the printed URL sets the HttpOnly, SameSite=Strict cookie and leaves the address bar
 #   process-row          the webapp is a table row named "TARGET · PID webapp"
+#   mode-dash            a static target's Mode cell is a dash with a title saying why
 #   keyboard-open        Enter on the focused row opens its process view
 #   live-charts          the process's counters are charted live (a value in each System.Runtime chart)
+#   cpu-scale            the CPU chart's scale tops at 100 % (not 110)
 #   cpu-profile-idle     a 2 s CPU profile of the app idle, opened when done (the base of cpu-diff)
 #   keyboard-capture     Tab reaches the "CPU profile" button, Enter starts a capture (listed, with progress)
 #   flame-graph          the profile opens as role img "flame graph", its top-frames table leads with
 #                        HotLoop.Spin (the app spins in it: /high-cpu)
 #   flame-search         the search says how many frames match and their share of samples, into the fragment
+#   frames-arrows        ArrowDown and ArrowUp move between the frames table's rows
 #   flame-zoom-keyboard  Enter on a frames-table row zooms to it (the table says under what; z= in the fragment)
+#   frames-refocus       after that Enter the focus is on the same frame's row (not dropped to <body>)
 #   fragment-reopens     the same URL in a new tab: same process, artifact, zoom and search
 #   escape-resets-zoom   Escape resets the zoom
 #   cpu-diff             the spinning profile compared with the idle one: a diff flame graph whose table puts
@@ -28,6 +32,17 @@
 #   foreign-origin-403   with the cookie but another Origin (or none), POST and DELETE are refused: 403
 #   token-not-in-page    the agent's token is in no answer the page got
 #   page-clean           no script error, no Content-Security-Policy violation
+# and against a second `diagport ui` whose targets are a hostile stand-in agent (ui_hostile_agent.py: markup in
+# every string, strings where numbers belong, Infinity counts, an endless live record) and the real agent named
+# with a wrong token (it refuses):
+#   hostile-text         its process, crashes, exceptions, GC heap and CPU profile views show the markup as text:
+#                        no element of it exists, no navigation happens; '?' for its non-numbers; the profile's
+#                        Infinity, NaN and negative counts are skipped (8 samples)
+#   hostile-ended-early  its CPU profile, over at once, is listed as ended after 0 s of 10
+#   crashes-wrap         its crash's 400-character unbroken message wraps inside the Crashes card
+#   live-record-cap      its live stream of 100 KiB without a record end is dropped, and the page says so
+#   refused-by-agent     the real agent's refusal (401) of live counters and exceptions: its sentence is shown,
+#                        not "your session has ended"
 # A screenshot of each view is kept in $B/ui-screenshots (test artifacts). UI_DOC_PNG=FILE also writes the
 # flame graph view there: how docs/ui.png was made.
 set -u
@@ -56,10 +71,26 @@ if ! wait_for "$W/ui.out" '^diagport ui: http://127\.0\.0\.1:[0-9]*/?secret=[0-9
 fi
 UI_URL=$(sed -n 's/^diagport ui: //p' "$W/ui.out" | head -1)
 
+# the second UI: a hostile stand-in agent (named hostile) and the real agent with a wrong token (refusing)
+python3 tests/integration/ui_hostile_agent.py "$W/hostile.port" > "$W/hostile.out" 2>&1 &
+PIDS+=("$!")
+wait_for "$W/hostile.port" '[0-9]' 10 || { fail setup "ui_hostile_agent.py did not start" "$W/hostile.out"; exit 0; }
+printf 'not-the-token\n' > "$W/wrong-token"
+chmod 600 "$W/wrong-token"
+printf 'http://127.0.0.1:%s name=hostile\n%s name=refusing token-file=%s\n' "$(cat "$W/hostile.port")" "$U" \
+	"$W/wrong-token" > "$W/hostile-targets"
+"$D" ui --targets-file "$W/hostile-targets" > "$W/ui2.out" 2> "$W/ui2.log" &
+PIDS+=("$!")
+if ! wait_for "$W/ui2.out" '^diagport ui: http://127\.0\.0\.1:[0-9]*/?secret=[0-9a-f]\{64\}$' 15; then
+	fail ui-start "the second diagport ui printed no URL within 15 s: $(head -c 300 "$W/ui2.out")" "$W/ui2.log"
+	exit 0
+fi
+HOSTILE_UI=$(sed -n 's/^diagport ui: //p' "$W/ui2.out" | head -1)
+
 SHOTS=$PWD/$B/ui-screenshots
 [ "${B#/}" != "$B" ] && SHOTS=$B/ui-screenshots
 mkdir -p "$SHOTS" && rm -f "$SHOTS"/*.png
-UI_URL=$UI_URL APP_URL=$AURL APP_PID=$APID APP_NAME=webapp SHOTS=$SHOTS PREFIX=integration/$T_NAME TOKEN=$TOKEN \
+UI_URL=$UI_URL HOSTILE_UI=$HOSTILE_UI AGENT_URL=$U APP_URL=$AURL APP_PID=$APID APP_NAME=webapp SHOTS=$SHOTS PREFIX=integration/$T_NAME TOKEN=$TOKEN \
 	DOC_PNG=${UI_DOC_PNG:+$(realpath -m "$UI_DOC_PNG")} CHROMIUM=/usr/bin/chromium \
 	node tests/validate/ui-browser.mjs > "$W/browser.out" 2> "$W/browser.err"
 rc=$?

@@ -3,12 +3,15 @@
 // tests/integration/ui.sh, which starts them. Prints one "PASS PREFIX/NAME" or "FAIL PREFIX/NAME: why" line
 // per check; every check runs every time (a check whose step before failed fails saying so).
 //
-// env: UI_URL (the URL diagport ui printed, secret included), APP_URL (the webapp), APP_PID, APP_NAME
+// env: UI_URL (the URL diagport ui printed, secret included), HOSTILE_UI (a second one's, for a hostile
+// stand-in agent named hostile and the real agent named refusing, given a wrong token), AGENT_URL (the real
+// agent), APP_URL (the webapp), APP_PID, APP_NAME
 // (the process name the list shows), TOKEN (the agent's: in no answer the page gets), SHOTS (a directory for a screenshot of each view), PREFIX
 // (integration/ui), CHROMIUM (/usr/bin/chromium); DOC_PNG: also write the flame graph view there (the
 // README's picture, made by hand: UI_DOC_PNG=docs/ui.png tests/integration/ui.sh).
 import { chromium, request } from 'playwright-core';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 
 const env = (k, d) => process.env[k] || d;
@@ -19,6 +22,9 @@ const NAME = env('APP_NAME', 'webapp');
 const SHOTS = env('SHOTS', '/tmp');
 const PREFIX = env('PREFIX', 'integration/ui');
 const base = new URL(UI).origin;
+const HOSTILE_UI = env('HOSTILE_UI');
+const hbase = new URL(HOSTILE_UI).origin;
+const AGENT = env('AGENT_URL');
 const LONG = 120_000; // a capture on a shared, busy machine
 
 let failed = 0;
@@ -95,6 +101,15 @@ try {
     await shot(page, '1-processes');
   }, ['secret-cookie']);
 
+  await check('mode-dash', async () => {
+    // the 8th column: Mode; a static target (a URL) does not say how its agent was injected
+    const cell = row.locator('td').nth(6);
+    const text = await cell.textContent();
+    const title = await cell.getAttribute('title');
+    assert(text === '—', `the Mode cell says ${JSON.stringify(text)}, not a dash`);
+    assert(/Not known/.test(title || ''), `the Mode cell's title: ${title}`);
+  }, ['process-row']);
+
   await check('keyboard-open', async () => {
     await row.focus();
     await page.keyboard.press('Enter');
@@ -110,6 +125,12 @@ try {
     }
     await page.locator('#live-status', { hasText: /^Live/ }).waitFor();
   }, ['keyboard-open']);
+
+  await check('cpu-scale', async () => {
+    // CPU usage is a share of the machine: its scale tops at 100 %, never "110 %"
+    const label = await page.locator('figure.chart', { hasText: 'CPU usage' }).locator('canvas').getAttribute('aria-label');
+    assert(/scale 0 to 100 %\)$/.test(label || ''), `the CPU chart: ${label}`);
+  }, ['live-charts']);
 
   // a profile of the app idle, before it spins: the base of cpu-diff
   let idle = null;
@@ -160,13 +181,36 @@ try {
     assert(hashField(page.url(), 'q') === 'HotLoop', `fragment: ${page.url()}`);
   }, ['flame-graph']);
 
+  await check('frames-arrows', async () => {
+    const rows = page.locator('table.frames tbody tr');
+    assert(await rows.count() >= 2, 'fewer than two rows in the frames table');
+    await rows.first().focus();
+    await page.keyboard.press('ArrowDown');
+    const second = await page.evaluate(() => document.activeElement === document.querySelectorAll('table.frames tbody tr')[1]);
+    assert(second, 'ArrowDown did not move to the second row');
+    await page.keyboard.press('ArrowUp');
+    const first = await page.evaluate(() => document.activeElement === document.querySelector('table.frames tbody tr'));
+    assert(first, 'ArrowUp did not move back to the first row');
+  }, ['flame-graph']);
+
+  let zoomedFrame = '';
   await check('flame-zoom-keyboard', async () => {
     const table = page.locator('table.frames');
     await table.locator('tbody tr').first().focus();
+    zoomedFrame = await table.locator('tbody tr').first().getByRole('rowheader').textContent();
     await page.keyboard.press('Enter');
     await table.locator('caption', { hasText: /under .*Spin/ }).waitFor();
     assert(/Spin/.test(hashField(page.url(), 'z') || ''), `fragment: ${page.url()}`);
   }, ['flame-graph']);
+
+  await check('frames-refocus', async () => {
+    // the table was rebuilt by the zoom: the keyboard stays on the same frame's row
+    const on = await page.evaluate(() => {
+      const a = document.activeElement;
+      return a && a.matches('table.frames tbody tr') ? a.querySelector('th').textContent : `<${a ? a.tagName : 'none'}>`;
+    });
+    assert(on === zoomedFrame, `after Enter the focus is on ${on}, not the row of ${zoomedFrame}`);
+  }, ['flame-zoom-keyboard']);
 
   await check('fragment-reopens', async () => {
     const url = page.url();
@@ -338,6 +382,83 @@ try {
     const del = await page.request.delete(base + '/api/captures/c1', { headers: { Origin: 'null' } });
     assert(del.status() === 403, `DELETE with Origin null: ${del.status()}`);
   }, ['secret-cookie']);
+
+  // the second UI, whose target "hostile" is a stand-in agent that answers markup for names and numbers: the
+  // page shows it as text, never as elements, and goes nowhere
+  const hp = await ctx.newPage();
+  const navs = [];
+  const hproblems = [];
+  hp.on('framenavigated', (f) => { if (f === hp.mainFrame()) navs.push(f.url()); });
+  hp.on('request', (q) => { if (!q.url().startsWith(hbase) && !q.url().startsWith('data:')) navs.push('request ' + q.url()); });
+  hp.on('pageerror', (e) => hproblems.push('page error: ' + e.message));
+  const hrow = hp.locator('tr.proc[data-t="hostile"][data-p="7"]');
+  const noMarkup = async (where) => {
+    const found = await hp.evaluate(() => [...document.querySelectorAll('.pwned, meta[http-equiv], body meta')].map((e) => e.outerHTML));
+    assert(found.length === 0, `${where}: elements from the agent's markup: ${found.join(' ').slice(0, 200)}`);
+    assert(navs.every((u) => u.startsWith(hbase)), `${where}: the page went elsewhere: ${navs.join(' ')}`);
+  };
+  await check('hostile-text', async () => {
+    await hp.goto(HOSTILE_UI);
+    await hrow.waitFor({ timeout: 30_000 });
+    assert((await hrow.getByRole('rowheader').textContent()).includes('<b class="pwned">evil</b><meta'), 'the process name is not shown as text');
+    await hrow.click();
+    await hp.locator('#crashes th', { hasText: '<b class="pwned">evil</b>' }).waitFor();
+    await hp.locator('#exceptions th', { hasText: '<b class="pwned">evil</b>' }).first().waitFor({ timeout: 30_000 });
+    await noMarkup('the process view');
+    await hp.getByRole('button', { name: 'GC heap', exact: true }).click();
+    const heap = hp.locator('table.heap');
+    await heap.waitFor({ timeout: LONG });
+    const cells = await heap.locator('tbody tr', { has: hp.locator('th', { hasText: 'pwned' }) }).locator('td').allTextContents();
+    assert(cells[0] === '0' && cells[1] === '0 B', `the hostile type's count and bytes (not numbers: 0): ${cells.join(' | ')}`);
+    const summary = await hp.locator('#artifact-body > p').first().textContent();
+    assert(/^\? objects, \? in \? types \(after \? GCs\)/.test(summary), `the heap's summary: ${summary}`);
+    await shot(hp, '11-hostile-heap');
+    await noMarkup('the GC heap view');
+    await hp.getByRole('button', { name: 'Close' }).click();
+    await hp.getByLabel('CPU profile duration in seconds').fill('10');
+    await hp.getByRole('button', { name: 'CPU profile', exact: true }).click();
+    const img = hp.getByRole('img', { name: /flame graph/ });
+    await img.waitFor({ timeout: LONG });
+    const label = await img.getAttribute('aria-label');
+    assert(/, 8 samples;/.test(label), `the profile (5 + 3 samples; Infinity, NaN, -4 skipped): ${label}`);
+    await hp.locator('table.frames th', { hasText: '<b class="pwned">evil</b>' }).waitFor();
+    const table = await hp.locator('table.frames').textContent();
+    assert(!/NaN|Infinity/.test(table), `the frames table: ${table.slice(0, 300)}`);
+    await shot(hp, '12-hostile-flame');
+    await noMarkup('the CPU profile view');
+    assert(hproblems.length === 0, hproblems.slice(0, 3).join(' | '));
+  });
+
+  await check('hostile-ended-early', async () => {
+    const r = hp.locator('#artifacts').getByRole('row', { name: /CPU profile \(10 s\)/ });
+    await r.filter({ hasText: /done, ended after 0 s of 10/ }).waitFor();
+  }, ['hostile-text']);
+
+  await check('crashes-wrap', async () => {
+    const [sw, cw] = await hp.evaluate(() => {
+      const p = document.querySelector('#crashes').closest('.panel');
+      return [p.scrollWidth, p.clientWidth];
+    });
+    assert(sw <= cw, `the Crashes card overflows: ${sw} px of content in ${cw}`);
+  }, ['hostile-text']);
+
+  await check('live-record-cap', async () => {
+    await hp.locator('#live-status', { hasText: /without a record end/ }).waitFor();
+  }, ['hostile-text']);
+
+  // the real agent named with a wrong token: it refuses (401), and the page says the agent's sentence
+  await check('refused-by-agent', async () => {
+    const said = await fetch(`${AGENT}/livemetrics?pid=${PID}`, { headers: { Authorization: 'Bearer not-the-token' } })
+      .then(async (r) => ({ s: r.status, d: (await r.json()).detail }));
+    assert(said.s === 401 && said.d, `the agent without its token: ${JSON.stringify(said)}`);
+    await hp.goto(`${hbase}/#t=refusing&p=${PID}`);
+    await hp.locator('#live-status', { hasText: said.d }).waitFor();
+    await hp.locator('#exceptions', { hasText: said.d }).waitFor({ timeout: 30_000 });
+    const b = hp.locator('#banner');
+    assert(!(await b.isVisible()) || !/session has ended/.test(await b.textContent()), `the banner: ${await b.textContent()}`);
+    await shot(hp, '13-refused');
+  });
+  await hp.close();
 
   await check('token-not-in-page', async () => {
     assert(TOKEN.length >= 8, 'no TOKEN given');

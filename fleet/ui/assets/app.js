@@ -4,9 +4,13 @@
 //
 // The view lives in the URL fragment (#t=TARGET&p=PID&a=CAPTURE&b=OTHER&z=ZOOM&q=SEARCH), so a link or a
 // reload reopens it: navigation sets location.hash (a history entry), zoom and search replace it.
+//
+// What an agent says (names, states, messages, numbers) is data: it goes into the page as text (textContent,
+// or esc() in markup), and a number from an agent is formatted only if it is a finite number (num(); '?'
+// otherwise), so that a hostile agent's markup is shown, never run or obeyed.
 
-import { FlameGraph, parseFolded, parseStacks, fmtCount } from './flame.js';
-import { LiveCharts, fmtBytes } from './charts.js';
+import { FlameGraph, parseFolded, parseStacks, fmtCount, num } from './flame.js';
+import { LiveCharts, fmtBytes, problemOf } from './charts.js';
 
 const $ = (id) => document.getElementById(id);
 const KINDS = {
@@ -54,26 +58,25 @@ function banner(msg, why) {
   b.hidden = !msg;
 }
 
-// api: a JSON request to the server; throws an Error with the problem's detail on a non-2xx answer
+// api: a JSON request to the server; throws an Error with the problem's detail on a non-2xx answer. Only
+// the server's own refusal of the page (403 with an empty body: no cookie, or another server's) means the
+// session has ended; an agent's refusal comes as a problem (502, "Refused by the agent", its sentence).
 async function api(path, opts = {}) {
   const r = await fetch(path, { ...opts, headers: opts.body ? { 'Content-Type': 'application/json' } : {} });
-  if (r.status === 403) {
-    banner('The server refused this page: its session has ended (diagport ui restarted?). Open the URL diagport ui printed again.', 'session');
-    throw new Error('refused (403)');
-  }
   if (!r.ok) {
-    let detail = `${r.status} ${r.statusText}`;
-    try {
-      const p = await r.json();
-      detail = p.detail || p.title || detail;
-    } catch { /* not JSON */ }
+    const detail = await problemOf(r.clone());
+    if (r.status === 403 && (await r.text()) === '') {
+      banner('The server refused this page: its session has ended (diagport ui restarted?). Open the URL diagport ui printed again.', 'session');
+      throw new Error('refused (403)');
+    }
     throw new Error(detail);
   }
   return r;
 }
 
 function fmtUptime(s) {
-  if (typeof s !== 'number') return '';
+  s = Math.floor(num(s));
+  if (!(s >= 0)) return '';
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
   if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
@@ -193,7 +196,7 @@ function renderList() {
     for (const p of procs) {
       if (f && !`${common} ${p.pid} ${p.name || ''}`.toLowerCase().includes(f)) continue;
       shown++;
-      rows.push(`<tr tabindex="0" class="proc" data-t="${esc(it.target)}" data-p="${esc(p.pid)}"><th scope="row">${esc(procLabel(it.target, p.pid, p.name))}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td class="num">${esc(p.pid)}</td><td>${esc(p.name || '')}</td><td>${esc(p.runtimeVersion || '')}</td><td class="num">${esc(fmtUptime(p.uptimeSeconds))}</td><td>${esc(it.mode || '')}</td><td class="${cs.length ? 'bad' : ''}">${crashes}</td></tr>`);
+      rows.push(`<tr tabindex="0" class="proc" data-t="${esc(it.target)}" data-p="${esc(p.pid)}"><th scope="row">${esc(procLabel(it.target, p.pid, p.name))}</th><td>${esc(it.workload || '')}</td><td>${esc(it.target)}</td><td class="num">${esc(p.pid)}</td><td>${esc(p.name || '')}</td><td>${esc(p.runtimeVersion || '')}</td><td class="num">${esc(fmtUptime(p.uptimeSeconds))}</td>${modeCell(it)}<td class="${cs.length ? 'bad' : ''}">${crashes}</td></tr>`);
     }
   }
   // keep the keyboard's place across a refresh
@@ -206,6 +209,15 @@ function renderList() {
   $('processes-caption').textContent = targets === 0
     ? 'No targets found: check the namespace, selector, cluster or --target that diagport ui was given.'
     : `${nprocs} .NET process${nprocs === 1 ? '' : 'es'} behind ${targets} target${targets === 1 ? '' : 's'}${f ? `; ${shown} shown by the filter` : ''}`;
+}
+
+// modeCell: how the target's agent was injected (sidecar, in-image...), which only a pod or task says: a
+// static target (a URL given to diagport ui) has a dash that says why
+function modeCell(it) {
+  if (it.mode) return `<td>${esc(it.mode)}</td>`;
+  const why = it.pod || it.task ? 'Not known: this target does not say how its agent was injected'
+    : 'Not known: only Kubernetes pods and ECS tasks say how their agent was injected, and this target is a URL given to diagport ui';
+  return `<td title="${esc(why)}">—</td>`;
 }
 
 function openRow(tr) {
@@ -355,19 +367,32 @@ async function loadCaptures() {
 
 function captureName(c) {
   const k = KINDS[c.kind]?.label || c.kind;
-  return c.durationSeconds ? `${k} (${c.durationSeconds} s)` : k;
+  return num(c.durationSeconds) > 0 ? `${k} (${c.durationSeconds} s)` : k;
+}
+
+// endedEarly: the seconds a CPU profile or trace of C ran when they fell well short of its duration (the
+// process exited, or its agent ended the capture), else null
+function endedEarly(c) {
+  const dur = num(c.durationSeconds);
+  const ran = (new Date(c.finishedAt) - new Date(c.startedAt)) / 1000;
+  if (!(dur > 0) || !Number.isFinite(ran)) return null;
+  return ran + Math.max(1, dur * 0.1) < dur ? Math.max(0, Math.round(ran)) : null;
 }
 
 function stateCell(c) {
+  const dur = num(c.durationSeconds);
   if (c.state === 'running') {
     const el = (Date.now() - new Date(c.startedAt)) / 1000;
-    const bar = c.durationSeconds
-      ? `<progress max="${c.durationSeconds}" value="${Math.min(el, c.durationSeconds).toFixed(1)}" aria-label="progress of ${esc(captureName(c))}"></progress> running, ${Math.min(Math.floor(el), c.durationSeconds)} of ${c.durationSeconds} s`
+    const bar = dur > 0
+      ? `<progress max="${dur}" value="${Math.min(el, dur).toFixed(1)}" aria-label="progress of ${esc(captureName(c))}"></progress> running, ${Math.min(Math.floor(el), dur)} of ${dur} s`
       : `<progress aria-label="progress of ${esc(captureName(c))}"></progress> running`;
     return `${bar} <button type="button" data-act="cancel" data-id="${esc(c.id)}">Cancel</button>`;
   }
   if (c.state === 'failed') return `<span class="bad">failed</span>: ${esc(c.error || '')}`;
-  return c.state === 'succeeded' ? '<span class="ok">done</span>' : esc(c.state);
+  if (c.state !== 'succeeded') return esc(c.state);
+  const ran = endedEarly(c);
+  return ran === null ? '<span class="ok">done</span>'
+    : `<span class="ok">done</span>, <span class="bad" title="The capture ended well before its duration: the process may have exited">ended after ${ran} s of ${dur}</span>`;
 }
 
 function renderCaptures() {
@@ -575,11 +600,20 @@ function resetZoom() {
   replace({ ...S.view, z: '' });
 }
 
+// heapTypes: a snapshot's types as the page uses them: a name (text) and a count and bytes that are numbers
+// (0 for what is not one: a hostile agent's string, a negative)
+function heapTypes(d) {
+  const n = (v) => (num(v) >= 0 ? v : 0);
+  return (Array.isArray(d?.types) ? d.types : []).filter((t) => t && typeof t === 'object')
+    .map((t) => ({ type: String(t.type ?? '?'), count: n(t.count), bytes: n(t.bytes) }));
+}
+
 function heapTable(d) {
-  const types = (d.types || []).slice().sort((x, y) => y.bytes - x.bytes);
-  const total = d.bytes || types.reduce((s, t) => s + t.bytes, 0) || 1;
+  const types = heapTypes(d).sort((x, y) => y.bytes - x.bytes);
+  const total = num(d.bytes) > 0 ? d.bytes : types.reduce((s, t) => s + t.bytes, 0) || 1;
   const rows = types.slice(0, 300).map((t) => `<tr><th scope="row">${esc(t.type)}</th><td class="num">${fmtCount(t.count)}</td><td class="num">${fmtBytes(t.bytes)}</td><td class="num">${((t.bytes / total) * 100).toFixed(1)}%</td></tr>`);
-  return `<p>${fmtCount(d.objects ?? 0)} objects, ${fmtBytes(d.bytes ?? 0)} in ${fmtCount(d.typeCount ?? types.length)} types${d.gcCount !== undefined ? ` (after ${d.gcCount} GCs)` : ''}. To find a leak: take another GC heap snapshot later and press Compare.</p>
+  const gcs = d.gcCount !== undefined ? ` (after ${fmtCount(d.gcCount)} GCs)` : '';
+  return `<p>${fmtCount(d.objects ?? 0)} objects, ${fmtBytes(d.bytes ?? 0)} in ${fmtCount(d.typeCount ?? types.length)} types${gcs}. To find a leak: take another GC heap snapshot later and press Compare.</p>
 <label class="filter">Filter types <input type="search" class="heap-filter" autocomplete="off"></label>
 <div class="table-wrap"><table class="data heap"><caption>Types by bytes (top ${rows.length} of ${types.length})</caption><thead><tr><th scope="col">Type</th><th scope="col">Count</th><th scope="col">Bytes</th><th scope="col">Share</th></tr></thead><tbody>${rows.join('')}</tbody></table></div>`;
 }
@@ -591,8 +625,8 @@ function signed(n, f) {
 // heapDiff: the leak hunt: every type of either snapshot, by growth in bytes (then in count)
 function heapDiff(before, after) {
   const m = new Map();
-  for (const t of before.types || []) m.set(t.type, { type: t.type, b0: t.bytes, c0: t.count, b1: 0, c1: 0 });
-  for (const t of after.types || []) {
+  for (const t of heapTypes(before)) m.set(t.type, { type: t.type, b0: t.bytes, c0: t.count, b1: 0, c1: 0 });
+  for (const t of heapTypes(after)) {
     const e = m.get(t.type) || { type: t.type, b0: 0, c0: 0, b1: 0, c1: 0 };
     e.b1 = t.bytes;
     e.c1 = t.count;
@@ -600,8 +634,9 @@ function heapDiff(before, after) {
   }
   const rows = [...m.values()].sort((x, y) => (y.b1 - y.b0) - (x.b1 - x.b0) || (y.c1 - y.c0) - (x.c1 - x.c0));
   const top = rows[0];
-  const db = (after.bytes ?? 0) - (before.bytes ?? 0);
-  const dc = (after.objects ?? 0) - (before.objects ?? 0);
+  const n = (v) => num(v) || 0;
+  const db = n(after.bytes) - n(before.bytes);
+  const dc = n(after.objects) - n(before.objects);
   const bc = (n) => fmtBytes(n);
   const cls = (n) => (n > 0 ? 'up' : n < 0 ? 'down' : '');
   const lead = top && top.b1 > top.b0
@@ -685,6 +720,10 @@ function wire() {
 }
 
 async function main() {
+  // this page loaded with the cookie: a link's gate (continue.js) may continue to it by itself again
+  try {
+    sessionStorage.removeItem('diagport-continue');
+  } catch { /* no storage: the gate then shows its link */ }
   wire();
   await Promise.all([loadProcs(), loadCaptures()]);
   render(false);

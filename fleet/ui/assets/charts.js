@@ -1,11 +1,15 @@
 // charts.js - the live counters of `diagport ui`'s process view: one small canvas chart per counter with a
 // minute of history, fed by /api/live (the agent's /livemetrics relayed as JSON text sequences: RS, one
 // JSON reading, LF; a reading per counter a second). The stream ends after 300 s and is opened again while
-// the view lasts; stop() aborts it when the view changes.
+// the view lasts; stop() aborts it when the view changes. A record is at most MAX_RECORD bytes: a stream
+// that sends more without a record end is dropped (and the page says so) rather than held.
 
 const HISTORY = 60; // readings (seconds) kept per chart
+const MAX_RECORD = 64 * 1024;
 
+// fmtBytes: B bytes in B, KB, MB...; '?' for anything but a finite number (what an agent sent in its place)
 function fmtBytes(b) {
+  if (typeof b !== 'number' || !Number.isFinite(b)) return '?';
   const u = ['B', 'KB', 'MB', 'GB', 'TB'];
   let i = 0;
   while (Math.abs(b) >= 1000 && i < u.length - 1) {
@@ -21,8 +25,9 @@ function fmtNum(v) {
 }
 
 // the counters charted, in this order; requests-per-second only appears for ASP.NET Core apps
+// min: the scale's least top; cap: its most (CPU usage is a share of the machine's CPUs: never over 100 %)
 const COUNTERS = [
-  { key: 'System.Runtime/cpu-usage', title: 'CPU usage', fmt: (v) => fmtNum(v) + ' %', min: 100, colour: '#dc2626' },
+  { key: 'System.Runtime/cpu-usage', title: 'CPU usage', fmt: (v) => fmtNum(v) + ' %', min: 100, cap: 100, colour: '#dc2626' },
   { key: 'System.Runtime/gc-heap-size', title: 'GC heap size', fmt: (v) => fmtBytes(v * 1e6), min: 1, colour: '#7c3aed' },
   { key: 'System.Runtime/alloc-rate', title: 'Allocation rate', fmt: (v) => fmtBytes(v) + '/s', min: 1e6, colour: '#ea580c' },
   { key: 'System.Runtime/threadpool-queue-length', title: 'Thread pool queue', fmt: (v) => fmtNum(v) + ' items', min: 5, colour: '#0891b2' },
@@ -57,8 +62,15 @@ class Chart {
     this.fig.hidden = false;
     const s = this.spec.fmt(v);
     this.now.textContent = s;
-    this.canvas.setAttribute('aria-label', `${this.spec.title} over the last minute: now ${s}`);
     this.draw();
+    this.canvas.setAttribute('aria-label', `${this.spec.title} over the last minute: now ${s} (scale 0 to ${this.spec.fmt(this.max())})`);
+  }
+
+  // max: the top of the scale: a tenth above the highest reading, at least the counter's min, at most its cap
+  max() {
+    let max = this.spec.min;
+    for (const v of this.values) if (v > max) max = v;
+    return Math.min(max * 1.1, this.spec.cap ?? Infinity);
   }
 
   draw() {
@@ -72,9 +84,7 @@ class Chart {
     const g = c.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, w, h);
-    let max = this.spec.min;
-    for (const v of this.values) if (v > max) max = v;
-    max *= 1.1;
+    const max = this.max();
     g.strokeStyle = '#e4e4e7';
     g.lineWidth = 1;
     for (let i = 1; i < 4; i++) {
@@ -92,7 +102,7 @@ class Chart {
     if (n === 0) return;
     const step = w / (HISTORY - 1);
     const x0 = w - (n - 1) * step;
-    const y = (v) => h - 1 - (v / max) * (h - 2);
+    const y = (v) => h - 1 - (Math.min(v, max) / max) * (h - 2);
     g.beginPath();
     g.moveTo(x0, y(this.values[0]));
     for (let i = 1; i < n; i++) g.lineTo(x0 + i * step, y(this.values[i]));
@@ -137,7 +147,7 @@ export class LiveCharts {
     this.status.textContent = 'Connecting to the process’s counters…';
     try {
       const r = await fetch(this.url, { signal: this.ac.signal });
-      if (!r.ok) throw new Error(`the server answered ${r.status}`);
+      if (!r.ok) throw new Error(await problemOf(r));
       const rd = r.body.getReader();
       const dec = new TextDecoder();
       let buf = '';
@@ -163,6 +173,13 @@ export class LiveCharts {
             ok = true;
           }
         }
+        // what is left is part of one record
+        if (buf.length > MAX_RECORD) {
+          this.stopped = true;
+          this.ac.abort();
+          this.status.textContent = `No live counters: the agent sent over ${MAX_RECORD / 1024} KiB without a record end, so the stream was dropped (open the process again to retry).`;
+          return;
+        }
       }
     } catch (e) {
       if (this.stopped) return;
@@ -177,6 +194,21 @@ export class LiveCharts {
   redraw() {
     for (const c of this.charts.values()) c.draw();
   }
+}
+
+// problemOf: what an error answer R says: its problem's detail (or title), else its status. The server's
+// own refusals and an agent's refusal it relays (502, "Refused by the agent") both come as problem+json.
+export async function problemOf(r) {
+  let text = '';
+  try {
+    text = await r.text();
+  } catch { /* the body could not be read: the status says enough */ }
+  try {
+    const p = JSON.parse(text);
+    const str = (x) => (typeof x === 'string' ? x : '');
+    if (p && (str(p.detail) || str(p.title))) return str(p.detail) || str(p.title);
+  } catch { /* not JSON */ }
+  return `the server answered ${r.status}${r.statusText ? ' ' + r.statusText : ''}`;
 }
 
 export { fmtBytes };

@@ -26,7 +26,8 @@ function child(n, name) {
 }
 
 // parseFolded: "root;child;leaf COUNT" per line (Brendan Gregg's folded stacks, what the agent's
-// format=folded gives) -> the call tree's root ("all")
+// format=folded gives) -> the call tree's root ("all"). A line whose count is not a finite positive number
+// (Infinity, NaN, -4: not an agent's) is skipped, as is one that would make the total infinite.
 export function parseFolded(text) {
   const root = node('all', null);
   const len = text.length;
@@ -39,7 +40,7 @@ export function parseFolded(text) {
     const sp = text.lastIndexOf(' ', le - 1);
     if (sp > pos) {
       const count = Number(text.slice(sp + 1, le));
-      if (count > 0) {
+      if (count > 0 && Number.isFinite(count) && Number.isFinite(root.total + count)) {
         root.total += count;
         let n = root;
         let s = pos;
@@ -106,9 +107,10 @@ export function shortName(name) {
   return i >= 0 ? name.slice(i + 1) : name;
 }
 
-// functions: per frame name under TOP: self samples, total samples (a recursive frame counted once per
-// stack), and its heaviest node (where Enter in the table zooms to)
-export function functions(top) {
+// functions: per frame name under TOP (and TOP's own with WITHTOP: a zoomed frame is in its own table):
+// self samples, total samples (a recursive frame counted once per stack), and its heaviest node (where
+// Enter in the table zooms to)
+export function functions(top, withTop = false) {
   const m = new Map();
   const onPath = new Map();
   const walk = (n) => {
@@ -125,7 +127,8 @@ export function functions(top) {
     if (n.kids !== null) for (const c of n.kids.values()) walk(c);
     onPath.set(n.name, depth);
   };
-  if (top.kids !== null) for (const c of top.kids.values()) walk(c);
+  if (withTop) walk(top);
+  else if (top.kids !== null) for (const c of top.kids.values()) walk(c);
   return m;
 }
 
@@ -143,8 +146,16 @@ function signedPct(x) {
   return (x > 0 ? '+' : x < 0 ? '−' : '±') + (Math.abs(x) * 100).toFixed(1);
 }
 
+// num: V if it is a finite number, else NaN: what an agent sends is a number only if it is one (a string in
+// its place, markup perhaps, is never formatted or written into the page)
+export function num(v) {
+  return typeof v === 'number' && Number.isFinite(v) ? v : NaN;
+}
+
+// fmtCount: a count with thousands separators; '?' for anything but a finite number
 export function fmtCount(n) {
-  return n.toLocaleString('en-US');
+  const x = num(n);
+  return Number.isNaN(x) ? '?' : x.toLocaleString('en-US');
 }
 
 function esc(s) {
@@ -170,11 +181,17 @@ export class FlameGraph {
     this.canvas.addEventListener('click', (e) => this.click(e));
     this.canvas.addEventListener('mousemove', (e) => this.hover(e));
     this.canvas.addEventListener('mouseleave', () => { this.tip.hidden = true; });
+    // the keyboard as in the process table: Enter (or Space) zooms, the arrows move between rows
     this.table.addEventListener('keydown', (e) => {
       const tr = e.target.closest('tr[data-i]');
-      if (tr && (e.key === 'Enter' || e.key === ' ')) {
+      if (!tr) return;
+      if (e.key === 'Enter' || e.key === ' ') {
         e.preventDefault();
         this.zoomToRow(tr);
+      } else if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        const n = e.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling;
+        if (n) n.focus();
       }
     });
     this.table.addEventListener('click', (e) => {
@@ -396,8 +413,12 @@ export class FlameGraph {
   // fillTable: the top 50 functions under the zoomed frame by self samples (a diff: whole profiles, by
   // growth of their share of self samples)
   fillTable() {
+    // the table is rebuilt: the keyboard's place (a row's frame) is kept, not dropped to <body>
+    const a = document.activeElement;
+    const tb = this.table.tBodies[0];
+    const had = a && a !== tb && tb.contains(a) && this.rows ? this.rows[Number(a.dataset.i)]?.name : undefined;
     const all = this.zoom.total || 1;
-    const fns = [...functions(this.base ? this.root : this.zoom).values()];
+    const fns = [...functions(this.base ? this.root : this.zoom, !this.base && this.zoom !== this.root).values()];
     let head;
     let body = '';
     if (this.base) {
@@ -437,6 +458,15 @@ export class FlameGraph {
       });
     }
     this.table.tHead.innerHTML = head;
-    this.table.tBodies[0].innerHTML = body;
+    tb.innerHTML = body;
+    if (had !== undefined) {
+      const i = this.rows.findIndex((r) => r.name === had);
+      const to = tb.rows[i >= 0 ? i : 0];
+      if (to) to.focus();
+      else {
+        this.table.tabIndex = -1;
+        this.table.focus();
+      }
+    }
   }
 }
