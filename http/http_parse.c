@@ -198,6 +198,9 @@ int http_parse_head(char *buf, size_t n, struct http_request *out)
 			return 400;
 		if ((rc = header_line(l, out)) != 0)
 			return rc;
+		if (strcasecmp(out->headers[out->n_headers - 1].name, "Host") == 0 &&
+		    http_header(out, "Host") != out->headers[out->n_headers - 1].value)
+			return 400; /* RFC 9112 3.2: a request with more than one Host is answered 400 */
 	}
 	return 400; /* no blank line within n */
 }

@@ -496,6 +496,11 @@ void httpd_peer_text(const struct httpd_req *r, char *out, size_t n)
 		inet_ntop(c->peer.family, c->peer.a, out, (socklen_t)n);
 }
 
+int httpd_socket(const struct httpd_req *r)
+{
+	return conn_of(r)->sock;
+}
+
 bool httpd_chunked(const struct httpd_req *r)
 {
 	return r->rq.minor >= 1;

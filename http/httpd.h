@@ -97,6 +97,8 @@ const char *httpd_header(const struct httpd_req *r, const char *name); /* borrow
 const char *httpd_body(const struct httpd_req *r, size_t *len);
 /* The client's address as text ("127.0.0.1", "fd00::5"), into out. */
 void httpd_peer_text(const struct httpd_req *r, char *out, size_t n);
+/* The connection's socket, borrowed: for getsockname and getpeername, never for I/O. */
+int httpd_socket(const struct httpd_req *r);
 /* In an on_done callback: whether the whole body of a memory or file answer was sent. */
 bool httpd_sent_whole(const struct httpd_req *r);
 /* Whether the client takes a chunked body (HTTP/1.1): without it, a body cut off looks whole. */

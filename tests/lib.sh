@@ -132,6 +132,7 @@ on_free_ports() {
 start_webapp() {
 	local out=$1 sock=$2 agent=$3
 	shift 3
+	: > "$out" # emptied here, not by the background job: an earlier run's READY is not this one's
 	DOTNET_DiagnosticPorts=$sock,connect,nosuspend ASPNETCORE_URLS=http://127.0.0.1:0 \
 		dotnet "${B:-build}/apps/webapp/webapp.dll" > "$out" 2>&1 &
 	APP=$!; PIDS+=($APP)

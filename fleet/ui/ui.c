@@ -29,6 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,6 +120,63 @@ static enum httpd_admission refuse(struct httpd_req *r)
 	return HTTPD_REFUSE;
 }
 
+/*
+ * What a page navigation without the cookie gets: no data, and a way back in for a browser that has the
+ * cookie but did not send it (SameSite=Strict keeps it from a link followed from another site: chat,
+ * webmail). continue.js (served without the cookie, with app.css) follows the link once, from this origin.
+ */
+static const char gate[] =
+	"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>diagport ui</title>"
+	"<link rel=\"stylesheet\" href=\"/app.css\"><script type=\"module\" src=\"/continue.js\"></script></head>"
+	"<body><main class=\"gate\"><h1>diagport ui</h1><p>This page opens only in the browser where the URL "
+	"<code>diagport ui</code> printed (the one with <code>?secret=</code>) was opened.</p>"
+	"<p><a id=\"continue\" href=\"/\">Continue to diagport ui</a></p></main></body></html>\n";
+
+/* The files a browser without the cookie may load: the gate's own, which hold no data. */
+static bool gate_file(const char *path)
+{
+	return strcmp(path, "/continue.js") == 0 || strcmp(path, "/app.css") == 0;
+}
+
+/*
+ * The uid that owns the client's end of this loopback connection (/proc/net/tcp lists every TCP socket of
+ * the network namespace with its owner's uid), or -1 when it cannot be told.
+ */
+static long peer_uid(int sock)
+{
+	struct sockaddr_in me = { 0 }, peer = { 0 };
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+	char want_local[32], want_rem[32], line[512];
+	long uid = -1;
+	FILE *f;
+
+	if (getsockname(sock, (struct sockaddr *)&me, &ml) != 0 || getpeername(sock, (struct sockaddr *)&peer, &pl) != 0 ||
+	    peer.sin_family != AF_INET || me.sin_family != AF_INET)
+		return -1;
+	/* an address as the kernel prints it: the 32 bits as stored, in hex, then the port */
+	snprintf(want_local, sizeof(want_local), "%08X:%04X", peer.sin_addr.s_addr, ntohs(peer.sin_port));
+	snprintf(want_rem, sizeof(want_rem), "%08X:%04X", me.sin_addr.s_addr, ntohs(me.sin_port));
+	if ((f = fopen("/proc/net/tcp", "re")) == NULL)
+		return -1;
+	while (uid < 0 && fgets(line, sizeof(line), f)) {
+		/* "sl local_address rem_address st tx:rx tr:when retrnsmt uid ...": fields 1, 2 and 7 */
+		char *field[8], *save = NULL, *t = strtok_r(line, " \t", &save), *end;
+		size_t n = 0;
+		unsigned long u;
+
+		for (; t && n < 8; t = strtok_r(NULL, " \t", &save))
+			field[n++] = t;
+		if (n < 8 || strcmp(field[1], want_local) != 0 || strcmp(field[2], want_rem) != 0)
+			continue;
+		errno = 0;
+		u = strtoul(field[7], &end, 10);
+		if (errno == 0 && end != field[7] && *end == '\0')
+			uid = (long)u;
+	}
+	fclose(f);
+	return uid;
+}
+
 /* On the acceptor's thread, before anything else: the Host, the secret, the Origin (file-top comment). */
 static enum httpd_admission admit(void *ctx, struct httpd_req *r, long long now, long long *until)
 {
@@ -126,6 +186,10 @@ static enum httpd_admission admit(void *ctx, struct httpd_req *r, long long now,
 
 	(void)now, (void)until;
 	if (!host_ok(u, httpd_header(r, "Host")))
+		return refuse(r);
+	/* the cookie reaches every server on 127.0.0.1 (browsers keep cookies by host, not port): another user's
+	 * server could learn it, so only this user's sockets are served at all */
+	if (peer_uid(httpd_socket(r)) != (long)geteuid())
 		return refuse(r);
 	if (given && strcmp(httpd_path(r), "/") == 0 && strcmp(m, "GET") == 0) {
 		char *set;
@@ -142,8 +206,15 @@ static enum httpd_admission admit(void *ctx, struct httpd_req *r, long long now,
 		return HTTPD_REFUSE; /* answered here: the redirect, which no worker need run */
 	}
 	if (!cookie_value(httpd_header(r, "Cookie"), u->cookie_name, value, sizeof(value)) ||
-	    !same_secret(value, u->secret))
-		return refuse(r);
+	    !same_secret(value, u->secret)) {
+		if (strcmp(m, "GET") != 0 || strncmp(httpd_path(r), "/api/", 5) == 0)
+			return refuse(r);
+		if (gate_file(httpd_path(r)))
+			return HTTPD_ADMIT;
+		common_headers(r);
+		httpd_send(r, 403, "text/html; charset=utf-8", gate, sizeof(gate) - 1);
+		return HTTPD_REFUSE;
+	}
 	if (strcmp(m, "GET") != 0 && strcmp(m, "HEAD") != 0 &&
 	    (origin == NULL || (strcmp(origin, u->origin[0]) != 0 && strcmp(origin, u->origin[1]) != 0)))
 		return refuse(r);

@@ -197,10 +197,12 @@ static void relay(struct ui *u, struct httpd_req *r, const char *route, const ch
 		if (pthread_cond_timedwait(&x->cv, &x->mu, &until) == ETIMEDOUT)
 			break;
 	if (!x->started && x->ended && x->rc != 0) {
-		long st = x->status >= 400 && x->status < 500 ? x->status : 502;
+		/* the agent's own refusal keeps its 4xx, but never 401 or 403: those mean, to the page, that the UI
+		 * itself refused it (its session is gone) */
+		long st = x->status >= 400 && x->status < 500 && x->status != 401 && x->status != 403 ? x->status : 502;
 
 		pthread_mutex_unlock(&x->mu);
-		httpd_problem(r, (unsigned)st, st == 502 ? "Bad Gateway" : "Refused by the agent", "%s: %s",
+		httpd_problem(r, (unsigned)st, st == 502 && x->status == 0 ? "Bad Gateway" : "Refused by the agent", "%s: %s",
 			      x->agent->name, x->em.text);
 		relay_done(x);
 		return;

@@ -19,6 +19,7 @@ DD=$B/tools/dotnet-dump/dotnet-dump
 # crash_app [DIR]: the app with the crash settings the injector gives it (dumps into DIR, default the agent's
 # $W/dumps), attached, its history begun, then crashed; returns once it has died (APID its pid)
 crash_app() {
+	: > "$W/app.out" # emptied here, not by the background job: an earlier run's READY is not this one's
 	DOTNET_DiagnosticPorts=$W/dumps/port,connect,nosuspend DOTNET_DbgEnableMiniDump=1 DOTNET_DbgMiniDumpType=1 \
 		DOTNET_DbgMiniDumpName="${1:-$W/dumps}/crash-%p-%t-%e.dmp" DOTNET_EnableCrashReport=1 \
 		dotnet "$APP" throw > "$W/app.out" 2>&1 &

@@ -16,6 +16,7 @@ APP="$B/apps/console/console.dll"
 # start_app: the throwing app attached through the agent's socket (its history begins when the agent's
 # session does, within a second of the attach: the first rounds may be before it)
 start_app() {
+	: > "$W/app.out" # emptied here, not by the background job: an earlier run's READY is not this one's
 	DOTNET_DiagnosticPorts=$W/dumps/port,connect,suspend dotnet "$APP" throw > "$W/app.out" 2>&1 &
 	PIDS+=($!)
 	wait_for "$W/app.out" READY 30 || { fail app-start "the app did not start" "$W/app.out"; exit 0; }

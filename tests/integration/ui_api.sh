@@ -40,12 +40,23 @@ WHY="listening sockets on $UIPORT: $(ss -ltnH "sport = :$UIPORT" | awk '{print $
 check loopback-only bash -c "[ \"\$(ss -ltnH 'sport = :$UIPORT' | awk '{print \$4}')\" = 127.0.0.1:$UIPORT ]"
 check secret-is-256-bits bash -c "[[ '$UIURL' =~ secret=[0-9a-f]{64}$ ]]"
 
-# without the secret: 403 and nothing else, whatever the path
-for p in / /index.html /api/processes /api/captures "/api/live?target=$TGT&pid=$APPPID" /nothing; do
+# without the secret: 403 and nothing else for the API; a page gets the gate (no data: a link back in, for a
+# browser that has the cookie but did not send it), whose own two files are the only ones served without it
+for p in /api/processes /api/captures "/api/live?target=$TGT&pid=$APPPID" /api/nothing; do
 	c=$(curl -s -o "$W/body" -w '%{http_code}' "$UIBASE$p")
 	WHY="$p: $c, $(wc -c < "$W/body") bytes"
 	check "no-cookie-403$p" bash -c "[ $c = 403 ] && [ ! -s '$W/body' ]"
 done
+for p in / /index.html /app.js /nothing; do
+	c=$(curl -s -o "$W/body" -w '%{http_code}' "$UIBASE$p")
+	WHY="$p: $c, $(head -c 300 "$W/body")"
+	check "no-cookie-gate$p" bash -c "[ $c = 403 ] && grep -q 'Continue to diagport ui' '$W/body' &&
+		! grep -q '${UIURL##*secret=}' '$W/body' && ! grep -q 'api/' '$W/body'"
+done
+c=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$UIBASE/")
+check no-cookie-post-403 [ "$c" = 403 ]
+c=$(curl -s -o /dev/null -w '%{http_code}' "$UIBASE/app.css")
+check no-cookie-gate-css [ "$c" = 200 ]
 c=$(curl -s -o /dev/null -w '%{http_code}' "$UIBASE/?secret=$(printf '%064d' 0)")
 check wrong-secret-403 [ "$c" = 403 ]
 c=$(curl -s -o /dev/null -w '%{http_code}' "$UIBASE/?secret=${UIURL##*secret=}x")
@@ -66,6 +77,19 @@ c=$(curl -s -H "$COOKIE" -H "Host: rebound.example:$UIPORT" -o "$W/body" -w '%{h
 check foreign-host-403 bash -c "[ $c = 403 ] && [ ! -s '$W/body' ]"
 c=$(curl -s -H "$COOKIE" -H "Host: localhost:$UIPORT" -o /dev/null -w '%{http_code}' "$UIBASE/api/processes")
 check localhost-host-200 [ "$c" = 200 ]
+c=$(printf 'GET /api/processes HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nHost: rebound.example\r\n%s\r\nConnection: close\r\n\r\n' \
+	"$UIPORT" "$COOKIE" | timeout 10 /usr/bin/python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.sendall(sys.stdin.buffer.read())
+print(s.recv(100).split(b" ")[1].decode())' "$UIPORT")
+check two-hosts-400 [ "$c" = 400 ]
+# the cookie reaches every server on 127.0.0.1 (cookies are kept by host, not port): another user who learns it
+# is still refused, by the uid owning the connection's socket
+setpriv --reuid=nobody --regid=nogroup --clear-groups curl -s -H "$COOKIE" -w '\n%{http_code}' \
+	"$UIBASE/api/processes" > "$W/other" 2> "$W/setpriv.err"
+WHY="$(head -c 300 "$W/other") $(cat "$W/setpriv.err")"
+check other-user-with-secret-403 bash -c "[ \"\$(cat '$W/other')\" = \$'\\n403' ]"
+setpriv --reuid=nobody --regid=nogroup --clear-groups curl -s -H "$COOKIE" -w '\n%{http_code}' "$UIBASE/" > "$W/other" 2>&1
+check other-user-no-gate bash -c "[ \"\$(cat '$W/other')\" = \$'\\n403' ]"
 body="{\"target\":\"$TGT\",\"pid\":$APPPID,\"kind\":\"stacks\"}"
 c=$(curl -s -b "$W/jar" -o /dev/null -w '%{http_code}' "$UIBASE/api/captures" -d "$body")
 check post-without-origin-403 [ "$c" = 403 ]

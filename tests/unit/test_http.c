@@ -88,6 +88,8 @@ static void malformed(void)
 	T_CHECK(parse("GET /?pid=%0 HTTP/1.1\r\n\r\n", buf, sizeof(buf), &r) == 400);
 	T_CHECK(parse("GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", buf, sizeof(buf), &r) == 400);
 	T_CHECK(parse("GET / HTTP/1.1\r\nBad Name: a\r\n\r\n", buf, sizeof(buf), &r) == 400);
+	T_CHECK(parse("GET / HTTP/1.1\r\nHost: a\r\nX: y\r\nhost: b\r\n\r\n", buf, sizeof(buf), &r) == 400); /* RFC 9112 3.2 */
+	T_CHECK(parse("GET / HTTP/1.1\r\nX-Host: a\r\nHost: b\r\n\r\n", buf, sizeof(buf), &r) == 0);
 	T_CHECK(parse("GET / HTTP/1.1\r\n: a\r\n\r\n", buf, sizeof(buf), &r) == 400);
 	T_CHECK(parse("GET / HTTP/1.1\r\nA: b\rc\r\n\r\n", buf, sizeof(buf), &r) == 400);
 	T_CHECK(parse("GET / HTTP/1.1\r\nA: b\x01\r\n\r\n", buf, sizeof(buf), &r) == 400);
