@@ -18,6 +18,9 @@
 #   frames-refocus       after that Enter the focus is on the same frame's row (not dropped to <body>)
 #   fragment-reopens     the same URL in a new tab: same process, artifact, zoom and search
 #   escape-resets-zoom   Escape resets the zoom
+#   link-from-elsewhere  a link to a view (with its fragment) on a page of another origin: followed in this browser
+#                        (the cookie is SameSite=Strict: not sent) the gate continues to the same view; in a fresh
+#                        browser without the cookie it stays on the gate, its link and why, without a loop
 #   cpu-diff             the spinning profile compared with the idle one: a diff flame graph whose table puts
 #                        HotLoop.Spin first, marked as grown
 #   stacks-diff          two stack listings compared: a diff flame graph, its table by growth
@@ -28,7 +31,8 @@
 #   cancel               a running 60 s trace's Cancel button: its row says cancelled, no download
 #   flame-parse          flame.js in the page reads folded stacks (CRLF, spaces in names, recursion counted once
 #                        in a total, lines without a count skipped) and stack listings (innermost frame first)
-#   no-cookie-403        without the cookie (or with a wrong secret) every request is refused: 403, no body
+#   no-cookie-403        without the cookie every request is refused: 403, no body for the API (and a wrong secret),
+#                        the gate page (no data, continue.js's link) for a page
 #   foreign-origin-403   with the cookie but another Origin (or none), POST and DELETE are refused: 403
 #   token-not-in-page    the agent's token is in no answer the page got
 #   page-clean           no script error, no Content-Security-Policy violation

@@ -354,13 +354,63 @@ try {
     assert(JSON.stringify(r) === JSON.stringify(want), `got ${JSON.stringify(r)}`);
   }, ['secret-cookie']);
 
+  // a link to a view from another site (a chat, a webmail): the SameSite=Strict cookie does not come with it;
+  // the gate page continues to the view by itself when this browser has the cookie, and stays (no loop) when not
+  await check('link-from-elsewhere', async () => {
+    const view = `${base}/#t=${encodeURIComponent(hashField(page.url(), 't') || '')}&p=${PID}&a=${idle}`;
+    const srv = http.createServer((q, a) => {
+      a.writeHead(200, { 'Content-Type': 'text/html' });
+      a.end(`<!doctype html><title>chat</title><a id="go" href="${view.replace(/&/g, '&amp;')}">the profile</a>`);
+    });
+    await new Promise((res) => srv.listen(0, '127.0.0.2', res));
+    const chat = `http://127.0.0.2:${srv.address().port}/`;
+    const fresh = await browser.newContext();
+    try {
+      const p2 = await ctx.newPage();
+      try {
+        await p2.goto(chat);
+        await p2.click('#go');
+        await p2.locator('#proc-h', { hasText: `${PID} ${NAME}` }).waitFor();
+        await p2.locator('#artifact-h', { hasText: idle }).waitFor({ timeout: LONG });
+        assert(hashField(p2.url(), 'a') === idle && new URL(p2.url()).search === '', `the view opened is ${p2.url()}`);
+      } finally {
+        await p2.close();
+      }
+      const p3 = await fresh.newPage();
+      const navs = [];
+      p3.on('framenavigated', (f) => { if (f === p3.mainFrame()) navs.push(f.url()); });
+      await p3.goto(chat);
+      await p3.click('#go');
+      const link = p3.getByRole('link', { name: 'Continue to diagport ui' });
+      await link.waitFor();
+      await p3.locator('#gate-why').waitFor();
+      const href = await link.getAttribute('href');
+      assert(href === '/?continue' + new URL(view).hash, `the gate's link goes to ${href}`);
+      const n = navs.length;
+      await p3.waitForTimeout(1500); // a loop would navigate again within this
+      assert(navs.length === n && n <= 3, `the gate navigated ${navs.length} times: ${navs.join(' ')}`);
+      assert(new URL(p3.url()).hash === new URL(view).hash, `the gate's URL lost the view: ${p3.url()}`);
+      await shot(p3, '10-gate');
+    } finally {
+      await fresh.close();
+      srv.close();
+    }
+  }, ['cpu-profile-idle']);
+
   await check('no-cookie-403', async () => {
     const rq = await request.newContext();
     try {
-      for (const u of ['/api/processes', '/api/captures', '/', '/app.js', '/?secret=' + '0'.repeat(64)]) {
+      for (const u of ['/api/processes', '/api/captures', '/api/captures/c1/data', '/?secret=' + '0'.repeat(64)]) {
         const r = await rq.get(base + u, { maxRedirects: 0 });
         assert(r.status() === 403, `GET ${u} without the cookie: ${r.status()}`);
         assert((await r.body()).length === 0, `GET ${u} without the cookie has a body`);
+      }
+      // a page without the cookie: the gate (continue.js's), which holds no data
+      for (const u of ['/', '/app.js', '/flame.js', '/?continue']) {
+        const r = await rq.get(base + u, { maxRedirects: 0 });
+        const t = await r.text();
+        assert(r.status() === 403, `GET ${u} without the cookie: ${r.status()}`);
+        assert(t.includes('id="continue"') && !t.includes('import') && t.length < 2000, `GET ${u} without the cookie: ${t.slice(0, 200)}`);
       }
       const r = await rq.post(base + '/api/refresh', { headers: { Origin: base } });
       assert(r.status() === 403, `POST /api/refresh without the cookie: ${r.status()}`);

@@ -724,6 +724,7 @@ async function main() {
   try {
     sessionStorage.removeItem('diagport-continue');
   } catch { /* no storage: the gate then shows its link */ }
+  if (location.search === '?continue') history.replaceState(null, '', '/' + location.hash);
   wire();
   await Promise.all([loadProcs(), loadCaptures()]);
   render(false);
