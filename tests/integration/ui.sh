@@ -30,7 +30,8 @@
 #   capture-refused      a trace of 5000 s: the server's refusal (its problem's detail) shown, nothing listed
 #   cancel               a running 60 s trace's Cancel button: its row says cancelled, no download
 #   flame-parse          flame.js in the page reads folded stacks (CRLF, spaces in names, recursion counted once
-#                        in a total, lines without a count skipped) and stack listings (innermost frame first)
+#                        in a total, lines without a count or with Infinity, NaN or a negative one skipped) and
+#                        stack listings (innermost frame first); fmtCount gives '?' for what is not a number
 #   no-cookie-403        without the cookie every request is refused: 403, no body for the API (and a wrong secret),
 #                        the gate page (no data, continue.js's link) for a page
 #   foreign-origin-403   with the cookie but another Origin (or none), POST and DELETE are refused: 403

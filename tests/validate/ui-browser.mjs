@@ -338,7 +338,7 @@ try {
   await check('flame-parse', async () => {
     const r = await page.evaluate(async () => {
       const m = await import('/flame.js');
-      const root = m.parseFolded('a.dll!A.Main;b.dll!B.Run(int, string);c!C.Rec;c!C.Rec 3\r\na.dll!A.Main;b.dll!B.Run(int, string) 2\n\nbad line\na.dll!A.Main 1');
+      const root = m.parseFolded('a.dll!A.Main;b.dll!B.Run(int, string);c!C.Rec;c!C.Rec 3\r\na.dll!A.Main;b.dll!B.Run(int, string) 2\n\nbad line\na.dll!A.Main 1\nq!Q.Inf Infinity\nq!Q.Neg -4\nq!Q.NaN NaN');
       const f = m.functions(root);
       const rec = m.find(root, 'a.dll!A.Main;b.dll!B.Run(int, string);c!C.Rec;c!C.Rec');
       const st = m.parseStacks([{ frames: [{ methodName: 'Leaf', typeName: 'T', moduleName: 'm.dll' }, { methodName: 'Root', typeName: 'T', moduleName: 'm.dll' }] }, { frames: [] }]);
@@ -347,10 +347,11 @@ try {
         run: f.get('b.dll!B.Run(int, string)').self, recTotal: f.get('c!C.Rec').total, recSelf: f.get('c!C.Rec').self,
         path: rec && m.pathOf(rec), short: m.shortName('b.dll!B.Run(int, string)'),
         stTotal: st.total, stRoot: [...st.kids.keys()], stLeaf: m.find(st, 'm.dll!T.Root;m.dll!T.Leaf')?.self,
+        fmt: [m.fmtCount(1234), m.fmtCount('<b>1</b>'), m.fmtCount(NaN), m.fmtCount(Infinity)],
       };
     });
     const want = { total: 6, main: 6, mainSelf: 1, run: 2, recTotal: 3, recSelf: 3, path: 'a.dll!A.Main;b.dll!B.Run(int, string);c!C.Rec;c!C.Rec',
-      short: 'B.Run(int, string)', stTotal: 2, stRoot: ['m.dll!T.Root'], stLeaf: 1 };
+      short: 'B.Run(int, string)', stTotal: 2, stRoot: ['m.dll!T.Root'], stLeaf: 1, fmt: ['1,234', '?', '?', '?'] };
     assert(JSON.stringify(r) === JSON.stringify(want), `got ${JSON.stringify(r)}`);
   }, ['secret-cookie']);
 
