@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """hostile_agent.py - an HTTP server that answers like a diagport agent gone bad, for
-tests/integration/fleet_static.sh: what the fleet client must survive without harm (terminal escapes
+tests/integration/fleet_static.sh and ui.sh: what the fleet client and the page of `diagport ui` must survive without harm (terminal escapes
 in names and errors, too many processes, processes without a pid, endless bodies). It is not a stand-in
 for a real peer (the real agent is tested beside it); it is the attacker.
 
@@ -17,6 +17,14 @@ MODE:
   plain      /processes one process; every capture answers 200 with a short text (a look-alike that
              collects what is sent to it)
   wants-token  as plain, but a request without an Authorization header gets 401 (problem+json)
+  markup     for tests/integration/ui.sh: what the page of `diagport ui` must show as text and never run or
+             obey. /processes, /process, /runtimes: one process (pid 7) named with HTML; /crashes: a crash
+             whose type, message, time and signal are HTML or strings, the message one long unbroken string;
+             /exceptions (ndjson): HTML in type, message, time and frame names; /gcdump format=stats: counts,
+             bytes and the GC count as HTML (a <meta> refresh among them), HTML type names; /trace
+             format=folded: HTML in frame names, counts of Infinity, NaN and -4 beside a valid one (the
+             profile ends at once, well before its duration); /livemetrics: 200, then 100 KiB without a
+             record end, then nothing for a minute
 Every mode but escapes answers /runtimes and /crashes 404, as an agent older than those routes did, and has
 the runtime's version and attach time in /process, where such an agent had them.
 Every request's headers are appended to LOG (one JSON object a line) when given.
@@ -30,6 +38,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 MODE, PORTFILE = sys.argv[1], sys.argv[2]
 LOG = sys.argv[3] if len(sys.argv) > 3 else None
 ESC_NAME = "\x1b]0;PWNED\x07\x1b[2Jwebapp"
+META = "<meta http-equiv=refresh content='0;url=http://example.invalid/'>"
+B = '<b class="pwned">'
+NAME = B + "evil</b>" + META
 
 
 class H(BaseHTTPRequestHandler):
@@ -47,11 +58,61 @@ class H(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b)
 
+    def markup(self, path):
+        """MODE markup: every string HTML, strings (HTML) where numbers belong."""
+        if path == "/processes":
+            return self.send(200, json.dumps([{"pid": 7, "uid": B, "name": NAME},
+                                              {"pid": B + "8", "uid": "u", "name": NAME}]))
+        if path == "/process":
+            return self.send(200, json.dumps({"pid": 7, "uid": B, "name": NAME, "commandLine": NAME,
+                                              "runtimeVersion": NAME, "attachedDateTime": NAME}))
+        if path == "/runtimes":
+            return self.send(200, json.dumps([{"pid": 7, "uid": B, "name": NAME, "runtimeVersion": NAME,
+                                               "attachedDateTime": NAME}]))
+        if path == "/crashes":
+            return self.send(200, json.dumps([{
+                "pid": B + "6", "processName": NAME, "time": NAME, "exitSignal": B + "6", "exitCode": META,
+                "exception": {"typeName": NAME, "message": "x" * 400 + META, "hresult": B,
+                              "stack": [NAME]}}]))
+        if path == "/exceptions":
+            lines = [json.dumps({"timestamp": NAME, "typeName": NAME, "message": META, "exceptionId": B,
+                                 "stack": {"frames": [{"typeName": NAME, "methodName": META}]}})] * 3
+            return self.send(200, "\n".join(lines) + "\n", "application/x-ndjson")
+        if path == "/gcdump":
+            return self.send(200, json.dumps({
+                "objects": NAME, "bytes": META, "typeCount": NAME, "gcCount": META,
+                "types": [{"type": NAME, "count": META, "bytes": NAME},
+                          {"type": "Hostile.Plain", "count": 5, "bytes": 500},
+                          {"type": META, "count": "Infinity", "bytes": -1}]}))
+        if path == "/trace":
+            folded = (f"a.dll!A.Main;x.dll!{NAME} 5\n"
+                      f"a.dll!A.Main;y.dll!{META} 3\n"
+                      "a.dll!A.Main;z.dll!Z.Inf Infinity\n"
+                      "a.dll!A.Main;z.dll!Z.NaN NaN\n"
+                      "a.dll!A.Main;z.dll!Z.Neg -4\n")
+            return self.send(200, folded, "text/plain")
+        if path == "/livemetrics":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json-seq")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                self.wfile.write(b"\x1e" + b"[" * (100 * 1024))
+                self.wfile.flush()
+                time.sleep(60)
+            except OSError:
+                pass
+            return
+        return self.send(404, json.dumps({"title": "Not Found", "status": 404, "detail": "no route " + path}),
+                         "application/problem+json")
+
     def do_GET(self):
         if LOG:
             with open(LOG, "a") as f:
                 f.write(json.dumps({"path": self.path, "headers": self.headers.items()}) + "\n")
         path = self.path.split("?")[0]
+        if MODE == "markup":
+            return self.markup(path)
         if MODE == "wants-token" and not self.headers.get("Authorization"):
             return self.send(401, json.dumps({"title": "Unauthorized", "status": 401,
                                               "detail": "a bearer token is required"}), "application/problem+json")

@@ -37,7 +37,7 @@
 #   foreign-origin-403   with the cookie but another Origin (or none), POST and DELETE are refused: 403
 #   token-not-in-page    the agent's token is in no answer the page got
 #   page-clean           no script error, no Content-Security-Policy violation
-# and against a second `diagport ui` whose targets are a hostile stand-in agent (ui_hostile_agent.py: markup in
+# and against a second `diagport ui` whose targets are a hostile stand-in agent (hostile_agent.py markup: markup in
 # every string, strings where numbers belong, Infinity counts, an endless live record) and the real agent named
 # with a wrong token (it refuses):
 #   hostile-text         its process, crashes, exceptions, GC heap and CPU profile views show the markup as text:
@@ -77,9 +77,9 @@ fi
 UI_URL=$(sed -n 's/^diagport ui: //p' "$W/ui.out" | head -1)
 
 # the second UI: a hostile stand-in agent (named hostile) and the real agent with a wrong token (refusing)
-python3 tests/integration/ui_hostile_agent.py "$W/hostile.port" > "$W/hostile.out" 2>&1 &
+python3 tests/integration/hostile_agent.py markup "$W/hostile.port" > "$W/hostile.out" 2>&1 &
 PIDS+=("$!")
-wait_for "$W/hostile.port" '[0-9]' 10 || { fail setup "ui_hostile_agent.py did not start" "$W/hostile.out"; exit 0; }
+wait_for "$W/hostile.port" '[0-9]' 10 || { fail setup "hostile_agent.py did not start" "$W/hostile.out"; exit 0; }
 printf 'not-the-token\n' > "$W/wrong-token"
 chmod 600 "$W/wrong-token"
 printf 'http://127.0.0.1:%s name=hostile\n%s name=refusing token-file=%s\n' "$(cat "$W/hostile.port")" "$U" \
