@@ -47,6 +47,9 @@
 #                               the agent's SOCKET, its output in OUT; sets APP (the pid started), APID (the pid
 #                               it prints), AURL; appends to PIDS; 1 unless it started and the agent lists it
 #                               (CURL ARGS: e.g. the token header) within 30 s
+#   ui_url OUT SECS             the URL `diagport ui` printed (its first line, in OUT, with the secret) once it has;
+#                               1 when it has not within SECS
+#   ui_login URL JAR            open the UI's URL with curl (its cookie into JAR); the base URL on stdout
 #   api_cert CA                 a stand-in API server's certificate for 127.0.0.1 and localhost (ECDSA P-256,
 #                               2 days): $W/CA.crt and .key (its own CA), $W/api.crt and .key; 1 with
 #                               $W/openssl.err on failure
@@ -142,6 +145,11 @@ start_webapp() {
 	for _ in $(seq 1 100); do curl -s "$@" "$agent/processes" | grep -q "\"pid\":$APID" && return 0; sleep 0.1; done
 	return 1
 }
+ui_url() {
+	wait_for "$1" '^diagport ui: http://127\.0\.0\.1:[0-9]*/?secret=[0-9a-f]\{64\}$' "$2" || return 1
+	sed -n 's/^diagport ui: \(http:.*secret=[0-9a-f]*\)$/\1/p' "$1" | head -1
+}
+ui_login() { curl -s -c "$2" -o /dev/null "$1" && echo "${1%%/\?*}"; }
 # jqe ARGS...: jq -e on stdin that fails on no input as well (Debian's jq 1.6 exits 0 when it read nothing,
 # so "curl ... | jq -e 'length == 0'" passed with the agent down); exported for bash -c
 jqe() { local in; in=$(cat); [ -n "$in" ] && jq -e "$@" <<< "$in"; }

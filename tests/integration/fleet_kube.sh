@@ -509,10 +509,8 @@ fault "$(cat "$W/tls/pods-ui.json")"
 HOME=$W/home "$D" ui -n shop --kubeconfig "$K" --cacert "$W/tls/tlsca.crt" > "$W/ui.out" 2> "$W/ui.err" &
 UIPID=$!
 PIDS+=($UIPID)
-if wait_for "$W/ui.out" 'secret=' 60; then
-  UIURL=$(grep -o 'http://127.0.0.1:[0-9]*/?secret=[0-9a-f]*' "$W/ui.out")
-  curl -s -c "$W/ui.jar" -o /dev/null "$UIURL"
-  curl -s -b "$W/ui.jar" "${UIURL%%/\?*}/api/processes" > "$W/ui.json"
+if UIURL=$(ui_url "$W/ui.out" 60); then
+  curl -s -b "$W/ui.jar" "$(ui_login "$UIURL" "$W/ui.jar")/api/processes" > "$W/ui.json"
   WHY="$(head -c 600 "$W/ui.json") $(oneline "$W/ui.err")"
   check ui/pod-through-portforward jq -e '.items | length == 1 and .[0].target == "shop/orders-tls" and
     .[0].state == "ready" and .[0].workload != null' "$W/ui.json"

@@ -70,11 +70,10 @@ start_webapp "$W/app.out" "$W/dumps/port" "$U" -H "Authorization: Bearer $TOKEN"
 "$D" ui --target "$U" --token-file "$W/token" > "$W/ui.out" 2> "$W/ui.log" &
 UIPID=$!
 PIDS+=("$UIPID")
-if ! wait_for "$W/ui.out" '^diagport ui: http://127\.0\.0\.1:[0-9]*/?secret=[0-9a-f]\{64\}$' 15; then
-	fail ui-start "diagport ui printed no URL within 15 s: $(head -c 300 "$W/ui.out")" "$W/ui.log"
+if ! UI_URL=$(ui_url "$W/ui.out" 60); then
+	fail ui-start "diagport ui printed no URL within 60 s: $(head -c 300 "$W/ui.out")" "$W/ui.log"
 	exit 0
 fi
-UI_URL=$(sed -n 's/^diagport ui: //p' "$W/ui.out" | head -1)
 
 # the second UI: a hostile stand-in agent (named hostile) and the real agent with a wrong token (refusing)
 python3 tests/integration/hostile_agent.py markup "$W/hostile.port" > "$W/hostile.out" 2>&1 &
@@ -86,11 +85,10 @@ printf 'http://127.0.0.1:%s name=hostile\n%s name=refusing token-file=%s\n' "$(c
 	"$W/wrong-token" > "$W/hostile-targets"
 "$D" ui --targets-file "$W/hostile-targets" > "$W/ui2.out" 2> "$W/ui2.log" &
 PIDS+=("$!")
-if ! wait_for "$W/ui2.out" '^diagport ui: http://127\.0\.0\.1:[0-9]*/?secret=[0-9a-f]\{64\}$' 15; then
-	fail ui-start "the second diagport ui printed no URL within 15 s: $(head -c 300 "$W/ui2.out")" "$W/ui2.log"
+if ! HOSTILE_UI=$(ui_url "$W/ui2.out" 60); then
+	fail ui-start "the second diagport ui printed no URL within 60 s: $(head -c 300 "$W/ui2.out")" "$W/ui2.log"
 	exit 0
 fi
-HOSTILE_UI=$(sed -n 's/^diagport ui: //p' "$W/ui2.out" | head -1)
 
 SHOTS=$PWD/$B/ui-screenshots
 [ "${B#/}" != "$B" ] && SHOTS=$B/ui-screenshots

@@ -28,8 +28,7 @@ start_ui() {
 	"$D" ui --target "$U" --token-file "$W/token" "$@" > "$out" 2> "$out.err" &
 	UIPID=$!
 	PIDS+=($UIPID)
-	wait_for "$out" 'secret=' 30 || { fail ui-start "no URL printed" "$out.err"; exit 0; }
-	UIURL=$(grep -o 'http://127.0.0.1:[0-9]*/?secret=[0-9a-f]*' "$out")
+	UIURL=$(ui_url "$out" 30) || { fail ui-start "no URL printed" "$out.err"; exit 0; }
 	UIBASE=${UIURL%%/\?*}
 }
 mkdir -p "$W/keep"
@@ -190,12 +189,11 @@ check kubectl-plugin-help grep -q '^usage: kubectl diagport ui' "$W/khelp"
 PATH="$W/bin:$PATH" kubectl diagport ui --target "$U" --token-file "$W/token" > "$W/kui.out" 2> "$W/kui.err" &
 KUI=$!
 PIDS+=($KUI)
-if wait_for "$W/kui.out" 'secret=' 30; then
-	KURL=$(grep -o 'http://127.0.0.1:[0-9]*/?secret=[0-9a-f]*' "$W/kui.out")
-	curl -s -c "$W/kjar" -o /dev/null "$KURL"
-	curl -s -b "$W/kjar" "${KURL%%/\?*}/api/processes" > "$W/kps.json"
+if KURL=$(ui_url "$W/kui.out" 30); then
+	KBASE=$(ui_login "$KURL" "$W/kjar")
+	curl -s -b "$W/kjar" "$KBASE/api/processes" > "$W/kps.json"
 	check kubectl-plugin-ui jq -e --argjson p "$APPPID" '[.items[].processes[].pid] == [$p]' "$W/kps.json"
-	c=$(curl -s -b "$W/jar" -o /dev/null -w '%{http_code}' "${KURL%%/\?*}/api/processes")
+	c=$(curl -s -b "$W/jar" -o /dev/null -w '%{http_code}' "$KBASE/api/processes")
 	check other-ui-cookie-refused [ "$c" = 403 ]
 else
 	fail kubectl-plugin-ui "no URL printed" "$W/kui.err"
