@@ -78,7 +78,7 @@ echo "ps -o json, $NAGENTS targets: wall s (median min max) $(cut -d' ' -f1 "$W/
 	"peak RSS KiB $(cut -d' ' -f2 "$W/ps.fig" | stat3)"
 
 t0=$(date +%s.%N)
-"$D" ui --targets-file "$W/targets" --parallel 16 > "$W/ui.out" 2> "$W/ui.err" &
+TMPDIR=$W "$D" ui --targets-file "$W/targets" --parallel 16 > "$W/ui.out" 2> "$W/ui.err" &
 UI=$!
 PIDS+=($UI)
 wait_for "$W/ui.out" 'secret=' 120 || die "ui printed no URL: $(tail -3 "$W/ui.err")"

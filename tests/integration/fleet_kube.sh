@@ -506,7 +506,7 @@ check tls/plain-http-refused jq -e '.items[0].state != "ready"' "$W/tls/ps2.json
 # --- diagport ui over the same discovery: the pod listed through the port-forward; bob refused before serving --
 jq -c '.times = 1000' "$W/tls/pods.json" > "$W/tls/pods-ui.json" # the UI lists the pods again every 10 s
 fault "$(cat "$W/tls/pods-ui.json")"
-HOME=$W/home "$D" ui -n shop --kubeconfig "$K" --cacert "$W/tls/tlsca.crt" > "$W/ui.out" 2> "$W/ui.err" &
+HOME=$W/home TMPDIR=$W "$D" ui -n shop --kubeconfig "$K" --cacert "$W/tls/tlsca.crt" > "$W/ui.out" 2> "$W/ui.err" &
 UIPID=$!
 PIDS+=($UIPID)
 if UIURL=$(ui_url "$W/ui.out" 60); then
@@ -521,7 +521,7 @@ fi
 kill -TERM "$UIPID" 2> /dev/null
 wait "$UIPID"
 check ui/stops-0 [ $? = 0 ]
-HOME=$W/home timeout 60 "$D" ui -n shop --kubeconfig "$K" --context bob > "$W/ui-bob.out" 2> "$W/ui-bob.err"
+HOME=$W/home TMPDIR=$W timeout 60 "$D" ui -n shop --kubeconfig "$K" --context bob > "$W/ui-bob.out" 2> "$W/ui-bob.err"
 RC=$?
 WHY="exit $RC: $(oneline "$W/ui-bob.err")"
 check ui/bob-denied-before-serving bash -c "[ $RC = 4 ] && grep -q 'cannot create pods/portforward in namespace shop' '$W/ui-bob.err' &&

@@ -67,7 +67,7 @@ TOKEN=$(cat "$W/token")
 start_webapp "$W/app.out" "$W/dumps/port" "$U" -H "Authorization: Bearer $TOKEN" ||
 	{ fail setup "the webapp did not start or attach: $(tail -3 "$W/app.out")"; exit 0; }
 
-"$D" ui --target "$U" --token-file "$W/token" > "$W/ui.out" 2> "$W/ui.log" &
+TMPDIR=$W "$D" ui --target "$U" --token-file "$W/token" > "$W/ui.out" 2> "$W/ui.log" &
 UIPID=$!
 PIDS+=("$UIPID")
 if ! UI_URL=$(ui_url "$W/ui.out" 60); then
@@ -83,7 +83,7 @@ printf 'not-the-token\n' > "$W/wrong-token"
 chmod 600 "$W/wrong-token"
 printf 'http://127.0.0.1:%s name=hostile\n%s name=refusing token-file=%s\n' "$(cat "$W/hostile.port")" "$U" \
 	"$W/wrong-token" > "$W/hostile-targets"
-"$D" ui --targets-file "$W/hostile-targets" > "$W/ui2.out" 2> "$W/ui2.log" &
+TMPDIR=$W "$D" ui --targets-file "$W/hostile-targets" > "$W/ui2.out" 2> "$W/ui2.log" &
 PIDS+=("$!")
 if ! HOSTILE_UI=$(ui_url "$W/ui2.out" 60); then
 	fail ui-start "the second diagport ui printed no URL within 60 s: $(head -c 300 "$W/ui2.out")" "$W/ui2.log"

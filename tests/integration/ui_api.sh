@@ -25,7 +25,7 @@ TGT=127.0.0.1:$P
 start_ui() {
 	local out=$1
 	shift
-	"$D" ui --target "$U" --token-file "$W/token" "$@" > "$out" 2> "$out.err" &
+	TMPDIR=$W "$D" ui --target "$U" --token-file "$W/token" "$@" > "$out" 2> "$out.err" &
 	UIPID=$!
 	PIDS+=($UIPID)
 	UIURL=$(ui_url "$out" 30) || { fail ui-start "no URL printed" "$out.err"; exit 0; }
@@ -186,7 +186,7 @@ mkdir -p "$W/bin"
 ln -s "$D" "$W/bin/kubectl-diagport"
 PATH="$W/bin:$PATH" kubectl diagport ui --help > "$W/khelp" 2>&1
 check kubectl-plugin-help grep -q '^usage: kubectl diagport ui' "$W/khelp"
-PATH="$W/bin:$PATH" kubectl diagport ui --target "$U" --token-file "$W/token" > "$W/kui.out" 2> "$W/kui.err" &
+TMPDIR=$W PATH="$W/bin:$PATH" kubectl diagport ui --target "$U" --token-file "$W/token" > "$W/kui.out" 2> "$W/kui.err" &
 KUI=$!
 PIDS+=($KUI)
 if KURL=$(ui_url "$W/kui.out" 30); then
