@@ -103,7 +103,8 @@ static int transport_check(const char *cmd, const struct args *a, struct fleet_s
 }
 
 /*
- * Find the targets. 0, or an exit code (2, 3 or 4) after saying why.
+ * Find the targets, then check how each is reached (transport_check). 0, or an exit code (2, 3 or 4) after
+ * saying why.
  *
  * A token given here (--token-file, $DIAGPORT_TOKEN) goes only to agents the
  * user named: --target, a targets file, the tasks of --ecs-cluster. An agent
@@ -182,7 +183,7 @@ static int discover(const char *cmd, struct args *a, bool for_capture, struct fl
 	}
 	fleet_set_safe(s);
 	fleet_set_sort(s);
-	return 0;
+	return transport_check(cmd, a, s);
 }
 
 /* The UI finds its targets again as it found them first: the same arguments, the same checks. */
@@ -191,8 +192,6 @@ static int ui_discover(void *ctx, struct fleet_set *out, struct err_msg *em)
 	struct args *a = ctx;
 	int rc = discover("ui", a, true, out);
 
-	if (rc == 0)
-		rc = transport_check("ui", a, out);
 	return rc == 0 ? 0 : err_set(em, DP_EREMOTE, "finding the targets failed (exit code %d, said above)", rc);
 }
 
@@ -209,7 +208,7 @@ int fleet_ui_cli(int argc, char **argv)
 	}
 	if (rc != 0)
 		goto out;
-	if ((rc = discover("ui", &a, true, &s)) == 0 && (rc = transport_check("ui", &a, &s)) == 0) {
+	if ((rc = discover("ui", &a, true, &s)) == 0) {
 		struct ui_opts o = { .port = a.port, .parallel = a.parallel, .out_dir = a.output,
 				     .discover = ui_discover, .discover_ctx = &a };
 
@@ -242,7 +241,7 @@ int fleet_ps_cli(int argc, char **argv)
 		rc = fleet_cli_usage_error("ps", "-o '%s' is not table, wide, json or yaml", a.output);
 		goto out;
 	}
-	if ((rc = discover("ps", &a, false, &s)) == 0 && (rc = transport_check("ps", &a, &s)) == 0) {
+	if ((rc = discover("ps", &a, false, &s)) == 0) {
 		fleet_signals_install();
 		rc = fleet_ps(&s, a.output, a.parallel);
 	}
@@ -490,7 +489,7 @@ int fleet_capture_cli(int argc, char **argv)
 	if ((rc = build_capture(&a, &c, &route, &body)) != 0)
 		goto out;
 	/* until the captures start, Ctrl-C ends the process at once: nothing has been written */
-	if ((rc = discover("capture", &a, true, &s)) != 0 || (rc = transport_check("capture", &a, &s)) != 0)
+	if ((rc = discover("capture", &a, true, &s)) != 0)
 		goto out;
 	if (s.n == 0) {
 		fprintf(stderr, "%s capture: no targets found\n", fleet_cli_prog());
